@@ -1,0 +1,166 @@
+/* hyocr — the narrow seam between the model code and a compute device.
+ *
+ * The model (vision.c, text.c) is written once against this table of ops; the CPU
+ * backend implements it in fp32 (OpenBLAS when present), the CUDA backend in FP16/BF16
+ * with an fp32 residual stream. Buffers are opaque; their element type is the
+ * backend's business (HYOCR_BUF_ACT / HYOCR_BUF_WEIGHT) except where an op says
+ * fp32 (logits, downloads). Small integer metadata (token ids, positions, block
+ * tables) is passed as host arrays: the backend copies what it needs.
+ *
+ * Shapes are row-major, rows × cols, and counted in elements. Every op may fail
+ * (device OOM, driver error) and reports it through GError; the engine then fails
+ * the job, never the process. */
+#pragma once
+#include "config.h"
+#include "safetensors.h"
+#include <glib.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct hyocr_backend hyocr_backend;
+typedef struct hyocr_buf     hyocr_buf;
+
+typedef enum {
+    HYOCR_BUF_ACT,      /* activations: fp32 on CPU, fp16/bf16 on CUDA */
+    HYOCR_BUF_F32,      /* always fp32 (residual stream, logits, norms' statistics) */
+    HYOCR_BUF_WEIGHT,   /* weights: converted once at upload */
+    HYOCR_BUF_KV,       /* paged KV cache storage */
+} hyocr_buf_kind;
+
+typedef enum {
+    HYOCR_BACKEND_CPU,
+    HYOCR_BACKEND_CUDA,
+} hyocr_backend_kind;
+
+typedef enum {
+    HYOCR_COMPUTE_F32,   /* CPU */
+    HYOCR_COMPUTE_F16,
+    HYOCR_COMPUTE_BF16,
+} hyocr_compute_dtype;
+
+/* Backends allocate these (possibly inside a larger struct of their own). */
+struct hyocr_buf {
+    hyocr_buf_kind kind;
+    int            elem_size;   /* bytes per element as stored */
+    size_t         n;           /* elements */
+    void          *data;        /* host pointer (CPU) or device pointer (CUDA) */
+};
+
+/* Rotary embedding parameters, fixed per model (spec §5.4). */
+typedef struct {
+    int               head_dim;
+    float             inv_freq[256];     /* head_dim/2 values, fp32 as the reference computes them */
+    int               section[4];        /* half-head units, sums to head_dim/2 */
+    int               n_sections;        /* 0: plain 1-D RoPE */
+    hyocr_rope_layout layout;
+} hyocr_rope_params;
+
+/* One sequence's view of the paged KV cache for an attention call. */
+typedef struct {
+    const int32_t *block_table;  /* physical block ids, ceil((past+n_new)/block_size) entries */
+    int            n_past;       /* tokens already in the cache */
+    int            n_new;        /* tokens in this call (rows of q for this sequence) */
+} hyocr_seq_view;
+
+typedef struct {
+    int64_t total;          /* device (or system RAM) total, bytes */
+    int64_t free;           /* device (or system) free, bytes */
+    int64_t weights;        /* this process: weights */
+    int64_t kv_reserved;    /* KV pool allocated */
+    int64_t kv_used;        /* KV blocks in use × block bytes (filled by the engine) */
+    int64_t workspace;      /* activations / scratch currently allocated */
+    int64_t peak;           /* high-water mark of everything this backend allocated */
+} hyocr_mem_info;
+
+typedef struct {
+    const char *name;
+    void   (*free)(hyocr_backend *be);
+
+    hyocr_buf *(*alloc)(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GError **error);
+    void   (*buf_free)(hyocr_backend *be, hyocr_buf *b);
+    /* Converts the checkpoint tensor (any float dtype) to the backend weight type, written
+     * at dst_off elements (so fused QKV / gate-up weights are built by consecutive uploads). */
+    bool   (*upload_weight)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off,
+                            const hyocr_tensor *t, GError **error);
+    bool   (*upload_f32)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const float *src, size_t n, GError **error);
+    bool   (*download_f32)(hyocr_backend *be, const hyocr_buf *src, size_t src_off, float *dst, size_t n, GError **error);
+    /* dst[dst_off + i] = src[src_off + i], i < n (same or convertible kinds) */
+    bool   (*copy)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const hyocr_buf *src, size_t src_off, size_t n, GError **error);
+
+    /* out[M,N] = x[M,K] · w[N,K]ᵀ (+ bias[N] when bias != NULL). w may start at w_off elements. */
+    bool   (*matmul)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *w, size_t w_off,
+                     const hyocr_buf *bias, int M, int N, int K, GError **error);
+    /* residual[M,N] += delta (when delta != NULL); out = LayerNorm(residual) (γ, β). */
+    bool   (*add_layernorm)(hyocr_backend *be, hyocr_buf *out, hyocr_buf *residual, const hyocr_buf *delta,
+                            const hyocr_buf *gamma, const hyocr_buf *beta, int M, int N, float eps, GError **error);
+    /* residual += delta (when delta != NULL); out = RMSNorm_HF(residual)·w. out may equal residual when delta is NULL. */
+    bool   (*add_rmsnorm)(hyocr_backend *be, hyocr_buf *out, hyocr_buf *residual, const hyocr_buf *delta,
+                          const hyocr_buf *w, int M, int N, float eps, GError **error);
+    /* x += y, n elements */
+    bool   (*add)(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *y, size_t n, GError **error);
+    /* in place exact erf GELU */
+    bool   (*gelu)(hyocr_backend *be, hyocr_buf *x, size_t n, GError **error);
+    /* out[M,I] = silu(gu[:, :I]) ⊙ gu[:, I:2I]  (gu = fused gate|up GEMM output [M, 2I]) */
+    bool   (*swiglu)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *gu, int M, int I, GError **error);
+
+    /* x[gh·gw, C] += bilinear(table[edge·edge, C] starting at row table_row0, → gh×gw) (align_corners=False). */
+    bool   (*posemb_add)(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *table, size_t table_row0,
+                         int edge, int gh, int gw, int C, hyocr_posemb_interp interp, GError **error);
+    /* Gathers 2×2 cells for the merger conv: out[(gh/2)(gw/2), 4C], order (c, dy, dx). */
+    bool   (*merge_gather)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, int gh, int gw, int C, GError **error);
+    /* out[Hm·(Wm+1)+2, ?]: rows arranged as the merger output grid with a newline column;
+     * x[Hm·Wm, C] rows are placed at (i, j<Wm), newline[C] at (i, Wm). */
+    bool   (*append_newline)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *newline,
+                             int Hm, int Wm, int C, GError **error);
+
+    /* Bidirectional attention within one image: qkv[n, 3·H·D] (q|k|v), out[n, H·D]. */
+    bool   (*attention_full)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, int n, int H, int D,
+                             float scale, GError **error);
+
+    /* Rotary embedding (XD-RoPE, positions pos[4·M] axis-major, or 1-D when n_axes = 1)
+     * then per-head RMSNorm of q and k, in place on qkv[M, (Hq + 2·Hkv)·D]. */
+    bool   (*rope_qknorm)(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes,
+                          int Hq, int Hkv, const hyocr_rope_params *rope,
+                          const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error);
+    /* Writes k and v of qkv rows into the paged cache, then causal GQA attention of the
+     * q rows over the cache. Sequences are packed in qkv/out in order. */
+    bool   (*attention_paged)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv,
+                              hyocr_buf *k_cache, hyocr_buf *v_cache, int block_size,
+                              const hyocr_seq_view *seqs, int n_seqs,
+                              int Hq, int Hkv, int D, float scale, GError **error);
+
+    /* out[n, C] = table[ids[i]] */
+    bool   (*embed)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
+                    GError **error);
+
+    void   (*mem_info)(hyocr_backend *be, hyocr_mem_info *out);
+    /* Waits for queued work (no-op on CPU); errors surface here on async devices. */
+    bool   (*sync)(hyocr_backend *be, GError **error);
+} hyocr_backend_ops;
+
+struct hyocr_backend {
+    const hyocr_backend_ops *ops;
+    hyocr_backend_kind        kind;
+    hyocr_compute_dtype       dtype;
+};
+
+typedef struct {
+    int     n_threads;            /* CPU: 0 = all cores */
+    int     device;               /* CUDA ordinal */
+    hyocr_compute_dtype dtype;    /* CUDA: F16 (default) or BF16 */
+    int64_t memory_limit;         /* bytes this process may take on the device; 0 = no limit */
+} hyocr_backend_params;
+
+hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **error);
+/* Returns NULL with HYOCR_ERROR_BACKEND when no GPU/driver is usable, or when built without CUDA. */
+hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **error);
+void           hyocr_backend_free(hyocr_backend *be);
+
+
+/* Fills rope params from the text config: NTK-alpha base, fp32 inv_freq, section layout. */
+void           hyocr_rope_params_init(hyocr_rope_params *rp, const hyocr_config *cfg);
+
+G_END_DECLS

@@ -1,0 +1,43 @@
+/* hyocr — a checkpoint folder: config + tensors under one canonical name scheme.
+ *
+ * Canonical names are Tencent's on-disk names (vit.*, model.*, lm_head.weight).
+ * transformers-5 names (model.vision_tower.*, model.language_model.*, …) are
+ * renamed to them on open. Every tensor the model needs is checked against the
+ * config (presence, dtype, shape, byte range) before anything runs. */
+#pragma once
+#include "config.h"
+#include "safetensors.h"
+
+G_BEGIN_DECLS
+
+typedef struct hyocr_checkpoint hyocr_checkpoint;
+
+typedef struct {
+    size_t  n_tensors;            /* tensors the model uses */
+    size_t  n_ignored;            /* present in the files, unused (e.g. image_sep, MTP) */
+    int64_t n_params;             /* parameters counted once (tied head not twice) */
+    int64_t n_params_vision;
+    int64_t n_params_text;
+    size_t  bytes_per_dtype[HYOCR_DTYPE_COUNT];
+    bool    lm_head_tied;         /* true when lm_head reuses embed_tokens */
+    bool    transformers_names;   /* file used the transformers-5 scheme */
+    int     n_files;
+} hyocr_checkpoint_stats;
+
+hyocr_checkpoint   *hyocr_checkpoint_open(const char *dir, GError **error);
+void                hyocr_checkpoint_free(hyocr_checkpoint *ck);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_checkpoint, hyocr_checkpoint_free)
+
+const hyocr_config *hyocr_checkpoint_config(const hyocr_checkpoint *ck);
+hyocr_config       *hyocr_checkpoint_config_mut(hyocr_checkpoint *ck);
+const char         *hyocr_checkpoint_dir(const hyocr_checkpoint *ck);
+void                hyocr_checkpoint_get_stats(const hyocr_checkpoint *ck, hyocr_checkpoint_stats *out);
+
+/* Canonical name, printf-style. Never NULL for tensors the model uses (validated
+ * at open); "lm_head.weight" resolves to the embedding when tied. */
+const hyocr_tensor *hyocr_checkpoint_get(const hyocr_checkpoint *ck, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+/* Maps a transformers-5 name to the canonical one (newly allocated; a copy when already canonical). */
+char *hyocr_checkpoint_canonical_name(const char *name);
+
+G_END_DECLS

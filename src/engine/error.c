@@ -1,0 +1,3 @@
+#include "error.h"
+
+G_DEFINE_QUARK(hyocr-error-quark, hyocr_error)

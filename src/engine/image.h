@@ -1,0 +1,56 @@
+/* hyocr — image input: decode (PNG, JPEG), orientation, optional pre-scale, and
+ * the reference processor: smart_resize, Pillow-exact 8-bit bicubic, rescale,
+ * normalize and the row-major patch layout (spec §3.1–3.4). */
+#pragma once
+#include "config.h"
+#include <glib.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+G_BEGIN_DECLS
+
+/* RGB, 8 bits per channel, rows packed (stride = 3·width). */
+typedef struct {
+    int      width;
+    int      height;
+    uint8_t *rgb;
+} hyocr_image;
+
+typedef struct {
+    int64_t max_decode_pixels;  /* refuse larger images from the header; 0 = default (178956970, Pillow's bomb limit ×2) */
+    bool    ignore_exif;        /* default false: EXIF orientation is applied */
+    int     max_side;           /* >0: Lanczos pre-scale so the long edge ≤ max_side; 0 = off */
+} hyocr_image_options;
+
+hyocr_image *hyocr_image_new(int width, int height);   /* zeroed */
+void         hyocr_image_free(hyocr_image *img);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_image, hyocr_image_free)
+
+/* opts may be NULL. The name is used in messages. Alpha is dropped like Pillow's
+ * convert("RGB"); gray replicated; palette expanded; 16-bit reduced to the high byte. */
+hyocr_image *hyocr_image_load(const char *path, const hyocr_image_options *opts, GError **error);
+hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const char *name,
+                                          const hyocr_image_options *opts, GError **error);
+
+/* Pillow Image.resize(..., BICUBIC) on 8-bit RGB, bit-exact. */
+hyocr_image *hyocr_image_resize_bicubic(const hyocr_image *src, int width, int height);
+/* Pillow LANCZOS (used only for the optional max_side pre-scale). */
+hyocr_image *hyocr_image_resize_lanczos(const hyocr_image *src, int width, int height);
+
+/* smart_resize (spec §3.2). Errors on aspect ratio > 200 or empty input. */
+bool hyocr_smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels,
+                        int *out_height, int *out_width, GError **error);
+
+typedef struct {
+    int    grid_t, grid_h, grid_w;  /* image_grid_thw, in patches */
+    int    n_patches;               /* grid_h · grid_w */
+    int    patch_dim;               /* 3 · patch² = 768 */
+    int    resized_width, resized_height;
+    float *data;                    /* [n_patches, patch_dim] */
+} hyocr_pixels;
+
+hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, GError **error);
+void          hyocr_pixels_free(hyocr_pixels *px);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_pixels, hyocr_pixels_free)
+
+G_END_DECLS

@@ -1,0 +1,40 @@
+/* hyocr — byte-level BPE tokenizer read from tokenizer.json (HF tokenizers format).
+ * Pre-tokenizer pipeline of the release: three regex Splits then ByteLevel;
+ * added tokens are matched verbatim before pre-tokenization. */
+#pragma once
+#include <glib.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+G_BEGIN_DECLS
+
+typedef struct hyocr_tokenizer hyocr_tokenizer;
+
+hyocr_tokenizer *hyocr_tokenizer_load(const char *tokenizer_json_path, GError **error);
+void             hyocr_tokenizer_free(hyocr_tokenizer *tok);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_tokenizer, hyocr_tokenizer_free)
+
+/* Appends ids (int32_t) to out. Invalid UTF-8 is replaced by U+FFFD first, with
+ * Python's bytes.decode(errors="replace") semantics (maximal subpart). */
+void        hyocr_tokenizer_encode(const hyocr_tokenizer *tok, const char *text, gssize len, GArray *out);
+/* Decoded text, newly allocated, valid UTF-8 (invalid bytes → U+FFFD like HF).
+ * skip_special drops added tokens marked special; no clean-up of spaces. */
+char       *hyocr_tokenizer_decode(const hyocr_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special);
+
+int         hyocr_tokenizer_n_vocab(const hyocr_tokenizer *tok);            /* max id + 1 */
+int32_t     hyocr_tokenizer_find(const hyocr_tokenizer *tok, const char *token); /* -1 when absent */
+const char *hyocr_tokenizer_token(const hyocr_tokenizer *tok, int32_t id);  /* raw vocab string, NULL if none */
+bool        hyocr_tokenizer_is_special(const hyocr_tokenizer *tok, int32_t id);
+
+/* Streaming decoder: push ids, get back only complete UTF-8 (incomplete
+ * trailing bytes are held until the next push or flush). */
+typedef struct hyocr_detokenizer hyocr_detokenizer;
+hyocr_detokenizer *hyocr_detokenizer_init(const hyocr_tokenizer *tok, bool skip_special);
+void               hyocr_detokenizer_free(hyocr_detokenizer *dt);
+/* Returns newly allocated text (possibly ""), owned by the caller. */
+char              *hyocr_detokenizer_push(hyocr_detokenizer *dt, int32_t id);
+/* Remaining held-back bytes, as U+FFFD where they never completed. */
+char              *hyocr_detokenizer_flush(hyocr_detokenizer *dt);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_detokenizer, hyocr_detokenizer_free)
+
+G_END_DECLS
