@@ -1,1 +1,316 @@
-int main(void) { return 0; } /* in progress */
+/* hyocr — command-line entry point: subcommand dispatch plus the foundation
+ * commands (inspect, tokenize, detokenize, prepare). */
+#include "cli.h"
+#include "checkpoint.h"
+#include "error.h"
+#include "hyocr-build-config.h"
+
+#include <errno.h>
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+static int fail(GError *error)
+{
+    g_printerr("hyocr: %s\n", error ? error->message : "unknown error");
+    return 1;
+}
+
+static int usage_error(GOptionContext *ctx, const char *msg)
+{
+    g_printerr("hyocr: %s\n\n", msg);
+    g_autofree char *help = g_option_context_get_help(ctx, TRUE, NULL);
+    g_printerr("%s", help);
+    return 2;
+}
+
+static gboolean parse(GOptionContext *ctx, int *argc, char ***argv)
+{
+    g_autoptr(GError) error = NULL;
+    if (!g_option_context_parse(ctx, argc, argv, &error)) {
+        g_printerr("hyocr: %s\n", error->message);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static hyocr_tokenizer *load_tokenizer(const char *model_dir, GError **error)
+{
+    g_autofree char *path = g_build_filename(model_dir, "tokenizer.json", NULL);
+    return hyocr_tokenizer_load(path, error);
+}
+
+/* ---------------------------------------------------------------- inspect */
+
+static void print_config(const hyocr_config *c)
+{
+    g_print("version        %s (%s config.json)\n", c->version == HYOCR_MODEL_VERSION_1_5 ? "1.5" : "1.0",
+            c->nested_layout ? "nested transformers-5" : "flat Tencent");
+    g_print("text           %d layers, hidden %d, %d heads / %d kv heads × %d, mlp %d, vocab %d\n",
+            c->text.num_layers, c->text.hidden_size, c->text.num_heads, c->text.num_kv_heads,
+            c->text.head_dim, c->text.intermediate_size, c->text.vocab_size);
+    g_print("rope           theta %g, NTK alpha %g, xdrope section [%d, %d, %d, %d] (%s layout)\n",
+            c->text.rope_theta, c->text.rope_alpha, c->text.rope_section[0], c->text.rope_section[1],
+            c->text.rope_section[2], c->text.rope_section[3],
+            c->rope_layout == HYOCR_ROPE_LAYOUT_R1 ? "R1 transformers" : "R2 original");
+    g_print("vision         %d layers, hidden %d, %d heads, mlp %d, patch %d, merge %d, position grid %d×%d\n",
+            c->vision.num_layers, c->vision.hidden_size, c->vision.num_heads, c->vision.intermediate_size,
+            c->vision.patch_size, c->vision.spatial_merge_size, hyocr_config_pos_edge(c), hyocr_config_pos_edge(c));
+    g_print("processor      min %" G_GINT64_FORMAT " px, max %" G_GINT64_FORMAT " px\n",
+            c->processor.min_pixels, c->processor.max_pixels);
+    GString *eos = g_string_new(NULL);
+    for (int i = 0; i < c->generation.n_eos; i++)
+        g_string_append_printf(eos, "%s%d", i ? ", " : "", c->generation.eos_ids[i]);
+    char rp[32] = "none";
+    if (c->generation.repetition_penalty > 0) g_snprintf(rp, sizeof rp, "%g", c->generation.repetition_penalty);
+    g_print("generation     eos [%s], repetition penalty %s\n", eos->str, rp);
+    g_string_free(eos, TRUE);
+    g_print("image tokens   start %d, image %d, end %d\n", c->im_start_id, c->image_token_id, c->im_end_id);
+}
+
+static void print_stats(const hyocr_checkpoint_stats *s)
+{
+    g_print("tensors        %zu used, %zu ignored, in %d file%s (%s names)\n", s->n_tensors, s->n_ignored,
+            s->n_files, s->n_files == 1 ? "" : "s", s->transformers_names ? "transformers-5" : "Tencent");
+    g_print("parameters     %" G_GINT64_FORMAT " (vision %" G_GINT64_FORMAT ", text %" G_GINT64_FORMAT ")\n",
+            s->n_params, s->n_params_vision, s->n_params_text);
+    for (int d = 0; d < HYOCR_DTYPE_COUNT; d++)
+        if (s->bytes_per_dtype[d])
+            g_print("bytes %-8s %zu (%.1f MiB)\n", hyocr_dtype_name((hyocr_dtype)d), s->bytes_per_dtype[d],
+                    s->bytes_per_dtype[d] / 1048576.0);
+    g_print("lm_head        %s\n", s->lm_head_tied ? "tied to embed_tokens" : "explicit lm_head.weight");
+}
+
+int hyocr_cmd_inspect(int argc, char **argv)
+{
+    g_autofree char *model = NULL;
+    g_autofree char *device = NULL;
+    GOptionEntry entries[] = {
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Checkpoint folder", "DIR" },
+        { "device", 0, 0, G_OPTION_ARG_STRING, &device, "Also print the memory plan for this device", "cpu|cuda" },
+        { NULL }
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("— describe a checkpoint folder");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!parse(ctx, &argc, &argv)) return 2;
+    if (!model) return usage_error(ctx, "--model DIR is required");
+
+    g_autoptr(GError) error = NULL;
+    g_autoptr(hyocr_checkpoint) ck = hyocr_checkpoint_open(model, &error);
+    if (!ck) return fail(error);
+    hyocr_checkpoint_stats st;
+    hyocr_checkpoint_get_stats(ck, &st);
+    g_print("model          %s\n", hyocr_checkpoint_dir(ck));
+    print_config(hyocr_checkpoint_config(ck));
+    print_stats(&st);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- tokenize */
+
+int hyocr_cmd_tokenize(int argc, char **argv)
+{
+    g_autofree char *model = NULL;
+    GOptionEntry entries[] = {
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Checkpoint folder (holds tokenizer.json)", "DIR" },
+        { NULL }
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("TEXT — print token ids on one line");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!parse(ctx, &argc, &argv)) return 2;
+    if (!model || argc != 2) return usage_error(ctx, "usage: hyocr tokenize --model DIR TEXT");
+
+    g_autoptr(GError) error = NULL;
+    g_autoptr(hyocr_tokenizer) tok = load_tokenizer(model, &error);
+    if (!tok) return fail(error);
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    hyocr_tokenizer_encode(tok, argv[1], -1, ids);
+    for (guint i = 0; i < ids->len; i++)
+        g_print("%s%d", i ? " " : "", g_array_index(ids, int32_t, i));
+    g_print("\n");
+    return 0;
+}
+
+int hyocr_cmd_detokenize(int argc, char **argv)
+{
+    g_autofree char *model = NULL;
+    gboolean skip = FALSE;
+    GOptionEntry entries[] = {
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Checkpoint folder (holds tokenizer.json)", "DIR" },
+        { "skip-special", 0, 0, G_OPTION_ARG_NONE, &skip, "Drop special tokens", NULL },
+        { NULL }
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("ID… — print the text of token ids");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!parse(ctx, &argc, &argv)) return 2;
+    if (!model || argc < 2) return usage_error(ctx, "usage: hyocr detokenize --model DIR ID…");
+
+    g_autoptr(GError) error = NULL;
+    g_autoptr(hyocr_tokenizer) tok = load_tokenizer(model, &error);
+    if (!tok) return fail(error);
+    g_autofree int32_t *ids = g_new(int32_t, argc - 1);
+    for (int i = 1; i < argc; i++) {
+        gint64 v;
+        if (!g_ascii_string_to_signed(argv[i], 10, 0, hyocr_tokenizer_n_vocab(tok) - 1, &v, &error)) {
+            g_printerr("hyocr: token id \"%s\": %s\n", argv[i], error->message);
+            return 2;
+        }
+        ids[i - 1] = (int32_t)v;
+    }
+    g_autofree char *text = hyocr_tokenizer_decode(tok, ids, (size_t)argc - 1, skip);
+    g_print("%s\n", text);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- prepare */
+
+static gboolean write_text(const char *dir, const char *name, GString *s, GError **error)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+    return g_file_set_contents(path, s->str, (gssize)s->len, error);
+}
+
+gboolean hyocr_cli_dump_inputs(const char *dir, const hyocr_prompt *p, const hyocr_pixels *px, GError **error)
+{
+    if (g_mkdir_with_parents(dir, 0755) != 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "cannot create dump folder %s: %s", dir, g_strerror(errno));
+        return FALSE;
+    }
+    g_autoptr(GString) s = g_string_new(NULL);
+    for (int t = 0; t < p->n; t++) g_string_append_printf(s, "%s%d", t ? " " : "", p->ids[t]);
+    g_string_append_c(s, '\n');
+    if (!write_text(dir, "input_ids.txt", s, error)) return FALSE;
+    g_string_truncate(s, 0);
+    for (int a = 0; a < 4; a++) {
+        for (int t = 0; t < p->n; t++) g_string_append_printf(s, "%s%d", t ? " " : "", p->pos[a * p->n + t]);
+        g_string_append_c(s, '\n');
+    }
+    if (!write_text(dir, "position_ids.txt", s, error)) return FALSE;
+    g_string_printf(s, "%d %d %d\n", px->grid_t, px->grid_h, px->grid_w);
+    if (!write_text(dir, "grid_thw.txt", s, error)) return FALSE;
+    /* raw little-endian float32; every platform we build for is little-endian */
+    g_autofree char *path = g_build_filename(dir, "pixel_values.f32", NULL);
+    gsize bytes = (gsize)px->n_patches * (gsize)px->patch_dim * sizeof(float);
+    return g_file_set_contents(path, (const char *)px->data, (gssize)bytes, error);
+}
+
+static char **split_fields(const char *fields)
+{
+    if (!fields) return NULL;
+    /* Chinese keyboards type the full-width comma; accept both. */
+    g_autofree char *norm = g_strdup(fields);
+    GString *s = g_string_new(NULL);
+    for (const char *p = norm; *p; p = g_utf8_next_char(p)) {
+        gunichar c = g_utf8_get_char(p);
+        if (c == 0xFF0C || c == 0x3001) g_string_append_c(s, ',');
+        else g_string_append_unichar(s, c);
+    }
+    char **v = g_strsplit(s->str, ",", -1);
+    g_string_free(s, TRUE);
+    return v;
+}
+
+int hyocr_cmd_prepare(int argc, char **argv)
+{
+    g_autofree char *model = NULL, *image = NULL, *task = NULL, *fields = NULL, *prompt = NULL, *dump = NULL;
+    int max_side = 0;
+    GOptionEntry entries[] = {
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Checkpoint folder", "DIR" },
+        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &image, "Input image (PNG or JPEG)", "FILE" },
+        { "task", 't', 0, G_OPTION_ARG_STRING, &task, "Task preset (recognize, spotting, parse_document, …)", "NAME" },
+        { "fields", 0, 0, G_OPTION_ARG_STRING, &fields, "Keys for extract_fields, comma-separated", "A,B" },
+        { "prompt", 'p', 0, G_OPTION_ARG_STRING, &prompt, "Custom prompt text", "TEXT" },
+        { "max-side", 0, 0, G_OPTION_ARG_INT, &max_side, "Pre-scale the long edge to at most PX", "PX" },
+        { "dump", 'd', 0, G_OPTION_ARG_FILENAME, &dump, "Folder for the dump files", "DIR" },
+        { NULL }
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("— build the model input for an image and a task");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!parse(ctx, &argc, &argv)) return 2;
+    if (!model || !image || !dump) return usage_error(ctx, "--model, --image and --dump are required");
+    if (!task && !prompt) return usage_error(ctx, "give --task NAME or --prompt TEXT");
+
+    hyocr_task t = HYOCR_TASK_CUSTOM;
+    if (task && !hyocr_task_from_name(task, &t)) {
+        g_printerr("hyocr: unknown task \"%s\"; known:", task);
+        for (int i = 0; i < HYOCR_TASK_COUNT; i++) g_printerr(" %s", hyocr_task_name((hyocr_task)i));
+        g_printerr("\n");
+        return 2;
+    }
+    g_autoptr(GError) error = NULL;
+    g_autoptr(hyocr_config) cfg = hyocr_config_load(model, &error);
+    if (!cfg) return fail(error);
+    g_autoptr(hyocr_tokenizer) tok = load_tokenizer(model, &error);
+    if (!tok) return fail(error);
+    g_auto(GStrv) keys = split_fields(fields);
+    g_autofree char *text = hyocr_task_prompt(t, cfg->version, (const char *const *)keys, prompt, &error);
+    if (!text) return fail(error);
+    hyocr_image_options opts = { .max_side = max_side };
+    g_autoptr(hyocr_image) img = hyocr_image_load(image, &opts, &error);
+    if (!img) return fail(error);
+    g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, &error);
+    if (!px) return fail(error);
+    g_autoptr(hyocr_prompt) p = hyocr_prompt_build(tok, cfg, text, px->grid_h, px->grid_w, &error);
+    if (!p) return fail(error);
+    if (!hyocr_cli_dump_inputs(dump, p, px, &error)) return fail(error);
+    g_print("%d tokens (%d image), grid %d×%d, resized %d×%d → %s\n", p->n, p->n_image, px->grid_h, px->grid_w,
+            px->resized_width, px->resized_height, dump);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} command;
+
+static const command commands[] = {
+#ifdef HYOCR_CLI_RUN
+    { "run", hyocr_cmd_run, "read, parse or translate an image (streams the answer)" },
+#endif
+#ifdef HYOCR_CLI_DOWNLOAD
+    { "download", hyocr_cmd_download, "download the model from Hugging Face or a mirror" },
+    { "models", hyocr_cmd_models, "list installed models" },
+#endif
+    { "inspect", hyocr_cmd_inspect, "describe a checkpoint folder" },
+    { "prepare", hyocr_cmd_prepare, "write the model input for an image and a task" },
+    { "tokenize", hyocr_cmd_tokenize, "print the token ids of a text" },
+    { "detokenize", hyocr_cmd_detokenize, "print the text of token ids" },
+};
+
+static int print_usage(FILE *f)
+{
+    fprintf(f, "usage: hyocr COMMAND [OPTIONS]   (hyocr COMMAND --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
+    return f == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "");
+    bindtextdomain(GETTEXT_PACKAGE, HYOCR_LOCALEDIR);
+    bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+    textdomain(GETTEXT_PACKAGE);
+    if (argc < 2) return print_usage(stderr);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
+        return print_usage(stdout);
+    if (!strcmp(argv[1], "--version")) {
+        printf("hyocr %s\n", HYOCR_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
+        if (strcmp(argv[1], commands[i].name)) continue;
+        /* GOptionContext wants the program name first: "hyocr run …" → argv[1..] */
+        argv[1] = g_strdup_printf("hyocr %s", commands[i].name);
+        int rc = commands[i].fn(argc - 1, argv + 1);
+        g_free(argv[1]);
+        return rc;
+    }
+    fprintf(stderr, "hyocr: unknown command \"%s\"\n\n", argv[1]);
+    return print_usage(stderr);
+}

@@ -40,4 +40,9 @@ const hyocr_tensor *hyocr_checkpoint_get(const hyocr_checkpoint *ck, const char 
 /* Maps a transformers-5 name to the canonical one (newly allocated; a copy when already canonical). */
 char *hyocr_checkpoint_canonical_name(const char *name);
 
+/* Parameter count of the tensors the model uses under cfg, computed from the config alone
+ * (the tied head counted once; image_sep, which the model never reads, not counted).
+ * vision/text may be NULL. */
+int64_t hyocr_checkpoint_expected_params(const hyocr_config *cfg, int64_t *vision, int64_t *text);
+
 G_END_DECLS

@@ -1,1 +1,615 @@
-/* in progress */
+/* hyocr — image decoding: PNG (libpng) and JPEG (libjpeg-turbo) to packed RGB8, matching
+ * Pillow's Image.open(p).convert("RGB") (spec §3.1), plus EXIF orientation and the optional
+ * Lanczos pre-scale.
+ *
+ * Deliberate departures from the reference (which is plain Pillow):
+ *  - 16-bit grayscale PNG: Pillow opens it as "I;16" and convert("RGB") clips every value
+ *    above 255 to white, so scans come out blank. We keep the high byte instead, as Pillow
+ *    itself does for 16-bit RGB/RGBA/LA ("RGB;16B" unpacking).
+ *  - EXIF orientation (JPEG APP1 Exif, PNG eXIf) is applied unless ignore_exif is set, so
+ *    phone photos reach the model upright. The reference ignores it.
+ *  - A JPEG whose data stops before the last scanline is an error. libjpeg would pad the
+ *    rest with gray and only warn; Pillow fails as well ("image file is truncated"), since
+ *    its suspending source never reaches the end. A JPEG that only lacks its EOI marker after
+ *    complete image data is accepted, like Pillow.
+ * Other libjpeg warnings (corrupt data inside a scan) are ignored, as Pillow ignores them. */
+#include "image.h"
+#include "error.h"
+
+#include <stdio.h>   /* jpeglib.h needs FILE */
+#include <jpeglib.h>
+#include <jerror.h>
+#include <math.h>
+#include <png.h>
+#include <setjmp.h>
+#include <string.h>
+
+#define HYOCR_DEFAULT_MAX_DECODE_PIXELS INT64_C(178956970)
+
+hyocr_image *hyocr_image_new(int width, int height)
+{
+    if (width < 1 || height < 1 || (size_t)width > SIZE_MAX / 3 / (size_t)height)
+        return NULL;
+    uint8_t *rgb = g_try_malloc0((size_t)width * (size_t)height * 3);
+    if (!rgb) return NULL;
+    hyocr_image *img = g_new0(hyocr_image, 1);
+    img->width = width;
+    img->height = height;
+    img->rgb = rgb;
+    return img;
+}
+
+void hyocr_image_free(hyocr_image *img)
+{
+    if (!img) return;
+    g_free(img->rgb);
+    g_free(img);
+}
+
+/* ------------------------------------------------------------------------ shared checks */
+
+typedef struct {
+    const char *name;
+    int64_t     limit;
+    int         code;          /* HyocrError to report */
+    char        msg[512];      /* set on failure, without the "name: " prefix */
+} decode_status;
+
+static void status_set(decode_status *st, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static void status_set(decode_status *st, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_vsnprintf(st->msg, sizeof st->msg, fmt, ap);
+    va_end(ap);
+    st->code = code;
+}
+
+/* Runs on the header values before any pixel memory exists, so a decompression bomb costs
+ * nothing but the header read. */
+static bool check_size(decode_status *st, const char *kind, int64_t w, int64_t h)
+{
+    if (w < 1 || h < 1) {
+        status_set(st, HYOCR_ERROR_IMAGE, "%s header gives an empty image (%" G_GINT64_FORMAT "×%"
+                   G_GINT64_FORMAT ")", kind, w, h);
+        return false;
+    }
+    if (w > INT_MAX || h > INT_MAX || w > INT64_MAX / h) {
+        status_set(st, HYOCR_ERROR_IMAGE, "%s header gives an impossible size %" G_GINT64_FORMAT "×%"
+                   G_GINT64_FORMAT, kind, w, h);
+        return false;
+    }
+    if (w * h > st->limit) {
+        status_set(st, HYOCR_ERROR_IMAGE, "image is %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " (%"
+                   G_GINT64_FORMAT " pixels), over the limit of %" G_GINT64_FORMAT
+                   " pixels (decompression-bomb guard); downscale it first or raise max_decode_pixels",
+                   w, h, w * h, st->limit);
+        return false;
+    }
+    if ((uint64_t)w * (uint64_t)h > SIZE_MAX / 4) {
+        status_set(st, HYOCR_ERROR_NO_MEMORY, "image is %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
+                   ", too large for this machine's address space", w, h);
+        return false;
+    }
+    return true;
+}
+
+static void status_no_memory(decode_status *st, int w, int h)
+{
+    status_set(st, HYOCR_ERROR_NO_MEMORY, "out of memory decoding a %d×%d image", w, h);
+}
+
+/* ------------------------------------------------------------------------ PNG */
+
+typedef struct {
+    decode_status  st;
+    const uint8_t *data;
+    size_t         len, pos;
+    bool           truncated;
+    bool           rows_done;   /* every pixel row is in img; later chunk trouble is harmless */
+    png_structp    png;
+    png_infop      info;
+    uint8_t       *buf;         /* decode buffer when rows are not plain RGB */
+    png_bytep     *rows;
+    hyocr_image   *img;
+} png_dec;
+
+static void png_on_read(png_structp png, png_bytep out, png_size_t n)
+{
+    png_dec *d = png_get_io_ptr(png);
+    if (n > d->len - d->pos) {
+        d->truncated = true;
+        png_error(png, "unexpected end of file");
+    }
+    memcpy(out, d->data + d->pos, n);
+    d->pos += n;
+}
+
+static void png_on_error(png_structp png, png_const_charp msg)
+{
+    png_dec *d = png_get_error_ptr(png);
+    if (!d->st.msg[0])
+        status_set(&d->st, HYOCR_ERROR_IMAGE, "invalid PNG: %s", msg);
+    png_longjmp(png, 1);
+}
+
+static void png_on_warning(png_structp png, png_const_charp msg)
+{
+    /* Ancillary-chunk complaints (bad iCCP, CRC of a text chunk) do not change the pixels. */
+    g_debug("libpng: %s", msg);
+}
+
+/* Row of `channels` 8-bit samples → RGB. Gray is replicated; alpha is dropped, not composited
+ * (Pillow's RGBA→RGB and LA→RGB). Works in place when dst == src and channels ≤ 3 because it
+ * walks backwards. */
+static void row_to_rgb(uint8_t *dst, const uint8_t *src, int w, int channels)
+{
+    for (int x = w - 1; x >= 0; x--) {
+        const uint8_t *s = src + (size_t)x * channels;
+        uint8_t r = s[0], g = channels >= 3 ? s[1] : s[0], b = channels >= 3 ? s[2] : s[0];
+        dst[3 * x + 0] = r;
+        dst[3 * x + 1] = g;
+        dst[3 * x + 2] = b;
+    }
+}
+
+/* Transformations giving 8-bit gray, gray+alpha, RGB or RGBA whatever the file holds. */
+static void png_setup_transforms(png_structp png, png_infop info)
+{
+    int color = png_get_color_type(png, info);
+    int depth = png_get_bit_depth(png, info);
+    if (color == PNG_COLOR_TYPE_PALETTE)
+        png_set_palette_to_rgb(png);
+    if (color == PNG_COLOR_TYPE_GRAY && depth < 8)
+        png_set_expand_gray_1_2_4_to_8(png);   /* v·255/(2^d−1), Pillow's "1", "L;2", "L;4" */
+    if (depth == 16)
+        png_set_strip_16(png);                 /* high byte, Pillow's "RGB;16B" (not scale_16) */
+    if (color & PNG_COLOR_MASK_ALPHA)
+        png_set_strip_alpha(png);
+}
+
+/* Only this function holds the setjmp; all state it changes lives in *d (the caller's frame),
+ * so nothing is indeterminate after a longjmp. */
+static bool png_run(png_dec *d)
+{
+    if (setjmp(png_jmpbuf(d->png)))
+        return false;
+    png_set_read_fn(d->png, d, png_on_read);
+    png_set_user_limits(d->png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);  /* our pixel limit speaks */
+    png_read_info(d->png, d->info);
+    int64_t w = png_get_image_width(d->png, d->info), h = png_get_image_height(d->png, d->info);
+    if (!check_size(&d->st, "PNG", w, h))
+        return false;
+    png_setup_transforms(d->png, d->info);
+    bool interlaced = png_set_interlace_handling(d->png) > 1;
+    png_read_update_info(d->png, d->info);
+    int channels = png_get_channels(d->png, d->info);
+    size_t rowbytes = png_get_rowbytes(d->png, d->info);
+    if (png_get_bit_depth(d->png, d->info) != 8 || channels < 1 || channels > 4 ||
+        rowbytes != (size_t)w * channels) {
+        status_set(&d->st, HYOCR_ERROR_IMAGE, "unsupported PNG layout (%d channels, %d bits)",
+                   channels, png_get_bit_depth(d->png, d->info));
+        return false;
+    }
+    d->img = hyocr_image_new((int)w, (int)h);
+    bool direct = channels == 3;
+    size_t buf_rows = interlaced && !direct ? (size_t)h : 1;
+    d->buf = direct ? NULL : g_try_malloc(buf_rows * rowbytes);
+    d->rows = g_try_new(png_bytep, interlaced ? (size_t)h : 1);
+    if (!d->img || (!direct && !d->buf) || !d->rows) {
+        status_no_memory(&d->st, (int)w, (int)h);
+        return false;
+    }
+    uint8_t *rgb = d->img->rgb;
+    size_t stride = (size_t)w * 3;
+    if (interlaced) {
+        for (int64_t y = 0; y < h; y++)
+            d->rows[y] = direct ? rgb + y * stride : d->buf + y * rowbytes;
+        png_read_image(d->png, d->rows);
+        if (!direct)
+            for (int64_t y = 0; y < h; y++)
+                row_to_rgb(rgb + y * stride, d->rows[y], (int)w, channels);
+    } else {
+        for (int64_t y = 0; y < h; y++) {
+            png_bytep row = direct ? rgb + y * stride : d->buf;
+            png_read_row(d->png, row, NULL);
+            if (!direct)
+                row_to_rgb(rgb + y * stride, row, (int)w, channels);
+        }
+    }
+    d->rows_done = true;
+    png_read_end(d->png, d->info);   /* picks up an eXIf chunk stored after IDAT */
+    return true;
+}
+
+static int png_orientation(png_dec *d)
+{
+#ifdef PNG_eXIf_SUPPORTED
+    png_uint_32 n = 0;
+    png_bytep exif = NULL;
+    if (png_get_eXIf_1(d->png, d->info, &n, &exif) && exif)
+        return hyocr_exif_orientation(exif, n);
+#endif
+    return 0;
+}
+
+static hyocr_image *decode_png(const uint8_t *data, size_t len, decode_status *st, int *orientation)
+{
+    png_dec d = { .st = *st, .data = data, .len = len };
+    d.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d, png_on_error, png_on_warning);
+    d.info = d.png ? png_create_info_struct(d.png) : NULL;
+    bool ok = d.info && png_run(&d);
+    if (!d.info)
+        status_set(&d.st, HYOCR_ERROR_NO_MEMORY, "out of memory starting the PNG decoder");
+    if (!ok && d.rows_done) {
+        ok = true;   /* trailing chunks damaged or missing (no IEND): Pillow accepts that too */
+        d.st.msg[0] = 0;
+    }
+    if (!ok && d.truncated)
+        status_set(&d.st, HYOCR_ERROR_IMAGE, "PNG file is truncated (%zu bytes, data ends before the "
+                   "image does); the file is incomplete — download or export it again", len);
+    if (ok)
+        *orientation = png_orientation(&d);
+    png_destroy_read_struct(d.png ? &d.png : NULL, d.info ? &d.info : NULL, NULL);
+    g_free(d.buf);
+    g_free(d.rows);
+    *st = d.st;
+    if (!ok) {
+        hyocr_image_free(d.img);
+        return NULL;
+    }
+    return d.img;
+}
+
+/* ------------------------------------------------------------------------ JPEG */
+
+typedef struct {
+    struct jpeg_error_mgr pub;
+    jmp_buf               jb;
+    bool                  truncated;
+    bool                  finishing;   /* all scanlines read; only the EOI is left */
+} jpeg_err;
+
+typedef struct {
+    decode_status                 st;
+    struct jpeg_decompress_struct cinfo;
+    jpeg_err                      err;
+    bool                          created;
+    uint8_t                      *row;
+    hyocr_image                  *img;
+    int                           orientation;
+} jpeg_dec;
+
+static void jpeg_on_error(j_common_ptr cinfo)
+{
+    longjmp(((jpeg_err *)cinfo->err)->jb, 1);
+}
+
+/* libjpeg reports running out of data only as a warning and then feeds a fake EOI, which
+ * fills the rest of the picture with gray. Missing pixels are an error here. */
+static void jpeg_on_message(j_common_ptr cinfo, int level)
+{
+    jpeg_err *e = (jpeg_err *)cinfo->err;
+    if (level < 0)
+        e->pub.num_warnings++;
+    if (level < 0 && e->pub.msg_code == JWRN_JPEG_EOF && !e->finishing) {
+        e->truncated = true;
+        longjmp(e->jb, 1);
+    }
+}
+
+static int jpeg_find_orientation(j_decompress_ptr cinfo)
+{
+    for (jpeg_saved_marker_ptr m = cinfo->marker_list; m; m = m->next)
+        if (m->marker == JPEG_APP0 + 1 && m->data_length >= 6 && memcmp(m->data, "Exif\0\0", 6) == 0)
+            return hyocr_exif_orientation(m->data, m->data_length);
+    return 0;
+}
+
+/* Pillow opens 4-component JPEGs as "CMYK;I" (Adobe's inverted polarity assumed, whether or
+ * not an Adobe marker is present) and convert("RGB") then computes, per channel,
+ * nk − nk·C'/255 with nk = 255 − K' in its rounded 8-bit form (Convert.c cmyk2rgb). With the
+ * inversion folded in, nk is the raw K sample and C' = 255 − raw C. */
+static inline uint8_t cmyk_channel(int c_inv, int nk)
+{
+    int t = c_inv * nk + 128;
+    int v = nk - (((t >> 8) + t) >> 8);
+    return (uint8_t)CLAMP(v, 0, 255);
+}
+
+static void jpeg_row_to_rgb(uint8_t *dst, const uint8_t *src, int w, int components)
+{
+    if (components == 1) {
+        row_to_rgb(dst, src, w, 1);
+        return;
+    }
+    for (int x = 0; x < w; x++, src += 4, dst += 3) {
+        int nk = src[3];
+        dst[0] = cmyk_channel(255 - src[0], nk);
+        dst[1] = cmyk_channel(255 - src[1], nk);
+        dst[2] = cmyk_channel(255 - src[2], nk);
+    }
+}
+
+/* libjpeg defaults are what Pillow decodes with (JpegDecode.c only changes them in draft mode):
+ * JDCT_ISLOW, fancy upsampling on, block smoothing left at its default. */
+static bool jpeg_choose_output(jpeg_dec *d)
+{
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    switch (c->num_components) {
+    case 1: c->out_color_space = JCS_GRAYSCALE; return true;
+    case 3: c->out_color_space = JCS_RGB; return true;
+    case 4: c->out_color_space = JCS_CMYK; return true;   /* libjpeg turns YCCK into CMYK */
+    default:
+        status_set(&d->st, HYOCR_ERROR_IMAGE, "unsupported JPEG with %d colour components",
+                   c->num_components);
+        return false;
+    }
+}
+
+static bool jpeg_run(jpeg_dec *d, const uint8_t *data, size_t len)
+{
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    if (setjmp(d->err.jb))
+        return false;
+    jpeg_mem_src(c, data, (unsigned long)len);
+    jpeg_save_markers(c, JPEG_APP0 + 1, 0xFFFF);
+    jpeg_read_header(c, TRUE);
+    if (!check_size(&d->st, "JPEG", c->image_width, c->image_height) || !jpeg_choose_output(d))
+        return false;
+    d->orientation = jpeg_find_orientation(c);
+    jpeg_start_decompress(c);
+    int w = (int)c->output_width, comps = c->output_components;
+    d->img = hyocr_image_new(w, (int)c->output_height);
+    d->row = comps == 3 ? NULL : g_try_malloc((size_t)w * comps);
+    if (!d->img || (comps != 3 && !d->row)) {
+        status_no_memory(&d->st, w, (int)c->output_height);
+        return false;
+    }
+    while (c->output_scanline < c->output_height) {
+        uint8_t *out = d->img->rgb + (size_t)c->output_scanline * w * 3;
+        JSAMPROW row = comps == 3 ? out : d->row;
+        if (jpeg_read_scanlines(c, &row, 1) != 1)
+            break;
+        if (comps != 3)
+            jpeg_row_to_rgb(out, d->row, w, comps);
+    }
+    d->err.finishing = true;
+    jpeg_finish_decompress(c);
+    return true;
+}
+
+static hyocr_image *decode_jpeg(const uint8_t *data, size_t len, decode_status *st, int *orientation)
+{
+    jpeg_dec *d = g_new0(jpeg_dec, 1);   /* jmp_buf + cinfo: too big to want on the stack */
+    d->st = *st;
+    d->cinfo.err = jpeg_std_error(&d->err.pub);
+    d->err.pub.error_exit = jpeg_on_error;
+    d->err.pub.emit_message = jpeg_on_message;
+    bool ok = false;
+    if (!setjmp(d->err.jb)) {   /* jpeg_create_decompress can fail (out of memory) */
+        jpeg_create_decompress(&d->cinfo);
+        d->created = true;
+        ok = jpeg_run(d, data, len);
+    }
+    if (!ok && d->err.truncated) {
+        status_set(&d->st, HYOCR_ERROR_IMAGE, "JPEG file is truncated (%zu bytes, data ends before "
+                   "the image does); the file is incomplete — download or export it again", len);
+    } else if (!ok && !d->st.msg[0]) {
+        char text[JMSG_LENGTH_MAX];
+        d->err.pub.format_message((j_common_ptr)&d->cinfo, text);
+        status_set(&d->st, HYOCR_ERROR_IMAGE, "invalid JPEG: %s", text);
+    }
+    if (d->created)
+        jpeg_destroy_decompress(&d->cinfo);
+    hyocr_image *img = ok ? d->img : NULL;
+    if (!ok)
+        hyocr_image_free(d->img);
+    *orientation = d->orientation;
+    *st = d->st;
+    g_free(d->row);
+    g_free(d);
+    return img;
+}
+
+/* ------------------------------------------------------------------------ EXIF */
+
+static uint32_t exif_u16(const uint8_t *p, bool le) { return le ? p[0] | p[1] << 8 : p[0] << 8 | p[1]; }
+static uint32_t exif_u32(const uint8_t *p, bool le)
+{
+    return le ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
+              : (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+int hyocr_exif_orientation(const uint8_t *data, size_t len)
+{
+    if (!data) return 0;
+    if (len >= 6 && memcmp(data, "Exif\0\0", 6) == 0) {
+        data += 6;
+        len -= 6;
+    }
+    if (len < 8) return 0;
+    bool le;
+    if (memcmp(data, "II*\0", 4) == 0) le = true;
+    else if (memcmp(data, "MM\0*", 4) == 0) le = false;
+    else return 0;
+    uint32_t ifd = exif_u32(data + 4, le);
+    if (ifd > len - 2) return 0;
+    uint32_t n = exif_u16(data + ifd, le);
+    for (uint32_t i = 0; i < n; i++) {
+        size_t at = (size_t)ifd + 2 + (size_t)i * 12;
+        if (at + 12 > len) return 0;
+        const uint8_t *e = data + at;
+        if (exif_u16(e, le) != 0x0112) continue;
+        uint32_t type = exif_u16(e + 2, le), count = exif_u32(e + 4, le);
+        if (count < 1) return 0;
+        /* SHORT is the standard type; some writers use LONG. Either sits in the value field. */
+        uint32_t v = type == 3 ? exif_u16(e + 8, le) : type == 4 ? exif_u32(e + 8, le) : 0;
+        return v >= 1 && v <= 8 ? (int)v : 0;
+    }
+    return 0;
+}
+
+/* Source pixel for output (x, y) of an image turned upright: for orientations 5–8 the output
+ * is the source transposed in size (out w = src h). Names as in Pillow's exif_transpose. */
+static inline void orient_source(int o, int x, int y, int sw, int sh, int *sx, int *sy)
+{
+    switch (o) {
+    case 2: *sx = sw - 1 - x; *sy = y; break;                   /* mirror left-right */
+    case 3: *sx = sw - 1 - x; *sy = sh - 1 - y; break;          /* rotate 180 */
+    case 4: *sx = x; *sy = sh - 1 - y; break;                   /* mirror top-bottom */
+    case 5: *sx = y; *sy = x; break;                            /* transpose */
+    case 6: *sx = y; *sy = sh - 1 - x; break;                   /* rotate 90 clockwise */
+    case 7: *sx = sw - 1 - y; *sy = sh - 1 - x; break;          /* transverse */
+    case 8: *sx = sw - 1 - y; *sy = x; break;                   /* rotate 90 counter-clockwise */
+    default: *sx = x; *sy = y; break;
+    }
+}
+
+hyocr_image *hyocr_image_orient(const hyocr_image *src, int orientation)
+{
+    bool swap = orientation >= 5 && orientation <= 8;
+    int w = swap ? src->height : src->width, h = swap ? src->width : src->height;
+    hyocr_image *out = hyocr_image_new(w, h);
+    if (!out) return NULL;
+    if (orientation < 2 || orientation > 8) {
+        memcpy(out->rgb, src->rgb, (size_t)w * h * 3);
+        return out;
+    }
+    for (int y = 0; y < h; y++) {
+        uint8_t *d = out->rgb + (size_t)y * w * 3;
+        for (int x = 0; x < w; x++, d += 3) {
+            int sx, sy;
+            orient_source(orientation, x, y, src->width, src->height, &sx, &sy);
+            memcpy(d, src->rgb + ((size_t)sy * src->width + sx) * 3, 3);
+        }
+    }
+    return out;
+}
+
+/* ------------------------------------------------------------------------ pre-scale */
+
+/* Pillow's thumbnail keeps the long edge at the bound and picks floor or ceil for the other
+ * edge, whichever gives the closer aspect (floor on a tie), never below 1. */
+static int closest_edge(double exact, double aspect, int fixed, bool other_is_width)
+{
+    double lo = floor(exact), hi = ceil(exact);
+    double dlo, dhi;
+    if (other_is_width) {
+        dlo = fabs(aspect - lo / fixed);
+        dhi = fabs(aspect - hi / fixed);
+    } else {
+        dlo = lo == 0 ? 0 : fabs(aspect - fixed / lo);
+        dhi = hi == 0 ? 0 : fabs(aspect - fixed / hi);
+    }
+    double pick = dhi < dlo ? hi : lo;
+    return pick < 1 ? 1 : (int)pick;
+}
+
+bool hyocr_image_fit_size(int width, int height, int max_side, int *out_width, int *out_height)
+{
+    *out_width = width;
+    *out_height = height;
+    if (max_side < 1 || (width <= max_side && height <= max_side))
+        return false;
+    double aspect = (double)width / height;
+    if (1.0 >= aspect) {   /* portrait or square: height is the long edge */
+        *out_height = max_side;
+        *out_width = closest_edge(max_side * aspect, aspect, max_side, true);
+    } else {
+        *out_width = max_side;
+        *out_height = closest_edge(max_side / aspect, aspect, max_side, false);
+    }
+    return *out_width != width || *out_height != height;
+}
+
+/* ------------------------------------------------------------------------ entry points */
+
+static bool image_kind(const uint8_t *p, size_t len, const char **kind)
+{
+    static const struct { const char *magic; size_t n; const char *what; } known[] = {
+        { "GIF8", 4, "a GIF image" }, { "BM", 2, "a BMP image" }, { "II*\0", 4, "a TIFF image" },
+        { "MM\0*", 4, "a TIFF image" }, { "%PDF", 4, "a PDF document" }, { "\0\0\1\0", 4, "an ICO image" },
+    };
+    if (len >= 8 && memcmp(p, "\x89PNG\r\n\x1a\n", 8) == 0) { *kind = "png"; return true; }
+    if (len >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) { *kind = "jpeg"; return true; }
+    *kind = NULL;
+    if (len >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WEBP", 4) == 0) *kind = "a WebP image";
+    for (size_t i = 0; !*kind && i < G_N_ELEMENTS(known); i++)
+        if (len >= known[i].n && memcmp(p, known[i].magic, known[i].n) == 0)
+            *kind = known[i].what;
+    return false;
+}
+
+static void set_not_image(const uint8_t *p, size_t len, const char *name, const char *kind, GError **error)
+{
+    GString *hex = g_string_new(NULL);
+    for (size_t i = 0; i < len && i < 8; i++)
+        g_string_append_printf(hex, "%s%02x", i ? " " : "", p[i]);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE,
+                "%s: not a PNG or JPEG image (starts with %s%s)%s%s; convert it to PNG or JPEG", name,
+                hex->str, len > 8 ? " …" : "", kind ? ", looks like " : "", kind ? kind : "");
+    g_string_free(hex, TRUE);
+}
+
+static hyocr_image *finish_image(hyocr_image *img, int orientation, const hyocr_image_options *opts,
+                                 const char *name, GError **error)
+{
+    if (!opts->ignore_exif && orientation >= 2 && orientation <= 8) {
+        hyocr_image *up = hyocr_image_orient(img, orientation);
+        hyocr_image_free(img);
+        img = up;
+    }
+    int w, h;
+    if (img && opts->max_side > 0 && hyocr_image_fit_size(img->width, img->height, opts->max_side, &w, &h)) {
+        hyocr_image *small = hyocr_image_resize_lanczos(img, w, h);
+        hyocr_image_free(img);
+        img = small;
+    }
+    if (!img)
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "%s: out of memory orienting or "
+                    "scaling the image", name);
+    return img;
+}
+
+hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const char *name,
+                                          const hyocr_image_options *opts, GError **error)
+{
+    static const hyocr_image_options defaults = { 0 };
+    if (!opts) opts = &defaults;
+    if (!name) name = "(image in memory)";
+    if (!data || len == 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, "%s: file is empty (0 bytes)", name);
+        return NULL;
+    }
+    const char *kind;
+    if (!image_kind(data, len, &kind)) {
+        set_not_image(data, len, name, kind, error);
+        return NULL;
+    }
+    decode_status st = { .name = name, .code = HYOCR_ERROR_IMAGE,
+                         .limit = opts->max_decode_pixels > 0 ? opts->max_decode_pixels
+                                                              : HYOCR_DEFAULT_MAX_DECODE_PIXELS };
+    int orientation = 0;
+    hyocr_image *img = strcmp(kind, "png") == 0 ? decode_png(data, len, &st, &orientation)
+                                                : decode_jpeg(data, len, &st, &orientation);
+    if (!img) {
+        g_set_error(error, HYOCR_ERROR, st.code, "%s: %s", name,
+                    st.msg[0] ? st.msg : "could not be decoded");
+        return NULL;
+    }
+    return finish_image(img, orientation, opts, name, error);
+}
+
+hyocr_image *hyocr_image_load(const char *path, const hyocr_image_options *opts, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GMappedFile) map = g_mapped_file_new(path, FALSE, &err);
+    if (!map) {
+        /* GLib's message already quotes the path. */
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "cannot read image: %s", err->message);
+        return NULL;
+    }
+    return hyocr_image_load_from_memory(g_mapped_file_get_contents(map), g_mapped_file_get_length(map),
+                                        path, opts, error);
+}

@@ -22,7 +22,7 @@ typedef struct {
     int     max_side;           /* >0: Lanczos pre-scale so the long edge ≤ max_side; 0 = off */
 } hyocr_image_options;
 
-hyocr_image *hyocr_image_new(int width, int height);   /* zeroed */
+hyocr_image *hyocr_image_new(int width, int height);   /* zeroed; NULL if a size is < 1 or out of memory */
 void         hyocr_image_free(hyocr_image *img);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_image, hyocr_image_free)
 
@@ -32,7 +32,19 @@ hyocr_image *hyocr_image_load(const char *path, const hyocr_image_options *opts,
 hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const char *name,
                                           const hyocr_image_options *opts, GError **error);
 
-/* Pillow Image.resize(..., BICUBIC) on 8-bit RGB, bit-exact. */
+/* EXIF orientation (tag 0x0112 in IFD0) from an Exif blob: either a JPEG APP1 payload
+ * ("Exif\0\0" + TIFF) or a bare TIFF header (PNG eXIf). 1..8, or 0 when absent/invalid. */
+int hyocr_exif_orientation(const uint8_t *data, size_t len);
+/* A copy turned upright for an EXIF orientation 1..8 (any other value: plain copy).
+ * NULL only when out of memory. */
+hyocr_image *hyocr_image_orient(const hyocr_image *src, int orientation);
+/* The size Pillow's Image.thumbnail((max_side, max_side)) would pick: the long edge becomes
+ * max_side, the other edge the integer (floor or ceil) that keeps the aspect closest.
+ * Returns false (size unchanged) when the image already fits. */
+bool hyocr_image_fit_size(int width, int height, int max_side, int *out_width, int *out_height);
+
+/* Pillow Image.resize(..., BICUBIC) on 8-bit RGB, bit-exact. NULL when a size is < 1
+ * or out of memory. An unchanged size gives a copy. */
 hyocr_image *hyocr_image_resize_bicubic(const hyocr_image *src, int width, int height);
 /* Pillow LANCZOS (used only for the optional max_side pre-scale). */
 hyocr_image *hyocr_image_resize_lanczos(const hyocr_image *src, int width, int height);

@@ -39,11 +39,22 @@ size_t              hyocr_safetensors_count(const hyocr_safetensors *st);
 const hyocr_tensor *hyocr_safetensors_at(const hyocr_safetensors *st, size_t i);
 const hyocr_tensor *hyocr_safetensors_find(const hyocr_safetensors *st, const char *name);
 
+/* Tensors whose dtype is a valid safetensors dtype that hyocr cannot compute with (U8, I32, F64,
+ * F8_*, BOOL, …): their byte ranges are validated like the others, but they are not listed by
+ * _count/_at/_find. These let a caller say "tensor X has dtype U8" instead of "X is missing". */
+size_t      hyocr_safetensors_count_other(const hyocr_safetensors *st);
+const char *hyocr_safetensors_other_name(const hyocr_safetensors *st, size_t i);
+/* The dtype string of such a tensor, or NULL when name is not one of them. */
+const char *hyocr_safetensors_other_dtype(const hyocr_safetensors *st, const char *name);
+/* Number of files mapped (1, or the shard count). */
+int         hyocr_safetensors_n_files(const hyocr_safetensors *st);
+
 const char *hyocr_dtype_name(hyocr_dtype dt);
 size_t      hyocr_dtype_size(hyocr_dtype dt);
 float       hyocr_bf16_to_f32(uint16_t v);
 float       hyocr_f16_to_f32(uint16_t v);
-/* Converts n elements of any float dtype to fp32. */
+/* Converts all hyocr_tensor_numel(t) elements to fp32 (I64 values are cast). t->data may be
+ * unaligned (safetensors offsets need not be multiples of the element size); this handles it. */
 void        hyocr_tensor_to_f32(const hyocr_tensor *t, float *out);
 int64_t     hyocr_tensor_numel(const hyocr_tensor *t);
 

@@ -1,0 +1,123 @@
+/* hyocr — C-callable launchers for the CUDA kernels (kernels/*.cu).
+ *
+ * The host side (src/engine/backend-cuda.c) is plain C; everything that needs
+ * nvcc lives behind these functions. Each launcher enqueues on the given stream
+ * and returns the launch status (cudaGetLastError); execution errors surface at
+ * the next synchronising call. Element types are passed at run time (hk_dtype)
+ * so one kernel serves every buffer-kind combination the op table allows; only
+ * the attention kernels are templated on the compute type. */
+#pragma once
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    HK_F32 = 0,
+    HK_F16 = 1,
+    HK_BF16 = 2,
+} hk_dtype;
+
+/* Per-dimension rotary table: frequency and position axis of each of the D dims. */
+#define HK_ROPE_MAX_DIM 256
+typedef struct {
+    float   inv_freq[HK_ROPE_MAX_DIM / 2];
+    uint8_t axis[HK_ROPE_MAX_DIM];
+} hk_rope;
+
+/* One sequence of a paged-attention call, as the kernels see it. */
+typedef struct {
+    int row0;     /* first row of this sequence in qkv / out */
+    int n_past;   /* tokens in the cache before this call */
+    int n_new;    /* rows in this call */
+    int bt_off;   /* offset of its block table in the concatenated tables */
+} hk_seq;
+
+/* A split of one decode row's context (flash-decoding). */
+typedef struct {
+    int seq;      /* index into the hk_seq array */
+    int t0, t1;   /* context tokens [t0, t1) handled by this split */
+    int part;     /* slot of its partial result */
+} hk_split;
+
+/* Reduce job of one decode row: its partials are parts [part0, part0 + n_parts). */
+typedef struct {
+    int seq;
+    int part0;
+    int n_parts;
+    int pad_;
+} hk_dec_row;
+
+/* Everything the paged-attention launchers need; all pointers are device pointers. */
+typedef struct {
+    hk_dtype       t;              /* compute type of q/k/v/out (F16 or BF16) */
+    const void    *qkv;            /* [rows, (Hq + 2·Hkv)·D] */
+    void          *out;            /* [rows, Hq·D] */
+    void          *k_cache, *v_cache;
+    int            block_size;
+    int            Hq, Hkv, D;
+    float          scale;
+    const hk_seq  *seqs;
+    int            n_seqs;
+    const int32_t *block_tables;   /* concatenated */
+    const int32_t *row_seq;        /* [total rows] → seq index (for the KV write) */
+    int            total_rows;
+    const int2    *tiles;          /* prefill work: (seq, tile of 64 flattened (row, group-head) pairs) */
+    int            n_tiles;
+    const hk_split   *splits;      /* decode work */
+    int               n_splits;
+    const hk_dec_row *dec_rows;
+    int               n_dec_rows;
+    float         *part_acc;       /* [parts, Hq, D] */
+    float         *part_ml;        /* [parts, Hq, 2] (max in log2 units, sum) */
+    int            split_max;      /* most tokens one split may hold */
+} hk_paged_args;
+
+/* Shared memory the decode kernel needs for a given group size and split length. */
+size_t      hk_decode_smem(int G, int split_max, int D);
+
+cudaError_t hk_kernels_probe(cudaStream_t s);
+/* Raises the dynamic shared-memory limit of the kernels that need more than 48 KiB. */
+cudaError_t hk_kernels_setup(void);
+
+cudaError_t hk_convert(cudaStream_t s, void *dst, hk_dtype dt, const void *src, hk_dtype st, size_t n);
+cudaError_t hk_add(cudaStream_t s, void *x, hk_dtype xt, const void *y, hk_dtype yt, size_t n);
+cudaError_t hk_gelu(cudaStream_t s, void *x, hk_dtype xt, size_t n);
+cudaError_t hk_swiglu(cudaStream_t s, void *out, hk_dtype ot, const void *gu, hk_dtype gt, int M, int I);
+/* Adds bias[N] to every row of x[M, N]. */
+cudaError_t hk_bias_add(cudaStream_t s, void *x, hk_dtype xt, const void *bias, hk_dtype bt, int M, int N);
+/* residual += delta (delta may be NULL); out = norm(residual). beta == NULL and
+ * layernorm == 0 selects RMSNorm_HF; round_t is the compute type the normalised
+ * value is rounded to before the weight multiply (RMSNorm_HF only). */
+cudaError_t hk_add_norm(cudaStream_t s, void *out, hk_dtype ot, void *res, hk_dtype rt,
+                        const void *delta, hk_dtype dlt, const void *w, hk_dtype wt,
+                        const void *b, hk_dtype bt, int M, int N, float eps, int layernorm,
+                        hk_dtype round_t);
+/* x[gh·gw, C] += bilinear(table[edge, edge, C]) with source scales sy, sx (align_corners=False). */
+cudaError_t hk_posemb_add(cudaStream_t s, void *x, hk_dtype xt, const void *table, hk_dtype tt,
+                          int edge, int gh, int gw, int C, float sy, float sx);
+cudaError_t hk_merge_gather(cudaStream_t s, void *out, hk_dtype ot, const void *x, hk_dtype xt,
+                            int gh, int gw, int C);
+cudaError_t hk_append_newline(cudaStream_t s, void *out, hk_dtype ot, const void *x, hk_dtype xt,
+                              const void *nl, hk_dtype nt, int Hm, int Wm, int C);
+cudaError_t hk_embed(cudaStream_t s, void *out, hk_dtype ot, const void *table, hk_dtype tt,
+                     const int32_t *ids, int n, int C);
+/* In place on qkv[M, (Hq + 2·Hkv)·D] of type t; pos is [n_axes, M] (device). */
+cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes,
+                           int Hq, int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt,
+                           const void *kn, hk_dtype knt, float eps);
+
+/* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128. */
+cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
+                              float scale);
+/* Paged attention, in three launches: the KV write, the prefill tiles, the decode splits + reduce. */
+cudaError_t hk_kv_write(cudaStream_t s, const hk_paged_args *a);
+cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *a);
+cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *a);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,1288 @@
+/* hyocr — CPU backend: every op of backend.h in fp32.
+ *
+ * Results must not depend on the thread count: work is cut into items whose
+ * boundaries depend only on the shapes, each output element is written by
+ * exactly one item, and an item computes it with the same code whichever
+ * thread runs it. Matmuls go to OpenBLAS when present. */
+#include "backend.h"
+#include "error.h"
+#include "hyocr-build-config.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if HYOCR_HAVE_BLAS
+#include <cblas.h>
+/* Weak so that a plain CBLAS without OpenBLAS' extensions still links. */
+#pragma weak openblas_set_num_threads
+#pragma weak openblas_get_num_threads
+#endif
+
+#define CPU_ALIGN   64
+#define ATT_KB      64    /* keys per online-softmax block */
+#define ATT_QMAX    16    /* query vectors sharing one pass over the keys */
+#define ATT_DMAX    512
+#define GEMM_TILE   64
+
+/* ---------------------------------------------------------------- thread pool */
+
+typedef void (*cpu_task_fn)(void *ctx, int64_t begin, int64_t end);
+
+typedef struct {
+    pthread_t      *threads;
+    int             n_workers;
+    pthread_mutex_t lock;
+    pthread_cond_t  wake, done;
+    uint64_t        generation;
+    int             pending;
+    bool            quit;
+    pthread_mutex_t run_lock;      /* one job at a time */
+    /* the current job */
+    cpu_task_fn     fn;
+    void           *ctx;
+    int64_t         n_items, grain;
+    atomic_llong    next;
+} cpu_pool;
+
+static void pool_drain(cpu_pool *p)
+{
+    for (;;) {
+        int64_t b = atomic_fetch_add(&p->next, p->grain);
+        if (b >= p->n_items) return;
+        int64_t e = b + p->grain < p->n_items ? b + p->grain : p->n_items;
+        p->fn(p->ctx, b, e);
+    }
+}
+
+static void *pool_worker(void *arg)
+{
+    cpu_pool *p = arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->quit && p->generation == seen)
+            pthread_cond_wait(&p->wake, &p->lock);
+        if (p->quit) break;
+        seen = p->generation;
+        pthread_mutex_unlock(&p->lock);
+        pool_drain(p);
+        pthread_mutex_lock(&p->lock);
+        if (--p->pending == 0) pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+static void pool_free(cpu_pool *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->lock);
+    p->quit = true;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->n_workers; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->run_lock);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->done);
+    g_free(p->threads);
+    g_free(p);
+}
+
+static cpu_pool *pool_new(int n_threads, GError **error)
+{
+    cpu_pool *p = g_new0(cpu_pool, 1);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_mutex_init(&p->run_lock, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->threads = g_new0(pthread_t, n_threads > 1 ? n_threads - 1 : 1);
+    for (int i = 0; i < n_threads - 1; i++) {
+        int rc = pthread_create(&p->threads[i], NULL, pool_worker, p);
+        if (rc != 0) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
+                        "CPU backend: cannot start worker thread %d of %d: %s; try fewer threads",
+                        i + 1, n_threads - 1, g_strerror(rc));
+            pool_free(p);
+            return NULL;
+        }
+        p->n_workers++;
+    }
+    return p;
+}
+
+/* Runs fn over [0, n_items) in chunks of grain items; the caller takes part. */
+static void pool_run(cpu_pool *p, int64_t n_items, int64_t grain, cpu_task_fn fn, void *ctx)
+{
+    if (n_items <= 0) return;
+    if (grain < 1) grain = 1;
+    if (p->n_workers == 0 || n_items <= grain) {
+        fn(ctx, 0, n_items);
+        return;
+    }
+    pthread_mutex_lock(&p->run_lock);
+    pthread_mutex_lock(&p->lock);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_items = n_items;
+    p->grain = grain;
+    atomic_store(&p->next, 0);
+    p->pending = p->n_workers;
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->lock);
+
+    pool_drain(p);
+
+    pthread_mutex_lock(&p->lock);
+    while (p->pending > 0)
+        pthread_cond_wait(&p->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&p->run_lock);
+}
+
+/* ---------------------------------------------------------------- backend */
+
+typedef struct {
+    hyocr_backend base;
+    int           n_threads;
+    cpu_pool     *pool;
+    int64_t       memory_limit;
+    GMutex        mem_lock;
+    int64_t       bytes[HYOCR_BUF_KV + 1];
+    int64_t       total, peak;
+} cpu_backend;
+
+static inline cpu_backend *CB(hyocr_backend *be) { return (cpu_backend *)be; }
+static inline float *F(const hyocr_buf *b) { return (float *)b->data; }
+
+/* Items per chunk so that each thread gets a few chunks (load balance) but
+ * chunks stay big enough to amortise the hand-off. */
+static int64_t grain_for(const cpu_backend *cb, int64_t n_items, int64_t min_grain)
+{
+    int64_t g = n_items / ((int64_t)cb->n_threads * 4);
+    return g < min_grain ? min_grain : g;
+}
+
+static void run(hyocr_backend *be, int64_t n_items, int64_t min_grain, cpu_task_fn fn, void *ctx)
+{
+    cpu_backend *cb = CB(be);
+    pool_run(cb->pool, n_items, grain_for(cb, n_items, min_grain), fn, ctx);
+}
+
+static bool need(const char *op, const char *what, const hyocr_buf *b, size_t n, GError **error)
+{
+    if (!b || !b->data) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: %s: buffer '%s' is missing", op, what);
+        return false;
+    }
+    if (b->n < n) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: %s: buffer '%s' holds %zu elements but %zu are needed",
+                    op, what, b->n, n);
+        return false;
+    }
+    return true;
+}
+
+static bool dims_ok(const char *op, GError **error, int n, const int *d)
+{
+    for (int i = 0; i < n; i++)
+        if (d[i] < 0) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "CPU backend: %s: negative dimension %d", op, d[i]);
+            return false;
+        }
+    return true;
+}
+#define DIMS_OK(op, err, ...) dims_ok(op, err, (int)(sizeof((int[]){__VA_ARGS__}) / sizeof(int)), (int[]){__VA_ARGS__})
+
+static void cpu_free(hyocr_backend *be)
+{
+    cpu_backend *cb = CB(be);
+    pool_free(cb->pool);
+    g_mutex_clear(&cb->mem_lock);
+    g_free(cb);
+}
+
+static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GError **error)
+{
+    cpu_backend *cb = CB(be);
+    if (kind > HYOCR_BUF_KV) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: unknown buffer kind %d", (int)kind);
+        return NULL;
+    }
+    if (n > (SIZE_MAX - CPU_ALIGN) / sizeof(float) || n > (size_t)INT64_MAX / sizeof(float)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CPU backend: cannot allocate %zu floats: the size overflows", n);
+        return NULL;
+    }
+    size_t bytes = n * sizeof(float);
+    g_mutex_lock(&cb->mem_lock);
+    bool over = cb->memory_limit > 0 && cb->total + (int64_t)bytes > cb->memory_limit;
+    int64_t in_use = cb->total;
+    g_mutex_unlock(&cb->mem_lock);
+    if (over) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CPU backend: allocating %zu bytes would exceed the memory limit of %" G_GINT64_FORMAT
+                    " bytes (%" G_GINT64_FORMAT " in use); raise the limit or use a smaller image",
+                    bytes, cb->memory_limit, in_use);
+        return NULL;
+    }
+    void *data = NULL;
+    size_t alloc_bytes = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+    if (posix_memalign(&data, CPU_ALIGN, alloc_bytes ? alloc_bytes : CPU_ALIGN) != 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CPU backend: out of memory allocating %zu bytes (%.1f MiB)",
+                    bytes, (double)bytes / (1024.0 * 1024.0));
+        return NULL;
+    }
+    hyocr_buf *b = g_try_new0(hyocr_buf, 1);
+    if (!b) {
+        free(data);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CPU backend: out of memory allocating a buffer header (%zu bytes)", sizeof *b);
+        return NULL;
+    }
+    b->kind = kind;
+    b->elem_size = sizeof(float);
+    b->n = n;
+    b->data = data;
+    g_mutex_lock(&cb->mem_lock);
+    cb->bytes[kind] += (int64_t)bytes;
+    cb->total += (int64_t)bytes;
+    if (cb->total > cb->peak) cb->peak = cb->total;
+    g_mutex_unlock(&cb->mem_lock);
+    return b;
+}
+
+static void cpu_buf_free(hyocr_backend *be, hyocr_buf *b)
+{
+    if (!b) return;
+    cpu_backend *cb = CB(be);
+    int64_t bytes = (int64_t)(b->n * sizeof(float));
+    g_mutex_lock(&cb->mem_lock);
+    cb->bytes[b->kind] -= bytes;
+    cb->total -= bytes;
+    g_mutex_unlock(&cb->mem_lock);
+    free(b->data);
+    g_free(b);
+}
+
+/* ---------------------------------------------------------------- transfers */
+
+static float bf16_to_f32(uint16_t v)
+{
+    uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+        u = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        u = sign;
+    } else {
+        /* subnormal half: value = man · 2^-24, exact in float */
+        float f = (float)man * 0x1p-24f;
+        memcpy(&u, &f, sizeof u);
+        u |= sign;
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+typedef struct {
+    const void *src;
+    hyocr_dtype dt;
+    float      *dst;
+} convert_ctx;
+
+static void convert_task(void *p, int64_t b, int64_t e)
+{
+    const convert_ctx *c = p;
+    if (c->dt == HYOCR_DTYPE_F32) {
+        memcpy(c->dst + b, (const float *)c->src + b, (size_t)(e - b) * sizeof(float));
+        return;
+    }
+    const uint8_t *s = c->src;
+    for (int64_t i = b; i < e; i++) {
+        uint16_t v;
+        memcpy(&v, s + i * 2, 2);   /* safetensors data need not be 2-aligned */
+        c->dst[i] = c->dt == HYOCR_DTYPE_BF16 ? bf16_to_f32(v) : f16_to_f32(v);
+    }
+}
+
+static bool cpu_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off,
+                              const hyocr_tensor *t, GError **error)
+{
+    const char *name = t && t->name ? t->name : "(unnamed)";
+    if (!t || (t->dtype != HYOCR_DTYPE_F32 && t->dtype != HYOCR_DTYPE_F16 && t->dtype != HYOCR_DTYPE_BF16)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
+                    "CPU backend: tensor %s%s%s: only F32, F16 and BF16 weights can be uploaded",
+                    name, t && t->file ? " in " : "", t && t->file ? t->file : "");
+        return false;
+    }
+    size_t esz = t->dtype == HYOCR_DTYPE_F32 ? 4 : 2;
+    size_t n = 1;
+    for (int i = 0; i < t->n_dims; i++) {
+        if (t->shape[i] < 0 || (t->shape[i] > 0 && n > SIZE_MAX / (size_t)t->shape[i])) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
+                        "CPU backend: tensor %s has an invalid shape", name);
+            return false;
+        }
+        n *= (size_t)t->shape[i];
+    }
+    if (n > SIZE_MAX / esz || n * esz > t->nbytes || (n > 0 && !t->data)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
+                    "CPU backend: tensor %s%s%s: %zu elements need %zu bytes but the file holds %zu",
+                    name, t->file ? " in " : "", t->file ? t->file : "", n, n * esz, t->nbytes);
+        return false;
+    }
+    if (!need("upload_weight", name, dst, dst_off + n, error) || dst_off > SIZE_MAX - n)
+        return false;
+    convert_ctx c = { t->data, t->dtype, F(dst) + dst_off };
+    run(be, (int64_t)n, 1 << 16, convert_task, &c);
+    return true;
+}
+
+static bool cpu_upload_f32(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const float *src, size_t n,
+                           GError **error)
+{
+    if (dst_off > SIZE_MAX - n || !need("upload_f32", "dst", dst, dst_off + n, error)) return false;
+    if (n) memcpy(F(dst) + dst_off, src, n * sizeof(float));
+    return true;
+}
+
+static bool cpu_download_f32(hyocr_backend *be, const hyocr_buf *src, size_t src_off, float *dst, size_t n,
+                             GError **error)
+{
+    if (src_off > SIZE_MAX - n || !need("download_f32", "src", src, src_off + n, error)) return false;
+    if (n) memcpy(dst, F(src) + src_off, n * sizeof(float));
+    return true;
+}
+
+static bool cpu_copy(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const hyocr_buf *src, size_t src_off,
+                     size_t n, GError **error)
+{
+    if (dst_off > SIZE_MAX - n || src_off > SIZE_MAX - n ||
+        !need("copy", "dst", dst, dst_off + n, error) || !need("copy", "src", src, src_off + n, error))
+        return false;
+    if (n) memmove(F(dst) + dst_off, F(src) + src_off, n * sizeof(float));
+    return true;
+}
+
+/* ---------------------------------------------------------------- small vector helpers */
+
+/* SSE-width vectors: native on x86-64 and NEON without extra flags. */
+typedef float v4f __attribute__((vector_size(16)));
+
+static inline v4f ld4(const float *p) { v4f v; memcpy(&v, p, sizeof v); return v; }
+static inline void st4(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+static inline float hsum4(v4f v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+
+static inline float dot_f32(const float *a, const float *b, int n)
+{
+    v4f s0 = { 0 }, s1 = { 0 };
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        s0 += ld4(a + i) * ld4(b + i);
+        s1 += ld4(a + i + 4) * ld4(b + i + 4);
+    }
+    float s = hsum4(s0 + s1);
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* y[i] = y[i] * c + p * x[i] */
+static inline void scale_axpy(float *y, float c, float p, const float *x, int n)
+{
+    v4f vc = { c, c, c, c }, vp = { p, p, p, p };
+    int i = 0;
+    for (; i + 4 <= n; i += 4) st4(y + i, ld4(y + i) * vc + vp * ld4(x + i));
+    for (; i < n; i++) y[i] = y[i] * c + p * x[i];
+}
+
+static inline void axpy(float *y, float p, const float *x, int n)
+{
+    v4f vp = { p, p, p, p };
+    int i = 0;
+    for (; i + 4 <= n; i += 4) st4(y + i, ld4(y + i) + vp * ld4(x + i));
+    for (; i < n; i++) y[i] += p * x[i];
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+typedef struct {
+    const float *x, *w, *bias;
+    float       *out;
+    int          M, N, K, n_tiles_n;
+} gemm_ctx;
+
+/* Four dot products of one x row against four w rows, sharing the x loads. */
+static void dot_1x4(const float *x, const float *w, size_t ldw, int K, float *o)
+{
+    const float *w0 = w, *w1 = w + ldw, *w2 = w + 2 * ldw, *w3 = w + 3 * ldw;
+    v4f a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };
+    int k = 0;
+    for (; k + 4 <= K; k += 4) {
+        v4f xv = ld4(x + k);
+        a0 += xv * ld4(w0 + k);
+        a1 += xv * ld4(w1 + k);
+        a2 += xv * ld4(w2 + k);
+        a3 += xv * ld4(w3 + k);
+    }
+    float s0 = hsum4(a0), s1 = hsum4(a1), s2 = hsum4(a2), s3 = hsum4(a3);
+    for (; k < K; k++) {
+        s0 += x[k] * w0[k];
+        s1 += x[k] * w1[k];
+        s2 += x[k] * w2[k];
+        s3 += x[k] * w3[k];
+    }
+    o[0] = s0; o[1] = s1; o[2] = s2; o[3] = s3;
+}
+
+static void gemm_tile_task(void *p, int64_t b, int64_t e)
+{
+    const gemm_ctx *c = p;
+    for (int64_t t = b; t < e; t++) {
+        int m0 = (int)(t / c->n_tiles_n) * GEMM_TILE, n0 = (int)(t % c->n_tiles_n) * GEMM_TILE;
+        int m1 = m0 + GEMM_TILE < c->M ? m0 + GEMM_TILE : c->M;
+        int n1 = n0 + GEMM_TILE < c->N ? n0 + GEMM_TILE : c->N;
+        for (int m = m0; m < m1; m++) {
+            const float *xr = c->x + (size_t)m * c->K;
+            float *orow = c->out + (size_t)m * c->N;
+            int n = n0;
+            for (; n + 4 <= n1; n += 4)
+                dot_1x4(xr, c->w + (size_t)n * c->K, (size_t)c->K, c->K, orow + n);
+            for (; n < n1; n++)
+                orow[n] = dot_f32(xr, c->w + (size_t)n * c->K, c->K);
+        }
+    }
+}
+
+static void bias_task(void *p, int64_t b, int64_t e)
+{
+    const gemm_ctx *c = p;
+    for (int64_t m = b; m < e; m++) {
+        float *o = c->out + (size_t)m * c->N;
+        for (int n = 0; n < c->N; n++) o[n] += c->bias[n];
+    }
+}
+
+static bool cpu_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *w, size_t w_off,
+                       const hyocr_buf *bias, int M, int N, int K, GError **error)
+{
+    if (!DIMS_OK("matmul", error, M, N, K) ||
+        !need("matmul", "out", out, (size_t)M * N, error) || !need("matmul", "x", x, (size_t)M * K, error) ||
+        !need("matmul", "w", w, w_off + (size_t)N * K, error) ||
+        (bias && !need("matmul", "bias", bias, (size_t)N, error)))
+        return false;
+    if (M == 0 || N == 0) return true;
+    gemm_ctx c = { F(x), F(w) + w_off, bias ? F(bias) : NULL, F(out), M, N, K, 0 };
+    if (K == 0) {
+        memset(c.out, 0, (size_t)M * N * sizeof(float));
+    } else {
+#if HYOCR_HAVE_BLAS
+        cpu_backend *cb = CB(be);
+        /* OpenBLAS' thread count is process-wide; set ours before each call. */
+        if (openblas_set_num_threads && openblas_get_num_threads &&
+            openblas_get_num_threads() != cb->n_threads)
+            openblas_set_num_threads(cb->n_threads);
+        if (M == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, c.w, K, c.x, 1, 0.0f, c.out, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, c.x, K, c.w, K, 0.0f, c.out, N);
+#else
+        c.n_tiles_n = (N + GEMM_TILE - 1) / GEMM_TILE;
+        int64_t tiles = (int64_t)((M + GEMM_TILE - 1) / GEMM_TILE) * c.n_tiles_n;
+        run(be, tiles, 1, gemm_tile_task, &c);
+#endif
+    }
+    if (bias) run(be, M, 16, bias_task, &c);
+    return true;
+}
+
+/* ---------------------------------------------------------------- norms and pointwise */
+
+typedef struct {
+    float       *out, *res;
+    const float *delta, *g, *b;
+    int          N;
+    float        eps;
+} norm_ctx;
+
+static void layernorm_task(void *p, int64_t b, int64_t e)
+{
+    const norm_ctx *c = p;
+    int N = c->N;
+    for (int64_t m = b; m < e; m++) {
+        float *r = c->res + (size_t)m * N, *o = c->out + (size_t)m * N;
+        if (c->delta) {
+            const float *d = c->delta + (size_t)m * N;
+            for (int i = 0; i < N; i++) r[i] += d[i];
+        }
+        /* Two passes in double: the mean and the biased variance come out
+         * correctly rounded, which keeps us within an ulp of torch's Welford. */
+        double s = 0.0;
+        for (int i = 0; i < N; i++) s += r[i];
+        double mean = s / N, v = 0.0;
+        for (int i = 0; i < N; i++) {
+            double dx = r[i] - mean;
+            v += dx * dx;
+        }
+        double rstd = 1.0 / sqrt(v / N + (double)c->eps);
+        for (int i = 0; i < N; i++)
+            o[i] = (float)(((double)r[i] - mean) * rstd * c->g[i] + c->b[i]);
+    }
+}
+
+static bool cpu_add_layernorm(hyocr_backend *be, hyocr_buf *out, hyocr_buf *residual, const hyocr_buf *delta,
+                              const hyocr_buf *gamma, const hyocr_buf *beta, int M, int N, float eps,
+                              GError **error)
+{
+    size_t mn = (size_t)M * N;
+    if (!DIMS_OK("add_layernorm", error, M, N) || !need("add_layernorm", "out", out, mn, error) ||
+        !need("add_layernorm", "residual", residual, mn, error) ||
+        (delta && !need("add_layernorm", "delta", delta, mn, error)) ||
+        !need("add_layernorm", "gamma", gamma, (size_t)N, error) ||
+        !need("add_layernorm", "beta", beta, (size_t)N, error))
+        return false;
+    if (N == 0) return true;
+    norm_ctx c = { F(out), F(residual), delta ? F(delta) : NULL, F(gamma), F(beta), N, eps };
+    run(be, M, 4, layernorm_task, &c);
+    return true;
+}
+
+/* HF RMSNorm in fp32: x · rsqrt(mean(x²) + eps), then · w, each product rounded
+ * to float as torch does (mean computed more accurately than torch's float sum,
+ * then rounded). */
+static void rmsnorm_row(const float *x, const float *w, float *o, int N, float eps)
+{
+    double s = 0.0;
+    for (int i = 0; i < N; i++) s += (double)x[i] * x[i];
+    float var = (float)(s / N);
+    float rs = 1.0f / sqrtf(var + eps);
+    for (int i = 0; i < N; i++) {
+        float n = x[i] * rs;
+        o[i] = w[i] * n;
+    }
+}
+
+static void rmsnorm_task(void *p, int64_t b, int64_t e)
+{
+    const norm_ctx *c = p;
+    int N = c->N;
+    for (int64_t m = b; m < e; m++) {
+        float *r = c->res + (size_t)m * N;
+        if (c->delta) {
+            const float *d = c->delta + (size_t)m * N;
+            for (int i = 0; i < N; i++) r[i] += d[i];
+        }
+        rmsnorm_row(r, c->g, c->out + (size_t)m * N, N, c->eps);
+    }
+}
+
+static bool cpu_add_rmsnorm(hyocr_backend *be, hyocr_buf *out, hyocr_buf *residual, const hyocr_buf *delta,
+                            const hyocr_buf *w, int M, int N, float eps, GError **error)
+{
+    size_t mn = (size_t)M * N;
+    if (!DIMS_OK("add_rmsnorm", error, M, N) || !need("add_rmsnorm", "out", out, mn, error) ||
+        !need("add_rmsnorm", "residual", residual, mn, error) ||
+        (delta && !need("add_rmsnorm", "delta", delta, mn, error)) ||
+        !need("add_rmsnorm", "weight", w, (size_t)N, error))
+        return false;
+    if (N == 0) return true;
+    norm_ctx c = { F(out), F(residual), delta ? F(delta) : NULL, F(w), NULL, N, eps };
+    run(be, M, 4, rmsnorm_task, &c);
+    return true;
+}
+
+typedef struct {
+    float       *x;
+    const float *y;
+    int          I;
+} pw_ctx;
+
+static void add_task(void *p, int64_t b, int64_t e)
+{
+    const pw_ctx *c = p;
+    for (int64_t i = b; i < e; i++) c->x[i] += c->y[i];
+}
+
+static bool cpu_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *y, size_t n, GError **error)
+{
+    if (!need("add", "x", x, n, error) || !need("add", "y", y, n, error)) return false;
+    pw_ctx c = { F(x), F(y), 0 };
+    run(be, (int64_t)n, 1 << 14, add_task, &c);
+    return true;
+}
+
+static void gelu_task(void *p, int64_t b, int64_t e)
+{
+    const pw_ctx *c = p;
+    for (int64_t i = b; i < e; i++) {
+        float v = c->x[i];
+        c->x[i] = v * 0.5f * (1.0f + erff(v * (float)M_SQRT1_2));
+    }
+}
+
+static bool cpu_gelu(hyocr_backend *be, hyocr_buf *x, size_t n, GError **error)
+{
+    if (!need("gelu", "x", x, n, error)) return false;
+    pw_ctx c = { F(x), NULL, 0 };
+    run(be, (int64_t)n, 1 << 13, gelu_task, &c);
+    return true;
+}
+
+/* rows of gu: [gate (I) | up (I)]; out rows: I */
+static void swiglu_task(void *p, int64_t b, int64_t e)
+{
+    const pw_ctx *c = p;
+    int I = c->I;
+    for (int64_t m = b; m < e; m++) {
+        const float *g = c->y + (size_t)m * 2 * I, *u = g + I;
+        float *o = c->x + (size_t)m * I;
+        for (int i = 0; i < I; i++) {
+            float s = g[i] / (1.0f + expf(-g[i]));
+            o[i] = s * u[i];
+        }
+    }
+}
+
+static bool cpu_swiglu(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *gu, int M, int I, GError **error)
+{
+    if (!DIMS_OK("swiglu", error, M, I) || !need("swiglu", "out", out, (size_t)M * I, error) ||
+        !need("swiglu", "gate_up", gu, (size_t)M * 2 * I, error))
+        return false;
+    pw_ctx c = { F(out), F(gu), I };
+    run(be, M, 1, swiglu_task, &c);
+    return true;
+}
+
+/* ---------------------------------------------------------------- vision helpers */
+
+typedef struct {
+    int   i0, i1;
+    float l0, l1;
+} lerp_tap;
+
+/* PyTorch's bilinear source index (align_corners=False) along one axis; an axis
+ * whose size does not change is copied, as torch's CPU kernel does. */
+static void lerp_taps(lerp_tap *t, int out, int in, float scale)
+{
+    for (int i = 0; i < out; i++) {
+        if (out == in) {
+            t[i] = (lerp_tap){ i, i, 1.0f, 0.0f };
+            continue;
+        }
+        float src = scale * ((float)i + 0.5f) - 0.5f;
+        if (src < 0.0f) src = 0.0f;
+        int i0 = (int)src;
+        if (i0 > in - 1) i0 = in - 1;
+        float l1 = src - (float)i0;
+        t[i] = (lerp_tap){ i0, i0 + (i0 < in - 1), 1.0f - l1, l1 };
+    }
+}
+
+/* R1: explicit output size → scale = in/out in float. R2: scale_factor
+ * sf = float32(out + 0.1) / edge (a float32 tensor in the original code, read
+ * back with .item()), and torch's source scale is float(1.0 / sf). */
+static float posemb_scale(int out, int edge, hyocr_posemb_interp interp)
+{
+    if (interp == HYOCR_POSEMB_R2) {
+        float sf = ((float)out + 0.1f) / (float)edge;
+        return (float)(1.0 / (double)sf);
+    }
+    return (float)edge / (float)out;
+}
+
+typedef struct {
+    float          *x;
+    const float    *tab;
+    const lerp_tap *ty, *tx;
+    int             edge, gw, C;
+} posemb_ctx;
+
+static void posemb_task(void *p, int64_t b, int64_t e)
+{
+    const posemb_ctx *c = p;
+    int C = c->C;
+    for (int64_t cell = b; cell < e; cell++) {
+        const lerp_tap *y = &c->ty[cell / c->gw], *x = &c->tx[cell % c->gw];
+        const float *p00 = c->tab + ((size_t)y->i0 * c->edge + x->i0) * C;
+        const float *p01 = c->tab + ((size_t)y->i0 * c->edge + x->i1) * C;
+        const float *p10 = c->tab + ((size_t)y->i1 * c->edge + x->i0) * C;
+        const float *p11 = c->tab + ((size_t)y->i1 * c->edge + x->i1) * C;
+        float *o = c->x + (size_t)cell * C;
+        for (int ch = 0; ch < C; ch++) {
+            float top = x->l0 * p00[ch] + x->l1 * p01[ch];
+            float bot = x->l0 * p10[ch] + x->l1 * p11[ch];
+            o[ch] += y->l0 * top + y->l1 * bot;
+        }
+    }
+}
+
+static bool cpu_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *table, size_t table_row0,
+                           int edge, int gh, int gw, int C, hyocr_posemb_interp interp, GError **error)
+{
+    if (edge <= 0 || gh <= 0 || gw <= 0 || C <= 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: posemb_add: invalid sizes edge %d, grid %d×%d, C %d", edge, gh, gw, C);
+        return false;
+    }
+    if (!need("posemb_add", "x", x, (size_t)gh * gw * C, error) ||
+        !need("posemb_add", "table", table, (table_row0 + (size_t)edge * edge) * C, error))
+        return false;
+    lerp_tap *ty = g_try_new(lerp_tap, gh), *tx = g_try_new(lerp_tap, gw);
+    if (!ty || !tx) {
+        g_free(ty);
+        g_free(tx);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CPU backend: posemb_add: out of memory for %zu bytes of interpolation taps",
+                    (size_t)(gh + gw) * sizeof(lerp_tap));
+        return false;
+    }
+    lerp_taps(ty, gh, edge, posemb_scale(gh, edge, interp));
+    lerp_taps(tx, gw, edge, posemb_scale(gw, edge, interp));
+    posemb_ctx c = { F(x), F(table) + table_row0 * C, ty, tx, edge, gw, C };
+    run(be, (int64_t)gh * gw, 8, posemb_task, &c);
+    g_free(ty);
+    g_free(tx);
+    return true;
+}
+
+typedef struct {
+    float       *out;
+    const float *x, *nl;
+    int          a, b, C;   /* merge: gw, gh; newline: Wm, Hm */
+} grid_ctx;
+
+static void merge_task(void *p, int64_t b, int64_t e)
+{
+    const grid_ctx *c = p;
+    int gw = c->a, wm = gw / 2, C = c->C;
+    for (int64_t r = b; r < e; r++) {
+        int i = (int)(r / wm), j = (int)(r % wm);
+        float *o = c->out + (size_t)r * 4 * C;
+        const float *s[4];
+        for (int q = 0; q < 4; q++)
+            s[q] = c->x + ((size_t)(2 * i + q / 2) * gw + (2 * j + q % 2)) * C;
+        for (int ch = 0; ch < C; ch++)
+            for (int q = 0; q < 4; q++) o[ch * 4 + q] = s[q][ch];
+    }
+}
+
+static bool cpu_merge_gather(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, int gh, int gw, int C,
+                             GError **error)
+{
+    if (gh <= 0 || gw <= 0 || C <= 0 || gh % 2 || gw % 2) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: merge_gather: grid %d×%d (C %d) must be positive and even", gh, gw, C);
+        return false;
+    }
+    size_t n = (size_t)gh * gw * C;
+    if (!need("merge_gather", "out", out, n, error) || !need("merge_gather", "x", x, n, error)) return false;
+    grid_ctx c = { F(out), F(x), NULL, gw, gh, C };
+    run(be, (int64_t)(gh / 2) * (gw / 2), 16, merge_task, &c);
+    return true;
+}
+
+static void newline_task(void *p, int64_t b, int64_t e)
+{
+    const grid_ctx *c = p;
+    int wm = c->a, C = c->C;
+    for (int64_t r = b; r < e; r++) {
+        int i = (int)(r / (wm + 1)), j = (int)(r % (wm + 1));
+        const float *s = j == wm ? c->nl : c->x + ((size_t)i * wm + j) * C;
+        memcpy(c->out + (size_t)r * C, s, (size_t)C * sizeof(float));
+    }
+}
+
+static bool cpu_append_newline(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *newline,
+                               int Hm, int Wm, int C, GError **error)
+{
+    if (!DIMS_OK("append_newline", error, Hm, Wm, C) ||
+        !need("append_newline", "out", out, (size_t)Hm * (Wm + 1) * C, error) ||
+        !need("append_newline", "x", x, (size_t)Hm * Wm * C, error) ||
+        !need("append_newline", "newline", newline, (size_t)C, error))
+        return false;
+    grid_ctx c = { F(out), F(x), F(newline), Wm, Hm, C };
+    run(be, (int64_t)Hm * (Wm + 1), 16, newline_task, &c);
+    return true;
+}
+
+/* ---------------------------------------------------------------- attention core */
+
+/* A group of query vectors that walk the same keys together, so each key block
+ * is loaded once per group. Key j is visible to query q when j < limit[q].
+ * Keys come in blocks of ATT_KB whose boundaries depend only on the key
+ * index, so a query's result does not depend on which group it is in. */
+typedef struct {
+    int          nq, D;
+    float        scale;
+    const float *q[ATT_QMAX];
+    float       *out[ATT_QMAX];
+    int          limit[ATT_QMAX];
+} att_group;
+
+/* Fills kp/vp with the key/value rows of keys [j0, j0 + n). */
+typedef void (*att_keys_fn)(const void *ctx, int j0, int n, const float **kp, const float **vp);
+
+static void att_run(const att_group *g, att_keys_fn keys, const void *kctx)
+{
+    int D = g->D, n_keys = 0;
+    for (int q = 0; q < g->nq; q++)
+        if (g->limit[q] > n_keys) n_keys = g->limit[q];
+    float m[ATT_QMAX], l[ATT_QMAX], s[ATT_KB];
+    static _Thread_local float acc[ATT_QMAX][ATT_DMAX];
+    for (int q = 0; q < g->nq; q++) {
+        m[q] = -INFINITY;
+        l[q] = 0.0f;
+        memset(acc[q], 0, (size_t)D * sizeof(float));
+    }
+    const float *kp[ATT_KB], *vp[ATT_KB];
+    for (int j0 = 0; j0 < n_keys; j0 += ATT_KB) {
+        int nb = n_keys - j0 < ATT_KB ? n_keys - j0 : ATT_KB;
+        keys(kctx, j0, nb, kp, vp);
+        for (int q = 0; q < g->nq; q++) {
+            int nv = g->limit[q] - j0 < nb ? g->limit[q] - j0 : nb;
+            if (nv <= 0) continue;
+            float mb = -INFINITY;
+            for (int j = 0; j < nv; j++) {
+                s[j] = dot_f32(g->q[q], kp[j], D) * g->scale;
+                if (s[j] > mb) mb = s[j];
+            }
+            float mn = mb > m[q] ? mb : m[q];
+            float corr = expf(m[q] - mn);   /* 0 on the first block */
+            m[q] = mn;
+            float lsum = 0.0f;
+            for (int j = 0; j < nv; j++) {
+                s[j] = expf(s[j] - mn);
+                lsum += s[j];
+            }
+            l[q] = l[q] * corr + lsum;
+            scale_axpy(acc[q], corr, s[0], vp[0], D);
+            for (int j = 1; j < nv; j++) axpy(acc[q], s[j], vp[j], D);
+        }
+    }
+    for (int q = 0; q < g->nq; q++) {
+        float inv = l[q] > 0.0f ? 1.0f / l[q] : 0.0f;
+        for (int d = 0; d < D; d++) g->out[q][d] = acc[q][d] * inv;
+    }
+}
+
+/* ---------------------------------------------------------------- attention_full */
+
+#define FULL_QT 8   /* query rows per item */
+
+typedef struct {
+    float       *out;
+    const float *qkv;
+    int          n, H, D;
+    float        scale;
+    int          n_tiles;
+} full_ctx;
+
+typedef struct {
+    const float *base;  /* k of key 0 */
+    size_t       row;   /* qkv row stride */
+    size_t       voff;  /* v - k offset */
+} full_keys;
+
+static void full_keys_fn(const void *p, int j0, int n, const float **kp, const float **vp)
+{
+    const full_keys *k = p;
+    for (int j = 0; j < n; j++) {
+        kp[j] = k->base + (size_t)(j0 + j) * k->row;
+        vp[j] = kp[j] + k->voff;
+    }
+}
+
+static void full_task(void *p, int64_t b, int64_t e)
+{
+    const full_ctx *c = p;
+    size_t row = (size_t)3 * c->H * c->D;
+    for (int64_t it = b; it < e; it++) {
+        int h = (int)(it / c->n_tiles), r0 = (int)(it % c->n_tiles) * FULL_QT;
+        att_group g = { .D = c->D, .scale = c->scale };
+        for (int r = r0; r < r0 + FULL_QT && r < c->n; r++, g.nq++) {
+            g.q[g.nq] = c->qkv + (size_t)r * row + (size_t)h * c->D;
+            g.out[g.nq] = c->out + ((size_t)r * c->H + h) * c->D;
+            g.limit[g.nq] = c->n;
+        }
+        full_keys k = { c->qkv + (size_t)(c->H + h) * c->D, row, (size_t)c->H * c->D };
+        att_run(&g, full_keys_fn, &k);
+    }
+}
+
+static bool cpu_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, int n, int H, int D,
+                               float scale, GError **error)
+{
+    if (n < 0 || H <= 0 || D <= 0 || D > ATT_DMAX) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: attention_full: invalid shape n %d, heads %d, head dim %d (max %d)",
+                    n, H, D, ATT_DMAX);
+        return false;
+    }
+    if (!need("attention_full", "out", out, (size_t)n * H * D, error) ||
+        !need("attention_full", "qkv", qkv, (size_t)n * 3 * H * D, error))
+        return false;
+    full_ctx c = { F(out), F(qkv), n, H, D, scale, (n + FULL_QT - 1) / FULL_QT };
+    run(be, (int64_t)H * c.n_tiles, 1, full_task, &c);
+    return true;
+}
+
+/* ---------------------------------------------------------------- rope + qk norm */
+
+/* axis[d] for every rotary dim d (spec §5.4.2). */
+static bool rope_axes(const hyocr_rope_params *rp, int n_axes, int *axis, GError **error)
+{
+    int D = rp->head_dim, half = D / 2;
+    if (rp->n_sections == 0) {
+        for (int d = 0; d < D; d++) axis[d] = 0;
+        return true;
+    }
+    int sum = 0;
+    for (int k = 0; k < rp->n_sections; k++) sum += rp->section[k] > 0 ? rp->section[k] : 0;
+    if (sum != half) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
+                    "CPU backend: rope sections sum to %d but head_dim/2 is %d; fix the rope section config",
+                    sum, half);
+        return false;
+    }
+    if (n_axes != 1 && n_axes < rp->n_sections) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: rope_qknorm: %d position axes given, %d rope sections need them",
+                    n_axes, rp->n_sections);
+        return false;
+    }
+    for (int d = 0; d < D; d++) {
+        /* R1 splits the full D dims into chunks of 2·section; R2 splits the
+         * D/2 frequencies into chunks of section, shared by both halves. */
+        int idx = rp->layout == HYOCR_ROPE_LAYOUT_R1 ? d : d % half;
+        int unit = rp->layout == HYOCR_ROPE_LAYOUT_R1 ? 2 : 1;
+        int k = 0, end = unit * rp->section[0];
+        while (idx >= end) end += unit * rp->section[++k];
+        axis[d] = k % rp->n_sections;
+    }
+    return true;
+}
+
+typedef struct {
+    float                   *qkv;
+    const int32_t           *pos;
+    const int               *axis;
+    const hyocr_rope_params *rp;
+    const float             *qn, *kn;
+    int                      M, n_axes, Hq, Hkv;
+    float                    eps;
+} rope_ctx;
+
+static void rope_task(void *p, int64_t b, int64_t e)
+{
+    const rope_ctx *c = p;
+    int D = c->rp->head_dim, half = D / 2, nh = c->Hq + c->Hkv;
+    float cs[ATT_DMAX], sn[ATT_DMAX], tmp[ATT_DMAX];
+    for (int64_t t = b; t < e; t++) {
+        for (int d = 0; d < D; d++) {
+            int a = c->n_axes == 1 ? 0 : c->axis[d];
+            float angle = c->rp->inv_freq[d % half] * (float)c->pos[(size_t)a * c->M + t];
+            cs[d] = cosf(angle);
+            sn[d] = sinf(angle);
+        }
+        float *row = c->qkv + (size_t)t * (nh + c->Hkv) * D;
+        for (int h = 0; h < nh; h++) {
+            float *x = row + (size_t)h * D;
+            for (int d = 0; d < half; d++) {
+                tmp[d] = x[d] * cs[d] - x[d + half] * sn[d];
+                tmp[d + half] = x[d + half] * cs[d + half] + x[d] * sn[d + half];
+            }
+            rmsnorm_row(tmp, h < c->Hq ? c->qn : c->kn, x, D, c->eps);
+        }
+    }
+}
+
+static bool cpu_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes,
+                            int Hq, int Hkv, const hyocr_rope_params *rope,
+                            const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error)
+{
+    int D = rope ? rope->head_dim : 0;
+    if (!rope || M < 0 || Hq <= 0 || Hkv <= 0 || D <= 0 || D % 2 || D > ATT_DMAX || n_axes < 1 ||
+        (M > 0 && !pos)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: rope_qknorm: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes)",
+                    M, Hq, Hkv, D, n_axes);
+        return false;
+    }
+    if (!need("rope_qknorm", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
+        !need("rope_qknorm", "q_norm", q_norm, (size_t)D, error) ||
+        !need("rope_qknorm", "k_norm", k_norm, (size_t)D, error))
+        return false;
+    int axis[ATT_DMAX];
+    if (!rope_axes(rope, n_axes, axis, error)) return false;
+    rope_ctx c = { F(qkv), pos, axis, rope, F(q_norm), F(k_norm), M, n_axes, Hq, Hkv, eps };
+    run(be, M, 1, rope_task, &c);
+    return true;
+}
+
+/* ---------------------------------------------------------------- attention_paged */
+
+#define PAGED_QT 4   /* query rows per item (× the GQA group) */
+
+typedef struct {
+    float                *out, *kc, *vc;
+    const float          *qkv;
+    const hyocr_seq_view *seqs;
+    const int            *row0;    /* first qkv row of each sequence */
+    const int            *item0;   /* first item of each sequence */
+    int                   n_seqs, bs, Hq, Hkv, D;
+    float                 scale;
+} paged_ctx;
+
+static inline size_t paged_slot(const hyocr_seq_view *s, int bs, int pos)
+{
+    return (size_t)s->block_table[pos / bs] * bs + pos % bs;
+}
+
+static void paged_write_task(void *p, int64_t b, int64_t e)
+{
+    const paged_ctx *c = p;
+    size_t row = (size_t)(c->Hq + 2 * c->Hkv) * c->D, kvw = (size_t)c->Hkv * c->D;
+    int s = 0;
+    for (int64_t r = b; r < e; r++) {
+        while (r >= c->row0[s + 1]) s++;
+        const hyocr_seq_view *sv = &c->seqs[s];
+        size_t slot = paged_slot(sv, c->bs, sv->n_past + (int)(r - c->row0[s]));
+        const float *k = c->qkv + (size_t)r * row + (size_t)c->Hq * c->D;
+        memcpy(c->kc + slot * kvw, k, kvw * sizeof(float));
+        memcpy(c->vc + slot * kvw, k + kvw, kvw * sizeof(float));
+    }
+}
+
+typedef struct {
+    const paged_ctx      *c;
+    const hyocr_seq_view *sv;
+    int                   kvh;
+} paged_keys;
+
+static void paged_keys_fn(const void *p, int j0, int n, const float **kp, const float **vp)
+{
+    const paged_keys *k = p;
+    size_t kvw = (size_t)k->c->Hkv * k->c->D, off = (size_t)k->kvh * k->c->D;
+    for (int j = 0; j < n; j++) {
+        size_t at = paged_slot(k->sv, k->c->bs, j0 + j) * kvw + off;
+        kp[j] = k->c->kc + at;
+        vp[j] = k->c->vc + at;
+    }
+}
+
+static void paged_att_task(void *p, int64_t b, int64_t e)
+{
+    const paged_ctx *c = p;
+    int G = c->Hq / c->Hkv, s = 0;
+    size_t row = (size_t)(c->Hq + 2 * c->Hkv) * c->D;
+    for (int64_t it = b; it < e; it++) {
+        while (it >= c->item0[s + 1]) s++;
+        const hyocr_seq_view *sv = &c->seqs[s];
+        int local = (int)(it - c->item0[s]);
+        int kvh = local % c->Hkv, r0 = (local / c->Hkv) * PAGED_QT;
+        att_group g = { .D = c->D, .scale = c->scale };
+        for (int r = r0; r < r0 + PAGED_QT && r < sv->n_new; r++) {
+            size_t qr = (size_t)(c->row0[s] + r);
+            for (int k = 0; k < G; k++, g.nq++) {
+                int h = kvh * G + k;
+                g.q[g.nq] = c->qkv + qr * row + (size_t)h * c->D;
+                g.out[g.nq] = c->out + (qr * c->Hq + h) * c->D;
+                g.limit[g.nq] = sv->n_past + r + 1;
+            }
+        }
+        paged_keys k = { c, sv, kvh };
+        att_run(&g, paged_keys_fn, &k);
+    }
+}
+
+static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t cache_blocks, GError **error)
+{
+    for (int s = 0; s < n_seqs; s++) {
+        const hyocr_seq_view *sv = &seqs[s];
+        if (sv->n_past < 0 || sv->n_new < 0 || sv->n_past > INT_MAX - sv->n_new ||
+            (sv->n_past + sv->n_new > 0 && !sv->block_table)) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "CPU backend: attention_paged: sequence %d has invalid lengths (past %d, new %d)",
+                        s, sv->n_past, sv->n_new);
+            return false;
+        }
+        int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
+        for (int i = 0; i < nb; i++)
+            if (sv->block_table[i] < 0 || (size_t)sv->block_table[i] >= cache_blocks) {
+                g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                            "CPU backend: attention_paged: sequence %d, block table entry %d is block %d "
+                            "but the cache has %zu blocks", s, i, sv->block_table[i], cache_blocks);
+                return false;
+            }
+    }
+    return true;
+}
+
+static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv,
+                                hyocr_buf *k_cache, hyocr_buf *v_cache, int block_size,
+                                const hyocr_seq_view *seqs, int n_seqs,
+                                int Hq, int Hkv, int D, float scale, GError **error)
+{
+    if (n_seqs < 0 || (n_seqs > 0 && !seqs) || block_size <= 0 || Hq <= 0 || Hkv <= 0 || Hq % Hkv ||
+        D <= 0 || D > ATT_DMAX || (Hq / Hkv) * PAGED_QT > ATT_QMAX) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: attention_paged: invalid shape (%d sequences, block size %d, heads %d/%d, "
+                    "head dim %d)", n_seqs, block_size, Hq, Hkv, D);
+        return false;
+    }
+    size_t block_elems = (size_t)block_size * Hkv * D;
+    if (!need("attention_paged", "k_cache", k_cache, block_elems, error) ||
+        !need("attention_paged", "v_cache", v_cache, k_cache->n, error) ||
+        !paged_check(seqs, n_seqs, block_size, k_cache->n / block_elems, error))
+        return false;
+    g_autofree int *row0 = g_try_new(int, (size_t)n_seqs + 1);
+    g_autofree int *item0 = g_try_new(int, (size_t)n_seqs + 1);
+    if (!row0 || !item0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CPU backend: attention_paged: out of memory for %d sequence offsets", n_seqs);
+        return false;
+    }
+    int64_t rows = 0, items = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        row0[s] = (int)rows;
+        item0[s] = (int)items;
+        rows += seqs[s].n_new;
+        items += (int64_t)(seqs[s].n_new + PAGED_QT - 1) / PAGED_QT * Hkv;
+        if (rows > INT_MAX || items > INT_MAX) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "CPU backend: attention_paged: too many rows in one call");
+            return false;
+        }
+    }
+    row0[n_seqs] = (int)rows;
+    item0[n_seqs] = (int)items;
+    if (!need("attention_paged", "qkv", qkv, (size_t)rows * (Hq + 2 * Hkv) * D, error) ||
+        !need("attention_paged", "out", out, (size_t)rows * Hq * D, error))
+        return false;
+    paged_ctx c = { F(out), F(k_cache), F(v_cache), F(qkv), seqs, row0, item0, n_seqs,
+                    block_size, Hq, Hkv, D, scale };
+    run(be, rows, 4, paged_write_task, &c);
+    run(be, items, 1, paged_att_task, &c);
+    return true;
+}
+
+/* ---------------------------------------------------------------- embed, info */
+
+static bool cpu_embed(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
+                      GError **error)
+{
+    if (n < 0 || C <= 0 || (n > 0 && !ids)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: embed: invalid arguments (%d ids, width %d)", n, C);
+        return false;
+    }
+    if (!need("embed", "out", out, (size_t)n * C, error) || !need("embed", "table", table, (size_t)C, error))
+        return false;
+    size_t rows = table->n / (size_t)C;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || (size_t)ids[i] >= rows) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "CPU backend: embed: token id %d at position %d is outside the embedding table "
+                        "(%zu rows); the tokenizer and checkpoint do not match", ids[i], i, rows);
+            return false;
+        }
+    for (int i = 0; i < n; i++)
+        memcpy(F(out) + (size_t)i * C, F(table) + (size_t)ids[i] * C, (size_t)C * sizeof(float));
+    return true;
+}
+
+static void read_meminfo(int64_t *total, int64_t *avail)
+{
+    *total = *avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        long long kb;
+        if (sscanf(line, "MemTotal: %lld kB", &kb) == 1) *total = (int64_t)kb * 1024;
+        else if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) *avail = (int64_t)kb * 1024;
+    }
+    fclose(f);
+}
+
+static void cpu_mem_info(hyocr_backend *be, hyocr_mem_info *out)
+{
+    cpu_backend *cb = CB(be);
+    memset(out, 0, sizeof *out);
+    read_meminfo(&out->total, &out->free);
+    g_mutex_lock(&cb->mem_lock);
+    out->weights = cb->bytes[HYOCR_BUF_WEIGHT];
+    out->kv_reserved = cb->bytes[HYOCR_BUF_KV];
+    out->workspace = cb->bytes[HYOCR_BUF_ACT] + cb->bytes[HYOCR_BUF_F32];
+    out->peak = cb->peak;
+    g_mutex_unlock(&cb->mem_lock);
+}
+
+static bool cpu_sync(hyocr_backend *be, GError **error)
+{
+    return true;
+}
+
+static const hyocr_backend_ops cpu_ops = {
+    .name = "cpu",
+    .free = cpu_free,
+    .alloc = cpu_alloc,
+    .buf_free = cpu_buf_free,
+    .upload_weight = cpu_upload_weight,
+    .upload_f32 = cpu_upload_f32,
+    .download_f32 = cpu_download_f32,
+    .copy = cpu_copy,
+    .matmul = cpu_matmul,
+    .add_layernorm = cpu_add_layernorm,
+    .add_rmsnorm = cpu_add_rmsnorm,
+    .add = cpu_add,
+    .gelu = cpu_gelu,
+    .swiglu = cpu_swiglu,
+    .posemb_add = cpu_posemb_add,
+    .merge_gather = cpu_merge_gather,
+    .append_newline = cpu_append_newline,
+    .attention_full = cpu_attention_full,
+    .rope_qknorm = cpu_rope_qknorm,
+    .attention_paged = cpu_attention_paged,
+    .embed = cpu_embed,
+    .mem_info = cpu_mem_info,
+    .sync = cpu_sync,
+};
+
+hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **error)
+{
+    int n = p && p->n_threads > 0 ? p->n_threads : (int)g_get_num_processors();
+    if (n < 1) n = 1;
+    if (n > 256) n = 256;
+    cpu_pool *pool = pool_new(n, error);
+    if (!pool) return NULL;
+    cpu_backend *cb = g_new0(cpu_backend, 1);
+    cb->base.ops = &cpu_ops;
+    cb->base.kind = HYOCR_BACKEND_CPU;
+    cb->base.dtype = HYOCR_COMPUTE_F32;
+    cb->n_threads = n;
+    cb->pool = pool;
+    cb->memory_limit = p ? p->memory_limit : 0;
+    g_mutex_init(&cb->mem_lock);
+    return &cb->base;
+}

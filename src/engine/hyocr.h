@@ -1,0 +1,176 @@
+/* hyocr — public API of libhyocr: load a HunyuanOCR checkpoint once, then run
+ * OCR jobs (one image + one task) that stream their text through a callback.
+ *
+ *     hyocr_engine_params ep;
+ *     hyocr_engine_params_init(&ep);
+ *     ep.model_dir = "/path/to/HunyuanOCR";
+ *     hyocr_engine *eng = hyocr_engine_init(&ep, &error);
+ *
+ *     hyocr_job_params jp;
+ *     hyocr_job_params_init(&jp);
+ *     jp.image_path = "page.png";
+ *     jp.task = HYOCR_TASK_PARSE_DOCUMENT;
+ *     jp.on_event = my_callback;            // pieces of text as they are generated
+ *     hyocr_job_result res = { 0 };
+ *     hyocr_engine_run(eng, &jp, &res, &error);
+ *     ...
+ *     hyocr_job_result_clear(&res);
+ *     hyocr_engine_free(eng);
+ *
+ * An engine runs one job at a time, synchronously on the calling thread; the
+ * callback is invoked on that thread. hyocr_engine_cancel may be called from any
+ * thread. There is no global state: several engines may coexist. */
+#pragma once
+#include "backend.h"
+#include "config.h"
+#include "image.h"
+#include "prompt.h"
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct hyocr_engine hyocr_engine;
+
+typedef enum {
+    HYOCR_DEVICE_AUTO,   /* CUDA when usable, else CPU (one notice through the log callback) */
+    HYOCR_DEVICE_CPU,
+    HYOCR_DEVICE_CUDA,
+} hyocr_device;
+
+/* Model-variant switches (spec §0.2). CONFIG keeps what the checkpoint's config says (R1 by default). */
+typedef enum {
+    HYOCR_VARIANT_CONFIG,
+    HYOCR_VARIANT_R1,
+    HYOCR_VARIANT_R2,
+} hyocr_variant;
+
+typedef enum {
+    HYOCR_LOG_INFO,
+    HYOCR_LOG_WARNING,
+} hyocr_log_level;
+
+typedef void (*hyocr_log_fn)(hyocr_log_level level, const char *message, void *user_data);
+
+typedef struct {
+    const char         *model_dir;
+    hyocr_device        device;
+    int                 n_threads;        /* CPU threads; 0 = all cores */
+    int                 cuda_device;      /* ordinal */
+    hyocr_compute_dtype cuda_dtype;       /* F16 (default) or BF16 */
+    int64_t             memory_limit;     /* bytes the backend may take; 0 = no limit */
+    int                 max_model_len;    /* prompt + output tokens; 0 = the config's max_position_embeddings */
+    int                 kv_block_size;    /* tokens per KV block; 0 = 16 */
+    int                 kv_n_blocks;      /* fixed pool size; 0 = grow on demand up to max_model_len */
+    hyocr_variant       rope_variant;     /* XD-RoPE section layout */
+    hyocr_variant       posemb_variant;   /* ViT position-table interpolation */
+    hyocr_log_fn        log;              /* NULL: g_message */
+    void               *log_data;
+} hyocr_engine_params;
+
+void hyocr_engine_params_init(hyocr_engine_params *p);
+
+/* Loads config, tokenizer, checkpoint, backend and weights. */
+hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error);
+void          hyocr_engine_free(hyocr_engine *eng);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_engine, hyocr_engine_free)
+
+const hyocr_config *hyocr_engine_config(const hyocr_engine *eng);
+const char         *hyocr_engine_backend_name(const hyocr_engine *eng);
+
+typedef enum {
+    HYOCR_EVENT_PREPROCESS,   /* image decoded, pixels and prompt ready (prompt, pixels set) */
+    HYOCR_EVENT_VISION,       /* vision tower + merger done */
+    HYOCR_EVENT_PREFILL,      /* prompt processed; first token about to be chosen */
+    HYOCR_EVENT_TOKEN,        /* one generated token (token, piece) */
+    HYOCR_EVENT_DONE,
+    HYOCR_EVENT_ERROR,        /* error set */
+    HYOCR_EVENT_CANCELLED,
+} hyocr_event_type;
+
+typedef struct {
+    hyocr_event_type    type;
+    double              elapsed_ms;    /* since the job started */
+    int32_t             token;         /* TOKEN */
+    const char         *piece;         /* TOKEN: newly completed UTF-8 text (may be ""), special tokens skipped */
+    int                 n_generated;   /* tokens generated so far */
+    int                 prompt_tokens;
+    const hyocr_prompt *prompt;        /* PREPROCESS */
+    const hyocr_pixels *pixels;        /* PREPROCESS */
+    const GError       *error;         /* ERROR */
+} hyocr_event;
+
+typedef void (*hyocr_event_fn)(const hyocr_event *ev, void *user_data);
+/* Receives the fp32 logits [n_vocab] each generated token was chosen from,
+ * before the repetition penalty; step counts from 0. */
+typedef void (*hyocr_logits_fn)(const float *logits, int n_vocab, int step, void *user_data);
+
+typedef struct {
+    const char         *image_path;        /* either a file … */
+    const hyocr_image  *image;             /* … or decoded RGB (not taken over) */
+    hyocr_task          task;
+    const char *const  *fields;            /* EXTRACT_FIELDS: NULL-terminated */
+    const char         *custom_prompt;     /* CUSTOM: the whole prompt text */
+    int                 max_new_tokens;    /* default 8192 */
+    float               temperature;       /* ≤ 0: greedy (default) */
+    int                 top_k;
+    float               top_p;
+    uint64_t            seed;
+    float               repetition_penalty;  /* < 0: model default (generation_config, else 1.08 for 1.5, else 1) */
+    int                 max_side;          /* > 0: Lanczos pre-scale of the long edge */
+    bool                ignore_eos;        /* benchmarks: generate max_new_tokens */
+    bool                no_tail_stop;      /* disable the 1.5 streaming tail-repetition stop */
+    hyocr_event_fn      on_event;
+    void               *user_data;
+    hyocr_logits_fn     on_logits;
+    void               *logits_data;
+    GCancellable       *cancellable;       /* optional, in addition to hyocr_engine_cancel */
+} hyocr_job_params;
+
+void hyocr_job_params_init(hyocr_job_params *p);
+
+typedef enum {
+    HYOCR_STOP_NONE,            /* the job failed before generating */
+    HYOCR_STOP_EOS,
+    HYOCR_STOP_MAX_NEW_TOKENS,
+    HYOCR_STOP_MAX_MODEL_LEN,
+    HYOCR_STOP_REPETITION,      /* streaming tail-repetition check */
+    HYOCR_STOP_CANCELLED,
+} hyocr_stop_reason;
+
+const char *hyocr_stop_reason_name(hyocr_stop_reason r);   /* "eos", "max_new_tokens", … */
+
+typedef struct {
+    double preprocess_ms, vision_ms, prefill_ms, decode_ms, total_ms;
+    double first_token_ms;       /* job start → first TOKEN event */
+    double decode_tokens_per_s;  /* tokens after the first / decode time */
+} hyocr_timings;
+
+typedef struct {
+    char             *text;            /* final text (clean_repeated_substrings applied) */
+    char             *raw_text;        /* concatenated streamed pieces, before clean-up */
+    GArray           *token_ids;       /* int32_t, generated ids including a final eos */
+    int               prompt_tokens;
+    int               n_image_tokens;
+    int               image_width, image_height;      /* after decode (and max_side) */
+    int               grid_h, grid_w;
+    hyocr_stop_reason stop_reason;
+    float             repetition_penalty;             /* the value used */
+    hyocr_timings     timings;
+    hyocr_mem_info    memory;          /* backend figures after the job (kv_used at its end) */
+} hyocr_job_result;
+
+void hyocr_job_result_clear(hyocr_job_result *r);
+
+/* Runs one job to the end. Returns false with error set on failure (ERROR event
+ * sent too) or on cancellation (HYOCR_ERROR_CANCELLED; out still holds what was
+ * generated, stop_reason CANCELLED). The engine stays usable after either. out
+ * may be NULL. */
+bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_result *out, GError **error);
+
+/* Thread-safe: stops the job running now within one decode step (or ViT block).
+ * No effect when idle. */
+void hyocr_engine_cancel(hyocr_engine *eng);
+
+G_END_DECLS

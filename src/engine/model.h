@@ -1,0 +1,134 @@
+/* hyocr — the HunyuanOCR network on a backend: weights uploaded from a checkpoint,
+ * the vision tower + merger (vision.c), the decoder over the paged KV cache
+ * (text.c). Everything goes through backend.h ops, so the same code runs on the
+ * CPU and CUDA backends; the only host-side data are token ids, positions, block
+ * tables and the fp32 logits that come back. */
+#pragma once
+#include "backend.h"
+#include "checkpoint.h"
+#include "image.h"
+#include "kvcache.h"
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+    hyocr_buf *ln1_g, *ln1_b;
+    hyocr_buf *qkv_w, *qkv_b;     /* [3C, C], [3C]: q | k | v */
+    hyocr_buf *o_w, *o_b;
+    hyocr_buf *ln2_g, *ln2_b;
+    hyocr_buf *fc1_w, *fc1_b;
+    hyocr_buf *fc2_w, *fc2_b;
+} hyocr_vit_block;
+
+typedef struct {
+    hyocr_buf *in_norm;
+    hyocr_buf *qkv_w;             /* [(Hq + 2·Hkv)·D, hidden]: q | k | v */
+    hyocr_buf *o_w;               /* [hidden, Hq·D] */
+    hyocr_buf *q_norm, *k_norm;   /* [D] */
+    hyocr_buf *post_norm;
+    hyocr_buf *gate_up_w;         /* [2I, hidden]: gate | up */
+    hyocr_buf *down_w;            /* [hidden, I] */
+} hyocr_text_layer;
+
+/* Scratch slots: one buffer per role, grown on demand and freed with
+ * hyocr_model_trim_scratch so a big image does not pin its activations. */
+enum {
+    HYOCR_SCRATCH_V_X, HYOCR_SCRATCH_V_A, HYOCR_SCRATCH_V_QKV, HYOCR_SCRATCH_V_ATT,
+    HYOCR_SCRATCH_V_DELTA, HYOCR_SCRATCH_V_MLP, HYOCR_SCRATCH_V_PIX,
+    HYOCR_SCRATCH_M_GATHER, HYOCR_SCRATCH_M_P0, HYOCR_SCRATCH_M_P2, HYOCR_SCRATCH_M_NL,
+    HYOCR_SCRATCH_M_MLP, HYOCR_SCRATCH_M_PRE,
+    HYOCR_SCRATCH_T_H, HYOCR_SCRATCH_T_A, HYOCR_SCRATCH_T_QKV, HYOCR_SCRATCH_T_ATT,
+    HYOCR_SCRATCH_T_DELTA, HYOCR_SCRATCH_T_GU, HYOCR_SCRATCH_T_ACT, HYOCR_SCRATCH_T_LAST,
+    HYOCR_SCRATCH_T_LOGITS,
+    HYOCR_SCRATCH_COUNT,
+};
+
+typedef struct hyocr_model {
+    hyocr_backend       *be;          /* not owned */
+    hyocr_config         cfg;         /* shallow copy of the numeric fields; strings not used */
+    hyocr_rope_params    rope;
+
+    /* vision */
+    hyocr_buf       *patch_w, *patch_b;    /* [C, 3·p·p] (conv weight flattened c, y, x), [C] */
+    hyocr_buf       *pos_table;            /* [edge² + 1, C], row 0 the unused CLS slot */
+    hyocr_vit_block *vit;
+    hyocr_buf *before_rms, *proj0_w, *proj0_b, *proj2_w, *proj2_b;
+    hyocr_buf *newline, *mlp_w, *mlp_b, *img_begin, *img_end, *after_rms;
+
+    /* text */
+    hyocr_buf        *embed;               /* [vocab, hidden] */
+    hyocr_text_layer *layers;
+    hyocr_buf        *final_norm;
+    hyocr_buf        *lm_head;             /* == embed when tied */
+
+    /* paged KV cache: one K and one V buffer per layer */
+    hyocr_kv_pool *kv_pool;
+    hyocr_buf    **k_cache, **v_cache;
+    int            kv_block_size;
+    bool           kv_fixed;               /* false: the pool grows on demand */
+    int            kv_max_blocks;          /* growth cap (0 = none) */
+    GPtrArray     *live_seqs;              /* hyocr_kv_seq* created by hyocr_model_seq_new */
+
+    hyocr_buf *scratch[HYOCR_SCRATCH_COUNT];
+} hyocr_model;
+
+/* Uploads every tensor of the checkpoint the model uses. The config (including
+ * rope_layout / posemb_interp, which callers may override before) is copied. */
+hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GError **error);
+void         hyocr_model_free(hyocr_model *m);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_model, hyocr_model_free)
+
+/* Returns the scratch buffer of a slot with room for at least n elements. */
+hyocr_buf   *hyocr_model_scratch(hyocr_model *m, int slot, hyocr_buf_kind kind, size_t n, GError **error);
+void         hyocr_model_trim_scratch(hyocr_model *m);
+
+/* KV cache. n_blocks > 0 makes a fixed pool; n_blocks = 0 starts with
+ * initial_tokens worth of blocks and grows (doubling, up to max_tokens) when a
+ * reservation does not fit, moving the live sequences' blocks. */
+bool          hyocr_model_kv_init(hyocr_model *m, int block_size, int n_blocks, int initial_tokens,
+                                  int max_tokens, GError **error);
+hyocr_kv_seq *hyocr_model_seq_new(hyocr_model *m);
+void          hyocr_model_seq_free(hyocr_model *m, hyocr_kv_seq *seq);
+/* Reserves room for n_more tokens, growing a non-fixed pool when needed. */
+bool          hyocr_model_kv_reserve(hyocr_model *m, hyocr_kv_seq *seq, int n_more, GError **error);
+int64_t       hyocr_model_kv_bytes_per_block(const hyocr_model *m);
+
+/* Polled between ViT blocks and by the engine between decode steps. */
+typedef bool (*hyocr_cancel_fn)(void *data);
+
+/* Optional host copies of stage outputs, for tests and dumps (g_free them). */
+typedef struct {
+    bool   want;
+    float *vision_out;      /* [n_patches, vision hidden], after the last ViT block */
+    size_t vision_out_n;
+    float *merger_out;      /* [n_image_tokens, text hidden] */
+    size_t merger_out_n;
+} hyocr_vision_debug;
+
+/* Vision tower + perceive merger for one image. Returns a buffer of
+ * [Hm·(Wm+1)+2, text hidden] rows (owned by the caller: hyocr_backend buf_free)
+ * and its row count in *n_rows. Fails with HYOCR_ERROR_CANCELLED when cancel says so. */
+hyocr_buf *hyocr_vision_forward(hyocr_model *m, const hyocr_pixels *px, int *n_rows,
+                                hyocr_vision_debug *dbg, hyocr_cancel_fn cancel, void *cancel_data,
+                                GError **error);
+
+/* One sequence's part of a text forward call. */
+typedef struct {
+    const int32_t   *ids;            /* [n_new] */
+    const int32_t   *pos;            /* [4·n_new] axis-major (prefill), or NULL: 1-D from the cache length */
+    int              n_new;
+    hyocr_kv_seq    *kv;             /* n_tokens = tokens already cached */
+    const hyocr_buf *image_embeds;   /* rows scattered, in order, over the ids == image_token_id; or NULL */
+    int              n_image_rows;
+    int32_t          image_token_id;
+} hyocr_text_seq;
+
+/* Runs the decoder over the new tokens of each sequence, appends their K/V to
+ * the cache and writes the fp32 logits of each sequence's last row to
+ * logits[n_seqs · vocab]. The caches grow only on success. */
+bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits, GError **error);
+
+G_END_DECLS

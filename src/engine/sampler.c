@@ -1,0 +1,323 @@
+/* hyocr — next-token choice with the semantics of HF generate():
+ * RepetitionPenaltyLogitsProcessor, then (sampling only) TemperatureLogitsWarper,
+ * TopKLogitsWarper, TopPLogitsWarper, then a draw from the softmax.
+ *
+ * The generator is our own xoshiro256** seeded through splitmix64: identical
+ * sequences on every platform for a given seed, but seeds do NOT reproduce
+ * torch's generator, so sampled outputs never match the reference token for
+ * token (greedy outputs do). */
+#include "sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    float   v;   /* temperature-scaled logit */
+    int32_t id;
+    double  w;   /* exp(v - max), unnormalised probability */
+} cand;
+
+struct hyocr_sampler {
+    hyocr_sampler_params p;
+    hyocr_penalty_divide divide;
+    int       n_vocab;
+    uint64_t *seen;      /* bitset: distinct ids of the sequence so far */
+    uint64_t  rng[4];
+    cand     *cands;     /* n_vocab scratch entries, reused every step */
+    float    *heap;      /* top_k scratch (min-heap), NULL when top-k is off */
+};
+
+/* ---------- generator ---------- */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(uint64_t s[4])
+{
+    uint64_t out = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return out;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static double rng_uniform(uint64_t s[4])
+{
+    return (double)(rng_next(s) >> 11) * 0x1.0p-53;
+}
+
+/* ---------- parameters ---------- */
+
+static bool penalty_on(const hyocr_sampler_params *p)
+{
+    return isfinite(p->repetition_penalty) && p->repetition_penalty > 0.0f &&
+           p->repetition_penalty != 1.0f;
+}
+
+/* `!(t > 0)` also sends NaN to greedy. */
+static bool greedy(const hyocr_sampler_params *p)
+{
+    return !(p->temperature > 0.0f) || !isfinite(p->temperature);
+}
+
+static bool top_k_on(const hyocr_sampler *s)
+{
+    return s->p.top_k > 0 && s->p.top_k < s->n_vocab;
+}
+
+static bool top_p_on(const hyocr_sampler_params *p)
+{
+    return p->top_p > 0.0f && p->top_p < 1.0f;
+}
+
+hyocr_sampler *hyocr_sampler_init(const hyocr_sampler_params *p, int n_vocab)
+{
+    g_return_val_if_fail(p != NULL, NULL);
+    g_return_val_if_fail(n_vocab > 0, NULL);
+
+    hyocr_sampler *s = g_new0(hyocr_sampler, 1);
+    s->p = *p;
+    s->divide = HYOCR_PENALTY_DIVIDE_RECIPROCAL;
+    s->n_vocab = n_vocab;
+    s->seen = g_new0(uint64_t, (n_vocab + 63) / 64);
+    uint64_t x = p->seed;
+    for (int i = 0; i < 4; i++)
+        s->rng[i] = splitmix64(&x);
+    if (!greedy(p)) {
+        s->cands = g_new(cand, n_vocab);
+        if (top_k_on(s))
+            s->heap = g_new(float, s->p.top_k);
+    }
+    return s;
+}
+
+void hyocr_sampler_free(hyocr_sampler *s)
+{
+    if (!s) return;
+    g_free(s->seen);
+    g_free(s->cands);
+    g_free(s->heap);
+    g_free(s);
+}
+
+void hyocr_sampler_set_penalty_divide(hyocr_sampler *s, hyocr_penalty_divide mode)
+{
+    g_return_if_fail(s != NULL);
+    g_return_if_fail(mode == HYOCR_PENALTY_DIVIDE_RECIPROCAL || mode == HYOCR_PENALTY_DIVIDE_TRUE);
+    s->divide = mode;
+}
+
+void hyocr_sampler_accept(hyocr_sampler *s, const int32_t *ids, int n)
+{
+    g_return_if_fail(s != NULL);
+    g_return_if_fail(n == 0 || ids != NULL);
+    for (int i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || id >= s->n_vocab) {
+            g_critical("hyocr_sampler_accept: token id %d outside the vocabulary [0, %d); ignored",
+                       (int)id, s->n_vocab);
+            continue;
+        }
+        s->seen[id >> 6] |= UINT64_C(1) << (id & 63);
+    }
+}
+
+/* ---------- penalty ---------- */
+
+/* HF: torch.where(score < 0, score * p, score / p) — so 0 (and -0) take the
+ * division branch; both branches leave zero unchanged anyway. */
+void hyocr_sampler_apply_penalty(const hyocr_sampler *s, float *logits)
+{
+    g_return_if_fail(s != NULL && logits != NULL);
+    if (!penalty_on(&s->p)) return;
+
+    const float p = s->p.repetition_penalty;
+    const float inv = 1.0f / p;
+    const bool reciprocal = s->divide == HYOCR_PENALTY_DIVIDE_RECIPROCAL;
+    const int n_words = (s->n_vocab + 63) / 64;
+    for (int w = 0; w < n_words; w++) {
+        for (uint64_t bits = s->seen[w]; bits; bits &= bits - 1) {
+            int id = w * 64 + __builtin_ctzll(bits);
+            float x = logits[id];
+            if (x < 0.0f)
+                logits[id] = x * p;
+            else
+                logits[id] = reciprocal ? x * inv : x / p;
+        }
+    }
+}
+
+/* ---------- greedy ---------- */
+
+/* torch.argmax: first maximum; a NaN counts as the maximum. */
+static int32_t argmax(const float *x, int n)
+{
+    int32_t best = 0;
+    if (isnan(x[0])) return 0;
+    for (int i = 1; i < n; i++) {
+        if (isnan(x[i])) return i;
+        if (x[i] > x[best]) best = i;
+    }
+    return best;
+}
+
+/* ---------- sampling ---------- */
+
+/* Scaled candidates; NaN and -inf can never be drawn, so they are dropped here.
+ * Scaling uses fl(1/T) like torch's CUDA division by a Python float. */
+static int collect(hyocr_sampler *s, const float *logits)
+{
+    const float t = s->p.temperature;
+    const float inv = 1.0f / t;
+    int n = 0;
+    for (int i = 0; i < s->n_vocab; i++) {
+        float v = t == 1.0f ? logits[i] : logits[i] * inv;
+        if (isnan(v) || v == -INFINITY) continue;
+        s->cands[n].v = v;
+        s->cands[n].id = i;
+        n++;
+    }
+    return n;
+}
+
+static void heap_sift_down(float *h, int k, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < k && h[l] < h[m]) m = l;
+        if (r < k && h[r] < h[m]) m = r;
+        if (m == i) return;
+        float t = h[i]; h[i] = h[m]; h[m] = t;
+        i = m;
+    }
+}
+
+static void heap_sift_up(float *h, int i)
+{
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (h[parent] <= h[i]) return;
+        float t = h[i]; h[i] = h[parent]; h[parent] = t;
+        i = parent;
+    }
+}
+
+/* HF TopKLogitsWarper: drop every score below the k-th largest, so ties with
+ * the k-th are all kept (more than k tokens may survive). */
+static int apply_top_k(hyocr_sampler *s, int n)
+{
+    const int k = s->p.top_k;
+    if (n <= k) return n;
+    float *h = s->heap;
+    for (int i = 0; i < k; i++) {
+        h[i] = s->cands[i].v;
+        heap_sift_up(h, i);
+    }
+    for (int i = k; i < n; i++) {
+        if (s->cands[i].v > h[0]) {
+            h[0] = s->cands[i].v;
+            heap_sift_down(h, k, 0);
+        }
+    }
+    const float thr = h[0];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (s->cands[i].v >= thr) s->cands[m++] = s->cands[i];
+    return m;
+}
+
+/* exp(v - max); the v == max test keeps +inf logits finite (weight 1). */
+static double weigh(cand *c, int n)
+{
+    float mx = c[0].v;
+    for (int i = 1; i < n; i++)
+        if (c[i].v > mx) mx = c[i].v;
+    double z = 0.0;
+    for (int i = 0; i < n; i++) {
+        c[i].w = c[i].v == mx ? 1.0 : exp((double)c[i].v - (double)mx);
+        z += c[i].w;
+    }
+    return z;
+}
+
+/* Ascending by value; among equal values the higher id counts as smaller, so
+ * it is removed first and lower ids win ties like argmax. (torch.sort is not
+ * stable, so the reference's choice among exact ties is unspecified.) */
+static int cmp_ascending(const void *a, const void *b)
+{
+    const cand *x = a, *y = b;
+    if (x->v != y->v) return x->v < y->v ? -1 : 1;
+    return (x->id < y->id) - (x->id > y->id);
+}
+
+/* HF TopPLogitsWarper: in ascending order, drop tokens whose cumulative
+ * probability is ≤ 1 - top_p, always keeping the most probable one.
+ * Tokens lighter than (1 - top_p)/n each cannot reach that mass together and
+ * all come first in ascending order, so they are dropped without sorting. */
+static int apply_top_p(hyocr_sampler *s, int n, double z)
+{
+    const double cut = (1.0 - (double)s->p.top_p) * z;
+    const double light = cut / n;
+    double cum = 0.0;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (s->cands[i].w < light) cum += s->cands[i].w;
+        else s->cands[m++] = s->cands[i];
+    }
+    qsort(s->cands, m, sizeof(cand), cmp_ascending);
+    int first = 0;
+    for (; first < m - 1; first++) {
+        cum += s->cands[first].w;
+        if (cum > cut) break;
+    }
+    memmove(s->cands, s->cands + first, (m - first) * sizeof(cand));
+    return m - first;
+}
+
+static int32_t draw(hyocr_sampler *s, int n)
+{
+    double z = 0.0;
+    for (int i = 0; i < n; i++)
+        z += s->cands[i].w;
+    double u = rng_uniform(s->rng) * z;
+    double acc = 0.0;
+    for (int i = 0; i < n; i++) {
+        acc += s->cands[i].w;
+        if (u < acc) return s->cands[i].id;
+    }
+    return s->cands[n - 1].id;   /* u rounded up to z */
+}
+
+static int32_t sample_warped(hyocr_sampler *s, const float *logits)
+{
+    int n = collect(s, logits);
+    if (n == 0) return argmax(logits, s->n_vocab);   /* nothing drawable: all NaN/-inf */
+    if (top_k_on(s)) n = apply_top_k(s, n);
+    double z = weigh(s->cands, n);
+    if (top_p_on(&s->p)) n = apply_top_p(s, n, z);
+    return draw(s, n);
+}
+
+int32_t hyocr_sampler_sample(hyocr_sampler *s, float *logits)
+{
+    g_return_val_if_fail(s != NULL && logits != NULL, 0);
+    hyocr_sampler_apply_penalty(s, logits);
+    if (greedy(&s->p)) return argmax(logits, s->n_vocab);
+    return sample_warped(s, logits);
+}

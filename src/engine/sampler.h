@@ -1,0 +1,42 @@
+/* hyocr — choosing the next token from fp32 logits: repetition penalty with the
+ * reference's semantics (HF RepetitionPenaltyLogitsProcessor), then greedy or
+ * temperature / top-k / top-p sampling with a seeded generator. */
+#pragma once
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+    float    temperature;         /* ≤ 0: greedy */
+    int      top_k;               /* ≤ 0: off */
+    float    top_p;               /* ≥ 1 or ≤ 0: off */
+    float    repetition_penalty;  /* 1 (or ≤ 0): off */
+    uint64_t seed;
+} hyocr_sampler_params;
+
+typedef struct hyocr_sampler hyocr_sampler;
+
+hyocr_sampler *hyocr_sampler_init(const hyocr_sampler_params *p, int n_vocab);
+void           hyocr_sampler_free(hyocr_sampler *s);
+/* Adds ids to the set the penalty applies to (prompt, then each generated token). */
+void           hyocr_sampler_accept(hyocr_sampler *s, const int32_t *ids, int n);
+/* Applies the penalty to logits in place (over the distinct ids accepted so far),
+ * then picks a token. Greedy ties go to the lowest id (torch.argmax). */
+int32_t        hyocr_sampler_sample(hyocr_sampler *s, float *logits);
+/* Penalty only (exposed for tests and for GPU-side parity checks). */
+void           hyocr_sampler_apply_penalty(const hyocr_sampler *s, float *logits);
+
+/* How the penalty divides positive logits. torch on CUDA (the R1 reference, HF
+ * generate on GPU) turns `logits / p` with a Python-float p into ℓ·fl(1/p); torch on
+ * CPU and vLLM's CUDA kernel compute ℓ/p. The two differ in the last bit for some ℓ. */
+typedef enum {
+    HYOCR_PENALTY_DIVIDE_RECIPROCAL,  /* ℓ · fl(1/p) — default */
+    HYOCR_PENALTY_DIVIDE_TRUE,        /* ℓ / p */
+} hyocr_penalty_divide;
+
+void           hyocr_sampler_set_penalty_divide(hyocr_sampler *s, hyocr_penalty_divide mode);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_sampler, hyocr_sampler_free)
+
+G_END_DECLS
