@@ -1,0 +1,98 @@
+#!/bin/bash
+# The hyocr command end to end on the fixture checkpoints: what it prints and
+# writes, its exit statuses and its error messages. TAP output.
+set -u
+HYOCR=$1
+DATA=${HYOCR_TEST_DATA:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name" "command: $*"; fi; }
+
+# expect STATUS PATTERN -- CMD…: exit status and a stderr line matching PATTERN
+expect() {
+    local want=$1 pattern=$2; shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local got=$?
+    if [ "$got" -eq "$want" ] && grep -qE -- "$pattern" "$tmp/err"; then
+        ok "exit $want with /$pattern/: ${*:2:3}"
+    else
+        not_ok "exit $want with /$pattern/: ${*:2:3}" "status $got" "stderr: $(head -c 400 "$tmp/err")"
+    fi
+}
+
+max_abs_diff() {
+    python3 - "$1" "$2" <<'PY'
+import struct, sys
+a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
+if len(a) != len(b):
+    print("size", len(a), len(b)); sys.exit(1)
+fa = struct.unpack("<%df" % (len(a) // 4), a); fb = struct.unpack("<%df" % (len(b) // 4), b)
+d = max((abs(x - y) for x, y in zip(fa, fb)), default=0.0)
+print(d); sys.exit(0 if d <= 1e-6 else 1)
+PY
+}
+
+flat=$DATA/ckpt-flat
+nested=$DATA/ckpt-nested
+
+# prepare: every dump file equals what the transformers processor produced
+for ck in ckpt-flat ckpt-nested; do
+    for img_dir in "$DATA"/prompts/$ck/*; do
+        img=$(basename "$img_dir")
+        for task in recognize extract_fields custom; do
+            ref=$img_dir/$task
+            out=$tmp/$ck-$img-$task
+            args=(--task "$task")
+            [ "$task" = extract_fields ] && args+=(--fields "姓名,date,total")
+            [ "$task" = custom ] && args=(--prompt "$(cat "$ref/text.txt")")
+            if ! "$HYOCR" prepare --model "$DATA/$ck" --image "$DATA/images/$img" "${args[@]}" --dump "$out" >"$tmp/log" 2>&1; then
+                not_ok "prepare $ck $img $task" "$(cat "$tmp/log")"
+                continue
+            fi
+            check "input_ids $ck $img $task" cmp -s "$out/input_ids.txt" "$ref/input_ids.txt"
+            check "position_ids $ck $img $task" cmp -s "$out/position_ids.txt" "$ref/position_ids.txt"
+            check "grid $ck $img $task" cmp -s "$out/grid_thw.txt" "$DATA/processor/$ck/$img/grid_thw.txt"
+            d=$(max_abs_diff "$out/pixel_values.f32" "$DATA/processor/$ck/$img/pixel_values.f32")
+            check "pixel_values $ck $img $task (max |Δ| $d)" test $? -eq 0
+        done
+    done
+done
+
+# inspect: the numbers of the checkpoint
+"$HYOCR" inspect --model "$flat" >"$tmp/inspect" 2>&1
+check "inspect flat runs" test $? -eq 0
+check "inspect flat says tied" grep -q "tied to embed_tokens" "$tmp/inspect"
+check "inspect flat says 2 files" grep -qE "in 2 files" "$tmp/inspect"
+"$HYOCR" inspect --model "$nested" >"$tmp/inspect2" 2>&1
+check "inspect nested says explicit lm_head" grep -q "explicit lm_head.weight" "$tmp/inspect2"
+check "inspect nested says transformers names" grep -q "transformers-5 names" "$tmp/inspect2"
+
+# tokenize → detokenize round trip, with special tokens inline
+text='提取图中的文字。 Total 42.00 <｜hy_User｜>'
+ids=$("$HYOCR" tokenize --model "$flat" "$text")
+check "tokenize prints ids" test -n "$ids"
+back=$("$HYOCR" detokenize --model "$flat" $ids)
+check "detokenize round trip" test "$back" = "$text"
+back=$("$HYOCR" detokenize --model "$flat" --skip-special $ids)
+check "detokenize --skip-special drops <｜hy_User｜>" test "$back" = "提取图中的文字。 Total 42.00 "
+
+# errors: clear message, non-zero status, never a crash
+expect 1 "no-such-folder" -- "$HYOCR" inspect --model "$tmp/no-such-folder"
+expect 2 "unknown task" -- "$HYOCR" prepare --model "$flat" --image "$DATA/images/tiny_40x30.png" --task nope --dump "$tmp/x"
+head -c 300 "$DATA/images/square_200.png" >"$tmp/truncated.png"
+expect 1 "truncated.png" -- "$HYOCR" prepare --model "$flat" --image "$tmp/truncated.png" --task recognize --dump "$tmp/x"
+echo "not an image" >"$tmp/notes.txt"
+expect 1 "notes.txt" -- "$HYOCR" prepare --model "$flat" --image "$tmp/notes.txt" --task recognize --dump "$tmp/x"
+expect 1 "fields" -- "$HYOCR" prepare --model "$flat" --image "$DATA/images/tiny_40x30.png" --task extract_fields --dump "$tmp/x"
+expect 2 "token id" -- "$HYOCR" detokenize --model "$flat" 99999999
+expect 2 "usage" -- "$HYOCR" no-such-command
+mkdir -p "$tmp/broken" && cp "$flat"/*.json "$tmp/broken/" && echo '{"hidden_size": ' >"$tmp/broken/config.json"
+expect 1 "config.json" -- "$HYOCR" inspect --model "$tmp/broken"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
