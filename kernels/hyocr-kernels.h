@@ -1,4 +1,4 @@
-/* hyocr — C-callable launchers for the CUDA kernels (kernels/*.cu).
+/* hyocr — C-callable launchers for the CUDA kernels (the .cu files in kernels/).
  *
  * The host side (src/engine/backend-cuda.c) is plain C; everything that needs
  * nvcc lives behind these functions. Each launcher enqueues on the given stream

@@ -60,8 +60,7 @@ static void test_penalty_counted_once(void)
     hyocr_sampler_apply_penalty(s, x);
     g_assert_cmpfloat(x[5], ==, 1.5f);
     g_assert_cmpfloat(x[9], ==, -6.0f);
-    /* Applying twice to a fresh copy is the caller's business: the set itself
-     * does not grow with repeats, so a second step sees the same single factor. */
+    /* The next step's fresh logits get the same single factor. */
     float y[16] = { 0 };
     y[5] = 3.0f;
     hyocr_sampler_apply_penalty(s, y);
@@ -115,6 +114,16 @@ static void test_penalty_divide_modes(void)
     }
     /* The modes are not interchangeable: some logits land one ulp apart. */
     g_assert_cmpint(differ, >, 0);
+
+    /* A fresh sampler follows torch on CUDA (the R1 reference). */
+    g_autoptr(hyocr_sampler) fresh = hyocr_sampler_init(&p, 1);
+    accept1(fresh, 0);
+    for (int i = 1; i <= 20000; i++) {
+        float v = (float)i * 0.00173f, a = v;
+        hyocr_sampler_apply_penalty(fresh, &a);
+        volatile float want = v * inv;
+        g_assert_cmpfloat(a, ==, want);
+    }
 }
 
 static void test_penalty_off(void)
@@ -360,6 +369,79 @@ static void test_top_p_full_vocab(void)
     }
 }
 
+/* HF's warpers written out literally (full sorts) as an oracle for the kept set. */
+typedef struct { float v; int32_t id; } scored;
+
+static int cmp_scored_asc(const void *a, const void *b)
+{
+    const scored *x = a, *y = b;
+    if (x->v != y->v) return x->v < y->v ? -1 : 1;
+    return (x->id < y->id) - (x->id > y->id);   /* equal values: higher id first */
+}
+
+static int oracle_candidates(const float *logits, int n, float t, int top_k, float top_p, int32_t *out)
+{
+    g_autofree scored *c = g_new(scored, n);
+    const float inv = 1.0f / t;
+    for (int i = 0; i < n; i++) c[i] = (scored){ t == 1.0f ? logits[i] : logits[i] * inv, i };
+    qsort(c, n, sizeof *c, cmp_scored_asc);
+    int lo = 0;
+    if (top_k > 0 && top_k < n) {
+        float kth = c[n - top_k].v;
+        while (c[lo].v < kth) lo++;
+    }
+    if (top_p > 0.0f && top_p < 1.0f) {
+        double z = 0.0, cum = 0.0;
+        for (int i = lo; i < n; i++) z += exp((double)c[i].v - c[n - 1].v);
+        while (lo < n - 1) {
+            cum += exp((double)c[lo].v - c[n - 1].v) / z;
+            if (cum > 1.0 - top_p) break;
+            lo++;
+        }
+    }
+    for (int i = lo; i < n; i++) out[i - lo] = c[i].id;
+    return n - lo;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void test_candidates_against_oracle(void)
+{
+    static const float temps[] = { 0.5f, 1.0f, 1.7f };
+    static const int ks[] = { 0, 1, 5, 50, 100000 };
+    /* No exactly representable simple fraction: with tied logits the cumulative
+     * mass can land exactly on 1 - top_p, where rounding alone decides. */
+    static const float ps[] = { 1.0f, 0.99f, 0.9f, 0.47f, 0.1f };
+    g_autoptr(GRand) r = g_rand_new_with_seed(8);
+    int sizes_seen = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        int n = g_rand_int_range(r, 1, 3000);
+        bool coarse = g_rand_boolean(r);   /* quarter steps: many exact ties */
+        double scale = g_rand_double_range(r, 0.1, 12.0);
+        g_autofree float *x = g_new(float, n);
+        for (int i = 0; i < n; i++) {
+            double v = g_rand_double_range(r, -1.0, 1.0) * scale;
+            x[i] = coarse ? (float)(round(v * 4.0) / 4.0) : (float)v;
+        }
+        hyocr_sampler_params p = sampling_params(temps[iter % 3], ks[g_rand_int_range(r, 0, 5)],
+                                                 ps[g_rand_int_range(r, 0, 5)], iter);
+        g_autoptr(hyocr_sampler) s = hyocr_sampler_init(&p, n);
+        g_autofree int32_t *got = g_new(int32_t, n);
+        g_autofree int32_t *want = g_new(int32_t, n);
+        int n_got = hyocr_sampler_candidates(s, x, got);
+        int n_want = oracle_candidates(x, n, p.temperature, p.top_k, p.top_p, want);
+        qsort(got, n_got, sizeof *got, cmp_i32);
+        qsort(want, n_want, sizeof *want, cmp_i32);
+        g_assert_cmpmem(got, n_got * sizeof *got, want, n_want * sizeof *want);
+        sizes_seen += n_got > 1 && n_got < n;
+    }
+    g_assert_cmpint(sizes_seen, >, 100);   /* most cases really cut something */
+}
+
 static void test_undrawable(void)
 {
     hyocr_sampler_params p = sampling_params(1.0f, 0, 1.0f, 1);
@@ -416,6 +498,7 @@ int main(int argc, char **argv)
     g_test_add_func("/sampler/temperature", test_temperature);
     g_test_add_func("/sampler/determinism", test_determinism);
     g_test_add_func("/sampler/top-k1-is-greedy", test_top_k1_is_greedy);
+    g_test_add_func("/sampler/candidates-oracle", test_candidates_against_oracle);
     g_test_add_func("/sampler/undrawable", test_undrawable);
     g_test_add_func("/sampler/bad-input", test_bad_input);
     return g_test_run();

@@ -3,10 +3,12 @@
  * Results must not depend on the thread count: work is cut into items whose
  * boundaries depend only on the shapes, each output element is written by
  * exactly one item, and an item computes it with the same code whichever
- * thread runs it. Matmuls go to OpenBLAS when present. */
+ * thread runs it. Matmuls go to OpenBLAS when present (single-threaded
+ * OpenBLAS on fixed tiles, see blas_gemm). */
 #include "backend.h"
 #include "error.h"
 #include "hyocr-build-config.h"
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +17,8 @@
 #include <string.h>
 #if HYOCR_HAVE_BLAS
 #include <cblas.h>
+/* OpenBLAS' cblas.h pulls in <complex.h>, whose macro I clashes with our shapes. */
+#undef I
 /* Weak so that a plain CBLAS without OpenBLAS' extensions still links. */
 #pragma weak openblas_set_num_threads
 #pragma weak openblas_get_num_threads
@@ -150,6 +154,7 @@ typedef struct {
     hyocr_backend base;
     int           n_threads;
     cpu_pool     *pool;
+    bool          use_blas;
     int64_t       memory_limit;
     GMutex        mem_lock;
     int64_t       bytes[HYOCR_BUF_KV + 1];
@@ -212,7 +217,7 @@ static void cpu_free(hyocr_backend *be)
 static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GError **error)
 {
     cpu_backend *cb = CB(be);
-    if (kind > HYOCR_BUF_KV) {
+    if ((int)kind < 0 || kind > HYOCR_BUF_KV) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     "CPU backend: unknown buffer kind %d", (int)kind);
         return NULL;
@@ -352,7 +357,7 @@ static bool cpu_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off,
                     name, t->file ? " in " : "", t->file ? t->file : "", n, n * esz, t->nbytes);
         return false;
     }
-    if (!need("upload_weight", name, dst, dst_off + n, error) || dst_off > SIZE_MAX - n)
+    if (dst_off > SIZE_MAX - n || !need("upload_weight", name, dst, dst_off + n, error))
         return false;
     convert_ctx c = { t->data, t->dtype, F(dst) + dst_off };
     run(be, (int64_t)n, 1 << 16, convert_task, &c);
@@ -483,6 +488,48 @@ static void bias_task(void *p, int64_t b, int64_t e)
     }
 }
 
+#if HYOCR_HAVE_BLAS
+/* OpenBLAS splits a GEMM between its threads at places that depend on the
+ * thread count, and the split changes the rounding. So OpenBLAS runs single-
+ * threaded on fixed tiles (multiples of its micro-kernel sizes) and the tiles
+ * go to our pool. */
+#define BLAS_TILE_M 512
+#define BLAS_TILE_N 256
+
+static void blas_tile_task(void *p, int64_t b, int64_t e)
+{
+    const gemm_ctx *c = p;
+    for (int64_t t = b; t < e; t++) {
+        int m0 = (int)(t / c->n_tiles_n) * BLAS_TILE_M, n0 = (int)(t % c->n_tiles_n) * BLAS_TILE_N;
+        int mm = c->M - m0 < BLAS_TILE_M ? c->M - m0 : BLAS_TILE_M;
+        int nn = c->N - n0 < BLAS_TILE_N ? c->N - n0 : BLAS_TILE_N;
+        const float *x = c->x + (size_t)m0 * c->K, *w = c->w + (size_t)n0 * c->K;
+        float *o = c->out + (size_t)m0 * c->N + n0;
+        if (mm == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, nn, c->K, 1.0f, w, c->K, x, 1, 0.0f, o, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mm, nn, c->K, 1.0f, x, c->K, w, c->K,
+                        0.0f, o, c->N);
+    }
+}
+
+static void blas_single_thread(void)
+{
+    if (openblas_set_num_threads && openblas_get_num_threads && openblas_get_num_threads() != 1)
+        openblas_set_num_threads(1);
+}
+#endif
+
+static void blas_gemm(hyocr_backend *be, gemm_ctx *c)
+{
+#if HYOCR_HAVE_BLAS
+    blas_single_thread();
+    c->n_tiles_n = (c->N + BLAS_TILE_N - 1) / BLAS_TILE_N;
+    int64_t tiles = (int64_t)((c->M + BLAS_TILE_M - 1) / BLAS_TILE_M) * c->n_tiles_n;
+    run(be, tiles, 1, blas_tile_task, c);
+#endif
+}
+
 static bool cpu_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *w, size_t w_off,
                        const hyocr_buf *bias, int M, int N, int K, GError **error)
 {
@@ -495,22 +542,12 @@ static bool cpu_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, co
     gemm_ctx c = { F(x), F(w) + w_off, bias ? F(bias) : NULL, F(out), M, N, K, 0 };
     if (K == 0) {
         memset(c.out, 0, (size_t)M * N * sizeof(float));
+    } else if (CB(be)->use_blas) {
+        blas_gemm(be, &c);
     } else {
-#if HYOCR_HAVE_BLAS
-        cpu_backend *cb = CB(be);
-        /* OpenBLAS' thread count is process-wide; set ours before each call. */
-        if (openblas_set_num_threads && openblas_get_num_threads &&
-            openblas_get_num_threads() != cb->n_threads)
-            openblas_set_num_threads(cb->n_threads);
-        if (M == 1)
-            cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, c.w, K, c.x, 1, 0.0f, c.out, 1);
-        else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, c.x, K, c.w, K, 0.0f, c.out, N);
-#else
         c.n_tiles_n = (N + GEMM_TILE - 1) / GEMM_TILE;
         int64_t tiles = (int64_t)((M + GEMM_TILE - 1) / GEMM_TILE) * c.n_tiles_n;
         run(be, tiles, 1, gemm_tile_task, &c);
-#endif
     }
     if (bias) run(be, M, 16, bias_task, &c);
     return true;
@@ -848,7 +885,7 @@ static void att_run(const att_group *g, att_keys_fn keys, const void *kctx)
     for (int q = 0; q < g->nq; q++)
         if (g->limit[q] > n_keys) n_keys = g->limit[q];
     float m[ATT_QMAX], l[ATT_QMAX], s[ATT_KB];
-    static _Thread_local float acc[ATT_QMAX][ATT_DMAX];
+    float acc[ATT_QMAX][ATT_DMAX];
     for (int q = 0; q < g->nq; q++) {
         m[q] = -INFINITY;
         l[q] = 0.0f;
@@ -1041,15 +1078,13 @@ static bool cpu_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int3
 
 /* ---------------------------------------------------------------- attention_paged */
 
-#define PAGED_QT 4   /* query rows per item (× the GQA group) */
-
 typedef struct {
     float                *out, *kc, *vc;
     const float          *qkv;
     const hyocr_seq_view *seqs;
     const int            *row0;    /* first qkv row of each sequence */
     const int            *item0;   /* first item of each sequence */
-    int                   n_seqs, bs, Hq, Hkv, D;
+    int                   n_seqs, bs, Hq, Hkv, D, qt;   /* qt: query rows per item */
     float                 scale;
 } paged_ctx;
 
@@ -1099,9 +1134,9 @@ static void paged_att_task(void *p, int64_t b, int64_t e)
         while (it >= c->item0[s + 1]) s++;
         const hyocr_seq_view *sv = &c->seqs[s];
         int local = (int)(it - c->item0[s]);
-        int kvh = local % c->Hkv, r0 = (local / c->Hkv) * PAGED_QT;
+        int kvh = local % c->Hkv, r0 = (local / c->Hkv) * c->qt;
         att_group g = { .D = c->D, .scale = c->scale };
-        for (int r = r0; r < r0 + PAGED_QT && r < sv->n_new; r++) {
+        for (int r = r0; r < r0 + c->qt && r < sv->n_new; r++) {
             size_t qr = (size_t)(c->row0[s] + r);
             for (int k = 0; k < G; k++, g.nq++) {
                 int h = kvh * G + k;
@@ -1144,7 +1179,7 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
                                 int Hq, int Hkv, int D, float scale, GError **error)
 {
     if (n_seqs < 0 || (n_seqs > 0 && !seqs) || block_size <= 0 || Hq <= 0 || Hkv <= 0 || Hq % Hkv ||
-        D <= 0 || D > ATT_DMAX || (Hq / Hkv) * PAGED_QT > ATT_QMAX) {
+        D <= 0 || D > ATT_DMAX || Hq / Hkv > ATT_QMAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     "CPU backend: attention_paged: invalid shape (%d sequences, block size %d, heads %d/%d, "
                     "head dim %d)", n_seqs, block_size, Hq, Hkv, D);
@@ -1162,12 +1197,15 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
                     "CPU backend: attention_paged: out of memory for %d sequence offsets", n_seqs);
         return false;
     }
+    /* All query heads of one KV head walk its keys together (GQA), for as
+     * many rows as fit in a group. */
+    int qt = ATT_QMAX / (Hq / Hkv);
     int64_t rows = 0, items = 0;
     for (int s = 0; s < n_seqs; s++) {
         row0[s] = (int)rows;
         item0[s] = (int)items;
         rows += seqs[s].n_new;
-        items += (int64_t)(seqs[s].n_new + PAGED_QT - 1) / PAGED_QT * Hkv;
+        items += (int64_t)(seqs[s].n_new + qt - 1) / qt * Hkv;
         if (rows > INT_MAX || items > INT_MAX) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                         "CPU backend: attention_paged: too many rows in one call");
@@ -1180,7 +1218,7 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
         !need("attention_paged", "out", out, (size_t)rows * Hq * D, error))
         return false;
     paged_ctx c = { F(out), F(k_cache), F(v_cache), F(qkv), seqs, row0, item0, n_seqs,
-                    block_size, Hq, Hkv, D, scale };
+                    block_size, Hq, Hkv, D, qt, scale };
     run(be, rows, 4, paged_write_task, &c);
     run(be, items, 1, paged_att_task, &c);
     return true;
@@ -1283,6 +1321,8 @@ hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **er
     cb->n_threads = n;
     cb->pool = pool;
     cb->memory_limit = p ? p->memory_limit : 0;
+    /* HYOCR_CPU_NO_BLAS=1 selects the built-in GEMM (tests, benchmarks). */
+    cb->use_blas = HYOCR_HAVE_BLAS && !g_getenv("HYOCR_CPU_NO_BLAS");
     g_mutex_init(&cb->mem_lock);
     return &cb->base;
 }

@@ -1,8 +1,8 @@
-/* hyocr — checkpoint folder: config + safetensors under Tencent's canonical tensor names.
+/* hyocr; checkpoint folder: config + safetensors under Tencent's canonical tensor names.
  *
  * The table of tensors the model needs (spec §2.2) is derived from the config, so a tiny test
  * checkpoint and the release are checked by the same code. Tensors present in the files but not
- * needed (image_sep, MTP leftovers, …) are counted, never an error.
+ * needed (image_sep, MTP leftovers, ...) are counted, never an error.
  *
  * Tied head: when tie_word_embeddings is true the head is the embedding, and a stored
  * lm_head.weight is ignored (as vLLM and llama.cpp do, spec §2.1). When it is false,
@@ -192,16 +192,16 @@ static bool missing_error(const hyocr_checkpoint *ck, const expect *e, GError **
     const char *dt = g_hash_table_lookup(ck->other_canon, e->name);
     if (dt) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: tensor '%s' has dtype %s; hyocr needs F32, F16 or BF16 weights — convert the checkpoint "
+                    "%s: tensor '%s' has dtype %s; hyocr needs F32, F16 or BF16 weights; convert the checkpoint "
                     "or download the original release", ck->dir, e->name, dt);
     } else if (strcmp(e->name, "lm_head.weight") == 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
                     "%s: tensor 'lm_head.weight' is missing, and config.json says tie_word_embeddings is false "
-                    "(so the head is not the embedding); the weights are incomplete — download the model again", ck->dir);
+                    "(so the head is not the embedding); the weights are incomplete; download the model again", ck->dir);
     } else {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
                     "%s: tensor '%s' is missing from the weights (looked for Tencent and transformers names); the "
-                    "download is incomplete or the folder holds a different model — download the model again",
+                    "download is incomplete or the folder holds a different model; download the model again",
                     ck->dir, e->name);
     }
     return false;
@@ -212,7 +212,8 @@ static bool check_tensor(const hyocr_checkpoint *ck, const expect *e, const hyoc
     g_autofree char *label = tensor_label(e->name, t);
     if (t->dtype != HYOCR_DTYPE_F32 && t->dtype != HYOCR_DTYPE_F16 && t->dtype != HYOCR_DTYPE_BF16) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: tensor %s has dtype %s; hyocr needs F32, F16 or BF16 weights", t->file, label,
+                    "%s: tensor %s has dtype %s; hyocr needs F32, F16 or BF16 weights. Convert the checkpoint "
+                    "or download the original release", t->file, label,
                     hyocr_dtype_name(t->dtype));
         return false;
     }
@@ -222,7 +223,7 @@ static bool check_tensor(const hyocr_checkpoint *ck, const expect *e, const hyoc
         g_autofree char *have = shape_str(t->n_dims, t->shape), *need = shape_str(e->n_dims, e->shape);
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
                     "%s: tensor %s has shape %s, but config.json implies %s; the weights and config.json belong to "
-                    "different models — use the config.json that came with these weights", t->file, label, have, need);
+                    "different models; use the config.json that came with these weights", t->file, label, have, need);
         return false;
     }
     return true;
@@ -299,7 +300,7 @@ static bool check_dir(const char *dir, GError **error)
     if (!g_file_test(dir, G_FILE_TEST_EXISTS)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
                     "%s: no such folder. Choose the folder that holds the HunyuanOCR model (config.json, "
-                    "model.safetensors, …) or download it with `hyocr download`", dir);
+                    "model.safetensors, ...) or download it with `hyocr download`", dir);
         return false;
     }
     if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {

@@ -1,4 +1,4 @@
-/* hyocr — model configuration read from a checkpoint folder.
+/* hyocr; model configuration read from a checkpoint folder.
  *
  * Precedence rules follow transformers' HunYuanVLConfig (models/hunyuan_vl/configuration_hunyuan_vl.py):
  *  - Text fields may live at the top level (legacy flat Tencent layout), inside `text_config`
@@ -28,7 +28,7 @@
 
 /* ------------------------------------------------------------------ JSON files */
 
-/* Replaces json-glib's "<data>" with the file path so the message reads PATH:LINE:COL: … */
+/* Replaces json-glib's "<data>" with the file path so the message reads PATH:LINE:COL: ... */
 static char *json_error_text(const char *path, const char *msg)
 {
     if (g_str_has_prefix(msg, "<data>"))
@@ -142,6 +142,17 @@ static bool sc_type_error(const scope *s, const char *key, const char *want, Jso
     return false;
 }
 
+/* For lists: names the entry, and shows a bad integer's value. */
+static bool sc_elem_error(const scope *s, const char *key, guint i, const char *want, JsonNode *e, GError **error)
+{
+    g_autofree char *found = NULL;
+    if (JSON_NODE_HOLDS_VALUE(e) && json_node_get_value_type(e) == G_TYPE_INT64)
+        found = g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(e));
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s '%s': entry %u must be %s, found %s",
+                s->path, s->label, key, i, want, found ? found : node_kind(e));
+    return false;
+}
+
 /* *found (optional) tells whether the key was present; absent + !required leaves *out = def. */
 static bool sc_int64(const scope *s, const char *key, bool required, int64_t def, int64_t *out,
                      bool *found, GError **error)
@@ -240,8 +251,9 @@ static bool sc_id_list(const scope *s, const char *key, int32_t *ids, int n_max,
         return false;
     }
     for (guint i = 0; i < len; i++) {
-        if (!node_to_int64(json_array_get_element(a, i), &v) || v < 0 || v > INT32_MAX)
-            return sc_type_error(s, key, "a list of non-negative integers", node, error);
+        JsonNode *e = json_array_get_element(a, i);
+        if (!node_to_int64(e, &v) || v < 0 || v > INT32_MAX)
+            return sc_elem_error(s, key, i, "a non-negative integer", e, error);
         ids[(*n)++] = (int32_t)v;
     }
     return true;
@@ -320,8 +332,9 @@ static bool parse_sections(const scope *rs, const char *key, JsonNode *n, hyocr_
     }
     for (guint i = 0; i < len; i++) {
         int64_t v;
-        if (!node_to_int64(json_array_get_element(a, i), &v) || v <= 0 || v > SIZE_LIMIT)
-            return sc_type_error(rs, key, "a list of positive integers", n, error);
+        JsonNode *e = json_array_get_element(a, i);
+        if (!node_to_int64(e, &v) || v <= 0 || v > SIZE_LIMIT)
+            return sc_elem_error(rs, key, i, "a positive integer", e, error);
         t->rope_section[i] = (int)v;
     }
     t->n_rope_sections = (int)len;
@@ -558,12 +571,16 @@ static bool read_triplet(const scope *s, const char *key, const float *def, floa
         out[0] = out[1] = out[2] = (float)json_node_get_double(n);
         return true;
     }
-    if (!JSON_NODE_HOLDS_ARRAY(n) || json_array_get_length(json_node_get_array(n)) != 3)
-        return sc_type_error(s, key, "a list of 3 numbers (R, G, B)", n, error);
+    if (!JSON_NODE_HOLDS_ARRAY(n)) return sc_type_error(s, key, "a list of 3 numbers (R, G, B)", n, error);
     JsonArray *a = json_node_get_array(n);
+    if (json_array_get_length(a) != 3) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s '%s' must list 3 numbers (R, G, B), found %u",
+                    s->path, s->label, key, json_array_get_length(a));
+        return false;
+    }
     for (guint i = 0; i < 3; i++) {
         JsonNode *e = json_array_get_element(a, i);
-        if (!node_is_number(e)) return sc_type_error(s, key, "a list of 3 numbers (R, G, B)", n, error);
+        if (!node_is_number(e)) return sc_elem_error(s, key, i, "a number", e, error);
         out[i] = (float)json_node_get_double(e);
     }
     return true;
@@ -585,25 +602,15 @@ static bool read_pixels(const scope *s, JsonObject *size, const char *key, const
         if (found) return true;
     }
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                "%s: '%s' missing (looked for '%s' and 'size.%s'); the image size limits cannot be guessed — "
+                "%s: '%s' missing (looked for '%s' and 'size.%s'); the image size limits cannot be guessed; "
                 "use the preprocessor_config.json that came with the model", s->path, key, key, edge_key);
     return false;
 }
 
-static bool load_processor(const char *dir, hyocr_config *cfg, GError **error)
+static bool parse_processor(const char *path, JsonObject *o, hyocr_processor_config *p, GError **error)
 {
     static const float clip_mean[3] = { 0.48145466f, 0.4578275f, 0.40821073f };
     static const float clip_std[3] = { 0.26862954f, 0.26130258f, 0.27577711f };
-    g_autofree char *path = g_build_filename(dir, "preprocessor_config.json", NULL);
-    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    "%s: preprocessor_config.json missing; it holds the image size limits and normalisation "
-                    "of this model. Download the complete model folder again", dir);
-        return false;
-    }
-    g_autoptr(JsonObject) o = json_load_object(path, error);
-    if (!o) return false;
-    hyocr_processor_config *p = &cfg->processor;
     scope s = { path, "field", "", { o, NULL } };
     bool ok;
     JsonObject *size = sc_object(&s, "size", &ok, error);
@@ -615,6 +622,40 @@ static bool load_processor(const char *dir, hyocr_config *cfg, GError **error)
            read_triplet(&s, "image_mean", clip_mean, p->image_mean, error) &&
            read_triplet(&s, "image_std", clip_std, p->image_std, error) &&
            sc_double(&s, "rescale_factor", 1.0 / 255.0, &p->rescale_factor, NULL, error);
+}
+
+static bool validate_processor(const char *p, const hyocr_config *cfg, GError **error);
+
+/* transformers 5 saves the image processor inside processor_config.json ("image_processor")
+ * and reads that first; older folders have preprocessor_config.json. */
+static bool load_processor(const char *dir, hyocr_config *cfg, GError **error)
+{
+    g_autofree char *nested = g_build_filename(dir, "processor_config.json", NULL);
+    g_autofree char *legacy = g_build_filename(dir, "preprocessor_config.json", NULL);
+    g_autoptr(JsonObject) root = NULL;
+    JsonObject *o = NULL;
+    const char *path = legacy;
+    if (g_file_test(nested, G_FILE_TEST_EXISTS)) {
+        if (!(root = json_load_object(nested, error))) return false;
+        JsonNode *ip = json_object_get_member(root, "image_processor");
+        if (ip && JSON_NODE_HOLDS_OBJECT(ip)) {
+            o = json_node_get_object(ip);
+            path = nested;
+        }
+    }
+    if (!o && g_file_test(legacy, G_FILE_TEST_EXISTS)) {
+        g_clear_pointer(&root, json_object_unref);
+        if (!(root = json_load_object(legacy, error))) return false;
+        o = root;
+    }
+    if (!o) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
+                    "%s: preprocessor_config.json missing (nor does a processor_config.json hold an image_processor "
+                    "section); it holds the image size limits and normalisation of this model. Download the "
+                    "complete model folder again", dir);
+        return false;
+    }
+    return parse_processor(path, o, &cfg->processor, error) && validate_processor(path, cfg, error);
 }
 
 /* ------------------------------------------------------------------ tokenizer_config.json */
@@ -815,13 +856,12 @@ hyocr_config *hyocr_config_load(const char *dir, GError **error)
     int32_t eos_list[HYOCR_MAX_EOS];
     int n_eos = 0;
     g_autofree char *cpath = g_build_filename(dir, "config.json", NULL);
-    g_autofree char *ppath = g_build_filename(dir, "preprocessor_config.json", NULL);
 
     if (!parse_config_json(dir, cfg, eos_list, &n_eos, error) ||
         !validate_text(cpath, &cfg->text, error) || !validate_vision(cpath, &cfg->vision, error) ||
         !validate_ids(cpath, cfg, error) ||
         !load_generation(dir, cfg, eos_list, n_eos, error) ||
-        !load_processor(dir, cfg, error) || !validate_processor(ppath, cfg, error) ||
+        !load_processor(dir, cfg, error) ||
         !load_tokenizer_config(dir, cfg, error))
         return NULL;
     cfg->version = guess_version(cfg);

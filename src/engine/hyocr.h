@@ -25,6 +25,7 @@
 #include "config.h"
 #include "image.h"
 #include "prompt.h"
+#include <gio/gio.h>
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -65,7 +66,7 @@ typedef struct {
     int                 kv_n_blocks;      /* fixed pool size; 0 = grow on demand up to max_model_len */
     hyocr_variant       rope_variant;     /* XD-RoPE section layout */
     hyocr_variant       posemb_variant;   /* ViT position-table interpolation */
-    hyocr_log_fn        log;              /* NULL: g_message */
+    hyocr_log_fn        log;              /* NULL: g_message for warnings, g_info otherwise */
     void               *log_data;
 } hyocr_engine_params;
 
@@ -93,7 +94,8 @@ typedef struct {
     hyocr_event_type    type;
     double              elapsed_ms;    /* since the job started */
     int32_t             token;         /* TOKEN */
-    const char         *piece;         /* TOKEN: newly completed UTF-8 text (may be ""), special tokens skipped */
+    const char         *piece;         /* TOKEN: newly completed UTF-8 text (may be ""), special tokens
+                                        * skipped; DONE: the final text */
     int                 n_generated;   /* tokens generated so far */
     int                 prompt_tokens;
     const hyocr_prompt *prompt;        /* PREPROCESS */

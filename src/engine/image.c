@@ -101,29 +101,22 @@ static void status_no_memory(decode_status *st, int w, int h)
 
 /* ------------------------------------------------------------------------ PNG */
 
+/* libpng's progressive (push) reader is used because, like Pillow's own chunk reader, it hands
+ * out each row as soon as its data has been inflated: a file cut inside its trailer (IDAT CRC,
+ * zlib checksum, IEND) still yields every pixel, and Pillow accepts such files. A file cut
+ * before the last row is an error. */
 typedef struct {
     decode_status  st;
-    const uint8_t *data;
-    size_t         len, pos;
-    bool           truncated;
-    bool           rows_done;   /* every pixel row is in img; later chunk trouble is harmless */
+    bool           interlaced;
+    bool           direct;      /* rows land as RGB straight in img */
+    int            channels;
+    bool           rows_done;   /* every pixel row is in; later chunk trouble is harmless */
     png_structp    png;
     png_infop      info;
-    uint8_t       *buf;         /* decode buffer when rows are not plain RGB */
-    png_bytep     *rows;
+    uint8_t       *buf;         /* decode rows when they are not plain RGB */
+    png_bytep     *rows;        /* [height] where libpng's row y goes */
     hyocr_image   *img;
 } png_dec;
-
-static void png_on_read(png_structp png, png_bytep out, png_size_t n)
-{
-    png_dec *d = png_get_io_ptr(png);
-    if (n > d->len - d->pos) {
-        d->truncated = true;
-        png_error(png, "unexpected end of file");
-    }
-    memcpy(out, d->data + d->pos, n);
-    d->pos += n;
-}
 
 static void png_on_error(png_structp png, png_const_charp msg)
 {
@@ -168,88 +161,109 @@ static void png_setup_transforms(png_structp png, png_infop info)
         png_set_strip_alpha(png);
 }
 
+static void png_on_info(png_structp png, png_infop info)
+{
+    png_dec *d = png_get_progressive_ptr(png);
+    int64_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
+    if (!check_size(&d->st, "PNG", w, h))
+        png_error(png, d->st.msg);
+    png_setup_transforms(png, info);
+    d->interlaced = png_set_interlace_handling(png) > 1;
+    png_read_update_info(png, info);
+    d->channels = png_get_channels(png, info);
+    size_t rowbytes = png_get_rowbytes(png, info);
+    if (png_get_bit_depth(png, info) != 8 || d->channels < 1 || d->channels > 4 ||
+        rowbytes != (size_t)w * d->channels) {
+        status_set(&d->st, HYOCR_ERROR_IMAGE, "unsupported PNG layout (%d channels, %d bits)",
+                   d->channels, png_get_bit_depth(png, info));
+        png_error(png, d->st.msg);
+    }
+    d->direct = d->channels == 3;
+    d->img = hyocr_image_new((int)w, (int)h);
+    d->buf = d->direct ? NULL : g_try_malloc((d->interlaced ? (size_t)h : 1) * rowbytes);
+    d->rows = g_try_new(png_bytep, (size_t)h);
+    if (!d->img || (!d->direct && !d->buf) || !d->rows) {
+        status_no_memory(&d->st, (int)w, (int)h);
+        png_error(png, d->st.msg);
+    }
+    for (int64_t y = 0; y < h; y++)
+        d->rows[y] = d->direct ? d->img->rgb + (size_t)y * w * 3
+                   : d->buf + (d->interlaced ? (size_t)y * rowbytes : 0);
+}
+
+/* For Adam7, libpng calls back for every image row in every pass (row NULL when the pass has
+ * nothing new for it), padding small images with empty calls, so the image is complete when
+ * the last row of pass 6 has been announced. */
+static void png_on_row(png_structp png, png_bytep row, png_uint_32 y, int pass)
+{
+    png_dec *d = png_get_progressive_ptr(png);
+    if (!d->img || y >= (png_uint_32)d->img->height)
+        return;
+    if (row) {
+        png_progressive_combine_row(png, d->rows[y], row);   /* Adam7: merges this pass's pixels */
+        if (!d->interlaced && !d->direct)
+            row_to_rgb(d->img->rgb + (size_t)y * d->img->width * 3, d->rows[y], d->img->width, d->channels);
+    }
+    if (y == (png_uint_32)d->img->height - 1 && (!d->interlaced || pass == 6))
+        d->rows_done = true;
+}
+
 /* Only this function holds the setjmp; all state it changes lives in *d (the caller's frame),
  * so nothing is indeterminate after a longjmp. */
-static bool png_run(png_dec *d)
+static bool png_run(png_dec *d, const uint8_t *data, size_t len)
 {
     if (setjmp(png_jmpbuf(d->png)))
         return false;
-    png_set_read_fn(d->png, d, png_on_read);
+    png_set_progressive_read_fn(d->png, d, png_on_info, png_on_row, NULL);
     png_set_user_limits(d->png, PNG_UINT_31_MAX, PNG_UINT_31_MAX);  /* our pixel limit speaks */
-    png_read_info(d->png, d->info);
-    int64_t w = png_get_image_width(d->png, d->info), h = png_get_image_height(d->png, d->info);
-    if (!check_size(&d->st, "PNG", w, h))
-        return false;
-    png_setup_transforms(d->png, d->info);
-    bool interlaced = png_set_interlace_handling(d->png) > 1;
-    png_read_update_info(d->png, d->info);
-    int channels = png_get_channels(d->png, d->info);
-    size_t rowbytes = png_get_rowbytes(d->png, d->info);
-    if (png_get_bit_depth(d->png, d->info) != 8 || channels < 1 || channels > 4 ||
-        rowbytes != (size_t)w * channels) {
-        status_set(&d->st, HYOCR_ERROR_IMAGE, "unsupported PNG layout (%d channels, %d bits)",
-                   channels, png_get_bit_depth(d->png, d->info));
-        return false;
-    }
-    d->img = hyocr_image_new((int)w, (int)h);
-    bool direct = channels == 3;
-    size_t buf_rows = interlaced && !direct ? (size_t)h : 1;
-    d->buf = direct ? NULL : g_try_malloc(buf_rows * rowbytes);
-    d->rows = g_try_new(png_bytep, interlaced ? (size_t)h : 1);
-    if (!d->img || (!direct && !d->buf) || !d->rows) {
-        status_no_memory(&d->st, (int)w, (int)h);
-        return false;
-    }
-    uint8_t *rgb = d->img->rgb;
-    size_t stride = (size_t)w * 3;
-    if (interlaced) {
-        for (int64_t y = 0; y < h; y++)
-            d->rows[y] = direct ? rgb + y * stride : d->buf + y * rowbytes;
-        png_read_image(d->png, d->rows);
-        if (!direct)
-            for (int64_t y = 0; y < h; y++)
-                row_to_rgb(rgb + y * stride, d->rows[y], (int)w, channels);
-    } else {
-        for (int64_t y = 0; y < h; y++) {
-            png_bytep row = direct ? rgb + y * stride : d->buf;
-            png_read_row(d->png, row, NULL);
-            if (!direct)
-                row_to_rgb(rgb + y * stride, row, (int)w, channels);
-        }
-    }
-    d->rows_done = true;
-    png_read_end(d->png, d->info);   /* picks up an eXIf chunk stored after IDAT */
+    png_process_data(d->png, d->info, (png_bytep)data, len);        /* only reads the buffer */
     return true;
 }
 
-static int png_orientation(png_dec *d)
+/* libpng's push reader treats eXIf as an unknown chunk, so walk the chunk list directly. */
+static int png_orientation(const uint8_t *data, size_t len)
 {
-#ifdef PNG_eXIf_SUPPORTED
-    png_uint_32 n = 0;
-    png_bytep exif = NULL;
-    if (png_get_eXIf_1(d->png, d->info, &n, &exif) && exif)
-        return hyocr_exif_orientation(exif, n);
-#endif
+    size_t at = 8;
+    while (len >= 12 && at <= len - 12) {
+        uint32_t n = (uint32_t)data[at] << 24 | (uint32_t)data[at + 1] << 16 |
+                     (uint32_t)data[at + 2] << 8 | data[at + 3];
+        const uint8_t *type = data + at + 4;
+        if (n > len - at - 12)
+            return 0;
+        if (memcmp(type, "eXIf", 4) == 0)
+            return hyocr_exif_orientation(data + at + 8, n);
+        if (memcmp(type, "IEND", 4) == 0)
+            return 0;
+        at += (size_t)n + 12;
+    }
     return 0;
 }
 
 static hyocr_image *decode_png(const uint8_t *data, size_t len, decode_status *st, int *orientation)
 {
-    png_dec d = { .st = *st, .data = data, .len = len };
+    png_dec d = { .st = *st };
+    /* The push reader announces the header only at the first IDAT; refuse a bomb from the IHDR
+     * right away, even when nothing follows it. */
+    if (len >= 24 && memcmp(data + 12, "IHDR", 4) == 0) {
+        int64_t w = (int64_t)data[16] << 24 | data[17] << 16 | data[18] << 8 | data[19];
+        int64_t h = (int64_t)data[20] << 24 | data[21] << 16 | data[22] << 8 | data[23];
+        if (!check_size(st, "PNG", w, h))
+            return NULL;
+    }
     d.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d, png_on_error, png_on_warning);
     d.info = d.png ? png_create_info_struct(d.png) : NULL;
-    bool ok = d.info && png_run(&d);
     if (!d.info)
         status_set(&d.st, HYOCR_ERROR_NO_MEMORY, "out of memory starting the PNG decoder");
-    if (!ok && d.rows_done) {
-        ok = true;   /* trailing chunks damaged or missing (no IEND): Pillow accepts that too */
-        d.st.msg[0] = 0;
-    }
-    if (!ok && d.truncated)
+    bool ran = d.info && png_run(&d, data, len);
+    bool ok = d.rows_done;   /* damage after the last row (trailer, IEND) is ignored, as by Pillow */
+    if (ran && !ok)
         status_set(&d.st, HYOCR_ERROR_IMAGE, "PNG file is truncated (%zu bytes, data ends before the "
                    "image does); the file is incomplete — download or export it again", len);
+    if (ok && d.interlaced && !d.direct)
+        for (int y = 0; y < d.img->height; y++)
+            row_to_rgb(d.img->rgb + (size_t)y * d.img->width * 3, d.rows[y], d.img->width, d.channels);
     if (ok)
-        *orientation = png_orientation(&d);
+        *orientation = png_orientation(data, len);
     png_destroy_read_struct(d.png ? &d.png : NULL, d.info ? &d.info : NULL, NULL);
     g_free(d.buf);
     g_free(d.rows);
@@ -606,8 +620,8 @@ hyocr_image *hyocr_image_load(const char *path, const hyocr_image_options *opts,
     g_autoptr(GError) err = NULL;
     g_autoptr(GMappedFile) map = g_mapped_file_new(path, FALSE, &err);
     if (!map) {
-        /* GLib's message already quotes the path. */
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "cannot read image: %s", err->message);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot read the image file (%s)", path,
+                    err->message);
         return NULL;
     }
     return hyocr_image_load_from_memory(g_mapped_file_get_contents(map), g_mapped_file_get_length(map),

@@ -128,7 +128,9 @@ typedef struct {
 
 /* Runs the decoder over the new tokens of each sequence, appends their K/V to
  * the cache and writes the fp32 logits of each sequence's last row to
- * logits[n_seqs · vocab]. The caches grow only on success. */
-bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits, GError **error);
+ * logits[n_seqs · vocab]. The caches grow only on success. cancel (may be NULL)
+ * is polled between layers, so a long prefill stops early (HYOCR_ERROR_CANCELLED). */
+bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits,
+                        hyocr_cancel_fn cancel, void *cancel_data, GError **error);
 
 G_END_DECLS

@@ -1,4 +1,4 @@
-/* hyocr — safetensors reader.
+/* hyocr; safetensors reader.
  *
  * File layout: u64 little-endian header length N, N bytes of JSON, then the data section.
  * The JSON maps tensor names to {dtype, shape, data_offsets: [begin, end]} (offsets relative to
@@ -310,7 +310,7 @@ static bool parse_offsets(const parse_ctx *c, const char *name, JsonObject *e, r
     if (r->end > c->data_size)
         return entry_error(error, c, name,
                            "data_offsets [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "] run past the end of the file "
-                           "(data section is %" G_GUINT64_FORMAT " bytes); the file is truncated — download it again",
+                           "(data section is %" G_GUINT64_FORMAT " bytes); the file is truncated; download it again",
                            r->begin, r->end, c->data_size);
     return true;
 }
@@ -355,7 +355,7 @@ static bool parse_entry(hyocr_safetensors *st, const parse_ctx *c, const char *n
     const char *dname = json_node_get_string(dn);
     const dtype_info *di = dtype_lookup(dname);
     if (!di)
-        return entry_error(error, c, name, "unknown dtype '%s' (safetensors dtypes are F32, F16, BF16, I64, U8, …); "
+        return entry_error(error, c, name, "unknown dtype '%s' (safetensors dtypes are F32, F16, BF16, I64, U8, ...); "
                            "the file is corrupt or not a safetensors file", dname);
     int n_dims = 0;
     int64_t shape[HYOCR_MAX_DIMS] = { 0 };
@@ -401,7 +401,7 @@ static bool check_overlaps(const parse_ctx *c, GArray *ranges, GError **error)
         if (prev && r->begin < prev->end) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
                         "%s: tensors '%s' [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "] and '%s' [%" G_GUINT64_FORMAT
-                        ", %" G_GUINT64_FORMAT "] overlap in the data section; the file is corrupt — download it again",
+                        ", %" G_GUINT64_FORMAT "] overlap in the data section; the file is corrupt; download it again",
                         c->file->path, prev->name, prev->begin, prev->end, r->name, r->begin, r->end);
             return false;
         }
@@ -417,16 +417,16 @@ static bool read_header_len(const st_file *f, uint64_t *hlen, GError **error)
     uint64_t v;
     memcpy(&v, f->map, 8);
     *hlen = GUINT64_FROM_LE(v);
-    if (*hlen > f->size - 8) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                    "%s: header length %" G_GUINT64_FORMAT " runs past the end of the file (%zu bytes); the file is "
-                    "truncated or not a safetensors file — download it again", f->path, *hlen, f->size);
-        return false;
-    }
     if (*hlen > HEADER_LIMIT) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
                     "%s: header length %" G_GUINT64_FORMAT " exceeds the 100 MB limit; not a usable safetensors file",
                     f->path, *hlen);
+        return false;
+    }
+    if (*hlen > f->size - 8) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
+                    "%s: header length %" G_GUINT64_FORMAT " runs past the end of the file (%zu bytes); the file is "
+                    "truncated or not a safetensors file; download it again", f->path, *hlen, f->size);
         return false;
     }
     return true;
@@ -467,8 +467,8 @@ static bool st_add_file(hyocr_safetensors *st, const char *path, GError **error)
     JsonObjectIter it;
     const char *name;
     JsonNode *node;
-    json_object_iter_init(&it, hdr);
-    while (json_object_iter_next(&it, &name, &node)) {
+    json_object_iter_init_ordered(&it, hdr);
+    while (json_object_iter_next_ordered(&it, &name, &node)) {
         if (strcmp(name, "__metadata__") == 0) continue;
         range r = { 0 };
         if (!parse_entry(st, &c, name, node, &r, error)) return false;
@@ -524,8 +524,8 @@ static GPtrArray *collect_shards(const char *index, JsonObject *wm, GError **err
     JsonObjectIter it;
     const char *name;
     JsonNode *node;
-    json_object_iter_init(&it, wm);
-    while (json_object_iter_next(&it, &name, &node)) {
+    json_object_iter_init_ordered(&it, wm);
+    while (json_object_iter_next_ordered(&it, &name, &node)) {
         const char *shard = JSON_NODE_HOLDS_VALUE(node) && json_node_get_value_type(node) == G_TYPE_STRING
                             ? json_node_get_string(node) : NULL;
         if (!shard || !shard_name_ok(shard)) {
@@ -555,8 +555,8 @@ static bool check_weight_map(const hyocr_safetensors *st, const char *index, con
     JsonObjectIter it;
     const char *name;
     JsonNode *node;
-    json_object_iter_init(&it, wm);
-    while (json_object_iter_next(&it, &name, &node)) {
+    json_object_iter_init_ordered(&it, wm);
+    while (json_object_iter_next_ordered(&it, &name, &node)) {
         g_autofree char *want = g_build_filename(dir, json_node_get_string(node), NULL);
         const hyocr_tensor *t = hyocr_safetensors_find(st, name);
         const char *file = t ? t->file : NULL;
@@ -565,7 +565,7 @@ static bool check_weight_map(const hyocr_safetensors *st, const char *index, con
         if (!file || strcmp(file, want) != 0) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
                         "%s lists tensor '%s' in %s, but that shard does not contain it; the files are from "
-                        "different downloads — download the model again", index, name, json_node_get_string(node));
+                        "different downloads; download the model again", index, name, json_node_get_string(node));
             return false;
         }
     }
@@ -584,7 +584,7 @@ static hyocr_safetensors *open_index(const char *dir, const char *index, GError 
         g_autofree char *p = g_build_filename(dir, shards->pdata[i], NULL);
         if (!g_file_test(p, G_FILE_TEST_EXISTS)) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                        "%s names shard '%s', which is missing from %s; the download is incomplete — download "
+                        "%s names shard '%s', which is missing from %s; the download is incomplete; download "
                         "the model again", index, (const char *)shards->pdata[i], dir);
             return NULL;
         }
@@ -606,7 +606,7 @@ hyocr_safetensors *hyocr_safetensors_open_dir(const char *dir, GError **error)
     g_autofree char *single = g_build_filename(dir, "model.safetensors", NULL);
     if (g_file_test(single, G_FILE_TEST_EXISTS)) return hyocr_safetensors_open_file(single, error);
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                "no model.safetensors or model.safetensors.index.json in %s; the weights were not downloaded — "
+                "no model.safetensors or model.safetensors.index.json in %s; the weights were not downloaded; "
                 "download the model with `hyocr download` or choose the folder that holds them", dir);
     return NULL;
 }

@@ -169,10 +169,12 @@ void hyocr_sampler_apply_penalty(const hyocr_sampler *s, float *logits)
 static int32_t argmax(const float *x, int n)
 {
     int32_t best = 0;
-    if (isnan(x[0])) return 0;
+    float bv = x[0];
+    if (isnan(bv)) return 0;
     for (int i = 1; i < n; i++) {
-        if (isnan(x[i])) return i;
-        if (x[i] > x[best]) best = i;
+        float v = x[i];
+        if (v > bv) { bv = v; best = i; }
+        else if (v != v) return i;
     }
     return best;
 }
@@ -256,38 +258,58 @@ static double weigh(cand *c, int n)
     return z;
 }
 
-/* Ascending by value; among equal values the higher id counts as smaller, so
- * it is removed first and lower ids win ties like argmax. (torch.sort is not
- * stable, so the reference's choice among exact ties is unspecified.) */
-static int cmp_ascending(const void *a, const void *b)
+/* The order top-p walks in: ascending value; among equal values the higher id
+ * counts as smaller, so it is removed first and lower ids win ties like argmax.
+ * (torch.sort is not stable: the reference's choice among exact ties is
+ * unspecified.) */
+static inline bool before(const cand *a, const cand *b)
 {
-    const cand *x = a, *y = b;
-    if (x->v != y->v) return x->v < y->v ? -1 : 1;
-    return (x->id < y->id) - (x->id > y->id);
+    return a->v < b->v || (a->v == b->v && a->id > b->id);
 }
 
-/* HF TopPLogitsWarper: in ascending order, drop tokens whose cumulative
- * probability is ≤ 1 - top_p, always keeping the most probable one.
- * Tokens lighter than (1 - top_p)/n each cannot reach that mass together and
- * all come first in ascending order, so they are dropped without sorting. */
+static inline void swap_cand(cand *a, cand *b)
+{
+    cand t = *a; *a = *b; *b = t;
+}
+
+/* Puts the median of first, middle and last at the end as pivot, then splits
+ * [lo, hi) around it; returns the pivot's final index. */
+static int partition(cand *c, int lo, int hi)
+{
+    int mid = lo + (hi - lo) / 2, last = hi - 1;
+    if (before(&c[mid], &c[lo])) swap_cand(&c[mid], &c[lo]);
+    if (before(&c[last], &c[lo])) swap_cand(&c[last], &c[lo]);
+    if (before(&c[mid], &c[last])) swap_cand(&c[mid], &c[last]);
+    int store = lo;
+    for (int i = lo; i < last; i++)
+        if (before(&c[i], &c[last])) swap_cand(&c[i], &c[store++]);
+    swap_cand(&c[store], &c[last]);
+    return store;
+}
+
+/* HF TopPLogitsWarper: walking in ascending order, drop tokens while the
+ * cumulative probability is ≤ 1 - top_p; the most probable token always stays.
+ * Instead of sorting, a quickselect on probability mass finds where the
+ * dropped prefix ends (expected O(n)): everything before `lo` is dropped,
+ * everything from `hi` on is kept. Returns the kept count, moved to the front. */
 static int apply_top_p(hyocr_sampler *s, int n, double z)
 {
+    cand *c = s->cands;
     const double cut = (1.0 - (double)s->p.top_p) * z;
-    const double light = cut / n;
     double cum = 0.0;
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (s->cands[i].w < light) cum += s->cands[i].w;
-        else s->cands[m++] = s->cands[i];
+    int lo = 0, hi = n, first = -1;
+    while (first < 0 && hi - lo > 1) {
+        int p = partition(c, lo, hi);
+        double low = 0.0;
+        for (int i = lo; i < p; i++) low += c[i].w;
+        if (cum + low + c[p].w <= cut) { cum += low + c[p].w; lo = p + 1; }
+        else if (cum + low <= cut) first = p;
+        else hi = p;
     }
-    qsort(s->cands, m, sizeof(cand), cmp_ascending);
-    int first = 0;
-    for (; first < m - 1; first++) {
-        cum += s->cands[first].w;
-        if (cum > cut) break;
-    }
-    memmove(s->cands, s->cands + first, (m - first) * sizeof(cand));
-    return m - first;
+    if (first < 0) first = (lo < hi && cum + c[lo].w <= cut) ? lo + 1 : lo;
+    first = MIN(first, n - 1);
+    memmove(c, c + first, (size_t)(n - first) * sizeof *c);
+    return n - first;
 }
 
 static int32_t draw(hyocr_sampler *s, int n)
@@ -304,14 +326,28 @@ static int32_t draw(hyocr_sampler *s, int n)
     return s->cands[n - 1].id;   /* u rounded up to z */
 }
 
-static int32_t sample_warped(hyocr_sampler *s, const float *logits)
+/* Leaves the drawable candidates, weighted, at the front of s->cands. */
+static int warp(hyocr_sampler *s, const float *logits)
 {
     int n = collect(s, logits);
-    if (n == 0) return argmax(logits, s->n_vocab);   /* nothing drawable: all NaN/-inf */
+    if (n == 0) return 0;
     if (top_k_on(s)) n = apply_top_k(s, n);
     double z = weigh(s->cands, n);
     if (top_p_on(&s->p)) n = apply_top_p(s, n, z);
-    return draw(s, n);
+    return n;
+}
+
+int hyocr_sampler_candidates(hyocr_sampler *s, const float *logits, int32_t *ids)
+{
+    g_return_val_if_fail(s != NULL && logits != NULL && ids != NULL, 0);
+    int n = greedy(&s->p) ? 0 : warp(s, logits);
+    if (n == 0) {
+        ids[0] = argmax(logits, s->n_vocab);
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        ids[i] = s->cands[i].id;
+    return n;
 }
 
 int32_t hyocr_sampler_sample(hyocr_sampler *s, float *logits)
@@ -319,5 +355,7 @@ int32_t hyocr_sampler_sample(hyocr_sampler *s, float *logits)
     g_return_val_if_fail(s != NULL && logits != NULL, 0);
     hyocr_sampler_apply_penalty(s, logits);
     if (greedy(&s->p)) return argmax(logits, s->n_vocab);
-    return sample_warped(s, logits);
+    int n = warp(s, logits);
+    if (n == 0) return argmax(logits, s->n_vocab);   /* nothing drawable: all NaN/-inf */
+    return draw(s, n);
 }

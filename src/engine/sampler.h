@@ -27,6 +27,11 @@ void           hyocr_sampler_accept(hyocr_sampler *s, const int32_t *ids, int n)
 int32_t        hyocr_sampler_sample(hyocr_sampler *s, float *logits);
 /* Penalty only (exposed for tests and for GPU-side parity checks). */
 void           hyocr_sampler_apply_penalty(const hyocr_sampler *s, float *logits);
+/* The ids a draw would choose from after temperature, top-k and top-p (no
+ * penalty is applied, nothing is drawn), in no particular order; returns how
+ * many were written to ids (room for n_vocab). A greedy sampler gives its
+ * argmax. For tests and parity checks. */
+int            hyocr_sampler_candidates(hyocr_sampler *s, const float *logits, int32_t *ids);
 
 /* How the penalty divides positive logits. torch on CUDA (the R1 reference, HF
  * generate on GPU) turns `logits / p` with a Python-float p into ℓ·fl(1/p); torch on

@@ -184,7 +184,15 @@ static bool reserve_all(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, GError
     return true;
 }
 
-bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits, GError **error)
+static bool layer_cancelled(hyocr_cancel_fn cancel, void *data, GError **error)
+{
+    if (!cancel || !cancel(data)) return false;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, "cancelled");
+    return true;
+}
+
+bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits,
+                        hyocr_cancel_fn cancel, void *cancel_data, GError **error)
 {
     if (!check_seqs(m, seqs, n_seqs, error)) return false;
     /* Reserve first: growing the pool may move blocks, and views point at block tables. */
@@ -194,7 +202,8 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
     text_batch_build(&b, seqs, n_seqs);
     text_bufs t;
     bool ok = embed_rows(m, &b, seqs, n_seqs, error) && text_bufs_get(m, b.M, &t, error);
-    for (int l = 0; ok && l < m->cfg.text.num_layers; l++) ok = text_layer(m, l, &b, n_seqs, &t, error);
+    for (int l = 0; ok && l < m->cfg.text.num_layers; l++)
+        ok = !layer_cancelled(cancel, cancel_data, error) && text_layer(m, l, &b, n_seqs, &t, error);
     ok = ok && text_logits(m, &b, seqs, n_seqs, &t, logits, error);
     if (ok)
         for (int s = 0; s < n_seqs; s++) hyocr_kv_seq_commit(seqs[s].kv, seqs[s].n_new);

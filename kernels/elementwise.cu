@@ -1,0 +1,302 @@
+/* hyocr — memory-bound kernels: conversions, norms with the fused residual add,
+ * activations, rotary + QK norm, position-table interpolation, gathers. */
+#include "hk-common.h"
+#include <math.h>
+
+#define GRID_STRIDE(i, n) \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+static __global__ void k_probe(int *unused) {}
+
+static __global__ void k_convert(void *dst, int dt, const void *src, int st, size_t n)
+{
+    GRID_STRIDE(i, n) hk_st(dst, dt, i, hk_ld(src, st, i));
+}
+
+static __global__ void k_add(void *x, int xt, const void *y, int yt, size_t n)
+{
+    GRID_STRIDE(i, n) hk_st(x, xt, i, hk_ld(x, xt, i) + hk_ld(y, yt, i));
+}
+
+/* Exact erf form: the tanh approximation visibly changes late ViT layers. */
+static __global__ void k_gelu(void *x, int xt, size_t n)
+{
+    GRID_STRIDE(i, n) {
+        float v = hk_ld(x, xt, i);
+        hk_st(x, xt, i, 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+    }
+}
+
+/* silu is rounded to the output type before the product, as the reference does
+ * it in two ops. */
+static __global__ void k_swiglu(void *out, int ot, const void *gu, int gt, size_t M, size_t I)
+{
+    GRID_STRIDE(e, M * I) {
+        size_t m = e / I, i = e - m * I;
+        float g = hk_ld(gu, gt, m * 2 * I + i), u = hk_ld(gu, gt, m * 2 * I + I + i);
+        float s = hk_round(g / (1.0f + expf(-g)), ot);
+        hk_st(out, ot, e, s * u);
+    }
+}
+
+static __global__ void k_bias_add(void *x, int xt, const void *b, int bt, size_t M, size_t N)
+{
+    GRID_STRIDE(e, M * N) hk_st(x, xt, e, hk_ld(x, xt, e) + hk_ld(b, bt, e % N));
+}
+
+/* One block per row. The residual is re-read from global memory in later passes
+ * (it is in L1/L2), which keeps any N working without a register cap. */
+static __global__ void k_add_norm(void *out, int ot, void *res, int rt, const void *delta, int dlt,
+                                  const void *w, int wt, const void *b, int bt, int N, float eps,
+                                  int layernorm, int round_t)
+{
+    __shared__ float sh[32];
+    size_t base = (size_t)blockIdx.x * N;
+    float sum = 0.0f, sq = 0.0f;
+    for (int i = threadIdx.x; i < N; i += blockDim.x) {
+        float v = hk_ld(res, rt, base + i);
+        if (delta) {
+            v = hk_round(v + hk_ld(delta, dlt, base + i), rt);
+            hk_st(res, rt, base + i, v);
+        }
+        sum += v;
+        sq += v * v;
+    }
+    if (layernorm) {
+        float mean = hk_block_sum(sum, sh) / N;
+        float var = 0.0f;
+        for (int i = threadIdx.x; i < N; i += blockDim.x) {
+            float d = hk_ld(res, rt, base + i) - mean;
+            var += d * d;
+        }
+        float rstd = rsqrtf(hk_block_sum(var, sh) / N + eps);
+        for (int i = threadIdx.x; i < N; i += blockDim.x) {
+            float v = (hk_ld(res, rt, base + i) - mean) * rstd * hk_ld(w, wt, i);
+            if (b) v += hk_ld(b, bt, i);
+            hk_st(out, ot, base + i, v);
+        }
+    } else {
+        float rstd = rsqrtf(hk_block_sum(sq, sh) / N + eps);
+        for (int i = threadIdx.x; i < N; i += blockDim.x) {
+            float v = hk_round(hk_ld(res, rt, base + i) * rstd, round_t);
+            hk_st(out, ot, base + i, v * hk_ld(w, wt, i));
+        }
+    }
+}
+
+/* PyTorch's source index for align_corners=False, written without FMA
+ * contraction so the integer cell matches the CPU backend bit for bit. */
+__device__ __forceinline__ void bilinear_src(int i, float s, int edge, int *i0, int *i1, float *l0, float *l1)
+{
+    float src = __fsub_rn(__fmul_rn(s, __fadd_rn((float)i, 0.5f)), 0.5f);
+    if (src < 0.0f) src = 0.0f;
+    int a = (int)src;
+    if (a > edge - 1) a = edge - 1;
+    *i0 = a;
+    *i1 = a < edge - 1 ? a + 1 : a;
+    *l1 = __fsub_rn(src, (float)a);
+    *l0 = __fsub_rn(1.0f, *l1);
+}
+
+static __global__ void k_posemb_add(void *x, int xt, const void *table, int tt, int edge, int gw, int C,
+                                    float sy, float sx)
+{
+    int row = blockIdx.x, y = row / gw, xx = row - y * gw;
+    int y0, y1, x0, x1;
+    float ly0, ly1, lx0, lx1;
+    bilinear_src(y, sy, edge, &y0, &y1, &ly0, &ly1);
+    bilinear_src(xx, sx, edge, &x0, &x1, &lx0, &lx1);
+    size_t r00 = ((size_t)y0 * edge + x0) * C, r01 = ((size_t)y0 * edge + x1) * C;
+    size_t r10 = ((size_t)y1 * edge + x0) * C, r11 = ((size_t)y1 * edge + x1) * C;
+    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < C; c += gridDim.y * blockDim.x) {
+        float top = __fadd_rn(__fmul_rn(lx0, hk_ld(table, tt, r00 + c)), __fmul_rn(lx1, hk_ld(table, tt, r01 + c)));
+        float bot = __fadd_rn(__fmul_rn(lx0, hk_ld(table, tt, r10 + c)), __fmul_rn(lx1, hk_ld(table, tt, r11 + c)));
+        float p = __fadd_rn(__fmul_rn(ly0, top), __fmul_rn(ly1, bot));
+        size_t o = (size_t)row * C + c;
+        hk_st(x, xt, o, hk_ld(x, xt, o) + p);
+    }
+}
+
+/* out[cell, c·4 + dy·2 + dx] = x[(2i+dy)·gw + 2j+dx, c] */
+static __global__ void k_merge_gather(void *out, int ot, const void *x, int xt, int gw, int C, size_t n)
+{
+    size_t C4 = 4 * (size_t)C;
+    int Wm = gw / 2;
+    GRID_STRIDE(e, n) {
+        size_t cell = e / C4, k = e - cell * C4;
+        int c = (int)(k >> 2), dy = (int)(k >> 1) & 1, dx = (int)k & 1;
+        int i = (int)(cell / Wm), j = (int)(cell - (size_t)i * Wm);
+        size_t src = ((size_t)(2 * i + dy) * gw + 2 * j + dx) * C + c;
+        hk_st(out, ot, e, hk_ld(x, xt, src));
+    }
+}
+
+static __global__ void k_append_newline(void *out, int ot, const void *x, int xt, const void *nl, int nt,
+                                        int Wm, int C, size_t n)
+{
+    GRID_STRIDE(e, n) {
+        size_t r = e / C;
+        int c = (int)(e - r * C);
+        int i = (int)(r / (Wm + 1)), j = (int)(r - (size_t)i * (Wm + 1));
+        float v = j < Wm ? hk_ld(x, xt, ((size_t)i * Wm + j) * C + c) : hk_ld(nl, nt, c);
+        hk_st(out, ot, e, v);
+    }
+}
+
+static __global__ void k_embed(void *out, int ot, const void *table, int tt, const int32_t *ids, int C)
+{
+    size_t src = (size_t)ids[blockIdx.x] * C, dst = (size_t)blockIdx.x * C;
+    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < C; c += gridDim.y * blockDim.x)
+        hk_st(out, ot, dst + c, hk_ld(table, tt, src + c));
+}
+
+/* One warp per (row, head): rotate-half RoPE with per-dim axis and frequency,
+ * rounded to the compute type, then RMSNorm_HF over the head. The reference
+ * rounds cos/sin to the model dtype; so do we. */
+#define ROPE_PAIRS_PER_LANE (HK_ROPE_MAX_DIM / 64)
+static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
+                                     int D, hk_rope rope, const void *qn, int qnt, const void *kn, int knt,
+                                     float eps)
+{
+    int lane = threadIdx.x & 31;
+    size_t item = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    int heads = Hq + Hkv;
+    if (item >= (size_t)M * heads) return;
+    int row = (int)(item / heads), h = (int)(item - (size_t)row * heads);
+    size_t base = (size_t)row * (Hq + 2 * Hkv) * D + (size_t)h * D;
+    const void *w = h < Hq ? qn : kn;
+    int wt = h < Hq ? qnt : knt;
+    int half = D / 2;
+    float lo[ROPE_PAIRS_PER_LANE], hi[ROPE_PAIRS_PER_LANE];
+    float sq = 0.0f;
+#pragma unroll
+    for (int k = 0; k < ROPE_PAIRS_PER_LANE; k++) {
+        int i = lane + 32 * k;
+        lo[k] = hi[k] = 0.0f;
+        if (i >= half) continue;
+        int a0 = n_axes > 1 ? rope.axis[i] : 0, a1 = n_axes > 1 ? rope.axis[i + half] : 0;
+        float f = rope.inv_freq[i];
+        float s0, c0, s1, c1;
+        sincosf(f * (float)pos[(size_t)a0 * M + row], &s0, &c0);
+        sincosf(f * (float)pos[(size_t)a1 * M + row], &s1, &c1);
+        s0 = hk_round(s0, t); c0 = hk_round(c0, t);
+        s1 = hk_round(s1, t); c1 = hk_round(c1, t);
+        float x0 = hk_ld(qkv, t, base + i), x1 = hk_ld(qkv, t, base + i + half);
+        lo[k] = hk_round(x0 * c0 - x1 * s0, t);
+        hi[k] = hk_round(x1 * c1 + x0 * s1, t);
+        sq += lo[k] * lo[k] + hi[k] * hi[k];
+    }
+    float rstd = rsqrtf(hk_warp_sum(sq) / D + eps);
+#pragma unroll
+    for (int k = 0; k < ROPE_PAIRS_PER_LANE; k++) {
+        int i = lane + 32 * k;
+        if (i >= half) continue;
+        hk_st(qkv, t, base + i, hk_round(lo[k] * rstd, t) * hk_ld(w, wt, i));
+        hk_st(qkv, t, base + i + half, hk_round(hi[k] * rstd, t) * hk_ld(w, wt, i + half));
+    }
+}
+
+extern "C" {
+
+cudaError_t hk_kernels_probe(cudaStream_t s)
+{
+    k_probe<<<1, 1, 0, s>>>(NULL);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_convert(cudaStream_t s, void *dst, hk_dtype dt, const void *src, hk_dtype st, size_t n)
+{
+    if (!n) return cudaSuccess;
+    k_convert<<<hk_grid_1d(n, 256), 256, 0, s>>>(dst, dt, src, st, n);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_add(cudaStream_t s, void *x, hk_dtype xt, const void *y, hk_dtype yt, size_t n)
+{
+    if (!n) return cudaSuccess;
+    k_add<<<hk_grid_1d(n, 256), 256, 0, s>>>(x, xt, y, yt, n);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_gelu(cudaStream_t s, void *x, hk_dtype xt, size_t n)
+{
+    if (!n) return cudaSuccess;
+    k_gelu<<<hk_grid_1d(n, 256), 256, 0, s>>>(x, xt, n);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_swiglu(cudaStream_t s, void *out, hk_dtype ot, const void *gu, hk_dtype gt, int M, int I)
+{
+    size_t n = (size_t)M * I;
+    if (!n) return cudaSuccess;
+    k_swiglu<<<hk_grid_1d(n, 256), 256, 0, s>>>(out, ot, gu, gt, (size_t)M, (size_t)I);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_bias_add(cudaStream_t s, void *x, hk_dtype xt, const void *bias, hk_dtype bt, int M, int N)
+{
+    size_t n = (size_t)M * N;
+    if (!n) return cudaSuccess;
+    k_bias_add<<<hk_grid_1d(n, 256), 256, 0, s>>>(x, xt, bias, bt, (size_t)M, (size_t)N);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_add_norm(cudaStream_t s, void *out, hk_dtype ot, void *res, hk_dtype rt, const void *delta,
+                        hk_dtype dlt, const void *w, hk_dtype wt, const void *b, hk_dtype bt, int M, int N,
+                        float eps, int layernorm, hk_dtype round_t)
+{
+    if (M <= 0 || N <= 0) return cudaSuccess;
+    int threads = N >= 2048 ? 512 : N >= 512 ? 256 : 128;
+    k_add_norm<<<M, threads, 0, s>>>(out, ot, res, rt, delta, dlt, w, wt, b, bt, N, eps, layernorm, round_t);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_posemb_add(cudaStream_t s, void *x, hk_dtype xt, const void *table, hk_dtype tt, int edge, int gh,
+                          int gw, int C, float sy, float sx)
+{
+    if (gh <= 0 || gw <= 0 || C <= 0) return cudaSuccess;
+    dim3 grid((unsigned)(gh * gw), (unsigned)((C + 255) / 256));
+    k_posemb_add<<<grid, 256, 0, s>>>(x, xt, table, tt, edge, gw, C, sy, sx);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_merge_gather(cudaStream_t s, void *out, hk_dtype ot, const void *x, hk_dtype xt, int gh, int gw,
+                            int C)
+{
+    size_t n = (size_t)(gh / 2) * (gw / 2) * 4 * C;
+    if (!n) return cudaSuccess;
+    k_merge_gather<<<hk_grid_1d(n, 256), 256, 0, s>>>(out, ot, x, xt, gw, C, n);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_append_newline(cudaStream_t s, void *out, hk_dtype ot, const void *x, hk_dtype xt, const void *nl,
+                              hk_dtype nt, int Hm, int Wm, int C)
+{
+    size_t n = (size_t)Hm * (Wm + 1) * C;
+    if (!n) return cudaSuccess;
+    k_append_newline<<<hk_grid_1d(n, 256), 256, 0, s>>>(out, ot, x, xt, nl, nt, Wm, C, n);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_embed(cudaStream_t s, void *out, hk_dtype ot, const void *table, hk_dtype tt, const int32_t *ids,
+                     int n, int C)
+{
+    if (n <= 0 || C <= 0) return cudaSuccess;
+    dim3 grid((unsigned)n, (unsigned)((C + 255) / 256));
+    k_embed<<<grid, 256, 0, s>>>(out, ot, table, tt, ids, C);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes, int Hq,
+                           int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt, const void *kn,
+                           hk_dtype knt, float eps)
+{
+    size_t items = (size_t)M * (Hq + Hkv);
+    if (!items) return cudaSuccess;
+    if (D > HK_ROPE_MAX_DIM || D % 2) return cudaErrorInvalidValue;
+    unsigned blocks = (unsigned)((items + 3) / 4);
+    k_rope_qknorm<<<blocks, 128, 0, s>>>(qkv, t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, qnt, kn, knt, eps);
+    return cudaGetLastError();
+}
+
+} /* extern "C" */

@@ -1,0 +1,387 @@
+/* hyocr run — OCR one image: text streams to stdout as it is generated, or one
+ * JSON object at the end; --dump writes the model inputs and the logits. */
+#include "cli.h"
+#include "error.h"
+#include "hyocr.h"
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    char    *model, *image, *task, *prompt, *device, *format, *dump, *rope, *posemb;
+    char   **fields;
+    int      max_new_tokens, threads, max_side, top_k, max_model_len;
+    double   temperature, top_p, repetition_penalty;
+    gint64   seed;
+    gboolean ignore_eos;
+} run_opts;
+
+typedef struct {
+    hyocr_engine *eng;
+    bool          json;
+    const char   *dump_dir;
+    FILE         *logits_file;
+    GError       *dump_error;   /* first failure while dumping; cancels the job */
+    bool          printed;      /* text mode: something went to stdout */
+} run_ctx;
+
+/* SIGINT → cancel: the store is a plain atomic, safe in a handler. */
+static hyocr_engine *volatile sigint_engine;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (sigint_engine) hyocr_engine_cancel(sigint_engine);
+}
+
+/* Warnings only (e.g. the CUDA → CPU fallback); info lines would be noise. */
+static void on_log(hyocr_log_level level, const char *message, void *data)
+{
+    (void)data;
+    if (level >= HYOCR_LOG_WARNING) fprintf(stderr, "hyocr: %s\n", message);
+}
+
+static void dump_failed(run_ctx *ctx, GError *err)
+{
+    if (!ctx->dump_error) ctx->dump_error = err;
+    else g_error_free(err);
+    hyocr_engine_cancel(ctx->eng);
+}
+
+static void on_event(const hyocr_event *ev, void *data)
+{
+    run_ctx *ctx = data;
+    if (ev->type == HYOCR_EVENT_PREPROCESS && ctx->dump_dir) {
+        GError *err = NULL;
+        if (!hyocr_cli_dump_inputs(ctx->dump_dir, ev->prompt, ev->pixels, &err)) dump_failed(ctx, err);
+    } else if (ev->type == HYOCR_EVENT_TOKEN && !ctx->json && ev->piece[0]) {
+        fputs(ev->piece, stdout);
+        fflush(stdout);
+        ctx->printed = true;
+    }
+}
+
+static void on_logits(const float *logits, int n_vocab, int step, void *data)
+{
+    run_ctx *ctx = data;
+    (void)step;
+    if (!ctx->logits_file || ctx->dump_error) return;
+    if (fwrite(logits, sizeof(float), (size_t)n_vocab, ctx->logits_file) != (size_t)n_vocab)
+        dump_failed(ctx, g_error_new(HYOCR_ERROR, HYOCR_ERROR_IO, "%s/logits.f32: write failed: %s",
+                                     ctx->dump_dir, g_strerror(errno)));
+}
+
+static bool parse_variant(const char *s, hyocr_variant *out, const char *opt, GError **error)
+{
+    if (!s) *out = HYOCR_VARIANT_CONFIG;
+    else if (!g_ascii_strcasecmp(s, "r1")) *out = HYOCR_VARIANT_R1;
+    else if (!g_ascii_strcasecmp(s, "r2")) *out = HYOCR_VARIANT_R2;
+    else {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "%s: expected r1 or r2, got '%s'", opt, s);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_device(const char *s, hyocr_device *out, GError **error)
+{
+    if (!s || !strcmp(s, "auto")) *out = HYOCR_DEVICE_AUTO;
+    else if (!strcmp(s, "cpu")) *out = HYOCR_DEVICE_CPU;
+    else if (!strcmp(s, "cuda")) *out = HYOCR_DEVICE_CUDA;
+    else {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "--device: expected auto, cpu or cuda, got '%s'", s);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
+{
+    GOptionEntry entries[] = {
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model, "Model folder (config.json, tokenizer.json, weights)", "DIR" },
+        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &o->image, "Input image (PNG or JPEG)", "FILE" },
+        { "task", 't', 0, G_OPTION_ARG_STRING, &o->task, "Task preset (recognize, spotting, parse_document, …)", "NAME" },
+        { "fields", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->fields, "extract_fields: keys, comma-separated or repeated", "KEYS" },
+        { "prompt", 'p', 0, G_OPTION_ARG_STRING, &o->prompt, "Custom prompt instead of a task", "TEXT" },
+        { "max-new-tokens", 'n', 0, G_OPTION_ARG_INT, &o->max_new_tokens, "Generated tokens at most (8192)", "N" },
+        { "temperature", 0, 0, G_OPTION_ARG_DOUBLE, &o->temperature, "Sampling temperature (0 = greedy)", "T" },
+        { "top-k", 0, 0, G_OPTION_ARG_INT, &o->top_k, "Top-k sampling (0 = off)", "K" },
+        { "top-p", 0, 0, G_OPTION_ARG_DOUBLE, &o->top_p, "Top-p sampling (1 = off)", "P" },
+        { "seed", 0, 0, G_OPTION_ARG_INT64, &o->seed, "Sampling seed", "S" },
+        { "repetition-penalty", 0, 0, G_OPTION_ARG_DOUBLE, &o->repetition_penalty,
+          "Repetition penalty (default: the model's)", "R" },
+        { "device", 'd', 0, G_OPTION_ARG_STRING, &o->device, "auto, cpu or cuda", "DEV" },
+        { "threads", 0, 0, G_OPTION_ARG_INT, &o->threads, "CPU threads (0 = all cores)", "N" },
+        { "max-side", 0, 0, G_OPTION_ARG_INT, &o->max_side, "Shrink the image so its long edge is at most PX", "PX" },
+        { "max-model-len", 0, 0, G_OPTION_ARG_INT, &o->max_model_len, "Prompt + output tokens at most", "N" },
+        { "format", 'f', 0, G_OPTION_ARG_STRING, &o->format, "Output: text (streamed) or json", "FMT" },
+        { "dump", 0, 0, G_OPTION_ARG_FILENAME, &o->dump, "Write model inputs, logits.f32 and generated_ids.txt", "DIR" },
+        { "rope", 0, 0, G_OPTION_ARG_STRING, &o->rope, "XD-RoPE layout variant: r1 (transformers) or r2", "V" },
+        { "posemb", 0, 0, G_OPTION_ARG_STRING, &o->posemb, "Position-table interpolation: r1 or r2", "V" },
+        { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, "Generate max-new-tokens tokens (benchmarks)", NULL },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("- recognise the text in an image");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!g_option_context_parse(ctx, &argc, &argv, error)) return false;
+    if (argc > 1) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "unexpected argument '%s'", argv[1]);
+        return false;
+    }
+    if (!o->model || !o->image) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "--model DIR and --image FILE are required");
+        return false;
+    }
+    if (o->task && o->prompt) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "give either --task or --prompt, not both");
+        return false;
+    }
+    if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json")) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "--format: expected text or json, got '%s'",
+                    o->format);
+        return false;
+    }
+    return true;
+}
+
+static char **split_fields(char **raw)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (char **f = raw; f && *f; f++) {
+        g_auto(GStrv) parts = g_strsplit(*f, ",", -1);
+        for (char **p = parts; *p; p++) {
+            char *s = g_strstrip(g_strdup(*p));
+            if (*s) g_ptr_array_add(out, s);
+            else g_free(s);
+        }
+    }
+    g_ptr_array_add(out, NULL);
+    return (char **)g_ptr_array_free(out, FALSE);
+}
+
+static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GError **error)
+{
+    hyocr_job_params_init(jp);
+    jp->image_path = o->image;
+    if (o->prompt) {
+        jp->task = HYOCR_TASK_CUSTOM;
+        jp->custom_prompt = o->prompt;
+    } else if (o->task && !hyocr_task_from_name(o->task, &jp->task)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT, "--task: unknown task '%s'", o->task);
+        return false;
+    }
+    *fields = split_fields(o->fields);
+    jp->fields = (const char *const *)*fields;
+    if (o->max_new_tokens) jp->max_new_tokens = o->max_new_tokens;
+    jp->temperature = (float)o->temperature;
+    jp->top_k = o->top_k;
+    jp->top_p = (float)o->top_p;
+    jp->seed = (uint64_t)o->seed;
+    jp->repetition_penalty = (float)o->repetition_penalty;
+    jp->max_side = o->max_side;
+    jp->ignore_eos = o->ignore_eos;
+    return true;
+}
+
+static bool fill_engine(const run_opts *o, hyocr_engine_params *ep, GError **error)
+{
+    hyocr_engine_params_init(ep);
+    ep->model_dir = o->model;
+    ep->n_threads = o->threads;
+    ep->max_model_len = o->max_model_len;
+    ep->log = on_log;
+    return parse_device(o->device, &ep->device, error) &&
+           parse_variant(o->rope, &ep->rope_variant, "--rope", error) &&
+           parse_variant(o->posemb, &ep->posemb_variant, "--posemb", error);
+}
+
+static bool open_dump(run_ctx *ctx, GError **error)
+{
+    if (!ctx->dump_dir) return true;
+    if (g_mkdir_with_parents(ctx->dump_dir, 0755) != 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "--dump %s: cannot create the folder: %s", ctx->dump_dir,
+                    g_strerror(errno));
+        return false;
+    }
+    g_autofree char *path = g_build_filename(ctx->dump_dir, "logits.f32", NULL);
+    ctx->logits_file = fopen(path, "wb");
+    if (!ctx->logits_file) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot create: %s", path, g_strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static bool write_ids(const char *dir, const GArray *ids, GError **error)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    for (guint i = 0; ids && i < ids->len; i++)
+        g_string_append_printf(s, "%s%d", i ? " " : "", g_array_index(ids, int32_t, i));
+    g_string_append_c(s, '\n');
+    g_autofree char *path = g_build_filename(dir, "generated_ids.txt", NULL);
+    return g_file_set_contents(path, s->str, (gssize)s->len, error);
+}
+
+static bool close_dump(run_ctx *ctx, const hyocr_job_result *res, GError **error)
+{
+    if (!ctx->dump_dir) return true;
+    bool ok = fclose(ctx->logits_file) == 0;
+    ctx->logits_file = NULL;
+    if (!ok) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s/logits.f32: write failed", ctx->dump_dir);
+        return false;
+    }
+    return write_ids(ctx->dump_dir, res->token_ids, error);
+}
+
+static void json_timings(JsonBuilder *b, const hyocr_timings *t)
+{
+    json_builder_set_member_name(b, "timings");
+    json_builder_begin_object(b);
+    const struct { const char *k; double v; } f[] = {
+        { "preprocess_ms", t->preprocess_ms }, { "vision_ms", t->vision_ms }, { "prefill_ms", t->prefill_ms },
+        { "decode_ms", t->decode_ms }, { "total_ms", t->total_ms }, { "first_token_ms", t->first_token_ms },
+        { "decode_tokens_per_s", t->decode_tokens_per_s },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(f); i++) {
+        json_builder_set_member_name(b, f[i].k);
+        json_builder_add_double_value(b, f[i].v);
+    }
+    json_builder_end_object(b);
+}
+
+static void json_memory(JsonBuilder *b, const hyocr_mem_info *m)
+{
+    json_builder_set_member_name(b, "memory");
+    json_builder_begin_object(b);
+    const struct { const char *k; int64_t v; } f[] = {
+        { "total", m->total }, { "free", m->free }, { "weights", m->weights }, { "kv_reserved", m->kv_reserved },
+        { "kv_used", m->kv_used }, { "workspace", m->workspace }, { "peak", m->peak },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(f); i++) {
+        json_builder_set_member_name(b, f[i].k);
+        json_builder_add_int_value(b, f[i].v);
+    }
+    json_builder_end_object(b);
+}
+
+static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "text");
+    json_builder_add_string_value(b, r->text ? r->text : "");
+    json_builder_set_member_name(b, "token_ids");
+    json_builder_begin_array(b);
+    for (guint i = 0; r->token_ids && i < r->token_ids->len; i++)
+        json_builder_add_int_value(b, g_array_index(r->token_ids, int32_t, i));
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "prompt_tokens");
+    json_builder_add_int_value(b, r->prompt_tokens);
+    json_builder_set_member_name(b, "image_tokens");
+    json_builder_add_int_value(b, r->n_image_tokens);
+    json_builder_set_member_name(b, "stop_reason");
+    json_builder_add_string_value(b, hyocr_stop_reason_name(r->stop_reason));
+    json_builder_set_member_name(b, "repetition_penalty");
+    /* the double nearest the decimal given, not the float's binary expansion */
+    char rp[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(rp, sizeof rp, "%g", r->repetition_penalty);
+    json_builder_add_double_value(b, g_ascii_strtod(rp, NULL));
+    json_builder_set_member_name(b, "backend");
+    json_builder_add_string_value(b, hyocr_engine_backend_name(eng));
+    json_timings(b, &r->timings);
+    json_memory(b, &r->memory);
+    json_builder_end_object(b);
+
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    g_autofree char *s = json_generator_to_data(gen, NULL);
+    printf("%s\n", s);
+}
+
+static void run_opts_clear(run_opts *o)
+{
+    g_free(o->model);
+    g_free(o->image);
+    g_free(o->task);
+    g_free(o->prompt);
+    g_free(o->device);
+    g_free(o->format);
+    g_free(o->dump);
+    g_free(o->rope);
+    g_free(o->posemb);
+    g_strfreev(o->fields);
+}
+
+/* Runs the job; the dump's own failure, when any, is the one reported. */
+static bool run_job(run_ctx *ctx, hyocr_job_params *jp, hyocr_job_result *res, GError **error)
+{
+    jp->on_event = on_event;
+    jp->user_data = ctx;
+    if (ctx->dump_dir) {
+        jp->on_logits = on_logits;
+        jp->logits_data = ctx;
+    }
+    sigint_engine = ctx->eng;
+    void (*prev)(int) = signal(SIGINT, on_sigint);
+    GError *err = NULL;
+    bool ok = hyocr_engine_run(ctx->eng, jp, res, &err);
+    signal(SIGINT, prev);
+    sigint_engine = NULL;
+    if (ctx->dump_error) {
+        g_clear_error(&err);
+        g_propagate_error(error, g_steal_pointer(&ctx->dump_error));
+        return false;
+    }
+    if (!ok) g_propagate_error(error, err);
+    return ok;
+}
+
+static bool cmd_run(run_opts *o, hyocr_job_result *res, GError **error)
+{
+    hyocr_engine_params ep;
+    hyocr_job_params jp;
+    g_auto(GStrv) fields = NULL;
+    if (!fill_engine(o, &ep, error) || !fill_job(o, &jp, &fields, error)) return false;
+    g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, error);
+    if (!eng) return false;
+
+    run_ctx ctx = { .eng = eng, .json = o->format && !strcmp(o->format, "json"), .dump_dir = o->dump };
+    if (!open_dump(&ctx, error)) return false;
+    bool ok = run_job(&ctx, &jp, res, error);
+    if (ctx.printed) putchar('\n');
+    GError *dump_err = NULL;
+    bool dump_ok = close_dump(&ctx, res, &dump_err);
+    /* A cancelled job still reports what it generated (stop_reason "cancelled"). */
+    bool cancelled = !ok && error && *error && g_error_matches(*error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
+    if (ctx.json && (ok || cancelled)) print_json(eng, res);
+    fflush(stdout);
+    if (ok && !dump_ok) {
+        g_propagate_error(error, dump_err);
+        return false;
+    }
+    g_clear_error(&dump_err);
+    return ok;
+}
+
+int hyocr_cmd_run(int argc, char **argv)
+{
+    run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0 };
+    hyocr_job_result res = { 0 };
+    g_autoptr(GError) error = NULL;
+    bool ok = parse_args(argc, argv, &o, &error) && cmd_run(&o, &res, &error);
+    int status = 0;
+    if (!ok) {
+        fprintf(stderr, "hyocr run: %s\n", error ? error->message : "failed");
+        status = error && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
+    }
+    hyocr_job_result_clear(&res);
+    run_opts_clear(&o);
+    return status;
+}

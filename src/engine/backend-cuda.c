@@ -1,0 +1,1029 @@
+/* hyocr — CUDA backend: the op table of backend.h in FP16 (default) or BF16
+ * with an fp32 residual stream.
+ *
+ * HYOCR_BUF_F32 buffers hold float; every other kind holds the compute type.
+ * GEMMs go through cuBLASLt (fp32 accumulation, bias in the epilogue), the rest
+ * through our kernels (the .cu files in kernels/, reached via kernels/hyocr-kernels.h).
+ * Everything runs on one stream: ops enqueue and return, download_f32 and sync
+ * wait. Every device allocation goes through dev_alloc, which enforces the
+ * memory limit and turns failure into HYOCR_ERROR_NO_MEMORY. The ops are not
+ * thread-safe (one stream, one caller at a time); mem_info is. */
+#include "backend.h"
+#include "error.h"
+#include "hyocr-build-config.h"
+#include "../../kernels/hyocr-kernels.h"
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <limits.h>
+#include <string.h>
+
+#define LT_WORKSPACE   (32u << 20)   /* cuBLASLt / cuBLAS workspace (Hopper wants 32 MiB) */
+#define STAGE_BYTES    (32u << 20)   /* host↔device conversion staging */
+#define PIN_HALF       (1u << 20)    /* pinned metadata ring: two halves */
+#define SPLIT_MIN      64            /* decode: fewest keys per split */
+#define SPLIT_CAP      1024          /* decode: most keys per split (score buffer in shared memory) */
+#define PLAN_CACHE_MAX 1024
+#define MIB(x)         ((double)(x) / (1024.0 * 1024.0))
+
+enum { BUCKET_SCRATCH = HYOCR_BUF_KV + 1, N_BUCKETS };
+
+typedef struct {
+    void  *ptr;
+    size_t cap;
+} scratch;
+
+typedef struct {
+    hyocr_backend    base;
+    int              device, sm_count, cc;
+    char             gpu_name[256];
+    hk_dtype         act;
+    cudaStream_t     stream;
+    cublasHandle_t   blas;
+    cublasLtHandle_t lt;
+    /* accounting (mem_lock also guards reads from other threads) */
+    GMutex           mem_lock;
+    int64_t          memory_limit;
+    int64_t          bytes[N_BUCKETS];
+    int64_t          total, peak;
+    /* scratch */
+    scratch          lt_ws, stage, meta, part, conv_x, conv_bias;
+    /* pinned metadata ring: copies come from here so they do not serialise the host */
+    uint8_t         *pin;
+    size_t           pin_used;
+    int              pin_half;
+    cudaEvent_t      pin_done[2];
+    GHashTable      *plans;
+} cuda_backend;
+
+static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
+
+/* ---------------------------------------------------------------- errors */
+
+static bool ck(cudaError_t e, const char *what, GError **error)
+{
+    if (e == cudaSuccess) return true;
+    cudaGetLastError();   /* clear non-sticky errors so the next op starts clean */
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, "CUDA backend: %s failed: %s (%s)", what,
+                cudaGetErrorString(e), cudaGetErrorName(e));
+    return false;
+}
+
+static bool ck_blas(cublasStatus_t s, const char *what, GError **error)
+{
+    if (s == CUBLAS_STATUS_SUCCESS) return true;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, "CUDA backend: %s failed: %s", what,
+                cublasGetStatusString(s));
+    return false;
+}
+
+static bool invalid(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static bool invalid(GError **error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "CUDA backend: %s", msg);
+    return false;
+}
+
+static bool need(const char *op, const char *what, const hyocr_buf *b, size_t n, GError **error)
+{
+    if (!b || (!b->data && b->n > 0))
+        return invalid(error, "%s: buffer '%s' is missing", op, what);
+    if (b->n < n)
+        return invalid(error, "%s: buffer '%s' holds %zu elements but %zu are needed", op, what, b->n, n);
+    return true;
+}
+
+/* Attention and rope read their operands as the compute type. */
+static bool need_act(const char *op, const char *what, const hyocr_buf *b, GError **error)
+{
+    if (b->kind == HYOCR_BUF_F32)
+        return invalid(error, "%s: buffer '%s' is F32 but this op needs an activation (or KV) buffer", op, what);
+    return true;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+static const char *bucket_name(int b)
+{
+    static const char *names[] = { "activations", "fp32", "weights", "KV cache", "scratch" };
+    return b >= 0 && b < N_BUCKETS ? names[b] : "?";
+}
+
+static char *usage_string(cuda_backend *cb)
+{
+    return g_strdup_printf("weights %.1f MiB, KV %.1f MiB, activations %.1f MiB, scratch %.1f MiB",
+                           MIB(cb->bytes[HYOCR_BUF_WEIGHT]), MIB(cb->bytes[HYOCR_BUF_KV]),
+                           MIB(cb->bytes[HYOCR_BUF_ACT] + cb->bytes[HYOCR_BUF_F32]),
+                           MIB(cb->bytes[BUCKET_SCRATCH]));
+}
+
+/* The one place device memory is taken. */
+static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **error)
+{
+    g_mutex_lock(&cb->mem_lock);
+    bool over = cb->memory_limit > 0 && (bytes > (size_t)INT64_MAX ||
+                                         cb->total + (int64_t)bytes > cb->memory_limit);
+    int64_t in_use = cb->total;
+    g_autofree char *usage = usage_string(cb);
+    g_mutex_unlock(&cb->mem_lock);
+    if (over) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CUDA backend: allocating %.1f MiB of %s would exceed the memory limit of %.1f MiB "
+                    "(%.1f MiB in use: %s); raise the limit or use a smaller image",
+                    MIB(bytes), bucket_name(bucket), MIB(cb->memory_limit), MIB(in_use), usage);
+        return NULL;
+    }
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 256);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        cudaGetLastError();
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CUDA backend: out of device memory allocating %.1f MiB of %s (hyocr holds %.1f MiB: %s; "
+                    "the device has %.1f of %.1f MiB free): %s",
+                    MIB(bytes), bucket_name(bucket), MIB(in_use), usage, MIB(fr), MIB(tot), cudaGetErrorString(e));
+        return NULL;
+    }
+    g_mutex_lock(&cb->mem_lock);
+    cb->bytes[bucket] += (int64_t)bytes;
+    cb->total += (int64_t)bytes;
+    if (cb->total > cb->peak) cb->peak = cb->total;
+    g_mutex_unlock(&cb->mem_lock);
+    return p;
+}
+
+static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes)
+{
+    if (!p) return;
+    cudaFree(p);
+    g_mutex_lock(&cb->mem_lock);
+    cb->bytes[bucket] -= (int64_t)bytes;
+    cb->total -= (int64_t)bytes;
+    g_mutex_unlock(&cb->mem_lock);
+}
+
+/* Grows a scratch buffer; the old one may still be read by queued work, so wait first. */
+static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **error)
+{
+    if (s->cap >= bytes) return true;
+    if (s->ptr) {
+        if (!ck(cudaStreamSynchronize(cb->stream), "stream synchronize", error)) return false;
+        dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap);
+        s->ptr = NULL;
+        s->cap = 0;
+    }
+    size_t cap = bytes < 4096 ? 4096 : bytes + bytes / 4;
+    s->ptr = dev_alloc(cb, BUCKET_SCRATCH, cap, error);
+    if (!s->ptr) return false;
+    s->cap = cap;
+    return true;
+}
+
+static void scratch_release(cuda_backend *cb, scratch *s)
+{
+    dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap);
+    s->ptr = NULL;
+    s->cap = 0;
+}
+
+/* ---------------------------------------------------------------- metadata upload */
+
+/* Host-side builder for the small integer arrays an op needs; 16-byte aligned parts. */
+typedef struct {
+    GByteArray *b;
+} meta_pack;
+
+static size_t meta_add(meta_pack *m, const void *data, size_t bytes)
+{
+    static const uint8_t zero[16];
+    size_t pad = (16 - m->b->len % 16) % 16;
+    g_byte_array_append(m->b, zero, (guint)pad);
+    size_t off = m->b->len;
+    if (bytes) g_byte_array_append(m->b, data, (guint)bytes);
+    return off;
+}
+
+/* Copies the packed metadata to the device meta buffer through the pinned ring,
+ * so the copy is asynchronous (a pageable copy would wait for the stream). */
+static bool meta_upload(cuda_backend *cb, const void *data, size_t bytes, GError **error)
+{
+    if (!bytes) return true;
+    if (!scratch_need(cb, &cb->meta, bytes, error)) return false;
+    if (bytes > PIN_HALF || !cb->pin)
+        return ck(cudaMemcpyAsync(cb->meta.ptr, data, bytes, cudaMemcpyHostToDevice, cb->stream), "metadata copy",
+                  error);
+    if (cb->pin_used + bytes > PIN_HALF) {
+        /* Switch halves: the other half's copies were queued long ago; wait for them. */
+        if (!ck(cudaEventRecord(cb->pin_done[cb->pin_half], cb->stream), "event record", error)) return false;
+        cb->pin_half ^= 1;
+        cb->pin_used = 0;
+        if (!ck(cudaEventSynchronize(cb->pin_done[cb->pin_half]), "event synchronize", error)) return false;
+    }
+    uint8_t *src = cb->pin + (size_t)cb->pin_half * PIN_HALF + cb->pin_used;
+    memcpy(src, data, bytes);
+    cb->pin_used += (bytes + 15) & ~(size_t)15;
+    return ck(cudaMemcpyAsync(cb->meta.ptr, src, bytes, cudaMemcpyHostToDevice, cb->stream), "metadata copy",
+              error);
+}
+
+static inline void *meta_ptr(cuda_backend *cb, size_t off) { return (uint8_t *)cb->meta.ptr + off; }
+
+/* ---------------------------------------------------------------- buffers */
+
+static hk_dtype buf_t(const cuda_backend *cb, const hyocr_buf *b)
+{
+    return b->kind == HYOCR_BUF_F32 ? HK_F32 : cb->act;
+}
+
+static inline void *at(const hyocr_buf *b, size_t off) { return (uint8_t *)b->data + off * (size_t)b->elem_size; }
+
+static hyocr_buf *cuda_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if ((int)kind < 0 || kind > HYOCR_BUF_KV) {
+        invalid(error, "unknown buffer kind %d", (int)kind);
+        return NULL;
+    }
+    int es = kind == HYOCR_BUF_F32 ? 4 : 2;
+    if (n > (size_t)INT64_MAX / 8) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CUDA backend: cannot allocate %zu elements: the size overflows", n);
+        return NULL;
+    }
+    size_t bytes = n * (size_t)es;
+    void *p = dev_alloc(cb, (int)kind, bytes, error);
+    if (!p) return NULL;
+    /* Zeroed like the CPU backend's buffers, so nothing reads garbage. */
+    if (!ck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, cb->stream), "memset", error)) {
+        dev_free(cb, (int)kind, p, bytes);
+        return NULL;
+    }
+    hyocr_buf *b = g_new0(hyocr_buf, 1);
+    b->kind = kind;
+    b->elem_size = es;
+    b->n = n;
+    b->data = p;
+    return b;
+}
+
+static void cuda_buf_free(hyocr_backend *be, hyocr_buf *b)
+{
+    if (!b) return;
+    cuda_backend *cb = CB(be);
+    /* Queued kernels may still read it. */
+    cudaStreamSynchronize(cb->stream);
+    dev_free(cb, (int)b->kind, b->data, b->n * (size_t)b->elem_size);
+    g_free(b);
+}
+
+/* ---------------------------------------------------------------- transfers */
+
+static bool cuda_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const hyocr_tensor *t,
+                               GError **error)
+{
+    cuda_backend *cb = CB(be);
+    const char *name = t && t->name ? t->name : "(unnamed)";
+    if (!t || (t->dtype != HYOCR_DTYPE_F32 && t->dtype != HYOCR_DTYPE_F16 && t->dtype != HYOCR_DTYPE_BF16)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
+                    "CUDA backend: tensor %s%s%s: only F32, F16 and BF16 weights can be uploaded", name,
+                    t && t->file ? " in " : "", t && t->file ? t->file : "");
+        return false;
+    }
+    int64_t numel = hyocr_tensor_numel(t);
+    size_t esz = t->dtype == HYOCR_DTYPE_F32 ? 4 : 2;
+    if (numel < 0 || (uint64_t)numel > SIZE_MAX / esz || (size_t)numel * esz > t->nbytes ||
+        (numel > 0 && !t->data)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
+                    "CUDA backend: tensor %s%s%s: %" G_GINT64_FORMAT " elements do not fit the %zu bytes stored",
+                    name, t->file ? " in " : "", t->file ? t->file : "", numel, t->nbytes);
+        return false;
+    }
+    size_t n = (size_t)numel;
+    if (dst_off > SIZE_MAX - n || !need("upload_weight", name, dst, dst_off + n, error)) return false;
+    hk_dtype st = t->dtype == HYOCR_DTYPE_F32 ? HK_F32 : t->dtype == HYOCR_DTYPE_F16 ? HK_F16 : HK_BF16;
+    hk_dtype dt = buf_t(cb, dst);
+    if (n && !scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
+    /* Raw bytes to the device, converted there; the pageable copy waits for the
+     * previous chunk's conversion, so one staging buffer suffices. */
+    size_t chunk = STAGE_BYTES / esz;
+    for (size_t i = 0; i < n; i += chunk) {
+        size_t m = n - i < chunk ? n - i : chunk;
+        if (!ck(cudaMemcpyAsync(cb->stage.ptr, (const uint8_t *)t->data + i * esz, m * esz, cudaMemcpyHostToDevice,
+                                cb->stream), "weight upload", error) ||
+            !ck(hk_convert(cb->stream, at(dst, dst_off + i), dt, cb->stage.ptr, st, m), "weight conversion", error))
+            return false;
+    }
+    return true;
+}
+
+static bool cuda_upload_f32(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const float *src, size_t n,
+                            GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (dst_off > SIZE_MAX - n || !need("upload_f32", "dst", dst, dst_off + n, error)) return false;
+    if (!n) return true;
+    if (dst->kind == HYOCR_BUF_F32)
+        return ck(cudaMemcpyAsync(at(dst, dst_off), src, n * 4, cudaMemcpyHostToDevice, cb->stream), "upload", error);
+    if (!scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
+    size_t chunk = STAGE_BYTES / 4;
+    for (size_t i = 0; i < n; i += chunk) {
+        size_t m = n - i < chunk ? n - i : chunk;
+        if (!ck(cudaMemcpyAsync(cb->stage.ptr, src + i, m * 4, cudaMemcpyHostToDevice, cb->stream), "upload", error) ||
+            !ck(hk_convert(cb->stream, at(dst, dst_off + i), buf_t(cb, dst), cb->stage.ptr, HK_F32, m), "conversion",
+                error))
+            return false;
+    }
+    return true;
+}
+
+static bool cuda_download_f32(hyocr_backend *be, const hyocr_buf *src, size_t src_off, float *dst, size_t n,
+                              GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (src_off > SIZE_MAX - n || !need("download_f32", "src", src, src_off + n, error)) return false;
+    if (!n) return ck(cudaStreamSynchronize(cb->stream), "stream synchronize", error);
+    if (src->kind == HYOCR_BUF_F32)
+        return ck(cudaMemcpyAsync(dst, at(src, src_off), n * 4, cudaMemcpyDeviceToHost, cb->stream), "download",
+                  error) &&
+               ck(cudaStreamSynchronize(cb->stream), "download", error);
+    if (!scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
+    size_t chunk = STAGE_BYTES / 4;
+    for (size_t i = 0; i < n; i += chunk) {
+        size_t m = n - i < chunk ? n - i : chunk;
+        if (!ck(hk_convert(cb->stream, cb->stage.ptr, HK_F32, at(src, src_off + i), buf_t(cb, src), m), "conversion",
+                error) ||
+            !ck(cudaMemcpyAsync(dst + i, cb->stage.ptr, m * 4, cudaMemcpyDeviceToHost, cb->stream), "download", error) ||
+            !ck(cudaStreamSynchronize(cb->stream), "download", error))
+            return false;
+    }
+    return true;
+}
+
+static bool cuda_copy(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const hyocr_buf *src, size_t src_off,
+                      size_t n, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (dst_off > SIZE_MAX - n || src_off > SIZE_MAX - n || !need("copy", "dst", dst, dst_off + n, error) ||
+        !need("copy", "src", src, src_off + n, error))
+        return false;
+    if (!n) return true;
+    hk_dtype dt = buf_t(cb, dst), st = buf_t(cb, src);
+    if (dt == st)
+        return ck(cudaMemcpyAsync(at(dst, dst_off), at(src, src_off), n * (size_t)dst->elem_size,
+                                  cudaMemcpyDeviceToDevice, cb->stream), "copy", error);
+    return ck(hk_convert(cb->stream, at(dst, dst_off), dt, at(src, src_off), st, n), "copy", error);
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+/* One cached cuBLASLt configuration per shape, output type and pointer alignment. */
+typedef struct {
+    int      M, N, K;
+    int      ot, has_bias;
+    int      align_a, align_b, align_d;
+} plan_key;
+
+typedef struct {
+    cublasLtMatmulDesc_t   desc;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t   algo;
+    bool                   ok;   /* false: no Lt algorithm, use cublasGemmEx */
+} plan;
+
+static guint plan_hash(gconstpointer p)
+{
+    const uint8_t *b = p;
+    guint h = 2166136261u;
+    for (size_t i = 0; i < sizeof(plan_key); i++) h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+static gboolean plan_equal(gconstpointer a, gconstpointer b) { return memcmp(a, b, sizeof(plan_key)) == 0; }
+
+static void plan_free(gpointer p)
+{
+    plan *pl = p;
+    if (pl->desc) cublasLtMatmulDescDestroy(pl->desc);
+    if (pl->la) cublasLtMatrixLayoutDestroy(pl->la);
+    if (pl->lb) cublasLtMatrixLayoutDestroy(pl->lb);
+    if (pl->ld) cublasLtMatrixLayoutDestroy(pl->ld);
+    g_free(pl);
+}
+
+static int ptr_align(const void *p)
+{
+    uintptr_t v = (uintptr_t)p;
+    int a = 1;
+    while (a < 256 && !(v & (uintptr_t)a)) a <<= 1;
+    return a;
+}
+
+static cudaDataType_t cuda_type(hk_dtype t)
+{
+    return t == HK_F32 ? CUDA_R_32F : t == HK_F16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+/* Builds the Lt description of D[N×M] (column-major) = op(A = w)ᵀ·B (x): the
+ * row-major out[M,N] = x·wᵀ seen from cuBLAS' column-major side. */
+static plan *plan_build(cuda_backend *cb, const plan_key *k)
+{
+    plan *pl = g_new0(plan, 1);
+    cudaDataType_t ct = cuda_type(cb->act), dt = cuda_type((hk_dtype)k->ot);
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    cublasLtMatmulPreference_t pref = NULL;
+    size_t ws = cb->lt_ws.cap;
+    uint32_t aa = (uint32_t)k->align_a, ab = (uint32_t)k->align_b, ad = (uint32_t)k->align_d;
+    int n_res = 0;
+    cublasLtMatmulHeuristicResult_t res;
+    memset(&res, 0, sizeof res);
+    bool ok = cublasLtMatmulDescCreate(&pl->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == 0 &&
+              cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == 0 &&
+              cublasLtMatrixLayoutCreate(&pl->la, ct, (uint64_t)k->K, (uint64_t)k->N, k->K) == 0 &&
+              cublasLtMatrixLayoutCreate(&pl->lb, ct, (uint64_t)k->K, (uint64_t)k->M, k->K) == 0 &&
+              cublasLtMatrixLayoutCreate(&pl->ld, dt, (uint64_t)k->N, (uint64_t)k->M, k->N) == 0;
+    if (ok && k->has_bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        ok = cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi) == 0 &&
+             cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dt, sizeof dt) == 0;
+    }
+    ok = ok && cublasLtMatmulPreferenceCreate(&pref) == 0 &&
+         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) == 0 &&
+         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa) == 0 &&
+         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab) == 0 &&
+         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad, sizeof ad) == 0 &&
+         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad) == 0 &&
+         cublasLtMatmulAlgoGetHeuristic(cb->lt, pl->desc, pl->la, pl->lb, pl->ld, pl->ld, pref, 1, &res, &n_res) == 0 &&
+         n_res > 0;
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    pl->ok = ok;
+    if (ok) pl->algo = res.algo;
+    return pl;
+}
+
+static plan *plan_get(cuda_backend *cb, const plan_key *k)
+{
+    plan *pl = g_hash_table_lookup(cb->plans, k);
+    if (pl) return pl;
+    if (g_hash_table_size(cb->plans) >= PLAN_CACHE_MAX) g_hash_table_remove_all(cb->plans);
+    pl = plan_build(cb, k);
+    g_hash_table_insert(cb->plans, g_memdup2(k, sizeof *k), pl);
+    return pl;
+}
+
+/* Legacy path when Lt has no algorithm for the combination: GemmEx, then the bias. */
+static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *x, const void *w, const void *bias,
+                          int M, int N, int K, GError **error)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cudaDataType_t ct = cuda_type(cb->act);
+    if (!ck_blas(cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w, ct, K, x, ct, K, &zero, out,
+                              cuda_type(ot), N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), "cublasGemmEx", error))
+        return false;
+    return !bias || ck(hk_bias_add(cb->stream, out, ot, bias, ot, M, N), "bias add", error);
+}
+
+static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *w, size_t w_off,
+                        const hyocr_buf *bias, int M, int N, int K, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (M < 0 || N < 0 || K < 0) return invalid(error, "matmul: negative dimension (%d, %d, %d)", M, N, K);
+    if (!need("matmul", "out", out, (size_t)M * N, error) || !need("matmul", "x", x, (size_t)M * K, error) ||
+        !need("matmul", "w", w, w_off + (size_t)N * K, error) ||
+        (bias && !need("matmul", "bias", bias, (size_t)N, error)))
+        return false;
+    if (w->kind == HYOCR_BUF_F32)
+        return invalid(error, "matmul: weights in an F32 buffer are not supported (upload them as WEIGHT)");
+    if (M == 0 || N == 0) return true;
+    hk_dtype ot = buf_t(cb, out);
+    const void *xp = x->data, *bp = bias ? bias->data : NULL;
+    /* cuBLAS wants A and B of one type, and the epilogue bias of D's type. */
+    if (x->kind == HYOCR_BUF_F32) {
+        if (!scratch_need(cb, &cb->conv_x, (size_t)M * K * 2, error) ||
+            !ck(hk_convert(cb->stream, cb->conv_x.ptr, cb->act, x->data, HK_F32, (size_t)M * K), "conversion", error))
+            return false;
+        xp = cb->conv_x.ptr;
+    }
+    if (bias && buf_t(cb, bias) != ot) {
+        if (!scratch_need(cb, &cb->conv_bias, (size_t)N * 4, error) ||
+            !ck(hk_convert(cb->stream, cb->conv_bias.ptr, ot, bias->data, buf_t(cb, bias), (size_t)N), "conversion",
+                error))
+            return false;
+        bp = cb->conv_bias.ptr;
+    }
+    if (K == 0) {
+        if (!ck(cudaMemsetAsync(out->data, 0, (size_t)M * N * out->elem_size, cb->stream), "memset", error)) return false;
+        return !bp || ck(hk_bias_add(cb->stream, out->data, ot, bp, ot, M, N), "bias add", error);
+    }
+    const void *wp = at(w, w_off);
+    plan_key k;
+    memset(&k, 0, sizeof k);
+    k = (plan_key){ M, N, K, ot, bp != NULL, ptr_align(wp), ptr_align(xp), ptr_align(out->data) };
+    if (bp && ptr_align(bp) < k.align_d) k.align_d = ptr_align(bp);
+    plan *pl = plan_get(cb, &k);
+    if (pl->ok) {
+        const float one = 1.0f, zero = 0.0f;
+        if (bp && cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp) != 0)
+            return ck_blas(CUBLAS_STATUS_INTERNAL_ERROR, "cuBLASLt bias pointer", error);
+        cublasStatus_t s = cublasLtMatmul(cb->lt, pl->desc, &one, wp, pl->la, xp, pl->lb, &zero, out->data, pl->ld,
+                                          out->data, pl->ld, &pl->algo, cb->lt_ws.ptr, cb->lt_ws.cap, cb->stream);
+        if (s == CUBLAS_STATUS_SUCCESS) return true;
+        if (s != CUBLAS_STATUS_NOT_SUPPORTED) return ck_blas(s, "cublasLtMatmul", error);
+        pl->ok = false;
+    }
+    return gemm_fallback(cb, out->data, ot, xp, wp, bp, M, N, K, error);
+}
+
+/* ---------------------------------------------------------------- norms, pointwise */
+
+static bool cuda_add_layernorm(hyocr_backend *be, hyocr_buf *out, hyocr_buf *residual, const hyocr_buf *delta,
+                               const hyocr_buf *gamma, const hyocr_buf *beta, int M, int N, float eps, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    size_t mn = (size_t)M * N;
+    if (M < 0 || N < 0) return invalid(error, "add_layernorm: negative dimension (%d, %d)", M, N);
+    if (!need("add_layernorm", "out", out, mn, error) || !need("add_layernorm", "residual", residual, mn, error) ||
+        (delta && !need("add_layernorm", "delta", delta, mn, error)) ||
+        !need("add_layernorm", "gamma", gamma, (size_t)N, error) || !need("add_layernorm", "beta", beta, (size_t)N, error))
+        return false;
+    hk_dtype ot = buf_t(cb, out);
+    return ck(hk_add_norm(cb->stream, out->data, ot, residual->data, buf_t(cb, residual), delta ? delta->data : NULL,
+                          delta ? buf_t(cb, delta) : HK_F32, gamma->data, buf_t(cb, gamma), beta->data,
+                          buf_t(cb, beta), M, N, eps, 1, ot), "add_layernorm", error);
+}
+
+static bool cuda_add_rmsnorm(hyocr_backend *be, hyocr_buf *out, hyocr_buf *residual, const hyocr_buf *delta,
+                             const hyocr_buf *w, int M, int N, float eps, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    size_t mn = (size_t)M * N;
+    if (M < 0 || N < 0) return invalid(error, "add_rmsnorm: negative dimension (%d, %d)", M, N);
+    if (!need("add_rmsnorm", "out", out, mn, error) || !need("add_rmsnorm", "residual", residual, mn, error) ||
+        (delta && !need("add_rmsnorm", "delta", delta, mn, error)) || !need("add_rmsnorm", "weight", w, (size_t)N, error))
+        return false;
+    hk_dtype ot = buf_t(cb, out);
+    return ck(hk_add_norm(cb->stream, out->data, ot, residual->data, buf_t(cb, residual), delta ? delta->data : NULL,
+                          delta ? buf_t(cb, delta) : HK_F32, w->data, buf_t(cb, w), NULL, HK_F32, M, N, eps, 0, ot),
+              "add_rmsnorm", error);
+}
+
+static bool cuda_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *y, size_t n, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!need("add", "x", x, n, error) || !need("add", "y", y, n, error)) return false;
+    return ck(hk_add(cb->stream, x->data, buf_t(cb, x), y->data, buf_t(cb, y), n), "add", error);
+}
+
+static bool cuda_gelu(hyocr_backend *be, hyocr_buf *x, size_t n, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!need("gelu", "x", x, n, error)) return false;
+    return ck(hk_gelu(cb->stream, x->data, buf_t(cb, x), n), "gelu", error);
+}
+
+static bool cuda_swiglu(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *gu, int M, int I, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (M < 0 || I < 0) return invalid(error, "swiglu: negative dimension (%d, %d)", M, I);
+    if (!need("swiglu", "out", out, (size_t)M * I, error) || !need("swiglu", "gate_up", gu, (size_t)M * 2 * I, error))
+        return false;
+    return ck(hk_swiglu(cb->stream, out->data, buf_t(cb, out), gu->data, buf_t(cb, gu), M, I), "swiglu", error);
+}
+
+/* ---------------------------------------------------------------- vision helpers */
+
+/* Source scale per axis as torch computes it: R1 in/out in float; R2 from the
+ * float32 scale factor (out + 0.1)/edge. An unchanged axis is copied (scale 1
+ * gives exactly that), as the CPU backend does. */
+static float posemb_scale(int out, int edge, hyocr_posemb_interp interp)
+{
+    if (out == edge) return 1.0f;
+    if (interp == HYOCR_POSEMB_R2) {
+        float sf = ((float)out + 0.1f) / (float)edge;
+        return (float)(1.0 / (double)sf);
+    }
+    return (float)edge / (float)out;
+}
+
+static bool cuda_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *table, size_t table_row0, int edge,
+                            int gh, int gw, int C, hyocr_posemb_interp interp, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (edge <= 0 || gh <= 0 || gw <= 0 || C <= 0)
+        return invalid(error, "posemb_add: invalid sizes edge %d, grid %d×%d, C %d", edge, gh, gw, C);
+    if (!need("posemb_add", "x", x, (size_t)gh * gw * C, error) ||
+        !need("posemb_add", "table", table, (table_row0 + (size_t)edge * edge) * C, error))
+        return false;
+    return ck(hk_posemb_add(cb->stream, x->data, buf_t(cb, x), at(table, table_row0 * C), buf_t(cb, table), edge, gh,
+                            gw, C, posemb_scale(gh, edge, interp), posemb_scale(gw, edge, interp)),
+              "posemb_add", error);
+}
+
+static bool cuda_merge_gather(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, int gh, int gw, int C,
+                              GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (gh <= 0 || gw <= 0 || C <= 0 || gh % 2 || gw % 2)
+        return invalid(error, "merge_gather: grid %d×%d (C %d) must be positive and even", gh, gw, C);
+    size_t n = (size_t)gh * gw * C;
+    if (!need("merge_gather", "out", out, n, error) || !need("merge_gather", "x", x, n, error)) return false;
+    return ck(hk_merge_gather(cb->stream, out->data, buf_t(cb, out), x->data, buf_t(cb, x), gh, gw, C), "merge_gather",
+              error);
+}
+
+static bool cuda_append_newline(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *newline,
+                                int Hm, int Wm, int C, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (Hm < 0 || Wm < 0 || C < 0) return invalid(error, "append_newline: negative dimension (%d, %d, %d)", Hm, Wm, C);
+    if (!need("append_newline", "out", out, (size_t)Hm * (Wm + 1) * C, error) ||
+        !need("append_newline", "x", x, (size_t)Hm * Wm * C, error) ||
+        !need("append_newline", "newline", newline, (size_t)C, error))
+        return false;
+    return ck(hk_append_newline(cb->stream, out->data, buf_t(cb, out), x->data, buf_t(cb, x), newline->data,
+                                buf_t(cb, newline), Hm, Wm, C), "append_newline", error);
+}
+
+static bool cuda_embed(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
+                       GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (n < 0 || C <= 0 || (n > 0 && !ids)) return invalid(error, "embed: invalid arguments (%d ids, width %d)", n, C);
+    if (!need("embed", "out", out, (size_t)n * C, error) || !need("embed", "table", table, (size_t)C, error))
+        return false;
+    size_t rows = table->n / (size_t)C;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || (size_t)ids[i] >= rows)
+            return invalid(error, "embed: token id %d at position %d is outside the embedding table (%zu rows); "
+                           "the tokenizer and checkpoint do not match", ids[i], i, rows);
+    if (!n) return true;
+    if (!meta_upload(cb, ids, (size_t)n * sizeof(int32_t), error)) return false;
+    return ck(hk_embed(cb->stream, out->data, buf_t(cb, out), table->data, buf_t(cb, table), cb->meta.ptr, n, C),
+              "embed", error);
+}
+
+/* ---------------------------------------------------------------- attention */
+
+static bool cuda_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, int n, int H, int D,
+                                float scale, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (n < 0 || H <= 0 || (D != 72 && D != 128))
+        return invalid(error, "attention_full: unsupported shape n %d, heads %d, head dim %d (the CUDA kernels "
+                       "take head dim 72 or 128)", n, H, D);
+    if (!need("attention_full", "out", out, (size_t)n * H * D, error) ||
+        !need("attention_full", "qkv", qkv, (size_t)n * 3 * H * D, error) ||
+        !need_act("attention_full", "out", out, error) || !need_act("attention_full", "qkv", qkv, error))
+        return false;
+    if (n == 0) return true;
+    return ck(hk_attention_full(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale), "attention_full", error);
+}
+
+/* axis[d] of every rotary dim (spec §5.4.2): R1 cuts the D dims into chunks of
+ * 2·section, R2 cuts the D/2 frequencies into chunks of section for both halves. */
+static bool rope_table(const hyocr_rope_params *rp, int n_axes, hk_rope *out, GError **error)
+{
+    int D = rp->head_dim, half = D / 2;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < half; i++) out->inv_freq[i] = rp->inv_freq[i];
+    if (rp->n_sections == 0) return true;
+    int sum = 0;
+    for (int k = 0; k < rp->n_sections; k++) sum += rp->section[k] > 0 ? rp->section[k] : 0;
+    if (sum != half) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
+                    "CUDA backend: rope sections sum to %d but head_dim/2 is %d; fix the rope section config", sum, half);
+        return false;
+    }
+    if (n_axes != 1 && n_axes < rp->n_sections)
+        return invalid(error, "rope_qknorm: %d position axes given, %d rope sections need them", n_axes,
+                       rp->n_sections);
+    bool r1 = rp->layout == HYOCR_ROPE_LAYOUT_R1;
+    for (int d = 0; d < D; d++) {
+        int idx = r1 ? d : d % half, k = 0, end = (r1 ? 2 : 1) * rp->section[0];
+        while (idx >= end && k + 1 < rp->n_sections) end += (r1 ? 2 : 1) * rp->section[++k];
+        out->axis[d] = (uint8_t)k;
+    }
+    return true;
+}
+
+static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
+                             const hyocr_rope_params *rope, const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps,
+                             GError **error)
+{
+    cuda_backend *cb = CB(be);
+    int D = rope ? rope->head_dim : 0;
+    if (!rope || M < 0 || Hq <= 0 || Hkv <= 0 || D <= 0 || D % 2 || D > HK_ROPE_MAX_DIM || n_axes < 1 ||
+        (M > 0 && !pos))
+        return invalid(error, "rope_qknorm: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes)", M, Hq, Hkv, D,
+                       n_axes);
+    if (!need("rope_qknorm", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
+        !need("rope_qknorm", "q_norm", q_norm, (size_t)D, error) ||
+        !need("rope_qknorm", "k_norm", k_norm, (size_t)D, error) || !need_act("rope_qknorm", "qkv", qkv, error))
+        return false;
+    hk_rope tab;
+    if (!rope_table(rope, n_axes, &tab, error)) return false;
+    if (M == 0) return true;
+    int axes = rope->n_sections == 0 ? 1 : n_axes;
+    if (!meta_upload(cb, pos, (size_t)n_axes * M * sizeof(int32_t), error)) return false;
+    return ck(hk_rope_qknorm(cb->stream, qkv->data, cb->act, M, cb->meta.ptr, axes, Hq, Hkv, D, &tab, q_norm->data,
+                             buf_t(cb, q_norm), k_norm->data, buf_t(cb, k_norm), eps), "rope_qknorm", error);
+}
+
+static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t cache_blocks, GError **error)
+{
+    for (int s = 0; s < n_seqs; s++) {
+        const hyocr_seq_view *sv = &seqs[s];
+        if (sv->n_past < 0 || sv->n_new < 0 || sv->n_past > INT_MAX - sv->n_new ||
+            (sv->n_past + sv->n_new > 0 && !sv->block_table))
+            return invalid(error, "attention_paged: sequence %d has invalid lengths (past %d, new %d)", s, sv->n_past,
+                           sv->n_new);
+        int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
+        for (int i = 0; i < nb; i++)
+            if (sv->block_table[i] < 0 || (size_t)sv->block_table[i] >= cache_blocks)
+                return invalid(error, "attention_paged: sequence %d, block table entry %d is block %d but the cache "
+                               "has %zu blocks", s, i, sv->block_table[i], cache_blocks);
+    }
+    return true;
+}
+
+/* Work lists of one paged call: prefill tiles for multi-row sequences, context
+ * splits for single-row (decode) sequences. */
+typedef struct {
+    GArray *seqs, *bt, *row_seq, *tiles, *splits, *rows;
+    int     total_rows, parts, split_len;
+} paged_plan;
+
+static void paged_plan_clear(paged_plan *p)
+{
+    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->splits, p->rows };
+    for (size_t i = 0; i < G_N_ELEMENTS(a); i++)
+        if (a[i]) g_array_free(a[i], TRUE);
+}
+
+/* Split length: enough CTAs (about 4 per SM) to read the cache at full
+ * bandwidth, but no split shorter than SPLIT_MIN keys. */
+static int split_len(const cuda_backend *cb, int64_t dec_ctx, int grid_y)
+{
+    int64_t target = 4 * (int64_t)(cb->sm_count > 0 ? cb->sm_count : 80);
+    int64_t len = (dec_ctx * grid_y + target - 1) / target;
+    len = (len + SPLIT_MIN - 1) / SPLIT_MIN * SPLIT_MIN;
+    if (len < SPLIT_MIN) len = SPLIT_MIN;
+    if (len > SPLIT_CAP) len = SPLIT_CAP;
+    return (int)len;
+}
+
+static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int bs,
+                             int G, int grid_y)
+{
+    p->seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq));
+    p->bt = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    p->row_seq = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    p->tiles = g_array_new(FALSE, FALSE, sizeof(int32_t) * 2);
+    p->splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
+    p->rows = g_array_new(FALSE, FALSE, sizeof(hk_dec_row));
+    int64_t dec_ctx = 0;
+    for (int s = 0; s < n_seqs; s++)
+        if (seqs[s].n_new == 1) dec_ctx += seqs[s].n_past + 1;
+    p->split_len = split_len(cb, dec_ctx, grid_y);
+    int row = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        const hyocr_seq_view *sv = &seqs[s];
+        int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
+        hk_seq hs = { row, sv->n_past, sv->n_new, (int)p->bt->len };
+        g_array_append_val(p->seqs, hs);
+        g_array_append_vals(p->bt, sv->block_table, (guint)nb);
+        for (int i = 0; i < sv->n_new; i++) g_array_append_val(p->row_seq, s);
+        if (sv->n_new > 1) {
+            int n_tiles = (sv->n_new * G + 63) / 64;
+            for (int t = 0; t < n_tiles; t++) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
+        } else if (sv->n_new == 1) {
+            int ctx = sv->n_past + 1;
+            hk_dec_row dr = { s, p->parts, (ctx + p->split_len - 1) / p->split_len, 0 };
+            for (int t0 = 0; t0 < ctx; t0 += p->split_len) {
+                hk_split sp = { s, t0, t0 + p->split_len < ctx ? t0 + p->split_len : ctx, p->parts++ };
+                g_array_append_val(p->splits, sp);
+            }
+            g_array_append_val(p->rows, dr);
+        }
+        row += sv->n_new;
+    }
+    p->total_rows = row;
+}
+
+static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
+                                 hyocr_buf *v_cache, int block_size, const hyocr_seq_view *seqs, int n_seqs, int Hq,
+                                 int Hkv, int D, float scale, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (n_seqs < 0 || (n_seqs > 0 && !seqs) || block_size <= 0 || Hq <= 0 || Hkv <= 0 || Hq % Hkv || D != 128)
+        return invalid(error, "attention_paged: unsupported shape (%d sequences, block size %d, heads %d/%d, head dim "
+                       "%d; the CUDA kernels take head dim 128)", n_seqs, block_size, Hq, Hkv, D);
+    size_t block_elems = (size_t)block_size * Hkv * D;
+    if (!need("attention_paged", "k_cache", k_cache, block_elems, error) ||
+        !need("attention_paged", "v_cache", v_cache, k_cache->n, error) ||
+        !need_act("attention_paged", "k_cache", k_cache, error) || !need_act("attention_paged", "v_cache", v_cache, error) ||
+        !paged_check(seqs, n_seqs, block_size, k_cache->n / block_elems, error))
+        return false;
+    int64_t rows = 0;
+    for (int s = 0; s < n_seqs; s++) rows += seqs[s].n_new;
+    if (rows > INT_MAX / 64) return invalid(error, "attention_paged: too many rows (%" G_GINT64_FORMAT ") in one call", rows);
+    if (!need("attention_paged", "qkv", qkv, (size_t)rows * (Hq + 2 * Hkv) * D, error) ||
+        !need("attention_paged", "out", out, (size_t)rows * Hq * D, error) || !need_act("attention_paged", "qkv", qkv, error) ||
+        !need_act("attention_paged", "out", out, error))
+        return false;
+    if (rows == 0) return true;
+
+    int G = Hq / Hkv, GT = G % 2 == 0 ? 2 : 1;
+    paged_plan pp = { 0 };
+    paged_plan_build(cb, &pp, seqs, n_seqs, block_size, G, Hq / GT);
+    meta_pack mp = { g_byte_array_new() };
+    size_t o_seqs = meta_add(&mp, pp.seqs->data, pp.seqs->len * sizeof(hk_seq));
+    size_t o_bt = meta_add(&mp, pp.bt->data, pp.bt->len * sizeof(int32_t));
+    size_t o_rs = meta_add(&mp, pp.row_seq->data, pp.row_seq->len * sizeof(int32_t));
+    size_t o_tiles = meta_add(&mp, pp.tiles->data, pp.tiles->len * sizeof(int32_t) * 2);
+    size_t o_splits = meta_add(&mp, pp.splits->data, pp.splits->len * sizeof(hk_split));
+    size_t o_rows = meta_add(&mp, pp.rows->data, pp.rows->len * sizeof(hk_dec_row));
+    bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) &&
+              (pp.parts == 0 || scratch_need(cb, &cb->part, (size_t)pp.parts * Hq * (D + 2) * sizeof(float), error));
+    g_byte_array_free(mp.b, TRUE);
+    if (ok) {
+        hk_paged_args a = {
+            .t = cb->act, .qkv = qkv->data, .out = out->data, .k_cache = k_cache->data, .v_cache = v_cache->data,
+            .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
+            .seqs = meta_ptr(cb, o_seqs), .n_seqs = n_seqs, .block_tables = meta_ptr(cb, o_bt),
+            .row_seq = meta_ptr(cb, o_rs), .total_rows = pp.total_rows,
+            .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len,
+            .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
+            .dec_rows = meta_ptr(cb, o_rows), .n_dec_rows = (int)pp.rows->len,
+            .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
+            .split_max = pp.split_len,
+        };
+        ok = ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
+             ck(hk_attention_prefill(cb->stream, &a), "paged attention (prefill)", error) &&
+             ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+    }
+    paged_plan_clear(&pp);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- info, sync, lifetime */
+
+static void cuda_mem_info(hyocr_backend *be, hyocr_mem_info *out)
+{
+    cuda_backend *cb = CB(be);
+    memset(out, 0, sizeof *out);
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) {
+        out->total = (int64_t)tot;
+        out->free = (int64_t)fr;
+    } else {
+        cudaGetLastError();
+    }
+    g_mutex_lock(&cb->mem_lock);
+    out->weights = cb->bytes[HYOCR_BUF_WEIGHT];
+    out->kv_reserved = cb->bytes[HYOCR_BUF_KV];
+    out->workspace = cb->bytes[HYOCR_BUF_ACT] + cb->bytes[HYOCR_BUF_F32] + cb->bytes[BUCKET_SCRATCH];
+    out->peak = cb->peak;
+    g_mutex_unlock(&cb->mem_lock);
+}
+
+static bool cuda_sync(hyocr_backend *be, GError **error)
+{
+    return ck(cudaStreamSynchronize(CB(be)->stream), "stream synchronize", error);
+}
+
+static void cuda_free(hyocr_backend *be)
+{
+    cuda_backend *cb = CB(be);
+    if (cb->stream) cudaStreamSynchronize(cb->stream);
+    if (cb->plans) g_hash_table_destroy(cb->plans);
+    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->part, &cb->conv_x, &cb->conv_bias };
+    for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
+    if (cb->lt) cublasLtDestroy(cb->lt);
+    if (cb->blas) cublasDestroy(cb->blas);
+    for (int i = 0; i < 2; i++)
+        if (cb->pin_done[i]) cudaEventDestroy(cb->pin_done[i]);
+    if (cb->pin) cudaFreeHost(cb->pin);
+    if (cb->stream) cudaStreamDestroy(cb->stream);
+    g_mutex_clear(&cb->mem_lock);
+    g_free(cb);
+}
+
+static const hyocr_backend_ops cuda_ops = {
+    .name = "cuda",
+    .free = cuda_free,
+    .alloc = cuda_alloc,
+    .buf_free = cuda_buf_free,
+    .upload_weight = cuda_upload_weight,
+    .upload_f32 = cuda_upload_f32,
+    .download_f32 = cuda_download_f32,
+    .copy = cuda_copy,
+    .matmul = cuda_matmul,
+    .add_layernorm = cuda_add_layernorm,
+    .add_rmsnorm = cuda_add_rmsnorm,
+    .add = cuda_add,
+    .gelu = cuda_gelu,
+    .swiglu = cuda_swiglu,
+    .posemb_add = cuda_posemb_add,
+    .merge_gather = cuda_merge_gather,
+    .append_newline = cuda_append_newline,
+    .attention_full = cuda_attention_full,
+    .rope_qknorm = cuda_rope_qknorm,
+    .attention_paged = cuda_attention_paged,
+    .embed = cuda_embed,
+    .mem_info = cuda_mem_info,
+    .sync = cuda_sync,
+};
+
+/* Picks the device and checks that this build can run on it. */
+static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError **error)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, "CUDA backend: no usable CUDA device: %s",
+                    e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports no devices");
+        return false;
+    }
+    cb->device = p ? p->device : 0;
+    if (cb->device < 0 || cb->device >= n) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
+                    "CUDA backend: device %d was requested but %d device%s present (0..%d)", cb->device, n,
+                    n == 1 ? " is" : "s are", n - 1);
+        return false;
+    }
+    struct cudaDeviceProp prop;
+    if (!ck(cudaSetDevice(cb->device), "selecting the device", error) ||
+        !ck(cudaGetDeviceProperties(&prop, cb->device), "reading device properties", error))
+        return false;
+    g_strlcpy(cb->gpu_name, prop.name, sizeof cb->gpu_name);
+    cb->cc = prop.major * 10 + prop.minor;
+    cb->sm_count = prop.multiProcessorCount;
+    if (cb->cc < 75) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
+                    "CUDA backend: %s has compute capability %d.%d; hyocr needs 7.5 (Turing) or newer — use the CPU "
+                    "backend", cb->gpu_name, prop.major, prop.minor);
+        return false;
+    }
+    if (cb->act == HK_BF16 && cb->cc < 80) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
+                    "CUDA backend: BF16 compute needs compute capability 8.0 (Ampere) or newer, but %s is %d.%d; "
+                    "use FP16 instead", cb->gpu_name, prop.major, prop.minor);
+        return false;
+    }
+    return true;
+}
+
+static bool runtime_open(cuda_backend *cb, GError **error)
+{
+    if (!ck(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "creating a stream", error)) return false;
+    cudaError_t e = hk_kernels_probe(cb->stream);
+    if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
+        cudaGetLastError();
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
+                    "CUDA backend: this build has no kernels for %s (sm_%d); rebuild with -Dgpu_archs=%d added",
+                    cb->gpu_name, cb->cc, cb->cc);
+        return false;
+    }
+    if (!ck(e, "launching a test kernel", error) || !ck(cudaStreamSynchronize(cb->stream), "test kernel", error) ||
+        !ck(hk_kernels_setup(), "kernel setup", error) || !ck_blas(cublasCreate(&cb->blas), "cublasCreate", error) ||
+        !ck_blas(cublasLtCreate(&cb->lt), "cublasLtCreate", error) ||
+        !ck_blas(cublasSetStream(cb->blas, cb->stream), "cublasSetStream", error) ||
+        !scratch_need(cb, &cb->lt_ws, LT_WORKSPACE, error) ||
+        !ck_blas(cublasSetWorkspace(cb->blas, cb->lt_ws.ptr, cb->lt_ws.cap), "cublasSetWorkspace", error))
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (!ck(cudaEventCreateWithFlags(&cb->pin_done[i], cudaEventDisableTiming), "creating an event", error))
+            return false;
+    /* Pinned memory is an optimisation: without it metadata goes the pageable way. */
+    if (cudaHostAlloc((void **)&cb->pin, 2 * PIN_HALF, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        cb->pin = NULL;
+    }
+    return true;
+}
+
+hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **error)
+{
+    cuda_backend *cb = g_new0(cuda_backend, 1);
+    g_mutex_init(&cb->mem_lock);
+    cb->base.ops = &cuda_ops;
+    cb->base.kind = HYOCR_BACKEND_CUDA;
+    /* F32 (the zero value of the params) means "the default", FP16. */
+    cb->base.dtype = p && p->dtype == HYOCR_COMPUTE_BF16 ? HYOCR_COMPUTE_BF16 : HYOCR_COMPUTE_F16;
+    cb->act = cb->base.dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    cb->memory_limit = p ? p->memory_limit : 0;
+    cb->plans = g_hash_table_new_full(plan_hash, plan_equal, g_free, plan_free);
+    if (!device_open(cb, p, error) || !runtime_open(cb, error)) {
+        cuda_free(&cb->base);
+        return NULL;
+    }
+    return &cb->base;
+}
