@@ -639,7 +639,7 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
 
 static int decode_gt(const hk_paged_args *p)
 {
-    return (p->Hq / p->Hkv) % 2 == 0 ? 2 : 1;
+    return hk_decode_heads_per_cta(p->Hq, p->Hkv);
 }
 
 template <typename T>
@@ -676,10 +676,25 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
 
 extern "C" {
 
-size_t hk_decode_smem(int G, int split_max, int D)
+int hk_decode_heads_per_cta(int Hq, int Hkv)
 {
-    int GT = G % 2 == 0 ? 2 : 1;
+    return Hkv > 0 && (Hq / Hkv) % 2 == 0 ? 2 : 1;
+}
+
+size_t hk_decode_smem(int GT, int split_max, int D)
+{
     return sizeof(float) * ((size_t)GT * split_max + (size_t)DEC_TG * GT * D);
+}
+
+int hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv)
+{
+    int64_t grid_y = Hq / hk_decode_heads_per_cta(Hq, Hkv);
+    int64_t target = 4 * (int64_t)(sm_count > 0 ? sm_count : 80);
+    int64_t len = (total_ctx * grid_y + target - 1) / target;
+    len = (len + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN;
+    if (len < HK_SPLIT_MIN) len = HK_SPLIT_MIN;
+    if (len > HK_SPLIT_MAX) len = HK_SPLIT_MAX;
+    return (int)len;
 }
 
 cudaError_t hk_kernels_setup(void)

@@ -76,8 +76,16 @@ typedef struct {
     int            split_max;      /* most tokens one split may hold */
 } hk_paged_args;
 
-/* Shared memory the decode kernel needs for a given group size and split length. */
-size_t      hk_decode_smem(int G, int split_max, int D);
+/* Shared memory the decode kernel needs for GT heads per CTA and a split length. */
+size_t      hk_decode_smem(int GT, int split_max, int D);
+/* Query heads one decode CTA handles (2 when the GQA group size allows, else 1);
+ * the decode grid has Hq / that many CTAs per split. */
+int         hk_decode_heads_per_cta(int Hq, int Hkv);
+/* Keys per decode split for total_ctx context tokens over all decode rows:
+ * about 4 CTAs per SM, never fewer than HK_SPLIT_MIN keys nor more than HK_SPLIT_MAX. */
+#define HK_SPLIT_MIN 64
+#define HK_SPLIT_MAX 1024
+int         hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv);
 
 cudaError_t hk_kernels_probe(cudaStream_t s);
 /* Raises the dynamic shared-memory limit of the kernels that need more than 48 KiB. */

@@ -250,7 +250,10 @@ static void write_model(const char *dir, const model_opts *o)
         int k = o->shards && !s.vision ? 1 : 0;
         sb_add(&b[k], name, row_dtype(o, &s), &s, (int)i);
         g_string_append_printf(index, "%s\"%s\":\"%s\"", i ? "," : "", name, shard_names[k]);
-        if (o->duplicate && i == 5) sb_add(&b[k], o->transformers_names ? s.name : to_transformers(s.name), "F32", &s, 99);
+        if (o->duplicate && i == 5) {
+            g_autofree char *other = to_transformers(s.name);
+            sb_add(&b[k], o->transformers_names ? s.name : other, "F32", &s, 99);
+        }
     }
     if (o->extras) {
         spec_t sep = { "", 1, { TH }, true }, mtp = { "", 2, { 2, TH }, false }, u8 = { "", 1, { 3 }, false };

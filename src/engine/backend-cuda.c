@@ -21,8 +21,6 @@
 #define LT_WORKSPACE   (32u << 20)   /* cuBLASLt / cuBLAS workspace (Hopper wants 32 MiB) */
 #define STAGE_BYTES    (32u << 20)   /* host↔device conversion staging */
 #define PIN_HALF       (1u << 20)    /* pinned metadata ring: two halves */
-#define SPLIT_MIN      64            /* decode: fewest keys per split */
-#define SPLIT_CAP      1024          /* decode: most keys per split (score buffer in shared memory) */
 #define PLAN_CACHE_MAX 1024
 #define MIB(x)         ((double)(x) / (1024.0 * 1024.0))
 
@@ -766,20 +764,8 @@ static void paged_plan_clear(paged_plan *p)
         if (a[i]) g_array_free(a[i], TRUE);
 }
 
-/* Split length: enough CTAs (about 4 per SM) to read the cache at full
- * bandwidth, but no split shorter than SPLIT_MIN keys. */
-static int split_len(const cuda_backend *cb, int64_t dec_ctx, int grid_y)
-{
-    int64_t target = 4 * (int64_t)(cb->sm_count > 0 ? cb->sm_count : 80);
-    int64_t len = (dec_ctx * grid_y + target - 1) / target;
-    len = (len + SPLIT_MIN - 1) / SPLIT_MIN * SPLIT_MIN;
-    if (len < SPLIT_MIN) len = SPLIT_MIN;
-    if (len > SPLIT_CAP) len = SPLIT_CAP;
-    return (int)len;
-}
-
 static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int bs,
-                             int G, int grid_y)
+                             int Hq, int Hkv)
 {
     p->seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq));
     p->bt = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -790,7 +776,8 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
     int64_t dec_ctx = 0;
     for (int s = 0; s < n_seqs; s++)
         if (seqs[s].n_new == 1) dec_ctx += seqs[s].n_past + 1;
-    p->split_len = split_len(cb, dec_ctx, grid_y);
+    p->split_len = hk_decode_split_len(cb->sm_count, dec_ctx, Hq, Hkv);
+    int G = Hq / Hkv;
     int row = 0;
     for (int s = 0; s < n_seqs; s++) {
         const hyocr_seq_view *sv = &seqs[s];
@@ -839,9 +826,8 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
         return false;
     if (rows == 0) return true;
 
-    int G = Hq / Hkv, GT = G % 2 == 0 ? 2 : 1;
     paged_plan pp = { 0 };
-    paged_plan_build(cb, &pp, seqs, n_seqs, block_size, G, Hq / GT);
+    paged_plan_build(cb, &pp, seqs, n_seqs, block_size, Hq, Hkv);
     meta_pack mp = { g_byte_array_new() };
     size_t o_seqs = meta_add(&mp, pp.seqs->data, pp.seqs->len * sizeof(hk_seq));
     size_t o_bt = meta_add(&mp, pp.bt->data, pp.bt->len * sizeof(int32_t));

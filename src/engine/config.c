@@ -369,10 +369,9 @@ static bool parse_rope_dict(const scope *ts, const char *dict_key, JsonObject *d
                     ts->path, dict_key, type);
         return false;
     }
-    bool has_theta;
     double alpha, theta;
     if (!sc_double(&rs, "alpha", 0.0, &alpha, NULL, error) ||
-        !sc_double(&rs, "rope_theta", t->rope_theta, &theta, &has_theta, error))
+        !sc_double(&rs, "rope_theta", t->rope_theta, &theta, NULL, error))
         return false;
     /* A 'dynamic' dict without alpha is transformers' dynamic NTK by factor, which only differs
      * from plain RoPE past max_position_embeddings; the engine treats it as plain RoPE. */

@@ -94,15 +94,20 @@ typedef struct {
     char   *chat_template;       /* NULL when absent */
 } hyocr_config;
 
-/* Reads config.json, generation_config.json, preprocessor_config.json and
- * tokenizer_config.json from dir. Missing optional files leave defaults;
- * missing config.json or a missing required field is an error naming the file and key. */
+/* Reads config.json, generation_config.json, preprocessor_config.json (or the
+ * "image_processor" section of transformers-5's processor_config.json, which wins),
+ * tokenizer_config.json and chat_template.jinja from dir. Missing optional files leave defaults;
+ * missing config.json or a missing required field is an error naming the file and key.
+ * Where config.json has a key both at the top level and in text_config, the top level wins
+ * (as in transformers). */
 hyocr_config *hyocr_config_load(const char *dir, GError **error);
 void          hyocr_config_free(hyocr_config *cfg);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_config, hyocr_config_free)
 
 int  hyocr_config_vision_head_dim(const hyocr_config *cfg);
 int  hyocr_config_pos_edge(const hyocr_config *cfg);   /* max_image_size / patch_size */
+/* id is one of generation.eos_ids (generation_config.json's eos_token_id, or config.json's
+ * when that file has none, as transformers does). */
 bool hyocr_config_is_eos(const hyocr_config *cfg, int32_t id);
 
 G_END_DECLS

@@ -445,6 +445,10 @@ static bool job_setup(job_state *st, GError **error)
         .repetition_penalty = st->res->repetition_penalty, .seed = job->seed,
     };
     st->sampler = hyocr_sampler_init(&sp, V);
+    /* PyTorch divides by the penalty on the CPU but multiplies by its reciprocal on
+     * CUDA; follow the reference run of the same device kind, last-bit for last-bit. */
+    hyocr_sampler_set_penalty_divide(st->sampler, st->eng->be->kind == HYOCR_BACKEND_CPU
+                                     ? HYOCR_PENALTY_DIVIDE_TRUE : HYOCR_PENALTY_DIVIDE_RECIPROCAL);
     st->detok = hyocr_detokenizer_init(st->eng->tok, true);
     st->text = g_string_new(NULL);
     st->res->token_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));

@@ -8,10 +8,11 @@
  *    itself does for 16-bit RGB/RGBA/LA ("RGB;16B" unpacking).
  *  - EXIF orientation (JPEG APP1 Exif, PNG eXIf) is applied unless ignore_exif is set, so
  *    phone photos reach the model upright. The reference ignores it.
- *  - A JPEG whose data stops before the last scanline is an error. libjpeg would pad the
- *    rest with gray and only warn; Pillow fails as well ("image file is truncated"), since
- *    its suspending source never reaches the end. A JPEG that only lacks its EOI marker after
- *    complete image data is accepted, like Pillow.
+ *  - A JPEG whose data runs out before the last scanline is an error. libjpeg would pad the
+ *    rest with gray and only warn; Pillow fails too ("image file is truncated") because its
+ *    suspending source never gets more data, so this matches the reference. Running out only
+ *    while libjpeg looks for the final EOI, after every scanline, is accepted as by Pillow
+ *    (the Huffman read-ahead usually notices a missing EOI earlier; both then refuse).
  * Other libjpeg warnings (corrupt data inside a scan) are ignored, as Pillow ignores them. */
 #include "image.h"
 #include "error.h"
@@ -574,6 +575,8 @@ static hyocr_image *finish_image(hyocr_image *img, int orientation, const hyocr_
         hyocr_image_free(img);
         img = up;
     }
+    /* A plain LANCZOS resize to thumbnail()'s size: its reducing_gap shortcuts (JPEG draft
+     * mode, box reduce) are not reproduced, so this is the "fair" resample. */
     int w, h;
     if (img && opts->max_side > 0 && hyocr_image_fit_size(img->width, img->height, opts->max_side, &w, &h)) {
         hyocr_image *small = hyocr_image_resize_lanczos(img, w, h);
