@@ -14,6 +14,6 @@ for size in (1024, 2048, 4096):
     line = max(size // 48, 12)
     for y in range(line, size - line, line):
         for x in range(line, size - 4 * line, 3 * line):
-            d.text((x, y), "Invoice 42 总计 ¥%d" % ((x * 7 + y) % 997), fill=(20, 20, 20))
+            d.text((x, y), "Invoice 42 total %d EUR" % ((x * 7 + y) % 997), fill=(20, 20, 20))
     img.save(os.path.join(out, "page_%d.png" % size))
     print(os.path.join(out, "page_%d.png" % size))

@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_PATH 1
+#include <immintrin.h>
+#endif
 #if HYOCR_HAVE_BLAS
 #include <cblas.h>
 /* OpenBLAS' cblas.h pulls in <complex.h>, whose macro I clashes with our shapes. */
@@ -25,8 +29,8 @@
 #endif
 
 #define CPU_ALIGN   64
-#define ATT_KB      64    /* keys per online-softmax block */
-#define ATT_QMAX    16    /* query vectors sharing one pass over the keys */
+#define ATT_KB      256   /* keys per online-softmax block */
+#define ATT_QMAX    128   /* query vectors sharing one pass over the keys */
 #define ATT_DMAX    512
 #define GEMM_TILE   64
 
@@ -154,7 +158,7 @@ typedef struct {
     hyocr_backend base;
     int           n_threads;
     cpu_pool     *pool;
-    bool          use_blas;
+    bool          use_blas, avx2;
     int64_t       memory_limit;
     GMutex        mem_lock;
     int64_t       bytes[HYOCR_BUF_KV + 1];
@@ -412,21 +416,53 @@ static inline float dot_f32(const float *a, const float *b, int n)
     return s;
 }
 
-/* y[i] = y[i] * c + p * x[i] */
-static inline void scale_axpy(float *y, float c, float p, const float *x, int n)
-{
-    v4f vc = { c, c, c, c }, vp = { p, p, p, p };
-    int i = 0;
-    for (; i + 4 <= n; i += 4) st4(y + i, ld4(y + i) * vc + vp * ld4(x + i));
-    for (; i < n; i++) y[i] = y[i] * c + p * x[i];
-}
-
 static inline void axpy(float *y, float p, const float *x, int n)
 {
     v4f vp = { p, p, p, p };
     int i = 0;
     for (; i + 4 <= n; i += 4) st4(y + i, ld4(y + i) + vp * ld4(x + i));
     for (; i < n; i++) y[i] += p * x[i];
+}
+
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+/* lanes of a where mask is set, else of b (C has no vector ?:) */
+static inline v4f select4(v4i mask, v4f a, v4f b)
+{
+    v4i ai, bi;
+    memcpy(&ai, &a, sizeof ai);
+    memcpy(&bi, &b, sizeof bi);
+    v4i r = (ai & mask) | (bi & ~mask);
+    v4f f;
+    memcpy(&f, &r, sizeof f);
+    return f;
+}
+
+/* exp on four lanes: x = n·ln 2 + r (ln 2 split in two for an exact-ish r),
+ * e^r = 1 + r + r²·q(r) with q a degree-5 Chebyshev fit on |r| ≤ ln 2 / 2
+ * made for this file (error 2e-10 before rounding), so within ~2 ulp of expf.
+ * Inputs below −87 give ~1e-38 instead of smaller numbers, which no softmax
+ * sum can notice. */
+static inline v4f exp4(v4f x)
+{
+    const v4f hi = { 88.0f, 88.0f, 88.0f, 88.0f }, lo = { -87.0f, -87.0f, -87.0f, -87.0f };
+    x = select4(x > hi, hi, x);
+    x = select4(x < lo, lo, x);
+    const v4f log2e = { 1.44269504088896341f, 1.44269504088896341f, 1.44269504088896341f, 1.44269504088896341f };
+    const v4f magic = { 12582912.0f, 12582912.0f, 12582912.0f, 12582912.0f };   /* 1.5·2^23: round to int */
+    v4f n = (x * log2e + magic) - magic;
+    v4f r = x - n * 0.693359375f - n * -2.12194440e-4f;
+    v4f p = (v4f){ 1.9890980870e-04f, 1.9890980870e-04f, 1.9890980870e-04f, 1.9890980870e-04f };
+    p = p * r + 1.3933641032e-03f;
+    p = p * r + 8.3333109344e-03f;
+    p = p * r + 4.1666465006e-02f;
+    p = p * r + 1.6666666682e-01f;
+    p = p * r + 5.0000000135e-01f;
+    p = p * r * r + r + 1.0f;
+    v4i bits = (__builtin_convertvector(n, v4i) + 127) << 23;
+    v4f two_n;
+    memcpy(&two_n, &bits, sizeof two_n);
+    return p * two_n;
 }
 
 /* ---------------------------------------------------------------- matmul */
@@ -513,12 +549,15 @@ static void blas_tile_task(void *p, int64_t b, int64_t e)
     }
 }
 
+#endif
+
 static void blas_single_thread(void)
 {
+#if HYOCR_HAVE_BLAS
     if (openblas_set_num_threads && openblas_get_num_threads && openblas_get_num_threads() != 1)
         openblas_set_num_threads(1);
-}
 #endif
+}
 
 static void blas_gemm(hyocr_backend *be, gemm_ctx *c)
 {
@@ -572,8 +611,9 @@ static void layernorm_task(void *p, int64_t b, int64_t e)
             const float *d = c->delta + (size_t)m * N;
             for (int i = 0; i < N; i++) r[i] += d[i];
         }
-        /* Two passes in double: the mean and the biased variance come out
-         * correctly rounded, which keeps us within an ulp of torch's Welford. */
+        /* Two passes in double: mean and biased variance carry no error worth
+         * the name, so the output is as close to the true LayerNorm as fp32
+         * allows (torch's float Welford lands within a few ulp of it). */
         double s = 0.0;
         for (int i = 0; i < N; i++) s += r[i];
         double mean = s / N, v = 0.0;
@@ -668,12 +708,44 @@ static bool cpu_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *y, size_t 
     return true;
 }
 
+/* Exact-erf GELU, x·Φ(x), without erff (which costs ~12 ns an element):
+ * erfc(u) = t·exp(g(t) − u²) with t = 1/(1 + u/2) and g a degree-10 Chebyshev
+ * fit made for this file (relative error ≤ 1e-7 for all u ≥ 0). Working from
+ * erfc(|x|/√2) keeps the negative tail relative error below 1e-5 down to
+ * x = −9 (where the textbook 1 + erf(x/√2) has cancelled to nothing); the
+ * rounding of u² is what limits it there. */
+static const float gelu_g[11] = {
+    4.7696499253e-03f, 1.4636139005e-01f, -7.6845809802e-01f, 1.4231719611e+00f,
+    -1.0869556313e+00f, 2.5671507328e-01f, -1.8006151414e-01f, 9.5772412568e-02f,
+    3.7417608815e-01f, 1.0000209430e+00f, -1.2655122103e+00f,
+};
+
+static inline v4f gelu4(v4f x)
+{
+    v4i bits, sign_mask = { INT32_MAX, INT32_MAX, INT32_MAX, INT32_MAX };
+    memcpy(&bits, &x, sizeof bits);
+    bits &= sign_mask;
+    v4f ax;
+    memcpy(&ax, &bits, sizeof ax);
+    v4f u = ax * (float)M_SQRT1_2;
+    v4f t = 1.0f / (1.0f + 0.5f * u);
+    v4f g = (v4f){ 0 } + gelu_g[0];
+    for (int i = 1; i < 11; i++) g = g * t + gelu_g[i];
+    v4f half_erfc = 0.5f * t * exp4(g - u * u);
+    v4f phi = select4(x >= 0.0f, 1.0f - half_erfc, half_erfc);
+    return x * phi;
+}
+
 static void gelu_task(void *p, int64_t b, int64_t e)
 {
     const pw_ctx *c = p;
-    for (int64_t i = b; i < e; i++) {
-        float v = c->x[i];
-        c->x[i] = v * 0.5f * (1.0f + erff(v * (float)M_SQRT1_2));
+    int64_t i = b;
+    for (; i + 4 <= e; i += 4) st4(c->x + i, gelu4(ld4(c->x + i)));
+    if (i < e) {
+        float tail[4] = { 0 };
+        memcpy(tail, c->x + i, (size_t)(e - i) * sizeof(float));
+        st4(tail, gelu4(ld4(tail)));
+        memcpy(c->x + i, tail, (size_t)(e - i) * sizeof(float));
     }
 }
 
@@ -685,7 +757,8 @@ static bool cpu_gelu(hyocr_backend *be, hyocr_buf *x, size_t n, GError **error)
     return true;
 }
 
-/* rows of gu: [gate (I) | up (I)]; out rows: I */
+/* rows of gu: [gate (I) | up (I)]; out rows: I. silu(g) = g / (1 + e^−g), with
+ * exp4 (≤ 1 ulp) in place of expf. */
 static void swiglu_task(void *p, int64_t b, int64_t e)
 {
     const pw_ctx *c = p;
@@ -693,9 +766,15 @@ static void swiglu_task(void *p, int64_t b, int64_t e)
     for (int64_t m = b; m < e; m++) {
         const float *g = c->y + (size_t)m * 2 * I, *u = g + I;
         float *o = c->x + (size_t)m * I;
-        for (int i = 0; i < I; i++) {
-            float s = g[i] / (1.0f + expf(-g[i]));
-            o[i] = s * u[i];
+        int i = 0;
+        for (; i + 4 <= I; i += 4) {
+            v4f gv = ld4(g + i);
+            st4(o + i, gv / (1.0f + exp4(-gv)) * ld4(u + i));
+        }
+        for (; i < I; i++) {
+            float gi[4] = { g[i] }, s[4];
+            st4(s, ld4(gi) / (1.0f + exp4(-ld4(gi))));
+            o[i] = s[0] * u[i];
         }
     }
 }
@@ -864,106 +943,279 @@ static bool cpu_append_newline(hyocr_backend *be, hyocr_buf *out, const hyocr_bu
 
 /* ---------------------------------------------------------------- attention core */
 
-/* A group of query vectors that walk the same keys together, so each key block
- * is loaded once per group. Key j is visible to query q when j < limit[q].
- * Keys come in blocks of ATT_KB whose boundaries depend only on the key
- * index, so a query's result does not depend on which group it is in. */
+/* Flash-style attention over one tile of up to ATT_QMAX query vectors: keys are
+ * gathered in blocks of ATT_KB into contiguous scratch, scores and the value
+ * sum of a block are two small GEMMs, and an online softmax carries the row
+ * maxima and sums between blocks, so memory stays O(tile · block). Key j is
+ * visible to query i when j < limit[i]. Block boundaries depend only on the
+ * key index, and the tile's layout only on the shapes, so results do not
+ * depend on the thread count. */
+
 typedef struct {
     int          nq, D;
     float        scale;
-    const float *q[ATT_QMAX];
+    bool         use_blas, avx2;
+    float       *qt;                 /* [ATT_QMAX, D] gathered queries */
     float       *out[ATT_QMAX];
     int          limit[ATT_QMAX];
-} att_group;
+} att_tile;
 
-/* Fills kp/vp with the key/value rows of keys [j0, j0 + n). */
-typedef void (*att_keys_fn)(const void *ctx, int j0, int n, const float **kp, const float **vp);
+/* Copies the key and value rows of keys [j0, j0 + n) into kb, vb ([n, D]). */
+typedef void (*att_gather_fn)(const void *ctx, int j0, int n, float *kb, float *vb);
 
-static void att_run(const att_group *g, att_keys_fn keys, const void *kctx)
+/* Per-item scratch: gathered queries, key and value block, scores, accumulator. */
+typedef struct {
+    float *q, *k, *v, *s, *acc;
+} att_scratch;
+
+static float *att_scratch_new(int D, att_scratch *s)
 {
-    int D = g->D, n_keys = 0;
-    for (int q = 0; q < g->nq; q++)
-        if (g->limit[q] > n_keys) n_keys = g->limit[q];
-    float m[ATT_QMAX], l[ATT_QMAX], s[ATT_KB];
-    float acc[ATT_QMAX][ATT_DMAX];
-    for (int q = 0; q < g->nq; q++) {
-        m[q] = -INFINITY;
-        l[q] = 0.0f;
-        memset(acc[q], 0, (size_t)D * sizeof(float));
+    size_t qd = (size_t)ATT_QMAX * D, kd = (size_t)ATT_KB * D;
+    void *p = NULL;
+    if (posix_memalign(&p, CPU_ALIGN, (2 * qd + 2 * kd + (size_t)ATT_QMAX * ATT_KB) * sizeof(float)))
+        return NULL;
+    float *mem = p;
+    s->q = mem;
+    s->k = s->q + qd;
+    s->v = s->k + kd;
+    s->acc = s->v + kd;
+    s->s = s->acc + qd;
+    return mem;
+}
+
+static float max_row(const float *s, int n)
+{
+    v4f a = { -INFINITY, -INFINITY, -INFINITY, -INFINITY }, b = a;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v4f x = ld4(s + j), y = ld4(s + j + 4);
+        a = select4(x > a, x, a);
+        b = select4(y > b, y, b);
     }
-    const float *kp[ATT_KB], *vp[ATT_KB];
-    for (int j0 = 0; j0 < n_keys; j0 += ATT_KB) {
-        int nb = n_keys - j0 < ATT_KB ? n_keys - j0 : ATT_KB;
-        keys(kctx, j0, nb, kp, vp);
-        for (int q = 0; q < g->nq; q++) {
-            int nv = g->limit[q] - j0 < nb ? g->limit[q] - j0 : nb;
-            if (nv <= 0) continue;
-            float mb = -INFINITY;
-            for (int j = 0; j < nv; j++) {
-                s[j] = dot_f32(g->q[q], kp[j], D) * g->scale;
-                if (s[j] > mb) mb = s[j];
-            }
-            float mn = mb > m[q] ? mb : m[q];
-            float corr = expf(m[q] - mn);   /* 0 on the first block */
-            m[q] = mn;
-            float lsum = 0.0f;
-            for (int j = 0; j < nv; j++) {
-                s[j] = expf(s[j] - mn);
-                lsum += s[j];
-            }
-            l[q] = l[q] * corr + lsum;
-            scale_axpy(acc[q], corr, s[0], vp[0], D);
-            for (int j = 1; j < nv; j++) axpy(acc[q], s[j], vp[j], D);
+    a = select4(b > a, b, a);
+    float m = a[0];
+    for (int k = 1; k < 4; k++) m = a[k] > m ? a[k] : m;
+    for (; j < n; j++) m = s[j] > m ? s[j] : m;
+    return m;
+}
+
+#ifdef HAVE_AVX2_PATH
+/* exp4's method with 8 lanes and FMA: the softmax is a third of the attention
+ * time with SSE alone. Chosen once per machine, so results stay fixed there. */
+__attribute__((target("avx2,fma"))) static float exp_row_avx2(float *s, int n, float m)
+{
+    const __m256 hi = _mm256_set1_ps(88.0f), lo = _mm256_set1_ps(-87.0f), vm = _mm256_set1_ps(m);
+    __m256 sum = _mm256_setzero_ps();
+    for (int j = 0; j < n; j += 8) {
+        int k = n - j < 8 ? n - j : 8;
+        float tail[8];
+        const float *src = s + j;
+        if (k < 8) {   /* pad the last chunk with lanes that are dropped */
+            for (int q = 0; q < 8; q++) tail[q] = q < k ? s[j + q] : m;
+            src = tail;
+        }
+        __m256 x = _mm256_sub_ps(_mm256_loadu_ps(src), vm);
+        x = _mm256_max_ps(_mm256_min_ps(x, hi), lo);
+        __m256 nn = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 r = _mm256_fnmadd_ps(nn, _mm256_set1_ps(0.693359375f), x);
+        r = _mm256_fnmadd_ps(nn, _mm256_set1_ps(-2.12194440e-4f), r);
+        __m256 p = _mm256_set1_ps(1.9890980870e-04f);
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3933641032e-03f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3333109344e-03f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1666465006e-02f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666666682e-01f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000000135e-01f));
+        p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+        __m256i e2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(nn), _mm256_set1_epi32(127)), 23);
+        __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(e2));
+        if (k < 8) {
+            _mm256_storeu_ps(tail, e);
+            for (int q = 0; q < 8; q++) tail[q] = q < k ? tail[q] : 0.0f;
+            memcpy(s + j, tail, (size_t)k * sizeof(float));
+            e = _mm256_loadu_ps(tail);
+        } else {
+            _mm256_storeu_ps(s + j, e);
+        }
+        sum = _mm256_add_ps(sum, e);
+    }
+    float v[8];
+    _mm256_storeu_ps(v, sum);
+    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+static bool cpu_has_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#else
+static bool cpu_has_avx2(void) { return false; }
+#endif
+
+/* s[j] = exp(s[j] − m) for j < n; returns their sum */
+static float exp_row(float *s, int n, float m, bool avx2)
+{
+#ifdef HAVE_AVX2_PATH
+    if (avx2) return exp_row_avx2(s, n, m);
+#endif
+    v4f vm = { m, m, m, m }, sum = { 0 }, sum2 = { 0 };
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {   /* two independent chains */
+        v4f e = exp4(ld4(s + j) - vm), f = exp4(ld4(s + j + 4) - vm);
+        st4(s + j, e);
+        st4(s + j + 4, f);
+        sum += e;
+        sum2 += f;
+    }
+    for (; j + 4 <= n; j += 4) {
+        v4f e = exp4(ld4(s + j) - vm);
+        st4(s + j, e);
+        sum += e;
+    }
+    float total = hsum4(sum + sum2);
+    if (j < n) {
+        float tail[4] = { m, m, m, m };
+        memcpy(tail, s + j, (size_t)(n - j) * sizeof(float));
+        st4(tail, exp4(ld4(tail) - vm));
+        for (int k = 0; k < n - j; k++) {
+            s[j + k] = tail[k];
+            total += tail[k];
         }
     }
-    for (int q = 0; q < g->nq; q++) {
-        float inv = l[q] > 0.0f ? 1.0f / l[q] : 0.0f;
-        for (int d = 0; d < D; d++) g->out[q][d] = acc[q][d] * inv;
+    return total;
+}
+
+/* s[nq, nb] = scale · q[nq, D] · k[nb, D]ᵀ */
+static void att_scores(const att_tile *t, const float *k, int nb, float *s)
+{
+#if HYOCR_HAVE_BLAS
+    if (t->use_blas) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t->nq, nb, t->D, t->scale, t->qt, t->D,
+                    k, t->D, 0.0f, s, ATT_KB);
+        return;
+    }
+#endif
+    for (int i = 0; i < t->nq; i++)
+        for (int j = 0; j < nb; j++)
+            s[(size_t)i * ATT_KB + j] = dot_f32(t->qt + (size_t)i * t->D, k + (size_t)j * t->D, t->D) * t->scale;
+}
+
+/* acc[nq, D] += p[nq, nb] · v[nb, D] */
+static void att_values(const att_tile *t, const float *p, const float *v, int nb, float *acc)
+{
+#if HYOCR_HAVE_BLAS
+    if (t->use_blas) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t->nq, t->D, nb, 1.0f, p, ATT_KB,
+                    v, t->D, 1.0f, acc, t->D);
+        return;
+    }
+#endif
+    for (int i = 0; i < t->nq; i++)
+        for (int j = 0; j < nb; j++)
+            axpy(acc + (size_t)i * t->D, p[(size_t)i * ATT_KB + j], v + (size_t)j * t->D, t->D);
+}
+
+static void att_run(const att_tile *t, const att_scratch *w, att_gather_fn gather, const void *gctx)
+{
+    int D = t->D, n_keys = 0;
+    float m[ATT_QMAX], l[ATT_QMAX];
+    for (int i = 0; i < t->nq; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+        if (t->limit[i] > n_keys) n_keys = t->limit[i];
+    }
+    memset(w->acc, 0, (size_t)t->nq * D * sizeof(float));
+    for (int j0 = 0; j0 < n_keys; j0 += ATT_KB) {
+        int nb = n_keys - j0 < ATT_KB ? n_keys - j0 : ATT_KB;
+        gather(gctx, j0, nb, w->k, w->v);
+        att_scores(t, w->k, nb, w->s);
+        for (int i = 0; i < t->nq; i++) {
+            float *s = w->s + (size_t)i * ATT_KB, *acc = w->acc + (size_t)i * D;
+            int nv = t->limit[i] - j0 < nb ? t->limit[i] - j0 : nb;
+            if (nv <= 0) {   /* causal: nothing visible in this block */
+                memset(s, 0, (size_t)nb * sizeof(float));
+                continue;
+            }
+            float mb = max_row(s, nv);
+            float mn = mb > m[i] ? mb : m[i];
+            float corr = expf(m[i] - mn);   /* 0 on the first block */
+            m[i] = mn;
+            l[i] = l[i] * corr + exp_row(s, nv, mn, t->avx2);
+            for (int j = nv; j < nb; j++) s[j] = 0.0f;
+            if (corr != 1.0f)
+                for (int d = 0; d < D; d++) acc[d] *= corr;
+        }
+        att_values(t, w->s, w->v, nb, w->acc);
+    }
+    for (int i = 0; i < t->nq; i++) {
+        const float *acc = w->acc + (size_t)i * D;
+        float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+        for (int d = 0; d < D; d++) t->out[i][d] = acc[d] * inv;
     }
 }
 
 /* ---------------------------------------------------------------- attention_full */
 
-#define FULL_QT 8   /* query rows per item */
-
 typedef struct {
     float       *out;
     const float *qkv;
-    int          n, H, D;
+    int          n, H, D, n_tiles;
     float        scale;
-    int          n_tiles;
+    bool         use_blas, avx2;
+    atomic_int   oom;
 } full_ctx;
 
 typedef struct {
-    const float *base;  /* k of key 0 */
+    const float *k;     /* k of key 0 for this head */
     size_t       row;   /* qkv row stride */
-    size_t       voff;  /* v - k offset */
+    size_t       voff;  /* v − k offset */
+    int          D;
 } full_keys;
 
-static void full_keys_fn(const void *p, int j0, int n, const float **kp, const float **vp)
+static void full_gather(const void *p, int j0, int n, float *kb, float *vb)
 {
-    const full_keys *k = p;
+    const full_keys *g = p;
+    size_t bytes = (size_t)g->D * sizeof(float);
     for (int j = 0; j < n; j++) {
-        kp[j] = k->base + (size_t)(j0 + j) * k->row;
-        vp[j] = kp[j] + k->voff;
+        const float *k = g->k + (size_t)(j0 + j) * g->row;
+        memcpy(kb + (size_t)j * g->D, k, bytes);
+        memcpy(vb + (size_t)j * g->D, k + g->voff, bytes);
     }
 }
 
 static void full_task(void *p, int64_t b, int64_t e)
 {
-    const full_ctx *c = p;
+    full_ctx *c = p;
+    att_scratch w;
+    float *mem = att_scratch_new(c->D, &w);
+    if (!mem) {
+        atomic_store(&c->oom, 1);
+        return;
+    }
     size_t row = (size_t)3 * c->H * c->D;
     for (int64_t it = b; it < e; it++) {
-        int h = (int)(it / c->n_tiles), r0 = (int)(it % c->n_tiles) * FULL_QT;
-        att_group g = { .D = c->D, .scale = c->scale };
-        for (int r = r0; r < r0 + FULL_QT && r < c->n; r++, g.nq++) {
-            g.q[g.nq] = c->qkv + (size_t)r * row + (size_t)h * c->D;
-            g.out[g.nq] = c->out + ((size_t)r * c->H + h) * c->D;
-            g.limit[g.nq] = c->n;
+        int h = (int)(it / c->n_tiles), r0 = (int)(it % c->n_tiles) * ATT_QMAX;
+        att_tile t = { .D = c->D, .scale = c->scale, .use_blas = c->use_blas, .avx2 = c->avx2, .qt = w.q };
+        for (int r = r0; r < r0 + ATT_QMAX && r < c->n; r++, t.nq++) {
+            memcpy(w.q + (size_t)t.nq * c->D, c->qkv + (size_t)r * row + (size_t)h * c->D,
+                   (size_t)c->D * sizeof(float));
+            t.out[t.nq] = c->out + ((size_t)r * c->H + h) * c->D;
+            t.limit[t.nq] = c->n;
         }
-        full_keys k = { c->qkv + (size_t)(c->H + h) * c->D, row, (size_t)c->H * c->D };
-        att_run(&g, full_keys_fn, &k);
+        full_keys k = { c->qkv + (size_t)(c->H + h) * c->D, row, (size_t)c->H * c->D, c->D };
+        att_run(&t, &w, full_gather, &k);
     }
+    free(mem);
+}
+
+static bool att_oom(atomic_int *flag, const char *op, int D, GError **error)
+{
+    if (!atomic_load(flag)) return true;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                "CPU backend: %s: out of memory for %zu bytes of attention scratch", op,
+                (2 * (size_t)ATT_QMAX * D + 2 * (size_t)ATT_KB * D + (size_t)ATT_QMAX * ATT_KB) * sizeof(float));
+    return false;
 }
 
 static bool cpu_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, int n, int H, int D,
@@ -978,9 +1230,11 @@ static bool cpu_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_bu
     if (!need("attention_full", "out", out, (size_t)n * H * D, error) ||
         !need("attention_full", "qkv", qkv, (size_t)n * 3 * H * D, error))
         return false;
-    full_ctx c = { F(out), F(qkv), n, H, D, scale, (n + FULL_QT - 1) / FULL_QT };
+    full_ctx c = { F(out), F(qkv), n, H, D, (n + ATT_QMAX - 1) / ATT_QMAX, scale, CB(be)->use_blas,
+                   CB(be)->avx2, 0 };
+    blas_single_thread();
     run(be, (int64_t)H * c.n_tiles, 1, full_task, &c);
-    return true;
+    return att_oom(&c.oom, "attention_full", D, error);
 }
 
 /* ---------------------------------------------------------------- rope + qk norm */
@@ -994,11 +1248,15 @@ static bool rope_axes(const hyocr_rope_params *rp, int n_axes, int *axis, GError
         return true;
     }
     int sum = 0;
-    for (int k = 0; k < rp->n_sections; k++) sum += rp->section[k] > 0 ? rp->section[k] : 0;
-    if (sum != half) {
+    bool bad = rp->n_sections < 0 || rp->n_sections > (int)G_N_ELEMENTS(rp->section);
+    for (int k = 0; !bad && k < rp->n_sections; k++) {
+        bad = rp->section[k] < 0;
+        sum += rp->section[k];
+    }
+    if (bad || sum != half) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "CPU backend: rope sections sum to %d but head_dim/2 is %d; fix the rope section config",
-                    sum, half);
+                    "CPU backend: rope sections (%d of them) must be non-negative and sum to head_dim/2 = %d; "
+                    "fix the rope section config", rp->n_sections, half);
         return false;
     }
     if (n_axes != 1 && n_axes < rp->n_sections) {
@@ -1086,6 +1344,8 @@ typedef struct {
     const int            *item0;   /* first item of each sequence */
     int                   n_seqs, bs, Hq, Hkv, D, qt;   /* qt: query rows per item */
     float                 scale;
+    bool                  use_blas, avx2;
+    atomic_int            oom;
 } paged_ctx;
 
 static inline size_t paged_slot(const hyocr_seq_view *s, int bs, int pos)
@@ -1114,40 +1374,53 @@ typedef struct {
     int                   kvh;
 } paged_keys;
 
-static void paged_keys_fn(const void *p, int j0, int n, const float **kp, const float **vp)
+static void paged_gather(const void *p, int j0, int n, float *kb, float *vb)
 {
-    const paged_keys *k = p;
-    size_t kvw = (size_t)k->c->Hkv * k->c->D, off = (size_t)k->kvh * k->c->D;
+    const paged_keys *g = p;
+    int D = g->c->D;
+    size_t kvw = (size_t)g->c->Hkv * D, off = (size_t)g->kvh * D, bytes = (size_t)D * sizeof(float);
     for (int j = 0; j < n; j++) {
-        size_t at = paged_slot(k->sv, k->c->bs, j0 + j) * kvw + off;
-        kp[j] = k->c->kc + at;
-        vp[j] = k->c->vc + at;
+        size_t at = paged_slot(g->sv, g->c->bs, j0 + j) * kvw + off;
+        memcpy(kb + (size_t)j * D, g->c->kc + at, bytes);
+        memcpy(vb + (size_t)j * D, g->c->vc + at, bytes);
     }
+}
+
+/* One item: a KV head of one sequence and up to qt of its rows, with all the
+ * query heads that share the KV head (GQA) stacked in one tile. */
+static void paged_item(const paged_ctx *c, const att_scratch *w, int64_t it)
+{
+    int G = c->Hq / c->Hkv, s = 0;
+    while (it >= c->item0[s + 1]) s++;
+    const hyocr_seq_view *sv = &c->seqs[s];
+    int local = (int)(it - c->item0[s]);
+    int kvh = local % c->Hkv, r0 = (local / c->Hkv) * c->qt;
+    size_t row = (size_t)(c->Hq + 2 * c->Hkv) * c->D;
+    att_tile t = { .D = c->D, .scale = c->scale, .use_blas = c->use_blas, .avx2 = c->avx2, .qt = w->q };
+    for (int r = r0; r < r0 + c->qt && r < sv->n_new; r++) {
+        size_t qr = (size_t)(c->row0[s] + r);
+        for (int k = 0; k < G; k++, t.nq++) {
+            int h = kvh * G + k;
+            memcpy(w->q + (size_t)t.nq * c->D, c->qkv + qr * row + (size_t)h * c->D, (size_t)c->D * sizeof(float));
+            t.out[t.nq] = c->out + (qr * c->Hq + h) * c->D;
+            t.limit[t.nq] = sv->n_past + r + 1;
+        }
+    }
+    paged_keys k = { c, sv, kvh };
+    att_run(&t, w, paged_gather, &k);
 }
 
 static void paged_att_task(void *p, int64_t b, int64_t e)
 {
-    const paged_ctx *c = p;
-    int G = c->Hq / c->Hkv, s = 0;
-    size_t row = (size_t)(c->Hq + 2 * c->Hkv) * c->D;
-    for (int64_t it = b; it < e; it++) {
-        while (it >= c->item0[s + 1]) s++;
-        const hyocr_seq_view *sv = &c->seqs[s];
-        int local = (int)(it - c->item0[s]);
-        int kvh = local % c->Hkv, r0 = (local / c->Hkv) * c->qt;
-        att_group g = { .D = c->D, .scale = c->scale };
-        for (int r = r0; r < r0 + c->qt && r < sv->n_new; r++) {
-            size_t qr = (size_t)(c->row0[s] + r);
-            for (int k = 0; k < G; k++, g.nq++) {
-                int h = kvh * G + k;
-                g.q[g.nq] = c->qkv + qr * row + (size_t)h * c->D;
-                g.out[g.nq] = c->out + (qr * c->Hq + h) * c->D;
-                g.limit[g.nq] = sv->n_past + r + 1;
-            }
-        }
-        paged_keys k = { c, sv, kvh };
-        att_run(&g, paged_keys_fn, &k);
+    paged_ctx *c = p;
+    att_scratch w;
+    float *mem = att_scratch_new(c->D, &w);
+    if (!mem) {
+        atomic_store(&c->oom, 1);
+        return;
     }
+    for (int64_t it = b; it < e; it++) paged_item(c, &w, it);
+    free(mem);
 }
 
 static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t cache_blocks, GError **error)
@@ -1169,6 +1442,26 @@ static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t c
                             "but the cache has %zu blocks", s, i, sv->block_table[i], cache_blocks);
                 return false;
             }
+    }
+    return true;
+}
+
+/* Offsets of each sequence's rows and items; false when they overflow int. */
+static bool paged_layout(const hyocr_seq_view *seqs, int n_seqs, int qt, int Hkv, int *row0, int *item0,
+                         GError **error)
+{
+    int64_t rows = 0, items = 0;
+    for (int s = 0; s <= n_seqs; s++) {
+        row0[s] = (int)rows;
+        item0[s] = (int)items;
+        if (s == n_seqs) break;
+        rows += seqs[s].n_new;
+        items += (int64_t)(seqs[s].n_new + qt - 1) / qt * Hkv;
+        if (rows > INT_MAX || items > INT_MAX) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "CPU backend: attention_paged: too many rows in one call");
+            return false;
+        }
     }
     return true;
 }
@@ -1197,31 +1490,18 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
                     "CPU backend: attention_paged: out of memory for %d sequence offsets", n_seqs);
         return false;
     }
-    /* All query heads of one KV head walk its keys together (GQA), for as
-     * many rows as fit in a group. */
     int qt = ATT_QMAX / (Hq / Hkv);
-    int64_t rows = 0, items = 0;
-    for (int s = 0; s < n_seqs; s++) {
-        row0[s] = (int)rows;
-        item0[s] = (int)items;
-        rows += seqs[s].n_new;
-        items += (int64_t)(seqs[s].n_new + qt - 1) / qt * Hkv;
-        if (rows > INT_MAX || items > INT_MAX) {
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "CPU backend: attention_paged: too many rows in one call");
-            return false;
-        }
-    }
-    row0[n_seqs] = (int)rows;
-    item0[n_seqs] = (int)items;
+    if (!paged_layout(seqs, n_seqs, qt, Hkv, row0, item0, error)) return false;
+    int rows = row0[n_seqs];
     if (!need("attention_paged", "qkv", qkv, (size_t)rows * (Hq + 2 * Hkv) * D, error) ||
         !need("attention_paged", "out", out, (size_t)rows * Hq * D, error))
         return false;
     paged_ctx c = { F(out), F(k_cache), F(v_cache), F(qkv), seqs, row0, item0, n_seqs,
-                    block_size, Hq, Hkv, D, qt, scale };
+                    block_size, Hq, Hkv, D, qt, scale, CB(be)->use_blas, CB(be)->avx2, 0 };
+    blas_single_thread();
     run(be, rows, 4, paged_write_task, &c);
-    run(be, items, 1, paged_att_task, &c);
-    return true;
+    run(be, item0[n_seqs], 1, paged_att_task, &c);
+    return att_oom(&c.oom, "attention_paged", D, error);
 }
 
 /* ---------------------------------------------------------------- embed, info */
@@ -1321,8 +1601,11 @@ hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **er
     cb->n_threads = n;
     cb->pool = pool;
     cb->memory_limit = p ? p->memory_limit : 0;
-    /* HYOCR_CPU_NO_BLAS=1 selects the built-in GEMM (tests, benchmarks). */
-    cb->use_blas = HYOCR_HAVE_BLAS && !g_getenv("HYOCR_CPU_NO_BLAS");
+    /* HYOCR_CPU_GENERIC=1 selects the portable code paths (no OpenBLAS, no
+     * AVX2), so tests and benchmarks can reach them on any machine. */
+    bool generic = g_getenv("HYOCR_CPU_GENERIC") != NULL;
+    cb->use_blas = HYOCR_HAVE_BLAS && !generic;
+    cb->avx2 = !generic && cpu_has_avx2();
     g_mutex_init(&cb->mem_lock);
     return &cb->base;
 }

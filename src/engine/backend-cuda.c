@@ -293,16 +293,18 @@ static bool cuda_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off
                     t && t->file ? " in " : "", t && t->file ? t->file : "");
         return false;
     }
-    int64_t numel = hyocr_tensor_numel(t);
-    size_t esz = t->dtype == HYOCR_DTYPE_F32 ? 4 : 2;
-    if (numel < 0 || (uint64_t)numel > SIZE_MAX / esz || (size_t)numel * esz > t->nbytes ||
-        (numel > 0 && !t->data)) {
+    size_t esz = t->dtype == HYOCR_DTYPE_F32 ? 4 : 2, n = 1;
+    bool bad = t->n_dims < 0 || t->n_dims > HYOCR_MAX_DIMS;
+    for (int i = 0; !bad && i < t->n_dims; i++) {
+        bad = t->shape[i] < 0 || (t->shape[i] > 0 && n > SIZE_MAX / esz / (size_t)t->shape[i]);
+        n *= bad ? 1 : (size_t)t->shape[i];
+    }
+    if (bad || n * esz > t->nbytes || (n > 0 && !t->data)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "CUDA backend: tensor %s%s%s: %" G_GINT64_FORMAT " elements do not fit the %zu bytes stored",
-                    name, t->file ? " in " : "", t->file ? t->file : "", numel, t->nbytes);
+                    "CUDA backend: tensor %s%s%s: its shape does not fit the %zu bytes stored", name,
+                    t->file ? " in " : "", t->file ? t->file : "", t->nbytes);
         return false;
     }
-    size_t n = (size_t)numel;
     if (dst_off > SIZE_MAX - n || !need("upload_weight", name, dst, dst_off + n, error)) return false;
     hk_dtype st = t->dtype == HYOCR_DTYPE_F32 ? HK_F32 : t->dtype == HYOCR_DTYPE_F16 ? HK_F16 : HK_BF16;
     hk_dtype dt = buf_t(cb, dst);

@@ -111,8 +111,9 @@ typedef struct {
                          int edge, int gh, int gw, int C, hyocr_posemb_interp interp, GError **error);
     /* Gathers 2×2 cells for the merger conv: out[(gh/2)(gw/2), 4C], order (c, dy, dx). */
     bool   (*merge_gather)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, int gh, int gw, int C, GError **error);
-    /* out[Hm·(Wm+1)+2, ?]: rows arranged as the merger output grid with a newline column;
-     * x[Hm·Wm, C] rows are placed at (i, j<Wm), newline[C] at (i, Wm). */
+    /* out[Hm·(Wm+1), C]: rows arranged as the merger output grid with a newline column;
+     * x[Hm·Wm, C] rows are placed at (i, j<Wm), newline[C] at (i, Wm). The image
+     * begin/end rows that complete the Hm·(Wm+1)+2 tokens are the caller's. */
     bool   (*append_newline)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *newline,
                              int Hm, int Wm, int C, GError **error);
 

@@ -28,6 +28,8 @@ struct hyocr_engine {
     int               n_eos;
     gint              cancel;   /* atomic */
     gint              busy;     /* atomic */
+    gint              live_kv_blocks;   /* atomic: KV blocks held by the running job, for mem_info */
+    int64_t           kv_block_bytes;   /* fixed after load, so mem_info never touches the pool */
 };
 
 void hyocr_engine_params_init(hyocr_engine_params *p)
@@ -168,6 +170,7 @@ static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError 
     if (!hyocr_model_kv_init(eng->model, bs, p->kv_n_blocks, MIN(INITIAL_KV_TOKENS, eng->max_model_len),
                              eng->max_model_len, error))
         return false;
+    eng->kv_block_bytes = hyocr_model_kv_bytes_per_block(eng->model);
     collect_eos(eng);
     return true;
 }
@@ -211,6 +214,14 @@ const char *hyocr_engine_backend_name(const hyocr_engine *eng)
 void hyocr_engine_cancel(hyocr_engine *eng)
 {
     g_atomic_int_set(&eng->cancel, 1);
+}
+
+void hyocr_engine_mem_info(hyocr_engine *eng, hyocr_mem_info *out)
+{
+    /* Both backends guard their counters with their own lock; the KV figure is
+     * published by the job thread through an atomic. */
+    eng->be->ops->mem_info(eng->be, out);
+    out->kv_used = (int64_t)g_atomic_int_get(&eng->live_kv_blocks) * eng->kv_block_bytes;
 }
 
 void hyocr_job_result_clear(hyocr_job_result *r)
@@ -365,6 +376,7 @@ static bool prefill(job_state *st, GError **error)
     st->vision = NULL;
     if (!ok || !stage_done(st, &st->res->timings.prefill_ms, error)) return false;
     hyocr_sampler_accept(st->sampler, p->ids, p->n);
+    g_atomic_int_set(&eng->live_kv_blocks, st->seq->n_blocks);
     emit_simple(st, HYOCR_EVENT_PREFILL);
     return true;
 }
@@ -405,6 +417,7 @@ static bool decode(job_state *st, GError **error)
     while ((stop = take_token(st, &id)) == HYOCR_STOP_NONE) {
         hyocr_text_seq q = { .ids = &id, .n_new = 1, .kv = st->seq };
         if (!hyocr_text_forward(st->eng->model, &q, 1, st->logits, NULL, NULL, error)) return false;
+        g_atomic_int_set(&st->eng->live_kv_blocks, st->seq->n_blocks);
     }
     st->res->stop_reason = stop;
     if (!stage_done(st, &st->res->timings.decode_ms, error)) return false;
@@ -496,6 +509,7 @@ static void job_state_clear(job_state *st)
 {
     hyocr_engine *eng = st->eng;
     if (st->vision) eng->be->ops->buf_free(eng->be, st->vision);
+    g_atomic_int_set(&eng->live_kv_blocks, 0);
     hyocr_model_seq_free(eng->model, st->seq);
     hyocr_model_trim_scratch(eng->model);
     hyocr_sampler_free(st->sampler);

@@ -175,4 +175,9 @@ bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_
  * No effect when idle. */
 void hyocr_engine_cancel(hyocr_engine *eng);
 
+/* Thread-safe: the backend's live memory figures, with kv_used following the job
+ * running now (0 when idle), so another thread can draw a gauge while a job runs.
+ * Must not race hyocr_engine_free. */
+void hyocr_engine_mem_info(hyocr_engine *eng, hyocr_mem_info *out);
+
 G_END_DECLS

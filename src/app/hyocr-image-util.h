@@ -1,0 +1,17 @@
+/* hyocr-gtk — moving pixels between GDK textures and the engine's RGB images. */
+#pragma once
+#include "hyocr.h"
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+/* Straight (not premultiplied) RGB, alpha dropped like Pillow's convert("RGB"). */
+hyocr_image *hyocr_image_from_texture(GdkTexture *texture, GError **error);
+/* An immutable memory texture; safe to call on any thread. */
+GdkTexture  *hyocr_texture_from_image(const hyocr_image *img);
+/* The engine's decoder (PNG, JPEG, EXIF orientation, max_side as `hyocr run`
+ * does it); other formats through gdk-pixbuf. The engine's message wins when
+ * both fail, as it names the problem with the file. Any thread. */
+hyocr_image *hyocr_app_load_image(const char *path, int max_side, GError **error);
+
+G_END_DECLS

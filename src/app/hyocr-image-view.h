@@ -1,0 +1,23 @@
+/* hyocr-gtk — the image preview, scaled to fit, with the spotting boxes drawn
+ * over it (coordinates normalised to 0…1000) and one of them highlighted. */
+#pragma once
+#include "hyocr-spotting.h"
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+#define HYOCR_TYPE_IMAGE_VIEW (hyocr_image_view_get_type())
+G_DECLARE_FINAL_TYPE(HyocrImageView, hyocr_image_view, HYOCR, IMAGE_VIEW, GtkWidget)
+
+GtkWidget  *hyocr_image_view_new(void);
+void        hyocr_image_view_set_texture(HyocrImageView *self, GdkTexture *texture);
+GdkTexture *hyocr_image_view_get_texture(HyocrImageView *self);
+/* lines: HyocrSpotLine items (kept by reference), or NULL for none. */
+void        hyocr_image_view_set_lines(HyocrImageView *self, GPtrArray *lines);
+guint       hyocr_image_view_get_n_boxes(HyocrImageView *self);
+void        hyocr_image_view_set_highlight(HyocrImageView *self, int index);   /* -1: none */
+int         hyocr_image_view_get_highlight(HyocrImageView *self);
+/* Where box `index` is drawn, in widget coordinates; FALSE when there is no such box. */
+gboolean    hyocr_image_view_get_box_bounds(HyocrImageView *self, guint index, graphene_rect_t *out);
+
+G_END_DECLS

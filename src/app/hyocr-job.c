@@ -1,0 +1,479 @@
+/* hyocr-gtk — a job and its coalesced updates. */
+#include "hyocr-job.h"
+#include "hyocr-image-util.h"
+#include <glib/gi18n.h>
+
+#define FLUSH_INTERVAL_US 16000   /* one flush per 60 Hz frame at most */
+
+G_DEFINE_ENUM_TYPE(HyocrJobState, hyocr_job_state,
+    G_DEFINE_ENUM_VALUE(HYOCR_JOB_QUEUED, "queued"),
+    G_DEFINE_ENUM_VALUE(HYOCR_JOB_PREPARING, "preparing"),
+    G_DEFINE_ENUM_VALUE(HYOCR_JOB_READING, "reading"),
+    G_DEFINE_ENUM_VALUE(HYOCR_JOB_WRITING, "writing"),
+    G_DEFINE_ENUM_VALUE(HYOCR_JOB_DONE, "done"),
+    G_DEFINE_ENUM_VALUE(HYOCR_JOB_FAILED, "failed"),
+    G_DEFINE_ENUM_VALUE(HYOCR_JOB_CANCELLED, "cancelled"))
+
+/* Changes posted by the worker and not yet applied on the main context. */
+typedef struct {
+    GString      *text;          /* appended since the last flush */
+    char         *final_text;    /* replaces everything when set */
+    int           n_tokens;
+    HyocrJobState state;
+    gboolean      state_dirty;
+    char         *message;
+    char         *prompt;
+    GdkTexture   *preview;
+    gint64        started_us, finished_us;
+    gboolean      scheduled;
+    gint64        last_flush_us;
+    gboolean      claimed;
+} Pending;
+
+struct _HyocrJob {
+    GObject          parent_instance;
+
+    char            *title;
+    GFile           *file;
+    HyocrJobOptions *options;
+    hyocr_image     *image;       /* texture jobs: pixels taken at creation */
+    GCancellable    *cancellable;
+    GMainContext    *main_context;
+
+    GMutex           lock;
+    Pending          pending;
+
+    /* main-context copies */
+    HyocrJobState    state;
+    GString         *text;
+    int              n_tokens;
+    char            *message;
+    char            *prompt;
+    GdkTexture      *preview;
+    gint64           started_us, finished_us;
+    guint            n_updates;
+    gboolean         preview_loading;
+};
+
+G_DEFINE_FINAL_TYPE(HyocrJob, hyocr_job, G_TYPE_OBJECT)
+
+enum {
+    PROP_0,
+    PROP_TITLE,
+    PROP_FILE,
+    PROP_PREVIEW,
+    PROP_STATE,
+    PROP_PROGRESS,
+    PROP_TEXT,
+    PROP_N_TOKENS,
+    PROP_MESSAGE,
+    PROP_PROMPT,
+    PROP_N_UPDATES,
+    N_PROPS
+};
+static GParamSpec *props[N_PROPS];
+
+enum { SIGNAL_TEXT_CHANGED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+const char *hyocr_job_state_get_label(HyocrJobState state)
+{
+    switch (state) {
+    case HYOCR_JOB_QUEUED: return _("Queued");
+    case HYOCR_JOB_PREPARING: return _("Preparing");
+    case HYOCR_JOB_READING: return _("Reading the image");
+    case HYOCR_JOB_WRITING: return _("Writing");
+    case HYOCR_JOB_DONE: return _("Done");
+    case HYOCR_JOB_FAILED: return _("Failed");
+    case HYOCR_JOB_CANCELLED: return _("Cancelled");
+    }
+    return "";
+}
+
+static void hyocr_job_finalize(GObject *object)
+{
+    HyocrJob *self = HYOCR_JOB(object);
+    g_free(self->title);
+    g_clear_object(&self->file);
+    hyocr_job_options_free(self->options);
+    hyocr_image_free(self->image);
+    g_clear_object(&self->cancellable);
+    g_main_context_unref(self->main_context);
+    g_string_free(self->pending.text, TRUE);
+    g_free(self->pending.final_text);
+    g_free(self->pending.message);
+    g_free(self->pending.prompt);
+    g_clear_object(&self->pending.preview);
+    g_mutex_clear(&self->lock);
+    g_string_free(self->text, TRUE);
+    g_free(self->message);
+    g_free(self->prompt);
+    g_clear_object(&self->preview);
+    G_OBJECT_CLASS(hyocr_job_parent_class)->finalize(object);
+}
+
+static void hyocr_job_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+    HyocrJob *self = HYOCR_JOB(object);
+    switch (prop_id) {
+    case PROP_TITLE: g_value_set_string(value, self->title); break;
+    case PROP_FILE: g_value_set_object(value, self->file); break;
+    case PROP_PREVIEW: g_value_set_object(value, self->preview); break;
+    case PROP_STATE: g_value_set_enum(value, self->state); break;
+    case PROP_PROGRESS: g_value_set_double(value, hyocr_job_get_progress(self)); break;
+    case PROP_TEXT: g_value_set_string(value, self->text->str); break;
+    case PROP_N_TOKENS: g_value_set_int(value, self->n_tokens); break;
+    case PROP_MESSAGE: g_value_set_string(value, self->message); break;
+    case PROP_PROMPT: g_value_set_string(value, self->prompt); break;
+    case PROP_N_UPDATES: g_value_set_uint(value, self->n_updates); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    }
+}
+
+static void hyocr_job_class_init(HyocrJobClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+    object_class->finalize = hyocr_job_finalize;
+    object_class->get_property = hyocr_job_get_property;
+
+    GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+    props[PROP_TITLE] = g_param_spec_string("title", NULL, NULL, NULL, ro);
+    props[PROP_FILE] = g_param_spec_object("file", NULL, NULL, G_TYPE_FILE, ro);
+    props[PROP_PREVIEW] = g_param_spec_object("preview", NULL, NULL, GDK_TYPE_TEXTURE, ro);
+    props[PROP_STATE] = g_param_spec_enum("state", NULL, NULL, HYOCR_TYPE_JOB_STATE, HYOCR_JOB_QUEUED, ro);
+    props[PROP_PROGRESS] = g_param_spec_double("progress", NULL, NULL, 0, 1, 0, ro);
+    props[PROP_TEXT] = g_param_spec_string("text", NULL, NULL, "", ro);
+    props[PROP_N_TOKENS] = g_param_spec_int("n-tokens", NULL, NULL, 0, G_MAXINT, 0, ro);
+    props[PROP_MESSAGE] = g_param_spec_string("message", NULL, NULL, NULL, ro);
+    props[PROP_PROMPT] = g_param_spec_string("prompt", NULL, NULL, NULL, ro);
+    props[PROP_N_UPDATES] = g_param_spec_uint("n-updates", NULL, NULL, 0, G_MAXUINT, 0, ro);
+    g_object_class_install_properties(object_class, N_PROPS, props);
+
+    /* appended: the new tail of the text, or NULL when the whole text was replaced. */
+    signals[SIGNAL_TEXT_CHANGED] = g_signal_new("text-changed", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0,
+                                                NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+}
+
+static void hyocr_job_init(HyocrJob *self)
+{
+    g_mutex_init(&self->lock);
+    self->cancellable = g_cancellable_new();
+    self->main_context = g_main_context_ref_thread_default();
+    self->text = g_string_new(NULL);
+    self->pending.text = g_string_new(NULL);
+}
+
+HyocrJob *hyocr_job_new_for_file(GFile *file, const HyocrJobOptions *opts)
+{
+    g_return_val_if_fail(G_IS_FILE(file) && opts, NULL);
+    HyocrJob *self = g_object_new(HYOCR_TYPE_JOB, NULL);
+    self->file = g_object_ref(file);
+    self->title = g_file_get_basename(file);
+    self->options = hyocr_job_options_copy(opts);
+    return self;
+}
+
+HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, const HyocrJobOptions *opts,
+                                    GError **error)
+{
+    g_return_val_if_fail(GDK_IS_TEXTURE(texture) && opts, NULL);
+    g_autoptr(hyocr_image) img = hyocr_image_from_texture(texture, error);
+    if (!img) return NULL;
+    HyocrJob *self = g_object_new(HYOCR_TYPE_JOB, NULL);
+    self->image = g_steal_pointer(&img);
+    self->title = g_strdup(title);
+    self->options = hyocr_job_options_copy(opts);
+    self->preview = g_object_ref(texture);
+    return self;
+}
+
+/* ---- getters ---- */
+
+const char *hyocr_job_get_title(HyocrJob *self) { return self->title; }
+GFile *hyocr_job_get_file(HyocrJob *self) { return self->file; }
+const HyocrJobOptions *hyocr_job_get_options(HyocrJob *self) { return self->options; }
+GdkTexture *hyocr_job_get_preview(HyocrJob *self) { return self->preview; }
+HyocrJobState hyocr_job_get_state(HyocrJob *self) { return self->state; }
+const char *hyocr_job_get_text(HyocrJob *self) { return self->text->str; }
+int hyocr_job_get_n_tokens(HyocrJob *self) { return self->n_tokens; }
+const char *hyocr_job_get_message(HyocrJob *self) { return self->message; }
+const char *hyocr_job_get_prompt(HyocrJob *self) { return self->prompt; }
+guint hyocr_job_get_n_updates(HyocrJob *self) { return self->n_updates; }
+GCancellable *hyocr_job_get_cancellable(HyocrJob *self) { return self->cancellable; }
+const hyocr_image *hyocr_job_peek_image(HyocrJob *self) { return self->image; }
+
+gboolean hyocr_job_is_finished(HyocrJob *self)
+{
+    return self->state >= HYOCR_JOB_DONE;
+}
+
+gboolean hyocr_job_is_active(HyocrJob *self)
+{
+    return self->state >= HYOCR_JOB_PREPARING && self->state <= HYOCR_JOB_WRITING;
+}
+
+/* Stages take a fixed share; writing moves with the tokens, against the
+ * max_new_tokens ceiling (an answer usually ends well before it). */
+double hyocr_job_get_progress(HyocrJob *self)
+{
+    switch (self->state) {
+    case HYOCR_JOB_QUEUED: return 0.0;
+    case HYOCR_JOB_PREPARING: return 0.02;
+    case HYOCR_JOB_READING: return 0.1;
+    case HYOCR_JOB_WRITING:
+        return MIN(0.99, 0.15 + 0.85 * self->n_tokens / MAX(1, self->options->max_new_tokens));
+    default: return 1.0;
+    }
+}
+
+double hyocr_job_get_elapsed(HyocrJob *self)
+{
+    if (!self->started_us) return 0.0;
+    gint64 end = self->finished_us ? self->finished_us : g_get_monotonic_time();
+    return (double)(end - self->started_us) / G_USEC_PER_SEC;
+}
+
+int hyocr_job_get_live_tokens(HyocrJob *self)
+{
+    g_mutex_lock(&self->lock);
+    int n = self->pending.n_tokens;
+    g_mutex_unlock(&self->lock);
+    return n;
+}
+
+/* ---- main-context flush ---- */
+
+static void set_string(char **dst, char **src)
+{
+    g_free(*dst);
+    *dst = g_steal_pointer(src);
+}
+
+/* Everything the worker posted since the last flush, taken in one go. */
+typedef struct {
+    GString      *appended;
+    char         *final_text;
+    int           n_tokens;
+    gboolean      state_dirty;
+    HyocrJobState state;
+    char         *message, *prompt;
+    GdkTexture   *preview;
+    gint64        started_us, finished_us;
+} Taken;
+
+static void take_pending(HyocrJob *self, Taken *t)
+{
+    g_mutex_lock(&self->lock);
+    Pending *p = &self->pending;
+    t->appended = g_string_new_len(p->text->str, (gssize)p->text->len);
+    g_string_truncate(p->text, 0);
+    t->final_text = g_steal_pointer(&p->final_text);
+    t->n_tokens = p->n_tokens;
+    t->state_dirty = p->state_dirty;
+    t->state = p->state;
+    p->state_dirty = FALSE;
+    t->message = g_steal_pointer(&p->message);
+    t->prompt = g_steal_pointer(&p->prompt);
+    t->preview = g_steal_pointer(&p->preview);
+    t->started_us = p->started_us;
+    t->finished_us = p->finished_us;
+    p->scheduled = FALSE;
+    p->last_flush_us = g_get_monotonic_time();
+    g_mutex_unlock(&self->lock);
+}
+
+static void apply_text(HyocrJob *self, Taken *t)
+{
+    if (t->appended->len) {
+        g_string_append_len(self->text, t->appended->str, (gssize)t->appended->len);
+        g_signal_emit(self, signals[SIGNAL_TEXT_CHANGED], 0, t->appended->str);
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_TEXT]);
+    }
+    if (t->final_text && g_strcmp0(t->final_text, self->text->str) != 0) {
+        g_string_assign(self->text, t->final_text);
+        g_signal_emit(self, signals[SIGNAL_TEXT_CHANGED], 0, NULL);
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_TEXT]);
+    }
+    if (t->n_tokens != self->n_tokens) {
+        self->n_tokens = t->n_tokens;
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_N_TOKENS]);
+    }
+}
+
+static void apply_rest(HyocrJob *self, Taken *t)
+{
+    if (t->prompt) {
+        set_string(&self->prompt, &t->prompt);
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PROMPT]);
+    }
+    if (t->preview && !self->preview) {
+        self->preview = g_steal_pointer(&t->preview);
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PREVIEW]);
+    }
+    if (t->message) {
+        set_string(&self->message, &t->message);
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_MESSAGE]);
+    }
+    self->started_us = t->started_us;
+    self->finished_us = t->finished_us;
+    /* A job cancelled while queued already shows its end; a late post must not revive it. */
+    if (t->state_dirty && t->state != self->state && !hyocr_job_is_finished(self)) {
+        self->state = t->state;
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATE]);
+    }
+}
+
+static gboolean flush_cb(gpointer data)
+{
+    HyocrJob *self = data;
+    Taken t = { 0 };
+    take_pending(self, &t);
+    g_object_freeze_notify(G_OBJECT(self));
+    apply_text(self, &t);
+    apply_rest(self, &t);
+    self->n_updates++;
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_N_UPDATES]);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PROGRESS]);
+    g_object_thaw_notify(G_OBJECT(self));
+    g_string_free(t.appended, TRUE);
+    g_free(t.final_text);
+    g_free(t.message);
+    g_free(t.prompt);
+    g_clear_object(&t.preview);
+    return G_SOURCE_REMOVE;
+}
+
+/* Called with the lock held. Idle priority lets layout and paint of the frame
+ * run first; the delay keeps flushes a frame apart. */
+static void schedule_flush_locked(HyocrJob *self)
+{
+    Pending *p = &self->pending;
+    if (p->scheduled) return;
+    p->scheduled = TRUE;
+    gint64 wait_us = p->last_flush_us + FLUSH_INTERVAL_US - g_get_monotonic_time();
+    GSource *src = wait_us > 1000 ? g_timeout_source_new((guint)(wait_us / 1000)) : g_idle_source_new();
+    g_source_set_priority(src, G_PRIORITY_DEFAULT_IDLE);
+    g_source_set_callback(src, flush_cb, g_object_ref(self), g_object_unref);
+    g_source_set_static_name(src, "[hyocr] job flush");
+    g_source_attach(src, self->main_context);
+    g_source_unref(src);
+}
+
+/* ---- worker side ---- */
+
+gboolean hyocr_job_claim(HyocrJob *self)
+{
+    g_mutex_lock(&self->lock);
+    gboolean ok = !self->pending.claimed && !g_cancellable_is_cancelled(self->cancellable);
+    self->pending.claimed = TRUE;
+    g_mutex_unlock(&self->lock);
+    return ok;
+}
+
+void hyocr_job_post_state(HyocrJob *self, HyocrJobState state)
+{
+    g_mutex_lock(&self->lock);
+    self->pending.state = state;
+    self->pending.state_dirty = TRUE;
+    if (state == HYOCR_JOB_PREPARING && !self->pending.started_us) self->pending.started_us = g_get_monotonic_time();
+    schedule_flush_locked(self);
+    g_mutex_unlock(&self->lock);
+}
+
+void hyocr_job_post_prompt(HyocrJob *self, const char *prompt)
+{
+    g_mutex_lock(&self->lock);
+    g_free(self->pending.prompt);
+    self->pending.prompt = g_strdup(prompt);
+    schedule_flush_locked(self);
+    g_mutex_unlock(&self->lock);
+}
+
+void hyocr_job_post_preview(HyocrJob *self, GdkTexture *texture)
+{
+    g_mutex_lock(&self->lock);
+    g_set_object(&self->pending.preview, texture);
+    schedule_flush_locked(self);
+    g_mutex_unlock(&self->lock);
+}
+
+void hyocr_job_post_piece(HyocrJob *self, const char *piece, int n_generated)
+{
+    g_mutex_lock(&self->lock);
+    g_string_append(self->pending.text, piece);
+    self->pending.n_tokens = n_generated;
+    schedule_flush_locked(self);
+    g_mutex_unlock(&self->lock);
+}
+
+void hyocr_job_post_finish(HyocrJob *self, HyocrJobState state, const char *final_text, const char *message)
+{
+    g_mutex_lock(&self->lock);
+    Pending *p = &self->pending;
+    p->state = state;
+    p->state_dirty = TRUE;
+    if (final_text) {
+        g_free(p->final_text);
+        p->final_text = g_strdup(final_text);
+    }
+    if (message) {
+        g_free(p->message);
+        p->message = g_strdup(message);
+    }
+    if (!p->started_us) p->started_us = g_get_monotonic_time();
+    p->finished_us = g_get_monotonic_time();
+    schedule_flush_locked(self);
+    g_mutex_unlock(&self->lock);
+}
+
+/* ---- main-context actions ---- */
+
+void hyocr_job_cancel(HyocrJob *self)
+{
+    g_return_if_fail(HYOCR_IS_JOB(self));
+    if (hyocr_job_is_finished(self)) return;
+    g_mutex_lock(&self->lock);
+    gboolean was_claimed = self->pending.claimed;
+    self->pending.claimed = TRUE;
+    g_mutex_unlock(&self->lock);
+    g_cancellable_cancel(self->cancellable);
+    /* A running job ends through the worker (it reports how far it got). */
+    if (was_claimed) return;
+    self->state = HYOCR_JOB_CANCELLED;
+    g_free(self->message);
+    self->message = g_strdup(_("Cancelled before it started"));
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_MESSAGE]);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATE]);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PROGRESS]);
+}
+
+static void preview_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+    g_autofree char *path = g_file_get_path(G_FILE(data));
+    g_autoptr(GError) error = NULL;
+    g_autoptr(hyocr_image) img = path ? hyocr_app_load_image(path, 0, &error) : NULL;
+    if (!img) {
+        g_task_return_pointer(task, NULL, NULL);
+        return;
+    }
+    g_task_return_pointer(task, hyocr_texture_from_image(img), g_object_unref);
+}
+
+static void preview_done(GObject *source, GAsyncResult *res, gpointer data)
+{
+    HyocrJob *self = HYOCR_JOB(source);
+    g_autoptr(GdkTexture) tex = g_task_propagate_pointer(G_TASK(res), NULL);
+    self->preview_loading = FALSE;
+    if (!tex || self->preview) return;
+    self->preview = g_steal_pointer(&tex);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PREVIEW]);
+}
+
+void hyocr_job_ensure_preview(HyocrJob *self)
+{
+    if (self->preview || self->preview_loading || !self->file) return;
+    self->preview_loading = TRUE;
+    g_autoptr(GTask) task = g_task_new(self, NULL, preview_done, NULL);
+    g_task_set_task_data(task, g_object_ref(self->file), g_object_unref);
+    g_task_run_in_thread(task, preview_thread);
+}

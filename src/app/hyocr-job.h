@@ -1,0 +1,72 @@
+/* hyocr-gtk — one OCR job: an image, the options it was queued with, and what
+ * the worker reports while it runs (state, progress, streamed text).
+ *
+ * Properties change on the main context only. The worker thread reports
+ * through the hyocr_job_post_* functions, which are thread-safe: they collect
+ * changes under a lock and schedule at most one flush per frame (16 ms), so a
+ * 16K-token answer costs about 60 main-loop callbacks a second, not one per token. */
+#pragma once
+#include "hyocr-preset.h"
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+    HYOCR_JOB_QUEUED,
+    HYOCR_JOB_PREPARING,    /* decoding, checking memory, building the prompt */
+    HYOCR_JOB_READING,      /* vision tower and prompt prefill */
+    HYOCR_JOB_WRITING,      /* generating tokens */
+    HYOCR_JOB_DONE,
+    HYOCR_JOB_FAILED,
+    HYOCR_JOB_CANCELLED,
+} HyocrJobState;
+
+#define HYOCR_TYPE_JOB_STATE (hyocr_job_state_get_type())
+GType hyocr_job_state_get_type(void);
+const char *hyocr_job_state_get_label(HyocrJobState state);   /* translated */
+
+#define HYOCR_TYPE_JOB (hyocr_job_get_type())
+G_DECLARE_FINAL_TYPE(HyocrJob, hyocr_job, HYOCR, JOB, GObject)
+
+HyocrJob *hyocr_job_new_for_file(GFile *file, const HyocrJobOptions *opts);
+/* Converts the pixels now (the texture may not be usable from the worker thread). */
+HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, const HyocrJobOptions *opts,
+                                    GError **error);
+
+const char             *hyocr_job_get_title(HyocrJob *self);
+GFile                  *hyocr_job_get_file(HyocrJob *self);          /* NULL for pasted/dropped pixels */
+const HyocrJobOptions  *hyocr_job_get_options(HyocrJob *self);
+GdkTexture             *hyocr_job_get_preview(HyocrJob *self);
+HyocrJobState           hyocr_job_get_state(HyocrJob *self);
+gboolean                hyocr_job_is_finished(HyocrJob *self);
+gboolean                hyocr_job_is_active(HyocrJob *self);         /* preparing, reading or writing */
+double                  hyocr_job_get_progress(HyocrJob *self);
+double                  hyocr_job_get_elapsed(HyocrJob *self);       /* seconds; live while running */
+const char             *hyocr_job_get_text(HyocrJob *self);
+int                     hyocr_job_get_n_tokens(HyocrJob *self);
+const char             *hyocr_job_get_message(HyocrJob *self);       /* why it failed or was refused */
+const char             *hyocr_job_get_prompt(HyocrJob *self);        /* the task text sent with the image */
+guint                   hyocr_job_get_n_updates(HyocrJob *self);     /* flushes so far */
+GCancellable           *hyocr_job_get_cancellable(HyocrJob *self);
+
+/* Stops the job: at once when still queued, within one decode step when running. */
+void hyocr_job_cancel(HyocrJob *self);
+/* Loads a preview of a queued file job in a thread, if it has none yet. */
+void hyocr_job_ensure_preview(HyocrJob *self);
+
+/* ---- worker side (any thread) ---- */
+
+/* Claims a queued job for running; FALSE when it was cancelled meanwhile. */
+gboolean     hyocr_job_claim(HyocrJob *self);
+/* The decoded pixels of a texture job (NULL for file jobs); the job keeps them. */
+const hyocr_image *hyocr_job_peek_image(HyocrJob *self);
+int          hyocr_job_get_live_tokens(HyocrJob *self);
+void         hyocr_job_post_state(HyocrJob *self, HyocrJobState state);
+void         hyocr_job_post_prompt(HyocrJob *self, const char *prompt);
+void         hyocr_job_post_preview(HyocrJob *self, GdkTexture *texture);
+void         hyocr_job_post_piece(HyocrJob *self, const char *piece, int n_generated);
+/* Ends the job: final_text replaces the streamed text when it differs (the
+ * engine's clean-up of repeats); message explains FAILED or CANCELLED. */
+void         hyocr_job_post_finish(HyocrJob *self, HyocrJobState state, const char *final_text, const char *message);
+
+G_END_DECLS

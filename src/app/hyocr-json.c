@@ -1,0 +1,29 @@
+/* hyocr-gtk — JSON answers. */
+#include "hyocr-json.h"
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+/* The model often wraps JSON in a Markdown code fence; the fence is not part of
+ * the value the user wants to copy. */
+static char *strip_fence(const char *text)
+{
+    g_autofree char *s = g_strstrip(g_strdup(text));
+    if (!g_str_has_prefix(s, "```")) return g_steal_pointer(&s);
+    char *body = strchr(s, '\n');
+    if (!body) return g_strdup("");
+    char *end = g_strrstr(body, "```");
+    if (end) *end = '\0';
+    return g_strstrip(g_strdup(body + 1));
+}
+
+char *hyocr_json_prettify(const char *text)
+{
+    g_autofree char *body = strip_fence(text ? text : "");
+    if (!*body) return NULL;
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (!json_parser_load_from_data(parser, body, -1, NULL)) return NULL;
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, json_parser_get_root(parser));
+    json_generator_set_pretty(gen, TRUE);
+    return json_generator_to_data(gen, NULL);
+}

@@ -1,0 +1,398 @@
+/* hyocr-gtk — result view. */
+#include "hyocr-result-view.h"
+#include "hyocr-json.h"
+#include "hyocr-spotting.h"
+#include <glib/gi18n.h>
+#include <json-glib/json-glib.h>
+
+#define STATUS_TICK_MS 200
+
+struct _HyocrResultView {
+    GtkWidget       parent_instance;
+
+    GtkLabel       *title_label;
+    GtkLabel       *status_label;
+    GtkWidget      *cancel_button;
+    GtkWidget      *copy_button;
+    GtkWidget      *save_button;
+    GtkProgressBar *progress_bar;
+    HyocrImageView *image_view;
+    GtkStack       *content_stack;
+    GtkScrolledWindow *text_scroller;
+    GtkTextView    *text_view;
+    GtkListBox     *lines_list;
+    AdwStatusPage  *message_page;
+
+    HyocrJob       *job;
+    GSignalGroup   *job_signals;
+    GPtrArray      *lines;        /* spotting: parsed so far */
+    guint           status_tick;
+};
+
+G_DEFINE_FINAL_TYPE(HyocrResultView, hyocr_result_view, GTK_TYPE_WIDGET)
+
+enum { PROP_0, PROP_JOB, N_PROPS };
+static GParamSpec *props[N_PROPS];
+
+static gboolean is_spotting(HyocrResultView *self)
+{
+    return self->job && hyocr_job_get_options(self->job)->preset == HYOCR_PRESET_SPOTTING;
+}
+
+static gboolean is_fields(HyocrResultView *self)
+{
+    return self->job && hyocr_job_get_options(self->job)->preset == HYOCR_PRESET_EXTRACT_FIELDS;
+}
+
+/* ---- status line ---- */
+
+static char *status_text(HyocrJob *job)
+{
+    HyocrJobState st = hyocr_job_get_state(job);
+    const char *label = hyocr_job_state_get_label(st);
+    double secs = hyocr_job_get_elapsed(job);
+    int n = hyocr_job_get_n_tokens(job);
+    if (st == HYOCR_JOB_QUEUED) return g_strdup(label);
+    if (st == HYOCR_JOB_FAILED) return g_strdup_printf(_("%s after %.1f s"), label, secs);
+    /* Translators: "Writing · 120 tokens · 3.4 s" */
+    return g_strdup_printf(ngettext("%s · %d token · %.1f s", "%s · %d tokens · %.1f s", (gulong)n), label, n, secs);
+}
+
+static void update_status(HyocrResultView *self)
+{
+    if (!self->job) return;
+    g_autofree char *text = status_text(self->job);
+    gtk_label_set_text(self->status_label, text);
+    gtk_progress_bar_set_fraction(self->progress_bar, hyocr_job_get_progress(self->job));
+}
+
+static gboolean status_tick_cb(gpointer data)
+{
+    update_status(data);
+    return G_SOURCE_CONTINUE;
+}
+
+/* Elapsed time moves even when no token arrives (vision on a slow CPU). */
+static void sync_status_tick(HyocrResultView *self)
+{
+    gboolean want = self->job && hyocr_job_is_active(self->job);
+    if (want && !self->status_tick)
+        self->status_tick = g_timeout_add(STATUS_TICK_MS, status_tick_cb, self);
+    else if (!want)
+        g_clear_handle_id(&self->status_tick, g_source_remove);
+}
+
+/* ---- spotting lines ---- */
+
+static void row_enter(GtkEventControllerMotion *motion, double x, double y, gpointer data)
+{
+    HyocrResultView *self = data;
+    GtkWidget *row = gtk_event_controller_get_widget(GTK_EVENT_CONTROLLER(motion));
+    hyocr_image_view_set_highlight(self->image_view, gtk_list_box_row_get_index(GTK_LIST_BOX_ROW(row)));
+}
+
+static void row_leave(GtkEventControllerMotion *motion, gpointer data)
+{
+    HyocrResultView *self = data;
+    hyocr_image_view_set_highlight(self->image_view, -1);
+}
+
+static GtkWidget *line_row(HyocrResultView *self, const HyocrSpotLine *line)
+{
+    GtkWidget *label = gtk_label_new(line->text);
+    gtk_label_set_xalign(GTK_LABEL(label), 0);
+    gtk_label_set_wrap(GTK_LABEL(label), TRUE);
+    gtk_label_set_wrap_mode(GTK_LABEL(label), PANGO_WRAP_WORD_CHAR);
+    gtk_label_set_selectable(GTK_LABEL(label), TRUE);
+    GtkWidget *row = gtk_list_box_row_new();
+    gtk_list_box_row_set_child(GTK_LIST_BOX_ROW(row), label);
+    GtkEventController *motion = gtk_event_controller_motion_new();
+    g_signal_connect(motion, "enter", G_CALLBACK(row_enter), self);
+    g_signal_connect(motion, "leave", G_CALLBACK(row_leave), self);
+    gtk_widget_add_controller(row, motion);
+    return row;
+}
+
+static void clear_lines(HyocrResultView *self)
+{
+    GtkWidget *child;
+    while ((child = gtk_widget_get_first_child(GTK_WIDGET(self->lines_list))))
+        gtk_list_box_remove(self->lines_list, child);
+    g_clear_pointer(&self->lines, g_ptr_array_unref);
+}
+
+/* The stream only grows, and a matched item is complete, so rows already
+ * shown stay valid; only new items are appended. */
+static void update_lines(HyocrResultView *self, gboolean replaced)
+{
+    g_autoptr(GPtrArray) lines = hyocr_spotting_parse(hyocr_job_get_text(self->job));
+    guint first = replaced || !self->lines ? 0 : self->lines->len;
+    if (replaced) clear_lines(self);
+    for (guint i = first; i < lines->len; i++)
+        gtk_list_box_append(self->lines_list, line_row(self, g_ptr_array_index(lines, i)));
+    g_clear_pointer(&self->lines, g_ptr_array_unref);
+    self->lines = g_steal_pointer(&lines);
+    hyocr_image_view_set_lines(self->image_view, self->lines);
+}
+
+/* ---- text ---- */
+
+static gboolean at_bottom(HyocrResultView *self)
+{
+    GtkAdjustment *adj = gtk_scrolled_window_get_vadjustment(self->text_scroller);
+    return gtk_adjustment_get_value(adj) + gtk_adjustment_get_page_size(adj) >= gtk_adjustment_get_upper(adj) - 4;
+}
+
+static void append_text(HyocrResultView *self, const char *appended)
+{
+    GtkTextBuffer *buf = gtk_text_view_get_buffer(self->text_view);
+    gboolean follow = at_bottom(self);
+    GtkTextIter end;
+    gtk_text_buffer_get_end_iter(buf, &end);
+    gtk_text_buffer_insert(buf, &end, appended, -1);
+    if (follow) gtk_text_view_scroll_mark_onscreen(self->text_view, gtk_text_buffer_get_insert(buf));
+}
+
+/* Finished "extract fields" answers are shown as indented JSON. */
+static void reload_text(HyocrResultView *self)
+{
+    GtkTextBuffer *buf = gtk_text_view_get_buffer(self->text_view);
+    g_autofree char *json = NULL;
+    if (is_fields(self) && hyocr_job_get_state(self->job) == HYOCR_JOB_DONE)
+        json = hyocr_json_prettify(hyocr_job_get_text(self->job));
+    gtk_text_buffer_set_text(buf, json ? json : hyocr_job_get_text(self->job), -1);
+    GtkTextIter end;
+    gtk_text_buffer_get_end_iter(buf, &end);
+    gtk_text_buffer_place_cursor(buf, &end);
+}
+
+static void on_text_changed(HyocrJob *job, const char *appended, HyocrResultView *self)
+{
+    if (appended) append_text(self, appended);
+    else reload_text(self);
+    if (is_spotting(self)) update_lines(self, appended == NULL);
+    update_status(self);
+}
+
+/* ---- pages ---- */
+
+static void show_message(HyocrResultView *self, const char *icon, const char *title, const char *description)
+{
+    adw_status_page_set_icon_name(self->message_page, icon);
+    adw_status_page_set_title(self->message_page, title);
+    adw_status_page_set_description(self->message_page, description);
+    gtk_stack_set_visible_child_name(self->content_stack, "message");
+}
+
+static void update_page(HyocrResultView *self)
+{
+    HyocrJobState st = hyocr_job_get_state(self->job);
+    gboolean has_text = *hyocr_job_get_text(self->job) != '\0';
+    if (st == HYOCR_JOB_FAILED)
+        show_message(self, "dialog-error-symbolic", _("This Image Could Not Be Read"), hyocr_job_get_message(self->job));
+    else if (st == HYOCR_JOB_QUEUED)
+        show_message(self, "content-loading-symbolic", _("Waiting"),
+                     _("The job starts when the ones before it are done and the model is loaded."));
+    else if (st == HYOCR_JOB_CANCELLED && !has_text)
+        show_message(self, "process-stop-symbolic", _("Cancelled"), hyocr_job_get_message(self->job));
+    else if (is_spotting(self) && self->lines && self->lines->len)
+        gtk_stack_set_visible_child_name(self->content_stack, "lines");
+    else
+        gtk_stack_set_visible_child_name(self->content_stack, "text");
+}
+
+static void on_state_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *self)
+{
+    /* The JSON view replaces the raw answer once it is complete. */
+    if (hyocr_job_get_state(job) == HYOCR_JOB_DONE && is_fields(self)) reload_text(self);
+    gboolean active = hyocr_job_is_active(job) || hyocr_job_get_state(job) == HYOCR_JOB_QUEUED;
+    gtk_widget_set_visible(self->cancel_button, active);
+    gtk_widget_set_visible(GTK_WIDGET(self->progress_bar), active);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.cancel", active);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.copy", *hyocr_job_get_text(job) != '\0');
+    update_page(self);
+    update_status(self);
+    sync_status_tick(self);
+}
+
+static void on_preview_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *self)
+{
+    hyocr_image_view_set_texture(self->image_view, hyocr_job_get_preview(job));
+}
+
+static void on_tokens_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *self)
+{
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.copy", *hyocr_job_get_text(job) != '\0');
+    if (gtk_stack_get_visible_child_name(self->content_stack) &&
+        g_str_equal(gtk_stack_get_visible_child_name(self->content_stack), "message") &&
+        hyocr_job_get_state(job) != HYOCR_JOB_FAILED)
+        update_page(self);
+}
+
+/* ---- actions ---- */
+
+static void cancel_action(GtkWidget *widget, const char *name, GVariant *param)
+{
+    HyocrResultView *self = HYOCR_RESULT_VIEW(widget);
+    if (self->job) hyocr_job_cancel(self->job);
+}
+
+static void copy_action(GtkWidget *widget, const char *name, GVariant *param)
+{
+    HyocrResultView *self = HYOCR_RESULT_VIEW(widget);
+    g_autofree char *text = hyocr_result_view_get_display_text(self);
+    if (!text || !*text) return;
+    gdk_clipboard_set_text(gtk_widget_get_clipboard(widget), text);
+    gtk_widget_activate_action(widget, "win.toast", "s", _("Copied"));
+}
+
+/* ---- public ---- */
+
+char *hyocr_result_view_get_display_text(HyocrResultView *self)
+{
+    if (!self->job) return NULL;
+    const char *text = hyocr_job_get_text(self->job);
+    if (is_spotting(self) && self->lines && self->lines->len) {
+        GString *s = g_string_new(NULL);
+        for (guint i = 0; i < self->lines->len; i++) {
+            const HyocrSpotLine *l = g_ptr_array_index(self->lines, i);
+            g_string_append_printf(s, "%s%s", i ? "\n" : "", l->text);
+        }
+        return g_string_free(s, FALSE);
+    }
+    if (is_fields(self)) {
+        char *json = hyocr_json_prettify(text);
+        if (json) return json;
+    }
+    return g_strdup(text);
+}
+
+static char *text_as_json(const char *text)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "text");
+    json_builder_add_string_value(b, text);
+    json_builder_end_object(b);
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    return json_to_string(root, TRUE);
+}
+
+char *hyocr_result_view_export(HyocrResultView *self, const char *extension)
+{
+    if (!self->job) return NULL;
+    if (g_strcmp0(extension, "json") != 0) return g_strdup(hyocr_job_get_text(self->job));
+    if (is_spotting(self) && self->lines && self->lines->len) return hyocr_spotting_to_json(self->lines);
+    char *json = hyocr_json_prettify(hyocr_job_get_text(self->job));
+    return json ? json : text_as_json(hyocr_job_get_text(self->job));
+}
+
+HyocrJob *hyocr_result_view_get_job(HyocrResultView *self) { return self->job; }
+HyocrImageView *hyocr_result_view_get_image_view(HyocrResultView *self) { return self->image_view; }
+GtkListBox *hyocr_result_view_get_lines_list(HyocrResultView *self) { return self->lines_list; }
+GtkTextView *hyocr_result_view_get_text_view(HyocrResultView *self) { return self->text_view; }
+
+const char *hyocr_result_view_get_visible_page(HyocrResultView *self)
+{
+    return gtk_stack_get_visible_child_name(self->content_stack);
+}
+
+void hyocr_result_view_set_job(HyocrResultView *self, HyocrJob *job)
+{
+    g_return_if_fail(HYOCR_IS_RESULT_VIEW(self));
+    if (!g_set_object(&self->job, job)) return;
+    g_signal_group_set_target(self->job_signals, job);
+    clear_lines(self);
+    hyocr_image_view_set_lines(self->image_view, NULL);
+    hyocr_image_view_set_texture(self->image_view, job ? hyocr_job_get_preview(job) : NULL);
+    if (job) {
+        gtk_label_set_text(self->title_label, hyocr_job_get_title(job));
+        hyocr_job_ensure_preview(job);
+        reload_text(self);
+        if (is_spotting(self)) update_lines(self, TRUE);
+        on_state_changed(job, NULL, self);
+    } else {
+        g_clear_handle_id(&self->status_tick, g_source_remove);
+    }
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_JOB]);
+}
+
+/* ---- GObject ---- */
+
+static void hyocr_result_view_dispose(GObject *object)
+{
+    HyocrResultView *self = HYOCR_RESULT_VIEW(object);
+    g_clear_handle_id(&self->status_tick, g_source_remove);
+    if (self->job_signals) g_signal_group_set_target(self->job_signals, NULL);
+    g_clear_object(&self->job_signals);
+    g_clear_object(&self->job);
+    g_clear_pointer(&self->lines, g_ptr_array_unref);
+    gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_RESULT_VIEW);
+    G_OBJECT_CLASS(hyocr_result_view_parent_class)->dispose(object);
+}
+
+static void hyocr_result_view_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+    HyocrResultView *self = HYOCR_RESULT_VIEW(object);
+    switch (prop_id) {
+    case PROP_JOB: g_value_set_object(value, self->job); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    }
+}
+
+static void hyocr_result_view_set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec)
+{
+    HyocrResultView *self = HYOCR_RESULT_VIEW(object);
+    switch (prop_id) {
+    case PROP_JOB: hyocr_result_view_set_job(self, g_value_get_object(value)); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    }
+}
+
+static void hyocr_result_view_class_init(HyocrResultViewClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+    GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+    object_class->dispose = hyocr_result_view_dispose;
+    object_class->get_property = hyocr_result_view_get_property;
+    object_class->set_property = hyocr_result_view_set_property;
+    props[PROP_JOB] = g_param_spec_object("job", NULL, NULL, HYOCR_TYPE_JOB,
+                                          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY);
+    g_object_class_install_properties(object_class, N_PROPS, props);
+
+    g_type_ensure(HYOCR_TYPE_IMAGE_VIEW);
+    gtk_widget_class_set_template_from_resource(widget_class, "/io/github/hyocr/Hyocr/hyocr-result-view.ui");
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, title_label);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, status_label);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, cancel_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, copy_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, save_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, progress_bar);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, image_view);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, content_stack);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, text_scroller);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, text_view);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, lines_list);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, message_page);
+    gtk_widget_class_install_action(widget_class, "view.cancel", NULL, cancel_action);
+    gtk_widget_class_install_action(widget_class, "view.copy", NULL, copy_action);
+    gtk_widget_class_set_layout_manager_type(widget_class, GTK_TYPE_BIN_LAYOUT);
+    gtk_widget_class_set_css_name(widget_class, "hyocr-result-view");
+}
+
+static void hyocr_result_view_init(HyocrResultView *self)
+{
+    gtk_widget_init_template(GTK_WIDGET(self));
+    self->job_signals = g_signal_group_new(HYOCR_TYPE_JOB);
+    g_signal_group_connect(self->job_signals, "text-changed", G_CALLBACK(on_text_changed), self);
+    g_signal_group_connect(self->job_signals, "notify::state", G_CALLBACK(on_state_changed), self);
+    g_signal_group_connect(self->job_signals, "notify::preview", G_CALLBACK(on_preview_changed), self);
+    g_signal_group_connect(self->job_signals, "notify::n-tokens", G_CALLBACK(on_tokens_changed), self);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.cancel", FALSE);
+    gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.copy", FALSE);
+}
+
+GtkWidget *hyocr_result_view_new(void)
+{
+    return g_object_new(HYOCR_TYPE_RESULT_VIEW, NULL);
+}

@@ -1,0 +1,89 @@
+/* hyocr-gtk — spotting output parser. */
+#include "hyocr-spotting.h"
+#include <json-glib/json-glib.h>
+#include <stdlib.h>
+
+/* Lazy text followed by two coordinate pairs: text may hold parentheses of its
+ * own ("Total (USD)"), only digit pairs end an item. */
+#define ITEM_PATTERN "(.*?)\\(\\s*(\\d+)\\s*,\\s*(\\d+)\\s*\\)\\s*,\\s*\\(\\s*(\\d+)\\s*,\\s*(\\d+)\\s*\\)"
+
+static GRegex *item_regex(void)
+{
+    static gsize once;
+    if (g_once_init_enter(&once)) {
+        GRegex *r = g_regex_new(ITEM_PATTERN, G_REGEX_OPTIMIZE, 0, NULL);
+        g_once_init_leave(&once, (gsize)r);
+    }
+    return (GRegex *)once;
+}
+
+static void spot_line_free(gpointer p)
+{
+    HyocrSpotLine *l = p;
+    g_free(l->text);
+    g_free(l);
+}
+
+static int coord(const GMatchInfo *m, int group)
+{
+    g_autofree char *s = g_match_info_fetch(m, group);
+    long v = strtol(s, NULL, 10);
+    return (int)CLAMP(v, 0, 1000);
+}
+
+static HyocrSpotLine *line_from_match(const GMatchInfo *m)
+{
+    g_autofree char *raw = g_match_info_fetch(m, 1);
+    HyocrSpotLine *l = g_new0(HyocrSpotLine, 1);
+    l->text = g_strdup(g_strstrip(raw));
+    int x1 = coord(m, 2), y1 = coord(m, 3), x2 = coord(m, 4), y2 = coord(m, 5);
+    l->x1 = MIN(x1, x2);
+    l->x2 = MAX(x1, x2);
+    l->y1 = MIN(y1, y2);
+    l->y2 = MAX(y1, y2);
+    return l;
+}
+
+static void parse_line(const char *line, GPtrArray *out)
+{
+    g_autoptr(GMatchInfo) m = NULL;
+    g_regex_match(item_regex(), line, 0, &m);
+    while (g_match_info_matches(m)) {
+        g_ptr_array_add(out, line_from_match(m));
+        g_match_info_next(m, NULL);
+    }
+}
+
+GPtrArray *hyocr_spotting_parse(const char *text)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(spot_line_free);
+    g_auto(GStrv) lines = g_strsplit(text ? text : "", "\n", -1);
+    for (char **l = lines; *l; l++) parse_line(*l, out);
+    return out;
+}
+
+char *hyocr_spotting_to_json(const GPtrArray *lines)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_array(b);
+    for (guint i = 0; i < lines->len; i++) {
+        const HyocrSpotLine *l = g_ptr_array_index(lines, i);
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "text");
+        json_builder_add_string_value(b, l->text);
+        json_builder_set_member_name(b, "box");
+        json_builder_begin_array(b);
+        json_builder_add_int_value(b, l->x1);
+        json_builder_add_int_value(b, l->y1);
+        json_builder_add_int_value(b, l->x2);
+        json_builder_add_int_value(b, l->y2);
+        json_builder_end_array(b);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    return json_generator_to_data(gen, NULL);
+}

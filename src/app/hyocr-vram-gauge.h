@@ -1,0 +1,23 @@
+/* hyocr-gtk — memory gauge for the header bar: used/total on the card (or RAM
+ * on the CPU backend) and this app's share, broken down in a popover. */
+#pragma once
+#include "hyocr.h"
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+#define HYOCR_TYPE_VRAM_GAUGE (hyocr_vram_gauge_get_type())
+G_DECLARE_FINAL_TYPE(HyocrVramGauge, hyocr_vram_gauge, HYOCR, VRAM_GAUGE, GtkWidget)
+
+GtkWidget *hyocr_vram_gauge_new(void);
+/* cpu: the figures are system RAM (the CPU backend). limit: bytes, 0 = none. */
+void       hyocr_vram_gauge_set_figures(HyocrVramGauge *self, const hyocr_mem_info *mem, gboolean cpu, int64_t limit);
+/* No engine loaded: says so instead of figures. */
+void       hyocr_vram_gauge_set_unavailable(HyocrVramGauge *self, const char *reason);
+/* For tests: how often figures were shown, and the last ones. */
+guint      hyocr_vram_gauge_get_n_updates(HyocrVramGauge *self);
+const hyocr_mem_info *hyocr_vram_gauge_get_figures(HyocrVramGauge *self);
+const char *hyocr_vram_gauge_get_summary(HyocrVramGauge *self);   /* the short label */
+const char *hyocr_vram_gauge_get_device_text(HyocrVramGauge *self);
+
+G_END_DECLS

@@ -1,0 +1,497 @@
+/* hyocr-gtk — inference thread. */
+#include "hyocr-worker.h"
+#include "error.h"
+#include "hyocr-image-util.h"
+#include "hyocr-memory.h"
+#include <glib/gi18n.h>
+#include <string.h>
+
+G_DEFINE_ENUM_TYPE(HyocrWorkerState, hyocr_worker_state,
+    G_DEFINE_ENUM_VALUE(HYOCR_WORKER_IDLE, "idle"),
+    G_DEFINE_ENUM_VALUE(HYOCR_WORKER_LOADING, "loading"),
+    G_DEFINE_ENUM_VALUE(HYOCR_WORKER_READY, "ready"),
+    G_DEFINE_ENUM_VALUE(HYOCR_WORKER_FAILED, "failed"))
+
+typedef enum { MSG_LOAD, MSG_JOB, MSG_QUIT } MsgType;
+
+typedef struct {
+    MsgType             type;
+    HyocrEngineSettings settings;   /* LOAD */
+    guint               generation; /* LOAD: skipped when a newer load is queued */
+    HyocrJob           *job;        /* JOB: owned */
+} Msg;
+
+struct _HyocrWorker {
+    GObject          parent_instance;
+
+    GThread         *thread;
+    GAsyncQueue     *queue;
+    GMainContext    *main_context;
+    guint            load_generation;   /* atomic */
+
+    /* Shared with the thread. The thread holds the lock only to publish or
+     * retire the engine, never while running a job, so the gauge never waits. */
+    GMutex           lock;
+    hyocr_engine    *engine;
+    gboolean         engine_cpu;
+    int64_t          engine_limit;
+    HyocrJob        *current;
+
+    GQueue           waiting;           /* thread only: jobs that arrived with no engine */
+    GString         *load_notice;       /* thread only: engine warnings during a load */
+
+    /* main context */
+    HyocrWorkerState state;
+    GError          *error;
+    char            *model_dir;
+    char            *backend_name;
+    gboolean         is_cpu;
+};
+
+G_DEFINE_FINAL_TYPE(HyocrWorker, hyocr_worker, G_TYPE_OBJECT)
+
+enum { PROP_0, PROP_STATE, PROP_BACKEND_NAME, N_PROPS };
+static GParamSpec *props[N_PROPS];
+
+enum { SIGNAL_NOTICE, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+void hyocr_engine_settings_clear(HyocrEngineSettings *s)
+{
+    g_clear_pointer(&s->model_dir, g_free);
+}
+
+static void msg_free(Msg *m)
+{
+    hyocr_engine_settings_clear(&m->settings);
+    g_clear_object(&m->job);
+    g_free(m);
+}
+
+/* ---- posting to the main context ---- */
+
+typedef struct {
+    GWeakRef         worker;
+    HyocrWorkerState state;
+    GError          *error;
+    char            *model_dir, *backend_name, *notice;
+    gboolean         cpu;
+} StatePost;
+
+static void state_post_free(gpointer data)
+{
+    StatePost *p = data;
+    g_weak_ref_clear(&p->worker);
+    g_clear_error(&p->error);
+    g_free(p->model_dir);
+    g_free(p->backend_name);
+    g_free(p->notice);
+    g_free(p);
+}
+
+static gboolean apply_state(gpointer data)
+{
+    StatePost *p = data;
+    g_autoptr(HyocrWorker) self = g_weak_ref_get(&p->worker);
+    if (!self) return G_SOURCE_REMOVE;
+    g_clear_error(&self->error);
+    self->error = g_steal_pointer(&p->error);
+    g_free(self->model_dir);
+    self->model_dir = g_steal_pointer(&p->model_dir);
+    g_free(self->backend_name);
+    self->backend_name = g_steal_pointer(&p->backend_name);
+    self->is_cpu = p->cpu;
+    self->state = p->state;
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_BACKEND_NAME]);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATE]);
+    if (p->notice) g_signal_emit(self, signals[SIGNAL_NOTICE], 0, p->notice);
+    return G_SOURCE_REMOVE;
+}
+
+static void post_state(HyocrWorker *self, HyocrWorkerState state, const char *model_dir, const GError *error)
+{
+    StatePost *p = g_new0(StatePost, 1);
+    g_weak_ref_init(&p->worker, self);
+    p->state = state;
+    p->error = error ? g_error_copy(error) : NULL;
+    p->model_dir = g_strdup(model_dir);
+    if (state == HYOCR_WORKER_READY) {
+        p->backend_name = g_strdup(hyocr_engine_backend_name(self->engine));
+        p->cpu = self->engine_cpu;
+        if (self->load_notice->len) p->notice = g_strdup(self->load_notice->str);
+    }
+    g_main_context_invoke_full(self->main_context, G_PRIORITY_DEFAULT, apply_state, p, state_post_free);
+}
+
+/* The last reference to a job may hold a texture; drop it where GTK lives. */
+static gboolean unref_on_main(gpointer data)
+{
+    g_object_unref(data);
+    return G_SOURCE_REMOVE;
+}
+
+static void release_job(HyocrWorker *self, HyocrJob *job)
+{
+    g_main_context_invoke_full(self->main_context, G_PRIORITY_DEFAULT_IDLE, unref_on_main, job, NULL);
+}
+
+/* ---- engine load (thread) ---- */
+
+static void on_engine_log(hyocr_log_level level, const char *message, void *data)
+{
+    HyocrWorker *self = data;
+    if (level < HYOCR_LOG_WARNING) return;
+    if (self->load_notice->len) g_string_append_c(self->load_notice, '\n');
+    g_string_append(self->load_notice, message);
+}
+
+static void retire_engine(HyocrWorker *self)
+{
+    g_mutex_lock(&self->lock);
+    hyocr_engine *old = g_steal_pointer(&self->engine);
+    g_mutex_unlock(&self->lock);
+    hyocr_engine_free(old);
+}
+
+/* Jobs that waited for a model go first, in the order they came. */
+static void requeue_waiting(HyocrWorker *self)
+{
+    HyocrJob *job;
+    while ((job = g_queue_pop_tail(&self->waiting))) {
+        Msg *m = g_new0(Msg, 1);
+        m->type = MSG_JOB;
+        m->job = job;
+        g_async_queue_push_front(self->queue, m);
+    }
+}
+
+static void thread_load(HyocrWorker *self, Msg *m)
+{
+    if (m->generation != (guint)g_atomic_int_get(&self->load_generation)) return;
+    post_state(self, HYOCR_WORKER_LOADING, m->settings.model_dir, NULL);
+    /* Two copies of the weights may not fit on the card: the old one goes first. */
+    retire_engine(self);
+    g_string_truncate(self->load_notice, 0);
+    hyocr_engine_params ep;
+    hyocr_engine_params_init(&ep);
+    ep.model_dir = m->settings.model_dir;
+    ep.device = m->settings.device;
+    ep.memory_limit = m->settings.memory_limit;
+    ep.n_threads = m->settings.n_threads;
+    ep.log = on_engine_log;
+    ep.log_data = self;
+    g_autoptr(GError) error = NULL;
+    hyocr_engine *eng = hyocr_engine_init(&ep, &error);
+    if (!eng) {
+        post_state(self, HYOCR_WORKER_FAILED, m->settings.model_dir, error);
+        return;
+    }
+    g_mutex_lock(&self->lock);
+    self->engine = eng;
+    self->engine_cpu = strcmp(hyocr_engine_backend_name(eng), "cpu") == 0;
+    self->engine_limit = m->settings.memory_limit;
+    g_mutex_unlock(&self->lock);
+    post_state(self, HYOCR_WORKER_READY, m->settings.model_dir, NULL);
+    requeue_waiting(self);
+}
+
+/* ---- one job (thread) ---- */
+
+static void on_event(const hyocr_event *ev, void *data)
+{
+    HyocrJob *job = data;
+    switch (ev->type) {
+    case HYOCR_EVENT_PREPROCESS: hyocr_job_post_state(job, HYOCR_JOB_READING); break;
+    case HYOCR_EVENT_PREFILL: hyocr_job_post_state(job, HYOCR_JOB_WRITING); break;
+    case HYOCR_EVENT_TOKEN: hyocr_job_post_piece(job, ev->piece, ev->n_generated); break;
+    default: break;
+    }
+}
+
+static void fail_job(HyocrJob *job, const char *message)
+{
+    hyocr_job_post_finish(job, HYOCR_JOB_FAILED, NULL, message);
+}
+
+/* The image the engine will see: decoded here for file jobs so a corrupt file
+ * fails with the decoder's message and the preview matches the pixels used. */
+static const hyocr_image *job_image(HyocrJob *job, hyocr_image **owned, GError **error)
+{
+    const hyocr_image *img = hyocr_job_peek_image(job);
+    if (img) return img;
+    g_autofree char *path = g_file_get_path(hyocr_job_get_file(job));
+    if (!path) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s is not a local file"), hyocr_job_get_title(job));
+        return NULL;
+    }
+    *owned = hyocr_app_load_image(path, hyocr_job_get_options(job)->max_side, error);
+    if (!*owned) return NULL;
+    g_autoptr(GdkTexture) tex = hyocr_texture_from_image(*owned);
+    hyocr_job_post_preview(job, tex);
+    return *owned;
+}
+
+/* Size after the engine's own max_side pre-scale (texture jobs). */
+static void scaled_size(const hyocr_image *img, int max_side, gboolean owned, int *w, int *h)
+{
+    *w = img->width;
+    *h = img->height;
+    int long_edge = MAX(*w, *h);
+    if (owned || max_side <= 0 || long_edge <= max_side) return;
+    double s = (double)max_side / long_edge;
+    *w = MAX(1, (int)(*w * s + 0.5));
+    *h = MAX(1, (int)(*h * s + 0.5));
+}
+
+static char *check_memory(HyocrWorker *self, HyocrJob *job, const hyocr_image *img, gboolean owned, GError **error)
+{
+    const HyocrJobOptions *o = hyocr_job_get_options(job);
+    int w, h;
+    scaled_size(img, o->max_side, owned, &w, &h);
+    HyocrJobEstimate est;
+    if (!hyocr_job_estimate(hyocr_engine_config(self->engine), self->engine_cpu ? 4 : 2, w, h, o->max_new_tokens,
+                            &est, error))
+        return NULL;
+    hyocr_mem_info mem;
+    hyocr_engine_mem_info(self->engine, &mem);
+    return hyocr_memory_check(&est, &mem, self->engine_limit, self->engine_cpu);
+}
+
+/* Decode, build the prompt text, refuse what cannot fit. FALSE when the job
+ * ended here (already reported). */
+static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image **img, hyocr_image **owned)
+{
+    const HyocrJobOptions *o = hyocr_job_get_options(job);
+    g_autoptr(GError) error = NULL;
+    *img = job_image(job, owned, &error);
+    if (!*img) {
+        fail_job(job, error->message);
+        return FALSE;
+    }
+    const hyocr_config *cfg = hyocr_engine_config(self->engine);
+    g_autofree char *prompt = hyocr_task_prompt(o->task, cfg->version, (const char *const *)o->fields,
+                                                o->custom_prompt, &error);
+    if (!prompt) {
+        fail_job(job, error->message);
+        return FALSE;
+    }
+    hyocr_job_post_prompt(job, prompt);
+    g_autofree char *refusal = check_memory(self, job, *img, *owned != NULL, &error);
+    if (error || refusal) {
+        fail_job(job, error ? error->message : refusal);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void run_engine(HyocrWorker *self, HyocrJob *job, const hyocr_image *img, gboolean owned)
+{
+    const HyocrJobOptions *o = hyocr_job_get_options(job);
+    hyocr_job_params jp;
+    hyocr_job_params_init(&jp);
+    jp.image = img;
+    jp.max_side = owned ? 0 : o->max_side;
+    jp.task = o->task;
+    jp.fields = (const char *const *)o->fields;
+    jp.custom_prompt = o->custom_prompt;
+    jp.max_new_tokens = o->max_new_tokens;
+    jp.repetition_penalty = o->repetition_penalty;
+    jp.ignore_eos = o->ignore_eos;
+    jp.cancellable = hyocr_job_get_cancellable(job);
+    jp.on_event = on_event;
+    jp.user_data = job;
+    hyocr_job_result res = { 0 };
+    g_autoptr(GError) error = NULL;
+    if (hyocr_engine_run(self->engine, &jp, &res, &error))
+        hyocr_job_post_finish(job, HYOCR_JOB_DONE, res.text, NULL);
+    else if (g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)) {
+        g_autofree char *msg = g_strdup_printf(_("Cancelled after %d tokens"), (int)(res.token_ids ? res.token_ids->len : 0));
+        hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, msg);
+    } else
+        fail_job(job, error->message);
+    hyocr_job_result_clear(&res);
+}
+
+static void run_job(HyocrWorker *self, HyocrJob *job)
+{
+    hyocr_job_post_state(job, HYOCR_JOB_PREPARING);
+    const hyocr_image *img = NULL;
+    g_autoptr(hyocr_image) owned = NULL;
+    if (!prepare_job(self, job, &img, &owned)) return;
+    if (g_cancellable_is_cancelled(hyocr_job_get_cancellable(job))) {
+        hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, _("Cancelled before it started"));
+        return;
+    }
+    run_engine(self, job, img, owned != NULL);
+}
+
+static void thread_job(HyocrWorker *self, HyocrJob *job)
+{
+    if (!self->engine) {
+        g_queue_push_tail(&self->waiting, job);
+        return;
+    }
+    if (hyocr_job_claim(job)) {
+        g_mutex_lock(&self->lock);
+        self->current = job;
+        g_mutex_unlock(&self->lock);
+        run_job(self, job);
+        g_mutex_lock(&self->lock);
+        self->current = NULL;
+        g_mutex_unlock(&self->lock);
+    }
+    release_job(self, job);
+}
+
+static gpointer worker_thread(gpointer data)
+{
+    HyocrWorker *self = data;
+    for (;;) {
+        Msg *m = g_async_queue_pop(self->queue);
+        if (m->type == MSG_QUIT) {
+            msg_free(m);
+            break;
+        }
+        if (m->type == MSG_LOAD) thread_load(self, m);
+        else thread_job(self, g_steal_pointer(&m->job));
+        msg_free(m);
+    }
+    retire_engine(self);
+    return NULL;
+}
+
+/* ---- main context API ---- */
+
+static void push(HyocrWorker *self, Msg *m)
+{
+    if (!self->thread) self->thread = g_thread_new("hyocr-worker", worker_thread, self);
+    g_async_queue_push(self->queue, m);
+}
+
+void hyocr_worker_load(HyocrWorker *self, const HyocrEngineSettings *settings)
+{
+    g_return_if_fail(HYOCR_IS_WORKER(self));
+    Msg *m = g_new0(Msg, 1);
+    m->type = MSG_LOAD;
+    m->settings = *settings;
+    m->settings.model_dir = g_strdup(settings->model_dir);
+    m->generation = (guint)g_atomic_int_add(&self->load_generation, 1) + 1;
+    /* Shown at once, so the UI never waits for the thread to pick the load up. */
+    if (self->state != HYOCR_WORKER_LOADING) {
+        self->state = HYOCR_WORKER_LOADING;
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATE]);
+    }
+    push(self, m);
+}
+
+void hyocr_worker_push(HyocrWorker *self, HyocrJob *job)
+{
+    g_return_if_fail(HYOCR_IS_WORKER(self) && HYOCR_IS_JOB(job));
+    Msg *m = g_new0(Msg, 1);
+    m->type = MSG_JOB;
+    m->job = g_object_ref(job);
+    push(self, m);
+}
+
+void hyocr_worker_shutdown(HyocrWorker *self)
+{
+    if (!self->thread) return;
+    g_mutex_lock(&self->lock);
+    if (self->current) g_cancellable_cancel(hyocr_job_get_cancellable(self->current));
+    g_mutex_unlock(&self->lock);
+    Msg *quit = g_new0(Msg, 1);
+    quit->type = MSG_QUIT;
+    g_async_queue_push_front(self->queue, quit);
+    g_thread_join(g_steal_pointer(&self->thread));
+    /* The thread is gone: what it left is ours now. */
+    Msg *m;
+    while ((m = g_async_queue_try_pop(self->queue))) msg_free(m);
+    g_queue_clear_full(&self->waiting, g_object_unref);
+}
+
+HyocrWorkerState hyocr_worker_get_state(HyocrWorker *self) { return self->state; }
+const GError *hyocr_worker_get_error(HyocrWorker *self) { return self->error; }
+const char *hyocr_worker_get_model_dir(HyocrWorker *self) { return self->model_dir; }
+gboolean hyocr_worker_is_cpu(HyocrWorker *self) { return self->is_cpu; }
+
+const char *hyocr_worker_get_backend_name(HyocrWorker *self)
+{
+    return self->state == HYOCR_WORKER_READY ? self->backend_name : NULL;
+}
+
+gboolean hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out)
+{
+    g_mutex_lock(&self->lock);
+    gboolean ok = self->engine != NULL;
+    if (ok) hyocr_engine_mem_info(self->engine, out);
+    g_mutex_unlock(&self->lock);
+    return ok;
+}
+
+int64_t hyocr_worker_get_memory_limit(HyocrWorker *self)
+{
+    g_mutex_lock(&self->lock);
+    int64_t limit = self->engine ? self->engine_limit : 0;
+    g_mutex_unlock(&self->lock);
+    return limit;
+}
+
+/* ---- GObject ---- */
+
+static void hyocr_worker_dispose(GObject *object)
+{
+    hyocr_worker_shutdown(HYOCR_WORKER(object));
+    G_OBJECT_CLASS(hyocr_worker_parent_class)->dispose(object);
+}
+
+static void hyocr_worker_finalize(GObject *object)
+{
+    HyocrWorker *self = HYOCR_WORKER(object);
+    g_async_queue_unref(self->queue);
+    g_main_context_unref(self->main_context);
+    g_mutex_clear(&self->lock);
+    g_string_free(self->load_notice, TRUE);
+    g_clear_error(&self->error);
+    g_free(self->model_dir);
+    g_free(self->backend_name);
+    G_OBJECT_CLASS(hyocr_worker_parent_class)->finalize(object);
+}
+
+static void hyocr_worker_get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+    HyocrWorker *self = HYOCR_WORKER(object);
+    switch (prop_id) {
+    case PROP_STATE: g_value_set_enum(value, self->state); break;
+    case PROP_BACKEND_NAME: g_value_set_string(value, hyocr_worker_get_backend_name(self)); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    }
+}
+
+static void hyocr_worker_class_init(HyocrWorkerClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+    object_class->dispose = hyocr_worker_dispose;
+    object_class->finalize = hyocr_worker_finalize;
+    object_class->get_property = hyocr_worker_get_property;
+    GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+    props[PROP_STATE] = g_param_spec_enum("state", NULL, NULL, HYOCR_TYPE_WORKER_STATE, HYOCR_WORKER_IDLE, ro);
+    props[PROP_BACKEND_NAME] = g_param_spec_string("backend-name", NULL, NULL, NULL, ro);
+    g_object_class_install_properties(object_class, N_PROPS, props);
+    /* A warning from the engine while loading (e.g. the GPU was not usable). */
+    signals[SIGNAL_NOTICE] = g_signal_new("notice", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                                          NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+}
+
+static void hyocr_worker_init(HyocrWorker *self)
+{
+    self->queue = g_async_queue_new_full((GDestroyNotify)msg_free);
+    self->main_context = g_main_context_ref_thread_default();
+    g_mutex_init(&self->lock);
+    g_queue_init(&self->waiting);
+    self->load_notice = g_string_new(NULL);
+}
+
+HyocrWorker *hyocr_worker_new(void)
+{
+    return g_object_new(HYOCR_TYPE_WORKER, NULL);
+}

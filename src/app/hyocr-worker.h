@@ -1,0 +1,52 @@
+/* hyocr-gtk — the inference thread. It owns the engine (loads it, so the UI
+ * never waits on a model load), takes jobs from an async queue one at a time and
+ * reports through the jobs' thread-safe post functions. Load results come back
+ * to the main context as property changes. */
+#pragma once
+#include "hyocr-job.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+    HYOCR_WORKER_IDLE,      /* nothing asked yet */
+    HYOCR_WORKER_LOADING,
+    HYOCR_WORKER_READY,
+    HYOCR_WORKER_FAILED,    /* see hyocr_worker_get_error */
+} HyocrWorkerState;
+
+#define HYOCR_TYPE_WORKER_STATE (hyocr_worker_state_get_type())
+GType hyocr_worker_state_get_type(void);
+
+/* What the engine is loaded with. */
+typedef struct {
+    char        *model_dir;
+    hyocr_device device;
+    int64_t      memory_limit;   /* bytes, 0 = none */
+    int          n_threads;      /* 0 = all cores */
+} HyocrEngineSettings;
+
+void hyocr_engine_settings_clear(HyocrEngineSettings *s);
+
+#define HYOCR_TYPE_WORKER (hyocr_worker_get_type())
+G_DECLARE_FINAL_TYPE(HyocrWorker, hyocr_worker, HYOCR, WORKER, GObject)
+
+HyocrWorker     *hyocr_worker_new(void);
+/* (Re)loads the engine after the jobs queued so far. */
+void             hyocr_worker_load(HyocrWorker *self, const HyocrEngineSettings *settings);
+/* Jobs wait while no engine is loaded and run once one is. */
+void             hyocr_worker_push(HyocrWorker *self, HyocrJob *job);
+/* Cancels every job and stops the thread; waits for it (within one decode step,
+ * or the end of an engine load). Called by dispose too. */
+void             hyocr_worker_shutdown(HyocrWorker *self);
+
+HyocrWorkerState hyocr_worker_get_state(HyocrWorker *self);
+const GError    *hyocr_worker_get_error(HyocrWorker *self);
+const char      *hyocr_worker_get_model_dir(HyocrWorker *self);   /* of the last load */
+const char      *hyocr_worker_get_backend_name(HyocrWorker *self);/* "cpu", "cuda"; NULL unless READY */
+gboolean         hyocr_worker_is_cpu(HyocrWorker *self);
+/* Live figures from any thread; FALSE when no engine is loaded. */
+gboolean         hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out);
+/* The memory limit of the loaded engine, bytes (0 = none). */
+int64_t          hyocr_worker_get_memory_limit(HyocrWorker *self);
+
+G_END_DECLS

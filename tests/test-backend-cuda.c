@@ -1,0 +1,1077 @@
+/* CUDA backend consistency test (in the spirit of llama.cpp's test-backend-ops):
+ * every op runs on the CPU backend and on the CUDA backend with the same random
+ * inputs, and the results are compared by relative L2 error. Inputs are first
+ * rounded through the CUDA compute type, so both backends see identical values
+ * and the comparison measures the kernels, not the input quantisation.
+ *
+ * Without a usable GPU every device test skips loudly ("SKIP: no CUDA device:
+ * <reason>") and the init test checks that the failure is a clean GError.
+ * HYOCR_BENCH=1 adds a microbenchmark (decode attention at 4K/16K prefixes,
+ * vision attention at n = 4096/16384, paged prefill, a few GEMMs). */
+#include "backend.h"
+#include "error.h"
+#include "hyocr-build-config.h"
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#if HYOCR_HAVE_CUDA
+#include "../kernels/hyocr-kernels.h"
+#include <cuda_runtime_api.h>
+#endif
+
+typedef struct {
+    hyocr_compute_dtype dtype;
+    const char         *name;
+    double              tol;   /* rel-L2 for results rounded to the compute type */
+} dt_case;
+
+static const dt_case F16 = { HYOCR_COMPUTE_F16, "f16", 2e-3 };
+static const dt_case BF16 = { HYOCR_COMPUTE_BF16, "bf16", 1.2e-2 };
+/* fp32 outputs of fp32-accumulated work on identical inputs differ only by summation order */
+#define TOL_F32 2e-5
+
+static hyocr_backend *g_cpu;
+static hyocr_backend *g_cuda[3];
+static char          *g_cuda_why[3];
+
+static hyocr_backend *cpu(void)
+{
+    if (!g_cpu) {
+        g_autoptr(GError) err = NULL;
+        hyocr_backend_params p = { 0 };
+        g_cpu = hyocr_backend_cpu_init(&p, &err);
+        g_assert_no_error(err);
+    }
+    return g_cpu;
+}
+
+/* The CUDA backend of the case's dtype, or NULL after a loud skip. */
+static hyocr_backend *cuda(const dt_case *c)
+{
+    int i = (int)c->dtype;
+    if (!g_cuda[i] && !g_cuda_why[i]) {
+        g_autoptr(GError) err = NULL;
+        hyocr_backend_params p = { .dtype = c->dtype };
+        g_cuda[i] = hyocr_backend_cuda_init(&p, &err);
+        if (!g_cuda[i]) {
+            g_assert_nonnull(err);
+            g_cuda_why[i] = g_strdup(err->message);
+        }
+    }
+    if (!g_cuda[i]) {
+        g_autofree char *msg = g_strdup_printf("SKIP: no CUDA device: %s", g_cuda_why[i]);
+        g_test_skip(msg);
+        return NULL;
+    }
+    return g_cuda[i];
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static float *rnd(size_t n, double lo, double hi)
+{
+    float *x = g_new(float, n ? n : 1);
+    for (size_t i = 0; i < n; i++) x[i] = (float)g_test_rand_double_range(lo, hi);
+    return x;
+}
+
+static hyocr_buf *mk(hyocr_backend *be, hyocr_buf_kind kind, const float *host, size_t n)
+{
+    g_autoptr(GError) err = NULL;
+    hyocr_buf *b = be->ops->alloc(be, kind, n, &err);
+    g_assert_no_error(err);
+    if (host && n) {
+        g_assert_true(be->ops->upload_f32(be, b, 0, host, n, &err));
+        g_assert_no_error(err);
+    }
+    return b;
+}
+
+static float *get(hyocr_backend *be, const hyocr_buf *b, size_t off, size_t n)
+{
+    g_autoptr(GError) err = NULL;
+    float *x = g_new(float, n ? n : 1);
+    g_assert_true(be->ops->download_f32(be, b, off, x, n, &err));
+    g_assert_no_error(err);
+    return x;
+}
+
+/* Rounds x in place through the CUDA compute type. */
+static void quantize(hyocr_backend *g, float *x, size_t n)
+{
+    hyocr_buf *b = mk(g, HYOCR_BUF_ACT, x, n);
+    g_autofree float *q = get(g, b, 0, n);
+    memcpy(x, q, n * sizeof(float));
+    g->ops->buf_free(g, b);
+}
+
+static float *rndq(hyocr_backend *g, size_t n, double lo, double hi)
+{
+    float *x = rnd(n, lo, hi);
+    quantize(g, x, n);
+    return x;
+}
+
+static double rel_l2(const float *got, const float *ref, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) return INFINITY;
+        double d = (double)got[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+static void expect_close(const char *what, const float *got, const float *ref, size_t n, double tol)
+{
+    double e = rel_l2(got, ref, n);
+    g_test_message("%s: rel-L2 %.3g (tol %.3g)", what, e, tol);
+    if (!(e <= tol)) g_printerr("# %s: rel-L2 %.3g exceeds %.3g\n", what, e, tol);
+    g_assert_cmpfloat(e, <=, tol);
+}
+
+static void expect_equal(const char *what, const float *got, const float *ref, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != ref[i]) {
+            g_printerr("# %s: element %zu is %g, expected %g\n", what, i, got[i], ref[i]);
+            g_assert_cmpfloat(got[i], ==, ref[i]);
+        }
+}
+
+/* The same buffer on both backends. */
+typedef struct {
+    hyocr_buf *c, *g;
+    size_t     n;
+} pair;
+
+static pair mk2(hyocr_backend *g, hyocr_buf_kind kind, const float *host, size_t n)
+{
+    return (pair){ mk(cpu(), kind, host, n), mk(g, kind, host, n), n };
+}
+
+static void free2(hyocr_backend *g, pair *p)
+{
+    cpu()->ops->buf_free(cpu(), p->c);
+    g->ops->buf_free(g, p->g);
+    p->c = p->g = NULL;
+}
+
+/* Downloads both and compares (tol < 0: exact). */
+static void cmp2(hyocr_backend *g, const char *what, const pair *p, size_t off, size_t n, double tol)
+{
+    g_autofree float *a = get(g, p->g, off, n);
+    g_autofree float *b = get(cpu(), p->c, off, n);
+    if (tol < 0) expect_equal(what, a, b, n);
+    else expect_close(what, a, b, n, tol);
+}
+
+#define OK(call)                                   \
+    do {                                           \
+        g_autoptr(GError) err_ = NULL;             \
+        bool ok_ = (call);                         \
+        g_assert_no_error(err_);                   \
+        g_assert_true(ok_);                        \
+    } while (0)
+/* Runs the op on both backends: OP(be, c_or_g) picks the backend's buffers. */
+#define BOTH(g, expr_c, expr_g) \
+    do {                        \
+        OK(expr_c);             \
+        OK(expr_g);             \
+    } while (0)
+#define E (&err_)
+
+/* ---------------------------------------------------------------- init and errors */
+
+static void test_init(void)
+{
+    g_autoptr(GError) err = NULL;
+    hyocr_backend_params p = { .dtype = HYOCR_COMPUTE_F16 };
+    hyocr_backend *be = hyocr_backend_cuda_init(&p, &err);
+    if (!be) {
+        /* This is the no-GPU path: a clean error, no crash. */
+        g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_BACKEND);
+        g_assert_true(strlen(err->message) > 10);
+        g_test_message("CUDA init fails cleanly: %s", err->message);
+        return;
+    }
+    hyocr_backend_free(be);
+    p.device = 999;
+    be = hyocr_backend_cuda_init(&p, &err);
+    g_assert_null(be);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_BACKEND);
+    g_assert_nonnull(strstr(err->message, "999"));
+}
+
+static void test_errors(gconstpointer data)
+{
+    hyocr_backend *g = cuda(data);
+    if (!g) return;
+    g_autoptr(GError) err = NULL;
+    hyocr_buf *a = mk(g, HYOCR_BUF_ACT, NULL, 1000), *f = mk(g, HYOCR_BUF_F32, NULL, 1000);
+
+    g_assert_false(g->ops->attention_full(g, a, a, 2, 1, 100, 0.1f, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+    g_assert_false(g->ops->matmul(g, f, a, a, 0, NULL, 10, 100, 100, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+    g_assert_false(g->ops->attention_full(g, f, f, 2, 1, 72, 0.1f, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+
+    hyocr_rope_params rp = { .head_dim = 8, .section = { 1, 1 }, .n_sections = 2 };
+    int32_t pos[8] = { 0 };
+    g_assert_false(g->ops->rope_qknorm(g, a, 1, pos, 4, 1, 1, &rp, a, a, 1e-5f, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_CONFIG);
+    g_clear_error(&err);
+
+    int32_t bt[2] = { 0, 7 };
+    hyocr_seq_view sv = { bt, 10, 10 };
+    hyocr_buf *kv = mk(g, HYOCR_BUF_KV, NULL, 16 * 1 * 128 * 2);
+    hyocr_buf *q = mk(g, HYOCR_BUF_ACT, NULL, 10 * 3 * 128);
+    g_assert_false(g->ops->attention_paged(g, q, q, kv, kv, 16, &sv, 1, 1, 1, 128, 0.1f, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "block"));
+    g_clear_error(&err);
+
+    int32_t ids[2] = { 1, 5000 };
+    g_assert_false(g->ops->embed(g, f, a, ids, 2, 10, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+
+    int64_t v = 7;
+    hyocr_tensor t = { .name = "x.i64", .dtype = HYOCR_DTYPE_I64, .n_dims = 1, .shape = { 1 }, .data = &v,
+                       .nbytes = 8 };
+    g_assert_false(g->ops->upload_weight(g, a, 0, &t, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT);
+    g_clear_error(&err);
+
+    /* Still usable afterwards. */
+    float one[4] = { 1, 2, 3, 4 };
+    OK(g->ops->upload_f32(g, f, 0, one, 4, E));
+    OK(g->ops->add(g, f, f, 4, E));
+    g_autofree float *r = get(g, f, 0, 4);
+    g_assert_cmpfloat(r[3], ==, 8.0f);
+    OK(g->ops->sync(g, E));
+    g->ops->buf_free(g, a);
+    g->ops->buf_free(g, f);
+    g->ops->buf_free(g, kv);
+    g->ops->buf_free(g, q);
+}
+
+static void test_memory(gconstpointer data)
+{
+    hyocr_backend *g = cuda(data);
+    if (!g) return;
+    g_autoptr(GError) err = NULL;
+    /* A limit below the backend's own workspace: init refuses, cleanly. */
+    hyocr_backend_params p = { .dtype = HYOCR_COMPUTE_F16, .memory_limit = 1 << 20 };
+    hyocr_backend *lim = hyocr_backend_cuda_init(&p, &err);
+    g_assert_null(lim);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
+    g_clear_error(&err);
+
+    p.memory_limit = 96 << 20;
+    lim = hyocr_backend_cuda_init(&p, &err);
+    g_assert_no_error(err);
+    hyocr_mem_info mi0, mi1;
+    lim->ops->mem_info(lim, &mi0);
+    g_assert_cmpint(mi0.total, >, 0);
+    hyocr_buf *w = lim->ops->alloc(lim, HYOCR_BUF_WEIGHT, 4 << 20, &err);   /* 8 MiB */
+    g_assert_no_error(err);
+    hyocr_buf *big = lim->ops->alloc(lim, HYOCR_BUF_ACT, 64 << 20, &err);   /* 128 MiB: over */
+    g_assert_null(big);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
+    g_assert_nonnull(strstr(err->message, "limit"));
+    g_test_message("limit: %s", err->message);
+    g_clear_error(&err);
+    lim->ops->mem_info(lim, &mi1);
+    g_assert_cmpint(mi1.weights, ==, mi0.weights + (8 << 20));
+    g_assert_cmpint(mi1.peak, >=, mi1.weights + mi1.workspace);
+    lim->ops->buf_free(lim, w);
+    lim->ops->mem_info(lim, &mi1);
+    g_assert_cmpint(mi1.weights, ==, mi0.weights);
+    hyocr_backend_free(lim);
+
+    /* A request the device cannot satisfy: an error, and the backend lives on. */
+    hyocr_buf *huge = g->ops->alloc(g, HYOCR_BUF_F32, (size_t)1 << 50, &err);
+    g_assert_null(huge);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
+    g_test_message("huge: %s", err->message);
+    g_clear_error(&err);
+    float x[3] = { 1, 2, 3 };
+    hyocr_buf *b = mk(g, HYOCR_BUF_F32, x, 3);
+    g_autofree float *r = get(g, b, 0, 3);
+    expect_equal("after OOM", r, x, 3);
+    g->ops->buf_free(g, b);
+}
+
+/* ---------------------------------------------------------------- transfers */
+
+static void test_transfer(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    size_t n = 100003;
+    g_autofree float *x = rnd(n, -100, 100);
+    hyocr_buf *a = mk(g, HYOCR_BUF_ACT, x, n), *f = mk(g, HYOCR_BUF_F32, x, n), *k = mk(g, HYOCR_BUF_KV, NULL, n);
+    g_autofree float *fa = get(g, a, 0, n), *ff = get(g, f, 0, n);
+    expect_equal("F32 round trip", ff, x, n);
+    expect_close("ACT round trip", fa, x, n, c->tol);
+    /* copies between kinds convert; offsets are in elements */
+    OK(g->ops->copy(g, k, 5, a, 0, n - 5, E));
+    OK(g->ops->copy(g, f, 1, k, 5, 1000, E));
+    g_autofree float *fk = get(g, f, 1, 1000);
+    expect_equal("ACT→KV→F32", fk, fa, 1000);
+    g->ops->buf_free(g, a);
+    g->ops->buf_free(g, f);
+    g->ops->buf_free(g, k);
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+
+static void test_upload_weight(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    size_t n = 4099;
+    g_autofree float *x = rnd(n, -3, 3);
+    /* BF16 data at an odd address: safetensors offsets need not be aligned. */
+    g_autofree uint8_t *raw = g_malloc(n * 2 + 1);
+    for (size_t i = 0; i < n; i++) {
+        uint16_t v = f32_to_bf16(x[i]);
+        memcpy(raw + 1 + 2 * i, &v, 2);
+    }
+    hyocr_tensor t = { .name = "w.bf16", .dtype = HYOCR_DTYPE_BF16, .n_dims = 2, .shape = { 1, (int64_t)n },
+                       .data = raw + 1, .nbytes = n * 2 };
+    g_autofree float *ref = g_new(float, n);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)f32_to_bf16(x[i]) << 16;
+        memcpy(&ref[i], &u, 4);
+    }
+    hyocr_buf *w = mk(g, HYOCR_BUF_WEIGHT, NULL, n + 7);
+    OK(g->ops->upload_weight(g, w, 7, &t, E));
+    g_autofree float *got = get(g, w, 7, n);
+    /* bf16 values of this range are exact in fp16 too */
+    expect_equal("bf16 upload", got, ref, n);
+    t.dtype = HYOCR_DTYPE_F32;
+    t.data = x;
+    t.nbytes = n * 4;
+    OK(g->ops->upload_weight(g, w, 0, &t, E));
+    g_autofree float *got32 = get(g, w, 0, n);
+    expect_close("f32 upload", got32, x, n, c->tol);
+    g->ops->buf_free(g, w);
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+typedef struct {
+    int    M, N, K;
+    bool   bias, out_f32, x_f32;
+    size_t w_off;
+} mm_shape;
+
+static void run_matmul(const dt_case *c, hyocr_backend *g, const mm_shape *s)
+{
+    size_t nw = s->w_off + (size_t)s->N * s->K;
+    g_autofree float *x = rndq(g, (size_t)s->M * s->K, -1, 1);
+    g_autofree float *w = rndq(g, nw, -0.1, 0.1);
+    g_autofree float *b = rndq(g, (size_t)s->N, -1, 1);
+    pair px = mk2(g, s->x_f32 ? HYOCR_BUF_F32 : HYOCR_BUF_ACT, x, (size_t)s->M * s->K);
+    pair pw = mk2(g, HYOCR_BUF_WEIGHT, w, nw);
+    pair pb = mk2(g, HYOCR_BUF_WEIGHT, b, (size_t)s->N);
+    pair po = mk2(g, s->out_f32 ? HYOCR_BUF_F32 : HYOCR_BUF_ACT, NULL, (size_t)s->M * s->N);
+    BOTH(g, cpu()->ops->matmul(cpu(), po.c, px.c, pw.c, s->w_off, s->bias ? pb.c : NULL, s->M, s->N, s->K, E),
+         g->ops->matmul(g, po.g, px.g, pw.g, s->w_off, s->bias ? pb.g : NULL, s->M, s->N, s->K, E));
+    g_autofree char *what = g_strdup_printf("matmul %d×%d×%d%s%s%s off %zu", s->M, s->N, s->K, s->bias ? " +bias" : "",
+                                            s->out_f32 ? " →F32" : " →ACT", s->x_f32 ? " x F32" : "", s->w_off);
+    cmp2(g, what, &po, 0, po.n, s->out_f32 ? TOL_F32 : c->tol);
+    free2(g, &px);
+    free2(g, &pw);
+    free2(g, &pb);
+    free2(g, &po);
+}
+
+static void test_matmul(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    const mm_shape shapes[] = {
+        { 1, 1024, 1024, false, false, false, 0 },     /* decode projection */
+        { 1, 7168, 1024, false, false, false, 0 },     /* decode gate|up */
+        { 2, 3000, 1024, false, true, false, 0 },      /* logits-like, fp32 out */
+        { 5, 1000, 72, true, true, false, 0 },
+        { 64, 3456, 1152, true, false, false, 0 },     /* ViT qkv */
+        { 33, 1152, 4304, true, true, true, 0 },       /* fc2, x converted from F32 */
+        { 17, 256, 512, false, false, false, 256 * 512 }, /* second half of a fused weight */
+        { 9, 100, 37, true, false, false, 3 },         /* misaligned weight pointer */
+        { 3, 5, 0, true, true, false, 0 },             /* K = 0: bias only */
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) run_matmul(c, g, &shapes[i]);
+}
+
+/* ---------------------------------------------------------------- norms, pointwise */
+
+static void test_norms(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    int M = 37, N = 1152;
+    size_t mn = (size_t)M * N;
+    g_autofree float *r = rnd(mn, -3, 3), *d = rndq(g, mn, -2, 2);
+    g_autofree float *ga = rndq(g, N, 0.5, 1.5), *be = rndq(g, N, -0.5, 0.5);
+    pair pr = mk2(g, HYOCR_BUF_F32, r, mn), pd = mk2(g, HYOCR_BUF_ACT, d, mn);
+    pair pg = mk2(g, HYOCR_BUF_WEIGHT, ga, N), pb = mk2(g, HYOCR_BUF_WEIGHT, be, N);
+    pair po = mk2(g, HYOCR_BUF_ACT, NULL, mn);
+    BOTH(g, cpu()->ops->add_layernorm(cpu(), po.c, pr.c, pd.c, pg.c, pb.c, M, N, 1e-5f, E),
+         g->ops->add_layernorm(g, po.g, pr.g, pd.g, pg.g, pb.g, M, N, 1e-5f, E));
+    cmp2(g, "add_layernorm residual", &pr, 0, mn, TOL_F32);
+    cmp2(g, "add_layernorm out", &po, 0, mn, c->tol);
+    BOTH(g, cpu()->ops->add_layernorm(cpu(), po.c, pr.c, NULL, pg.c, pb.c, M, N, 1e-5f, E),
+         g->ops->add_layernorm(g, po.g, pr.g, NULL, pg.g, pb.g, M, N, 1e-5f, E));
+    cmp2(g, "layernorm out", &po, 0, mn, c->tol);
+
+    BOTH(g, cpu()->ops->add_rmsnorm(cpu(), po.c, pr.c, pd.c, pg.c, M, N, 1e-5f, E),
+         g->ops->add_rmsnorm(g, po.g, pr.g, pd.g, pg.g, M, N, 1e-5f, E));
+    cmp2(g, "add_rmsnorm residual", &pr, 0, mn, TOL_F32);
+    cmp2(g, "add_rmsnorm out", &po, 0, mn, c->tol);
+    /* in place on the fp32 stream (merger's before_rms has out == residual) */
+    BOTH(g, cpu()->ops->add_rmsnorm(cpu(), pr.c, pr.c, NULL, pg.c, M, N, 1e-5f, E),
+         g->ops->add_rmsnorm(g, pr.g, pr.g, NULL, pg.g, M, N, 1e-5f, E));
+    cmp2(g, "rmsnorm in place", &pr, 0, mn, TOL_F32);
+    free2(g, &pr);
+    free2(g, &pd);
+    free2(g, &pg);
+    free2(g, &pb);
+    free2(g, &po);
+
+    /* a wide row (merger proj_out width) */
+    M = 3;
+    N = 4608;
+    mn = (size_t)M * N;
+    g_autofree float *r2 = rnd(mn, -30, 30), *w2 = rndq(g, N, -2, 2);
+    pr = mk2(g, HYOCR_BUF_F32, r2, mn);
+    pg = mk2(g, HYOCR_BUF_WEIGHT, w2, N);
+    po = mk2(g, HYOCR_BUF_ACT, NULL, mn);
+    BOTH(g, cpu()->ops->add_rmsnorm(cpu(), po.c, pr.c, NULL, pg.c, M, N, 1e-5f, E),
+         g->ops->add_rmsnorm(g, po.g, pr.g, NULL, pg.g, M, N, 1e-5f, E));
+    cmp2(g, "rmsnorm wide", &po, 0, mn, c->tol);
+    free2(g, &pr);
+    free2(g, &pg);
+    free2(g, &po);
+}
+
+static void test_pointwise(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    size_t n = 50000;
+    g_autofree float *x = rndq(g, n, -6, 6), *y = rndq(g, n, -6, 6);
+    pair pf = mk2(g, HYOCR_BUF_F32, x, n), pa = mk2(g, HYOCR_BUF_ACT, y, n);
+    BOTH(g, cpu()->ops->add(cpu(), pf.c, pa.c, n, E), g->ops->add(g, pf.g, pa.g, n, E));
+    cmp2(g, "add F32 += ACT", &pf, 0, n, TOL_F32);
+    BOTH(g, cpu()->ops->gelu(cpu(), pf.c, n, E), g->ops->gelu(g, pf.g, n, E));
+    cmp2(g, "gelu F32", &pf, 0, n, TOL_F32);
+    BOTH(g, cpu()->ops->gelu(cpu(), pa.c, n, E), g->ops->gelu(g, pa.g, n, E));
+    cmp2(g, "gelu ACT", &pa, 0, n, c->tol);
+    free2(g, &pf);
+    free2(g, &pa);
+
+    int M = 7, I = 3584;
+    g_autofree float *gu = rndq(g, (size_t)M * 2 * I, -5, 5);
+    pair pgu = mk2(g, HYOCR_BUF_ACT, gu, (size_t)M * 2 * I), po = mk2(g, HYOCR_BUF_ACT, NULL, (size_t)M * I);
+    BOTH(g, cpu()->ops->swiglu(cpu(), po.c, pgu.c, M, I, E), g->ops->swiglu(g, po.g, pgu.g, M, I, E));
+    cmp2(g, "swiglu", &po, 0, po.n, 2 * c->tol);
+    free2(g, &pgu);
+    free2(g, &po);
+}
+
+/* ---------------------------------------------------------------- vision helpers */
+
+static void test_vision_helpers(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    const int edge = 16, C = 40;
+    size_t tn = (size_t)(1 + edge * edge) * C;
+    g_autofree float *tab = rndq(g, tn, -1, 1);
+    pair pt = mk2(g, HYOCR_BUF_WEIGHT, tab, tn);
+    const int grids[][2] = { { 10, 14 }, { 16, 16 }, { 24, 20 }, { 2, 32 }, { 16, 6 } };
+    for (int interp = 0; interp < 2; interp++)
+        for (size_t i = 0; i < G_N_ELEMENTS(grids); i++) {
+            int gh = grids[i][0], gw = grids[i][1];
+            size_t n = (size_t)gh * gw * C;
+            g_autofree float *x = rnd(n, -1, 1);
+            pair px = mk2(g, HYOCR_BUF_F32, x, n);
+            BOTH(g, cpu()->ops->posemb_add(cpu(), px.c, pt.c, 1, edge, gh, gw, C, (hyocr_posemb_interp)interp, E),
+                 g->ops->posemb_add(g, px.g, pt.g, 1, edge, gh, gw, C, (hyocr_posemb_interp)interp, E));
+            g_autofree char *what = g_strdup_printf("posemb_add R%d %d×%d", interp + 1, gh, gw);
+            cmp2(g, what, &px, 0, n, TOL_F32);
+            free2(g, &px);
+        }
+    free2(g, &pt);
+
+    int gh = 6, gw = 10, Cm = 24;
+    size_t n = (size_t)gh * gw * Cm;
+    g_autofree float *x = rndq(g, n, -1, 1);
+    pair px = mk2(g, HYOCR_BUF_ACT, x, n), po = mk2(g, HYOCR_BUF_ACT, NULL, n);
+    BOTH(g, cpu()->ops->merge_gather(cpu(), po.c, px.c, gh, gw, Cm, E), g->ops->merge_gather(g, po.g, px.g, gh, gw, Cm, E));
+    cmp2(g, "merge_gather", &po, 0, n, -1);
+    free2(g, &px);
+    free2(g, &po);
+
+    int Hm = 3, Wm = 5, Cn = 16;
+    size_t rows = (size_t)Hm * (Wm + 1) + 2;
+    g_autofree float *y = rndq(g, (size_t)Hm * Wm * Cn, -1, 1), *nl = rndq(g, Cn, -1, 1);
+    pair py = mk2(g, HYOCR_BUF_ACT, y, (size_t)Hm * Wm * Cn), pn = mk2(g, HYOCR_BUF_WEIGHT, nl, Cn);
+    po = mk2(g, HYOCR_BUF_ACT, NULL, rows * Cn);
+    BOTH(g, cpu()->ops->append_newline(cpu(), po.c, py.c, pn.c, Hm, Wm, Cn, E),
+         g->ops->append_newline(g, po.g, py.g, pn.g, Hm, Wm, Cn, E));
+    cmp2(g, "append_newline", &po, 0, rows * Cn, -1);
+    free2(g, &py);
+    free2(g, &pn);
+    free2(g, &po);
+}
+
+static void test_embed(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    int V = 50, C = 64, n = 23;
+    g_autofree float *tab = rndq(g, (size_t)V * C, -1, 1);
+    int32_t ids[23];
+    for (int i = 0; i < n; i++) ids[i] = g_test_rand_int_range(0, V);
+    pair pt = mk2(g, HYOCR_BUF_WEIGHT, tab, (size_t)V * C), po = mk2(g, HYOCR_BUF_F32, NULL, (size_t)n * C);
+    BOTH(g, cpu()->ops->embed(cpu(), po.c, pt.c, ids, n, C, E), g->ops->embed(g, po.g, pt.g, ids, n, C, E));
+    cmp2(g, "embed", &po, 0, po.n, -1);
+    free2(g, &pt);
+    free2(g, &po);
+}
+
+/* ---------------------------------------------------------------- rope + qk norm */
+
+static void rope_init(hyocr_rope_params *rp, int D, hyocr_rope_layout layout, int n_sections)
+{
+    memset(rp, 0, sizeof *rp);
+    rp->head_dim = D;
+    rp->layout = layout;
+    float base = 11158840.0f;
+    for (int i = 0; i < D / 2; i++) rp->inv_freq[i] = 1.0f / powf(base, (float)(2 * i) / (float)D);
+    rp->n_sections = n_sections;
+    for (int k = 0; k < n_sections; k++) rp->section[k] = D / 2 / n_sections;
+}
+
+static void run_rope(const dt_case *c, hyocr_backend *g, hyocr_rope_layout layout, int n_axes, int n_sections)
+{
+    int M = 50, Hq = 16, Hkv = 8, D = 128;
+    size_t n = (size_t)M * (Hq + 2 * Hkv) * D;
+    g_autofree float *x = rndq(g, n, -3, 3), *qn = rndq(g, D, 0.5, 1.5), *kn = rndq(g, D, 0.5, 1.5);
+    g_autofree int32_t *pos = g_new(int32_t, (size_t)n_axes * M);
+    for (int i = 0; i < n_axes * M; i++) pos[i] = g_test_rand_int_range(0, 5000);
+    hyocr_rope_params rp;
+    rope_init(&rp, D, layout, n_sections);
+    pair px = mk2(g, HYOCR_BUF_ACT, x, n), pq = mk2(g, HYOCR_BUF_WEIGHT, qn, D), pk = mk2(g, HYOCR_BUF_WEIGHT, kn, D);
+    BOTH(g, cpu()->ops->rope_qknorm(cpu(), px.c, M, pos, n_axes, Hq, Hkv, &rp, pq.c, pk.c, 1e-5f, E),
+         g->ops->rope_qknorm(g, px.g, M, pos, n_axes, Hq, Hkv, &rp, pq.g, pk.g, 1e-5f, E));
+    g_autofree char *what = g_strdup_printf("rope_qknorm R%d, %d axes, %d sections", layout + 1, n_axes, n_sections);
+    cmp2(g, what, &px, 0, n, 1.5 * c->tol);
+    /* v is untouched: compare the last row's v exactly */
+    size_t v0 = (size_t)(M - 1) * (Hq + 2 * Hkv) * D + (size_t)(Hq + Hkv) * D;
+    cmp2(g, "rope leaves v", &px, v0, (size_t)Hkv * D, -1);
+    free2(g, &px);
+    free2(g, &pq);
+    free2(g, &pk);
+}
+
+static void test_rope(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 4, 4);
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R2, 4, 4);
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 1, 4);
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 1, 0);
+}
+
+/* ---------------------------------------------------------------- attention */
+
+static void run_full(const dt_case *c, hyocr_backend *g, int n, int H, int D)
+{
+    size_t nq = (size_t)n * 3 * H * D, no = (size_t)n * H * D;
+    g_autofree float *qkv = rndq(g, nq, -2, 2);
+    pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+    float scale = (float)pow(D, -0.5);
+    BOTH(g, cpu()->ops->attention_full(cpu(), po.c, pq.c, n, H, D, scale, E),
+         g->ops->attention_full(g, po.g, pq.g, n, H, D, scale, E));
+    g_autofree char *what = g_strdup_printf("attention_full n %d H %d D %d", n, H, D);
+    cmp2(g, what, &po, 0, no, c->tol);
+    free2(g, &pq);
+    free2(g, &po);
+}
+
+static void test_attention_full(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    run_full(c, g, 300, 16, 72);
+    run_full(c, g, 64, 2, 72);
+    run_full(c, g, 1, 3, 72);
+    run_full(c, g, 77, 4, 128);
+}
+
+static void test_attention_full_long(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    run_full(c, g, 4096, 16, 72);
+}
+
+/* Paged KV fixture: both backends' caches and a shuffled block pool. */
+typedef struct {
+    hyocr_backend *g;
+    int            bs, n_blocks, Hq, Hkv, D;
+    pair           k, v;
+    int32_t       *perm;   /* physical blocks in handout order */
+    int            next;
+} kv_fix;
+
+static void kv_init(kv_fix *f, hyocr_backend *g, int bs, int n_blocks, int Hq, int Hkv, int D)
+{
+    *f = (kv_fix){ g, bs, n_blocks, Hq, Hkv, D };
+    size_t n = (size_t)n_blocks * bs * Hkv * D;
+    f->k = mk2(g, HYOCR_BUF_KV, NULL, n);
+    f->v = mk2(g, HYOCR_BUF_KV, NULL, n);
+    f->perm = g_new(int32_t, n_blocks);
+    for (int i = 0; i < n_blocks; i++) f->perm[i] = i;
+    for (int i = n_blocks - 1; i > 0; i--) {
+        int j = g_test_rand_int_range(0, i + 1), t = f->perm[i];
+        f->perm[i] = f->perm[j];
+        f->perm[j] = t;
+    }
+}
+
+static void kv_clear(kv_fix *f)
+{
+    free2(f->g, &f->k);
+    free2(f->g, &f->v);
+    g_free(f->perm);
+}
+
+static int32_t *kv_table(kv_fix *f, int tokens)
+{
+    int nb = (tokens + f->bs - 1) / f->bs;
+    g_assert_cmpint(f->next + nb, <=, f->n_blocks);
+    int32_t *t = g_new(int32_t, nb);
+    memcpy(t, f->perm + f->next, nb * sizeof(int32_t));
+    f->next += nb;
+    return t;
+}
+
+/* One paged call on both backends with fresh random q|k|v rows; compares out. */
+static void paged_step(const dt_case *c, kv_fix *f, const hyocr_seq_view *sv, int n_seqs, const char *what)
+{
+    int rows = 0;
+    for (int s = 0; s < n_seqs; s++) rows += sv[s].n_new;
+    size_t nq = (size_t)rows * (f->Hq + 2 * f->Hkv) * f->D, no = (size_t)rows * f->Hq * f->D;
+    g_autofree float *qkv = rndq(f->g, nq, -2, 2);
+    pair pq = mk2(f->g, HYOCR_BUF_ACT, qkv, nq), po = mk2(f->g, HYOCR_BUF_ACT, NULL, no);
+    float scale = (float)pow(f->D, -0.5);
+    hyocr_backend *g = f->g;
+    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f->k.c, f->v.c, f->bs, sv, n_seqs, f->Hq, f->Hkv, f->D,
+                                        scale, E),
+         g->ops->attention_paged(g, po.g, pq.g, f->k.g, f->v.g, f->bs, sv, n_seqs, f->Hq, f->Hkv, f->D, scale, E));
+    cmp2(g, what, &po, 0, no, c->tol);
+    free2(g, &pq);
+    free2(g, &po);
+}
+
+static void run_paged(const dt_case *c, hyocr_backend *g, int Hq, int Hkv, int prefill, int steps)
+{
+    kv_fix f;
+    kv_init(&f, g, 16, 160, Hq, Hkv, 128);
+    /* one long sequence over non-contiguous blocks: prefill, then decode steps */
+    g_autofree int32_t *bt = kv_table(&f, prefill + steps);
+    hyocr_seq_view sv = { bt, 0, prefill };
+    g_autofree char *what = g_strdup_printf("paged prefill %d (Hq %d, Hkv %d)", prefill, Hq, Hkv);
+    paged_step(c, &f, &sv, 1, what);
+    for (int s = 0; s < steps; s++) {
+        sv = (hyocr_seq_view){ bt, prefill + s, 1 };
+        g_autofree char *w = g_strdup_printf("paged decode at %d (Hq %d, Hkv %d)", prefill + s, Hq, Hkv);
+        paged_step(c, &f, &sv, 1, w);
+    }
+    /* the written cache slots hold the same values on both sides */
+    size_t used = (size_t)(prefill + steps + f.bs - 1) / f.bs;
+    for (size_t i = 0; i < used; i += 7) {
+        size_t be = (size_t)f.bs * Hkv * 128, off = (size_t)bt[i] * be;
+        cmp2(g, "k cache block", &f.k, off, be, -1);
+        cmp2(g, "v cache block", &f.v, off, be, -1);
+    }
+
+    /* a mixed batch: fresh prefill, chunked prefill, decode */
+    g_autofree int32_t *b1 = kv_table(&f, 40), *b2 = kv_table(&f, 300), *b3 = kv_table(&f, 501);
+    hyocr_seq_view warm[2] = { { b2, 0, 200 }, { b3, 0, 500 } };
+    paged_step(c, &f, warm, 2, "paged warm-up batch");
+    hyocr_seq_view mixed[3] = { { b1, 0, 37 }, { b2, 200, 100 }, { b3, 500, 1 } };
+    paged_step(c, &f, mixed, 3, "paged mixed batch");
+    kv_clear(&f);
+}
+
+static void test_paged(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    run_paged(c, g, 16, 8, 1000, 20);
+    run_paged(c, g, 4, 4, 130, 3);    /* no GQA */
+    run_paged(c, g, 6, 2, 150, 3);    /* group of 3: rows do not tile evenly */
+    run_paged(c, g, 8, 2, 99, 3);     /* group of 4 */
+}
+
+static void test_paged_long_decode(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    const int ctx = 16384, Hq = 16, Hkv = 8, D = 128;
+    kv_fix f;
+    kv_init(&f, g, 16, ctx / 16 + 1, Hq, Hkv, D);
+    /* a prefix written straight into the caches (same values on both sides) */
+    size_t n = f.k.n;
+    for (int which = 0; which < 2; which++) {
+        pair *p = which ? &f.v : &f.k;
+        g_autofree float *x = rndq(g, n, -2, 2);
+        OK(cpu()->ops->upload_f32(cpu(), p->c, 0, x, n, E));
+        OK(g->ops->upload_f32(g, p->g, 0, x, n, E));
+    }
+    g_autofree int32_t *bt = kv_table(&f, ctx + 1);
+    for (int step = 0; step < 2; step++) {
+        hyocr_seq_view sv = { bt, ctx - 1 + step, 1 };
+        g_autofree char *what = g_strdup_printf("paged decode, %d-token prefix", ctx - 1 + step);
+        paged_step(c, &f, &sv, 1, what);
+    }
+    kv_clear(&f);
+}
+
+/* ---------------------------------------------------------------- benchmark */
+
+#if HYOCR_HAVE_CUDA
+#define CK(x) g_assert_cmpint((int)(x), ==, (int)cudaSuccess)
+
+/* Benchmarks need big random arrays fast: an LCG is plenty (never zeros). */
+static float *rnd_fast(size_t n, float lo, float hi)
+{
+    float *x = g_new(float, n ? n : 1);
+    uint32_t st = (uint32_t)g_test_rand_int();
+    for (size_t i = 0; i < n; i++) {
+        st = st * 1664525u + 1013904223u;
+        x[i] = lo + (hi - lo) * (float)(st >> 8) * (1.0f / 16777216.0f);
+    }
+    return x;
+}
+
+static void *dev_rand(size_t n, hk_dtype t, cudaStream_t s)
+{
+    g_autofree float *h = rnd_fast(n, -2, 2);
+    void *f32 = NULL, *d = NULL;
+    CK(cudaMalloc(&f32, n * 4));
+    CK(cudaMalloc(&d, n * 2));
+    CK(cudaMemcpy(f32, h, n * 4, cudaMemcpyHostToDevice));
+    CK(hk_convert(s, d, t, f32, HK_F32, n));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaFree(f32));
+    return d;
+}
+
+/* Median of reps timed launches (ms). */
+typedef cudaError_t (*bench_fn)(cudaStream_t s, void *ctx);
+
+static double bench_ms(cudaStream_t s, bench_fn fn, void *ctx, int reps)
+{
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; i++) CK(fn(s, ctx));
+    double *t = g_new(double, reps);
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(a, s));
+        CK(fn(s, ctx));
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        t[i] = ms;
+    }
+    for (int i = 1; i < reps; i++)
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    double med = t[reps / 2];
+    g_free(t);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return med;
+}
+
+typedef struct {
+    hk_dtype t;
+    void    *out, *qkv;
+    int      n, H, D;
+} full_bench;
+
+static cudaError_t full_fn(cudaStream_t s, void *p)
+{
+    full_bench *b = p;
+    return hk_attention_full(s, b->t, b->out, b->qkv, b->n, b->H, b->D, 1.0f / sqrtf((float)b->D));
+}
+
+static void bench_full(hk_dtype t, int n, cudaStream_t s)
+{
+    const int H = 16, D = 72;
+    full_bench b = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D };
+    CK(cudaMalloc(&b.out, (size_t)n * H * D * 2));
+    double ms = bench_ms(s, full_fn, &b, n > 8192 ? 5 : 20);
+    double flop = 4.0 * n * (double)n * H * D;
+    printf("# bench %-5s attention_full n=%-6d H=%d D=%d: %8.3f ms  %6.1f TFLOP/s\n", t == HK_BF16 ? "bf16" : "f16",
+           n, H, D, ms, flop / ms * 1e-9);
+    cudaFree(b.out);
+    cudaFree(b.qkv);
+}
+
+/* Device-side arguments of one paged call, built like the backend does. */
+typedef struct {
+    hk_paged_args a;
+    void         *meta, *part;
+} paged_bench;
+
+static cudaError_t decode_fn(cudaStream_t s, void *p)
+{
+    return hk_attention_decode(s, &((paged_bench *)p)->a);
+}
+
+static cudaError_t prefill_fn(cudaStream_t s, void *p)
+{
+    return hk_attention_prefill(s, &((paged_bench *)p)->a);
+}
+
+static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int sm_count, cudaStream_t s)
+{
+    const int Hq = 16, Hkv = 8, D = 128, bs = 16;
+    int nb = (ctx + bs - 1) / bs, total_blocks = nb * n_seqs + 1;
+    size_t cache = (size_t)total_blocks * bs * Hkv * D;
+    paged_bench b = { { 0 } };
+    hk_paged_args *a = &b.a;
+    *a = (hk_paged_args){ .t = t, .block_size = bs, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = 0.0884f,
+                          .n_seqs = n_seqs };
+    a->qkv = dev_rand((size_t)n_seqs * n_new * (Hq + 2 * Hkv) * D, t, s);
+    a->k_cache = dev_rand(cache, t, s);
+    a->v_cache = dev_rand(cache, t, s);
+    CK(cudaMalloc(&a->out, (size_t)n_seqs * n_new * Hq * D * 2));
+    /* host metadata: shuffled blocks per sequence */
+    GArray *seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq)), *bt = g_array_new(FALSE, FALSE, 4);
+    GArray *tiles = g_array_new(FALSE, FALSE, 8), *splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
+    GArray *rows = g_array_new(FALSE, FALSE, sizeof(hk_dec_row));
+    int len = hk_decode_split_len(sm_count, (int64_t)n_seqs * ctx, Hq, Hkv), parts = 0;
+    for (int q = 0; q < n_seqs; q++) {
+        hk_seq hs = { q * n_new, ctx - n_new, n_new, (int)bt->len };
+        g_array_append_val(seqs, hs);
+        for (int i = 0; i < nb; i++) {
+            int32_t blk = (int32_t)((q * nb + (i * 7919) % nb) % (total_blocks - 1));
+            g_array_append_val(bt, blk);
+        }
+        if (n_new == 1) {
+            hk_dec_row r = { q, parts, (ctx + len - 1) / len, 0 };
+            for (int t0 = 0; t0 < ctx; t0 += len) {
+                hk_split sp = { q, t0, MIN(t0 + len, ctx), parts++ };
+                g_array_append_val(splits, sp);
+            }
+            g_array_append_val(rows, r);
+        } else {
+            for (int ti = 0; ti < (n_new * Hq / Hkv + 63) / 64; ti++) g_array_append_vals(tiles, (int32_t[]){ q, ti }, 1);
+        }
+    }
+    size_t off[5], total = 0;
+    GArray *arrs[5] = { seqs, bt, tiles, splits, rows };
+    for (int i = 0; i < 5; i++) {
+        off[i] = total;
+        total += ((size_t)arrs[i]->len * g_array_get_element_size(arrs[i]) + 15) & ~(size_t)15;
+    }
+    CK(cudaMalloc(&b.meta, total + 16));
+    for (int i = 0; i < 5; i++)
+        if (arrs[i]->len)
+            CK(cudaMemcpy((char *)b.meta + off[i], arrs[i]->data, arrs[i]->len * g_array_get_element_size(arrs[i]),
+                          cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&b.part, (size_t)(parts + 1) * Hq * (D + 2) * 4));
+    a->seqs = (const hk_seq *)((char *)b.meta + off[0]);
+    a->block_tables = (const int32_t *)((char *)b.meta + off[1]);
+    a->tiles = (const int2 *)((char *)b.meta + off[2]);
+    a->n_tiles = (int)tiles->len;
+    a->splits = (const hk_split *)((char *)b.meta + off[3]);
+    a->n_splits = (int)splits->len;
+    a->dec_rows = (const hk_dec_row *)((char *)b.meta + off[4]);
+    a->n_dec_rows = (int)rows->len;
+    a->part_acc = b.part;
+    a->part_ml = (float *)b.part + (size_t)parts * Hq * D;
+    a->split_max = len;
+    const char *tn = t == HK_BF16 ? "bf16" : "f16";
+    if (n_new == 1) {
+        double ms = bench_ms(s, decode_fn, &b, 50);
+        double bytes = 2.0 * n_seqs * ctx * Hkv * D * 2;
+        printf("# bench %-5s decode attention %d seq × %5d ctx (split %4d, %4d CTAs): %8.4f ms  %7.1f GB/s\n", tn, n_seqs,
+               ctx, len, (int)splits->len * Hq / hk_decode_heads_per_cta(Hq, Hkv), ms, bytes / ms * 1e-6);
+    } else {
+        double ms = bench_ms(s, prefill_fn, &b, 10);
+        double flop = 4.0 * n_seqs * ((double)n_new * (ctx - n_new) + 0.5 * n_new * n_new) * Hq * D;
+        printf("# bench %-5s paged prefill %d seq × %5d new tokens: %8.3f ms  %6.1f TFLOP/s\n", tn, n_seqs, n_new, ms,
+               flop / ms * 1e-9);
+    }
+    for (int i = 0; i < 5; i++) g_array_free(arrs[i], TRUE);
+    cudaFree(b.meta);
+    cudaFree(b.part);
+    cudaFree((void *)a->qkv);
+    cudaFree(a->k_cache);
+    cudaFree(a->v_cache);
+    cudaFree(a->out);
+}
+
+/* GEMMs through the backend op: wall time over many calls, GPU-bound at these sizes. */
+static void bench_matmul(hyocr_backend *g, const char *name, int M, int N, int K, bool out_f32, int reps)
+{
+    hyocr_buf *x = mk(g, HYOCR_BUF_ACT, NULL, (size_t)M * K), *w = mk(g, HYOCR_BUF_WEIGHT, NULL, (size_t)N * K);
+    hyocr_buf *o = mk(g, out_f32 ? HYOCR_BUF_F32 : HYOCR_BUF_ACT, NULL, (size_t)M * N);
+    g_autofree float *hx = rnd_fast((size_t)M * K, -1, 1), *hw = rnd_fast((size_t)N * K, -0.1f, 0.1f);
+    OK(g->ops->upload_f32(g, x, 0, hx, (size_t)M * K, E));
+    OK(g->ops->upload_f32(g, w, 0, hw, (size_t)N * K, E));
+    for (int i = 0; i < 3; i++) OK(g->ops->matmul(g, o, x, w, 0, NULL, M, N, K, E));
+    OK(g->ops->sync(g, E));
+    gint64 t0 = g_get_monotonic_time();
+    for (int i = 0; i < reps; i++) OK(g->ops->matmul(g, o, x, w, 0, NULL, M, N, K, E));
+    OK(g->ops->sync(g, E));
+    double ms = (double)(g_get_monotonic_time() - t0) / 1000.0 / reps;
+    double flop = 2.0 * M * N * K, bytes = 2.0 * ((double)M * K + (double)N * K) + (out_f32 ? 4.0 : 2.0) * M * N;
+    printf("# bench matmul %-22s %5d×%6d×%5d: %8.4f ms  %6.1f TFLOP/s  %7.1f GB/s\n", name, M, N, K, ms,
+           flop / ms * 1e-9, bytes / ms * 1e-6);
+    g->ops->buf_free(g, x);
+    g->ops->buf_free(g, w);
+    g->ops->buf_free(g, o);
+}
+
+static void bench_copy(cudaStream_t s)
+{
+    size_t bytes = (size_t)2 << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, bytes));
+    CK(cudaMalloc(&b, bytes));
+    CK(cudaMemsetAsync(a, 1, bytes, s));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < 5; i++) CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    printf("# bench device copy: %.1f GB/s (read + write)\n", 2.0 * bytes * 5 / (ms * 1e-3) * 1e-9);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+}
+#endif
+
+static void test_bench(gconstpointer data)
+{
+    const dt_case *c = data;
+    if (!g_getenv("HYOCR_BENCH")) {
+        g_test_skip("set HYOCR_BENCH=1 for the microbenchmark");
+        return;
+    }
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+#if HYOCR_HAVE_CUDA
+    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    printf("# bench device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    if (t == HK_F16) bench_copy(s);
+    bench_paged(t, 1, 4096, 1, prop.multiProcessorCount, s);
+    bench_paged(t, 1, 16384, 1, prop.multiProcessorCount, s);
+    bench_paged(t, 8, 4096, 1, prop.multiProcessorCount, s);
+    bench_paged(t, 1, 1024, 1, prop.multiProcessorCount, s);
+    bench_full(t, 4096, s);
+    bench_full(t, 16384, s);
+    bench_paged(t, 1, 4200, 4200, prop.multiProcessorCount, s);
+    if (t == HK_F16) {
+        bench_matmul(g, "vit qkv (2048² page)", 16384, 3456, 1152, false, 10);
+        bench_matmul(g, "vit fc1", 16384, 4304, 1152, false, 10);
+        bench_matmul(g, "decode gate|up", 1, 7168, 1024, false, 200);
+        bench_matmul(g, "decode lm_head", 1, 120818, 1024, true, 50);
+    }
+    CK(cudaStreamDestroy(s));
+    g_assert_true(true);
+#endif
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void add(const char *name, const dt_case *c, GTestDataFunc fn)
+{
+    g_autofree char *path = g_strdup_printf("/backend-cuda/%s/%s", c->name, name);
+    g_test_add_data_func(path, c, fn);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/backend-cuda/init", test_init);
+    const dt_case *cases[] = { &F16, &BF16 };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        const dt_case *c = cases[i];
+        add("transfer", c, test_transfer);
+        add("upload_weight", c, test_upload_weight);
+        add("matmul", c, test_matmul);
+        add("norms", c, test_norms);
+        add("pointwise", c, test_pointwise);
+        add("vision_helpers", c, test_vision_helpers);
+        add("embed", c, test_embed);
+        add("rope_qknorm", c, test_rope);
+        add("attention_full", c, test_attention_full);
+        add("attention_full_long", c, test_attention_full_long);
+        add("paged", c, test_paged);
+        add("paged_long_decode", c, test_paged_long_decode);
+        add("bench", c, test_bench);
+    }
+    add("errors", &F16, test_errors);
+    add("memory", &F16, test_memory);
+    int rc = g_test_run();
+    for (int i = 0; i < 3; i++) {
+        if (g_cuda[i]) hyocr_backend_free(g_cuda[i]);
+        g_free(g_cuda_why[i]);
+    }
+    if (g_cpu) hyocr_backend_free(g_cpu);
+    return rc;
+}
