@@ -8,11 +8,11 @@
  * group flattened into the 64 rows so a K/V tile is loaded once per group).
  * Memory is O(tile): nothing of size n² ever exists.
  *
- * k_decode + k_decode_reduce: one query row per sequence; the context is cut
- * into splits spread over many CTAs (flash-decoding), each writing an
- * unnormalised partial (max, sum, acc) that the reduce kernel merges. Plain
- * FMA: a single row has no matrix shape for the tensor cores and the kernel is
- * bound by reading the cache. */
+ * k_decode: one query row per sequence; the context is cut into splits
+ * spread over many CTAs (flash-decoding), each writing an unnormalised partial
+ * (max, sum, acc); the last split of a row to finish merges them. Plain FMA: a
+ * single row has no matrix shape for the tensor cores, and the kernel is bound
+ * by reading the cache. */
 #include "hk-common.h"
 #include <math.h>
 
@@ -387,26 +387,27 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
 
 #define DEC_THREADS 128
 #define DEC_TG (DEC_THREADS / 16)   /* token groups: 16 lanes × 8 dims cover D = 128 */
-#define DEC_U 4                     /* key rows in flight per thread */
+#define DEC_U 8                     /* key (and value) rows in flight per thread */
+#define DEC_RCHUNK 128              /* parts merged per round by the electing CTA */
 
 struct DecArgs {
     const void *qkv;
     const void *k_cache, *v_cache;
+    void *out;
     int q_stride, Hq, Hkv, G, block_size;
     float scale_log2;
     const hk_seq *seqs;
     const int32_t *bt;
     const hk_split *splits;
+    unsigned *counters;
     float *part_acc, *part_ml;
-    int split_max;
 };
 
 __device__ __forceinline__ float2 to_f2(__half2 h) { return __half22float2(h); }
 __device__ __forceinline__ float2 to_f2(__nv_bfloat162 h) { return __bfloat1622float2(h); }
 
-template <typename T> __device__ __forceinline__ void load8(float *f, const T *p)
+template <typename T> __device__ __forceinline__ void unpack8(float *f, int4 raw)
 {
-    int4 raw = *(const int4 *)p;
     const typename vec2<T>::type *h = (const typename vec2<T>::type *)&raw;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -416,152 +417,206 @@ template <typename T> __device__ __forceinline__ void load8(float *f, const T *p
     }
 }
 
-template <typename T>
-__device__ __forceinline__ const T *dec_row(const DecArgs &a, const void *base, const hk_seq &s, int t, int kvh)
+/* Merges GT heads' partial states: (m, l, acc) of several producers → one. The
+ * electing CTA of a row calls this over all the row's parts in global memory. */
+template <typename T, int GT>
+__device__ void dec_merge_parts(const DecArgs &a, const hk_split &sp, int head0, float *wts, float *sh)
 {
-    int blk = a.bt[s.bt_off + t / a.block_size];
-    size_t slot = (size_t)blk * a.block_size + t % a.block_size;
-    return (const T *)base + (slot * a.Hkv + kvh) * 128;
+    constexpr int D = 128;
+    float M[GT], den[GT];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        float mx = -INFINITY;
+        for (int p = threadIdx.x; p < sp.n_parts; p += DEC_THREADS)
+            mx = fmaxf(mx, __ldcg(&a.part_ml[((size_t)(sp.part0 + p) * a.Hq + head0 + g) * 2]));
+        M[g] = hk_block_max(mx, sh);
+        den[g] = 0.0f;
+    }
+    float num[GT * D / DEC_THREADS];
+#pragma unroll
+    for (int k = 0; k < GT * D / DEC_THREADS; k++) num[k] = 0.0f;
+    for (int c0 = 0; c0 < sp.n_parts; c0 += DEC_RCHUNK) {
+        int cn = min(DEC_RCHUNK, sp.n_parts - c0);
+        __syncthreads();
+#pragma unroll
+        for (int g = 0; g < GT; g++)
+            for (int p = threadIdx.x; p < cn; p += DEC_THREADS) {
+                const float *ml = &a.part_ml[((size_t)(sp.part0 + c0 + p) * a.Hq + head0 + g) * 2];
+                float w = exp2f(__ldcg(ml) - M[g]);
+                wts[g * DEC_RCHUNK + p] = w;
+                den[g] += w * __ldcg(ml + 1);
+            }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < GT * D / DEC_THREADS; k++) {
+            int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
+            const float *src = a.part_acc + ((size_t)(sp.part0 + c0) * a.Hq + head0 + g) * D + d;
+            float r = 0.0f;
+#pragma unroll 8
+            for (int p = 0; p < cn; p++) r += wts[g * DEC_RCHUNK + p] * __ldcg(src + (size_t)p * a.Hq * D);
+            num[k] += r;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GT; g++) den[g] = hk_block_sum(den[g], sh);
+    hk_seq s = a.seqs[sp.seq];
+#pragma unroll
+    for (int k = 0; k < GT * D / DEC_THREADS; k++) {
+        int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
+        float dv = den[0];
+#pragma unroll
+        for (int gg = 1; gg < GT; gg++) if (g == gg) dv = den[gg];
+        ((T *)a.out)[(size_t)s.row0 * a.Hq * D + (size_t)(head0 + g) * D + d] = T(num[k] / dv);
+    }
 }
 
-/* CTA = one split × GT query heads of one KV group. */
+/* CTA = one split × GT query heads of one KV group. One pass: every thread
+ * keeps DEC_U key and value rows in flight, and each 16-lane token group keeps
+ * an online softmax (m, l, acc); the 8 groups are merged through shared memory
+ * into this split's partial. The last split of the row to finish merges the
+ * partials (no second launch). */
 template <typename T, int GT>
 __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
 {
     constexpr int D = 128;
-    extern __shared__ float dsm[];
-    float *sc = dsm;                               /* [GT][split_max] */
-    float *red = dsm + GT * a.split_max;           /* [DEC_TG][GT·D] */
+    extern __shared__ __align__(16) float dsm[];
+    float *red_acc = dsm;                          /* [DEC_TG][GT][D] */
+    float *red_m = red_acc + DEC_TG * GT * D;      /* [DEC_TG][GT] */
+    float *red_l = red_m + DEC_TG * GT;            /* [DEC_TG][GT] */
+    float *wts = red_l + DEC_TG * GT;              /* [GT][DEC_RCHUNK] */
+    int *blk = (int *)(wts + GT * DEC_RCHUNK);     /* block ids of this split */
     __shared__ float sh[32];
-    __shared__ float s_m[GT], s_l[GT];
+    __shared__ int s_last;
 
-    hk_split sp = a.splits[blockIdx.x];
-    hk_seq s = a.seqs[sp.seq];
+    const hk_split sp = a.splits[blockIdx.x];
+    const hk_seq s = a.seqs[sp.seq];
     const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
     const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
-    const int L = sp.t1 - sp.t0;
+    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size;
+    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
+    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
 
     float q[GT][8];
 #pragma unroll
     for (int g = 0; g < GT; g++) {
-        load8<T>(q[g], (const T *)a.qkv + (size_t)s.row0 * a.q_stride + (size_t)(head0 + g) * D + lane16 * 8);
+        unpack8<T>(q[g], *(const int4 *)((const T *)a.qkv + (size_t)s.row0 * a.q_stride + (size_t)(head0 + g) * D +
+                                         lane16 * 8));
 #pragma unroll
         for (int e = 0; e < 8; e++) q[g][e] *= a.scale_log2;
     }
+    float m[GT], l[GT], acc[GT][8];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        m[g] = -1e30f;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
+    }
+    __syncthreads();
 
-    /* Scores: 16 lanes share one key row (256 contiguous bytes); DEC_U rows per
-     * thread are loaded before the first use. The loop bound is block-uniform
-     * because the shuffles need the whole warp. */
+    /* The loop bound is block-uniform: the shuffles need whole warps. */
     for (int base = 0; base < L; base += DEC_TG * DEC_U) {
-        float k[DEC_U][8];
+        int4 kr[DEC_U], vr[DEC_U];
 #pragma unroll
         for (int u = 0; u < DEC_U; u++) {
             int i = base + u * DEC_TG + tg;
-            if (i < L) load8<T>(k[u], dec_row<T>(a, a.k_cache, s, sp.t0 + i, kvh) + lane16 * 8);
-            else
-#pragma unroll
-                for (int e = 0; e < 8; e++) k[u][e] = 0.0f;
+            kr[u] = vr[u] = make_int4(0, 0, 0, 0);
+            if (i < L) {
+                int t = sp.t0 + i;
+                size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+                size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+                kr[u] = *(const int4 *)((const T *)a.k_cache + off);
+                vr[u] = *(const int4 *)((const T *)a.v_cache + off);
+            }
         }
+        float sc[DEC_U][GT];
 #pragma unroll
         for (int u = 0; u < DEC_U; u++) {
-            int i = base + u * DEC_TG + tg;
+            float k8[8];
+            unpack8<T>(k8, kr[u]);
+            bool ok = base + u * DEC_TG + tg < L;
 #pragma unroll
             for (int g = 0; g < GT; g++) {
                 float d = 0.0f;
 #pragma unroll
-                for (int e = 0; e < 8; e++) d += q[g][e] * k[u][e];
+                for (int e = 0; e < 8; e++) d += q[g][e] * k8[e];
 #pragma unroll
                 for (int o = 8; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-                if (lane16 == 0 && i < L) sc[g * a.split_max + i] = d;
+                sc[u][g] = ok ? d : -INFINITY;
             }
         }
-    }
-    __syncthreads();
 #pragma unroll
-    for (int g = 0; g < GT; g++) {
-        float mx = -INFINITY;
-        for (int i = threadIdx.x; i < L; i += DEC_THREADS) mx = fmaxf(mx, sc[g * a.split_max + i]);
-        mx = hk_block_max(mx, sh);
-        float sum = 0.0f;
-        for (int i = threadIdx.x; i < L; i += DEC_THREADS) {
-            float p = exp2f(sc[g * a.split_max + i] - mx);
-            sc[g * a.split_max + i] = p;
-            sum += p;
-        }
-        sum = hk_block_sum(sum, sh);
-        if (threadIdx.x == 0) {
-            s_m[g] = mx;
-            s_l[g] = sum;
-        }
-    }
-    __syncthreads();
-
-    float acc[GT][8];
+        for (int g = 0; g < GT; g++) {
+            float mx = m[g];
 #pragma unroll
-    for (int g = 0; g < GT; g++)
+            for (int u = 0; u < DEC_U; u++) mx = fmaxf(mx, sc[u][g]);
+            float corr = exp2f(m[g] - mx);
+            m[g] = mx;
+            l[g] *= corr;
 #pragma unroll
-        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
-    for (int base = 0; base < L; base += DEC_TG * DEC_U) {
-        float v[DEC_U][8];
-#pragma unroll
-        for (int u = 0; u < DEC_U; u++) {
-            int i = base + u * DEC_TG + tg;
-            if (i < L) load8<T>(v[u], dec_row<T>(a, a.v_cache, s, sp.t0 + i, kvh) + lane16 * 8);
+            for (int e = 0; e < 8; e++) acc[g][e] *= corr;
         }
 #pragma unroll
         for (int u = 0; u < DEC_U; u++) {
-            int i = base + u * DEC_TG + tg;
-            if (i >= L) continue;
+            float v8[8];
+            unpack8<T>(v8, vr[u]);
 #pragma unroll
             for (int g = 0; g < GT; g++) {
-                float p = sc[g * a.split_max + i];
+                float p = exp2f(sc[u][g] - m[g]);
+                l[g] += p;
 #pragma unroll
-                for (int e = 0; e < 8; e++) acc[g][e] += p * v[u][e];
+                for (int e = 0; e < 8; e++) acc[g][e] += p * v8[e];
             }
         }
     }
-#pragma unroll
-    for (int g = 0; g < GT; g++)
-#pragma unroll
-        for (int e = 0; e < 8; e++) red[tg * GT * D + g * D + lane16 * 8 + e] = acc[g][e];
-    __syncthreads();
-    for (int i = threadIdx.x; i < GT * D; i += DEC_THREADS) {
-        float r = 0.0f;
-#pragma unroll
-        for (int k = 0; k < DEC_TG; k++) r += red[k * GT * D + i];
-        int g = i / D, d = i - g * D;
-        a.part_acc[((size_t)sp.part * a.Hq + head0 + g) * D + d] = r;
-    }
-    if (threadIdx.x < GT) {
-        size_t o = ((size_t)sp.part * a.Hq + head0 + threadIdx.x) * 2;
-        a.part_ml[o] = s_m[threadIdx.x];
-        a.part_ml[o + 1] = s_l[threadIdx.x];
-    }
-}
 
-/* Merges the splits of one row and head: weights 2^(m_p − M). */
-template <typename T>
-__global__ void k_decode_reduce(const hk_dec_row *rows, const hk_seq *seqs, const float *part_acc,
-                                const float *part_ml, void *out, int Hq, int D)
-{
-    hk_dec_row r = rows[blockIdx.x];
-    int h = blockIdx.y;
-    float M = -INFINITY;
-    for (int p = 0; p < r.n_parts; p++) M = fmaxf(M, part_ml[((size_t)(r.part0 + p) * Hq + h) * 2]);
-    float den = 0.0f;
-    for (int p = 0; p < r.n_parts; p++) {
-        const float *ml = part_ml + ((size_t)(r.part0 + p) * Hq + h) * 2;
-        den += exp2f(ml[0] - M) * ml[1];
-    }
-    size_t orow = (size_t)seqs[r.seq].row0 * Hq * D + (size_t)h * D;
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float num = 0.0f;
-        for (int p = 0; p < r.n_parts; p++) {
-            size_t o = (size_t)(r.part0 + p) * Hq + h;
-            num += exp2f(part_ml[o * 2] - M) * part_acc[o * D + d];
+    /* Merge the token groups of this CTA. */
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        if (lane16 == 0) {
+            red_m[tg * GT + g] = m[g];
+            red_l[tg * GT + g] = l[g];
         }
-        ((T *)out)[orow + d] = T(num / den);
+#pragma unroll
+        for (int e = 0; e < 8; e++) red_acc[(tg * GT + g) * D + lane16 * 8 + e] = acc[g][e];
     }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < GT * D / DEC_THREADS; k++) {
+        int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < DEC_TG; j++) M = fmaxf(M, red_m[j * GT + g]);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int j = 0; j < DEC_TG; j++) {
+            float w = exp2f(red_m[j * GT + g] - M);
+            num += w * red_acc[(j * GT + g) * D + d];
+            den += w * red_l[j * GT + g];
+        }
+        if (sp.n_parts == 1) {
+            ((T *)a.out)[(size_t)s.row0 * a.Hq * D + (size_t)(head0 + g) * D + d] = T(num / den);
+        } else {
+            size_t o = (size_t)sp.part * a.Hq + head0 + g;
+            a.part_acc[o * D + d] = num;
+            if (d == 0) {
+                a.part_ml[o * 2] = M;
+                a.part_ml[o * 2 + 1] = den;
+            }
+        }
+    }
+    if (sp.n_parts == 1) return;
+
+    /* Elect the last split of this row (threadFenceReduction pattern). */
+    __threadfence();
+    __syncthreads();
+    unsigned *ctr = &a.counters[(size_t)sp.row * gridDim.y + blockIdx.y];
+    if (threadIdx.x == 0) s_last = atomicAdd(ctr, 1u) == (unsigned)sp.n_parts - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    dec_merge_parts<T, GT>(a, sp, head0, wts, sh);
+    if (threadIdx.x == 0) *ctr = 0;   /* ready for the next call */
 }
 
 /* ---- KV write: one block per new row, 16-byte chunks of k|v ---- */
@@ -650,6 +705,7 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     a.qkv = p->qkv;
     a.k_cache = p->k_cache;
     a.v_cache = p->v_cache;
+    a.out = p->out;
     a.q_stride = (p->Hq + 2 * p->Hkv) * p->D;
     a.Hq = p->Hq;
     a.Hkv = p->Hkv;
@@ -659,18 +715,14 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     a.seqs = p->seqs;
     a.bt = p->block_tables;
     a.splits = p->splits;
+    a.counters = p->counters;
     a.part_acc = p->part_acc;
     a.part_ml = p->part_ml;
-    a.split_max = p->split_max;
     int GT = decode_gt(p);
-    size_t smem = hk_decode_smem(GT, p->split_max, p->D);
+    size_t smem = hk_decode_smem(GT, p->split_max, p->block_size);
     dim3 grid((unsigned)p->n_splits, (unsigned)(p->Hq / GT));
     if (GT == 2) k_decode<T, 2><<<grid, DEC_THREADS, smem, s>>>(a);
     else k_decode<T, 1><<<grid, DEC_THREADS, smem, s>>>(a);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    dim3 rgrid((unsigned)p->n_dec_rows, (unsigned)p->Hq);
-    k_decode_reduce<T><<<rgrid, 128, 0, s>>>(p->dec_rows, p->seqs, p->part_acc, p->part_ml, p->out, p->Hq, p->D);
     return cudaGetLastError();
 }
 
@@ -681,34 +733,32 @@ int hk_decode_heads_per_cta(int Hq, int Hkv)
     return Hkv > 0 && (Hq / Hkv) % 2 == 0 ? 2 : 1;
 }
 
-size_t hk_decode_smem(int GT, int split_max, int D)
+size_t hk_decode_smem(int GT, int split_max, int block_size)
 {
-    return sizeof(float) * ((size_t)GT * split_max + (size_t)DEC_TG * GT * D);
+    size_t floats = (size_t)DEC_TG * GT * 128 + 2 * (size_t)DEC_TG * GT + (size_t)GT * DEC_RCHUNK;
+    size_t blocks = (size_t)split_max / (block_size > 0 ? block_size : 1) + 2;
+    return floats * sizeof(float) + blocks * sizeof(int);
+}
+
+int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, int part0)
+{
+    int n = (ctx + split_len - 1) / split_len;
+    for (int i = 0; i < n; i++) {
+        int t0 = i * split_len, t1 = t0 + split_len < ctx ? t0 + split_len : ctx;
+        out[i] = (hk_split){ seq, t0, t1, part0 + i, row, part0, n, 0 };
+    }
+    return n;
 }
 
 int hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv)
 {
     int64_t grid_y = Hq / hk_decode_heads_per_cta(Hq, Hkv);
-    int64_t target = 4 * (int64_t)(sm_count > 0 ? sm_count : 80);
+    int64_t target = 2 * (int64_t)(sm_count > 0 ? sm_count : 80);
     int64_t len = (total_ctx * grid_y + target - 1) / target;
     len = (len + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     if (len < HK_SPLIT_MIN) len = HK_SPLIT_MIN;
     if (len > HK_SPLIT_MAX) len = HK_SPLIT_MAX;
     return (int)len;
-}
-
-cudaError_t hk_kernels_setup(void)
-{
-    /* The decode kernel's score buffer grows with split_max; allow up to 96 KiB. */
-    cudaError_t e;
-    e = cudaFuncSetAttribute(k_decode<__half, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(k_decode<__half, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(k_decode<__nv_bfloat16, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(k_decode<__nv_bfloat16, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024);
-    return e;
 }
 
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,

@@ -36,20 +36,21 @@ typedef struct {
     int bt_off;   /* offset of its block table in the concatenated tables */
 } hk_seq;
 
-/* A split of one decode row's context (flash-decoding). */
+/* A split of one decode row's context (flash-decoding). Each split writes an
+ * unnormalised partial; the last split of a row to finish (elected through the
+ * row's counter) merges them into the output. */
 typedef struct {
     int seq;      /* index into the hk_seq array */
     int t0, t1;   /* context tokens [t0, t1) handled by this split */
     int part;     /* slot of its partial result */
+    int row;      /* decode row: index of its counter */
+    int part0;    /* the row's first slot */
+    int n_parts;  /* the row's splits; 1: the split writes the output directly */
+    int pad_;
 } hk_split;
 
-/* Reduce job of one decode row: its partials are parts [part0, part0 + n_parts). */
-typedef struct {
-    int seq;
-    int part0;
-    int n_parts;
-    int pad_;
-} hk_dec_row;
+/* Appends the splits of one decode row with ctx context tokens; returns how many. */
+int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, int part0);
 
 /* Everything the paged-attention launchers need; all pointers are device pointers. */
 typedef struct {
@@ -67,29 +68,27 @@ typedef struct {
     int            total_rows;
     const int2    *tiles;          /* prefill work: (seq, tile of 64 flattened (row, group-head) pairs) */
     int            n_tiles;
-    const hk_split   *splits;      /* decode work */
-    int               n_splits;
-    const hk_dec_row *dec_rows;
-    int               n_dec_rows;
+    const hk_split *splits;        /* decode work */
+    int            n_splits;
+    int            n_dec_rows;
+    unsigned      *counters;       /* [n_dec_rows, Hq / hk_decode_heads_per_cta], zero; left zero */
     float         *part_acc;       /* [parts, Hq, D] */
     float         *part_ml;        /* [parts, Hq, 2] (max in log2 units, sum) */
     int            split_max;      /* most tokens one split may hold */
 } hk_paged_args;
 
-/* Shared memory the decode kernel needs for GT heads per CTA and a split length. */
-size_t      hk_decode_smem(int GT, int split_max, int D);
+/* Shared memory the decode kernel needs for GT heads per CTA, a split length and a block size. */
+size_t      hk_decode_smem(int GT, int split_max, int block_size);
 /* Query heads one decode CTA handles (2 when the GQA group size allows, else 1);
  * the decode grid has Hq / that many CTAs per split. */
 int         hk_decode_heads_per_cta(int Hq, int Hkv);
 /* Keys per decode split for total_ctx context tokens over all decode rows:
- * about 4 CTAs per SM, never fewer than HK_SPLIT_MIN keys nor more than HK_SPLIT_MAX. */
+ * about 2 CTAs per SM, never fewer than HK_SPLIT_MIN keys nor more than HK_SPLIT_MAX. */
 #define HK_SPLIT_MIN 64
 #define HK_SPLIT_MAX 1024
 int         hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv);
 
 cudaError_t hk_kernels_probe(cudaStream_t s);
-/* Raises the dynamic shared-memory limit of the kernels that need more than 48 KiB. */
-cudaError_t hk_kernels_setup(void);
 
 cudaError_t hk_convert(cudaStream_t s, void *dst, hk_dtype dt, const void *src, hk_dtype st, size_t n);
 cudaError_t hk_add(cudaStream_t s, void *x, hk_dtype xt, const void *y, hk_dtype yt, size_t n);
@@ -121,7 +120,7 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128. */
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                               float scale);
-/* Paged attention, in three launches: the KV write, the prefill tiles, the decode splits + reduce. */
+/* Paged attention: the KV write, then the prefill tiles, then the decode splits (merge fused). */
 cudaError_t hk_kv_write(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *a);

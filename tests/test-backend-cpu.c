@@ -274,6 +274,8 @@ static void test_matmul(void)
     matmul_case(be, 37, 45, 70, true, 13, 1);
     matmul_case(be, 1, 200, 129, true, 0, 2);
     matmul_case(be, 130, 67, 300, false, 5, 3);
+    /* several output tiles, the last one a single row */
+    matmul_case(be, 513, 300, 40, true, 0, 4);
     g_autoptr(GError) err = NULL;
     hyocr_buf *b = buf_new(be, HYOCR_BUF_ACT, NULL, 10);
     g_assert_false(be->ops->matmul(be, b, b, b, 0, NULL, 2, 3, 4, &err));
@@ -425,10 +427,12 @@ static void test_pointwise(void)
 /* ---------------------------------------------------------------- vision ops */
 
 /* Source coordinate of output index i, as a tent-weight interpolation sees it:
- * clamped into [0, in − 1] so the weights of the neighbouring cells sum to 1. */
-static double ref_src(int i, int out, int in, hyocr_posemb_interp interp)
+ * clamped into [0, in − 1] so the weights of the neighbouring cells sum to 1.
+ * An edge×edge grid is the table itself; otherwise R2 resamples even an axis
+ * of unchanged size (torch's CUDA kernel, where the R2 references run). */
+static double ref_src(int i, int out, int in, hyocr_posemb_interp interp, bool identity)
 {
-    if (out == in) return i;
+    if (identity) return i;
     double scale = interp == HYOCR_POSEMB_R2 ? in / (out + 0.1) : (double)in / out;
     double s = (i + 0.5) * scale - 0.5;
     return s < 0 ? 0 : s > in - 1 ? in - 1 : s;
@@ -438,7 +442,8 @@ static void ref_posemb(double *out, const float *tab, int edge, int gh, int gw, 
 {
     for (int y = 0; y < gh; y++)
         for (int x = 0; x < gw; x++) {
-            double sy = ref_src(y, gh, edge, interp), sx = ref_src(x, gw, edge, interp);
+            bool id = gh == edge && gw == edge;
+            double sy = ref_src(y, gh, edge, interp, id), sx = ref_src(x, gw, edge, interp, id);
             for (int c = 0; c < C; c++) {
                 double acc = 0;
                 for (int ky = 0; ky < edge; ky++) {
@@ -1057,14 +1062,14 @@ static void run_all_ops(hyocr_backend *be, op_results *r)
 {
     g_autoptr(GError) err = NULL;
     /* matmul */
-    int M = 150, N = 140, K = 96;
+    int M = 600, N = 300, K = 96;   /* several GEMM tiles */
     g_autofree float *x = rand_f32(101, (size_t)M * K, -1, 1), *w = rand_f32(102, (size_t)N * K, -1, 1);
     g_autofree float *bias = rand_f32(103, N, -1, 1);
     hyocr_buf *bx = buf_new(be, HYOCR_BUF_ACT, x, (size_t)M * K), *bw = buf_new(be, HYOCR_BUF_WEIGHT, w, (size_t)N * K);
     hyocr_buf *bb = buf_new(be, HYOCR_BUF_WEIGHT, bias, N), *bo = buf_new(be, HYOCR_BUF_ACT, NULL, (size_t)M * N);
     g_assert_true(be->ops->matmul(be, bo, bx, bw, 0, bb, M, N, K, &err));
     keep(r, buf_get(be, bo, (size_t)M * N), (size_t)M * N);
-    /* norms on the matmul output (rows of N) */
+    /* norms over the rows of x (K wide) */
     hyocr_buf *bres = buf_new(be, HYOCR_BUF_F32, x, (size_t)M * K);
     g_assert_true(be->ops->add_layernorm(be, bo, bres, NULL, bx, bx, 100, K, 1e-5f, &err));
     keep(r, buf_get(be, bo, (size_t)100 * K), (size_t)100 * K);
@@ -1093,9 +1098,9 @@ static void run_all_ops(hyocr_backend *be, op_results *r)
     hyocr_buf *ba = buf_new(be, HYOCR_BUF_ACT, NULL, (size_t)na * H * D);
     g_assert_true(be->ops->attention_full(be, ba, bq, na, H, D, 0.17f, &err));
     keep(r, buf_get(be, ba, (size_t)na * H * D), (size_t)na * H * D);
-    /* rope + paged attention over the same qkv viewed as [na, (4 + 2·2)·D/… ] */
+    /* rope and paged attention reuse that buffer as rows of (4 + 2·2) heads of 32 */
     hyocr_rope_params rp;
-    rope_setup(&rp, HYOCR_ROPE_LAYOUT_R1);   /* D = 32, Hq 4, Hkv 2 → 8·32 = 256 per row */
+    rope_setup(&rp, HYOCR_ROPE_LAYOUT_R1);
     int rows = (int)((size_t)na * 3 * H * D / 256);
     g_autofree int32_t *pos = g_new(int32_t, 4 * (size_t)rows);
     for (int a = 0; a < 4; a++)

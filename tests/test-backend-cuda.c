@@ -18,6 +18,7 @@
 #if HYOCR_HAVE_CUDA
 #include "../kernels/hyocr-kernels.h"
 #include <cuda_runtime_api.h>
+#define CK(x) g_assert_cmpint((int)(x), ==, (int)cudaSuccess)
 #endif
 
 typedef struct {
@@ -542,7 +543,8 @@ static void test_vision_helpers(gconstpointer data)
     po = mk2(g, HYOCR_BUF_ACT, NULL, rows * Cn);
     BOTH(g, cpu()->ops->append_newline(cpu(), po.c, py.c, pn.c, Hm, Wm, Cn, E),
          g->ops->append_newline(g, po.g, py.g, pn.g, Hm, Wm, Cn, E));
-    cmp2(g, "append_newline", &po, 0, rows * Cn, -1);
+    /* only the grid rows are written (the CPU backend leaves the spare rows as allocated) */
+    cmp2(g, "append_newline", &po, 0, (rows - 2) * Cn, -1);
     free2(g, &py);
     free2(g, &pn);
     free2(g, &po);
@@ -719,11 +721,10 @@ static void run_paged(const dt_case *c, hyocr_backend *g, int Hq, int Hkv, int p
         paged_step(c, &f, &sv, 1, w);
     }
     /* the written cache slots hold the same values on both sides */
-    size_t used = (size_t)(prefill + steps + f.bs - 1) / f.bs;
-    for (size_t i = 0; i < used; i += 7) {
-        size_t be = (size_t)f.bs * Hkv * 128, off = (size_t)bt[i] * be;
-        cmp2(g, "k cache block", &f.k, off, be, -1);
-        cmp2(g, "v cache block", &f.v, off, be, -1);
+    for (int t = 0; t < prefill + steps; t += 13) {
+        size_t w = (size_t)Hkv * 128, off = ((size_t)bt[t / f.bs] * f.bs + t % f.bs) * w;
+        cmp2(g, "k cache slot", &f.k, off, w, -1);
+        cmp2(g, "v cache slot", &f.v, off, w, -1);
     }
 
     /* a mixed batch: fresh prefill, chunked prefill, decode */
@@ -741,10 +742,86 @@ static void test_paged(gconstpointer data)
     hyocr_backend *g = cuda(c);
     if (!g) return;
     run_paged(c, g, 16, 8, 1000, 20);
+    run_paged(c, g, 16, 8, 20, 3);      /* short context: one split writes the output itself */
     run_paged(c, g, 4, 4, 130, 3);    /* no GQA */
     run_paged(c, g, 6, 2, 150, 3);    /* group of 3: rows do not tile evenly */
     run_paged(c, g, 8, 2, 99, 3);     /* group of 4 */
 }
+
+#if HYOCR_HAVE_CUDA
+/* The decode kernel called directly with 64-key splits over the cache the
+ * backend test just filled: 257 partials, so the electing CTA merges them in
+ * several chunks (a path the backend's split policy only takes past 128K
+ * tokens). The query is a fresh row whose k/v the CPU backend writes at n_past. */
+static void forced_split_check(const dt_case *c, kv_fix *f, const int32_t *bt, int n_past)
+{
+    hyocr_backend *g = f->g;
+    const int Hq = f->Hq, Hkv = f->Hkv, D = f->D, ctx = n_past + 1, len = 64;
+    size_t nq = (size_t)(Hq + 2 * Hkv) * D, no = (size_t)Hq * D;
+    g_autofree float *qkv = rndq(g, nq, -2, 2);
+    pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+    hyocr_seq_view sv = { bt, n_past, 1 };
+    float scale = (float)pow(D, -0.5);
+    /* both backends write the row's k/v; the backend's own output is not used here */
+    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f->k.c, f->v.c, f->bs, &sv, 1, Hq, Hkv, D, scale, E),
+         g->ops->attention_paged(g, po.g, pq.g, f->k.g, f->v.g, f->bs, &sv, 1, Hq, Hkv, D, scale, E));
+    OK(g->ops->sync(g, E));
+
+    int n_parts = (ctx + len - 1) / len, nb = (ctx + f->bs - 1) / f->bs;
+    hk_seq hs = { 0, n_past, 1, 0 };
+    g_autofree hk_split *sp = g_new(hk_split, n_parts);
+    g_assert_cmpint(hk_decode_splits(sp, 0, 0, ctx, len, 0), ==, n_parts);
+    void *d_seq, *d_bt, *d_sp, *d_ctr, *d_part, *d_out;
+    CK(cudaMalloc(&d_seq, sizeof hs));
+    CK(cudaMalloc(&d_bt, (size_t)nb * 4));
+    CK(cudaMalloc(&d_sp, (size_t)n_parts * sizeof(hk_split)));
+    CK(cudaMalloc(&d_ctr, (size_t)Hq * 4));
+    CK(cudaMalloc(&d_part, (size_t)n_parts * Hq * (D + 2) * 4));
+    CK(cudaMalloc(&d_out, no * 2));
+    CK(cudaMemcpy(d_seq, &hs, sizeof hs, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_bt, bt, (size_t)nb * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_sp, sp, (size_t)n_parts * sizeof(hk_split), cudaMemcpyHostToDevice));
+    CK(cudaMemset(d_ctr, 0, (size_t)Hq * 4));
+    hk_paged_args a = {
+        .t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16, .qkv = pq.g->data, .out = d_out,
+        .k_cache = f->k.g->data, .v_cache = f->v.g->data, .block_size = f->bs, .Hq = Hq, .Hkv = Hkv, .D = D,
+        .scale = scale, .seqs = d_seq, .n_seqs = 1, .block_tables = d_bt, .splits = d_sp, .n_splits = n_parts,
+        .n_dec_rows = 1, .counters = d_ctr, .part_acc = d_part, .part_ml = (float *)d_part + (size_t)n_parts * Hq * D,
+        .split_max = len,
+    };
+    for (int rep = 0; rep < 2; rep++) {   /* twice: the counters must come back zeroed */
+        CK(cudaMemset(d_out, 0xff, no * 2));
+        CK(hk_attention_decode(NULL, &a));
+        CK(cudaDeviceSynchronize());
+        g_autofree uint16_t *raw = g_new(uint16_t, no);
+        g_autofree float *got = g_new(float, no);
+        CK(cudaMemcpy(raw, d_out, no * 2, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < no; i++) {
+            uint32_t u = raw[i];
+            if (c->dtype == HYOCR_COMPUTE_BF16) {
+                u <<= 16;
+                memcpy(&got[i], &u, 4);
+            } else {
+                /* fp16 → fp32 by way of the exponent bias (finite values only; NaN fails the check below) */
+                uint32_t sgn = (u & 0x8000u) << 16, ex = (u >> 10) & 0x1f, man = u & 0x3ff;
+                float v = ex == 0 ? ldexpf((float)man, -24) : ex == 31 ? NAN : ldexpf((float)(man | 0x400), (int)ex - 25);
+                got[i] = sgn ? -v : v;
+            }
+        }
+        g_autofree float *ref = get(cpu(), po.c, 0, no);
+        g_autofree char *what = g_strdup_printf("decode kernel, %d splits of %d keys (run %d)", n_parts, len, rep + 1);
+        expect_close(what, got, ref, no, c->tol);
+    }
+    cudaFree(d_seq);
+    cudaFree(d_bt);
+    cudaFree(d_sp);
+    cudaFree(d_ctr);
+    cudaFree(d_part);
+    cudaFree(d_out);
+    free2(g, &pq);
+    free2(g, &po);
+}
+#endif
 
 static void test_paged_long_decode(gconstpointer data)
 {
@@ -768,6 +845,9 @@ static void test_paged_long_decode(gconstpointer data)
         g_autofree char *what = g_strdup_printf("paged decode, %d-token prefix", ctx - 1 + step);
         paged_step(c, &f, &sv, 1, what);
     }
+#if HYOCR_HAVE_CUDA
+    forced_split_check(c, &f, bt, ctx);
+#endif
     kv_clear(&f);
 }
 
@@ -861,7 +941,7 @@ static void bench_full(hk_dtype t, int n, cudaStream_t s)
 /* Device-side arguments of one paged call, built like the backend does. */
 typedef struct {
     hk_paged_args a;
-    void         *meta, *part;
+    void         *meta, *part, *ctr;
 } paged_bench;
 
 static cudaError_t decode_fn(cudaStream_t s, void *p)
@@ -874,7 +954,8 @@ static cudaError_t prefill_fn(cudaStream_t s, void *p)
     return hk_attention_prefill(s, &((paged_bench *)p)->a);
 }
 
-static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int sm_count, cudaStream_t s)
+/* split_len 0: the backend's policy. */
+static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int split_len, int sm_count, cudaStream_t s)
 {
     const int Hq = 16, Hkv = 8, D = 128, bs = 16;
     int nb = (ctx + bs - 1) / bs, total_blocks = nb * n_seqs + 1;
@@ -887,11 +968,10 @@ static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int sm_count
     a->k_cache = dev_rand(cache, t, s);
     a->v_cache = dev_rand(cache, t, s);
     CK(cudaMalloc(&a->out, (size_t)n_seqs * n_new * Hq * D * 2));
-    /* host metadata: shuffled blocks per sequence */
+    /* host metadata: scattered blocks per sequence */
     GArray *seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq)), *bt = g_array_new(FALSE, FALSE, 4);
     GArray *tiles = g_array_new(FALSE, FALSE, 8), *splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
-    GArray *rows = g_array_new(FALSE, FALSE, sizeof(hk_dec_row));
-    int len = hk_decode_split_len(sm_count, (int64_t)n_seqs * ctx, Hq, Hkv), parts = 0;
+    int len = split_len ? split_len : hk_decode_split_len(sm_count, (int64_t)n_seqs * ctx, Hq, Hkv), parts = 0;
     for (int q = 0; q < n_seqs; q++) {
         hk_seq hs = { q * n_new, ctx - n_new, n_new, (int)bt->len };
         g_array_append_val(seqs, hs);
@@ -900,36 +980,35 @@ static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int sm_count
             g_array_append_val(bt, blk);
         }
         if (n_new == 1) {
-            hk_dec_row r = { q, parts, (ctx + len - 1) / len, 0 };
-            for (int t0 = 0; t0 < ctx; t0 += len) {
-                hk_split sp = { q, t0, MIN(t0 + len, ctx), parts++ };
-                g_array_append_val(splits, sp);
-            }
-            g_array_append_val(rows, r);
+            guint at = splits->len;
+            g_array_set_size(splits, at + (guint)((ctx + len - 1) / len));
+            parts += hk_decode_splits(&g_array_index(splits, hk_split, at), q, q, ctx, len, parts);
         } else {
             for (int ti = 0; ti < (n_new * Hq / Hkv + 63) / 64; ti++) g_array_append_vals(tiles, (int32_t[]){ q, ti }, 1);
         }
     }
-    size_t off[5], total = 0;
-    GArray *arrs[5] = { seqs, bt, tiles, splits, rows };
-    for (int i = 0; i < 5; i++) {
+    size_t off[4], total = 0;
+    GArray *arrs[4] = { seqs, bt, tiles, splits };
+    for (int i = 0; i < 4; i++) {
         off[i] = total;
         total += ((size_t)arrs[i]->len * g_array_get_element_size(arrs[i]) + 15) & ~(size_t)15;
     }
     CK(cudaMalloc(&b.meta, total + 16));
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 4; i++)
         if (arrs[i]->len)
             CK(cudaMemcpy((char *)b.meta + off[i], arrs[i]->data, arrs[i]->len * g_array_get_element_size(arrs[i]),
                           cudaMemcpyHostToDevice));
     CK(cudaMalloc(&b.part, (size_t)(parts + 1) * Hq * (D + 2) * 4));
+    CK(cudaMalloc(&b.ctr, (size_t)n_seqs * Hq * 4));
+    CK(cudaMemset(b.ctr, 0, (size_t)n_seqs * Hq * 4));
     a->seqs = (const hk_seq *)((char *)b.meta + off[0]);
     a->block_tables = (const int32_t *)((char *)b.meta + off[1]);
     a->tiles = (const int2 *)((char *)b.meta + off[2]);
     a->n_tiles = (int)tiles->len;
     a->splits = (const hk_split *)((char *)b.meta + off[3]);
     a->n_splits = (int)splits->len;
-    a->dec_rows = (const hk_dec_row *)((char *)b.meta + off[4]);
-    a->n_dec_rows = (int)rows->len;
+    a->n_dec_rows = n_seqs;
+    a->counters = b.ctr;
     a->part_acc = b.part;
     a->part_ml = (float *)b.part + (size_t)parts * Hq * D;
     a->split_max = len;
@@ -937,17 +1016,19 @@ static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int sm_count
     if (n_new == 1) {
         double ms = bench_ms(s, decode_fn, &b, 50);
         double bytes = 2.0 * n_seqs * ctx * Hkv * D * 2;
-        printf("# bench %-5s decode attention %d seq × %5d ctx (split %4d, %4d CTAs): %8.4f ms  %7.1f GB/s\n", tn, n_seqs,
-               ctx, len, (int)splits->len * Hq / hk_decode_heads_per_cta(Hq, Hkv), ms, bytes / ms * 1e-6);
+        printf("# bench %-5s decode attention %d seq × %5d ctx (split %4d%s, %4d CTAs): %8.4f ms  %7.1f GB/s\n", tn,
+               n_seqs, ctx, len, split_len ? "" : " auto", (int)splits->len * Hq / hk_decode_heads_per_cta(Hq, Hkv),
+               ms, bytes / ms * 1e-6);
     } else {
         double ms = bench_ms(s, prefill_fn, &b, 10);
         double flop = 4.0 * n_seqs * ((double)n_new * (ctx - n_new) + 0.5 * n_new * n_new) * Hq * D;
         printf("# bench %-5s paged prefill %d seq × %5d new tokens: %8.3f ms  %6.1f TFLOP/s\n", tn, n_seqs, n_new, ms,
                flop / ms * 1e-9);
     }
-    for (int i = 0; i < 5; i++) g_array_free(arrs[i], TRUE);
+    for (int i = 0; i < 4; i++) g_array_free(arrs[i], TRUE);
     cudaFree(b.meta);
     cudaFree(b.part);
+    cudaFree(b.ctr);
     cudaFree((void *)a->qkv);
     cudaFree(a->k_cache);
     cudaFree(a->v_cache);
@@ -1018,13 +1099,22 @@ static void test_bench(gconstpointer data)
     CK(cudaStreamCreate(&s));
     printf("# bench device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
     if (t == HK_F16) bench_copy(s);
-    bench_paged(t, 1, 4096, 1, prop.multiProcessorCount, s);
-    bench_paged(t, 1, 16384, 1, prop.multiProcessorCount, s);
-    bench_paged(t, 8, 4096, 1, prop.multiProcessorCount, s);
-    bench_paged(t, 1, 1024, 1, prop.multiProcessorCount, s);
+    int sms = prop.multiProcessorCount;
+    bench_paged(t, 1, 4096, 1, 0, sms, s);
+    bench_paged(t, 1, 16384, 1, 0, sms, s);
+    bench_paged(t, 8, 4096, 1, 0, sms, s);
+    bench_paged(t, 1, 1024, 1, 0, sms, s);
+    if (t == HK_F16) {
+        /* split-length sweep: data for the policy */
+        const int lens[] = { 64, 128, 256, 512, 1024 };
+        for (size_t i = 0; i < G_N_ELEMENTS(lens); i++) {
+            bench_paged(t, 1, 4096, 1, lens[i], sms, s);
+            bench_paged(t, 1, 16384, 1, lens[i], sms, s);
+        }
+    }
     bench_full(t, 4096, s);
     bench_full(t, 16384, s);
-    bench_paged(t, 1, 4200, 4200, prop.multiProcessorCount, s);
+    bench_paged(t, 1, 4200, 4200, 0, sms, s);
     if (t == HK_F16) {
         bench_matmul(g, "vit qkv (2048² page)", 16384, 3456, 1152, false, 10);
         bench_matmul(g, "vit fc1", 16384, 4304, 1152, false, 10);

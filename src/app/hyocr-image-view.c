@@ -26,11 +26,13 @@ static gboolean image_rect(HyocrImageView *self, graphene_rect_t *out)
     return TRUE;
 }
 
+#define BOX_PAD 2.f   /* the border sits just outside the glyphs, not across them */
+
 static void box_rect(const graphene_rect_t *img, const HyocrSpotLine *l, graphene_rect_t *out)
 {
     float sx = img->size.width / 1000.f, sy = img->size.height / 1000.f;
-    graphene_rect_init(out, img->origin.x + l->x1 * sx, img->origin.y + l->y1 * sy,
-                       MAX(1.f, (l->x2 - l->x1) * sx), MAX(1.f, (l->y2 - l->y1) * sy));
+    graphene_rect_init(out, img->origin.x + l->x1 * sx - BOX_PAD, img->origin.y + l->y1 * sy - BOX_PAD,
+                       MAX(1.f, (l->x2 - l->x1) * sx) + 2 * BOX_PAD, MAX(1.f, (l->y2 - l->y1) * sy) + 2 * BOX_PAD);
 }
 
 static GdkRGBA accent_color(HyocrImageView *self)
@@ -47,9 +49,9 @@ static void draw_box(GtkSnapshot *snapshot, const graphene_rect_t *r, GdkRGBA co
     GskRoundedRect rr;
     gsk_rounded_rect_init_from_rect(&rr, r, 2.f);
     GdkRGBA fill = color;
-    fill.alpha = highlighted ? 0.35f : 0.08f;
+    fill.alpha = highlighted ? 0.22f : 0.06f;
     gtk_snapshot_append_color(snapshot, &fill, r);
-    float width = highlighted ? 3.f : 1.5f;
+    float width = highlighted ? 2.5f : 1.f;
     float widths[4] = { width, width, width, width };
     GdkRGBA colors[4] = { color, color, color, color };
     gtk_snapshot_append_border(snapshot, &rr, widths, colors);
@@ -128,10 +130,44 @@ static void hyocr_image_view_class_init(HyocrImageViewClass *klass)
     gtk_widget_class_set_accessible_role(widget_class, GTK_ACCESSIBLE_ROLE_IMG);
 }
 
+/* The smallest box under the point: lines nest (a table cell inside a row). */
+static int box_at(HyocrImageView *self, double x, double y)
+{
+    int best = -1;
+    float best_area = G_MAXFLOAT;
+    graphene_rect_t r;
+    for (guint i = 0; i < hyocr_image_view_get_n_boxes(self); i++) {
+        if (!hyocr_image_view_get_box_bounds(self, i, &r) ||
+            !graphene_rect_contains_point(&r, &GRAPHENE_POINT_INIT((float)x, (float)y)))
+            continue;
+        float area = r.size.width * r.size.height;
+        if (area < best_area) {
+            best_area = area;
+            best = (int)i;
+        }
+    }
+    return best;
+}
+
+static void on_motion(GtkEventControllerMotion *motion, double x, double y, HyocrImageView *self)
+{
+    hyocr_image_view_set_highlight(self, box_at(self, x, y));
+}
+
+static void on_leave(GtkEventControllerMotion *motion, HyocrImageView *self)
+{
+    hyocr_image_view_set_highlight(self, -1);
+}
+
 static void hyocr_image_view_init(HyocrImageView *self)
 {
     self->highlight = -1;
     gtk_widget_set_overflow(GTK_WIDGET(self), GTK_OVERFLOW_HIDDEN);
+    GtkEventController *motion = gtk_event_controller_motion_new();
+    g_signal_connect(motion, "enter", G_CALLBACK(on_motion), self);
+    g_signal_connect(motion, "motion", G_CALLBACK(on_motion), self);
+    g_signal_connect(motion, "leave", G_CALLBACK(on_leave), self);
+    gtk_widget_add_controller(GTK_WIDGET(self), motion);
 }
 
 GtkWidget *hyocr_image_view_new(void)

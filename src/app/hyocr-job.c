@@ -33,6 +33,7 @@ typedef struct {
 struct _HyocrJob {
     GObject          parent_instance;
 
+    guint            id;
     char            *title;
     GFile           *file;
     HyocrJobOptions *options;
@@ -156,6 +157,8 @@ static void hyocr_job_class_init(HyocrJobClass *klass)
 
 static void hyocr_job_init(HyocrJob *self)
 {
+    static guint last_id;
+    self->id = (guint)g_atomic_int_add(&last_id, 1) + 1;
     g_mutex_init(&self->lock);
     self->cancellable = g_cancellable_new();
     self->main_context = g_main_context_ref_thread_default();
@@ -189,6 +192,7 @@ HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, cons
 
 /* ---- getters ---- */
 
+guint hyocr_job_get_id(HyocrJob *self) { return self->id; }
 const char *hyocr_job_get_title(HyocrJob *self) { return self->title; }
 GFile *hyocr_job_get_file(HyocrJob *self) { return self->file; }
 const HyocrJobOptions *hyocr_job_get_options(HyocrJob *self) { return self->options; }

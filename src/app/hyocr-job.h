@@ -33,6 +33,7 @@ HyocrJob *hyocr_job_new_for_file(GFile *file, const HyocrJobOptions *opts);
 HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, const HyocrJobOptions *opts,
                                     GError **error);
 
+guint                   hyocr_job_get_id(HyocrJob *self);            /* unique in the process, from 1 */
 const char             *hyocr_job_get_title(HyocrJob *self);
 GFile                  *hyocr_job_get_file(HyocrJob *self);          /* NULL for pasted/dropped pixels */
 const HyocrJobOptions  *hyocr_job_get_options(HyocrJob *self);

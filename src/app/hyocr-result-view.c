@@ -215,6 +215,17 @@ static void on_state_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *
     sync_status_tick(self);
 }
 
+/* The other way round: a box hovered on the image marks its line. */
+static void on_highlight_changed(HyocrImageView *iv, GParamSpec *pspec, HyocrResultView *self)
+{
+    int h = hyocr_image_view_get_highlight(iv), i = 0;
+    for (GtkWidget *row = gtk_widget_get_first_child(GTK_WIDGET(self->lines_list)); row;
+         row = gtk_widget_get_next_sibling(row), i++) {
+        if (i == h) gtk_widget_add_css_class(row, "highlighted");
+        else gtk_widget_remove_css_class(row, "highlighted");
+    }
+}
+
 static void on_preview_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *self)
 {
     hyocr_image_view_set_texture(self->image_view, hyocr_job_get_preview(job));
@@ -307,6 +318,9 @@ void hyocr_result_view_set_job(HyocrResultView *self, HyocrJob *job)
     hyocr_image_view_set_texture(self->image_view, job ? hyocr_job_get_preview(job) : NULL);
     if (job) {
         gtk_label_set_text(self->title_label, hyocr_job_get_title(job));
+        /* Markdown, HTML and JSON read better with aligned columns. */
+        HyocrPreset p = hyocr_job_get_options(job)->preset;
+        gtk_text_view_set_monospace(self->text_view, p == HYOCR_PRESET_PARSE_DOCUMENT || p == HYOCR_PRESET_EXTRACT_FIELDS);
         hyocr_job_ensure_preview(job);
         reload_text(self);
         if (is_spotting(self)) update_lines(self, TRUE);
@@ -328,6 +342,9 @@ static void hyocr_result_view_dispose(GObject *object)
     g_clear_object(&self->job);
     g_clear_pointer(&self->lines, g_ptr_array_unref);
     gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_RESULT_VIEW);
+    /* Unbound template children (the root box) are ours to unparent too. */
+    GtkWidget *child;
+    while ((child = gtk_widget_get_first_child(GTK_WIDGET(self)))) gtk_widget_unparent(child);
     G_OBJECT_CLASS(hyocr_result_view_parent_class)->dispose(object);
 }
 
@@ -390,6 +407,7 @@ static void hyocr_result_view_init(HyocrResultView *self)
     g_signal_group_connect(self->job_signals, "notify::n-tokens", G_CALLBACK(on_tokens_changed), self);
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.cancel", FALSE);
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.copy", FALSE);
+    g_signal_connect(self->image_view, "notify::highlight", G_CALLBACK(on_highlight_changed), self);
 }
 
 GtkWidget *hyocr_result_view_new(void)

@@ -99,6 +99,9 @@ const char *hyocr_vram_gauge_get_device_text(HyocrVramGauge *self) { return gtk_
 static void hyocr_vram_gauge_dispose(GObject *object)
 {
     gtk_widget_dispose_template(GTK_WIDGET(object), HYOCR_TYPE_VRAM_GAUGE);
+    /* Unbound template children (the root box) are ours to unparent too. */
+    GtkWidget *child;
+    while ((child = gtk_widget_get_first_child(GTK_WIDGET(object)))) gtk_widget_unparent(child);
     G_OBJECT_CLASS(hyocr_vram_gauge_parent_class)->dispose(object);
 }
 

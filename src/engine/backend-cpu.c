@@ -23,9 +23,9 @@
 #include <cblas.h>
 /* OpenBLAS' cblas.h pulls in <complex.h>, whose macro I clashes with our shapes. */
 #undef I
-/* Weak so that a plain CBLAS without OpenBLAS' extensions still links. */
-#pragma weak openblas_set_num_threads
-#pragma weak openblas_get_num_threads
+/* Weak so that a plain CBLAS without OpenBLAS' extensions still builds and links. */
+extern void openblas_set_num_threads(int n) __attribute__((weak));
+extern int  openblas_get_num_threads(void) __attribute__((weak));
 #endif
 
 #define CPU_ALIGN   64
@@ -796,12 +796,11 @@ typedef struct {
     float l0, l1;
 } lerp_tap;
 
-/* PyTorch's bilinear source index (align_corners=False) along one axis; an axis
- * whose size does not change is copied, as torch's CPU kernel does. */
-static void lerp_taps(lerp_tap *t, int out, int in, float scale)
+/* PyTorch's bilinear source index (align_corners=False) along one axis. */
+static void lerp_taps(lerp_tap *t, int out, int in, float scale, bool copy)
 {
     for (int i = 0; i < out; i++) {
-        if (out == in) {
+        if (copy) {
             t[i] = (lerp_tap){ i, i, 1.0f, 0.0f };
             continue;
         }
@@ -872,8 +871,13 @@ static bool cpu_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *tab
                     (size_t)(gh + gw) * sizeof(lerp_tap));
         return false;
     }
-    lerp_taps(ty, gh, edge, posemb_scale(gh, edge, interp));
-    lerp_taps(tx, gw, edge, posemb_scale(gw, edge, interp));
+    /* torch copies the table when the grid is edge×edge. With R1 an axis of
+     * unchanged size gets scale 1, i.e. a copy, anyway. With R2 its scale is
+     * edge/(edge + 0.1): torch's CUDA kernel (where the R2 references run)
+     * interpolates such an axis, its CPU kernel copies it; we follow CUDA. */
+    bool copy = gh == edge && gw == edge;
+    lerp_taps(ty, gh, edge, posemb_scale(gh, edge, interp), copy);
+    lerp_taps(tx, gw, edge, posemb_scale(gw, edge, interp), copy);
     posemb_ctx c = { F(x), F(table) + table_row0 * C, ty, tx, edge, gw, C };
     run(be, (int64_t)gh * gw, 8, posemb_task, &c);
     g_free(ty);
@@ -943,25 +947,27 @@ static bool cpu_append_newline(hyocr_backend *be, hyocr_buf *out, const hyocr_bu
 
 /* ---------------------------------------------------------------- attention core */
 
-/* Flash-style attention over one tile of up to ATT_QMAX query vectors: keys are
- * gathered in blocks of ATT_KB into contiguous scratch, scores and the value
- * sum of a block are two small GEMMs, and an online softmax carries the row
- * maxima and sums between blocks, so memory stays O(tile · block). Key j is
- * visible to query i when j < limit[i]. Block boundaries depend only on the
- * key index, and the tile's layout only on the shapes, so results do not
- * depend on the thread count. */
+/* Flash-style attention over one tile of up to ATT_QMAX query vectors: keys go
+ * in blocks of ATT_KB, scores and the value sum of a block are two small GEMMs
+ * (on copies of the rows into contiguous scratch), and an online softmax
+ * carries the row maxima and sums between blocks, so memory stays
+ * O(tile · block). Key j is visible to query i when j < limit[i]. Block
+ * boundaries depend only on the key index, and the tile's layout only on the
+ * shapes, so results do not depend on the thread count. */
 
 typedef struct {
     int          nq, D;
     float        scale;
-    bool         use_blas, avx2;
+    bool         gemm;               /* scores and sums as GEMMs (all koff equal) */
+    bool         avx2;
     float       *qt;                 /* [ATT_QMAX, D] gathered queries */
     float       *out[ATT_QMAX];
     int          limit[ATT_QMAX];
+    int          koff[ATT_QMAX];     /* offset of query i's head in a key/value row */
 } att_tile;
 
-/* Copies the key and value rows of keys [j0, j0 + n) into kb, vb ([n, D]). */
-typedef void (*att_gather_fn)(const void *ctx, int j0, int n, float *kb, float *vb);
+/* Points kp[j], vp[j] at the key and value rows of key j0 + j, j < n. */
+typedef void (*att_keys_fn)(const void *ctx, int j0, int n, const float **kp, const float **vp);
 
 /* Per-item scratch: gathered queries, key and value block, scores, accumulator. */
 typedef struct {
@@ -1086,37 +1092,53 @@ static float exp_row(float *s, int n, float m, bool avx2)
     return total;
 }
 
-/* s[nq, nb] = scale · q[nq, D] · k[nb, D]ᵀ */
-static void att_scores(const att_tile *t, const float *k, int nb, float *s)
+/* Below this many queries the GEMMs would mostly wait for the copies into
+ * contiguous blocks, so dot products read the keys where they are. */
+#define ATT_DIRECT_MAX 8
+
+static bool att_want_gemm(bool use_blas, int nq)
 {
+    return HYOCR_HAVE_BLAS && use_blas && nq > ATT_DIRECT_MAX;
+}
+
+/* s[nq, nb] = scale · q[nq, D] · k[nb, D]ᵀ; kb, vb receive the rows for the GEMMs. */
+static void att_scores(const att_tile *t, const float *const *kp, const float *const *vp, int nb,
+                       float *kb, float *vb, float *s)
+{
+    int D = t->D;
 #if HYOCR_HAVE_BLAS
-    if (t->use_blas) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t->nq, nb, t->D, t->scale, t->qt, t->D,
-                    k, t->D, 0.0f, s, ATT_KB);
+    if (t->gemm) {
+        for (int j = 0; j < nb; j++) {
+            memcpy(kb + (size_t)j * D, kp[j] + t->koff[0], (size_t)D * sizeof(float));
+            memcpy(vb + (size_t)j * D, vp[j] + t->koff[0], (size_t)D * sizeof(float));
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t->nq, nb, D, t->scale, t->qt, D,
+                    kb, D, 0.0f, s, ATT_KB);
         return;
     }
 #endif
-    for (int i = 0; i < t->nq; i++)
-        for (int j = 0; j < nb; j++)
-            s[(size_t)i * ATT_KB + j] = dot_f32(t->qt + (size_t)i * t->D, k + (size_t)j * t->D, t->D) * t->scale;
+    for (int j = 0; j < nb; j++)
+        for (int i = 0; i < t->nq; i++)
+            s[(size_t)i * ATT_KB + j] = dot_f32(t->qt + (size_t)i * D, kp[j] + t->koff[i], D) * t->scale;
 }
 
 /* acc[nq, D] += p[nq, nb] · v[nb, D] */
-static void att_values(const att_tile *t, const float *p, const float *v, int nb, float *acc)
+static void att_values(const att_tile *t, const float *p, const float *const *vp, const float *vb, int nb,
+                       float *acc)
 {
 #if HYOCR_HAVE_BLAS
-    if (t->use_blas) {
+    if (t->gemm) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t->nq, t->D, nb, 1.0f, p, ATT_KB,
-                    v, t->D, 1.0f, acc, t->D);
+                    vb, t->D, 1.0f, acc, t->D);
         return;
     }
 #endif
-    for (int i = 0; i < t->nq; i++)
-        for (int j = 0; j < nb; j++)
-            axpy(acc + (size_t)i * t->D, p[(size_t)i * ATT_KB + j], v + (size_t)j * t->D, t->D);
+    for (int j = 0; j < nb; j++)
+        for (int i = 0; i < t->nq; i++)
+            axpy(acc + (size_t)i * t->D, p[(size_t)i * ATT_KB + j], vp[j] + t->koff[i], t->D);
 }
 
-static void att_run(const att_tile *t, const att_scratch *w, att_gather_fn gather, const void *gctx)
+static void att_run(const att_tile *t, const att_scratch *w, att_keys_fn keys, const void *kctx)
 {
     int D = t->D, n_keys = 0;
     float m[ATT_QMAX], l[ATT_QMAX];
@@ -1128,8 +1150,9 @@ static void att_run(const att_tile *t, const att_scratch *w, att_gather_fn gathe
     memset(w->acc, 0, (size_t)t->nq * D * sizeof(float));
     for (int j0 = 0; j0 < n_keys; j0 += ATT_KB) {
         int nb = n_keys - j0 < ATT_KB ? n_keys - j0 : ATT_KB;
-        gather(gctx, j0, nb, w->k, w->v);
-        att_scores(t, w->k, nb, w->s);
+        const float *kp[ATT_KB], *vp[ATT_KB];
+        keys(kctx, j0, nb, kp, vp);
+        att_scores(t, kp, vp, nb, w->k, w->v, w->s);
         for (int i = 0; i < t->nq; i++) {
             float *s = w->s + (size_t)i * ATT_KB, *acc = w->acc + (size_t)i * D;
             int nv = t->limit[i] - j0 < nb ? t->limit[i] - j0 : nb;
@@ -1146,7 +1169,7 @@ static void att_run(const att_tile *t, const att_scratch *w, att_gather_fn gathe
             if (corr != 1.0f)
                 for (int d = 0; d < D; d++) acc[d] *= corr;
         }
-        att_values(t, w->s, w->v, nb, w->acc);
+        att_values(t, w->s, vp, w->v, nb, w->acc);
     }
     for (int i = 0; i < t->nq; i++) {
         const float *acc = w->acc + (size_t)i * D;
@@ -1170,17 +1193,14 @@ typedef struct {
     const float *k;     /* k of key 0 for this head */
     size_t       row;   /* qkv row stride */
     size_t       voff;  /* v − k offset */
-    int          D;
 } full_keys;
 
-static void full_gather(const void *p, int j0, int n, float *kb, float *vb)
+static void full_keys_fn(const void *p, int j0, int n, const float **kp, const float **vp)
 {
     const full_keys *g = p;
-    size_t bytes = (size_t)g->D * sizeof(float);
     for (int j = 0; j < n; j++) {
-        const float *k = g->k + (size_t)(j0 + j) * g->row;
-        memcpy(kb + (size_t)j * g->D, k, bytes);
-        memcpy(vb + (size_t)j * g->D, k + g->voff, bytes);
+        kp[j] = g->k + (size_t)(j0 + j) * g->row;
+        vp[j] = kp[j] + g->voff;
     }
 }
 
@@ -1196,15 +1216,16 @@ static void full_task(void *p, int64_t b, int64_t e)
     size_t row = (size_t)3 * c->H * c->D;
     for (int64_t it = b; it < e; it++) {
         int h = (int)(it / c->n_tiles), r0 = (int)(it % c->n_tiles) * ATT_QMAX;
-        att_tile t = { .D = c->D, .scale = c->scale, .use_blas = c->use_blas, .avx2 = c->avx2, .qt = w.q };
+        att_tile t = { .D = c->D, .scale = c->scale, .avx2 = c->avx2, .qt = w.q };
         for (int r = r0; r < r0 + ATT_QMAX && r < c->n; r++, t.nq++) {
             memcpy(w.q + (size_t)t.nq * c->D, c->qkv + (size_t)r * row + (size_t)h * c->D,
                    (size_t)c->D * sizeof(float));
             t.out[t.nq] = c->out + ((size_t)r * c->H + h) * c->D;
             t.limit[t.nq] = c->n;
         }
-        full_keys k = { c->qkv + (size_t)(c->H + h) * c->D, row, (size_t)c->H * c->D, c->D };
-        att_run(&t, &w, full_gather, &k);
+        t.gemm = att_want_gemm(c->use_blas, t.nq);
+        full_keys k = { c->qkv + (size_t)(c->H + h) * c->D, row, (size_t)c->H * c->D };
+        att_run(&t, &w, full_keys_fn, &k);
     }
     free(mem);
 }
@@ -1371,43 +1392,81 @@ static void paged_write_task(void *p, int64_t b, int64_t e)
 typedef struct {
     const paged_ctx      *c;
     const hyocr_seq_view *sv;
-    int                   kvh;
 } paged_keys;
 
-static void paged_gather(const void *p, int j0, int n, float *kb, float *vb)
+/* Key j's whole cache row (all KV heads); queries pick their head by koff. */
+static void paged_keys_fn(const void *p, int j0, int n, const float **kp, const float **vp)
 {
     const paged_keys *g = p;
-    int D = g->c->D;
-    size_t kvw = (size_t)g->c->Hkv * D, off = (size_t)g->kvh * D, bytes = (size_t)D * sizeof(float);
+    size_t kvw = (size_t)g->c->Hkv * g->c->D;
     for (int j = 0; j < n; j++) {
-        size_t at = paged_slot(g->sv, g->c->bs, j0 + j) * kvw + off;
-        memcpy(kb + (size_t)j * D, g->c->kc + at, bytes);
-        memcpy(vb + (size_t)j * D, g->c->vc + at, bytes);
+        size_t at = paged_slot(g->sv, g->c->bs, j0 + j) * kvw;
+        kp[j] = g->c->kc + at;
+        vp[j] = g->c->vc + at;
     }
 }
 
-/* One item: a KV head of one sequence and up to qt of its rows, with all the
- * query heads that share the KV head (GQA) stacked in one tile. */
+/* Items of one sequence. Prefill: a KV head and up to qt rows, with the query
+ * heads that share the KV head (GQA) stacked in one tile, scored by GEMMs.
+ * Decode (few rows): all rows and all KV heads, so each key's cache row is
+ * read as one run rather than one head at a time. Either way a query's
+ * arithmetic depends only on its own keys, never on its tile-mates. */
+typedef struct {
+    bool decode;
+    int  n_items, heads;   /* decode: KV heads per item (all, unless a tile would overflow) */
+} paged_plan;
+
+static paged_plan paged_plan_for(int n_new, int G, int Hkv, int qt)
+{
+    paged_plan p = { n_new * G <= ATT_DIRECT_MAX, 0, 0 };
+    if (!p.decode) {
+        p.n_items = (n_new + qt - 1) / qt * Hkv;
+        return p;
+    }
+    /* Decode is bound by reading the cache: one pass over whole rows beat two
+     * passes over half rows (on two threads too) by ~2.5× at 4k tokens. */
+    int groups = 1;
+    while ((Hkv + groups - 1) / groups * n_new * G > ATT_QMAX) groups++;
+    p.heads = (Hkv + groups - 1) / groups;
+    p.n_items = (Hkv + p.heads - 1) / p.heads;
+    return p;
+}
+
+static void paged_add_query(const paged_ctx *c, att_tile *t, const float *qrow, size_t qr, int h, int limit)
+{
+    memcpy(t->qt + (size_t)t->nq * c->D, qrow + (size_t)h * c->D, (size_t)c->D * sizeof(float));
+    t->out[t->nq] = c->out + (qr * c->Hq + h) * c->D;
+    t->limit[t->nq] = limit;
+    t->koff[t->nq] = h / (c->Hq / c->Hkv) * c->D;
+    t->nq++;
+}
+
 static void paged_item(const paged_ctx *c, const att_scratch *w, int64_t it)
 {
     int G = c->Hq / c->Hkv, s = 0;
     while (it >= c->item0[s + 1]) s++;
     const hyocr_seq_view *sv = &c->seqs[s];
+    paged_plan plan = paged_plan_for(sv->n_new, G, c->Hkv, c->qt);
     int local = (int)(it - c->item0[s]);
-    int kvh = local % c->Hkv, r0 = (local / c->Hkv) * c->qt;
     size_t row = (size_t)(c->Hq + 2 * c->Hkv) * c->D;
-    att_tile t = { .D = c->D, .scale = c->scale, .use_blas = c->use_blas, .avx2 = c->avx2, .qt = w->q };
-    for (int r = r0; r < r0 + c->qt && r < sv->n_new; r++) {
-        size_t qr = (size_t)(c->row0[s] + r);
-        for (int k = 0; k < G; k++, t.nq++) {
-            int h = kvh * G + k;
-            memcpy(w->q + (size_t)t.nq * c->D, c->qkv + qr * row + (size_t)h * c->D, (size_t)c->D * sizeof(float));
-            t.out[t.nq] = c->out + (qr * c->Hq + h) * c->D;
-            t.limit[t.nq] = sv->n_past + r + 1;
-        }
+    /* rows r0..r1, KV heads k0..k1 */
+    int r0 = 0, r1 = sv->n_new, k0 = local * plan.heads, k1 = k0 + plan.heads;
+    if (!plan.decode) {
+        k0 = local % c->Hkv;
+        k1 = k0 + 1;
+        r0 = (local / c->Hkv) * c->qt;
+        r1 = r0 + c->qt < sv->n_new ? r0 + c->qt : sv->n_new;
     }
-    paged_keys k = { c, sv, kvh };
-    att_run(&t, w, paged_gather, &k);
+    if (k1 > c->Hkv) k1 = c->Hkv;
+    att_tile t = { .D = c->D, .scale = c->scale, .avx2 = c->avx2, .qt = w->q };
+    for (int r = r0; r < r1; r++) {
+        size_t qr = (size_t)(c->row0[s] + r);
+        for (int h = k0 * G; h < k1 * G; h++)
+            paged_add_query(c, &t, c->qkv + qr * row, qr, h, sv->n_past + r + 1);
+    }
+    t.gemm = !plan.decode && att_want_gemm(c->use_blas, t.nq);
+    paged_keys k = { c, sv };
+    att_run(&t, w, paged_keys_fn, &k);
 }
 
 static void paged_att_task(void *p, int64_t b, int64_t e)
@@ -1447,7 +1506,7 @@ static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t c
 }
 
 /* Offsets of each sequence's rows and items; false when they overflow int. */
-static bool paged_layout(const hyocr_seq_view *seqs, int n_seqs, int qt, int Hkv, int *row0, int *item0,
+static bool paged_layout(const hyocr_seq_view *seqs, int n_seqs, int qt, int G, int Hkv, int *row0, int *item0,
                          GError **error)
 {
     int64_t rows = 0, items = 0;
@@ -1456,7 +1515,7 @@ static bool paged_layout(const hyocr_seq_view *seqs, int n_seqs, int qt, int Hkv
         item0[s] = (int)items;
         if (s == n_seqs) break;
         rows += seqs[s].n_new;
-        items += (int64_t)(seqs[s].n_new + qt - 1) / qt * Hkv;
+        items += paged_plan_for(seqs[s].n_new, G, Hkv, qt).n_items;
         if (rows > INT_MAX || items > INT_MAX) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                         "CPU backend: attention_paged: too many rows in one call");
@@ -1491,7 +1550,7 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
         return false;
     }
     int qt = ATT_QMAX / (Hq / Hkv);
-    if (!paged_layout(seqs, n_seqs, qt, Hkv, row0, item0, error)) return false;
+    if (!paged_layout(seqs, n_seqs, qt, Hq / Hkv, Hkv, row0, item0, error)) return false;
     int rows = row0[n_seqs];
     if (!need("attention_paged", "qkv", qkv, (size_t)rows * (Hq + 2 * Hkv) * D, error) ||
         !need("attention_paged", "out", out, (size_t)rows * Hq * D, error))

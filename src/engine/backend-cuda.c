@@ -45,7 +45,7 @@ typedef struct {
     int64_t          bytes[N_BUCKETS];
     int64_t          total, peak;
     /* scratch */
-    scratch          lt_ws, stage, meta, part, conv_x, conv_bias;
+    scratch          lt_ws, stage, meta, part, counters, conv_x, conv_bias;
     /* pinned metadata ring: copies come from here so they do not serialise the host */
     uint8_t         *pin;
     size_t           pin_used;
@@ -599,11 +599,12 @@ static bool cuda_swiglu(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *gu, 
 /* ---------------------------------------------------------------- vision helpers */
 
 /* Source scale per axis as torch computes it: R1 in/out in float; R2 from the
- * float32 scale factor (out + 0.1)/edge. An unchanged axis is copied (scale 1
- * gives exactly that), as the CPU backend does. */
-static float posemb_scale(int out, int edge, hyocr_posemb_interp interp)
+ * float32 scale factor (out + 0.1)/edge. An edge×edge grid takes the table
+ * unchanged (scale 1 gives exactly that); otherwise R2 resamples even an axis
+ * of size edge, as torch's CUDA kernel does. */
+static float posemb_scale(int out, int edge, bool copy, hyocr_posemb_interp interp)
 {
-    if (out == edge) return 1.0f;
+    if (copy) return 1.0f;
     if (interp == HYOCR_POSEMB_R2) {
         float sf = ((float)out + 0.1f) / (float)edge;
         return (float)(1.0 / (double)sf);
@@ -620,8 +621,9 @@ static bool cuda_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *ta
     if (!need("posemb_add", "x", x, (size_t)gh * gw * C, error) ||
         !need("posemb_add", "table", table, (table_row0 + (size_t)edge * edge) * C, error))
         return false;
+    bool copy = gh == edge && gw == edge;
     return ck(hk_posemb_add(cb->stream, x->data, buf_t(cb, x), at(table, table_row0 * C), buf_t(cb, table), edge, gh,
-                            gw, C, posemb_scale(gh, edge, interp), posemb_scale(gw, edge, interp)),
+                            gw, C, posemb_scale(gh, edge, copy, interp), posemb_scale(gw, edge, copy, interp)),
               "posemb_add", error);
 }
 
@@ -755,13 +757,13 @@ static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t c
 /* Work lists of one paged call: prefill tiles for multi-row sequences, context
  * splits for single-row (decode) sequences. */
 typedef struct {
-    GArray *seqs, *bt, *row_seq, *tiles, *splits, *rows;
-    int     total_rows, parts, split_len;
+    GArray *seqs, *bt, *row_seq, *tiles, *splits;
+    int     total_rows, parts, dec_rows, split_len;
 } paged_plan;
 
 static void paged_plan_clear(paged_plan *p)
 {
-    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->splits, p->rows };
+    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->splits };
     for (size_t i = 0; i < G_N_ELEMENTS(a); i++)
         if (a[i]) g_array_free(a[i], TRUE);
 }
@@ -774,13 +776,11 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
     p->row_seq = g_array_new(FALSE, FALSE, sizeof(int32_t));
     p->tiles = g_array_new(FALSE, FALSE, sizeof(int32_t) * 2);
     p->splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
-    p->rows = g_array_new(FALSE, FALSE, sizeof(hk_dec_row));
     int64_t dec_ctx = 0;
     for (int s = 0; s < n_seqs; s++)
         if (seqs[s].n_new == 1) dec_ctx += seqs[s].n_past + 1;
     p->split_len = hk_decode_split_len(cb->sm_count, dec_ctx, Hq, Hkv);
-    int G = Hq / Hkv;
-    int row = 0;
+    int G = Hq / Hkv, row = 0;
     for (int s = 0; s < n_seqs; s++) {
         const hyocr_seq_view *sv = &seqs[s];
         int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
@@ -792,17 +792,29 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
             int n_tiles = (sv->n_new * G + 63) / 64;
             for (int t = 0; t < n_tiles; t++) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
         } else if (sv->n_new == 1) {
-            int ctx = sv->n_past + 1;
-            hk_dec_row dr = { s, p->parts, (ctx + p->split_len - 1) / p->split_len, 0 };
-            for (int t0 = 0; t0 < ctx; t0 += p->split_len) {
-                hk_split sp = { s, t0, t0 + p->split_len < ctx ? t0 + p->split_len : ctx, p->parts++ };
-                g_array_append_val(p->splits, sp);
-            }
-            g_array_append_val(p->rows, dr);
+            int ctx = sv->n_past + 1, n = (ctx + p->split_len - 1) / p->split_len;
+            guint at = p->splits->len;
+            g_array_set_size(p->splits, at + (guint)n);
+            hk_decode_splits(&g_array_index(p->splits, hk_split, at), s, p->dec_rows++, ctx, p->split_len, p->parts);
+            p->parts += n;
         }
         row += sv->n_new;
     }
     p->total_rows = row;
+}
+
+/* Partials and the per-row election counters of the decode splits. The
+ * counters start zeroed and every merge leaves them zero again. */
+static bool decode_scratch(cuda_backend *cb, const paged_plan *pp, int Hq, int Hkv, int D, GError **error)
+{
+    if (!pp->parts) return true;
+    size_t n_ctr = (size_t)pp->dec_rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
+    if (cb->counters.cap < n_ctr * sizeof(unsigned)) {
+        if (!scratch_need(cb, &cb->counters, n_ctr * sizeof(unsigned), error) ||
+            !ck(cudaMemsetAsync(cb->counters.ptr, 0, cb->counters.cap, cb->stream), "memset", error))
+            return false;
+    }
+    return scratch_need(cb, &cb->part, (size_t)pp->parts * Hq * (D + 2) * sizeof(float), error);
 }
 
 static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
@@ -836,9 +848,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
     size_t o_rs = meta_add(&mp, pp.row_seq->data, pp.row_seq->len * sizeof(int32_t));
     size_t o_tiles = meta_add(&mp, pp.tiles->data, pp.tiles->len * sizeof(int32_t) * 2);
     size_t o_splits = meta_add(&mp, pp.splits->data, pp.splits->len * sizeof(hk_split));
-    size_t o_rows = meta_add(&mp, pp.rows->data, pp.rows->len * sizeof(hk_dec_row));
-    bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) &&
-              (pp.parts == 0 || scratch_need(cb, &cb->part, (size_t)pp.parts * Hq * (D + 2) * sizeof(float), error));
+    bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) && decode_scratch(cb, &pp, Hq, Hkv, D, error);
     g_byte_array_free(mp.b, TRUE);
     if (ok) {
         hk_paged_args a = {
@@ -848,7 +858,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .row_seq = meta_ptr(cb, o_rs), .total_rows = pp.total_rows,
             .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len,
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
-            .dec_rows = meta_ptr(cb, o_rows), .n_dec_rows = (int)pp.rows->len,
+            .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
             .split_max = pp.split_len,
         };
@@ -891,7 +901,7 @@ static void cuda_free(hyocr_backend *be)
     cuda_backend *cb = CB(be);
     if (cb->stream) cudaStreamSynchronize(cb->stream);
     if (cb->plans) g_hash_table_destroy(cb->plans);
-    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->part, &cb->conv_x, &cb->conv_bias };
+    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->part, &cb->counters, &cb->conv_x, &cb->conv_bias };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
     if (cb->lt) cublasLtDestroy(cb->lt);
     if (cb->blas) cublasDestroy(cb->blas);
@@ -981,7 +991,7 @@ static bool runtime_open(cuda_backend *cb, GError **error)
         return false;
     }
     if (!ck(e, "launching a test kernel", error) || !ck(cudaStreamSynchronize(cb->stream), "test kernel", error) ||
-        !ck(hk_kernels_setup(), "kernel setup", error) || !ck_blas(cublasCreate(&cb->blas), "cublasCreate", error) ||
+        !ck_blas(cublasCreate(&cb->blas), "cublasCreate", error) ||
         !ck_blas(cublasLtCreate(&cb->lt), "cublasLtCreate", error) ||
         !ck_blas(cublasSetStream(cb->blas, cb->stream), "cublasSetStream", error) ||
         !scratch_need(cb, &cb->lt_ws, LT_WORKSPACE, error) ||

@@ -106,7 +106,10 @@ typedef struct {
     /* out[M,I] = silu(gu[:, :I]) ⊙ gu[:, I:2I]  (gu = fused gate|up GEMM output [M, 2I]) */
     bool   (*swiglu)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *gu, int M, int I, GError **error);
 
-    /* x[gh·gw, C] += bilinear(table[edge·edge, C] starting at row table_row0, → gh×gw) (align_corners=False). */
+    /* x[gh·gw, C] += bilinear(table[edge·edge, C] starting at row table_row0, → gh×gw) (align_corners=False).
+     * An edge×edge grid gets the table unchanged. R2 (scale factor (g + 0.1)/edge) resamples an axis
+     * whose size equals edge when the other does not, as torch's CUDA kernel does (its CPU kernel
+     * would copy that axis). */
     bool   (*posemb_add)(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *table, size_t table_row0,
                          int edge, int gh, int gw, int C, hyocr_posemb_interp interp, GError **error);
     /* Gathers 2×2 cells for the merger conv: out[(gh/2)(gw/2), 4C], order (c, dy, dx). */

@@ -1,0 +1,153 @@
+/* hyocr-gtk — application. */
+#include "hyocr-application-private.h"
+#include "hyocr-build-config.h"
+#include <glib/gi18n.h>
+
+G_DEFINE_FINAL_TYPE(HyocrApplication, hyocr_application, ADW_TYPE_APPLICATION)
+
+#define NOTIFICATION_ID "job-finished"
+
+static const GOptionEntry option_entries[] = {
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, NULL, N_("Model folder to use for this session"), N_("DIR") },
+    { "version", 0, 0, G_OPTION_ARG_NONE, NULL, N_("Show the version and exit"), NULL },
+    { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, NULL, NULL, N_("[IMAGE…]") },
+    { NULL },
+};
+
+HyocrWindow *hyocr_application_ensure_window(HyocrApplication *self)
+{
+    GtkWindow *win = gtk_application_get_active_window(GTK_APPLICATION(self));
+    if (HYOCR_IS_WINDOW(win)) return HYOCR_WINDOW(win);
+    return hyocr_window_new(self);
+}
+
+static void hyocr_application_activate(GApplication *app)
+{
+    gtk_window_present(GTK_WINDOW(hyocr_application_ensure_window(HYOCR_APPLICATION(app))));
+}
+
+static void hyocr_application_open(GApplication *app, GFile **files, int n_files, const char *hint)
+{
+    HyocrWindow *win = hyocr_application_ensure_window(HYOCR_APPLICATION(app));
+    gtk_window_present(GTK_WINDOW(win));
+    hyocr_window_add_files(win, files, (guint)n_files);
+}
+
+static int hyocr_application_handle_local_options(GApplication *app, GVariantDict *options)
+{
+    if (g_variant_dict_contains(options, "version")) {
+        g_print("hyocr-gtk %s\n", HYOCR_VERSION);
+        return 0;
+    }
+    return -1;
+}
+
+/* Paths on the command line are relative to the caller's folder, which may not
+ * be ours when a second invocation forwards them to the running instance. */
+static GPtrArray *files_from_args(GApplicationCommandLine *cmdline, GVariantDict *options)
+{
+    GPtrArray *files = g_ptr_array_new_with_free_func(g_object_unref);
+    g_autofree const char **args = NULL;
+    if (g_variant_dict_lookup(options, G_OPTION_REMAINING, "^a&ay", &args))
+        for (const char **a = args; *a; a++)
+            g_ptr_array_add(files, g_application_command_line_create_file_for_arg(cmdline, *a));
+    return files;
+}
+
+static int hyocr_application_command_line(GApplication *app, GApplicationCommandLine *cmdline)
+{
+    HyocrApplication *self = HYOCR_APPLICATION(app);
+    GVariantDict *options = g_application_command_line_get_options_dict(cmdline);
+    const char *model = NULL;
+    if (g_variant_dict_lookup(options, "model", "^&ay", &model)) {
+        g_autoptr(GFile) dir = g_application_command_line_create_file_for_arg(cmdline, model);
+        g_autofree char *path = g_file_get_path(dir);
+        hyocr_application_set_model_override(self, path);
+    }
+    g_autoptr(GPtrArray) files = files_from_args(cmdline, options);
+    HyocrWindow *win = hyocr_application_ensure_window(self);
+    gtk_window_present(GTK_WINDOW(win));
+    if (files->len) hyocr_window_add_files(win, (GFile **)files->pdata, files->len);
+    return 0;
+}
+
+static void hyocr_application_startup(GApplication *app)
+{
+    G_APPLICATION_CLASS(hyocr_application_parent_class)->startup(app);
+    hyocr_application_setup_actions(HYOCR_APPLICATION(app));
+}
+
+static void hyocr_application_finalize(GObject *object)
+{
+    HyocrApplication *self = HYOCR_APPLICATION(object);
+    g_free(self->model_override);
+    G_OBJECT_CLASS(hyocr_application_parent_class)->finalize(object);
+}
+
+static void hyocr_application_class_init(HyocrApplicationClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+    GApplicationClass *app_class = G_APPLICATION_CLASS(klass);
+    object_class->finalize = hyocr_application_finalize;
+    app_class->activate = hyocr_application_activate;
+    app_class->open = hyocr_application_open;
+    app_class->startup = hyocr_application_startup;
+    app_class->command_line = hyocr_application_command_line;
+    app_class->handle_local_options = hyocr_application_handle_local_options;
+}
+
+static void hyocr_application_init(HyocrApplication *self)
+{
+    g_application_add_main_option_entries(G_APPLICATION(self), option_entries);
+    g_application_set_option_context_parameter_string(G_APPLICATION(self), _("[IMAGE…]"));
+    g_application_set_option_context_summary(G_APPLICATION(self),
+                                             _("Read the text in images with the HunyuanOCR model, on this computer."));
+}
+
+HyocrApplication *hyocr_application_new(GApplicationFlags extra_flags)
+{
+    return g_object_new(HYOCR_TYPE_APPLICATION, "application-id", HYOCR_APP_ID,
+                        "flags", G_APPLICATION_HANDLES_OPEN | G_APPLICATION_HANDLES_COMMAND_LINE | extra_flags,
+                        "resource-base-path", "/io/github/hyocr/Hyocr", NULL);
+}
+
+const char *hyocr_application_get_model_override(HyocrApplication *self)
+{
+    return self->model_override;
+}
+
+void hyocr_application_set_model_override(HyocrApplication *self, const char *folder)
+{
+    g_free(self->model_override);
+    self->model_override = folder && *folder ? g_strdup(folder) : NULL;
+    GtkWindow *win = gtk_application_get_active_window(GTK_APPLICATION(self));
+    if (HYOCR_IS_WINDOW(win)) hyocr_window_reload_engine(HYOCR_WINDOW(win));
+}
+
+static char *notification_body(HyocrJob *job)
+{
+    if (hyocr_job_get_state(job) != HYOCR_JOB_DONE)
+        return g_strdup_printf("%s: %s", hyocr_job_get_title(job), hyocr_job_get_message(job));
+    g_autofree char *start = g_utf8_substring(hyocr_job_get_text(job), 0, 120);
+    return g_strdup_printf("%s: %s", hyocr_job_get_title(job), g_strstrip(start));
+}
+
+void hyocr_application_notify_job(HyocrApplication *self, HyocrJob *job)
+{
+    gboolean ok = hyocr_job_get_state(job) == HYOCR_JOB_DONE;
+    g_autoptr(GNotification) n = g_notification_new(ok ? _("Text Recognized") : _("A Job Failed"));
+    g_autofree char *body = notification_body(job);
+    g_notification_set_body(n, body);
+    g_autoptr(GIcon) icon = g_themed_icon_new(HYOCR_APP_ID);
+    g_notification_set_icon(n, icon);
+    g_notification_set_default_action_and_target(n, "app.show-job", "u", hyocr_job_get_id(job));
+    self->n_notifications++;
+    /* Without a session bus nobody would show it, and GLib would complain. */
+    if (g_application_get_dbus_connection(G_APPLICATION(self)))
+        g_application_send_notification(G_APPLICATION(self), NOTIFICATION_ID, n);
+}
+
+guint hyocr_application_get_n_notifications(HyocrApplication *self)
+{
+    return self->n_notifications;
+}

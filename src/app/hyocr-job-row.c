@@ -1,0 +1,73 @@
+/* hyocr-gtk — job row. */
+#include "hyocr-job-row.h"
+#include <glib/gi18n.h>
+
+struct _HyocrJobRow {
+    GtkListBoxRow   parent_instance;
+    GtkLabel       *title_label;
+    GtkLabel       *state_label;
+    GtkProgressBar *progress_bar;
+    GtkWidget      *remove_button;
+    HyocrJob       *job;
+};
+
+G_DEFINE_FINAL_TYPE(HyocrJobRow, hyocr_job_row, GTK_TYPE_LIST_BOX_ROW)
+
+static void update(HyocrJobRow *self)
+{
+    HyocrJobState st = hyocr_job_get_state(self->job);
+    const char *label = hyocr_job_state_get_label(st);
+    g_autofree char *text = st == HYOCR_JOB_WRITING
+        ? g_strdup_printf(ngettext("%s · %d token", "%s · %d tokens", (gulong)hyocr_job_get_n_tokens(self->job)),
+                          label, hyocr_job_get_n_tokens(self->job))
+        : g_strdup(label);
+    gtk_label_set_text(self->state_label, text);
+    gtk_progress_bar_set_fraction(self->progress_bar, hyocr_job_get_progress(self->job));
+    gtk_widget_set_visible(GTK_WIDGET(self->progress_bar), !hyocr_job_is_finished(self->job));
+    gtk_widget_set_tooltip_text(self->remove_button, hyocr_job_is_finished(self->job) ? _("Remove") : _("Cancel and Remove"));
+    if (st == HYOCR_JOB_FAILED) gtk_widget_add_css_class(GTK_WIDGET(self->state_label), "error");
+    else gtk_widget_remove_css_class(GTK_WIDGET(self->state_label), "error");
+}
+
+static void hyocr_job_row_dispose(GObject *object)
+{
+    HyocrJobRow *self = HYOCR_JOB_ROW(object);
+    if (self->job) g_signal_handlers_disconnect_by_data(self->job, self);
+    g_clear_object(&self->job);
+    gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_JOB_ROW);
+    G_OBJECT_CLASS(hyocr_job_row_parent_class)->dispose(object);
+}
+
+static void hyocr_job_row_class_init(HyocrJobRowClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+    GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+    object_class->dispose = hyocr_job_row_dispose;
+    gtk_widget_class_set_template_from_resource(widget_class, "/io/github/hyocr/Hyocr/hyocr-job-row.ui");
+    gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, title_label);
+    gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, state_label);
+    gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, progress_bar);
+    gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, remove_button);
+}
+
+static void hyocr_job_row_init(HyocrJobRow *self)
+{
+    gtk_widget_init_template(GTK_WIDGET(self));
+}
+
+GtkWidget *hyocr_job_row_new(HyocrJob *job)
+{
+    HyocrJobRow *self = g_object_new(HYOCR_TYPE_JOB_ROW, NULL);
+    self->job = g_object_ref(job);
+    gtk_label_set_text(self->title_label, hyocr_job_get_title(job));
+    gtk_actionable_set_action_target(GTK_ACTIONABLE(self->remove_button), "u", hyocr_job_get_id(job));
+    g_signal_connect_swapped(job, "notify::state", G_CALLBACK(update), self);
+    g_signal_connect_swapped(job, "notify::n-tokens", G_CALLBACK(update), self);
+    update(self);
+    return GTK_WIDGET(self);
+}
+
+HyocrJob *hyocr_job_row_get_job(HyocrJobRow *self)
+{
+    return self->job;
+}

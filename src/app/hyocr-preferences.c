@@ -1,0 +1,131 @@
+/* hyocr-gtk — preferences window. */
+#include "hyocr-preferences.h"
+#include "hyocr-model-status.h"
+#include <glib/gi18n.h>
+
+struct _HyocrPreferences {
+    AdwPreferencesWindow parent_instance;
+    AdwActionRow   *model_row;
+    GtkWidget      *reset_model_button;
+    GtkWidget      *choose_model_button;
+    AdwComboRow    *device_row;
+    GtkAdjustment  *memory_adjustment;
+    GtkAdjustment  *tokens_adjustment;
+    GtkAdjustment  *side_adjustment;
+    GtkAdjustment  *penalty_adjustment;
+    GSettings      *settings;
+    char           *model_override;
+};
+
+G_DEFINE_FINAL_TYPE(HyocrPreferences, hyocr_preferences, ADW_TYPE_PREFERENCES_WINDOW)
+
+static void update_model_row(HyocrPreferences *self)
+{
+    g_autofree char *folder = g_settings_get_string(self->settings, "model-folder");
+    g_autofree char *def = hyocr_model_folder_default();
+    g_autofree char *subtitle = NULL;
+    if (self->model_override)
+        subtitle = g_strdup_printf(_("%s (given with --model for this session)"), self->model_override);
+    else if (!*folder)
+        subtitle = g_strdup_printf(_("%s (default)"), def);
+    else
+        subtitle = g_strdup(folder);
+    adw_action_row_set_subtitle(self->model_row, subtitle);
+    gtk_widget_set_sensitive(self->reset_model_button, *folder != '\0');
+}
+
+static void on_folder_chosen(GtkNativeDialog *dialog, int response, gpointer data)
+{
+    HyocrPreferences *self = data;
+    if (response == GTK_RESPONSE_ACCEPT) {
+        g_autoptr(GFile) file = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(dialog));
+        g_autofree char *path = file ? g_file_get_path(file) : NULL;
+        if (path) g_settings_set_string(self->settings, "model-folder", path);
+    }
+    gtk_native_dialog_destroy(dialog);
+    g_object_unref(dialog);
+    g_object_unref(self);
+}
+
+static void choose_model_clicked(GtkButton *button, HyocrPreferences *self)
+{
+    GtkFileChooserNative *dialog = gtk_file_chooser_native_new(_("Choose the Model Folder"), GTK_WINDOW(self),
+                                                               GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
+                                                               _("_Select"), _("_Cancel"));
+    gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(dialog), TRUE);
+    g_signal_connect(dialog, "response", G_CALLBACK(on_folder_chosen), g_object_ref(self));
+    gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));
+}
+
+static void reset_model_clicked(GtkButton *button, HyocrPreferences *self)
+{
+    g_settings_reset(self->settings, "model-folder");
+}
+
+static gboolean device_to_selected(GValue *value, GVariant *variant, gpointer data)
+{
+    const char *nick = g_variant_get_string(variant, NULL);
+    g_value_set_uint(value, g_str_equal(nick, "gpu") ? 1 : g_str_equal(nick, "cpu") ? 2 : 0);
+    return TRUE;
+}
+
+static GVariant *selected_to_device(const GValue *value, const GVariantType *type, gpointer data)
+{
+    static const char *const nicks[] = { "auto", "gpu", "cpu" };
+    guint i = g_value_get_uint(value);
+    return g_variant_new_string(nicks[i < G_N_ELEMENTS(nicks) ? i : 0]);
+}
+
+static void bind_settings(HyocrPreferences *self)
+{
+    GSettings *s = self->settings;
+    g_settings_bind_with_mapping(s, "device", self->device_row, "selected", G_SETTINGS_BIND_DEFAULT,
+                                 device_to_selected, selected_to_device, NULL, NULL);
+    g_settings_bind(s, "gpu-memory-limit", self->memory_adjustment, "value", G_SETTINGS_BIND_DEFAULT);
+    g_settings_bind(s, "max-new-tokens", self->tokens_adjustment, "value", G_SETTINGS_BIND_DEFAULT);
+    g_settings_bind(s, "max-image-side", self->side_adjustment, "value", G_SETTINGS_BIND_DEFAULT);
+    g_settings_bind(s, "repetition-penalty", self->penalty_adjustment, "value", G_SETTINGS_BIND_DEFAULT);
+    g_signal_connect_object(s, "changed::model-folder", G_CALLBACK(update_model_row), self, G_CONNECT_SWAPPED);
+    update_model_row(self);
+}
+
+static void hyocr_preferences_dispose(GObject *object)
+{
+    HyocrPreferences *self = HYOCR_PREFERENCES(object);
+    g_clear_object(&self->settings);
+    g_clear_pointer(&self->model_override, g_free);
+    gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_PREFERENCES);
+    G_OBJECT_CLASS(hyocr_preferences_parent_class)->dispose(object);
+}
+
+static void hyocr_preferences_class_init(HyocrPreferencesClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+    GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+    object_class->dispose = hyocr_preferences_dispose;
+    gtk_widget_class_set_template_from_resource(widget_class, "/io/github/hyocr/Hyocr/hyocr-preferences.ui");
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, model_row);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, reset_model_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, choose_model_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, device_row);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, memory_adjustment);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, tokens_adjustment);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, side_adjustment);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, penalty_adjustment);
+}
+
+static void hyocr_preferences_init(HyocrPreferences *self)
+{
+    gtk_widget_init_template(GTK_WIDGET(self));
+    g_signal_connect(self->choose_model_button, "clicked", G_CALLBACK(choose_model_clicked), self);
+    g_signal_connect(self->reset_model_button, "clicked", G_CALLBACK(reset_model_clicked), self);
+}
+
+HyocrPreferences *hyocr_preferences_new(GtkWindow *parent, GSettings *settings, const char *model_override)
+{
+    HyocrPreferences *self = g_object_new(HYOCR_TYPE_PREFERENCES, "transient-for", parent, "modal", FALSE, NULL);
+    self->settings = g_object_ref(settings);
+    self->model_override = g_strdup(model_override);
+    bind_settings(self);
+    return self;
+}

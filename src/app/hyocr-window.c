@@ -1,0 +1,386 @@
+/* hyocr-gtk — main window. */
+#include "hyocr-window-private.h"
+#include "hyocr-build-config.h"
+#include "hyocr-job-row.h"
+#include "hyocr-model-status.h"
+#include <glib/gi18n.h>
+
+#define GAUGE_INTERVAL_MS   250   /* the gauge is promised at least twice a second */
+#define RELOAD_DELAY_MS     400   /* settle spin buttons before reloading the engine */
+#define NOTIFY_AFTER_SECS   5.0   /* shorter jobs end before anyone looks away */
+
+G_DEFINE_FINAL_TYPE(HyocrWindow, hyocr_window, ADW_TYPE_APPLICATION_WINDOW)
+
+/* ---- toasts ---- */
+
+void hyocr_window_toast(HyocrWindow *self, const char *message)
+{
+    g_autofree char *markup = g_markup_escape_text(message, -1);
+    AdwToast *toast = adw_toast_new(markup);
+    adw_toast_set_timeout(toast, 5);
+    adw_toast_overlay_add_toast(self->toast_overlay, toast);
+    self->n_toasts++;
+    g_free(self->last_toast);
+    self->last_toast = g_strdup(message);
+}
+
+/* ---- engine ---- */
+
+static char *model_folder(HyocrWindow *self)
+{
+    GtkApplication *app = gtk_window_get_application(GTK_WINDOW(self));
+    const char *override = HYOCR_IS_APPLICATION(app) ? hyocr_application_get_model_override(HYOCR_APPLICATION(app))
+                                                     : NULL;
+    if (override) return g_strdup(override);
+    g_autofree char *folder = g_settings_get_string(self->settings, "model-folder");
+    return *folder ? g_steal_pointer(&folder) : hyocr_model_folder_default();
+}
+
+static hyocr_device device_setting(HyocrWindow *self)
+{
+    g_autofree char *dev = g_settings_get_string(self->settings, "device");
+    return g_str_equal(dev, "gpu") ? HYOCR_DEVICE_CUDA : g_str_equal(dev, "cpu") ? HYOCR_DEVICE_CPU
+                                                                                 : HYOCR_DEVICE_AUTO;
+}
+
+void hyocr_window_reload_engine(HyocrWindow *self)
+{
+    g_clear_handle_id(&self->reload_timeout, g_source_remove);
+    HyocrEngineSettings es = {
+        .model_dir = model_folder(self),
+        .device = device_setting(self),
+        .memory_limit = (int64_t)g_settings_get_int(self->settings, "gpu-memory-limit") * 1024 * 1024,
+    };
+    hyocr_worker_load(self->worker, &es);
+    hyocr_engine_settings_clear(&es);
+}
+
+static gboolean reload_timeout_cb(gpointer data)
+{
+    HyocrWindow *self = data;
+    self->reload_timeout = 0;
+    hyocr_window_reload_engine(self);
+    return G_SOURCE_REMOVE;
+}
+
+static void on_settings_changed(GSettings *settings, const char *key, HyocrWindow *self)
+{
+    if (!g_str_equal(key, "model-folder") && !g_str_equal(key, "device") && !g_str_equal(key, "gpu-memory-limit"))
+        return;
+    g_clear_handle_id(&self->reload_timeout, g_source_remove);
+    self->reload_timeout = g_timeout_add(RELOAD_DELAY_MS, reload_timeout_cb, self);
+}
+
+/* ---- pages and header ---- */
+
+static void update_page(HyocrWindow *self)
+{
+    HyocrWorkerState st = hyocr_worker_get_state(self->worker);
+    const char *page = st == HYOCR_WORKER_FAILED ? "model"
+                       : g_list_model_get_n_items(G_LIST_MODEL(self->jobs)) == 0 ? "empty"
+                                                                                 : "jobs";
+    gtk_stack_set_visible_child_name(self->main_stack, page);
+    gtk_widget_set_visible(self->loading_box, st == HYOCR_WORKER_LOADING);
+    gtk_widget_set_visible(self->loading_spinner, st == HYOCR_WORKER_LOADING);
+    gtk_spinner_set_spinning(GTK_SPINNER(self->loading_spinner), st == HYOCR_WORKER_LOADING);
+}
+
+static void update_subtitle(HyocrWindow *self)
+{
+    HyocrWorkerState st = hyocr_worker_get_state(self->worker);
+    g_autofree char *subtitle = NULL;
+    if (st == HYOCR_WORKER_LOADING) {
+        subtitle = g_strdup(_("Loading the model…"));
+    } else if (st == HYOCR_WORKER_READY) {
+        g_autofree char *name = g_path_get_basename(hyocr_worker_get_model_dir(self->worker));
+        /* Translators: "HunyuanOCR on the GPU" */
+        subtitle = g_strdup_printf(hyocr_worker_is_cpu(self->worker) ? _("%s on the CPU") : _("%s on the GPU"), name);
+    } else if (st == HYOCR_WORKER_FAILED) {
+        subtitle = g_strdup(_("No model loaded"));
+    }
+    adw_window_title_set_subtitle(self->window_title, subtitle ? subtitle : "");
+}
+
+static void on_worker_state(HyocrWorker *worker, GParamSpec *pspec, HyocrWindow *self)
+{
+    if (hyocr_worker_get_state(worker) == HYOCR_WORKER_FAILED)
+        hyocr_model_status_set_problem(HYOCR_MODEL_STATUS(self->model_status), hyocr_worker_get_model_dir(worker),
+                                       hyocr_worker_get_error(worker));
+    update_page(self);
+    update_subtitle(self);
+}
+
+static void on_worker_notice(HyocrWorker *worker, const char *notice, HyocrWindow *self)
+{
+    hyocr_window_toast(self, notice);
+}
+
+/* ---- gauge ---- */
+
+static gboolean gauge_tick(gpointer data)
+{
+    HyocrWindow *self = data;
+    hyocr_mem_info mem;
+    if (hyocr_worker_get_mem_info(self->worker, &mem))
+        hyocr_vram_gauge_set_figures(self->gauge, &mem, hyocr_worker_is_cpu(self->worker),
+                                     hyocr_worker_get_memory_limit(self->worker));
+    else
+        hyocr_vram_gauge_set_unavailable(self->gauge, hyocr_worker_get_state(self->worker) == HYOCR_WORKER_LOADING
+                                                          ? _("Loading the model…") : _("No model is loaded"));
+    return G_SOURCE_CONTINUE;
+}
+
+/* ---- jobs ---- */
+
+HyocrJob *hyocr_window_find_job(HyocrWindow *self, guint id, guint *position)
+{
+    for (guint i = 0, n = g_list_model_get_n_items(G_LIST_MODEL(self->jobs)); i < n; i++) {
+        g_autoptr(HyocrJob) job = g_list_model_get_item(G_LIST_MODEL(self->jobs), i);
+        if (hyocr_job_get_id(job) == id) {
+            if (position) *position = i;
+            return job;   /* the store keeps it alive */
+        }
+    }
+    return NULL;
+}
+
+HyocrJob *hyocr_window_get_selected_job(HyocrWindow *self)
+{
+    return hyocr_result_view_get_job(self->result_view);
+}
+
+void hyocr_window_select_job(HyocrWindow *self, HyocrJob *job)
+{
+    guint pos;
+    if (!hyocr_window_find_job(self, hyocr_job_get_id(job), &pos)) return;
+    gtk_list_box_select_row(self->job_list, gtk_list_box_get_row_at_index(self->job_list, (int)pos));
+}
+
+static void on_row_selected(GtkListBox *list, GtkListBoxRow *row, HyocrWindow *self)
+{
+    hyocr_result_view_set_job(self->result_view, row ? hyocr_job_row_get_job(HYOCR_JOB_ROW(row)) : NULL);
+    hyocr_window_update_actions(self);
+}
+
+static GtkWidget *create_row(gpointer item, gpointer data)
+{
+    return hyocr_job_row_new(HYOCR_JOB(item));
+}
+
+static void maybe_notify(HyocrWindow *self, HyocrJob *job)
+{
+    GtkApplication *app = gtk_window_get_application(GTK_WINDOW(self));
+    if (!HYOCR_IS_APPLICATION(app) || gtk_window_is_active(GTK_WINDOW(self))) return;
+    if (hyocr_job_get_state(job) == HYOCR_JOB_CANCELLED || hyocr_job_get_elapsed(job) < NOTIFY_AFTER_SECS) return;
+    hyocr_application_notify_job(HYOCR_APPLICATION(app), job);
+}
+
+static void on_job_state(HyocrJob *job, GParamSpec *pspec, HyocrWindow *self)
+{
+    hyocr_window_update_actions(self);
+    if (!hyocr_job_is_finished(job)) return;
+    if (hyocr_job_get_state(job) == HYOCR_JOB_FAILED) {
+        g_autofree char *msg = g_strdup_printf(_("“%s” failed: %s"), hyocr_job_get_title(job), hyocr_job_get_message(job));
+        hyocr_window_toast(self, msg);
+    }
+    maybe_notify(self, job);
+}
+
+static void add_job(HyocrWindow *self, HyocrJob *job, gboolean select)
+{
+    g_signal_connect_object(job, "notify::state", G_CALLBACK(on_job_state), self, 0);
+    g_list_store_append(self->jobs, job);
+    hyocr_worker_push(self->worker, job);
+    if (select) hyocr_window_select_job(self, job);
+}
+
+void hyocr_window_add_job(HyocrWindow *self, HyocrJob *job)
+{
+    g_return_if_fail(HYOCR_IS_WINDOW(self) && HYOCR_IS_JOB(job));
+    add_job(self, job, TRUE);
+}
+
+static HyocrJobOptions *current_options(HyocrWindow *self)
+{
+    g_autoptr(GError) error = NULL;
+    HyocrJobOptions *opts = hyocr_job_options_new_from_settings(self->settings, &error);
+    if (!opts) hyocr_window_toast(self, error->message);
+    return opts;
+}
+
+/* Only obvious non-images are turned away here; the decoder gives the real
+ * verdict (and its message) for anything else. */
+static gboolean looks_like_image(GFile *file, char **why)
+{
+    g_autofree char *name = g_file_get_basename(file);
+    g_autofree char *type = g_content_type_guess(name, NULL, 0, NULL);
+    if (g_file_query_file_type(file, G_FILE_QUERY_INFO_NONE, NULL) == G_FILE_TYPE_DIRECTORY) {
+        *why = g_strdup_printf(_("“%s” is a folder; drop the images in it instead"), name);
+        return FALSE;
+    }
+    if (g_content_type_is_unknown(type) || g_str_has_prefix(type, "image/")) return TRUE;
+    *why = g_strdup_printf(_("“%s” is not an image"), name);
+    return FALSE;
+}
+
+static void toast_if_waiting(HyocrWindow *self)
+{
+    if (hyocr_worker_get_state(self->worker) == HYOCR_WORKER_FAILED)
+        hyocr_window_toast(self, _("The image waits in the queue until a model is loaded"));
+}
+
+guint hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files)
+{
+    g_return_val_if_fail(HYOCR_IS_WINDOW(self), 0);
+    g_autoptr(HyocrJobOptions) opts = current_options(self);
+    if (!opts) return 0;
+    guint added = 0;
+    for (guint i = 0; i < n_files; i++) {
+        g_autofree char *why = NULL;
+        if (!looks_like_image(files[i], &why)) {
+            hyocr_window_toast(self, why);
+            continue;
+        }
+        g_autoptr(HyocrJob) job = hyocr_job_new_for_file(files[i], opts);
+        add_job(self, job, added++ == 0);
+    }
+    if (added) toast_if_waiting(self);
+    return added;
+}
+
+gboolean hyocr_window_add_texture(HyocrWindow *self, GdkTexture *texture, const char *title)
+{
+    g_return_val_if_fail(HYOCR_IS_WINDOW(self) && GDK_IS_TEXTURE(texture), FALSE);
+    g_autoptr(HyocrJobOptions) opts = current_options(self);
+    if (!opts) return FALSE;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HyocrJob) job = hyocr_job_new_for_texture(texture, title, opts, &error);
+    if (!job) {
+        hyocr_window_toast(self, error->message);
+        return FALSE;
+    }
+    add_job(self, job, TRUE);
+    toast_if_waiting(self);
+    return TRUE;
+}
+
+static void on_jobs_changed(GListModel *model, guint pos, guint removed, guint added, HyocrWindow *self)
+{
+    update_page(self);
+    hyocr_window_update_actions(self);
+}
+
+/* ---- window state ---- */
+
+static gboolean on_close_request(GtkWindow *window, gpointer data)
+{
+    HyocrWindow *self = HYOCR_WINDOW(window);
+    int w, h;
+    gtk_window_get_default_size(window, &w, &h);
+    g_settings_set_boolean(self->settings, "window-maximized", gtk_window_is_maximized(window));
+    if (!gtk_window_is_maximized(window)) {
+        g_settings_set_int(self->settings, "window-width", w);
+        g_settings_set_int(self->settings, "window-height", h);
+    }
+    return FALSE;
+}
+
+static void restore_size(HyocrWindow *self)
+{
+    gtk_window_set_default_size(GTK_WINDOW(self), g_settings_get_int(self->settings, "window-width"),
+                                g_settings_get_int(self->settings, "window-height"));
+    if (g_settings_get_boolean(self->settings, "window-maximized")) gtk_window_maximize(GTK_WINDOW(self));
+}
+
+/* ---- accessors ---- */
+
+GListModel *hyocr_window_get_jobs(HyocrWindow *self) { return G_LIST_MODEL(self->jobs); }
+HyocrWorker *hyocr_window_get_worker(HyocrWindow *self) { return self->worker; }
+GSettings *hyocr_window_get_settings(HyocrWindow *self) { return self->settings; }
+HyocrResultView *hyocr_window_get_result_view(HyocrWindow *self) { return self->result_view; }
+HyocrVramGauge *hyocr_window_get_gauge(HyocrWindow *self) { return self->gauge; }
+GtkDropTarget *hyocr_window_get_drop_target(HyocrWindow *self) { return self->drop_target; }
+GtkWidget *hyocr_window_get_model_status(HyocrWindow *self) { return self->model_status; }
+const char *hyocr_window_get_page(HyocrWindow *self) { return gtk_stack_get_visible_child_name(self->main_stack); }
+gboolean hyocr_window_is_drop_hovered(HyocrWindow *self) { return gtk_widget_get_visible(self->drop_hint); }
+guint hyocr_window_get_n_toasts(HyocrWindow *self) { return self->n_toasts; }
+const char *hyocr_window_get_last_toast(HyocrWindow *self) { return self->last_toast; }
+
+/* ---- GObject ---- */
+
+static void hyocr_window_dispose(GObject *object)
+{
+    HyocrWindow *self = HYOCR_WINDOW(object);
+    g_clear_handle_id(&self->gauge_tick, g_source_remove);
+    g_clear_handle_id(&self->reload_timeout, g_source_remove);
+    if (self->worker) hyocr_worker_shutdown(self->worker);
+    if (self->result_view) hyocr_result_view_set_job(self->result_view, NULL);
+    if (self->job_list) gtk_list_box_bind_model(self->job_list, NULL, NULL, NULL, NULL);
+    /* The preferences window may keep the settings object alive past us. */
+    if (self->settings) g_signal_handlers_disconnect_by_data(self->settings, self);
+    gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_WINDOW);
+    g_clear_object(&self->worker);
+    g_clear_object(&self->jobs);
+    g_clear_object(&self->settings);
+    G_OBJECT_CLASS(hyocr_window_parent_class)->dispose(object);
+}
+
+static void hyocr_window_finalize(GObject *object)
+{
+    g_free(HYOCR_WINDOW(object)->last_toast);
+    G_OBJECT_CLASS(hyocr_window_parent_class)->finalize(object);
+}
+
+static void hyocr_window_class_init(HyocrWindowClass *klass)
+{
+    GObjectClass *object_class = G_OBJECT_CLASS(klass);
+    GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
+    object_class->dispose = hyocr_window_dispose;
+    object_class->finalize = hyocr_window_finalize;
+
+    g_type_ensure(HYOCR_TYPE_VRAM_GAUGE);
+    g_type_ensure(HYOCR_TYPE_TASK_PICKER);
+    g_type_ensure(HYOCR_TYPE_MODEL_STATUS);
+    g_type_ensure(HYOCR_TYPE_RESULT_VIEW);
+    gtk_widget_class_set_template_from_resource(widget_class, "/io/github/hyocr/Hyocr/hyocr-window.ui");
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, toast_overlay);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, window_title);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, gauge);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, loading_spinner);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, task_picker);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, main_stack);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, loading_box);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, model_status);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, job_list);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, result_view);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, drop_hint);
+    hyocr_window_install_actions(klass);
+}
+
+static void hyocr_window_init(HyocrWindow *self)
+{
+    gtk_widget_init_template(GTK_WIDGET(self));
+    self->settings = g_settings_new(HYOCR_APP_ID);
+    self->worker = hyocr_worker_new();
+    self->jobs = g_list_store_new(HYOCR_TYPE_JOB);
+    restore_size(self);
+    hyocr_task_picker_set_settings(self->task_picker, self->settings);
+    gtk_list_box_bind_model(self->job_list, G_LIST_MODEL(self->jobs), create_row, self, NULL);
+    g_signal_connect(self->job_list, "row-selected", G_CALLBACK(on_row_selected), self);
+    g_signal_connect(self->jobs, "items-changed", G_CALLBACK(on_jobs_changed), self);
+    g_signal_connect(self->worker, "notify::state", G_CALLBACK(on_worker_state), self);
+    g_signal_connect(self->worker, "notice", G_CALLBACK(on_worker_notice), self);
+    g_signal_connect(self->settings, "changed", G_CALLBACK(on_settings_changed), self);
+    g_signal_connect(self, "close-request", G_CALLBACK(on_close_request), NULL);
+    hyocr_window_setup_actions(self);
+    hyocr_window_setup_drop(self);
+    self->gauge_tick = g_timeout_add(GAUGE_INTERVAL_MS, gauge_tick, self);
+    update_page(self);
+}
+
+HyocrWindow *hyocr_window_new(HyocrApplication *app)
+{
+    HyocrWindow *self = g_object_new(HYOCR_TYPE_WINDOW, "application", app, NULL);
+    hyocr_window_reload_engine(self);
+    return self;
+}

@@ -1,0 +1,45 @@
+/* hyocr-gtk — the main window: task picker, job queue, result view, memory
+ * gauge, and the drop/paste/open entry points. */
+#pragma once
+#include "hyocr-application.h"
+#include "hyocr-job.h"
+#include "hyocr-result-view.h"
+#include "hyocr-vram-gauge.h"
+#include "hyocr-worker.h"
+#include <adwaita.h>
+
+G_BEGIN_DECLS
+
+#define HYOCR_TYPE_WINDOW (hyocr_window_get_type())
+G_DECLARE_FINAL_TYPE(HyocrWindow, hyocr_window, HYOCR, WINDOW, AdwApplicationWindow)
+
+HyocrWindow *hyocr_window_new(HyocrApplication *app);
+
+/* Entry points shared by drop, paste, Open and the command line. Each file or
+ * texture becomes a queued job with the current preset; a preset that lacks
+ * input (no field names) is refused with a toast. Return the jobs added. */
+guint        hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files);
+gboolean     hyocr_window_add_texture(HyocrWindow *self, GdkTexture *texture, const char *title);
+/* Queues a job made elsewhere (tests, benchmarks: options the settings cannot express). */
+void         hyocr_window_add_job(HyocrWindow *self, HyocrJob *job);
+void         hyocr_window_toast(HyocrWindow *self, const char *message);
+/* Reloads the engine from the settings (model folder, device, memory limit). */
+void         hyocr_window_reload_engine(HyocrWindow *self);
+
+/* For tests and the screenshot tool. */
+GListModel      *hyocr_window_get_jobs(HyocrWindow *self);
+HyocrWorker     *hyocr_window_get_worker(HyocrWindow *self);
+GSettings       *hyocr_window_get_settings(HyocrWindow *self);
+HyocrResultView *hyocr_window_get_result_view(HyocrWindow *self);
+HyocrVramGauge  *hyocr_window_get_gauge(HyocrWindow *self);
+GtkDropTarget   *hyocr_window_get_drop_target(HyocrWindow *self);
+GtkWidget       *hyocr_window_get_model_status(HyocrWindow *self);
+const char      *hyocr_window_get_page(HyocrWindow *self);            /* "empty", "model", "jobs" */
+gboolean         hyocr_window_is_drop_hovered(HyocrWindow *self);
+guint            hyocr_window_get_n_toasts(HyocrWindow *self);
+const char      *hyocr_window_get_last_toast(HyocrWindow *self);
+void             hyocr_window_select_job(HyocrWindow *self, HyocrJob *job);
+/* The job with this id (hyocr_job_get_id) and its place in the queue, or NULL. */
+HyocrJob        *hyocr_window_find_job(HyocrWindow *self, guint id, guint *position);
+
+G_END_DECLS

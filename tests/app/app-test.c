@@ -1,0 +1,163 @@
+/* hyocr-gtk UI test helpers. */
+#include "app-test.h"
+#include "hyocr-build-config.h"
+#include <json-glib/json-glib.h>
+#include <stdarg.h>
+
+static HyocrApplication *app;
+
+void app_test_init(int *argc, char ***argv)
+{
+    g_test_init(argc, argv, NULL);
+    g_test_set_nonfatal_assertions();
+    app = hyocr_application_new(G_APPLICATION_NON_UNIQUE);
+    g_autoptr(GError) error = NULL;
+    g_assert_true(g_application_register(G_APPLICATION(app), NULL, &error));
+    g_assert_no_error(error);
+}
+
+HyocrApplication *app_test_app(void)
+{
+    return app;
+}
+
+GSettings *app_test_settings(void)
+{
+    static GSettings *settings;
+    if (!settings) settings = g_settings_new(HYOCR_APP_ID);
+    return settings;
+}
+
+void app_test_reset_settings(void)
+{
+    GSettings *s = app_test_settings();
+    g_autoptr(GSettingsSchema) schema = NULL;
+    g_object_get(s, "settings-schema", &schema, NULL);
+    g_auto(GStrv) keys = g_settings_schema_list_keys(schema);
+    for (char **k = keys; *k; k++) g_settings_reset(s, *k);
+}
+
+char *app_test_data(const char *first, ...)
+{
+    const char *root = g_getenv("HYOCR_TEST_DATA");
+    g_autoptr(GPtrArray) parts = g_ptr_array_new();
+    g_ptr_array_add(parts, (gpointer)(root ? root : HYOCR_TEST_DATA));
+    va_list ap;
+    va_start(ap, first);
+    for (const char *p = first; p; p = va_arg(ap, const char *)) g_ptr_array_add(parts, (gpointer)p);
+    va_end(ap);
+    g_ptr_array_add(parts, NULL);
+    return g_build_filenamev((char **)parts->pdata);
+}
+
+GFile *app_test_image(const char *name)
+{
+    g_autofree char *path = app_test_data("images", name, NULL);
+    return g_file_new_for_path(path);
+}
+
+static gboolean wake(gpointer data)
+{
+    return G_SOURCE_CONTINUE;
+}
+
+gboolean app_test_wait(AppTestCond cond, gpointer data, guint timeout_ms)
+{
+    gint64 end = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    /* A periodic wake-up so a blocking iteration re-checks the condition. */
+    guint tick = g_timeout_add(5, wake, NULL);
+    gboolean ok;
+    while (!(ok = cond(data)) && g_get_monotonic_time() < end) g_main_context_iteration(NULL, TRUE);
+    g_source_remove(tick);
+    return ok;
+}
+
+static gboolean never(gpointer data)
+{
+    return FALSE;
+}
+
+void app_test_sleep(guint ms)
+{
+    app_test_wait(never, NULL, ms);
+}
+
+static gboolean job_finished(gpointer job)
+{
+    return hyocr_job_is_finished(job);
+}
+
+void app_test_wait_job(HyocrJob *job, guint timeout_ms)
+{
+    if (!app_test_wait(job_finished, job, timeout_ms))
+        g_test_fail_printf("job %s did not finish within %u ms (state %d)", hyocr_job_get_title(job), timeout_ms,
+                           hyocr_job_get_state(job));
+}
+
+HyocrJob *app_test_job_at(HyocrWindow *win, guint index)
+{
+    g_autoptr(HyocrJob) job = g_list_model_get_item(hyocr_window_get_jobs(win), index);
+    return job;   /* the window's store keeps it */
+}
+
+static gboolean worker_settled(gpointer win)
+{
+    HyocrWorkerState st = hyocr_worker_get_state(hyocr_window_get_worker(win));
+    return st == HYOCR_WORKER_READY || st == HYOCR_WORKER_FAILED;
+}
+
+HyocrWindow *app_test_window(const char *ckpt, gboolean ready)
+{
+    g_autofree char *dir = ckpt[0] == '/' ? g_strdup(ckpt) : app_test_data(ckpt, NULL);
+    g_settings_set_string(app_test_settings(), "model-folder", dir);
+    HyocrWindow *win = hyocr_window_new(app);
+    gtk_window_present(GTK_WINDOW(win));
+    if (ready) {
+        g_assert_true(app_test_wait(worker_settled, win, 30000));
+        g_assert_cmpint(hyocr_worker_get_state(hyocr_window_get_worker(win)), ==, HYOCR_WORKER_READY);
+    }
+    return win;
+}
+
+void app_test_destroy_window(HyocrWindow *win)
+{
+    GObject *worker = G_OBJECT(hyocr_window_get_worker(win));
+    g_object_add_weak_pointer(G_OBJECT(win), (gpointer *)&win);
+    g_object_add_weak_pointer(worker, (gpointer *)&worker);
+    gtk_window_destroy(GTK_WINDOW(win));
+    /* Jobs released by the worker come back through the main context. */
+    for (int i = 0; i < 50 && (win || worker); i++) app_test_sleep(10);
+    g_assert_null(win);
+    g_assert_null(worker);
+}
+
+static char *run_cli(const char *const *argv)
+{
+    g_autofree char *out = NULL, *err = NULL;
+    int status = 0;
+    g_autoptr(GError) error = NULL;
+    g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+    g_assert_no_error(error);
+    if (!g_spawn_check_wait_status(status, NULL)) g_test_fail_printf("hyocr run failed: %s", err);
+    return g_steal_pointer(&out);
+}
+
+void app_test_cli_run(const char *ckpt, const char *image, const char *task, int max_new_tokens, char **streamed,
+                      char **final_text)
+{
+    const char *cli = g_getenv("HYOCR_CLI");
+    g_assert_nonnull(cli);
+    g_autofree char *model = app_test_data(ckpt, NULL);
+    g_autofree char *img = app_test_data("images", image, NULL);
+    g_autofree char *n = g_strdup_printf("%d", max_new_tokens);
+    const char *text_argv[] = { cli, "run", "-m", model, "-i", img, "-t", task, "-n", n, NULL };
+    *streamed = run_cli(text_argv);
+    gsize len = strlen(*streamed);
+    if (len && (*streamed)[len - 1] == '\n') (*streamed)[len - 1] = '\0';   /* the CLI ends the stream with one */
+    const char *json_argv[] = { cli, "run", "-m", model, "-i", img, "-t", task, "-n", n, "-f", "json", NULL };
+    g_autofree char *json = run_cli(json_argv);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+    g_assert_true(json_parser_load_from_data(parser, json, -1, &error));
+    *final_text = g_strdup(json_object_get_string_member(json_node_get_object(json_parser_get_root(parser)), "text"));
+}

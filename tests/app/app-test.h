@@ -1,0 +1,32 @@
+/* Helpers for the hyocr-gtk UI tests: one registered application per test
+ * program, windows on the fixture checkpoints, waiting on the main loop. */
+#pragma once
+#include "hyocr-window.h"
+
+typedef gboolean (*AppTestCond)(gpointer data);
+
+/* g_test_init plus the application (non-unique, registered: startup ran). */
+void              app_test_init(int *argc, char ***argv);
+HyocrApplication *app_test_app(void);
+/* Resets every key of the schema (the memory backend is shared in the process). */
+void              app_test_reset_settings(void);
+GSettings        *app_test_settings(void);
+/* A presented window whose model folder is tests/data/<ckpt> (any path when
+ * ckpt starts with '/'), waited until the engine is ready when ready is TRUE. */
+HyocrWindow      *app_test_window(const char *ckpt, gboolean ready);
+/* Destroys the window and checks it (and its worker) are finalized. */
+void              app_test_destroy_window(HyocrWindow *win);
+
+/* Iterates the main context until cond holds; FALSE on timeout. */
+gboolean          app_test_wait(AppTestCond cond, gpointer data, guint timeout_ms);
+void              app_test_sleep(guint ms);
+/* Waits until the job is finished; fails the test on timeout. */
+void              app_test_wait_job(HyocrJob *job, guint timeout_ms);
+HyocrJob         *app_test_job_at(HyocrWindow *win, guint index);   /* borrowed */
+
+/* The hyocr CLI's answer for the same input: the streamed text (stdout of
+ * text mode, trailing newline removed) and the final text (JSON mode). */
+void              app_test_cli_run(const char *ckpt, const char *image, const char *task, int max_new_tokens,
+                                   char **streamed, char **final_text);
+char             *app_test_data(const char *first, ...) G_GNUC_NULL_TERMINATED;
+GFile            *app_test_image(const char *name);

@@ -1,0 +1,224 @@
+/* Screenshots for the metainfo: the empty window, a job writing its answer and
+ * a spotting result with boxes, rendered under Xvfb with the app's own
+ * renderer and saved as PNG in $HYOCR_SCREENSHOT_DIR (`ninja screenshots`
+ * points it at data/screenshots/).
+ *
+ * The window, worker, gauge and views are the real ones on the tiny test
+ * checkpoint. The tiny checkpoint writes random tokens, so the two result
+ * screenshots show the answer a working model gives for the sample page this
+ * program draws: its own lines and their measured boxes, posted through the
+ * same job API the worker uses. With HYOCR_SCREENSHOT_MODEL set to a real
+ * HunyuanOCR folder the jobs run on that model instead. */
+#include "app-test.h"
+#include "hyocr-image-util.h"
+#include <pango/pangocairo.h>
+
+#define WIN_W 1100
+#define WIN_H 720
+#define PAGE_W 860
+#define PAGE_H 620
+
+static const char *const page_lines[] = {
+    "Invoice No. 2024-117",
+    "Northwind Paper Co.",
+    "42 Harbour Street, Portsmouth",
+    "Date: 14 March 2024",
+    "A4 copy paper, 10 reams    €42.00",
+    "Toner cartridge, 2 pcs    €118.50",
+    "Total    €160.50",
+};
+
+typedef struct {
+    GdkTexture *texture;
+    GString    *spotting;   /* text(x1,y1),(x2,y2) per line, 0…1000 */
+} SamplePage;
+
+static void draw_line(cairo_t *cr, PangoLayout *layout, const char *text, const char *font, double y, GString *spot)
+{
+    g_autoptr(PangoFontDescription) desc = pango_font_description_from_string(font);
+    pango_layout_set_font_description(layout, desc);
+    pango_layout_set_text(layout, text, -1);
+    PangoRectangle ink;
+    pango_layout_get_pixel_extents(layout, &ink, NULL);
+    double x = 70;
+    cairo_move_to(cr, x, y);
+    pango_cairo_show_layout(cr, layout);
+    int x1 = (int)((x + ink.x) * 1000 / PAGE_W), y1 = (int)((y + ink.y) * 1000 / PAGE_H);
+    int x2 = (int)((x + ink.x + ink.width) * 1000 / PAGE_W), y2 = (int)((y + ink.y + ink.height) * 1000 / PAGE_H);
+    g_string_append_printf(spot, "%s(%d,%d),(%d,%d)\n", text, x1, y1, x2, y2);
+}
+
+static SamplePage sample_page(void)
+{
+    cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, PAGE_W, PAGE_H);
+    cairo_t *cr = cairo_create(surface);
+    cairo_set_source_rgb(cr, 0.98, 0.97, 0.94);
+    cairo_paint(cr);
+    cairo_set_source_rgb(cr, 0.12, 0.12, 0.14);
+    PangoLayout *layout = pango_cairo_create_layout(cr);
+    SamplePage page = { .spotting = g_string_new(NULL) };
+    const double ys[] = { 60, 150, 190, 260, 360, 410, 500 };
+    for (gsize i = 0; i < G_N_ELEMENTS(page_lines); i++)
+        draw_line(cr, layout, page_lines[i], i == 0 ? "DejaVu Sans Bold 30" : i == 6 ? "DejaVu Sans Bold 20" : "DejaVu Serif 19",
+                  ys[i], page.spotting);
+    cairo_set_line_width(cr, 1.5);
+    cairo_move_to(cr, 70, 470);
+    cairo_line_to(cr, PAGE_W - 70, 470);
+    cairo_stroke(cr);
+    g_object_unref(layout);
+    cairo_destroy(cr);
+    cairo_surface_flush(surface);
+    g_autoptr(GBytes) bytes = g_bytes_new(cairo_image_surface_get_data(surface),
+                                          (gsize)cairo_image_surface_get_stride(surface) * PAGE_H);
+    page.texture = gdk_memory_texture_new(PAGE_W, PAGE_H, GDK_MEMORY_B8G8R8A8_PREMULTIPLIED, bytes,
+                                          (gsize)cairo_image_surface_get_stride(surface));
+    cairo_surface_destroy(surface);
+    return page;
+}
+
+static const char *out_dir(void)
+{
+    static char *dir;
+    if (!dir) {
+        const char *env = g_getenv("HYOCR_SCREENSHOT_DIR");
+        dir = env ? g_strdup(env) : g_build_filename(g_get_tmp_dir(), "hyocr-screenshots", NULL);
+        g_mkdir_with_parents(dir, 0755);
+    }
+    return dir;
+}
+
+static gboolean frames_passed(gpointer data)
+{
+    return --*(int *)data <= 0;
+}
+
+/* Lets layout, the crossfades and a few frames run before the picture. */
+static void settle(void)
+{
+    int n = 40;
+    app_test_wait(frames_passed, &n, 3000);
+    app_test_sleep(400);
+}
+
+static void save_window(HyocrWindow *win, const char *name)
+{
+    settle();
+    GtkWidget *w = GTK_WIDGET(win);
+    int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
+    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(w);
+    GtkSnapshot *snapshot = gtk_snapshot_new();
+    gdk_paintable_snapshot(paintable, snapshot, width, height);
+    g_autoptr(GskRenderNode) node = gtk_snapshot_free_to_node(snapshot);
+    g_assert_nonnull(node);
+    GskRenderer *renderer = gtk_native_get_renderer(GTK_NATIVE(w));
+    g_autoptr(GdkTexture) tex = gsk_renderer_render_texture(renderer, node, &GRAPHENE_RECT_INIT(0, 0, width, height));
+    g_autofree char *path = g_build_filename(out_dir(), name, NULL);
+    g_assert_true(gdk_texture_save_to_png(tex, path));
+    g_test_message("wrote %s (%d×%d)", path, width, height);
+    g_assert_cmpint(width, >=, WIN_W - 50);
+    g_autoptr(GdkTexture) back = gdk_texture_new_from_filename(path, NULL);
+    g_assert_nonnull(back);
+    g_assert_cmpint(gdk_texture_get_width(back), ==, width);
+}
+
+static const char *real_model(void)
+{
+    return g_getenv("HYOCR_SCREENSHOT_MODEL");
+}
+
+/* A folder named like the real model, so the header reads "HunyuanOCR on the CPU". */
+static char *model_link(void)
+{
+    if (real_model()) return g_strdup(real_model());
+    g_autofree char *tmp = g_dir_make_tmp("hyocr-shot-XXXXXX", NULL);
+    char *link = g_build_filename(tmp, "HunyuanOCR", NULL);
+    g_autofree char *target = app_test_data("ckpt-flat", NULL);
+    g_assert_cmpint(symlink(target, link), ==, 0);
+    return link;
+}
+
+static HyocrWindow *screenshot_window(void)
+{
+    app_test_reset_settings();
+    g_settings_set_int(app_test_settings(), "window-width", WIN_W);
+    g_settings_set_int(app_test_settings(), "window-height", WIN_H);
+    g_autofree char *model = model_link();
+    return app_test_window(model, TRUE);
+}
+
+static void test_empty(void)
+{
+    HyocrWindow *win = screenshot_window();
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "empty");
+    save_window(win, "empty.png");
+    app_test_destroy_window(win);
+}
+
+/* Staged: the job is claimed first, so the worker skips it and the answer
+ * comes from the posts below (see the header comment). */
+static HyocrJob *staged_job(HyocrWindow *win, GdkTexture *texture, HyocrPreset preset)
+{
+    g_settings_set_enum(app_test_settings(), "preset", preset);
+    g_autoptr(HyocrJobOptions) opts = hyocr_job_options_new_from_settings(app_test_settings(), NULL);
+    HyocrJob *job = hyocr_job_new_for_texture(texture, "invoice-2024-117.png", opts, NULL);
+    if (!real_model()) g_assert_true(hyocr_job_claim(job));
+    hyocr_window_add_job(win, job);
+    return job;
+}
+
+static const char *const markdown[] = {
+    "# Invoice No. 2024-117\n\n", "Northwind Paper Co.  \n", "42 Harbour Street, Portsmouth\n\n",
+    "Date: 14 March 2024\n\n", "<table>\n<tr><td>A4 copy paper, 10 reams</td><td>€42.00</td></tr>\n",
+    "<tr><td>Toner cartridge, 2 pcs</td>",
+};
+
+static void test_running(void)
+{
+    HyocrWindow *win = screenshot_window();
+    SamplePage page = sample_page();
+    g_autoptr(HyocrJob) job = staged_job(win, page.texture, HYOCR_PRESET_PARSE_DOCUMENT);
+    if (!real_model()) {
+        hyocr_job_post_state(job, HYOCR_JOB_PREPARING);
+        hyocr_job_post_state(job, HYOCR_JOB_WRITING);
+        for (gsize i = 0; i < G_N_ELEMENTS(markdown); i++) hyocr_job_post_piece(job, markdown[i], 9 * (int)(i + 1));
+    }
+    save_window(win, "running.png");
+    g_assert_true(hyocr_job_is_active(job) || real_model());
+    hyocr_job_cancel(job);
+    if (!real_model()) hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, "");
+    app_test_wait_job(job, 10000);
+    app_test_destroy_window(win);
+    g_object_unref(page.texture);
+    g_string_free(page.spotting, TRUE);
+}
+
+static void test_spotting(void)
+{
+    HyocrWindow *win = screenshot_window();
+    SamplePage page = sample_page();
+    g_autoptr(HyocrJob) job = staged_job(win, page.texture, HYOCR_PRESET_SPOTTING);
+    if (!real_model()) {
+        hyocr_job_post_state(job, HYOCR_JOB_PREPARING);
+        hyocr_job_post_piece(job, page.spotting->str, 64);
+        hyocr_job_post_finish(job, HYOCR_JOB_DONE, page.spotting->str, NULL);
+    }
+    app_test_wait_job(job, 120000);
+    HyocrResultView *view = hyocr_window_get_result_view(win);
+    app_test_sleep(100);
+    HyocrImageView *iv = hyocr_result_view_get_image_view(view);
+    g_assert_cmpuint(hyocr_image_view_get_n_boxes(iv), ==, real_model() ? hyocr_image_view_get_n_boxes(iv) : G_N_ELEMENTS(page_lines));
+    hyocr_image_view_set_highlight(iv, 4);   /* as when the pointer rests on the fifth line */
+    save_window(win, "spotting.png");
+    app_test_destroy_window(win);
+    g_object_unref(page.texture);
+    g_string_free(page.spotting, TRUE);
+}
+
+int main(int argc, char **argv)
+{
+    app_test_init(&argc, &argv);
+    g_test_add_func("/app/screenshots/empty", test_empty);
+    g_test_add_func("/app/screenshots/running", test_running);
+    g_test_add_func("/app/screenshots/spotting", test_spotting);
+    return g_test_run();
+}

@@ -1,0 +1,243 @@
+/* hyocr-gtk pieces without windows: the spotting parser, JSON answers, field
+ * names, presets → engine tasks, the memory estimate against the engine's own
+ * prompt, the refusal message, the model folder check, texture conversion. */
+#include "app-test.h"
+#include "error.h"
+#include "hyocr-image-util.h"
+#include "hyocr-json.h"
+#include "hyocr-memory.h"
+#include "hyocr-model-status.h"
+#include "hyocr-spotting.h"
+#include "tokenizer.h"
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+
+static void test_spotting_parse(void)
+{
+    g_autoptr(GPtrArray) l = hyocr_spotting_parse("Hello world(12,34),(560,78)\n"
+                                                  "Total (USD)(100, 200), (300, 250)\n"
+                                                  "no box here\n"
+                                                  "reversed(900,800),(100,50)\n"
+                                                  "two(1,2),(3,4)items(5,6),(7,8)\n"
+                                                  "clamped(0,0),(1200,99999)\n"
+                                                  "unfinished(10,20),(30,4");
+    g_assert_cmpuint(l->len, ==, 6);
+    HyocrSpotLine *a = l->pdata[0], *b = l->pdata[1], *c = l->pdata[2], *d = l->pdata[4], *e = l->pdata[5];
+    g_assert_cmpstr(a->text, ==, "Hello world");
+    g_assert_cmpint(a->x1, ==, 12);
+    g_assert_cmpint(a->y1, ==, 34);
+    g_assert_cmpint(a->x2, ==, 560);
+    g_assert_cmpint(a->y2, ==, 78);
+    g_assert_cmpstr(b->text, ==, "Total (USD)");
+    g_assert_cmpint(b->y2, ==, 250);
+    g_assert_cmpstr(c->text, ==, "reversed");
+    g_assert_cmpint(c->x1, ==, 100);
+    g_assert_cmpint(c->x2, ==, 900);
+    g_assert_cmpint(c->y1, ==, 50);
+    g_assert_cmpstr(((HyocrSpotLine *)l->pdata[3])->text, ==, "two");
+    g_assert_cmpstr(d->text, ==, "items");
+    g_assert_cmpint(d->x2, ==, 7);
+    g_assert_cmpint(e->x2, ==, 1000);
+    g_assert_cmpint(e->y2, ==, 1000);
+    g_autofree char *json = hyocr_spotting_to_json(l);
+    g_autoptr(JsonParser) p = json_parser_new();
+    g_assert_true(json_parser_load_from_data(p, json, -1, NULL));
+    JsonArray *arr = json_node_get_array(json_parser_get_root(p));
+    g_assert_cmpuint(json_array_get_length(arr), ==, 6);
+    JsonObject *o = json_array_get_object_element(arr, 1);
+    g_assert_cmpstr(json_object_get_string_member(o, "text"), ==, "Total (USD)");
+    g_assert_cmpint(json_array_get_int_element(json_object_get_array_member(o, "box"), 3), ==, 250);
+}
+
+static void test_json_prettify(void)
+{
+    g_autofree char *a = hyocr_json_prettify("```json\n{\"name\": \"Ann\", \"total\": \"€3\"}\n```");
+    g_assert_nonnull(a);
+    g_assert_nonnull(strstr(a, "\"name\" : \"Ann\""));
+    g_assert_nonnull(strchr(a, '\n'));
+    g_autofree char *b = hyocr_json_prettify("  [1, 2]  ");
+    g_assert_nonnull(b);
+    g_assert_null(hyocr_json_prettify("name: Ann"));
+    g_assert_null(hyocr_json_prettify("```json\n{\"unterminated\": \n```"));
+    g_assert_null(hyocr_json_prettify(""));
+}
+
+static void test_fields_parse(void)
+{
+    g_auto(GStrv) a = hyocr_fields_parse(" name, date ;total,,\n姓名，金额 ");
+    const char *want[] = { "name", "date", "total", "姓名", "金额", NULL };
+    g_assert_cmpstrv(a, want);
+    g_auto(GStrv) b = hyocr_fields_parse(" , ;");
+    g_assert_cmpuint(g_strv_length(b), ==, 0);
+}
+
+static void test_presets(void)
+{
+    GSettings *s = app_test_settings();
+    app_test_reset_settings();
+    static const struct { const char *preset, *target; hyocr_task task; } cases[] = {
+        { "recognize", "en", HYOCR_TASK_RECOGNIZE },
+        { "spotting", "en", HYOCR_TASK_SPOTTING },
+        { "parse-document", "en", HYOCR_TASK_PARSE_DOCUMENT },
+        { "translate", "en", HYOCR_TASK_TRANSLATE_EN },
+        { "translate", "zh", HYOCR_TASK_TRANSLATE_ZH },
+        { "subtitles", "en", HYOCR_TASK_SUBTITLES },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_settings_set_string(s, "preset", cases[i].preset);
+        g_settings_set_string(s, "translate-target", cases[i].target);
+        g_autoptr(HyocrJobOptions) o = hyocr_job_options_new_from_settings(s, NULL);
+        g_assert_nonnull(o);
+        g_assert_cmpint(o->task, ==, cases[i].task);
+        g_assert_cmpstr(hyocr_preset_get_nick(o->preset), ==, cases[i].preset);
+    }
+    /* Presets that need input refuse without it, with a message that says what to type. */
+    g_autoptr(GError) error = NULL;
+    g_settings_set_string(s, "preset", "extract-fields");
+    g_assert_null(hyocr_job_options_new_from_settings(s, &error));
+    g_assert_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT);
+    g_assert_nonnull(strstr(error->message, "field"));
+    const char *keys[] = { "name", "total", NULL };
+    g_settings_set_strv(s, "fields", keys);
+    g_autoptr(HyocrJobOptions) f = hyocr_job_options_new_from_settings(s, NULL);
+    g_assert_cmpint(f->task, ==, HYOCR_TASK_EXTRACT_FIELDS);
+    g_assert_cmpstrv(f->fields, keys);
+    g_clear_error(&error);
+    g_settings_set_string(s, "preset", "custom");
+    g_settings_set_string(s, "custom-prompt", "   ");
+    g_assert_null(hyocr_job_options_new_from_settings(s, &error));
+    g_assert_nonnull(error);
+    g_settings_set_string(s, "custom-prompt", " Read the licence plate. ");
+    g_autoptr(HyocrJobOptions) c = hyocr_job_options_new_from_settings(s, NULL);
+    g_assert_cmpstr(c->custom_prompt, ==, "Read the licence plate.");
+    /* Generation options: 0 penalty means the model's default (< 0 for the engine). */
+    g_settings_set_int(s, "max-new-tokens", 77);
+    g_settings_set_double(s, "repetition-penalty", 0.0);
+    g_autoptr(HyocrJobOptions) g = hyocr_job_options_new_from_settings(s, NULL);
+    g_assert_cmpint(g->max_new_tokens, ==, 77);
+    g_assert_cmpfloat(g->repetition_penalty, <, 0);
+    g_settings_set_double(s, "repetition-penalty", 1.25);
+    g_autoptr(HyocrJobOptions) h = hyocr_job_options_new_from_settings(s, NULL);
+    g_assert_cmpfloat_with_epsilon(h->repetition_penalty, 1.25, 1e-6);
+    app_test_reset_settings();
+}
+
+/* The estimate's image token count must be what the engine builds. */
+static void test_estimate_matches_engine(void)
+{
+    g_autofree char *dir = app_test_data("ckpt-nested", NULL);
+    g_autoptr(hyocr_config) cfg = hyocr_config_load(dir, NULL);
+    g_assert_nonnull(cfg);
+    g_autofree char *tok_path = g_build_filename(dir, "tokenizer.json", NULL);
+    hyocr_tokenizer *tok = hyocr_tokenizer_load(tok_path, NULL);
+    g_assert_nonnull(tok);
+    const char *images[] = { "big_420x300.png", "strip_32x256.png", "tiny_40x30.png", "odd_137x91.png" };
+    for (gsize i = 0; i < G_N_ELEMENTS(images); i++) {
+        g_autofree char *path = app_test_data("images", images[i], NULL);
+        g_autoptr(hyocr_image) img = hyocr_image_load(path, NULL, NULL);
+        g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, NULL);
+        g_assert_nonnull(px);
+        g_autoptr(hyocr_prompt) pr = hyocr_prompt_build(tok, cfg, "x", px->grid_h, px->grid_w, NULL);
+        HyocrJobEstimate est;
+        g_assert_true(hyocr_job_estimate(cfg, 4, img->width, img->height, 100, &est, NULL));
+        g_assert_cmpint(est.image_tokens, ==, pr->n_image);
+        g_assert_cmpint(est.n_patches, ==, px->n_patches);
+        g_assert_cmpint(est.tokens, >=, pr->n + 100);
+        g_assert_cmpint(est.kv_bytes, >, 0);
+        g_assert_cmpint(est.total_bytes, ==, est.kv_bytes + est.activation_bytes);
+    }
+    hyocr_tokenizer_free(tok);
+}
+
+static void test_memory_check(void)
+{
+    g_autofree char *dir = app_test_data("ckpt-flat", NULL);
+    g_autoptr(hyocr_config) cfg = hyocr_config_load(dir, NULL);
+    HyocrJobEstimate est;
+    g_assert_true(hyocr_job_estimate(cfg, 2, 3000, 4000, 8192, &est, NULL));
+    hyocr_mem_info mem = { .total = 8LL << 30, .free = 6LL << 30, .weights = 2LL << 30, .kv_reserved = 1 << 20 };
+    g_assert_null(hyocr_memory_check(&est, &mem, 0, FALSE));
+    /* Under a limit only what the weights leave counts, free memory or not. */
+    int64_t limit = mem.weights + est.total_bytes / 2;
+    g_assert_cmpint(hyocr_memory_available(&mem, limit), ==, est.total_bytes / 2);
+    g_autofree char *why = hyocr_memory_check(&est, &mem, limit, FALSE);
+    g_assert_nonnull(why);
+    g_assert_nonnull(strstr(why, "3000 × 4000"));
+    g_assert_nonnull(strstr(why, "memory limit"));
+    g_assert_nonnull(strstr(why, "Maximum image side"));
+    /* Without a limit the device's free memory plus what we hold decides. */
+    mem.free = est.total_bytes / 4;
+    g_autofree char *gpu = hyocr_memory_check(&est, &mem, 0, FALSE);
+    g_assert_nonnull(strstr(gpu, "on the GPU"));
+    g_autofree char *cpu = hyocr_memory_check(&est, &mem, 0, TRUE);
+    g_assert_nonnull(strstr(cpu, "in RAM"));
+    mem.kv_reserved = est.total_bytes;
+    g_assert_null(hyocr_memory_check(&est, &mem, 0, FALSE));
+}
+
+static void test_model_folder(void)
+{
+    g_autofree char *good = app_test_data("ckpt-flat", NULL);
+    g_auto(GStrv) none = hyocr_model_folder_missing_files(good);
+    g_assert_cmpuint(g_strv_length(none), ==, 0);
+    g_autofree char *tmp = g_dir_make_tmp("hyocr-units-XXXXXX", NULL);
+    g_auto(GStrv) all = hyocr_model_folder_missing_files(tmp);
+    const char *want[] = { "config.json", "tokenizer.json", "*.safetensors", NULL };
+    g_assert_cmpstrv(all, want);
+    g_autofree char *cfg = g_build_filename(tmp, "config.json", NULL);
+    g_file_set_contents(cfg, "{}", -1, NULL);
+    g_auto(GStrv) two = hyocr_model_folder_missing_files(tmp);
+    g_assert_cmpuint(g_strv_length(two), ==, 2);
+    g_remove(cfg);
+    g_rmdir(tmp);
+    g_autofree char *def = hyocr_model_folder_default();
+    g_assert_true(g_str_has_prefix(def, g_get_user_data_dir()));
+    g_assert_true(g_str_has_suffix(def, "hyocr/models/HunyuanOCR"));
+}
+
+/* Pixels of a pasted texture reach the engine as the decoder would give them. */
+static void test_texture_roundtrip(void)
+{
+    g_autofree char *path = app_test_data("images", "odd_137x91.png", NULL);
+    g_autoptr(hyocr_image) want = hyocr_image_load(path, NULL, NULL);
+    g_autoptr(GdkTexture) tex = gdk_texture_new_from_filename(path, NULL);
+    g_assert_nonnull(tex);
+    g_autoptr(hyocr_image) got = hyocr_image_from_texture(tex, NULL);
+    g_assert_cmpint(got->width, ==, want->width);
+    g_assert_cmpint(got->height, ==, want->height);
+    g_assert_cmpmem(got->rgb, (gsize)got->width * got->height * 3, want->rgb, (gsize)want->width * want->height * 3);
+    g_autoptr(GdkTexture) back = hyocr_texture_from_image(got);
+    g_autoptr(hyocr_image) again = hyocr_image_from_texture(back, NULL);
+    g_assert_cmpmem(again->rgb, (gsize)got->width * got->height * 3, got->rgb, (gsize)got->width * got->height * 3);
+}
+
+static void test_load_image_errors(void)
+{
+    g_autofree char *tmp = g_dir_make_tmp("hyocr-units-XXXXXX", NULL);
+    g_autofree char *bad = g_build_filename(tmp, "broken.png", NULL);
+    g_file_set_contents(bad, "\x89PNG\r\n\x1a\n\0\0\0\rIHDRgarbage", 24, NULL);
+    g_autoptr(GError) error = NULL;
+    g_assert_null(hyocr_app_load_image(bad, 0, &error));
+    g_assert_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
+    g_assert_nonnull(strstr(error->message, "broken.png"));
+    g_remove(bad);
+    g_rmdir(tmp);
+    g_autofree char *ok = app_test_data("images", "big_420x300.png", NULL);
+    g_autoptr(hyocr_image) scaled = hyocr_app_load_image(ok, 100, NULL);
+    g_assert_cmpint(MAX(scaled->width, scaled->height), ==, 100);
+}
+
+int main(int argc, char **argv)
+{
+    app_test_init(&argc, &argv);
+    g_test_add_func("/app/units/spotting-parse", test_spotting_parse);
+    g_test_add_func("/app/units/json-prettify", test_json_prettify);
+    g_test_add_func("/app/units/fields-parse", test_fields_parse);
+    g_test_add_func("/app/units/presets", test_presets);
+    g_test_add_func("/app/units/estimate-matches-engine", test_estimate_matches_engine);
+    g_test_add_func("/app/units/memory-check", test_memory_check);
+    g_test_add_func("/app/units/model-folder", test_model_folder);
+    g_test_add_func("/app/units/texture-roundtrip", test_texture_roundtrip);
+    g_test_add_func("/app/units/load-image-errors", test_load_image_errors);
+    return g_test_run();
+}
