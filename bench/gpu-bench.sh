@@ -30,7 +30,7 @@ for size in 1024 2048; do
     # hyocr: the first run warms the caches; the second is reported
     for rep in 1 2; do
         build-gpu/src/cli/hyocr run --model "$CKPT" --image "$img" --task recognize --device cuda \
-            --max-new-tokens "$NEW" --min-new-tokens "$NEW" --format json >"$OUT/hyocr_${size}.json" 2>>"$OUT/hyocr.log" \
+            --max-new-tokens "$NEW" --ignore-eos --format json >"$OUT/hyocr_${size}.json" 2>>"$OUT/hyocr.log" \
             || echo "hyocr $size failed (see hyocr.log)"
     done
 done

@@ -17,8 +17,8 @@ for path in sorted(glob.glob(os.path.join(out, "hyocr_*.json"))):
         continue
     t, m = r.get("timings", {}), r.get("memory", {})
     rows.append((os.path.basename(path).replace("hyocr_", "page_").replace(".json", ".png"), "hyocr-cuda",
-                 r.get("prompt_tokens", 0), t.get("ttft_ms", 0), t.get("decode_tok_s", 0),
-                 m.get("peak_bytes", 0) / 2 ** 30))
+                 r.get("prompt_tokens", 0), t.get("first_token_ms", 0), t.get("decode_tokens_per_s", 0),
+                 m.get("peak", 0) / 2 ** 30))
 print("| image | engine | prompt tokens | time to first token (ms) | decode (tokens/s) | peak GPU memory (GiB) |")
 print("|---|---|---:|---:|---:|---:|")
 for r in sorted(rows):

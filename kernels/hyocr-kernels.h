@@ -123,6 +123,10 @@ cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void 
 /* Paged attention: the KV write, then the prefill tiles, then the decode splits (merge fused). */
 cudaError_t hk_kv_write(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *a);
+/* Any head dim ≤ 256 (warp per row × head; for shapes the fast kernels do not take). */
+cudaError_t hk_attention_full_generic(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
+                                      float scale);
+cudaError_t hk_attention_paged_generic(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *a);
 
 #ifdef __cplusplus

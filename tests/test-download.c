@@ -4,6 +4,7 @@
  * from the fixture checkpoints. nginx's access log ($http_range, $body_bytes_sent,
  * $http_authorization) is the witness for what was (re)fetched and where a token went.
  * Everything stays on loopback, every wait is bounded, and nginx is stopped at the end. */
+#define _GNU_SOURCE
 #include "checkpoint.h"
 #include "download.h"
 #include "error.h"
@@ -17,6 +18,8 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +35,7 @@ static struct {
     GPid   pid;
     char  *skip;       /* why the server could not run */
     char  *flat, *nested;
+    bool   own_mounts;
 } srv;
 
 /* ------------------------------------------------------------------ the fake Hub */
@@ -273,9 +277,9 @@ static int free_port(void)
 static char *nginx_conf(int port)
 {
     GString *c = g_string_new(NULL);
-    g_string_append_printf(c, "%s\ndaemon off;\nworker_processes 1;\npid %s/nginx.pid;\nerror_log %s/error.log info;\n"
-                           "events { worker_connections 64; }\nhttp {\n",
-                           geteuid() == 0 ? "user root root;" : "", srv.tmp, srv.tmp);
+    /* one process, so that the death signal set at spawn takes the whole server down with us */
+    g_string_append_printf(c, "daemon off;\nmaster_process off;\npid %s/nginx.pid;\nerror_log %s/error.log info;\n"
+                           "events { worker_connections 64; }\nhttp {\n", srv.tmp, srv.tmp);
     const char *temps[] = { "client_body", "proxy", "fastcgi", "uwsgi", "scgi" };
     for (size_t i = 0; i < G_N_ELEMENTS(temps); i++)
         g_string_append_printf(c, "  %s_temp_path %s/temp-%s;\n", temps[i], srv.tmp, temps[i]);
@@ -295,11 +299,13 @@ static char *nginx_conf(int port)
         "      add_header X-Error-Code RevisionNotFound always; default_type application/json;\n"
         "      return 404 '{\"error\":\"Invalid rev id\"}'; }\n"
         "    location /api/ { default_type application/json; try_files $uri $uri/index.json =404; }\n"
-        "    location ~ ^/(?<repo>[^/]+/[^/]+)/resolve/(?<rest>.+\\.safetensors)$ { return 302 /cdn/$repo/$rest; }\n"
+        /* LFS files live on "another host", as on the Hub: localhost instead of 127.0.0.1 */
+        "    location ~ ^/(?<repo>[^/]+/[^/]+)/resolve/(?<rest>.+\\.safetensors)$ {\n"
+        "      return 302 http://localhost:%d/cdn/$repo/$rest; }\n"
         "    location ~ /resolve/ { error_page 404 = @entry_not_found; }\n"
         "    location @entry_not_found { add_header X-Error-Code EntryNotFound always; return 404; }\n"
         "    location ^~ /cdn/test/slow/ { limit_rate 40k; }\n",
-        srv.log, port, srv.hub);
+        srv.log, port, srv.hub, port);
     g_autofree char *paged = commit_of("test/paged");
     g_string_append_printf(c,
         "    location = /api/models/test/paged/tree/%s/v1.0 {\n"
@@ -316,6 +322,12 @@ static bool port_open(int port)
     bool ok = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
     close(s);
     return ok;
+}
+
+/* nginx must not outlive a test that crashes or is killed by a timeout. */
+static void die_with_parent(gpointer data)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
 }
 
 static void server_start(void)
@@ -336,7 +348,7 @@ static void server_start(void)
         char *argv[] = { nginx, "-p", srv.tmp, "-e", err_path, "-c", conf_path, NULL };
         GPid pid;
         g_autoptr(GError) err = NULL;
-        if (!g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &err)) {
+        if (!g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &pid, &err)) {
             srv.skip = g_strdup_printf("cannot start nginx: %s", err->message);
             return;
         }
@@ -395,6 +407,7 @@ typedef struct {
 static void log_line_free(gpointer p)
 {
     log_line *l = p;
+    if (!l) return;
     g_free(l->uri);
     g_free(l->range);
     g_free(l->auth);
@@ -502,6 +515,7 @@ static hyocr_download *new_dl(const char *repo, hyocr_model_version v, const cha
     p.dest_dir = dest;
     p.retry_delay = 0.05;
     p.timeout = 10;
+    p.progress_interval = 0;   /* every chunk: the cut-off points are then exact */
     p.on_progress = record;
     p.user_data = rec;
     g_autoptr(GError) err = NULL;
@@ -521,7 +535,7 @@ static void assert_same_file(const char *a, const char *b)
 }
 
 /* dest holds exactly src's files (plus the manifest), byte for byte, and loads. */
-static void assert_installed(const char *dest, const char *src)
+static void assert_model(const char *dest, const char *src, bool partial_expected)
 {
     g_autoptr(GDir) d = g_dir_open(src, 0, NULL);
     const char *name;
@@ -538,12 +552,14 @@ static void assert_installed(const char *dest, const char *src)
     }
     g_assert_cmpint(n_dest, ==, n_src);
     g_autofree char *partial = g_strconcat(dest, ".partial", NULL);
-    g_assert_false(g_file_test(partial, G_FILE_TEST_EXISTS));
+    g_assert_cmpint(g_file_test(partial, G_FILE_TEST_EXISTS), ==, partial_expected);
     g_autoptr(GError) err = NULL;
     g_autoptr(hyocr_checkpoint) ck = hyocr_checkpoint_open(dest, &err);
     g_assert_no_error(err);
     g_assert_nonnull(ck);
 }
+
+static void assert_installed(const char *dest, const char *src) { assert_model(dest, src, false); }
 
 static char *read_manifest_commit(const char *dest)
 {
@@ -640,8 +656,7 @@ static void test_full_download(void)
     g_autofree char *mcommit = read_manifest_commit(dest);
     g_assert_cmpstr(mcommit, ==, commit);
 
-    /* the token goes to the endpoint, never to the host a redirect points at (here the same
-     * host, so the path tells the CDN leg apart) */
+    /* the token goes to the endpoint, never to the host a redirect points at */
     g_autoptr(GPtrArray) lfs = log_since(mark, "/resolve/", 8);
     g_autoptr(GPtrArray) cdn = log_since(mark, "/cdn/", 1);
     g_assert_cmpuint(lfs->len, ==, 8);
@@ -652,6 +667,7 @@ static void test_full_download(void)
     }
     g_assert_cmpuint(cdn->len, ==, 1);
     g_assert_cmpint(((log_line *)cdn->pdata[0])->status, ==, 200);
+    g_assert_cmpstr(((log_line *)cdn->pdata[0])->auth, ==, "-");
 
     g_autoptr(hyocr_model_entry) e = hyocr_model_check(dest, TRUE, &err);
     g_assert_no_error(err);
@@ -765,6 +781,66 @@ static void test_resume(void)
     hyocr_test_rmdir(root);
 }
 
+static void set_state_sha256(const char *state_path, const char *name, const char *sha)
+{
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_assert_true(json_parser_load_from_file(parser, state_path, NULL));
+    JsonArray *files = json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "files");
+    for (guint i = 0; i < json_array_get_length(files); i++) {
+        JsonObject *f = json_array_get_object_element(files, i);
+        if (!strcmp(json_object_get_string_member(f, "name"), name)) json_object_set_string_member(f, "sha256", sha);
+    }
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, json_parser_get_root(parser));
+    g_assert_true(json_generator_to_file(gen, state_path, NULL));
+}
+
+/* What an earlier attempt left is only trusted as far as it can be: bytes that do not
+ * belong to the file are caught by the checksum and the file is fetched once more from
+ * the start; a partial file of another revision of the file is not resumed at all. */
+static void test_resume_untrusted(void)
+{
+    if (!need_server()) return;
+    const char *shard = "model-00001-of-00002.safetensors";
+    for (int variant = 0; variant < 2; variant++) {
+        g_autofree char *root = hyocr_test_tmpdir();
+        g_autofree char *dest = g_build_filename(root, "m", NULL);
+        recorder first = { .cancel_file = g_strdup(shard), .cancel_at = 100000 };
+        g_autoptr(hyocr_download) dl = new_dl(MAIN_REPO, HYOCR_MODEL_VERSION_1_0, NULL, dest, &first);
+        g_autoptr(GError) err = NULL;
+        g_assert_false(hyocr_download_run(dl, &err));
+        g_clear_error(&err);
+        g_autofree char *incomplete = g_strdup_printf("%s.partial/%s.incomplete", dest, shard);
+        g_autofree char *state = g_strdup_printf("%s.partial/.hyocr-partial.json", dest);
+        if (variant == 0) {
+            FILE *fp = fopen(incomplete, "r+b");   /* damage the kept bytes */
+            g_assert_nonnull(fp);
+            fputs("garbage", fp);
+            fclose(fp);
+        } else {
+            set_state_sha256(state, shard, "0000000000000000000000000000000000000000000000000000000000000000");
+        }
+        int mark = log_mark();
+        recorder second = { 0 };
+        g_autoptr(hyocr_download) dl2 = new_dl(MAIN_REPO, HYOCR_MODEL_VERSION_1_0, NULL, dest, &second);
+        g_assert_true(hyocr_download_run(dl2, &err));
+        g_assert_no_error(err);
+        assert_installed(dest, srv.flat);
+        g_autoptr(GPtrArray) cdn = log_since(mark, "/cdn/" MAIN_REPO "/", variant == 0 ? 2 : 1);
+        if (variant == 0) {
+            g_assert_cmpuint(cdn->len, ==, 2);
+            g_autofree char *want = g_strdup_printf("bytes=%" G_GINT64_FORMAT "-", first.cut_at);
+            g_assert_cmpstr(((log_line *)cdn->pdata[0])->range, ==, want);
+            g_assert_cmpstr(((log_line *)cdn->pdata[1])->range, ==, "-");
+        } else {
+            g_assert_cmpuint(cdn->len, ==, 1);
+            g_assert_cmpstr(((log_line *)cdn->pdata[0])->range, ==, "-");
+        }
+        g_free(first.cancel_file);
+        hyocr_test_rmdir(root);
+    }
+}
+
 static void expect_checksum_failure(const char *repo, const char *file, const char *what)
 {
     g_autofree char *root = hyocr_test_tmpdir();
@@ -827,9 +903,9 @@ static void test_not_found(void)
     /* a listed file the server does not have */
     expect_failure("test/missing", HYOCR_MODEL_VERSION_1_5, NULL, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, 404,
                    (const char *const[]){ "tokenizer.json", "404", "EntryNotFound", NULL });
-    /* --version 1.0 on a repository without a v1.0 folder */
-    expect_failure("test/corrupt", HYOCR_MODEL_VERSION_1_0, NULL, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, 404,
-                   (const char *const[]){ "v1.0", "--version (1.0)", NULL });
+    /* --version 1.0 on a repository whose v1.0 folder is empty */
+    expect_failure("test/corrupt", HYOCR_MODEL_VERSION_1_0, NULL, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, 0,
+                   (const char *const[]){ "no config.json in v1.0/", "--version (1.0)", NULL });
 }
 
 static void test_access_and_rate_limit(void)
@@ -906,7 +982,15 @@ static void test_cancel_slow(void)
     run_job job = { .dl = dl };
     GThread *t = g_thread_new("download", run_thread, &job);
     g_autofree char *incomplete = g_build_filename(root, "m.partial", "model.safetensors.incomplete", NULL);
-    for (int i = 0; i < 200 && file_size_or_zero(incomplete) < 40000; i++) g_usleep(20000);
+    for (int i = 0; i < 500 && file_size_or_zero(incomplete) < 40000; i++) g_usleep(20000);
+    g_assert_cmpint(file_size_or_zero(incomplete), >=, 40000);
+    /* meanwhile a second download into the same folder is refused, and disturbs nothing */
+    recorder rec2 = { 0 };
+    g_autoptr(hyocr_download) other = new_dl("test/slow", HYOCR_MODEL_VERSION_1_5, NULL, dest, &rec2);
+    g_autoptr(GError) err = NULL;
+    g_assert_false(hyocr_download_run(other, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "another download"));
     g_assert_cmpint(file_size_or_zero(incomplete), >=, 40000);
     gint64 t_cancel = g_get_monotonic_time();
     hyocr_download_cancel(dl);
@@ -938,9 +1022,9 @@ static void test_disk_full(void)
     g_autofree char *root = hyocr_test_tmpdir();
     g_autofree char *mnt = g_build_filename(root, "small", NULL);
     g_assert_cmpint(g_mkdir(mnt, 0755), ==, 0);
-    if (mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755") != 0) {
+    if (!srv.own_mounts || mount("tmpfs", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755") != 0) {
         g_autofree char *why = g_strdup_printf("cannot mount a 4 MiB tmpfs on %s (%s): the disk-full test needs "
-                                               "root or CAP_SYS_ADMIN — NOT RUN", mnt, g_strerror(errno));
+                                               "root or CAP_SYS_ADMIN — NOT RUN", mnt, srv.own_mounts ? g_strerror(errno) : "no private mount namespace");
         g_test_skip(why);
         hyocr_test_rmdir(root);
         return;
@@ -991,7 +1075,7 @@ static void test_disk_full(void)
     g_assert_cmpstr(f2->file, ==, "model.safetensors");
     g_assert_cmpint(f2->free_bytes, <, f2->need_bytes);
     g_clear_error(&err);
-    assert_installed(dest, srv.flat);
+    assert_model(dest, srv.flat, true);
     g_autofree char *manifest_after = slurp(manifest);
     g_assert_cmpstr(manifest_after, ==, manifest_before);
     g_autofree char *incomplete = g_build_filename(partial, "model.safetensors.incomplete", NULL);
@@ -1215,6 +1299,9 @@ static void test_cli(void)
 
 int main(int argc, char **argv)
 {
+    /* A mount namespace of our own, made while still single-threaded: the disk-full test's
+     * tmpfs then disappears with this process even when an assertion aborts it. */
+    srv.own_mounts = unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
     g_test_init(&argc, &argv, NULL);
     g_unsetenv("HF_TOKEN");
     g_unsetenv("HF_ENDPOINT");
@@ -1234,6 +1321,7 @@ int main(int argc, char **argv)
     g_test_add_func("/download/full", test_full_download);
     g_test_add_func("/download/v1.0-paged-tree", test_v10_paged_tree);
     g_test_add_func("/download/resume", test_resume);
+    g_test_add_func("/download/resume-untrusted", test_resume_untrusted);
     g_test_add_func("/download/corrupt", test_corrupt);
     g_test_add_func("/download/not-found", test_not_found);
     g_test_add_func("/download/access-and-rate-limit", test_access_and_rate_limit);

@@ -2,6 +2,7 @@
 #include "hyocr-worker.h"
 #include "error.h"
 #include "hyocr-image-util.h"
+#include "hyocr-build-config.h"
 #include "hyocr-memory.h"
 #include <glib/gi18n.h>
 #include <string.h>
@@ -165,6 +166,22 @@ static void requeue_waiting(HyocrWorker *self)
     }
 }
 
+#if HYOCR_HAVE_BLAS
+extern void openblas_set_num_threads(int n) __attribute__((weak));
+#endif
+
+/* The CPU backend runs OpenBLAS single-threaded inside its own pool and says so
+ * before its first GEMM. OpenBLAS starts its thread server on that first call,
+ * and the new thread spins (sched_yield) for ~0.1 s: on a two-core machine
+ * that took the UI thread's core just as the first answer began to stream.
+ * Making the call here moves that to the load, while the UI shows "Loading". */
+static void settle_blas_threads(void)
+{
+#if HYOCR_HAVE_BLAS
+    if (openblas_set_num_threads) openblas_set_num_threads(1);
+#endif
+}
+
 static void thread_load(HyocrWorker *self, Msg *m)
 {
     if (m->generation != (guint)g_atomic_int_get(&self->load_generation)) return;
@@ -186,9 +203,11 @@ static void thread_load(HyocrWorker *self, Msg *m)
         post_state(self, HYOCR_WORKER_FAILED, m->settings.model_dir, error);
         return;
     }
+    gboolean cpu = strcmp(hyocr_engine_backend_name(eng), "cpu") == 0;
+    if (cpu) settle_blas_threads();
     g_mutex_lock(&self->lock);
     self->engine = eng;
-    self->engine_cpu = strcmp(hyocr_engine_backend_name(eng), "cpu") == 0;
+    self->engine_cpu = cpu;
     self->engine_limit = m->settings.memory_limit;
     g_mutex_unlock(&self->lock);
     post_state(self, HYOCR_WORKER_READY, m->settings.model_dir, NULL);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 typedef struct {
-    char    *model, *image, *task, *prompt, *device, *format, *dump, *rope, *posemb;
+    char    *model, *image, *task, *prompt, *device, *format, *dump, *rope, *posemb, *dtype, *mem_limit;
     char   **fields;
     int      max_new_tokens, threads, max_side, top_k, max_model_len;
     double   temperature, top_p, repetition_penalty;
@@ -116,6 +116,9 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
           "Repetition penalty (default: the model's)", "R" },
         { "device", 'd', 0, G_OPTION_ARG_STRING, &o->device, "auto, cpu or cuda", "DEV" },
         { "threads", 0, 0, G_OPTION_ARG_INT, &o->threads, "CPU threads (0 = all cores)", "N" },
+        { "dtype", 0, 0, G_OPTION_ARG_STRING, &o->dtype, "CUDA compute type: f16 (default) or bf16", "T" },
+        { "gpu-memory-limit", 0, 0, G_OPTION_ARG_STRING, &o->mem_limit,
+          "GPU memory this process may use: bytes (8G, 2500M) or a fraction of the card (0.5)", "SIZE" },
         { "max-side", 0, 0, G_OPTION_ARG_INT, &o->max_side, "Shrink the image so its long edge is at most PX", "PX" },
         { "max-model-len", 0, 0, G_OPTION_ARG_INT, &o->max_model_len, "Prompt + output tokens at most", "N" },
         { "format", 'f', 0, G_OPTION_ARG_STRING, &o->format, "Output: text (streamed) or json", "FMT" },
@@ -187,6 +190,40 @@ static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GE
     return true;
 }
 
+static bool parse_dtype(const char *s, hyocr_compute_dtype *out, GError **error)
+{
+    if (!s || !strcmp(s, "f16") || !strcmp(s, "fp16")) { *out = HYOCR_COMPUTE_F16; return true; }
+    if (!strcmp(s, "bf16")) { *out = HYOCR_COMPUTE_BF16; return true; }
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "--dtype: expected f16 or bf16, got '%s'", s);
+    return false;
+}
+
+/* "0.5" is a fraction of the card (negative in the engine params, resolved by the
+ * backend once it knows the card); "8G", "2500M", "123456" are bytes. */
+static bool parse_memory_limit(const char *s, int64_t *out, GError **error)
+{
+    if (!s) return true;
+    char *end = NULL;
+    double v = g_ascii_strtod(s, &end);
+    double scale = 1;
+    if (end && *end) {
+        switch (g_ascii_toupper(*end)) {
+        case 'K': scale = 1024.0; break;
+        case 'M': scale = 1024.0 * 1024; break;
+        case 'G': scale = 1024.0 * 1024 * 1024; break;
+        default: scale = 0;
+        }
+        if (end[1] && g_ascii_strcasecmp(end + 1, "iB") && g_ascii_strcasecmp(end + 1, "B")) scale = 0;
+    }
+    if (end == s || scale == 0 || v <= 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "--gpu-memory-limit: expected bytes (8G, 2500M) or a fraction of the card (0.5), got '%s'", s);
+        return false;
+    }
+    *out = (v < 1 && scale == 1) ? -(int64_t)(v * 1e6) : (int64_t)(v * scale);
+    return true;
+}
+
 static bool fill_engine(const run_opts *o, hyocr_engine_params *ep, GError **error)
 {
     hyocr_engine_params_init(ep);
@@ -195,6 +232,8 @@ static bool fill_engine(const run_opts *o, hyocr_engine_params *ep, GError **err
     ep->max_model_len = o->max_model_len;
     ep->log = on_log;
     return parse_device(o->device, &ep->device, error) &&
+           parse_dtype(o->dtype, &ep->cuda_dtype, error) &&
+           parse_memory_limit(o->mem_limit, &ep->memory_limit, error) &&
            parse_variant(o->rope, &ep->rope_variant, "--rope", error) &&
            parse_variant(o->posemb, &ep->posemb_variant, "--posemb", error);
 }
@@ -312,6 +351,8 @@ static void run_opts_clear(run_opts *o)
     g_free(o->task);
     g_free(o->prompt);
     g_free(o->device);
+    g_free(o->dtype);
+    g_free(o->mem_limit);
     g_free(o->format);
     g_free(o->dump);
     g_free(o->rope);

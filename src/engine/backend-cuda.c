@@ -676,14 +676,17 @@ static bool cuda_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_b
                                 float scale, GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (n < 0 || H <= 0 || (D != 72 && D != 128))
+    if (n < 0 || H <= 0 || D <= 0 || D > 256 || D % 8)
         return invalid(error, "attention_full: unsupported shape n %d, heads %d, head dim %d (the CUDA kernels "
-                       "take head dim 72 or 128)", n, H, D);
+                       "take head dims up to 256 in steps of 8)", n, H, D);
     if (!need("attention_full", "out", out, (size_t)n * H * D, error) ||
         !need("attention_full", "qkv", qkv, (size_t)n * 3 * H * D, error) ||
         !need_act("attention_full", "out", out, error) || !need_act("attention_full", "qkv", qkv, error))
         return false;
     if (n == 0) return true;
+    if (D != 72 && D != 128)
+        return ck(hk_attention_full_generic(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale),
+                  "attention_full (generic head dim)", error);
     return ck(hk_attention_full(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale), "attention_full", error);
 }
 
@@ -822,9 +825,10 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
                                  int Hkv, int D, float scale, GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (n_seqs < 0 || (n_seqs > 0 && !seqs) || block_size <= 0 || Hq <= 0 || Hkv <= 0 || Hq % Hkv || D != 128)
+    if (n_seqs < 0 || (n_seqs > 0 && !seqs) || block_size <= 0 || Hq <= 0 || Hkv <= 0 || Hq % Hkv || D <= 0 ||
+        D > 256 || D % 8)
         return invalid(error, "attention_paged: unsupported shape (%d sequences, block size %d, heads %d/%d, head dim "
-                       "%d; the CUDA kernels take head dim 128)", n_seqs, block_size, Hq, Hkv, D);
+                       "%d; the CUDA kernels take head dims up to 256 in steps of 8)", n_seqs, block_size, Hq, Hkv, D);
     size_t block_elems = (size_t)block_size * Hkv * D;
     if (!need("attention_paged", "k_cache", k_cache, block_elems, error) ||
         !need("attention_paged", "v_cache", v_cache, k_cache->n, error) ||
@@ -862,7 +866,11 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
             .split_max = pp.split_len,
         };
-        ok = ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
+        if (D != 128)
+            ok = ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
+                 ck(hk_attention_paged_generic(cb->stream, &a), "paged attention (generic head dim)", error);
+        else
+            ok = ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
              ck(hk_attention_prefill(cb->stream, &a), "paged attention (prefill)", error) &&
              ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
     }
@@ -1022,6 +1030,12 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     if (!device_open(cb, p, error) || !runtime_open(cb, error)) {
         cuda_free(&cb->base);
         return NULL;
+    }
+    if (cb->memory_limit < 0) {
+        /* a fraction of the card, in millionths (see backend.h) */
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        cb->memory_limit = (int64_t)((double)total_b * (double)-cb->memory_limit / 1e6);
     }
     return &cb->base;
 }

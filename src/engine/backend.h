@@ -155,7 +155,8 @@ typedef struct {
     int     n_threads;            /* CPU: 0 = all cores */
     int     device;               /* CUDA ordinal */
     hyocr_compute_dtype dtype;    /* CUDA: F16 (default) or BF16 */
-    int64_t memory_limit;         /* bytes this process may take on the device; 0 = no limit */
+    int64_t memory_limit;         /* bytes this process may take on the device; 0 = no limit;
+                                   * negative: a fraction of the card in millionths (−500000 = half) */
 } hyocr_backend_params;
 
 hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **error);

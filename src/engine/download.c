@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +52,7 @@ struct hyocr_download {
     int max_retries;
     double retry_delay, max_wait;
     unsigned timeout;
+    gint64 progress_us;
 
     bool planned;
     char *commit;
@@ -62,6 +64,7 @@ struct hyocr_download {
     char *failure_file;
 
     SoupSession *session;   /* only during plan/run */
+    int lock_fd;            /* the partial folder, flock()ed during run */
     int64_t fetched;
     double rate;
     gint64 rate_t;          /* µs of the last rate sample */
@@ -131,6 +134,7 @@ void hyocr_download_params_init(hyocr_download_params *p)
     p->retry_delay = 1.0;
     p->max_wait = 120.0;
     p->timeout = 30;
+    p->progress_interval = 0.1;
 }
 
 char *hyocr_models_dir(void)
@@ -220,6 +224,8 @@ hyocr_download *hyocr_download_new(const hyocr_download_params *p, GError **erro
     dl->retry_delay = p->retry_delay > 0 ? p->retry_delay : 1.0;
     dl->max_wait = p->max_wait > 0 ? p->max_wait : 120.0;
     dl->timeout = p->timeout ? p->timeout : 30;
+    dl->progress_us = (gint64)(MAX(p->progress_interval, 0.0) * 1e6);
+    dl->lock_fd = -1;
     dl->strings = g_string_chunk_new(4096);
     dl->files = g_array_new(FALSE, TRUE, sizeof(hyocr_download_file));
     dl->extra = g_array_new(FALSE, TRUE, sizeof(file_extra));
@@ -287,7 +293,7 @@ static void emit(hyocr_download *dl, hyocr_download_phase phase, int index, cons
     gint64 now = g_get_monotonic_time();
     if (phase == HYOCR_DOWNLOAD_PHASE_FETCHING) {
         update_rate(dl, now);
-        if (now - dl->emit_t < 100000) return;   /* callbacks at most 10 times a second */
+        if (now - dl->emit_t < dl->progress_us) return;
     }
     dl->emit_t = now;
     if (!dl->on_progress) return;
@@ -372,7 +378,7 @@ static net_result http_status_error(hyocr_download *dl, SoupMessage *msg, const 
     if (st == 401 || st == 403 || (code && !strcmp(code, "GatedRepo"))) {
         failf(dl, error, HYOCR_DOWNLOAD_FAILURE_ACCESS, what,
               "access to %s denied: %s — %s may be gated: accept Tencent's licence on its model page and set "
-              "HF_TOKEN to a token of that account (the licence does not cover the EU, the UK or South Korea)",
+              "HF_TOKEN to a token of that account (the licence does not apply in the EU, the UK or South Korea)",
               what, detail, dl->repo);
         return NET_FAIL;
     }
@@ -598,17 +604,23 @@ static char *hex_or_null(const char *s, size_t len)
     return g_ascii_strdown(s, -1);
 }
 
-/* Records one repository file if it belongs to the chosen folder and is one we need. */
-static void add_candidate(hyocr_download *dl, const char *path, int64_t size, const char *lfs_sha256,
-                          const char *git_oid)
+/* The local name of a repository file we need from the chosen folder, else NULL. */
+static const char *selected_name(const hyocr_download *dl, const char *path)
 {
     const char *name = path;
     if (*dl->subfolder) {
         size_t n = strlen(dl->subfolder);
-        if (strncmp(path, dl->subfolder, n) || path[n] != '/') return;
+        if (strncmp(path, dl->subfolder, n) || path[n] != '/') return NULL;
         name = path + n + 1;
     }
-    if (strchr(name, '/') || !wanted_file(name) || size < 0) return;
+    return !strchr(name, '/') && wanted_file(name) ? name : NULL;
+}
+
+static void add_candidate(hyocr_download *dl, const char *path, int64_t size, const char *lfs_sha256,
+                          const char *git_oid)
+{
+    const char *name = selected_name(dl, path);
+    if (!name || size < 0) return;
     for (guint i = 0; i < dl->files->len; i++)
         if (!strcmp(g_array_index(dl->files, hyocr_download_file, i).name, name)) return;
     g_autofree char *sha = hex_or_null(lfs_sha256, 64), *oid = sha ? NULL : hex_or_null(git_oid, 40);
@@ -642,29 +654,24 @@ static JsonObject *obj_obj(JsonObject *o, const char *key)
     return n && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
 }
 
-/* Returns FALSE when a sibling we need lacks its size (a mirror that ignores blobs=true). */
+/* Returns FALSE when a sibling we need lacks its size or any checksum (a mirror that
+ * ignores blobs=true): the tree API has them. */
 static gboolean take_siblings(hyocr_download *dl, JsonArray *siblings)
 {
-    gboolean sized = TRUE;
+    gboolean complete = TRUE;
     for (guint i = 0; i < json_array_get_length(siblings); i++) {
         JsonNode *n = json_array_get_element(siblings, i);
         JsonObject *s = JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
         const char *path = obj_str(s, "rfilename");
-        if (!path) continue;
+        if (!path || !selected_name(dl, path)) continue;
         JsonObject *lfs = obj_obj(s, "lfs");
         int64_t size = obj_int(s, "size");
         if (size < 0 && lfs) size = obj_int(lfs, "size");
-        guint before = dl->files->len;
-        add_candidate(dl, path, size, lfs ? obj_str(lfs, "sha256") : NULL, obj_str(s, "blobId"));
-        if (size < 0 && dl->files->len == before) {
-            const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-            size_t n2 = strlen(dl->subfolder);
-            bool in_folder = !*dl->subfolder || (!strncmp(path, dl->subfolder, n2) && path[n2] == '/' &&
-                                                 !strchr(path + n2 + 1, '/'));
-            if (in_folder && wanted_file(base)) sized = FALSE;
-        }
+        const char *sha = lfs ? obj_str(lfs, "sha256") : NULL, *oid = obj_str(s, "blobId");
+        complete = complete && size >= 0 && (sha || oid);
+        add_candidate(dl, path, size, sha, oid);
     }
-    return sized;
+    return complete;
 }
 
 static gboolean fetch_tree(hyocr_download *dl, GError **error)
@@ -738,8 +745,8 @@ static gboolean fetch_listing(hyocr_download *dl, GError **error)
     const char *sha = obj_str(o, "sha");
     dl->commit = g_strdup(sha && *sha ? sha : dl->revision);
     JsonNode *sib = json_object_get_member(o, "siblings");
-    gboolean sized = sib && JSON_NODE_HOLDS_ARRAY(sib) && take_siblings(dl, json_node_get_array(sib));
-    if (!sized || dl->files->len == 0) {
+    gboolean usable = sib && JSON_NODE_HOLDS_ARRAY(sib) && take_siblings(dl, json_node_get_array(sib));
+    if (!usable || dl->files->len == 0) {
         g_array_set_size(dl->files, 0);
         g_array_set_size(dl->extra, 0);
         if (!fetch_tree(dl, error)) return FALSE;
@@ -1047,6 +1054,13 @@ static gboolean prepare_partial(hyocr_download *dl, GError **error)
 {
     if (g_mkdir_with_parents(dl->partial_dir, 0755) != 0)
         return fail_errno(dl, error, errno, NULL, "create the folder", dl->partial_dir);
+    /* Two downloads into one folder (the app and the command, say) would corrupt each other. */
+    dl->lock_fd = open(dl->partial_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dl->lock_fd < 0) return fail_errno(dl, error, errno, NULL, "open", dl->partial_dir);
+    if (flock(dl->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_INVALID, NULL,
+                     "another download into %s is running (its files are in %s) — wait for it to finish or stop it",
+                     dl->dest_dir, dl->partial_dir);
     g_autoptr(GDir) d = g_dir_open(dl->partial_dir, 0, NULL);
     const char *name;
     while (d && (name = g_dir_read_name(d))) {
@@ -1141,7 +1155,10 @@ static net_result transfer(hyocr_download *dl, int index, int fd, file_hash *h, 
         g_autoptr(GError) err = NULL;
         gssize n = g_input_stream_read(body, buf, BUF_SIZE, dl->cancellable, &err);
         if (n < 0) {
-            if (g_error_matches(err, G_IO_ERROR, G_IO_ERROR_CANCELLED)) return fail_cancelled(dl, error), NET_FAIL;
+            if (g_error_matches(err, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+                fail_cancelled(dl, error);
+                return NET_FAIL;
+            }
             g_autofree char *host = uri_host(url);
             failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NETWORK, f->name, "connection to %s lost after %" G_GINT64_FORMAT
                   " of %" G_GINT64_FORMAT " bytes of %s: %s — check your connection or use --endpoint with a mirror",
@@ -1156,7 +1173,10 @@ static net_result transfer(hyocr_download *dl, int index, int fd, file_hash *h, 
             restart_file(dl, fd, h, f, path, NULL);
             return NET_FAIL;
         }
-        if (!write_all(fd, buf, (size_t)n)) return fail_errno(dl, error, errno, f->name, "write", path), NET_FAIL;
+        if (!write_all(fd, buf, (size_t)n)) {
+            fail_errno(dl, error, errno, f->name, "write", path);
+            return NET_FAIL;
+        }
         hash_update(h, buf, (size_t)n);
         f->have += n;
         dl->fetched += n;
@@ -1344,45 +1364,46 @@ static gboolean install(hyocr_download *dl, GError **error)
     return TRUE;
 }
 
+/* Refuses before anything is fetched when the rest cannot fit (the old model stays meanwhile). */
+static gboolean check_space(hyocr_download *dl, GError **error)
+{
+    int64_t need = dl->summary.total_bytes - bytes_on_disk(dl);
+    int64_t avail = free_space(dl->partial_dir);
+    if (avail < 0 || need <= avail) return TRUE;
+    dl->failure.need_bytes = need;
+    dl->failure.free_bytes = avail;
+    g_autofree char *n = fmt_size(need), *a = fmt_size(avail), *parent = g_path_get_dirname(dl->partial_dir);
+    return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NO_SPACE, NULL,
+                 "not enough disk space in %s: the download needs %s more, %s is free — free some space or "
+                 "choose another folder", parent, n, a);
+}
+
+static gboolean run_planned(hyocr_download *dl, GError **error)
+{
+    const hyocr_download_summary *s = hyocr_download_plan(dl, error);
+    if (!s) return FALSE;
+    if (!s->up_to_date) {
+        if (!check_space(dl, error) || !prepare_partial(dl, error)) return FALSE;
+        for (guint i = 0; i < dl->files->len; i++) {
+            if (g_array_index(dl->files, hyocr_download_file, i).done) continue;
+            if (!fetch_file(dl, (int)i, error) || !save_state(dl, error)) return FALSE;
+        }
+        if (g_cancellable_is_cancelled(dl->cancellable)) return fail_cancelled(dl, error);
+        if (!install(dl, error)) return FALSE;
+        dl->summary.up_to_date = true;
+    }
+    emit(dl, HYOCR_DOWNLOAD_PHASE_DONE, -1, NULL);
+    return TRUE;
+}
+
 gboolean hyocr_download_run(hyocr_download *dl, GError **error)
 {
-    dl->session = session_new(dl);
-    gboolean ok = FALSE;
     dl->failure = (hyocr_download_failure){ 0 };
-    const hyocr_download_summary *s = hyocr_download_plan(dl, error);
-    if (!s) goto out;
-    if (s->up_to_date) {
-        emit(dl, HYOCR_DOWNLOAD_PHASE_DONE, -1, NULL);
-        ok = TRUE;
-        goto out;
-    }
-    int64_t need = s->total_bytes - bytes_on_disk(dl);
-    int64_t avail = free_space(dl->partial_dir);
-    if (avail >= 0 && need > avail) {
-        dl->failure.need_bytes = need;
-        dl->failure.free_bytes = avail;
-        g_autofree char *n = fmt_size(need), *a = fmt_size(avail), *parent = g_path_get_dirname(dl->partial_dir);
-        failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NO_SPACE, NULL,
-              "not enough disk space in %s: the download needs %s more, %s is free — free some space or choose "
-              "another folder", parent, n, a);
-        goto out;
-    }
-    if (!prepare_partial(dl, error)) goto out;
-    for (guint i = 0; i < dl->files->len; i++) {
-        if (g_array_index(dl->files, hyocr_download_file, i).done) continue;
-        if (!fetch_file(dl, (int)i, error)) goto out;
-        if (!save_state(dl, error)) goto out;
-    }
-    if (g_cancellable_is_cancelled(dl->cancellable)) {
-        fail_cancelled(dl, error);
-        goto out;
-    }
-    if (!install(dl, error)) goto out;
-    dl->summary.up_to_date = true;
-    emit(dl, HYOCR_DOWNLOAD_PHASE_DONE, -1, NULL);
-    ok = TRUE;
-out:
+    dl->session = session_new(dl);
+    gboolean ok = run_planned(dl, error);
     g_clear_object(&dl->session);
+    if (dl->lock_fd >= 0) close(dl->lock_fd);
+    dl->lock_fd = -1;
     return ok;
 }
 

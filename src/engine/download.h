@@ -19,7 +19,9 @@
  *
  * Threads: plan and run block; call them from a worker thread (the same one for both),
  * never from a GUI main loop. hyocr_download_cancel and g_cancellable_cancel on the
- * params' cancellable may be called from any thread. No global state.
+ * params' cancellable may be called from any thread; a cancelled object stays cancelled,
+ * so resume with a new one. A second download into the same folder while one runs fails
+ * with INVALID_ARGUMENT. No global state.
  *
  * Errors are GErrors in HYOCR_ERROR (IO for network, HTTP and disk problems, CHECKPOINT
  * for checksum mismatches, CANCELLED, INVALID_ARGUMENT); hyocr_download_get_failure tells
@@ -38,8 +40,8 @@ G_BEGIN_DECLS
 #define HYOCR_DOWNLOAD_MANIFEST         ".hyocr-download.json"
 /* Shown by front ends before a download starts. */
 #define HYOCR_DOWNLOAD_LICENCE_NOTICE \
-    "The HunyuanOCR weights are Tencent's, licensed under the Tencent Hunyuan Community " \
-    "License (see the model page on Hugging Face). That licence does not cover the " \
+    "The HunyuanOCR weights are Tencent's, under the Tencent Hunyuan Community License " \
+    "Agreement (the LICENSE file of the model repository). That licence does not apply in the " \
     "European Union, the United Kingdom or South Korea. Downloading means you accept its terms."
 
 typedef enum {
@@ -84,6 +86,7 @@ typedef struct {
     double        retry_delay;  /* first back-off in seconds, doubling; default 1 */
     double        max_wait;     /* longest single wait (Retry-After included); default 120 s */
     unsigned      timeout;      /* seconds without data before a connection counts as lost; default 30 */
+    double        progress_interval;  /* least seconds between FETCHING callbacks; default 0.1, 0: every chunk */
 } hyocr_download_params;
 
 void hyocr_download_params_init(hyocr_download_params *p);
@@ -125,7 +128,7 @@ typedef enum {
     HYOCR_DOWNLOAD_FAILURE_CHECKSUM,      /* file names it; the bad copy is deleted */
     HYOCR_DOWNLOAD_FAILURE_DISK,          /* other local file errors */
     HYOCR_DOWNLOAD_FAILURE_CANCELLED,
-    HYOCR_DOWNLOAD_FAILURE_INVALID,       /* bad parameters or destination */
+    HYOCR_DOWNLOAD_FAILURE_INVALID,       /* bad parameters or destination; a download already running there */
 } hyocr_download_failure_kind;
 
 typedef struct {

@@ -60,7 +60,7 @@ typedef struct {
     int                 n_threads;        /* CPU threads; 0 = all cores */
     int                 cuda_device;      /* ordinal */
     hyocr_compute_dtype cuda_dtype;       /* F16 (default) or BF16 */
-    int64_t             memory_limit;     /* bytes the backend may take; 0 = no limit */
+    int64_t             memory_limit;     /* bytes the backend may take; 0 = no limit; < 0: −millionths of the card */
     int                 max_model_len;    /* prompt + output tokens; 0 = the config's max_position_embeddings */
     int                 kv_block_size;    /* tokens per KV block; 0 = 16 */
     int                 kv_n_blocks;      /* fixed pool size; 0 = grow on demand up to max_model_len */

@@ -1,2 +1,777 @@
+/* hyocr-gtk window end to end on the tiny test checkpoints: drops, paste,
+ * presets, streaming against `hyocr run`, cancel, model problems, corrupt
+ * images, memory refusal, the gauge, the spotting and JSON views, dialogs and
+ * the command line. */
 #include "app-test.h"
-int main(int argc, char **argv) { app_test_init(&argc, &argv); return g_test_run(); }
+#include "hyocr-model-status.h"
+#include "hyocr-task-picker.h"
+#include <glib/gstdio.h>
+
+#define JOB_TIMEOUT_MS 60000
+
+static void use_max_tokens(int n)
+{
+    g_settings_set_int(app_test_settings(), "max-new-tokens", n);
+}
+
+static GdkFileList *file_list(const char *first, ...)
+{
+    g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func(g_object_unref);
+    va_list ap;
+    va_start(ap, first);
+    for (const char *name = first; name; name = va_arg(ap, const char *)) {
+        if (name[0] == '/') g_ptr_array_add(files, g_file_new_for_path(name));
+        else g_ptr_array_add(files, app_test_image(name));
+    }
+    va_end(ap);
+    return gdk_file_list_new_from_array((GFile **)files->pdata, files->len);
+}
+
+/* What a drag from another app does to the target: enter, then drop. */
+static gboolean drop_value(HyocrWindow *win, const GValue *value)
+{
+    GtkDropTarget *target = hyocr_window_get_drop_target(win);
+    GdkDragAction action = 0;
+    g_signal_emit_by_name(target, "enter", 20.0, 20.0, &action);
+    g_assert_cmpint(action, ==, GDK_ACTION_COPY);
+    g_assert_true(hyocr_window_is_drop_hovered(win));
+    gboolean ok = FALSE;
+    g_signal_emit_by_name(target, "drop", value, 20.0, 20.0, &ok);
+    g_assert_false(hyocr_window_is_drop_hovered(win));
+    return ok;
+}
+
+static guint n_jobs(HyocrWindow *win)
+{
+    return g_list_model_get_n_items(hyocr_window_get_jobs(win));
+}
+
+/* ---- drops and paste ---- */
+
+static void test_drop_files(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(48);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "empty");
+    g_autofree char *not_image = app_test_data("manifest.json", NULL);
+    g_auto(GValue) v = G_VALUE_INIT;
+    g_value_init(&v, GDK_TYPE_FILE_LIST);
+    g_value_take_boxed(&v, file_list("big_420x300.png", not_image, "square_200.png", NULL));
+    guint toasts = hyocr_window_get_n_toasts(win);
+    g_assert_true(drop_value(win, &v));
+    g_assert_cmpuint(n_jobs(win), ==, 2);
+    g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, toasts + 1);
+    g_assert_nonnull(strstr(hyocr_window_get_last_toast(win), "manifest.json"));
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "jobs");
+    HyocrJob *a = app_test_job_at(win, 0), *b = app_test_job_at(win, 1);
+    g_assert_cmpstr(hyocr_job_get_title(a), ==, "big_420x300.png");
+    g_assert_cmpstr(hyocr_job_get_title(b), ==, "square_200.png");
+    g_assert_true(hyocr_result_view_get_job(hyocr_window_get_result_view(win)) == a);
+    app_test_wait_job(a, JOB_TIMEOUT_MS);
+    app_test_wait_job(b, JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(a), ==, HYOCR_JOB_DONE);
+    g_assert_cmpint(hyocr_job_get_state(b), ==, HYOCR_JOB_DONE);
+    g_assert_cmpint(hyocr_job_get_n_tokens(a), >, 0);
+    g_assert_nonnull(hyocr_job_get_preview(a));
+    /* One at a time, in the order dropped. */
+    g_assert_cmpfloat(hyocr_job_get_elapsed(a), >, 0);
+    app_test_destroy_window(win);
+}
+
+typedef struct {
+    GString *appended;
+    guint    n_signals;
+    gboolean in_order;
+    HyocrJob *job;
+} StreamLog;
+
+static void on_text_changed(HyocrJob *job, const char *appended, StreamLog *log)
+{
+    log->n_signals++;
+    if (!appended) return;   /* the final clean-up, checked separately */
+    g_string_append(log->appended, appended);
+    /* Each piece extends what was shown: nothing lost, nothing reordered. */
+    if (strcmp(hyocr_job_get_text(job), log->appended->str) != 0) log->in_order = FALSE;
+}
+
+static StreamLog *stream_log_new(void)
+{
+    StreamLog *log = g_new0(StreamLog, 1);
+    log->appended = g_string_new(NULL);
+    log->in_order = TRUE;
+    return log;
+}
+
+static void stream_log_free(StreamLog *log)
+{
+    g_string_free(log->appended, TRUE);
+    g_free(log);
+}
+
+static gboolean has_jobs(gpointer win)
+{
+    return n_jobs(win) > 0;
+}
+
+/* Connects the log to the newest job once it exists. */
+static HyocrJob *watch_last_job(HyocrWindow *win, StreamLog *log)
+{
+    g_assert_true(app_test_wait(has_jobs, win, 5000));
+    HyocrJob *job = app_test_job_at(win, n_jobs(win) - 1);
+    g_signal_connect(job, "text-changed", G_CALLBACK(on_text_changed), log);
+    return job;
+}
+
+static void assert_matches_cli(HyocrJob *job, StreamLog *log, const char *ckpt, const char *image, const char *task,
+                               int max_tokens)
+{
+    g_autofree char *streamed = NULL, *final_text = NULL;
+    app_test_cli_run(ckpt, image, task, max_tokens, &streamed, &final_text);
+    g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_DONE);
+    g_assert_true(log->in_order);
+    g_assert_cmpstr(log->appended->str, ==, streamed);
+    g_assert_cmpstr(hyocr_job_get_text(job), ==, final_text);
+}
+
+static void test_drop_texture(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(64);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autofree char *path = app_test_data("images", "odd_137x91.png", NULL);
+    g_autoptr(GdkTexture) tex = gdk_texture_new_from_filename(path, NULL);
+    g_auto(GValue) v = G_VALUE_INIT;
+    g_value_init(&v, GDK_TYPE_TEXTURE);
+    g_value_set_object(&v, tex);
+    StreamLog *log = stream_log_new();
+    g_assert_true(drop_value(win, &v));
+    HyocrJob *job = watch_last_job(win, log);
+    g_assert_cmpstr(hyocr_job_get_title(job), ==, "Dropped image");
+    app_test_wait_job(job, JOB_TIMEOUT_MS);
+    /* Same pixels as the file, so the same answer as the CLI on the file. */
+    assert_matches_cli(job, log, "ckpt-flat", "odd_137x91.png", "recognize", 64);
+    stream_log_free(log);
+    app_test_destroy_window(win);
+}
+
+static gboolean n_jobs_at_least(gpointer data)
+{
+    gpointer *d = data;
+    return n_jobs(d[0]) >= GPOINTER_TO_UINT(d[1]);
+}
+
+static void paste_and_wait(HyocrWindow *win, guint want_jobs)
+{
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.paste", NULL);
+    gpointer d[2] = { win, GUINT_TO_POINTER(want_jobs) };
+    app_test_wait(n_jobs_at_least, d, 5000);
+}
+
+static void test_paste(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(32);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    GdkClipboard *clipboard = gtk_widget_get_clipboard(GTK_WIDGET(win));
+    g_autofree char *path = app_test_data("images", "square_200.png", NULL);
+    g_autoptr(GdkTexture) tex = gdk_texture_new_from_filename(path, NULL);
+    gdk_clipboard_set_texture(clipboard, tex);
+    paste_and_wait(win, 1);
+    g_assert_cmpuint(n_jobs(win), ==, 1);
+    HyocrJob *pasted = app_test_job_at(win, 0);
+    g_assert_cmpstr(hyocr_job_get_title(pasted), ==, "Pasted image");
+    app_test_wait_job(pasted, JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(pasted), ==, HYOCR_JOB_DONE);
+
+    /* Files copied in a file manager. */
+    GdkFileList *list = file_list("tiny_40x30.png", NULL);
+    gdk_clipboard_set(clipboard, GDK_TYPE_FILE_LIST, list);
+    g_boxed_free(GDK_TYPE_FILE_LIST, list);
+    paste_and_wait(win, 2);
+    g_assert_cmpuint(n_jobs(win), ==, 2);
+    g_assert_cmpstr(hyocr_job_get_title(app_test_job_at(win, 1)), ==, "tiny_40x30.png");
+    app_test_wait_job(app_test_job_at(win, 1), JOB_TIMEOUT_MS);
+
+    /* Text is not an image: a toast, no job. */
+    gdk_clipboard_set_text(clipboard, "just words");
+    guint toasts = hyocr_window_get_n_toasts(win);
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.paste", NULL);
+    app_test_sleep(300);
+    g_assert_cmpuint(n_jobs(win), ==, 2);
+    g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, toasts + 1);
+    g_assert_nonnull(strstr(hyocr_window_get_last_toast(win), "no image"));
+    app_test_destroy_window(win);
+}
+
+/* ---- presets ---- */
+
+static gboolean has_prompt(gpointer job)
+{
+    return hyocr_job_get_prompt(job) != NULL || hyocr_job_is_finished(job);
+}
+
+static char *prompt_for(HyocrWindow *win, const char *image)
+{
+    g_autoptr(GFile) file = app_test_image(image);
+    guint before = n_jobs(win);
+    if (hyocr_window_add_files(win, &file, 1) != 1) return NULL;
+    g_assert_cmpuint(n_jobs(win), ==, before + 1);
+    HyocrJob *job = app_test_job_at(win, before);
+    g_assert_true(app_test_wait(has_prompt, job, JOB_TIMEOUT_MS));
+    return g_strdup(hyocr_job_get_prompt(job));
+}
+
+static char *engine_prompt(hyocr_task task, const char *const *fields, const char *custom)
+{
+    g_autofree char *dir = app_test_data("ckpt-flat", NULL);
+    g_autoptr(hyocr_config) cfg = hyocr_config_load(dir, NULL);
+    return hyocr_task_prompt(task, cfg->version, fields, custom, NULL);
+}
+
+static void test_preset_changes_prompt(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(4);
+    GSettings *s = app_test_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autofree char *recognize = prompt_for(win, "tiny_40x30.png");
+    g_autofree char *want_recognize = engine_prompt(HYOCR_TASK_RECOGNIZE, NULL, NULL);
+    g_assert_cmpstr(recognize, ==, want_recognize);
+
+    /* Ctrl+2 is win.preset::spotting; it changes the remembered preset. */
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.preset", "s", "spotting");
+    g_assert_cmpstr(g_settings_get_string(s, "preset"), ==, "spotting");
+    g_autofree char *spotting = prompt_for(win, "tiny_40x30.png");
+    g_autofree char *want_spotting = engine_prompt(HYOCR_TASK_SPOTTING, NULL, NULL);
+    g_assert_cmpstr(spotting, ==, want_spotting);
+    g_assert_cmpstr(spotting, !=, recognize);
+
+    g_settings_set_string(s, "preset", "translate");
+    g_settings_set_string(s, "translate-target", "zh");
+    g_autofree char *zh = prompt_for(win, "tiny_40x30.png");
+    g_autofree char *want_zh = engine_prompt(HYOCR_TASK_TRANSLATE_ZH, NULL, NULL);
+    g_assert_cmpstr(zh, ==, want_zh);
+    g_settings_set_string(s, "translate-target", "en");
+    g_autofree char *en = prompt_for(win, "tiny_40x30.png");
+    g_assert_cmpstr(en, !=, zh);
+
+    /* Field names typed in the picker reach the prompt. */
+    g_settings_set_string(s, "preset", "extract-fields");
+    guint toasts = hyocr_window_get_n_toasts(win);
+    g_assert_null(prompt_for(win, "tiny_40x30.png"));   /* none typed: refused with a toast */
+    g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, toasts + 1);
+    const char *keys[] = { "invoice number", "total", NULL };
+    g_settings_set_strv(s, "fields", keys);
+    g_autofree char *fields = prompt_for(win, "tiny_40x30.png");
+    g_autofree char *want_fields = engine_prompt(HYOCR_TASK_EXTRACT_FIELDS, keys, NULL);
+    g_assert_cmpstr(fields, ==, want_fields);
+    g_assert_nonnull(strstr(fields, "invoice number"));
+
+    g_settings_set_string(s, "preset", "custom");
+    g_settings_set_string(s, "custom-prompt", "Read the licence plate.");
+    g_autofree char *custom = prompt_for(win, "tiny_40x30.png");
+    g_assert_cmpstr(custom, ==, "Read the licence plate.");
+    for (guint i = 0; i < n_jobs(win); i++) app_test_wait_job(app_test_job_at(win, i), JOB_TIMEOUT_MS);
+    app_test_destroy_window(win);
+}
+
+/* ---- streaming ---- */
+
+static void stream_case(const char *ckpt, const char *image, const char *preset, const char *task)
+{
+    app_test_reset_settings();
+    use_max_tokens(200);
+    g_settings_set_string(app_test_settings(), "preset", preset);
+    HyocrWindow *win = app_test_window(ckpt, TRUE);
+    g_autoptr(GFile) file = app_test_image(image);
+    StreamLog *log = stream_log_new();
+    g_assert_cmpuint(hyocr_window_add_files(win, &file, 1), ==, 1);
+    HyocrJob *job = watch_last_job(win, log);
+    app_test_wait_job(job, JOB_TIMEOUT_MS);
+    assert_matches_cli(job, log, ckpt, image, task, 200);
+    /* Coalesced: fewer flushes than tokens once there are many tokens. */
+    if (hyocr_job_get_n_tokens(job) > 100) g_assert_cmpuint(hyocr_job_get_n_updates(job), <, hyocr_job_get_n_tokens(job));
+    g_test_message("%s %s: %d tokens, %u updates, %u text signals", ckpt, image, hyocr_job_get_n_tokens(job),
+                   hyocr_job_get_n_updates(job), log->n_signals);
+    stream_log_free(log);
+    app_test_destroy_window(win);
+}
+
+static void test_stream_matches_cli(void)
+{
+    stream_case("ckpt-flat", "big_420x300.png", "spotting", "spotting");
+    stream_case("ckpt-nested", "square_200.png", "parse-document", "parse_document");
+    stream_case("ckpt-nested", "odd_137x91.png", "recognize", "recognize");
+}
+
+/* ---- cancel ---- */
+
+static HyocrJob *long_job(HyocrWindow *win, const char *image, int tokens)
+{
+    g_autoptr(HyocrJobOptions) opts = hyocr_job_options_new_from_settings(app_test_settings(), NULL);
+    opts->max_new_tokens = tokens;
+    opts->ignore_eos = TRUE;
+    g_autoptr(GFile) file = app_test_image(image);
+    HyocrJob *job = hyocr_job_new_for_file(file, opts);
+    hyocr_window_add_job(win, job);
+    return job;
+}
+
+static gboolean writing_many(gpointer job)
+{
+    return hyocr_job_get_n_tokens(job) >= 200 || hyocr_job_is_finished(job);
+}
+
+static void test_cancel(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(16);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autoptr(HyocrJob) running = long_job(win, "big_420x300.png", 30000);
+    g_autoptr(GFile) file = app_test_image("tiny_40x30.png");
+    hyocr_window_add_files(win, &file, 1);
+    HyocrJob *after = app_test_job_at(win, 1);
+    g_assert_cmpint(hyocr_job_get_state(after), ==, HYOCR_JOB_QUEUED);
+    g_assert_true(app_test_wait(writing_many, running, JOB_TIMEOUT_MS));
+    g_assert_cmpint(hyocr_job_get_state(running), ==, HYOCR_JOB_WRITING);
+
+    hyocr_window_select_job(win, running);
+    gint64 t0 = g_get_monotonic_time();
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.cancel-job", NULL);
+    int live = hyocr_job_get_live_tokens(running);
+    app_test_wait_job(running, 5000);
+    double ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
+    g_assert_cmpint(hyocr_job_get_state(running), ==, HYOCR_JOB_CANCELLED);
+    /* Within one decode step: at most the token being computed at the time. */
+    g_assert_cmpint(hyocr_job_get_n_tokens(running), <=, live + 1);
+    g_assert_cmpint(hyocr_job_get_n_tokens(running), <, 30000);
+    g_assert_nonnull(strstr(hyocr_job_get_message(running), "Cancelled after"));
+    g_test_message("cancelled at %d tokens, ended at %d, %.1f ms", live, hyocr_job_get_n_tokens(running), ms);
+    g_assert_cmpfloat(ms, <, 2000);
+
+    /* The queue goes on. */
+    app_test_wait_job(after, JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(after), ==, HYOCR_JOB_DONE);
+
+    /* A queued job is cancelled at once and never runs. */
+    g_autoptr(HyocrJob) blocker = long_job(win, "big_420x300.png", 30000);
+    g_autoptr(HyocrJob) queued = long_job(win, "tiny_40x30.png", 50);
+    hyocr_job_cancel(queued);
+    g_assert_cmpint(hyocr_job_get_state(queued), ==, HYOCR_JOB_CANCELLED);
+    hyocr_job_cancel(blocker);
+    app_test_wait_job(blocker, 5000);
+    app_test_sleep(200);
+    g_assert_cmpint(hyocr_job_get_state(queued), ==, HYOCR_JOB_CANCELLED);
+    g_assert_cmpint(hyocr_job_get_n_tokens(queued), ==, 0);
+
+    /* Removing a running job from the queue cancels it. */
+    g_autoptr(HyocrJob) removed = long_job(win, "big_420x300.png", 30000);
+    g_assert_true(app_test_wait(writing_many, removed, JOB_TIMEOUT_MS));
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.remove-job", "u", hyocr_job_get_id(removed));
+    g_assert_null(hyocr_window_find_job(win, hyocr_job_get_id(removed), NULL));
+    app_test_wait_job(removed, 5000);
+    g_assert_cmpint(hyocr_job_get_state(removed), ==, HYOCR_JOB_CANCELLED);
+    app_test_destroy_window(win);
+}
+
+/* ---- model problems ---- */
+
+static gboolean worker_is(gpointer data)
+{
+    gpointer *d = data;
+    return hyocr_worker_get_state(hyocr_window_get_worker(d[0])) == (HyocrWorkerState)GPOINTER_TO_INT(d[1]);
+}
+
+static void wait_worker(HyocrWindow *win, HyocrWorkerState st)
+{
+    gpointer d[2] = { win, GINT_TO_POINTER(st) };
+    g_assert_true(app_test_wait(worker_is, d, 30000));
+}
+
+/* Switches the model folder and waits for the (debounced) reload to end. */
+static void set_model(HyocrWindow *win, const char *dir, HyocrWorkerState expect)
+{
+    g_settings_set_string(app_test_settings(), "model-folder", dir);
+    wait_worker(win, HYOCR_WORKER_LOADING);
+    wait_worker(win, expect);
+}
+
+static char *copy_checkpoint(const char *skip, const char *replace_name, const char *replace_text)
+{
+    g_autofree char *src = app_test_data("ckpt-flat", NULL);
+    char *dst = g_dir_make_tmp("hyocr-model-XXXXXX", NULL);
+    g_autoptr(GDir) dir = g_dir_open(src, 0, NULL);
+    const char *name;
+    while ((name = g_dir_read_name(dir))) {
+        if (skip && g_str_equal(name, skip)) continue;
+        g_autofree char *from = g_build_filename(src, name, NULL), *to = g_build_filename(dst, name, NULL);
+        if (replace_name && g_str_equal(name, replace_name)) g_file_set_contents(to, replace_text, -1, NULL);
+        else g_assert_cmpint(symlink(from, to), ==, 0);
+    }
+    return dst;
+}
+
+static void remove_tree(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        g_remove(p);
+    }
+    g_rmdir(dir);
+}
+
+static void test_broken_model(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(16);
+    HyocrWindow *win = app_test_window("/nonexistent/hyocr/HunyuanOCR", FALSE);
+    wait_worker(win, HYOCR_WORKER_FAILED);
+    HyocrModelStatus *status = HYOCR_MODEL_STATUS(hyocr_window_get_model_status(win));
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "model");
+    g_assert_cmpint(hyocr_model_status_get_problem(status), ==, HYOCR_MODEL_PROBLEM_MISSING);
+    g_assert_cmpstr(hyocr_model_status_get_title(status), ==, "No Model Found");
+    g_assert_nonnull(strstr(hyocr_model_status_get_details(status), "/nonexistent/hyocr/HunyuanOCR"));
+    g_assert_cmpstr(hyocr_vram_gauge_get_summary(hyocr_window_get_gauge(win)), ==, "No model");
+    g_assert_nonnull(hyocr_model_status_get_download_area(status));
+    g_assert_false(gtk_widget_get_visible(GTK_WIDGET(hyocr_model_status_get_download_area(status))));
+
+    g_autofree char *incomplete = copy_checkpoint("tokenizer.json", NULL, NULL);
+    set_model(win, incomplete, HYOCR_WORKER_FAILED);
+    g_assert_cmpint(hyocr_model_status_get_problem(status), ==, HYOCR_MODEL_PROBLEM_INCOMPLETE);
+    g_assert_nonnull(strstr(hyocr_model_status_get_details(status), "tokenizer.json"));
+
+    g_autofree char *broken = copy_checkpoint(NULL, "config.json", "{ \"hidden_size\": ");
+    set_model(win, broken, HYOCR_WORKER_FAILED);
+    g_assert_cmpint(hyocr_model_status_get_problem(status), ==, HYOCR_MODEL_PROBLEM_BROKEN);
+    g_assert_nonnull(strstr(hyocr_model_status_get_details(status), "config.json"));
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "model");
+
+    /* An image dropped meanwhile waits for a model, then runs. */
+    g_autoptr(GFile) file = app_test_image("tiny_40x30.png");
+    g_assert_cmpuint(hyocr_window_add_files(win, &file, 1), ==, 1);
+    g_assert_nonnull(strstr(hyocr_window_get_last_toast(win), "waits"));
+    HyocrJob *job = app_test_job_at(win, 0);
+    app_test_sleep(200);
+    g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_QUEUED);
+    g_autofree char *good = app_test_data("ckpt-flat", NULL);
+    set_model(win, good, HYOCR_WORKER_READY);
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "jobs");
+    app_test_wait_job(job, JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_DONE);
+    app_test_destroy_window(win);
+    remove_tree(incomplete);
+    remove_tree(broken);
+}
+
+static void test_corrupt_image(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(16);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autofree char *tmp = g_dir_make_tmp("hyocr-img-XXXXXX", NULL);
+    g_autofree char *bad = g_build_filename(tmp, "corrupt.png", NULL);
+    static const char bytes[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x10\0\0\0\x10\x08\x02\0\0\0garbage";
+    g_assert_true(g_file_set_contents(bad, bytes, sizeof bytes - 1, NULL));
+    g_autoptr(GFile) bad_file = g_file_new_for_path(bad);
+    hyocr_window_add_files(win, &bad_file, 1);
+    HyocrJob *job = app_test_job_at(win, 0);
+    app_test_wait_job(job, JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_FAILED);
+    g_assert_nonnull(strstr(hyocr_job_get_message(job), "corrupt.png"));
+    app_test_sleep(50);
+    g_assert_nonnull(strstr(hyocr_window_get_last_toast(win), "corrupt.png"));
+    g_assert_cmpstr(hyocr_result_view_get_visible_page(hyocr_window_get_result_view(win)), ==, "message");
+
+    g_autoptr(GFile) good = app_test_image("tiny_40x30.png");
+    hyocr_window_add_files(win, &good, 1);
+    app_test_wait_job(app_test_job_at(win, 1), JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(app_test_job_at(win, 1)), ==, HYOCR_JOB_DONE);
+    app_test_destroy_window(win);
+    g_remove(bad);
+    g_rmdir(tmp);
+}
+
+/* ---- memory ---- */
+
+static void test_memory_refusal(void)
+{
+    app_test_reset_settings();
+    GSettings *s = app_test_settings();
+    g_settings_set_int(s, "gpu-memory-limit", 8);   /* MiB: the tiny model's weights fit, a long answer's cache not */
+    use_max_tokens(32768);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autoptr(GFile) file = app_test_image("big_420x300.png");
+    hyocr_window_add_files(win, &file, 1);
+    HyocrJob *job = app_test_job_at(win, 0);
+    app_test_wait_job(job, JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_FAILED);
+    const char *msg = hyocr_job_get_message(job);
+    g_test_message("%s", msg);
+    g_assert_nonnull(strstr(msg, "memory limit"));
+    g_assert_nonnull(strstr(msg, "Maximum new tokens"));
+    g_assert_nonnull(strstr(msg, "420 × 300"));
+    g_assert_cmpint(hyocr_job_get_n_tokens(job), ==, 0);
+    /* What the message says to change works. */
+    use_max_tokens(32);
+    hyocr_window_add_files(win, &file, 1);
+    app_test_wait_job(app_test_job_at(win, 1), JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(app_test_job_at(win, 1)), ==, HYOCR_JOB_DONE);
+    app_test_destroy_window(win);
+}
+
+/* ---- gauge ---- */
+
+typedef struct {
+    HyocrVramGauge *gauge;
+    int64_t         max_kv;
+    guint           samples;
+} KvWatch;
+
+static void test_gauge(void)
+{
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    HyocrVramGauge *gauge = hyocr_window_get_gauge(win);
+    guint before = hyocr_vram_gauge_get_n_updates(gauge);
+    app_test_sleep(1100);
+    guint per_second = hyocr_vram_gauge_get_n_updates(gauge) - before;
+    g_assert_cmpuint(per_second, >=, 2);
+    const hyocr_mem_info *m = hyocr_vram_gauge_get_figures(gauge);
+    g_assert_cmpint(m->weights, >, 0);
+    g_assert_cmpint(m->total, >, 0);
+    g_assert_cmpint(m->kv_used, ==, 0);
+    g_assert_nonnull(strstr(hyocr_vram_gauge_get_device_text(gauge), "CPU"));
+    g_assert_true(g_str_has_prefix(hyocr_vram_gauge_get_summary(gauge), "RAM"));
+
+    /* While a long answer is written, the cache in use grows and is shown. */
+    g_autoptr(HyocrJob) job = long_job(win, "big_420x300.png", 6000);
+    int64_t max_kv = 0, last_kv = 0;
+    guint growth = 0;
+    while (!hyocr_job_is_finished(job)) {
+        app_test_sleep(100);
+        int64_t kv = hyocr_vram_gauge_get_figures(gauge)->kv_used;
+        if (kv > last_kv) growth++;
+        last_kv = kv;
+        max_kv = MAX(max_kv, kv);
+    }
+    g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_DONE);
+    g_test_message("kv_used peaked at %" G_GINT64_FORMAT " bytes, grew %u times", max_kv, growth);
+    g_assert_cmpint(max_kv, >, 0);
+    g_assert_cmpuint(growth, >=, 2);
+    app_test_sleep(400);
+    g_assert_cmpint(hyocr_vram_gauge_get_figures(gauge)->kv_used, ==, 0);
+    app_test_destroy_window(win);
+}
+
+/* ---- result views ---- */
+
+/* A job whose answer the test writes itself (claimed, so the worker skips it):
+ * the view's parsing and hover are checked on a known answer. */
+static HyocrJob *staged(HyocrWindow *win, HyocrPreset preset, const char *answer)
+{
+    g_settings_set_enum(app_test_settings(), "preset", preset);
+    g_settings_set_strv(app_test_settings(), "fields", (const char *const[]){ "name", NULL });
+    g_autoptr(HyocrJobOptions) opts = hyocr_job_options_new_from_settings(app_test_settings(), NULL);
+    g_autofree char *path = app_test_data("images", "big_420x300.png", NULL);
+    g_autoptr(GdkTexture) tex = gdk_texture_new_from_filename(path, NULL);
+    HyocrJob *job = hyocr_job_new_for_texture(tex, "staged", opts, NULL);
+    g_assert_true(hyocr_job_claim(job));
+    hyocr_window_add_job(win, job);
+    hyocr_job_post_state(job, HYOCR_JOB_WRITING);
+    hyocr_job_post_piece(job, answer, 12);
+    hyocr_job_post_finish(job, HYOCR_JOB_DONE, answer, NULL);
+    app_test_wait_job(job, 2000);
+    app_test_sleep(100);
+    return job;
+}
+
+static GtkEventController *motion_of(GtkWidget *w)
+{
+    g_autoptr(GListModel) ctrls = gtk_widget_observe_controllers(w);
+    for (guint i = 0; i < g_list_model_get_n_items(ctrls); i++) {
+        g_autoptr(GtkEventController) c = g_list_model_get_item(ctrls, i);
+        if (GTK_IS_EVENT_CONTROLLER_MOTION(c)) return c;
+    }
+    return NULL;
+}
+
+static void test_spotting_view(void)
+{
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autoptr(HyocrJob) job = staged(win, HYOCR_PRESET_SPOTTING, "Hello(100,100),(400,200)\nWorld(500,600),(900,800)\n");
+    HyocrResultView *view = hyocr_window_get_result_view(win);
+    g_assert_cmpstr(hyocr_result_view_get_visible_page(view), ==, "lines");
+    HyocrImageView *iv = hyocr_result_view_get_image_view(view);
+    g_assert_cmpuint(hyocr_image_view_get_n_boxes(iv), ==, 2);
+    GtkListBox *list = hyocr_result_view_get_lines_list(view);
+    GtkWidget *row1 = GTK_WIDGET(gtk_list_box_get_row_at_index(list, 1));
+    g_assert_nonnull(row1);
+
+    /* Hovering a line highlights its box. */
+    GtkEventController *motion = motion_of(row1);
+    g_signal_emit_by_name(motion, "enter", 2.0, 2.0);
+    g_assert_cmpint(hyocr_image_view_get_highlight(iv), ==, 1);
+    g_signal_emit_by_name(motion, "leave");
+    g_assert_cmpint(hyocr_image_view_get_highlight(iv), ==, -1);
+
+    /* Boxes sit where the 0…1000 coordinates say, and hovering one marks its line. */
+    graphene_rect_t b0, b1;
+    g_assert_true(hyocr_image_view_get_box_bounds(iv, 0, &b0));
+    g_assert_true(hyocr_image_view_get_box_bounds(iv, 1, &b1));
+    g_assert_cmpfloat(b1.origin.x, >, b0.origin.x + b0.size.width);
+    g_assert_cmpfloat(b1.size.width / b0.size.width, >, 1.2);
+    g_signal_emit_by_name(motion_of(GTK_WIDGET(iv)), "motion", (double)(b0.origin.x + b0.size.width / 2),
+                          (double)(b0.origin.y + b0.size.height / 2));
+    g_assert_cmpint(hyocr_image_view_get_highlight(iv), ==, 0);
+    g_assert_true(gtk_widget_has_css_class(GTK_WIDGET(gtk_list_box_get_row_at_index(list, 0)), "highlighted"));
+
+    g_autofree char *display = hyocr_result_view_get_display_text(view);
+    g_assert_cmpstr(display, ==, "Hello\nWorld");
+    g_autofree char *json = hyocr_result_view_export(view, "json");
+    g_assert_nonnull(strstr(json, "\"World\""));
+    g_assert_nonnull(strstr(json, "900"));
+    g_autofree char *txt = hyocr_result_view_export(view, "txt");
+    g_assert_cmpstr(txt, ==, hyocr_job_get_text(job));
+    app_test_destroy_window(win);
+}
+
+static void on_text_read(GObject *source, GAsyncResult *res, gpointer data)
+{
+    *(char **)data = gdk_clipboard_read_text_finish(GDK_CLIPBOARD(source), res, NULL);
+}
+
+static gboolean is_set(gpointer data)
+{
+    return *(char **)data != NULL;
+}
+
+static void test_fields_view(void)
+{
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autoptr(HyocrJob) job = staged(win, HYOCR_PRESET_EXTRACT_FIELDS, "```json\n{\"name\": \"Ann Lee\", \"total\": \"12\"}\n```");
+    HyocrResultView *view = hyocr_window_get_result_view(win);
+    GtkTextBuffer *buf = gtk_text_view_get_buffer(hyocr_result_view_get_text_view(view));
+    g_autofree char *shown = NULL;
+    g_object_get(buf, "text", &shown, NULL);
+    g_assert_true(g_str_has_prefix(shown, "{"));
+    g_assert_nonnull(strstr(shown, "\"name\" : \"Ann Lee\""));
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.copy-result", NULL);
+    g_autofree char *copied = NULL;
+    gdk_clipboard_read_text_async(gtk_widget_get_clipboard(GTK_WIDGET(win)), NULL, on_text_read, &copied);
+    g_assert_true(app_test_wait(is_set, &copied, 3000));
+    g_assert_cmpstr(copied, ==, shown);
+    g_assert_cmpstr(hyocr_window_get_last_toast(win), ==, "Copied");
+    app_test_destroy_window(win);
+}
+
+/* ---- dialogs ---- */
+
+static GtkWindow *find_toplevel(GType type)
+{
+    GListModel *tops = gtk_window_get_toplevels();   /* transfer none */
+    for (guint i = 0; i < g_list_model_get_n_items(tops); i++) {
+        g_autoptr(GtkWindow) w = g_list_model_get_item(tops, i);
+        if (G_TYPE_CHECK_INSTANCE_TYPE(w, type) && gtk_widget_get_visible(GTK_WIDGET(w))) return w;
+    }
+    return NULL;
+}
+
+static void test_dialogs(void)
+{
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    GActionGroup *app = G_ACTION_GROUP(app_test_app());
+    g_action_group_activate_action(app, "about", NULL);
+    app_test_sleep(100);
+    GtkWindow *about = find_toplevel(ADW_TYPE_ABOUT_WINDOW);
+    g_assert_nonnull(about);
+    gtk_window_destroy(about);
+
+    g_action_group_activate_action(app, "preferences", NULL);
+    app_test_sleep(100);
+    GtkWindow *prefs = find_toplevel(ADW_TYPE_PREFERENCES_WINDOW);
+    g_assert_nonnull(prefs);
+    gtk_window_destroy(prefs);
+
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.show-help-overlay", NULL);
+    app_test_sleep(100);
+    GtkWindow *shortcuts = find_toplevel(GTK_TYPE_SHORTCUTS_WINDOW);
+    g_assert_nonnull(shortcuts);
+    gtk_window_close(shortcuts);
+    app_test_sleep(50);
+
+    /* Without a session bus the notification is counted but not sent (and GLib stays quiet). */
+    g_autoptr(GFile) file = app_test_image("tiny_40x30.png");
+    use_max_tokens(4);
+    hyocr_window_add_files(win, &file, 1);
+    app_test_wait_job(app_test_job_at(win, 0), JOB_TIMEOUT_MS);
+    guint n = hyocr_application_get_n_notifications(app_test_app());
+    hyocr_application_notify_job(app_test_app(), app_test_job_at(win, 0));
+    g_assert_cmpuint(hyocr_application_get_n_notifications(app_test_app()), ==, n + 1);
+    app_test_destroy_window(win);
+}
+
+/* ---- command line (last: it runs the application's main loop) ---- */
+
+static gboolean cmdline_check(gpointer data)
+{
+    GtkWindow *active = gtk_application_get_active_window(GTK_APPLICATION(app_test_app()));
+    if (!HYOCR_IS_WINDOW(active)) return G_SOURCE_CONTINUE;
+    HyocrWindow *win = HYOCR_WINDOW(active);
+    if (n_jobs(win) < 2 || !hyocr_job_is_finished(app_test_job_at(win, 1))) return G_SOURCE_CONTINUE;
+    g_assert_cmpstr(hyocr_job_get_title(app_test_job_at(win, 0)), ==, "tiny_40x30.png");
+    g_assert_cmpint(hyocr_job_get_state(app_test_job_at(win, 1)), ==, HYOCR_JOB_DONE);
+    g_assert_cmpstr(hyocr_worker_get_model_dir(hyocr_window_get_worker(win)), ==, data);
+    gtk_window_destroy(active);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean quit_app(gpointer app)
+{
+    g_application_quit(app);
+    return G_SOURCE_REMOVE;
+}
+
+static void test_command_line(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(8);
+    /* The setting points elsewhere: --model wins for the session. */
+    g_settings_set_string(app_test_settings(), "model-folder", "/nonexistent");
+    g_autofree char *model = app_test_data("ckpt-nested", NULL);
+    g_autofree char *img = app_test_data("images", "tiny_40x30.png", NULL);
+    g_autofree char *img2 = app_test_data("images", "square_200.png", NULL);
+    char *argv[] = { "hyocr-gtk", "--model", model, img, img2, NULL };
+    guint id = g_timeout_add(50, cmdline_check, model);
+    guint guard = g_timeout_add_seconds(60, quit_app, app_test_app());
+    int status = g_application_run(G_APPLICATION(app_test_app()), 5, argv);
+    g_assert_cmpint(status, ==, 0);
+    g_assert_cmpstr(hyocr_application_get_model_override(app_test_app()), ==, model);
+    g_source_remove(guard);
+    (void)id;
+}
+
+int main(int argc, char **argv)
+{
+    app_test_init(&argc, &argv);
+    g_test_add_func("/app/window/drop-files", test_drop_files);
+    g_test_add_func("/app/window/drop-texture", test_drop_texture);
+    g_test_add_func("/app/window/paste", test_paste);
+    g_test_add_func("/app/window/preset-changes-prompt", test_preset_changes_prompt);
+    g_test_add_func("/app/window/stream-matches-cli", test_stream_matches_cli);
+    g_test_add_func("/app/window/cancel", test_cancel);
+    g_test_add_func("/app/window/broken-model", test_broken_model);
+    g_test_add_func("/app/window/corrupt-image", test_corrupt_image);
+    g_test_add_func("/app/window/memory-refusal", test_memory_refusal);
+    g_test_add_func("/app/window/gauge", test_gauge);
+    g_test_add_func("/app/window/spotting-view", test_spotting_view);
+    g_test_add_func("/app/window/fields-view", test_fields_view);
+    g_test_add_func("/app/window/dialogs", test_dialogs);
+    g_test_add_func("/app/window/zz-command-line", test_command_line);
+    return g_test_run();
+}
