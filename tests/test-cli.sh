@@ -63,6 +63,28 @@ for ck in ckpt-flat ckpt-nested; do
     done
 done
 
+# run: JSON parses (control bytes escaped), tokens equal transformers' greedy run with the
+# 1.08 penalty, and the streamed text equals the JSON text
+for case_dir in "$DATA"/model/ckpt-*/*; do
+    ck=$(basename "$(dirname "$case_dir")"); case=$(basename "$case_dir")
+    img=${case%%__*}; task=${case##*__}
+    args=(--model "$DATA/$ck" --image "$DATA/images/$img" --task "$task" --max-new-tokens 48 --repetition-penalty 1.08 --device cpu)
+    [ "$task" = extract_fields ] && args+=(--fields "姓名,date,total")
+    "$HYOCR" run "${args[@]}" --format json >"$tmp/run.json" 2>"$tmp/run.err"
+    check "run json exits 0 ($ck $case)" test $? -eq 0
+    "$HYOCR" run "${args[@]}" >"$tmp/run.txt" 2>/dev/null
+    python3 - "$tmp/run.json" "$case_dir/greedy_rp.txt" "$tmp/run.txt" <<'PY' >"$tmp/py.log" 2>&1
+import json, sys
+r = json.load(open(sys.argv[1], encoding="utf-8"))
+want = [int(x) for x in open(sys.argv[2]).read().split()]
+assert r["token_ids"] == want, (r["token_ids"], want)
+streamed = open(sys.argv[3], encoding="utf-8", errors="surrogateescape").read()
+assert streamed.rstrip("\n") == r["text"].rstrip("\n"), (streamed[:80], r["text"][:80])
+assert r["stop_reason"] in ("eos", "max_new_tokens")
+PY
+    check "run json tokens = transformers, text = stream ($ck $case)" test $? -eq 0 || cat "$tmp/py.log"
+done
+
 # inspect: the numbers of the checkpoint
 "$HYOCR" inspect --model "$flat" >"$tmp/inspect" 2>&1
 check "inspect flat runs" test $? -eq 0

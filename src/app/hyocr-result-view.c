@@ -27,6 +27,9 @@ struct _HyocrResultView {
     GSignalGroup   *job_signals;
     GPtrArray      *lines;        /* spotting: parsed so far */
     guint           status_tick;
+    GString        *pending;       /* streamed text waiting for the next after-paint */
+    gulong          after_paint;
+    GdkFrameClock  *after_paint_clock;
 };
 
 G_DEFINE_FINAL_TYPE(HyocrResultView, hyocr_result_view, GTK_TYPE_WIDGET)
@@ -143,19 +146,60 @@ static gboolean at_bottom(HyocrResultView *self)
     return gtk_adjustment_get_value(adj) + gtk_adjustment_get_page_size(adj) >= gtk_adjustment_get_upper(adj) - 4;
 }
 
-static void append_text(HyocrResultView *self, const char *appended)
+static void insert_pending(HyocrResultView *self)
 {
+    if (!self->pending->len) return;
     GtkTextBuffer *buf = gtk_text_view_get_buffer(self->text_view);
     gboolean follow = at_bottom(self);
     GtkTextIter end;
     gtk_text_buffer_get_end_iter(buf, &end);
-    gtk_text_buffer_insert(buf, &end, appended, -1);
+    gtk_text_buffer_insert(buf, &end, self->pending->str, (int)self->pending->len);
+    g_string_truncate(self->pending, 0);
     if (follow) gtk_text_view_scroll_mark_onscreen(self->text_view, gtk_text_buffer_get_insert(buf));
+}
+
+static void disconnect_after_paint(HyocrResultView *self)
+{
+    if (self->after_paint) g_clear_signal_handler(&self->after_paint, self->after_paint_clock);
+    g_clear_object(&self->after_paint_clock);
+}
+
+static void on_after_paint(GdkFrameClock *clock, HyocrResultView *self)
+{
+    disconnect_after_paint(self);
+    insert_pending(self);
+}
+
+/* Streamed text goes in right after a frame is painted. GtkTextView checks the
+ * new lines in an idle; inserted just before a frame, that idle lost the race
+ * and GTK 4.8 checked them inside the size allocation, where the height change
+ * left an ancestor unallocated at paint time ("Trying to snapshot … without a
+ * current allocation", and a blank frame). After a paint the idle has a frame
+ * to run. */
+static void append_text(HyocrResultView *self, const char *appended)
+{
+    g_string_append(self->pending, appended);
+    GdkFrameClock *clock = gtk_widget_get_frame_clock(GTK_WIDGET(self));
+    if (!clock) {
+        insert_pending(self);
+        return;
+    }
+    if (self->after_paint) return;
+    self->after_paint = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), self);
+    self->after_paint_clock = g_object_ref(clock);
+    gdk_frame_clock_request_phase(clock, GDK_FRAME_CLOCK_PHASE_AFTER_PAINT);
+}
+
+static void cancel_pending(HyocrResultView *self)
+{
+    disconnect_after_paint(self);
+    g_string_truncate(self->pending, 0);
 }
 
 /* Finished "extract fields" answers are shown as indented JSON. */
 static void reload_text(HyocrResultView *self)
 {
+    cancel_pending(self);
     GtkTextBuffer *buf = gtk_text_view_get_buffer(self->text_view);
     g_autofree char *json = NULL;
     if (is_fields(self) && hyocr_job_get_state(self->job) == HYOCR_JOB_DONE)
@@ -337,10 +381,12 @@ static void hyocr_result_view_dispose(GObject *object)
 {
     HyocrResultView *self = HYOCR_RESULT_VIEW(object);
     g_clear_handle_id(&self->status_tick, g_source_remove);
+    if (self->pending) cancel_pending(self);
     if (self->job_signals) g_signal_group_set_target(self->job_signals, NULL);
     g_clear_object(&self->job_signals);
     g_clear_object(&self->job);
     g_clear_pointer(&self->lines, g_ptr_array_unref);
+    if (self->pending) g_string_free(g_steal_pointer(&self->pending), TRUE);
     gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_RESULT_VIEW);
     /* Unbound template children (the root box) are ours to unparent too. */
     GtkWidget *child;
@@ -400,6 +446,7 @@ static void hyocr_result_view_class_init(HyocrResultViewClass *klass)
 static void hyocr_result_view_init(HyocrResultView *self)
 {
     gtk_widget_init_template(GTK_WIDGET(self));
+    self->pending = g_string_new(NULL);
     self->job_signals = g_signal_group_new(HYOCR_TYPE_JOB);
     g_signal_group_connect(self->job_signals, "text-changed", G_CALLBACK(on_text_changed), self);
     g_signal_group_connect(self->job_signals, "notify::state", G_CALLBACK(on_state_changed), self);

@@ -4,6 +4,9 @@
 #include "cli.h"
 #include "download.h"
 #include "error.h"
+#include "hyocr-build-config.h"
+
+#include <glib/gi18n.h>
 
 #include <glib-unix.h>
 #include <signal.h>
@@ -36,7 +39,8 @@ static char *progress_numbers(const hyocr_download_progress *p)
     g_autofree char *rate = p->rate > 0 ? g_format_size((guint64)p->rate) : g_strdup("—");
     g_autofree char *eta = fmt_eta(p->eta);
     int pct = p->total > 0 ? (int)(100 * p->done / p->total) : 0;
-    return g_strdup_printf("%3d%%  %s / %s  %s/s  %s left", pct, done, total, rate, eta);
+    /* Translators: percent done, bytes done / total, download rate per second, time left */
+    return g_strdup_printf(_("%3d%%  %s / %s  %s/s  %s left"), pct, done, total, rate, eta);
 }
 
 static void clear_bar(download_job *job)
@@ -81,17 +85,17 @@ static void on_progress(const hyocr_download_progress *p, void *user_data)
         return;
     case HYOCR_DOWNLOAD_PHASE_RESUMING: {
         g_autofree char *at = g_format_size((guint64)p->file_done);
-        event_line(job, "resuming %s at %s of %s", p->file, at, size);
+        event_line(job, _("resuming %s at %s of %s"), p->file, at, size);
         return;
     }
     case HYOCR_DOWNLOAD_PHASE_VERIFIED:
-        event_line(job, "verified %s (%s)", p->file, size);
+        event_line(job, _("verified %s (%s)"), p->file, size);
         break;
     case HYOCR_DOWNLOAD_PHASE_WAITING:
         event_line(job, "%s", p->message);
         return;
     case HYOCR_DOWNLOAD_PHASE_INSTALLING:
-        event_line(job, "installing");
+        event_line(job, "%s", _("installing"));
         return;
     case HYOCR_DOWNLOAD_PHASE_FETCHING:
         break;
@@ -108,12 +112,12 @@ static void on_progress(const hyocr_download_progress *p, void *user_data)
 static void print_plan(const hyocr_download_summary *s, const char *version)
 {
     g_autofree char *total = g_format_size((guint64)s->total_bytes), *have = g_format_size((guint64)s->have_bytes);
-    g_autofree char *avail = s->free_bytes >= 0 ? g_format_size((guint64)s->free_bytes) : g_strdup("unknown");
-    g_printerr("HunyuanOCR %s: %s%s%s at revision %s (commit %.12s) from %s\n", version, s->repo,
+    g_autofree char *avail = s->free_bytes >= 0 ? g_format_size((guint64)s->free_bytes) : g_strdup(_("unknown"));
+    g_printerr(_("HunyuanOCR %s: %s%s%s at revision %s (commit %.12s) from %s\n"), version, s->repo,
                *s->subfolder ? "/" : "", s->subfolder, s->revision, s->commit, s->endpoint);
-    g_printerr("%d files, %s", s->n_files, total);
-    if (s->have_bytes > 0) g_printerr(" (%s already downloaded)", have);
-    g_printerr(", %s free, into %s\n", avail, s->dest_dir);
+    g_printerr(g_dngettext(GETTEXT_PACKAGE, "%d file, %s", "%d files, %s", (gulong)s->n_files), s->n_files, total);
+    if (s->have_bytes > 0) g_printerr(_(" (%s already downloaded)"), have);
+    g_printerr(_(", %s free, into %s\n"), avail, s->dest_dir);
 }
 
 static gboolean quit_loop(gpointer loop)
@@ -155,28 +159,30 @@ int hyocr_cmd_download(int argc, char **argv)
     g_autofree char *version = NULL, *revision = NULL, *endpoint = NULL, *repo = NULL;
     gboolean plan_only = FALSE;
     GOptionEntry entries[] = {
-        { "version", 0, 0, G_OPTION_ARG_STRING, &version, "Model release: 1.5 (default) or 1.0", "1.5|1.0" },
-        { "revision", 0, 0, G_OPTION_ARG_STRING, &revision, "Branch, tag or commit (default main)", "REV" },
+        { "version", 0, 0, G_OPTION_ARG_STRING, &version, N_("Model release: 1.5 (default) or 1.0"), "1.5|1.0" },
+        { "revision", 0, 0, G_OPTION_ARG_STRING, &revision, N_("Branch, tag or commit (default main)"), "REV" },
+        /* the defaults are spelled out because xgettext cannot see through macros */
         { "endpoint", 0, 0, G_OPTION_ARG_STRING, &endpoint,
-          "Hub or mirror URL (default $HF_ENDPOINT, else " HYOCR_DOWNLOAD_DEFAULT_ENDPOINT ")", "URL" },
-        { "repo", 0, 0, G_OPTION_ARG_STRING, &repo, "Repository (default " HYOCR_DOWNLOAD_DEFAULT_REPO ")", "OWNER/NAME" },
-        { "dry-run", 'n', 0, G_OPTION_ARG_NONE, &plan_only, "Only list the files and sizes", NULL },
+          N_("Hub or mirror URL (default $HF_ENDPOINT, else https://huggingface.co)"), "URL" },
+        { "repo", 0, 0, G_OPTION_ARG_STRING, &repo, N_("Repository (default tencent/HunyuanOCR)"), "OWNER/NAME" },
+        { "dry-run", 'n', 0, G_OPTION_ARG_NONE, &plan_only, N_("Only list the files and sizes"), NULL },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("[DIR] — download HunyuanOCR weights (resumes, verifies)");
-    g_option_context_set_summary(ctx, "DIR defaults to $XDG_DATA_HOME/hyocr/models/HunyuanOCR-<version>.\n"
-                                      "An interrupted download resumes when the same command runs again.");
-    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("[DIR] — download HunyuanOCR weights (resumes, verifies)"));
+    g_option_context_set_summary(ctx, N_("DIR defaults to $XDG_DATA_HOME/hyocr/models/HunyuanOCR-<version>.\n"
+                                        "An interrupted download resumes when the same command runs again."));
+    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     g_autoptr(GError) error = NULL;
     if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
         g_printerr("hyocr: %s\n", error->message);
         return 2;
     }
-    if (argc > 2) return download_usage(ctx, "give at most one destination folder");
+    if (argc > 2) return download_usage(ctx, _("give at most one destination folder"));
     hyocr_download_params p;
     hyocr_download_params_init(&p);
     if (version && !strcmp(version, "1.0")) p.version = HYOCR_MODEL_VERSION_1_0;
-    else if (version && strcmp(version, "1.5")) return download_usage(ctx, "--version must be 1.5 or 1.0");
+    else if (version && strcmp(version, "1.5")) return download_usage(ctx, _("--version must be 1.5 or 1.0"));
     p.revision = revision;
     p.endpoint = endpoint;
     p.repo = repo;
@@ -205,7 +211,7 @@ int hyocr_cmd_download(int argc, char **argv)
                     s->files[i].name);
         return 0;
     }
-    g_printerr("%s\n\n", HYOCR_DOWNLOAD_LICENCE_NOTICE);
+    g_printerr("%s\n\n", _(HYOCR_DOWNLOAD_LICENCE_NOTICE));
     job.loop = g_main_loop_new(NULL, FALSE);
     guint sigint = g_unix_signal_add(SIGINT, on_signal, &job);
     guint sigterm = g_unix_signal_add(SIGTERM, on_signal, &job);
@@ -216,13 +222,13 @@ int hyocr_cmd_download(int argc, char **argv)
     g_source_remove(sigterm);
     g_main_loop_unref(job.loop);
     if (!job.ok) {
-        g_printerr("hyocr: %s\n", job.error ? job.error->message : "download failed");
+        g_printerr("hyocr: %s\n", job.error ? job.error->message : _("download failed"));
         gboolean cancelled = g_error_matches(job.error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
         g_clear_error(&job.error);
         return cancelled ? 130 : 1;
     }
     const hyocr_download_summary *s = hyocr_download_plan(dl, NULL);
-    g_print("HunyuanOCR %s (commit %.12s) is complete and verified in %s\n", vname, s->commit, s->dest_dir);
+    g_print(_("HunyuanOCR %s (commit %.12s) is complete and verified in %s\n"), vname, s->commit, s->dest_dir);
     return 0;
 }
 
@@ -232,11 +238,11 @@ static const char *status_text(const hyocr_model_entry *e)
 {
     switch (e->state) {
     case HYOCR_MODEL_STATE_VERIFIED:
-        return e->rehashed ? "complete, verified (rehashed now)" : "complete, verified";
-    case HYOCR_MODEL_STATE_CHANGED:    return "complete, changed since verification";
-    case HYOCR_MODEL_STATE_CORRUPT:    return "CORRUPT";
-    case HYOCR_MODEL_STATE_INCOMPLETE: return "incomplete";
-    case HYOCR_MODEL_STATE_UNMANAGED:  return "not verified (not downloaded by hyocr)";
+        return e->rehashed ? _("complete, verified (rehashed now)") : _("complete, verified");
+    case HYOCR_MODEL_STATE_CHANGED:    return _("complete, changed since verification");
+    case HYOCR_MODEL_STATE_CORRUPT:    return _("CORRUPT");
+    case HYOCR_MODEL_STATE_INCOMPLETE: return _("incomplete");
+    case HYOCR_MODEL_STATE_UNMANAGED:  return _("not verified (not downloaded by hyocr)");
     }
     return "?";
 }
@@ -250,7 +256,7 @@ static void print_entry(const hyocr_model_entry *e)
     if (e->problem && e->state != HYOCR_MODEL_STATE_VERIFIED) g_print("    %s\n", e->problem);
     if (e->partial_bytes > 0 && e->state != HYOCR_MODEL_STATE_INCOMPLETE) {
         g_autofree char *pb = g_format_size((guint64)e->partial_bytes);
-        g_print("    an unfinished update (%s) waits in %s.partial — run the download again to resume\n", pb, e->dir);
+        g_print(_("    an unfinished update (%s) waits in %s.partial — run the download again to resume\n"), pb, e->dir);
     }
 }
 
@@ -269,13 +275,14 @@ int hyocr_cmd_models(int argc, char **argv)
 {
     gboolean verify = FALSE;
     GOptionEntry entries[] = {
-        { "verify", 0, 0, G_OPTION_ARG_NONE, &verify, "Rehash every file against its recorded checksum", NULL },
+        { "verify", 0, 0, G_OPTION_ARG_NONE, &verify, N_("Rehash every file against its recorded checksum"), NULL },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("[DIR…] — list installed models and their state");
-    g_option_context_set_summary(ctx, "Without DIR, lists $XDG_DATA_HOME/hyocr/models. A DIR may be a model "
-                                      "folder or a folder of models.");
-    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("[DIR…] — list installed models and their state"));
+    g_option_context_set_summary(ctx, N_("Without DIR, lists $XDG_DATA_HOME/hyocr/models. A DIR may be a model "
+                                        "folder or a folder of models."));
+    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     g_autoptr(GError) error = NULL;
     if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
         g_printerr("hyocr: %s\n", error->message);
@@ -310,7 +317,7 @@ int hyocr_cmd_models(int argc, char **argv)
         }
     }
     if (!shown) {
-        g_print("no models in %s — get one with: hyocr download\n", argc > 1 ? argv[1] : default_root);
+        g_print(_("no models in %s — get one with: hyocr download\n"), argc > 1 ? argv[1] : default_root);
         return 0;
     }
     return verify && bad ? 1 : 0;

@@ -3,6 +3,8 @@
 #include "cli.h"
 #include "error.h"
 #include "hyocr.h"
+#include "hyocr-build-config.h"
+#include <glib/gi18n.h>
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -70,7 +72,7 @@ static void on_logits(const float *logits, int n_vocab, int step, void *data)
     (void)step;
     if (!ctx->logits_file || ctx->dump_error) return;
     if (fwrite(logits, sizeof(float), (size_t)n_vocab, ctx->logits_file) != (size_t)n_vocab)
-        dump_failed(ctx, g_error_new(HYOCR_ERROR, HYOCR_ERROR_IO, "%s/logits.f32: write failed: %s",
+        dump_failed(ctx, g_error_new(HYOCR_ERROR, HYOCR_ERROR_IO, _("%s/logits.f32: write failed: %s"),
                                      ctx->dump_dir, g_strerror(errno)));
 }
 
@@ -80,7 +82,7 @@ static bool parse_variant(const char *s, hyocr_variant *out, const char *opt, GE
     else if (!g_ascii_strcasecmp(s, "r1")) *out = HYOCR_VARIANT_R1;
     else if (!g_ascii_strcasecmp(s, "r2")) *out = HYOCR_VARIANT_R2;
     else {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "%s: expected r1 or r2, got '%s'", opt, s);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s: expected r1 or r2, got “%s”"), opt, s);
         return false;
     }
     return true;
@@ -93,7 +95,7 @@ static bool parse_device(const char *s, hyocr_device *out, GError **error)
     else if (!strcmp(s, "cuda")) *out = HYOCR_DEVICE_CUDA;
     else {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "--device: expected auto, cpu or cuda, got '%s'", s);
+                    _("--device: expected auto, cpu or cuda, got “%s”"), s);
         return false;
     }
     return true;
@@ -102,49 +104,50 @@ static bool parse_device(const char *s, hyocr_device *out, GError **error)
 static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
 {
     GOptionEntry entries[] = {
-        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model, "Model folder (config.json, tokenizer.json, weights)", "DIR" },
-        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &o->image, "Input image (PNG or JPEG)", "FILE" },
-        { "task", 't', 0, G_OPTION_ARG_STRING, &o->task, "Task preset (recognize, spotting, parse_document, …)", "NAME" },
-        { "fields", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->fields, "extract_fields: keys, comma-separated or repeated", "KEYS" },
-        { "prompt", 'p', 0, G_OPTION_ARG_STRING, &o->prompt, "Custom prompt instead of a task", "TEXT" },
-        { "max-new-tokens", 'n', 0, G_OPTION_ARG_INT, &o->max_new_tokens, "Generated tokens at most (8192)", "N" },
-        { "temperature", 0, 0, G_OPTION_ARG_DOUBLE, &o->temperature, "Sampling temperature (0 = greedy)", "T" },
-        { "top-k", 0, 0, G_OPTION_ARG_INT, &o->top_k, "Top-k sampling (0 = off)", "K" },
-        { "top-p", 0, 0, G_OPTION_ARG_DOUBLE, &o->top_p, "Top-p sampling (1 = off)", "P" },
-        { "seed", 0, 0, G_OPTION_ARG_INT64, &o->seed, "Sampling seed", "S" },
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model, N_("Model folder (config.json, tokenizer.json, weights)"), "DIR" },
+        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &o->image, N_("Input image (PNG or JPEG)"), "FILE" },
+        { "task", 't', 0, G_OPTION_ARG_STRING, &o->task, N_("Task preset (recognize, spotting, parse_document, …)"), "NAME" },
+        { "fields", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->fields, N_("extract_fields: keys, comma-separated or repeated"), "KEYS" },
+        { "prompt", 'p', 0, G_OPTION_ARG_STRING, &o->prompt, N_("Custom prompt instead of a task"), "TEXT" },
+        { "max-new-tokens", 'n', 0, G_OPTION_ARG_INT, &o->max_new_tokens, N_("Generated tokens at most (8192)"), "N" },
+        { "temperature", 0, 0, G_OPTION_ARG_DOUBLE, &o->temperature, N_("Sampling temperature (0 = greedy)"), "T" },
+        { "top-k", 0, 0, G_OPTION_ARG_INT, &o->top_k, N_("Top-k sampling (0 = off)"), "K" },
+        { "top-p", 0, 0, G_OPTION_ARG_DOUBLE, &o->top_p, N_("Top-p sampling (1 = off)"), "P" },
+        { "seed", 0, 0, G_OPTION_ARG_INT64, &o->seed, N_("Sampling seed"), "S" },
         { "repetition-penalty", 0, 0, G_OPTION_ARG_DOUBLE, &o->repetition_penalty,
-          "Repetition penalty (default: the model's)", "R" },
-        { "device", 'd', 0, G_OPTION_ARG_STRING, &o->device, "auto, cpu or cuda", "DEV" },
-        { "threads", 0, 0, G_OPTION_ARG_INT, &o->threads, "CPU threads (0 = all cores)", "N" },
-        { "dtype", 0, 0, G_OPTION_ARG_STRING, &o->dtype, "CUDA compute type: f16 (default) or bf16", "T" },
+          N_("Repetition penalty (default: the model’s)"), "R" },
+        { "device", 'd', 0, G_OPTION_ARG_STRING, &o->device, N_("auto, cpu or cuda"), "DEV" },
+        { "threads", 0, 0, G_OPTION_ARG_INT, &o->threads, N_("CPU threads (0 = all cores)"), "N" },
+        { "dtype", 0, 0, G_OPTION_ARG_STRING, &o->dtype, N_("CUDA compute type: f16 (default) or bf16"), "T" },
         { "gpu-memory-limit", 0, 0, G_OPTION_ARG_STRING, &o->mem_limit,
-          "GPU memory this process may use: bytes (8G, 2500M) or a fraction of the card (0.5)", "SIZE" },
-        { "max-side", 0, 0, G_OPTION_ARG_INT, &o->max_side, "Shrink the image so its long edge is at most PX", "PX" },
-        { "max-model-len", 0, 0, G_OPTION_ARG_INT, &o->max_model_len, "Prompt + output tokens at most", "N" },
-        { "format", 'f', 0, G_OPTION_ARG_STRING, &o->format, "Output: text (streamed) or json", "FMT" },
-        { "dump", 0, 0, G_OPTION_ARG_FILENAME, &o->dump, "Write model inputs, logits.f32 and generated_ids.txt", "DIR" },
-        { "rope", 0, 0, G_OPTION_ARG_STRING, &o->rope, "XD-RoPE layout variant: r1 (transformers) or r2", "V" },
-        { "posemb", 0, 0, G_OPTION_ARG_STRING, &o->posemb, "Position-table interpolation: r1 or r2", "V" },
-        { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, "Generate max-new-tokens tokens (benchmarks)", NULL },
+          N_("GPU memory this process may use: bytes (8G, 2500M) or a fraction of the card (0.5)"), "SIZE" },
+        { "max-side", 0, 0, G_OPTION_ARG_INT, &o->max_side, N_("Shrink the image so its long edge is at most PX"), "PX" },
+        { "max-model-len", 0, 0, G_OPTION_ARG_INT, &o->max_model_len, N_("Prompt + output tokens at most"), "N" },
+        { "format", 'f', 0, G_OPTION_ARG_STRING, &o->format, N_("Output: text (streamed) or json"), "FMT" },
+        { "dump", 0, 0, G_OPTION_ARG_FILENAME, &o->dump, N_("Write model inputs, logits.f32 and generated_ids.txt"), "DIR" },
+        { "rope", 0, 0, G_OPTION_ARG_STRING, &o->rope, N_("XD-RoPE layout variant: r1 (transformers) or r2"), "V" },
+        { "posemb", 0, 0, G_OPTION_ARG_STRING, &o->posemb, N_("Position-table interpolation: r1 or r2"), "V" },
+        { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, N_("Generate max-new-tokens tokens (benchmarks)"), NULL },
         { NULL },
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("- recognise the text in an image");
-    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("— read, parse or translate the text in an image"));
+    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     if (!g_option_context_parse(ctx, &argc, &argv, error)) return false;
     if (argc > 1) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "unexpected argument '%s'", argv[1]);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("unexpected argument “%s”"), argv[1]);
         return false;
     }
     if (!o->model || !o->image) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "--model DIR and --image FILE are required");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--model DIR and --image FILE are required"));
         return false;
     }
     if (o->task && o->prompt) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "give either --task or --prompt, not both");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("give either --task or --prompt, not both"));
         return false;
     }
     if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json")) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "--format: expected text or json, got '%s'",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--format: expected text or json, got “%s”"),
                     o->format);
         return false;
     }
@@ -174,7 +177,7 @@ static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GE
         jp->task = HYOCR_TASK_CUSTOM;
         jp->custom_prompt = o->prompt;
     } else if (o->task && !hyocr_task_from_name(o->task, &jp->task)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT, "--task: unknown task '%s'", o->task);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT, _("--task: unknown task “%s”"), o->task);
         return false;
     }
     *fields = split_fields(o->fields);
@@ -194,7 +197,7 @@ static bool parse_dtype(const char *s, hyocr_compute_dtype *out, GError **error)
 {
     if (!s || !strcmp(s, "f16") || !strcmp(s, "fp16")) { *out = HYOCR_COMPUTE_F16; return true; }
     if (!strcmp(s, "bf16")) { *out = HYOCR_COMPUTE_BF16; return true; }
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "--dtype: expected f16 or bf16, got '%s'", s);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--dtype: expected f16 or bf16, got “%s”"), s);
     return false;
 }
 
@@ -217,7 +220,7 @@ static bool parse_memory_limit(const char *s, int64_t *out, GError **error)
     }
     if (end == s || scale == 0 || v <= 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "--gpu-memory-limit: expected bytes (8G, 2500M) or a fraction of the card (0.5), got '%s'", s);
+                    _("--gpu-memory-limit: expected bytes (8G, 2500M) or a fraction of the card (0.5), got “%s”"), s);
         return false;
     }
     *out = (v < 1 && scale == 1) ? -(int64_t)(v * 1e6) : (int64_t)(v * scale);
@@ -242,14 +245,14 @@ static bool open_dump(run_ctx *ctx, GError **error)
 {
     if (!ctx->dump_dir) return true;
     if (g_mkdir_with_parents(ctx->dump_dir, 0755) != 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "--dump %s: cannot create the folder: %s", ctx->dump_dir,
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("--dump %s: cannot create the folder: %s"), ctx->dump_dir,
                     g_strerror(errno));
         return false;
     }
     g_autofree char *path = g_build_filename(ctx->dump_dir, "logits.f32", NULL);
     ctx->logits_file = fopen(path, "wb");
     if (!ctx->logits_file) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot create: %s", path, g_strerror(errno));
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot create: %s"), path, g_strerror(errno));
         return false;
     }
     return true;
@@ -271,7 +274,7 @@ static bool close_dump(run_ctx *ctx, const hyocr_job_result *res, GError **error
     bool ok = fclose(ctx->logits_file) == 0;
     ctx->logits_file = NULL;
     if (!ok) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s/logits.f32: write failed", ctx->dump_dir);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s/logits.f32: write failed"), ctx->dump_dir);
         return false;
     }
     return write_ids(ctx->dump_dir, res->token_ids, error);
@@ -308,6 +311,26 @@ static void json_memory(JsonBuilder *b, const hyocr_mem_info *m)
     json_builder_end_object(b);
 }
 
+/* json-glib 1.6 stops escaping control characters once a string has had a
+ * non-ASCII character, and models do emit control bytes; escape what is left raw
+ * inside strings (quotes and backslashes it does escape, so string bounds are right). */
+static char *json_escape_leftover_controls(const char *json)
+{
+    GString *out = g_string_sized_new(strlen(json) + 16);
+    bool in_string = false, escaped = false;
+    for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
+        if (in_string && *p < 0x20) {
+            g_string_append_printf(out, "\\u%04x", *p);
+            continue;
+        }
+        if (in_string && !escaped && *p == '"') in_string = false;
+        else if (!in_string && *p == '"') in_string = true;
+        escaped = in_string && !escaped && *p == '\\';
+        g_string_append_c(out, (char)*p);
+    }
+    return g_string_free(out, FALSE);
+}
+
 static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
@@ -341,7 +364,8 @@ static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
     json_generator_set_root(gen, root);
     json_generator_set_pretty(gen, TRUE);
     g_autofree char *s = json_generator_to_data(gen, NULL);
-    printf("%s\n", s);
+    g_autofree char *clean = json_escape_leftover_controls(s);
+    printf("%s\n", clean);
 }
 
 static void run_opts_clear(run_opts *o)
@@ -419,7 +443,7 @@ int hyocr_cmd_run(int argc, char **argv)
     bool ok = parse_args(argc, argv, &o, &error) && cmd_run(&o, &res, &error);
     int status = 0;
     if (!ok) {
-        fprintf(stderr, "hyocr run: %s\n", error ? error->message : "failed");
+        fprintf(stderr, _("hyocr run: %s\n"), error ? error->message : _("failed"));
         status = error && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
     }
     hyocr_job_result_clear(&res);

@@ -14,7 +14,7 @@
 
 static int fail(GError *error)
 {
-    g_printerr("hyocr: %s\n", error ? error->message : "unknown error");
+    g_printerr("hyocr: %s\n", error ? error->message : _("unknown error"));
     return 1;
 }
 
@@ -88,14 +88,15 @@ int hyocr_cmd_inspect(int argc, char **argv)
     g_autofree char *model = NULL;
     g_autofree char *device = NULL;
     GOptionEntry entries[] = {
-        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Checkpoint folder", "DIR" },
-        { "device", 0, 0, G_OPTION_ARG_STRING, &device, "Also print the memory plan for this device", "cpu|cuda" },
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, N_("Checkpoint folder"), "DIR" },
+        { "device", 0, 0, G_OPTION_ARG_STRING, &device, N_("Also print the memory plan for this device"), "cpu|cuda" },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("— describe a checkpoint folder");
-    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("— describe a checkpoint folder"));
+    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     if (!parse(ctx, &argc, &argv)) return 2;
-    if (!model) return usage_error(ctx, "--model DIR is required");
+    if (!model) return usage_error(ctx, _("--model DIR is required"));
 
     g_autoptr(GError) error = NULL;
     g_autoptr(hyocr_checkpoint) ck = hyocr_checkpoint_open(model, &error);
@@ -114,13 +115,14 @@ int hyocr_cmd_tokenize(int argc, char **argv)
 {
     g_autofree char *model = NULL;
     GOptionEntry entries[] = {
-        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Checkpoint folder (holds tokenizer.json)", "DIR" },
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, N_("Checkpoint folder (holds tokenizer.json)"), "DIR" },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("TEXT — print token ids on one line");
-    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("TEXT — print token ids on one line"));
+    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     if (!parse(ctx, &argc, &argv)) return 2;
-    if (!model || argc != 2) return usage_error(ctx, "usage: hyocr tokenize --model DIR TEXT");
+    if (!model || argc != 2) return usage_error(ctx, _("usage: hyocr tokenize --model DIR TEXT"));
 
     g_autoptr(GError) error = NULL;
     g_autoptr(hyocr_tokenizer) tok = load_tokenizer(model, &error);
@@ -138,14 +140,15 @@ int hyocr_cmd_detokenize(int argc, char **argv)
     g_autofree char *model = NULL;
     gboolean skip = FALSE;
     GOptionEntry entries[] = {
-        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Checkpoint folder (holds tokenizer.json)", "DIR" },
-        { "skip-special", 0, 0, G_OPTION_ARG_NONE, &skip, "Drop special tokens", NULL },
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, N_("Checkpoint folder (holds tokenizer.json)"), "DIR" },
+        { "skip-special", 0, 0, G_OPTION_ARG_NONE, &skip, N_("Drop special tokens"), NULL },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("ID… — print the text of token ids");
-    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("ID… — print the text of token ids"));
+    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     if (!parse(ctx, &argc, &argv)) return 2;
-    if (!model || argc < 2) return usage_error(ctx, "usage: hyocr detokenize --model DIR ID…");
+    if (!model || argc < 2) return usage_error(ctx, _("usage: hyocr detokenize --model DIR ID…"));
 
     g_autoptr(GError) error = NULL;
     g_autoptr(hyocr_tokenizer) tok = load_tokenizer(model, &error);
@@ -154,7 +157,7 @@ int hyocr_cmd_detokenize(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         gint64 v;
         if (!g_ascii_string_to_signed(argv[i], 10, 0, hyocr_tokenizer_n_vocab(tok) - 1, &v, &error)) {
-            g_printerr("hyocr: token id \"%s\": %s\n", argv[i], error->message);
+            g_printerr(_("hyocr: token id “%s”: %s\n"), argv[i], error->message);
             return 2;
         }
         ids[i - 1] = (int32_t)v;
@@ -175,7 +178,7 @@ static gboolean write_text(const char *dir, const char *name, GString *s, GError
 gboolean hyocr_cli_dump_inputs(const char *dir, const hyocr_prompt *p, const hyocr_pixels *px, GError **error)
 {
     if (g_mkdir_with_parents(dir, 0755) != 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "cannot create dump folder %s: %s", dir, g_strerror(errno));
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("cannot create dump folder %s: %s"), dir, g_strerror(errno));
         return FALSE;
     }
     g_autoptr(GString) s = g_string_new(NULL);
@@ -217,24 +220,25 @@ int hyocr_cmd_prepare(int argc, char **argv)
     g_autofree char *model = NULL, *image = NULL, *task = NULL, *fields = NULL, *prompt = NULL, *dump = NULL;
     int max_side = 0;
     GOptionEntry entries[] = {
-        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Checkpoint folder", "DIR" },
-        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &image, "Input image (PNG or JPEG)", "FILE" },
-        { "task", 't', 0, G_OPTION_ARG_STRING, &task, "Task preset (recognize, spotting, parse_document, …)", "NAME" },
-        { "fields", 0, 0, G_OPTION_ARG_STRING, &fields, "Keys for extract_fields, comma-separated", "A,B" },
-        { "prompt", 'p', 0, G_OPTION_ARG_STRING, &prompt, "Custom prompt text", "TEXT" },
-        { "max-side", 0, 0, G_OPTION_ARG_INT, &max_side, "Pre-scale the long edge to at most PX", "PX" },
-        { "dump", 'd', 0, G_OPTION_ARG_FILENAME, &dump, "Folder for the dump files", "DIR" },
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, N_("Checkpoint folder"), "DIR" },
+        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &image, N_("Input image (PNG or JPEG)"), "FILE" },
+        { "task", 't', 0, G_OPTION_ARG_STRING, &task, N_("Task preset (recognize, spotting, parse_document, …)"), "NAME" },
+        { "fields", 0, 0, G_OPTION_ARG_STRING, &fields, N_("Keys for extract_fields, comma-separated"), "A,B" },
+        { "prompt", 'p', 0, G_OPTION_ARG_STRING, &prompt, N_("Custom prompt text"), "TEXT" },
+        { "max-side", 0, 0, G_OPTION_ARG_INT, &max_side, N_("Pre-scale the long edge to at most PX"), "PX" },
+        { "dump", 'd', 0, G_OPTION_ARG_FILENAME, &dump, N_("Folder for the dump files"), "DIR" },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("— build the model input for an image and a task");
-    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("— build the model input for an image and a task"));
+    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     if (!parse(ctx, &argc, &argv)) return 2;
-    if (!model || !image || !dump) return usage_error(ctx, "--model, --image and --dump are required");
-    if (!task && !prompt) return usage_error(ctx, "give --task NAME or --prompt TEXT");
+    if (!model || !image || !dump) return usage_error(ctx, _("--model, --image and --dump are required"));
+    if (!task && !prompt) return usage_error(ctx, _("give --task NAME or --prompt TEXT"));
 
     hyocr_task t = HYOCR_TASK_CUSTOM;
     if (task && !hyocr_task_from_name(task, &t)) {
-        g_printerr("hyocr: unknown task \"%s\"; known:", task);
+        g_printerr(_("hyocr: unknown task “%s”; known:"), task);
         for (int i = 0; i < HYOCR_TASK_COUNT; i++) g_printerr(" %s", hyocr_task_name((hyocr_task)i));
         g_printerr("\n");
         return 2;
@@ -270,30 +274,32 @@ typedef struct {
 
 static const command commands[] = {
 #ifdef HYOCR_CLI_RUN
-    { "run", hyocr_cmd_run, "read, parse or translate an image (streams the answer)" },
+    { "run", hyocr_cmd_run, N_("read, parse or translate an image (streams the answer)") },
 #endif
 #ifdef HYOCR_CLI_DOWNLOAD
-    { "download", hyocr_cmd_download, "download the model from Hugging Face or a mirror" },
-    { "models", hyocr_cmd_models, "list installed models" },
+    { "download", hyocr_cmd_download, N_("download the model from Hugging Face or a mirror") },
+    { "models", hyocr_cmd_models, N_("list installed models") },
 #endif
-    { "inspect", hyocr_cmd_inspect, "describe a checkpoint folder" },
-    { "prepare", hyocr_cmd_prepare, "write the model input for an image and a task" },
-    { "tokenize", hyocr_cmd_tokenize, "print the token ids of a text" },
-    { "detokenize", hyocr_cmd_detokenize, "print the text of token ids" },
+    { "inspect", hyocr_cmd_inspect, N_("describe a checkpoint folder") },
+    { "prepare", hyocr_cmd_prepare, N_("write the model input for an image and a task") },
+    { "tokenize", hyocr_cmd_tokenize, N_("print the token ids of a text") },
+    { "detokenize", hyocr_cmd_detokenize, N_("print the text of token ids") },
 };
 
 static int print_usage(FILE *f)
 {
-    fprintf(f, "usage: hyocr COMMAND [OPTIONS]   (hyocr COMMAND --help for its options)\n\ncommands:\n");
+    fputs(_("usage: hyocr COMMAND [OPTIONS]   (hyocr COMMAND --help for its options)\n\ncommands:\n"), f);
     for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
-        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-12s %s\n", commands[i].name, _(commands[i].help));
     return f == stderr ? 2 : 0;
 }
 
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "");
-    bindtextdomain(GETTEXT_PACKAGE, HYOCR_LOCALEDIR);
+    /* HYOCR_LOCALEDIR points an uninstalled build (tests, developers) at its own catalogs. */
+    const char *localedir = g_getenv("HYOCR_LOCALEDIR");
+    bindtextdomain(GETTEXT_PACKAGE, localedir && *localedir ? localedir : HYOCR_LOCALEDIR);
     bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
     textdomain(GETTEXT_PACKAGE);
     if (argc < 2) return print_usage(stderr);
@@ -311,6 +317,6 @@ int main(int argc, char **argv)
         g_free(argv[1]);
         return rc;
     }
-    fprintf(stderr, "hyocr: unknown command \"%s\"\n\n", argv[1]);
+    fprintf(stderr, _("hyocr: unknown command “%s”\n\n"), argv[1]);
     return print_usage(stderr);
 }

@@ -9,6 +9,7 @@
  * lm_head.weight must be present: transformers would otherwise run with a random head. */
 #include "checkpoint.h"
 #include "error.h"
+#include "i18n.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -299,13 +300,13 @@ static bool check_dir(const char *dir, GError **error)
 {
     if (!g_file_test(dir, G_FILE_TEST_EXISTS)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    "%s: no such folder. Choose the folder that holds the HunyuanOCR model (config.json, "
-                    "model.safetensors, ...) or download it with `hyocr download`", dir);
+                    _("%s: no such folder. Choose the folder that holds the HunyuanOCR model (config.json, "
+                    "model.safetensors, ...) or download it with `hyocr download`"), dir);
         return false;
     }
     if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    "%s is a file, not a folder: choose the folder that holds config.json and the weights", dir);
+                    _("%s is a file, not a folder: choose the folder that holds config.json and the weights"), dir);
         return false;
     }
     return true;

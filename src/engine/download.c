@@ -15,6 +15,7 @@
 #include "download.h"
 #include "error.h"
 #include "hyocr-build-config.h"
+#include "i18n.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,9 +117,9 @@ static gboolean fail_parse(hyocr_download *dl, GError **error, const char *fmt, 
 static gboolean fail_cancelled(hyocr_download *dl, GError **error)
 {
     if (!g_file_test(dl->partial_dir, G_FILE_TEST_IS_DIR))
-        return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_CANCELLED, NULL, "download cancelled");
+        return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_CANCELLED, NULL, _("download cancelled"));
     return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_CANCELLED, NULL,
-                 "download cancelled; what was fetched is kept in %s and the next download resumes it",
+                 _("download cancelled; what was fetched is kept in %s and the next download resumes it"),
                  dl->partial_dir);
 }
 
@@ -344,7 +345,7 @@ static net_result net_error(hyocr_download *dl, const GError *err, const char *u
         return NET_FAIL;
     }
     failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NETWORK, what,
-          "could not reach %s (fetching %s): %s — check your connection or use --endpoint with a mirror",
+          _("could not reach %s (fetching %s): %s — check your connection or use --endpoint with a mirror"),
           host, what, err->message);
     /* A name that does not resolve will not resolve in a second either. */
     return err->domain == G_RESOLVER_ERROR ? NET_FAIL : NET_RETRY;
@@ -384,11 +385,11 @@ static net_result http_status_error(hyocr_download *dl, SoupMessage *msg, const 
     }
     if (st == 404) {
         const char *why = !code ? "not found"
-                        : !strcmp(code, "RevisionNotFound") ? "that revision does not exist"
+                        : !strcmp(code, "RevisionNotFound") ? _("that revision does not exist")
                         : !strcmp(code, "RepoNotFound") ? "that repository does not exist"
-                        : !strcmp(code, "EntryNotFound") ? "that file is not in this revision" : "not found";
+                        : !strcmp(code, "EntryNotFound") ? _("that file is not in this revision") : _("not found");
         failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, what,
-              "%s: %s, %s — check --revision (\"%s\") and --version (%s), or the mirror given with --endpoint",
+              _("%s: %s, %s — check --revision (\"%s\") and --version (%s), or the mirror given with --endpoint"),
               what, why, detail, dl->revision, dl->version_name);
         return NET_FAIL;
     }
@@ -398,7 +399,7 @@ static net_result http_status_error(hyocr_download *dl, SoupMessage *msg, const 
         g_autofree char *wait = *retry_after > 0 ? g_strdup_printf("; the server asks to wait %.0f s", *retry_after)
                                                  : g_strdup("");
         failf(dl, error, HYOCR_DOWNLOAD_FAILURE_RATE_LIMITED, what,
-              "rate limited while fetching %s: %s%s — wait and run the download again (it resumes)", what, detail,
+              _("rate limited while fetching %s: %s%s — wait and run the download again (it resumes)"), what, detail,
               wait);
         return NET_RETRY;
     }
@@ -721,8 +722,8 @@ static gboolean check_complete_set(hyocr_download *dl, GError **error)
         missing = "model.safetensors (or an index and its shards)";
     if (!missing) return TRUE;
     return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, NULL,
-                 "revision \"%s\" of %s has no %s in %s%s — check --version (%s) and --revision",
-                 dl->revision, dl->repo, missing, *dl->subfolder ? dl->subfolder : "the repository root",
+                 _("revision \"%s\" of %s has no %s in %s%s — check --version (%s) and --revision"),
+                 dl->revision, dl->repo, missing, *dl->subfolder ? dl->subfolder : _("the repository root"),
                  *dl->subfolder ? "/" : "", dl->version_name);
 }
 
@@ -867,8 +868,8 @@ static gboolean check_dest(hyocr_download *dl, GError **error)
     g_autoptr(GDir) d = g_dir_open(dl->dest_dir, 0, NULL);
     if (d && !g_dir_read_name(d)) return TRUE;
     return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_INVALID, NULL,
-                 "%s already holds files that hyocr did not download — choose a new or empty folder "
-                 "(hyocr replaces the whole folder when a download completes)", dl->dest_dir);
+                 _("%s already holds files that hyocr did not download — choose a new or empty folder "
+                 "(hyocr replaces the whole folder when a download completes)"), dl->dest_dir);
 }
 
 const hyocr_download_summary *hyocr_download_plan(hyocr_download *dl, GError **error)
@@ -919,9 +920,9 @@ static gboolean fail_errno(hyocr_download *dl, GError **error, int err, const ch
         dl->failure.free_bytes = avail;
         g_autofree char *n = fmt_size(need), *a = fmt_size(avail);
         return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NO_SPACE, file,
-                     "disk full while writing %s: %s still to download, %s free — free some space and run the "
+                     _("disk full while writing %s: %s still to download, %s free — free some space and run the "
                      "download again to resume (the partial download is kept in %s; the installed model, if any, "
-                     "is untouched)", path, n, a, dl->partial_dir);
+                     "is untouched)"), path, n, a, dl->partial_dir);
     }
     return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_DISK, file, "cannot %s %s: %s", op, path, g_strerror(err));
 }
@@ -1059,7 +1060,7 @@ static gboolean prepare_partial(hyocr_download *dl, GError **error)
     if (dl->lock_fd < 0) return fail_errno(dl, error, errno, NULL, "open", dl->partial_dir);
     if (flock(dl->lock_fd, LOCK_EX | LOCK_NB) != 0)
         return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_INVALID, NULL,
-                     "another download into %s is running (its files are in %s) — wait for it to finish or stop it",
+                     _("another download into %s is running (its files are in %s) — wait for it to finish or stop it"),
                      dl->dest_dir, dl->partial_dir);
     g_autoptr(GDir) d = g_dir_open(dl->partial_dir, 0, NULL);
     const char *name;
@@ -1266,8 +1267,8 @@ static gboolean fetch_file(hyocr_download *dl, int index, GError **error)
             continue;
         }
         failf(dl, error, HYOCR_DOWNLOAD_FAILURE_CHECKSUM, f->name,
-              "%s: checksum mismatch (%s); the damaged download was deleted — run the download again, and if "
-              "this repeats the server or mirror (%s) serves a different file than its list says",
+              _("%s: checksum mismatch (%s); the damaged download was deleted — run the download again, and if "
+              "this repeats the server or mirror (%s) serves a different file than its list says"),
               f->name, bad, dl->host);
         break;
     }
@@ -1374,8 +1375,8 @@ static gboolean check_space(hyocr_download *dl, GError **error)
     dl->failure.free_bytes = avail;
     g_autofree char *n = fmt_size(need), *a = fmt_size(avail), *parent = g_path_get_dirname(dl->partial_dir);
     return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NO_SPACE, NULL,
-                 "not enough disk space in %s: the download needs %s more, %s is free — free some space or "
-                 "choose another folder", parent, n, a);
+                 _("not enough disk space in %s: the download needs %s more, %s is free — free some space or "
+                 "choose another folder"), parent, n, a);
 }
 
 static gboolean run_planned(hyocr_download *dl, GError **error)

@@ -38,11 +38,13 @@ G_BEGIN_DECLS
 #define HYOCR_DOWNLOAD_DEFAULT_ENDPOINT "https://huggingface.co"
 #define HYOCR_DOWNLOAD_DEFAULT_REPO     "tencent/HunyuanOCR"
 #define HYOCR_DOWNLOAD_MANIFEST         ".hyocr-download.json"
-/* Shown by front ends before a download starts. */
-#define HYOCR_DOWNLOAD_LICENCE_NOTICE \
+/* Marks a string for xgettext (po/ passes --keyword=HYOCR_N_) and leaves it as it is. */
+#define HYOCR_N_(text) text
+/* Shown by front ends before a download starts; pass it through _() to translate it. */
+#define HYOCR_DOWNLOAD_LICENCE_NOTICE HYOCR_N_( \
     "The HunyuanOCR weights are Tencent's, under the Tencent Hunyuan Community License " \
     "Agreement (the LICENSE file of the model repository). That licence does not apply in the " \
-    "European Union, the United Kingdom or South Korea. Downloading means you accept its terms."
+    "European Union, the United Kingdom or South Korea. Downloading means you accept its terms.")
 
 typedef enum {
     HYOCR_DOWNLOAD_PHASE_LISTING,      /* asking for the file list */

@@ -2,6 +2,7 @@
  * time (preprocess → vision → prefill → decode) and streams events. */
 #include "hyocr.h"
 #include "error.h"
+#include "i18n.h"
 #include "hyocr-build-config.h"
 #include "model.h"
 #include "postprocess.h"
@@ -90,7 +91,7 @@ static hyocr_backend *open_backend(hyocr_engine *eng, const hyocr_engine_params 
 #else
     if (p->device == HYOCR_DEVICE_CUDA) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                    "this build of hyocr has no CUDA support; use --device cpu or rebuild with -Dcuda=enabled");
+                    _("this build of hyocr has no CUDA support; use --device cpu or rebuild with -Dcuda=enabled"));
         return NULL;
     }
     engine_log(eng, HYOCR_LOG_INFO, "built without CUDA; running on the CPU");
@@ -135,13 +136,13 @@ static bool is_eos(const hyocr_engine *eng, int32_t id)
 static bool check_model_dir(const char *dir, GError **error)
 {
     if (!dir || !*dir) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "no model folder given");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("no model folder given"));
         return false;
     }
     if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    "model folder %s does not exist or is not a folder; download the model "
-                    "(hyocr download) or pass the folder holding config.json", dir);
+                    _("model folder %s does not exist or is not a folder; download the model "
+                    "(hyocr download) or pass the folder holding config.json"), dir);
         return false;
     }
     return true;
@@ -324,8 +325,8 @@ static bool check_fits(job_state *st, GError **error)
     int n = st->prompt->n, limit = st->eng->max_model_len;
     if (n + 1 <= limit) return true;
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_TOO_LONG,
-                "the prompt takes %d tokens (%d of them for the image) and leaves no room to answer within "
-                "max_model_len %d; use a smaller --max-side or a larger max_model_len",
+                _("the prompt takes %d tokens (%d of them for the image) and leaves no room to answer within "
+                "max_model_len %d; use a smaller --max-side or a larger max_model_len"),
                 n, st->prompt->n_image, limit);
     return false;
 }
@@ -422,7 +423,7 @@ static bool decode(job_state *st, GError **error)
     st->res->stop_reason = stop;
     if (!stage_done(st, &st->res->timings.decode_ms, error)) return false;
     if (stop == HYOCR_STOP_CANCELLED) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, "cancelled after %d tokens", st->n_gen);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled after %d tokens"), st->n_gen);
         return false;
     }
     return true;
@@ -483,6 +484,13 @@ static void finish_result(job_state *st)
     if (st->detok) {
         g_autofree char *rest = hyocr_detokenizer_flush(st->detok);
         g_string_append(st->text, rest);
+        /* bytes that never completed a character still reach the stream (as U+FFFD),
+         * so the pieces always add up to raw_text */
+        if (*rest) {
+            hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = -1, .piece = rest,
+                               .n_generated = st->n_gen };
+            emit(st, &ev);
+        }
     }
     r->raw_text = st->text ? g_strdup(st->text->str) : g_strdup("");
     r->text = hyocr_clean_repeated_substrings(r->raw_text, cfg->version);
@@ -541,7 +549,7 @@ bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_
     g_return_val_if_fail(eng != NULL && job != NULL, false);
     if (!g_atomic_int_compare_and_exchange(&eng->busy, 0, 1)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "the engine is already running a job; wait for it or use another engine");
+                    _("the engine is already running a job; wait for it or use another engine"));
         return false;
     }
     g_atomic_int_set(&eng->cancel, 0);

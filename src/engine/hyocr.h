@@ -93,7 +93,8 @@ typedef enum {
 typedef struct {
     hyocr_event_type    type;
     double              elapsed_ms;    /* since the job started */
-    int32_t             token;         /* TOKEN */
+    int32_t             token;         /* TOKEN; -1 for the final flush of bytes that never formed a
+                                        * character (piece is then U+FFFD…) */
     const char         *piece;         /* TOKEN: newly completed UTF-8 text (may be ""), special tokens
                                         * skipped; DONE: the final text */
     int                 n_generated;   /* tokens generated so far */

@@ -16,6 +16,7 @@
  * Other libjpeg warnings (corrupt data inside a scan) are ignored, as Pillow ignores them. */
 #include "image.h"
 #include "error.h"
+#include "i18n.h"
 
 #include <stdio.h>   /* jpeglib.h needs FILE */
 #include <jpeglib.h>
@@ -543,13 +544,13 @@ bool hyocr_image_fit_size(int width, int height, int max_side, int *out_width, i
 static bool image_kind(const uint8_t *p, size_t len, const char **kind)
 {
     static const struct { const char *magic; size_t n; const char *what; } known[] = {
-        { "GIF8", 4, "a GIF image" }, { "BM", 2, "a BMP image" }, { "II*\0", 4, "a TIFF image" },
-        { "MM\0*", 4, "a TIFF image" }, { "%PDF", 4, "a PDF document" }, { "\0\0\1\0", 4, "an ICO image" },
+        { "GIF8", 4, N_("a GIF image") }, { "BM", 2, N_("a BMP image") }, { "II*\0", 4, N_("a TIFF image") },
+        { "MM\0*", 4, N_("a TIFF image") }, { "%PDF", 4, N_("a PDF document") }, { "\0\0\1\0", 4, N_("an ICO image") },
     };
     if (len >= 8 && memcmp(p, "\x89PNG\r\n\x1a\n", 8) == 0) { *kind = "png"; return true; }
     if (len >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) { *kind = "jpeg"; return true; }
     *kind = NULL;
-    if (len >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WEBP", 4) == 0) *kind = "a WebP image";
+    if (len >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WEBP", 4) == 0) *kind = N_("a WebP image");
     for (size_t i = 0; !*kind && i < G_N_ELEMENTS(known); i++)
         if (len >= known[i].n && memcmp(p, known[i].magic, known[i].n) == 0)
             *kind = known[i].what;
@@ -561,9 +562,15 @@ static void set_not_image(const uint8_t *p, size_t len, const char *name, const 
     GString *hex = g_string_new(NULL);
     for (size_t i = 0; i < len && i < 8; i++)
         g_string_append_printf(hex, "%s%02x", i ? " " : "", p[i]);
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE,
-                "%s: not a PNG or JPEG image (starts with %s%s)%s%s; convert it to PNG or JPEG", name,
-                hex->str, len > 8 ? " …" : "", kind ? ", looks like " : "", kind ? kind : "");
+    const char *more = len > 8 ? " …" : "";
+    if (kind)
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE,
+                    _("%s: not a PNG or JPEG image (starts with %s%s), looks like %s; convert it to PNG or JPEG"),
+                    name, hex->str, more, _(kind));
+    else
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE,
+                    _("%s: not a PNG or JPEG image (starts with %s%s); convert it to PNG or JPEG"), name,
+                    hex->str, more);
     g_string_free(hex, TRUE);
 }
 
@@ -584,8 +591,8 @@ static hyocr_image *finish_image(hyocr_image *img, int orientation, const hyocr_
         img = small;
     }
     if (!img)
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "%s: out of memory orienting or "
-                    "scaling the image", name);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("%s: out of memory orienting or "
+                      "scaling the image"), name);
     return img;
 }
 
@@ -596,7 +603,7 @@ hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const ch
     if (!opts) opts = &defaults;
     if (!name) name = "(image in memory)";
     if (!data || len == 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, "%s: file is empty (0 bytes)", name);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, _("%s: file is empty (0 bytes)"), name);
         return NULL;
     }
     const char *kind;
@@ -612,7 +619,7 @@ hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const ch
                                                 : decode_jpeg(data, len, &st, &orientation);
     if (!img) {
         g_set_error(error, HYOCR_ERROR, st.code, "%s: %s", name,
-                    st.msg[0] ? st.msg : "could not be decoded");
+                    st.msg[0] ? st.msg : _("could not be decoded"));
         return NULL;
     }
     return finish_image(img, orientation, opts, name, error);
@@ -623,7 +630,7 @@ hyocr_image *hyocr_image_load(const char *path, const hyocr_image_options *opts,
     g_autoptr(GError) err = NULL;
     g_autoptr(GMappedFile) map = g_mapped_file_new(path, FALSE, &err);
     if (!map) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot read the image file (%s)", path,
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot read the image file (%s)"), path,
                     err->message);
         return NULL;
     }

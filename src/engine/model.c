@@ -267,6 +267,9 @@ void hyocr_model_free(hyocr_model *m)
 
 hyocr_buf *hyocr_model_scratch(hyocr_model *m, int slot, hyocr_buf_kind kind, size_t n, GError **error)
 {
+    /* Callers ask for several buffers in a row and check once: after the first
+     * failure the rest fail quietly, keeping the first (most telling) message. */
+    if (error && *error) return NULL;
     hyocr_buf *b = m->scratch[slot];
     if (b && b->kind == kind && b->n >= n) return b;
     buf_free(m, b);

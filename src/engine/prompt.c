@@ -1,6 +1,7 @@
 /* hyocr — task presets and the prompt for one image + one task. */
 #include "prompt.h"
 #include "error.h"
+#include "i18n.h"
 
 #include <string.h>
 
@@ -76,7 +77,7 @@ static char *fields_prompt(const char *const *fields, GError **error)
 {
     if (!fields || !fields[0]) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
-                    "task extract_fields needs at least one field name (e.g. --fields name,date,total)");
+                    _("task extract_fields needs at least one field name (e.g. --fields name,date,total)"));
         return NULL;
     }
     GString *s = g_string_new("提取图片中的: [");
@@ -85,7 +86,7 @@ static char *fields_prompt(const char *const *fields, GError **error)
         if (!g_utf8_validate(key, -1, NULL) || !*key) {
             /* an empty or undecodable key makes a prompt the model was never trained on */
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
-                        "field %d of extract_fields is empty or not UTF-8", i + 1);
+                        _("field %d of extract_fields is empty or not UTF-8"), i + 1);
             g_string_free(s, TRUE);
             return NULL;
         }
@@ -108,7 +109,7 @@ char *hyocr_task_prompt(hyocr_task task, hyocr_model_version version,
     if (task == HYOCR_TASK_CUSTOM) {
         if (!custom || !*custom || !g_utf8_validate(custom, -1, NULL)) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
-                        "task custom needs a prompt text in UTF-8 (e.g. --prompt \"Describe the image.\")");
+                        _("task custom needs a prompt text in UTF-8 (e.g. --prompt \"Describe the image.\")"));
             return NULL;
         }
         return g_strdup(custom);

@@ -466,6 +466,30 @@ static void test_broken_model(void)
     remove_tree(broken);
 }
 
+/* This build has no CUDA: asking for the GPU is a device problem, shown on
+ * the model page with the engine's message; back on the CPU all is well. */
+static void test_device_preference(void)
+{
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_assert_true(hyocr_worker_is_cpu(hyocr_window_get_worker(win)));
+    g_settings_set_string(app_test_settings(), "device", "gpu");
+    wait_worker(win, HYOCR_WORKER_LOADING);
+    wait_worker(win, HYOCR_WORKER_FAILED);
+    HyocrModelStatus *status = HYOCR_MODEL_STATUS(hyocr_window_get_model_status(win));
+    if (hyocr_worker_get_error(hyocr_window_get_worker(win)) &&
+        strstr(hyocr_worker_get_error(hyocr_window_get_worker(win))->message, "CUDA")) {
+        g_assert_cmpint(hyocr_model_status_get_problem(status), ==, HYOCR_MODEL_PROBLEM_DEVICE);
+        g_assert_cmpstr(hyocr_window_get_page(win), ==, "model");
+        g_assert_nonnull(strstr(hyocr_model_status_get_details(status), "CUDA"));
+    }
+    g_settings_set_string(app_test_settings(), "device", "cpu");
+    wait_worker(win, HYOCR_WORKER_LOADING);
+    wait_worker(win, HYOCR_WORKER_READY);
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "empty");
+    app_test_destroy_window(win);
+}
+
 static void test_corrupt_image(void)
 {
     app_test_reset_settings();
@@ -766,6 +790,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/stream-matches-cli", test_stream_matches_cli);
     g_test_add_func("/app/window/cancel", test_cancel);
     g_test_add_func("/app/window/broken-model", test_broken_model);
+    g_test_add_func("/app/window/device-preference", test_device_preference);
     g_test_add_func("/app/window/corrupt-image", test_corrupt_image);
     g_test_add_func("/app/window/memory-refusal", test_memory_refusal);
     g_test_add_func("/app/window/gauge", test_gauge);
