@@ -1,8 +1,9 @@
 #!/bin/bash
-# Screenshot of the installed app running in Simplified Chinese, for the metainfo
-# (data/screenshots/zh-CN.png) and the README.
+# Screenshot of the *installed* app running in Simplified Chinese: proof that `meson install`
+# delivers working catalogs, schema and icons. (data/screenshots/zh-CN.png, the metainfo's
+# picture, comes from `ninja screenshots`, rendered like the other screenshots.)
 #
-#   data/screenshots/take-zh.sh [OUT.png]
+#   data/screenshots/take-zh.sh [OUT.png]      default: $TMPDIR/hyocr-zh-CN.png
 #
 # Builds and installs hyocr into a throwaway prefix (so the real catalogs, schema and
 # icons are used, as after `meson install`), starts it with LANG=zh_CN.UTF-8 on its own
@@ -13,8 +14,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-out=${1:-$here/zh-CN.png}
-width=1000 height=700
+out=${1:-${TMPDIR:-/tmp}/hyocr-zh-CN.png}
+width=1000 height=700   # the default window size (gschema)
 
 for tool in Xvfb import dbus-run-session meson; do
     command -v $tool >/dev/null || { echo "take-zh.sh: $tool is missing" >&2; exit 1; }

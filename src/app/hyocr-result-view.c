@@ -160,7 +160,10 @@ static void insert_pending(HyocrResultView *self)
 
 static void disconnect_after_paint(HyocrResultView *self)
 {
-    if (self->after_paint) g_clear_signal_handler(&self->after_paint, self->after_paint_clock);
+    /* A clock disposed with its window has already dropped its handlers. */
+    if (self->after_paint && g_signal_handler_is_connected(self->after_paint_clock, self->after_paint))
+        g_signal_handler_disconnect(self->after_paint_clock, self->after_paint);
+    self->after_paint = 0;
     g_clear_object(&self->after_paint_clock);
 }
 

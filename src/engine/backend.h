@@ -49,6 +49,24 @@ struct hyocr_buf {
     void          *data;        /* host pointer (CPU) or device pointer (CUDA) */
 };
 
+/* A window of n elements of b starting at element off, so the model can run the
+ * row-wise parts of a layer on chunks of rows (memory budget). Ops read only the
+ * kind, elem_size, n and data of their operands, which is what makes a view pass
+ * wherever its parent does; a backend must keep it that way. Never free a view.
+ * A window outside b comes back empty, so the op that gets it fails its size
+ * check instead of touching memory it does not own. */
+static inline hyocr_buf hyocr_buf_view(const hyocr_buf *b, size_t off, size_t n)
+{
+    hyocr_buf v = *b;
+    if (off > b->n || n > b->n - off) {
+        v.n = 0;
+        return v;
+    }
+    v.data = (uint8_t *)b->data + off * (size_t)b->elem_size;
+    v.n = n;
+    return v;
+}
+
 /* Rotary embedding parameters, fixed per model (spec §5.4). */
 typedef struct {
     int               head_dim;

@@ -1,6 +1,7 @@
 /* hyocr — model weights on a backend, scratch buffers and the paged KV storage. */
 #include "model.h"
 #include "error.h"
+#include "memplan.h"
 #include <math.h>
 #include <string.h>
 
@@ -195,6 +196,8 @@ hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GEr
     /* The strings belong to the checkpoint's config; the model never needs them. */
     m->cfg.bos_token = m->cfg.eos_token = m->cfg.pad_token = m->cfg.chat_template = NULL;
     m->live_seqs = g_ptr_array_new();
+    m->vit_chunk_rows = HYOCR_VIT_CHUNK_ROWS;
+    m->text_chunk_rows = HYOCR_TEXT_CHUNK_ROWS;
     hyocr_rope_params_init(&m->rope, &m->cfg);
 
     loader ld = { .m = m, .ck = ck, .error = error };
@@ -277,12 +280,15 @@ hyocr_buf *hyocr_model_scratch(hyocr_model *m, int slot, hyocr_buf_kind kind, si
     return m->scratch[slot];
 }
 
+void hyocr_model_scratch_release(hyocr_model *m, int slot)
+{
+    buf_free(m, m->scratch[slot]);
+    m->scratch[slot] = NULL;
+}
+
 void hyocr_model_trim_scratch(hyocr_model *m)
 {
-    for (int i = 0; i < HYOCR_SCRATCH_COUNT; i++) {
-        buf_free(m, m->scratch[i]);
-        m->scratch[i] = NULL;
-    }
+    for (int i = 0; i < HYOCR_SCRATCH_COUNT; i++) hyocr_model_scratch_release(m, i);
 }
 
 /* ---- paged KV storage ---------------------------------------------------------- */
@@ -318,6 +324,29 @@ static bool kv_alloc_storage(hyocr_model *m, int n_blocks, hyocr_buf ***k_out, h
     return true;
 }
 
+/* Frees the storage and the pool (no sequence may hold blocks). */
+static void kv_drop(hyocr_model *m)
+{
+    free_kv_storage(m, m->k_cache, m->v_cache);
+    m->k_cache = m->v_cache = NULL;
+    if (m->kv_pool) hyocr_kv_pool_free(m->kv_pool);
+    m->kv_pool = NULL;
+}
+
+static bool kv_set_blocks(hyocr_model *m, int n_blocks, GError **error)
+{
+    if (!kv_alloc_storage(m, n_blocks, &m->k_cache, &m->v_cache, error)) return false;
+    m->kv_pool = hyocr_kv_pool_init(n_blocks, m->kv_block_size);
+    return true;
+}
+
+static int kv_blocks_for(const hyocr_model *m, int64_t n_tokens)
+{
+    int64_t b = (MAX(n_tokens, 0) + m->kv_block_size - 1) / m->kv_block_size;
+    if (m->kv_max_blocks && b > m->kv_max_blocks) b = m->kv_max_blocks;
+    return (int)MIN(b, (int64_t)G_MAXINT);
+}
+
 bool hyocr_model_kv_init(hyocr_model *m, int block_size, int n_blocks, int initial_tokens, int max_tokens,
                          GError **error)
 {
@@ -331,19 +360,33 @@ bool hyocr_model_kv_init(hyocr_model *m, int block_size, int n_blocks, int initi
                     "KV cache: block size %d and block count %d must be positive", block_size, n_blocks);
         return false;
     }
-    free_kv_storage(m, m->k_cache, m->v_cache);
-    m->k_cache = m->v_cache = NULL;
-    if (m->kv_pool) hyocr_kv_pool_free(m->kv_pool);
-    m->kv_pool = NULL;
-
+    kv_drop(m);
     m->kv_block_size = block_size;
     m->kv_fixed = n_blocks > 0;
     m->kv_max_blocks = max_tokens > 0 ? (max_tokens + block_size - 1) / block_size : 0;
-    if (!m->kv_fixed) n_blocks = MAX(1, (initial_tokens + block_size - 1) / block_size);
-    if (m->kv_max_blocks && n_blocks > m->kv_max_blocks && !m->kv_fixed) n_blocks = m->kv_max_blocks;
-    if (!kv_alloc_storage(m, n_blocks, &m->k_cache, &m->v_cache, error)) return false;
-    m->kv_pool = hyocr_kv_pool_init(n_blocks, block_size);
-    return true;
+    if (!m->kv_fixed) n_blocks = kv_blocks_for(m, initial_tokens);
+    return n_blocks == 0 || kv_set_blocks(m, n_blocks, error);
+}
+
+bool hyocr_model_kv_resize(hyocr_model *m, int n_tokens, GError **error)
+{
+    if (m->kv_block_size <= 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "KV cache: not initialised");
+        return false;
+    }
+    if (m->kv_fixed) return true;
+    for (guint i = 0; i < m->live_seqs->len; i++) {
+        const hyocr_kv_seq *s = m->live_seqs->pdata[i];
+        if (s->n_blocks > 0) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "KV cache: cannot be resized while a sequence holds %d blocks", s->n_blocks);
+            return false;
+        }
+    }
+    int want = kv_blocks_for(m, n_tokens);
+    if (m->kv_pool && hyocr_kv_pool_n_blocks(m->kv_pool) == want) return true;
+    kv_drop(m);
+    return want == 0 || kv_set_blocks(m, want, error);
 }
 
 hyocr_kv_seq *hyocr_model_seq_new(hyocr_model *m)
@@ -382,8 +425,9 @@ static bool kv_move_seq(hyocr_model *m, const hyocr_kv_seq *s, hyocr_kv_pool *po
     return true;
 }
 
-/* Replaces the pool by a bigger one; every live sequence keeps its tokens.
- * A new table is built per sequence because block ids cannot be chosen. */
+/* Replaces the pool by a bigger one (or makes the first); every live sequence
+ * keeps its tokens. A new table is built per sequence because block ids cannot
+ * be chosen. */
 static bool kv_grow(hyocr_model *m, int new_blocks, GError **error)
 {
     hyocr_buf **k2, **v2;
@@ -403,13 +447,12 @@ static bool kv_grow(hyocr_model *m, int new_blocks, GError **error)
     }
     for (guint i = 0; i < n; i++) {
         hyocr_kv_seq *s = m->live_seqs->pdata[i];
-        hyocr_kv_seq_release(m->kv_pool, s);
+        if (m->kv_pool) hyocr_kv_seq_release(m->kv_pool, s);
         g_free(s->blocks);
         *s = moved[i];
     }
     g_free(moved);
-    free_kv_storage(m, m->k_cache, m->v_cache);
-    hyocr_kv_pool_free(m->kv_pool);
+    kv_drop(m);
     m->k_cache = k2;
     m->v_cache = v2;
     m->kv_pool = pool2;
@@ -418,21 +461,33 @@ static bool kv_grow(hyocr_model *m, int new_blocks, GError **error)
 
 bool hyocr_model_kv_reserve(hyocr_model *m, hyocr_kv_seq *seq, int n_more, GError **error)
 {
-    if (!m->kv_pool) {
+    if (m->kv_block_size <= 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "KV cache: not initialised");
         return false;
     }
-    g_autoptr(GError) local = NULL;
-    if (hyocr_kv_seq_reserve(m->kv_pool, seq, n_more, &local)) return true;
-    int have = hyocr_kv_pool_n_blocks(m->kv_pool);
-    int need = hyocr_kv_pool_blocks_for(m->kv_pool, seq->n_tokens + n_more) - seq->n_blocks
-               - hyocr_kv_pool_n_free(m->kv_pool);
-    int target = MAX(have * 2, have + need);
-    if (m->kv_max_blocks) target = MIN(target, m->kv_max_blocks);
-    if (m->kv_fixed || target < have + need) {
-        g_propagate_error(error, g_steal_pointer(&local));
+    if (n_more < 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "KV cache: cannot reserve a negative number of tokens (%d)", n_more);
         return false;
     }
-    if (!kv_grow(m, target, error)) return false;
+    g_autoptr(GError) local = NULL;
+    if (m->kv_pool && hyocr_kv_seq_reserve(m->kv_pool, seq, n_more, &local)) return true;
+    int have = m->kv_pool ? hyocr_kv_pool_n_blocks(m->kv_pool) : 0;
+    int n_free = m->kv_pool ? hyocr_kv_pool_n_free(m->kv_pool) : 0;
+    int64_t want = ((int64_t)seq->n_tokens + n_more + m->kv_block_size - 1) / m->kv_block_size;
+    int64_t need = want - seq->n_blocks - n_free;
+    int64_t target = MAX((int64_t)have * 2, have + need);
+    if (m->kv_max_blocks) target = MIN(target, m->kv_max_blocks);
+    if (m->kv_fixed || target < have + need || target > G_MAXINT) {
+        if (local) {
+            g_propagate_error(error, g_steal_pointer(&local));
+        } else {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                        "KV cache: %" G_GINT64_FORMAT " blocks of %d tokens would exceed the cap of %d blocks",
+                        have + need, m->kv_block_size, m->kv_max_blocks);
+        }
+        return false;
+    }
+    if (!kv_grow(m, (int)target, error)) return false;
     return hyocr_kv_seq_reserve(m->kv_pool, seq, n_more, error);
 }

@@ -39,7 +39,7 @@ enum {
     HYOCR_SCRATCH_V_X, HYOCR_SCRATCH_V_A, HYOCR_SCRATCH_V_QKV, HYOCR_SCRATCH_V_ATT,
     HYOCR_SCRATCH_V_DELTA, HYOCR_SCRATCH_V_MLP, HYOCR_SCRATCH_V_PIX,
     HYOCR_SCRATCH_M_GATHER, HYOCR_SCRATCH_M_P0, HYOCR_SCRATCH_M_P2, HYOCR_SCRATCH_M_NL,
-    HYOCR_SCRATCH_M_MLP, HYOCR_SCRATCH_M_PRE,
+    HYOCR_SCRATCH_M_MLP, HYOCR_SCRATCH_M_PRE, HYOCR_SCRATCH_M_NORM,
     HYOCR_SCRATCH_T_H, HYOCR_SCRATCH_T_A, HYOCR_SCRATCH_T_QKV, HYOCR_SCRATCH_T_ATT,
     HYOCR_SCRATCH_T_DELTA, HYOCR_SCRATCH_T_GU, HYOCR_SCRATCH_T_ACT, HYOCR_SCRATCH_T_LAST,
     HYOCR_SCRATCH_T_LOGITS,
@@ -73,6 +73,11 @@ typedef struct hyocr_model {
     GPtrArray     *live_seqs;              /* hyocr_kv_seq* created by hyocr_model_seq_new */
 
     hyocr_buf *scratch[HYOCR_SCRATCH_COUNT];
+    /* Rows per chunk of the row-wise parts of the ViT blocks and merger, and of
+     * the prefill (memplan.h's defaults; tests lower them). Multiples of 512 keep
+     * the CPU backend's results bit-identical to unchunked runs. */
+    int        vit_chunk_rows;
+    int        text_chunk_rows;
 } hyocr_model;
 
 /* Uploads every tensor of the checkpoint the model uses. The config (including
@@ -84,9 +89,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_model, hyocr_model_free)
 /* Returns the scratch buffer of a slot with room for at least n elements. */
 hyocr_buf   *hyocr_model_scratch(hyocr_model *m, int slot, hyocr_buf_kind kind, size_t n, GError **error);
 void         hyocr_model_trim_scratch(hyocr_model *m);
+/* Frees one slot's buffer, so a stage's scratch is gone before the next takes its own. */
+void         hyocr_model_scratch_release(hyocr_model *m, int slot);
 
 /* KV cache. n_blocks > 0 makes a fixed pool; n_blocks = 0 starts with
- * initial_tokens worth of blocks and grows (doubling, up to max_tokens) when a
+ * initial_tokens worth of blocks (none when 0: the first reservation or
+ * hyocr_model_kv_resize allocates) and grows (doubling, up to max_tokens) when a
  * reservation does not fit, moving the live sequences' blocks. */
 bool          hyocr_model_kv_init(hyocr_model *m, int block_size, int n_blocks, int initial_tokens,
                                   int max_tokens, GError **error);
@@ -95,6 +103,10 @@ void          hyocr_model_seq_free(hyocr_model *m, hyocr_kv_seq *seq);
 /* Reserves room for n_more tokens, growing a non-fixed pool when needed. */
 bool          hyocr_model_kv_reserve(hyocr_model *m, hyocr_kv_seq *seq, int n_more, GError **error);
 int64_t       hyocr_model_kv_bytes_per_block(const hyocr_model *m);
+/* Gives a growable pool exactly the blocks for n_tokens (capped by max_tokens;
+ * 0 frees the storage), the old storage freed first so the two never coexist.
+ * Fails while a sequence holds blocks. A fixed pool is left as it is. */
+bool          hyocr_model_kv_resize(hyocr_model *m, int n_tokens, GError **error);
 
 /* Polled between ViT blocks and by the engine between decode steps. */
 typedef bool (*hyocr_cancel_fn)(void *data);

@@ -10,7 +10,10 @@
  * same job API the worker uses. With HYOCR_SCREENSHOT_MODEL set to a real
  * HunyuanOCR folder the jobs run on that model instead. */
 #include "app-test.h"
+#include "hyocr-build-config.h"
 #include "hyocr-image-util.h"
+#include <glib/gi18n.h>
+#include <locale.h>
 #include <pango/pangocairo.h>
 
 #define WIN_W 1100
@@ -150,7 +153,7 @@ static void test_empty(void)
 {
     HyocrWindow *win = screenshot_window();
     g_assert_cmpstr(hyocr_window_get_page(win), ==, "empty");
-    save_window(win, "empty.png");
+    save_window(win, "empty-state.png");
     app_test_destroy_window(win);
 }
 
@@ -182,7 +185,7 @@ static void test_running(void)
         hyocr_job_post_state(job, HYOCR_JOB_WRITING);
         for (gsize i = 0; i < G_N_ELEMENTS(markdown); i++) hyocr_job_post_piece(job, markdown[i], 9 * (int)(i + 1));
     }
-    save_window(win, "running.png");
+    save_window(win, "running-job.png");
     g_assert_true(hyocr_job_is_active(job) || real_model());
     hyocr_job_cancel(job);
     if (!real_model()) hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, "");
@@ -208,17 +211,43 @@ static void test_spotting(void)
     HyocrImageView *iv = hyocr_result_view_get_image_view(view);
     g_assert_cmpuint(hyocr_image_view_get_n_boxes(iv), ==, real_model() ? hyocr_image_view_get_n_boxes(iv) : G_N_ELEMENTS(page_lines));
     hyocr_image_view_set_highlight(iv, 4);   /* as when the pointer rests on the fifth line */
-    save_window(win, "spotting.png");
+    save_window(win, "spotting-result.png");
     app_test_destroy_window(win);
     g_object_unref(page.texture);
     g_string_free(page.spotting, TRUE);
 }
 
+/* The empty window in Chinese, from this build's catalogs (po/). Last: it
+ * switches the process's locale. */
+static void test_empty_zh_cn(void)
+{
+    const char *catalogs = g_getenv("HYOCR_LOCALE_DIR");
+    g_autofree char *mo = catalogs ? g_build_filename(catalogs, "zh_CN", "LC_MESSAGES", GETTEXT_PACKAGE ".mo", NULL) : NULL;
+    if (!mo || !g_file_test(mo, G_FILE_TEST_EXISTS)) {
+        g_test_skip("no zh_CN catalog in this build (HYOCR_LOCALE_DIR)");
+        return;
+    }
+    if (!setlocale(LC_ALL, "zh_CN.UTF-8")) {
+        g_test_skip("the zh_CN.UTF-8 locale is not installed");
+        return;
+    }
+    g_setenv("LANGUAGE", "zh_CN", TRUE);
+    bindtextdomain(GETTEXT_PACKAGE, catalogs);
+    bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+    textdomain(GETTEXT_PACKAGE);
+    g_assert_cmpstr(_("Drop an Image"), !=, "Drop an Image");
+    HyocrWindow *win = screenshot_window();
+    save_window(win, "zh-CN.png");
+    app_test_destroy_window(win);
+}
+
 int main(int argc, char **argv)
 {
+    setlocale(LC_ALL, "");
     app_test_init(&argc, &argv);
     g_test_add_func("/app/screenshots/empty", test_empty);
     g_test_add_func("/app/screenshots/running", test_running);
     g_test_add_func("/app/screenshots/spotting", test_spotting);
+    g_test_add_func("/app/screenshots/zh-CN", test_empty_zh_cn);
     return g_test_run();
 }

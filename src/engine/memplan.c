@@ -1,0 +1,201 @@
+/* hyocr — memory plan (see memplan.h). Each phase below replays, in order, the
+ * buffers its code takes and gives back; the phase's peak is the high-water mark. */
+#include "memplan.h"
+#include <string.h>
+
+#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
+
+typedef struct {
+    int64_t live, peak;
+} tracker;
+
+static void take(tracker *t, int64_t bytes)
+{
+    t->live += bytes;
+    if (t->live > t->peak) t->peak = t->live;
+}
+
+static void give(tracker *t, int64_t bytes)
+{
+    t->live -= bytes;
+}
+
+void hyocr_memplan_params_init(hyocr_memplan_params *p, hyocr_backend_kind kind)
+{
+    memset(p, 0, sizeof *p);
+    p->act_elem = kind == HYOCR_BACKEND_CUDA ? 2 : 4;
+    p->backend_bytes = kind == HYOCR_BACKEND_CUDA ? HYOCR_MEMPLAN_CUDA_BACKEND : 0;
+    p->lm_head_tied = true;
+    p->kv_block_size = 16;
+    p->vit_chunk_rows = HYOCR_VIT_CHUNK_ROWS;
+    p->text_chunk_rows = HYOCR_TEXT_CHUNK_ROWS;
+}
+
+/* Element counts of the buffers model.c's load_vision uploads. */
+static int64_t vision_weight_elems(const hyocr_config *cfg)
+{
+    const hyocr_vision_config *v = &cfg->vision;
+    int64_t C = v->hidden_size, I = v->intermediate_size, T = v->out_hidden_size;
+    int64_t pp = (int64_t)v->num_channels * v->patch_size * v->patch_size, edge = hyocr_config_pos_edge(cfg);
+    int64_t block = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + I * C + I + C * I + C;
+    int64_t embed = C * pp + C + (edge * edge + 1) * C;
+    int64_t merger = C + 8 * C * C + 2 * C + 8 * C * C + 4 * C + 4 * C + T * 4 * C + T + 3 * T;
+    return embed + v->num_layers * block + merger;
+}
+
+/* … and load_text: fused q|k|v and gate|up are one buffer each, which costs the same. */
+static int64_t text_weight_elems(const hyocr_config *cfg, bool tied)
+{
+    const hyocr_text_config *t = &cfg->text;
+    int64_t H = t->hidden_size, D = t->head_dim, I = t->intermediate_size, V = t->vocab_size;
+    int64_t q = (int64_t)t->num_heads * D, kv = (int64_t)t->num_kv_heads * D;
+    int64_t layer = H + (q + 2 * kv) * H + H * q + 2 * D + H + 2 * I * H + H * I;
+    return V * H + t->num_layers * layer + H + (tied ? 0 : V * H);
+}
+
+int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, bool lm_head_tied)
+{
+    return (vision_weight_elems(cfg) + text_weight_elems(cfg, lm_head_tied)) * elem;
+}
+
+int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem)
+{
+    const hyocr_text_config *t = &cfg->text;
+    return (int64_t)t->num_layers * 2 * t->num_kv_heads * t->head_dim * elem;
+}
+
+int hyocr_memplan_image_tokens(int grid_h, int grid_w)
+{
+    return (grid_h / 2) * (grid_w / 2 + 1) + 2;
+}
+
+int hyocr_memplan_kv_tokens(int prompt_tokens, int max_new_tokens, int max_model_len)
+{
+    int64_t n = (int64_t)prompt_tokens + MAX(max_new_tokens, 1) - 1;
+    if (max_model_len > 0) n = MIN(n, (int64_t)max_model_len - 1);
+    return (int)MAX(n, (int64_t)prompt_tokens);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* vision.c: patch embedding, then the ViT blocks (whole-image x, qkv and
+ * attention output; chunk-sized norm, delta and MLP buffers). Leaves x live. */
+static void plan_tower(const hyocr_config *cfg, const hyocr_memplan_params *p, int64_t n, tracker *t)
+{
+    const hyocr_vision_config *v = &cfg->vision;
+    int64_t e = p->act_elem, C = v->hidden_size, I = v->intermediate_size;
+    int64_t K = (int64_t)v->num_channels * v->patch_size * v->patch_size;
+    int64_t rows = min64(n, MAX(p->vit_chunk_rows, 1));
+    int64_t pix = n * K * e, x = n * C * 4;
+    take(t, pix);
+    take(t, x);
+    give(t, pix);
+    int64_t chunk = rows * C * e * 2 + rows * I * e;   /* norm out, delta; MLP hidden */
+    int64_t whole = n * 3 * C * e + n * C * e;         /* qkv, attention out */
+    take(t, chunk + whole);
+    give(t, chunk + whole);
+}
+
+/* vision.c's merger: norm + gather by merged-row chunks (x freed after), the two
+ * convolutions by cell chunks, the newline column, the Linear by row chunks into
+ * the fp32 pre-norm rows, and the output. Leaves the output live. */
+static void plan_merger(const hyocr_config *cfg, const hyocr_memplan_params *p, int gh, int gw, tracker *t,
+                        int64_t *out_bytes)
+{
+    const hyocr_vision_config *v = &cfg->vision;
+    int64_t e = p->act_elem, C = v->hidden_size, T = v->out_hidden_size, R = MAX(p->vit_chunk_rows, 1);
+    int64_t n = (int64_t)gh * gw, Hm = gh / 2, Wm = gw / 2, cells = Hm * Wm, rows = Hm * (Wm + 1), n_out = rows + 2;
+    int64_t merged_rows = MAX(1, min64(R / (2 * (int64_t)gw), Hm));
+    int64_t norm = 2 * merged_rows * gw * C * e, gather = cells * 4 * C * e;
+    take(t, norm + gather);
+    give(t, norm + n * C * 4);                          /* and x */
+    int64_t p0 = min64(cells, R) * 2 * C * e, p2 = cells * 4 * C * e;
+    take(t, p0 + p2);
+    give(t, gather + p0);
+    int64_t nl = (rows + 2) * 4 * C * e;
+    take(t, nl);
+    give(t, p2);
+    int64_t pre = n_out * T * 4, y = min64(rows, R) * T * e;
+    take(t, pre + y);
+    give(t, nl + y);
+    *out_bytes = n_out * T * e;
+    take(t, *out_bytes);
+    give(t, pre);
+}
+
+/* text.c: one chunk's buffers of every role, the last rows and the logits. */
+static int64_t plan_prefill(const hyocr_config *cfg, const hyocr_memplan_params *p, int prompt_tokens)
+{
+    const hyocr_text_config *c = &cfg->text;
+    int64_t e = p->act_elem, H = c->hidden_size, D = c->head_dim, I = c->intermediate_size;
+    int64_t rows = min64(MAX(prompt_tokens, 1), MAX(p->text_chunk_rows, 1));
+    int64_t qkv = ((int64_t)c->num_heads + 2 * c->num_kv_heads) * D, att = (int64_t)c->num_heads * D;
+    int64_t per_row = H * 4 + (H + qkv + att + H + 2 * I + I) * e;
+    return rows * per_row + H * e + (int64_t)c->vocab_size * 4;
+}
+
+static void plan_vision(const hyocr_config *cfg, const hyocr_memplan_params *p, hyocr_memplan *out)
+{
+    int gh = out->grid_h, gw = out->grid_w;
+    if (gh <= 0 || gw <= 0 || gh % 2 || gw % 2) return;
+    tracker t = { 0 };
+    plan_tower(cfg, p, (int64_t)gh * gw, &t);
+    out->vision_tower = t.peak;
+    t.peak = t.live;
+    plan_merger(cfg, p, gh, gw, &t, &out->image_embeds);
+    out->vision_merger = t.peak;
+    out->vision = MAX(out->vision_tower, out->vision_merger);
+}
+
+void hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *p, int grid_h, int grid_w,
+                           int prompt_tokens, int max_new_tokens, hyocr_memplan *out)
+{
+    memset(out, 0, sizeof *out);
+    int bs = MAX(p->kv_block_size, 1);
+    out->grid_h = grid_h;
+    out->grid_w = grid_w;
+    out->n_patches = grid_h > 0 && grid_w > 0 ? grid_h * grid_w : 0;
+    out->image_tokens = out->n_patches ? hyocr_memplan_image_tokens(grid_h, grid_w) : 0;
+    out->prompt_tokens = MAX(prompt_tokens, 0);
+    out->max_new_tokens = max_new_tokens;
+    out->act_elem = p->act_elem;
+    out->weights = hyocr_memplan_weights(cfg, p->act_elem, p->lm_head_tied);
+    out->backend = p->backend_bytes;
+    out->kv_per_token = hyocr_memplan_kv_per_token(cfg, p->act_elem);
+    out->kv_per_block = out->kv_per_token * bs;
+
+    int64_t blocks;
+    if (p->kv_fixed_blocks > 0) {
+        blocks = p->kv_fixed_blocks;
+        out->kv_tokens = (int)MIN(blocks * bs, (int64_t)G_MAXINT);
+    } else {
+        out->kv_tokens = hyocr_memplan_kv_tokens(out->prompt_tokens, max_new_tokens, p->max_model_len);
+        blocks = ((int64_t)out->kv_tokens + bs - 1) / bs;
+    }
+    out->kv = blocks * out->kv_per_block;
+
+    plan_vision(cfg, p, out);
+    out->prefill = plan_prefill(cfg, p, out->prompt_tokens);
+    int64_t fixed = out->weights + out->backend;
+    out->peak_vision = fixed + out->vision + (p->kv_fixed_blocks > 0 ? out->kv : 0);
+    out->peak_text = fixed + out->kv + out->image_embeds + out->prefill;
+    out->total = MAX(out->peak_vision, out->peak_text);
+    out->fits = true;
+}
+
+char *hyocr_memplan_describe(const hyocr_memplan *plan)
+{
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "weights %.2f", GIB(plan->weights));
+    if (plan->peak_text >= plan->peak_vision) {
+        g_string_append_printf(s, " + KV %.2f (%d tokens) + prefill %.2f + image embeddings %.2f", GIB(plan->kv),
+                               plan->kv_tokens, GIB(plan->prefill), GIB(plan->image_embeds));
+    } else {
+        g_string_append_printf(s, " + vision tower %.2f", GIB(plan->vision));
+        if (plan->peak_vision - plan->weights - plan->backend > plan->vision)
+            g_string_append_printf(s, " + fixed KV pool %.2f", GIB(plan->kv));
+    }
+    if (plan->backend) g_string_append_printf(s, " + backend scratch %.2f", GIB(plan->backend));
+    g_string_append(s, " GiB");
+    return g_string_free(s, FALSE);
+}

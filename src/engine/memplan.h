@@ -1,0 +1,95 @@
+/* hyocr — memory plan: the device bytes a job takes, computed from the config
+ * and the backend's element sizes alone (no device, no weights needed), so a
+ * job that cannot fit is refused before it starts and `hyocr inspect` can say
+ * what a page costs on a card it does not have.
+ *
+ * The plan mirrors what model.c, vision.c, text.c and engine.c allocate, buffer
+ * by buffer; whoever changes their allocations changes the plan with them
+ * (test-memplan compares it with what the CPU backend really allocated).
+ *
+ * A job runs in two phases that never overlap in memory: the vision tower +
+ * merger (its scratch is freed before the KV pool is allocated), then prefill and
+ * decode over the KV pool. Its peak is weights + backend scratch + the larger
+ * phase. */
+#pragma once
+#include "backend.h"
+#include "config.h"
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+/* Rows per chunk of the row-wise parts (norms, GEMMs, MLP) of the ViT blocks
+ * and merger, and of the prefill. Multiples of 512: the CPU backend runs its
+ * GEMMs on 512-row tiles, so chunked results stay bit-identical. */
+#define HYOCR_VIT_CHUNK_ROWS  4096
+#define HYOCR_TEXT_CHUNK_ROWS 1024
+
+/* Device scratch the CUDA backend keeps for itself: cuBLAS(Lt) workspace and the
+ * host↔device staging buffer (32 MiB each, grown by a quarter as backend-cuda.c's
+ * scratch_need does), plus 4 MiB for op metadata and decode partials. */
+#define HYOCR_MEMPLAN_CUDA_BACKEND ((int64_t)84 << 20)
+
+typedef struct {
+    int     act_elem;         /* bytes per activation / weight / KV element: 4 (CPU) or 2 (CUDA) */
+    int64_t backend_bytes;    /* the backend's own scratch (HYOCR_MEMPLAN_CUDA_BACKEND, 0 on the CPU) */
+    bool    lm_head_tied;     /* the head shares the embedding buffer */
+    int     kv_block_size;    /* tokens per KV block */
+    int     kv_fixed_blocks;  /* > 0: a fixed pool, held through the vision phase too */
+    int     max_model_len;    /* caps the KV pool; 0 = no cap */
+    int     vit_chunk_rows;
+    int     text_chunk_rows;
+} hyocr_memplan_params;
+
+typedef struct {
+    /* the job */
+    int     grid_h, grid_w;     /* ViT patch grid */
+    int     n_patches;
+    int     image_tokens;       /* merger rows = placeholder tokens */
+    int     prompt_tokens;
+    int     max_new_tokens;
+    int     kv_tokens;          /* tokens the pool is sized for: prompt + max_new − 1, capped */
+    int     act_elem;
+    /* model-wide, bytes */
+    int64_t weights;            /* as uploaded: fused QKV and gate|up, a tied head once, compute dtype */
+    int64_t backend;            /* the backend's own scratch */
+    int64_t kv_per_token;       /* layers × 2 × kv_heads × head_dim × elem */
+    int64_t kv_per_block;
+    /* the job, bytes */
+    int64_t kv;                 /* the pool: blocks × kv_per_block */
+    int64_t vision_tower;       /* scratch peak of patch embedding + ViT blocks */
+    int64_t vision_merger;      /* scratch peak of the merger (incl. its output) */
+    int64_t vision;             /* max of the two */
+    int64_t image_embeds;       /* merger output, held until the prefill ends */
+    int64_t prefill;            /* text scratch of the chunked prefill; decode reuses it */
+    int64_t peak_vision;        /* weights + backend + vision (+ kv for a fixed pool) */
+    int64_t peak_text;          /* weights + backend + kv + image_embeds + prefill */
+    int64_t total;              /* max(peak_vision, peak_text): what the job needs */
+    /* filled by the engine (hyocr_engine_plan_job / hyocr_engine_memory_plan) */
+    int64_t budget;             /* the memory limit, or on CUDA free + held; 0 = unknown */
+    bool    fits;               /* total ≤ budget (true when the budget is unknown) */
+} hyocr_memplan;
+
+/* Defaults for a backend kind: element size, backend scratch, block size 16,
+ * the chunk sizes above, no fixed pool, no length cap, tied head. */
+void    hyocr_memplan_params_init(hyocr_memplan_params *p, hyocr_backend_kind kind);
+
+int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, bool lm_head_tied);
+int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem);
+/* Placeholder tokens of a grid_h × grid_w patch grid: (h/2)·(w/2 + 1) + 2. */
+int     hyocr_memplan_image_tokens(int grid_h, int grid_w);
+/* Tokens the KV pool must hold for a job: the decode loop feeds back all but
+ * the last generated token and stops one short of max_model_len (0 = no cap). */
+int     hyocr_memplan_kv_tokens(int prompt_tokens, int max_new_tokens, int max_model_len);
+
+/* The plan of one job. Odd or empty grids plan no vision (the job would be
+ * refused by the vision tower anyway). */
+void    hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *p, int grid_h, int grid_w,
+                              int prompt_tokens, int max_new_tokens, hyocr_memplan *out);
+
+/* "weights 1.86 + KV 0.41 (4448 tokens) + prefill 0.04 + image 0.01 + backend 0.08 GiB"
+ * for the phase that sets the total. */
+char   *hyocr_memplan_describe(const hyocr_memplan *plan);
+
+G_END_DECLS
