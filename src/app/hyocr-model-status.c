@@ -10,16 +10,12 @@ struct _HyocrModelStatus {
     AdwStatusPage    *status_page;
     GtkLabel         *details_label;
     GtkLabel         *howto_label;
+    GtkWidget        *choose_button;
     GtkBox           *download_area;
     HyocrModelProblem problem;
 };
 
 G_DEFINE_FINAL_TYPE(HyocrModelStatus, hyocr_model_status, GTK_TYPE_WIDGET)
-
-char *hyocr_model_folder_default(void)
-{
-    return g_build_filename(g_get_user_data_dir(), "hyocr", "models", "HunyuanOCR", NULL);
-}
 
 static gboolean has_weights(const char *folder)
 {
@@ -40,6 +36,23 @@ char **hyocr_model_folder_missing_files(const char *folder)
     }
     if (!has_weights(folder)) g_strv_builder_add(b, "*.safetensors");
     return g_strv_builder_end(b);
+}
+
+/* `hyocr download` writes HunyuanOCR-1.5 (or -1.0); HunyuanOCR is what earlier
+ * versions asked for. A complete folder wins over one that merely exists. */
+char *hyocr_model_folder_default(void)
+{
+    static const char *const names[] = { "HunyuanOCR-1.5", "HunyuanOCR-1.0", "HunyuanOCR" };
+    g_autofree char *existing = NULL;
+    for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *dir = g_build_filename(g_get_user_data_dir(), "hyocr", "models", names[i], NULL);
+        if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) continue;
+        g_auto(GStrv) missing = hyocr_model_folder_missing_files(dir);
+        if (!missing[0]) return g_steal_pointer(&dir);
+        if (!existing) existing = g_steal_pointer(&dir);
+    }
+    return existing ? g_steal_pointer(&existing)
+                    : g_build_filename(g_get_user_data_dir(), "hyocr", "models", names[0], NULL);
 }
 
 static HyocrModelProblem classify(const char *folder, const GError *error, char ***missing)
@@ -117,6 +130,15 @@ const char *hyocr_model_status_get_title(HyocrModelStatus *self) { return adw_st
 const char *hyocr_model_status_get_details(HyocrModelStatus *self) { return gtk_label_get_text(self->details_label); }
 GtkBox *hyocr_model_status_get_download_area(HyocrModelStatus *self) { return self->download_area; }
 
+void hyocr_model_status_set_download_visible(HyocrModelStatus *self, gboolean visible)
+{
+    g_return_if_fail(HYOCR_IS_MODEL_STATUS(self));
+    gtk_widget_set_visible(GTK_WIDGET(self->download_area), visible);
+    /* The download area offers the download and its own checked "Use a Folder…". */
+    gtk_widget_set_visible(GTK_WIDGET(self->howto_label), !visible);
+    gtk_widget_set_visible(self->choose_button, !visible);
+}
+
 static void hyocr_model_status_dispose(GObject *object)
 {
     gtk_widget_dispose_template(GTK_WIDGET(object), HYOCR_TYPE_MODEL_STATUS);
@@ -135,6 +157,7 @@ static void hyocr_model_status_class_init(HyocrModelStatusClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrModelStatus, status_page);
     gtk_widget_class_bind_template_child(widget_class, HyocrModelStatus, details_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrModelStatus, howto_label);
+    gtk_widget_class_bind_template_child(widget_class, HyocrModelStatus, choose_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrModelStatus, download_area);
     gtk_widget_class_set_layout_manager_type(widget_class, GTK_TYPE_BIN_LAYOUT);
 }

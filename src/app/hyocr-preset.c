@@ -12,17 +12,12 @@ G_DEFINE_ENUM_TYPE(HyocrPreset, hyocr_preset,
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_SUBTITLES, "subtitles"),
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_CUSTOM, "custom"))
 
-static const struct {
-    const char *label;
-    const char *extension;
-} presets[HYOCR_N_PRESETS] = {
-    [HYOCR_PRESET_RECOGNIZE]      = { N_("Recognize Text"), "txt" },
-    [HYOCR_PRESET_SPOTTING]       = { N_("Text with Boxes"), "txt" },
-    [HYOCR_PRESET_PARSE_DOCUMENT] = { N_("Parse Document"), "md" },
-    [HYOCR_PRESET_TRANSLATE]      = { N_("Translate"), "md" },
-    [HYOCR_PRESET_EXTRACT_FIELDS] = { N_("Extract Fields"), "json" },
-    [HYOCR_PRESET_SUBTITLES]      = { N_("Subtitles"), "txt" },
-    [HYOCR_PRESET_CUSTOM]         = { N_("Custom Prompt"), "txt" },
+/* Labels live in hyocr-task-picker.ui, in this order. */
+static const char *const extensions[HYOCR_N_PRESETS] = {
+    [HYOCR_PRESET_RECOGNIZE] = "txt",       [HYOCR_PRESET_SPOTTING] = "txt",
+    [HYOCR_PRESET_PARSE_DOCUMENT] = "md",   [HYOCR_PRESET_TRANSLATE] = "md",
+    [HYOCR_PRESET_EXTRACT_FIELDS] = "json", [HYOCR_PRESET_SUBTITLES] = "txt",
+    [HYOCR_PRESET_CUSTOM] = "txt",
 };
 
 const char *hyocr_preset_get_nick(HyocrPreset preset)
@@ -32,16 +27,10 @@ const char *hyocr_preset_get_nick(HyocrPreset preset)
     return v ? v->value_nick : NULL;
 }
 
-const char *hyocr_preset_get_label(HyocrPreset preset)
-{
-    g_return_val_if_fail((unsigned)preset < HYOCR_N_PRESETS, NULL);
-    return _(presets[preset].label);
-}
-
 const char *hyocr_preset_get_extension(HyocrPreset preset)
 {
     g_return_val_if_fail((unsigned)preset < HYOCR_N_PRESETS, "txt");
-    return presets[preset].extension;
+    return extensions[preset];
 }
 
 char **hyocr_fields_parse(const char *text)

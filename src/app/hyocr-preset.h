@@ -22,7 +22,6 @@ typedef enum {
 GType hyocr_preset_get_type(void);
 
 const char *hyocr_preset_get_nick(HyocrPreset preset);
-const char *hyocr_preset_get_label(HyocrPreset preset);      /* translated */
 /* File name extension that suits the preset's output ("txt", "md", "json"). */
 const char *hyocr_preset_get_extension(HyocrPreset preset);
 

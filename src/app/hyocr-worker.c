@@ -250,35 +250,43 @@ static const hyocr_image *job_image(HyocrJob *job, hyocr_image **owned, GError *
     return *owned;
 }
 
-/* Size after the engine's own max_side pre-scale (texture jobs). */
-static void scaled_size(const hyocr_image *img, int max_side, gboolean owned, int *w, int *h)
-{
-    *w = img->width;
-    *h = img->height;
-    int long_edge = MAX(*w, *h);
-    if (owned || max_side <= 0 || long_edge <= max_side) return;
-    double s = (double)max_side / long_edge;
-    *w = MAX(1, (int)(*w * s + 0.5));
-    *h = MAX(1, (int)(*h * s + 0.5));
-}
-
-static char *check_memory(HyocrWorker *self, HyocrJob *job, const hyocr_image *img, gboolean owned, GError **error)
+static void fill_params(HyocrJob *job, const hyocr_image *img, gboolean owned, hyocr_job_params *jp)
 {
     const HyocrJobOptions *o = hyocr_job_get_options(job);
-    int w, h;
-    scaled_size(img, o->max_side, owned, &w, &h);
-    HyocrJobEstimate est;
-    if (!hyocr_job_estimate(hyocr_engine_config(self->engine), self->engine_cpu ? 4 : 2, w, h, o->max_new_tokens,
-                            &est, error))
-        return NULL;
-    hyocr_mem_info mem;
-    hyocr_engine_mem_info(self->engine, &mem);
-    return hyocr_memory_check(&est, &mem, self->engine_limit, self->engine_cpu);
+    hyocr_job_params_init(jp);
+    jp->image = img;
+    jp->max_side = owned ? 0 : o->max_side;   /* a decoded file already had it applied */
+    jp->task = o->task;
+    jp->fields = (const char *const *)o->fields;
+    jp->custom_prompt = o->custom_prompt;
+    jp->max_new_tokens = o->max_new_tokens;
+    jp->repetition_penalty = o->repetition_penalty;
+    jp->ignore_eos = o->ignore_eos;
+    jp->cancellable = hyocr_job_get_cancellable(job);
+    jp->on_event = on_event;
+    jp->user_data = job;
+}
+
+/* The engine plans a job's memory from the image and prompt alone and would
+ * refuse it too, but in the words of the command line; this says it in the
+ * words of the preferences. */
+static char *check_memory(HyocrWorker *self, const hyocr_job_params *jp, GError **error)
+{
+    hyocr_memplan plan;
+    if (!hyocr_engine_plan_job(self->engine, jp, &plan, error)) return NULL;
+    int w = jp->image->width, h = jp->image->height;
+    if (jp->max_side > 0 && MAX(w, h) > jp->max_side) {
+        double s = (double)jp->max_side / MAX(w, h);
+        w = MAX(1, (int)(w * s + 0.5));
+        h = MAX(1, (int)(h * s + 0.5));
+    }
+    return hyocr_memory_refusal(&plan, w, h, self->engine_limit > 0, self->engine_cpu);
 }
 
 /* Decode, build the prompt text, refuse what cannot fit. FALSE when the job
  * ended here (already reported). */
-static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image **img, hyocr_image **owned)
+static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image **img, hyocr_image **owned,
+                            hyocr_job_params *jp)
 {
     const HyocrJobOptions *o = hyocr_job_get_options(job);
     g_autoptr(GError) error = NULL;
@@ -295,7 +303,8 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
         return FALSE;
     }
     hyocr_job_post_prompt(job, prompt);
-    g_autofree char *refusal = check_memory(self, job, *img, *owned != NULL, &error);
+    fill_params(job, *img, *owned != NULL, jp);
+    g_autofree char *refusal = check_memory(self, jp, &error);
     if (error || refusal) {
         fail_job(job, error ? error->message : refusal);
         return FALSE;
@@ -303,25 +312,11 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
     return TRUE;
 }
 
-static void run_engine(HyocrWorker *self, HyocrJob *job, const hyocr_image *img, gboolean owned)
+static void run_engine(HyocrWorker *self, HyocrJob *job, const hyocr_job_params *jp)
 {
-    const HyocrJobOptions *o = hyocr_job_get_options(job);
-    hyocr_job_params jp;
-    hyocr_job_params_init(&jp);
-    jp.image = img;
-    jp.max_side = owned ? 0 : o->max_side;
-    jp.task = o->task;
-    jp.fields = (const char *const *)o->fields;
-    jp.custom_prompt = o->custom_prompt;
-    jp.max_new_tokens = o->max_new_tokens;
-    jp.repetition_penalty = o->repetition_penalty;
-    jp.ignore_eos = o->ignore_eos;
-    jp.cancellable = hyocr_job_get_cancellable(job);
-    jp.on_event = on_event;
-    jp.user_data = job;
     hyocr_job_result res = { 0 };
     g_autoptr(GError) error = NULL;
-    if (hyocr_engine_run(self->engine, &jp, &res, &error))
+    if (hyocr_engine_run(self->engine, jp, &res, &error))
         hyocr_job_post_finish(job, HYOCR_JOB_DONE, res.text, NULL);
     else if (g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)) {
         g_autofree char *msg = g_strdup_printf(_("Cancelled after %d tokens"), (int)(res.token_ids ? res.token_ids->len : 0));
@@ -336,12 +331,13 @@ static void run_job(HyocrWorker *self, HyocrJob *job)
     hyocr_job_post_state(job, HYOCR_JOB_PREPARING);
     const hyocr_image *img = NULL;
     g_autoptr(hyocr_image) owned = NULL;
-    if (!prepare_job(self, job, &img, &owned)) return;
+    hyocr_job_params jp;
+    if (!prepare_job(self, job, &img, &owned, &jp)) return;
     if (g_cancellable_is_cancelled(hyocr_job_get_cancellable(job))) {
         hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, _("Cancelled before it started"));
         return;
     }
-    run_engine(self, job, img, owned != NULL);
+    run_engine(self, job, &jp);
 }
 
 static void thread_job(HyocrWorker *self, HyocrJob *job)

@@ -4,6 +4,7 @@
 #include "checkpoint.h"
 #include "error.h"
 #include "hyocr-build-config.h"
+#include "memplan.h"
 
 #include <errno.h>
 #include <glib/gi18n.h>
@@ -83,13 +84,64 @@ static void print_stats(const hyocr_checkpoint_stats *s)
     g_print("lm_head        %s\n", s->lm_head_tied ? "tied to embed_tokens" : "explicit lm_head.weight");
 }
 
+#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
+
+/* Prompt tokens of the recognize task for a grid; without a tokenizer, the
+ * image tokens plus a generous 64 for the template and task text. */
+static int plan_prompt_tokens(const hyocr_config *cfg, const hyocr_tokenizer *tok, int gh, int gw)
+{
+    g_autofree char *text = hyocr_task_prompt(HYOCR_TASK_RECOGNIZE, cfg->version, NULL, NULL, NULL);
+    g_autoptr(hyocr_prompt) p = tok && text ? hyocr_prompt_build(tok, cfg, text, gh, gw, NULL) : NULL;
+    return p ? p->n : hyocr_memplan_image_tokens(gh, gw) + 64;
+}
+
+/* The memory plan (memplan.h) of square pages on a device kind: arithmetic from
+ * the config, so no GPU is needed to see what a job will take on one. */
+static void print_memory_plan(const hyocr_checkpoint *ck, const char *model, hyocr_backend_kind kind, int max_new)
+{
+    const hyocr_config *cfg = hyocr_checkpoint_config(ck);
+    hyocr_checkpoint_stats st;
+    hyocr_checkpoint_get_stats(ck, &st);
+    hyocr_memplan_params p;
+    hyocr_memplan_params_init(&p, kind);
+    p.lm_head_tied = st.lm_head_tied;
+    p.max_model_len = cfg->text.max_position_embeddings > 0 ? cfg->text.max_position_embeddings : 0;
+    g_autoptr(hyocr_tokenizer) tok = load_tokenizer(model, NULL);
+    hyocr_memplan plan;
+    hyocr_memplan_for_job(cfg, &p, 0, 0, 0, 1, &plan);
+    g_print("memory plan    %s, %d-byte activations/weights/KV, up to %d new tokens%s\n", kind == HYOCR_BACKEND_CUDA ?
+            "cuda" : "cpu", p.act_elem, max_new, tok ? "" : " (no tokenizer: prompt text estimated)");
+    g_print("  weights      %.3f GiB (%" G_GINT64_FORMAT " bytes)\n", GIB(plan.weights), plan.weights);
+    g_print("  KV cache     %.1f MiB per 1K tokens (%" G_GINT64_FORMAT " bytes per token)\n",
+            plan.kv_per_token * 1024 / 1048576.0, plan.kv_per_token);
+    if (plan.backend) g_print("  backend      %.1f MiB of its own scratch\n", plan.backend / 1048576.0);
+    g_print("  %-10s %8s %8s %8s %8s %8s %8s %8s  GiB\n", "page", "patches", "prompt", "vision", "prefill", "KV",
+            "peak-vis", "total");
+    static const int sides[] = { 1024, 2048, 4096 };
+    for (size_t i = 0; i < G_N_ELEMENTS(sides); i++) {
+        const hyocr_processor_config *pc = &cfg->processor;
+        int rh, rw;
+        if (pc->patch_size <= 0 || !hyocr_smart_resize(sides[i], sides[i], pc->patch_size * pc->merge_size,
+                                                       pc->min_pixels, pc->max_pixels, &rh, &rw, NULL))
+            continue;
+        int gh = rh / pc->patch_size, gw = rw / pc->patch_size;
+        hyocr_memplan_for_job(cfg, &p, gh, gw, plan_prompt_tokens(cfg, tok, gh, gw), max_new, &plan);
+        g_autofree char *page = g_strdup_printf("%d×%d", sides[i], sides[i]);
+        g_print("  %-11s %8d %8d %8.3f %8.3f %8.3f %8.3f %8.3f\n", page, plan.n_patches, plan.prompt_tokens,
+                GIB(plan.vision), GIB(plan.prefill + plan.image_embeds), GIB(plan.kv), GIB(plan.peak_vision),
+                GIB(plan.total));
+    }
+}
+
 int hyocr_cmd_inspect(int argc, char **argv)
 {
     g_autofree char *model = NULL;
     g_autofree char *device = NULL;
+    int max_new = 8192;
     GOptionEntry entries[] = {
         { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, N_("Checkpoint folder"), "DIR" },
         { "device", 0, 0, G_OPTION_ARG_STRING, &device, N_("Also print the memory plan for this device"), "cpu|cuda" },
+        { "max-new-tokens", 0, 0, G_OPTION_ARG_INT, &max_new, N_("New tokens the plan makes room for (8192)"), "N" },
         { NULL }
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(N_("— describe a checkpoint folder"));
@@ -97,6 +149,9 @@ int hyocr_cmd_inspect(int argc, char **argv)
     g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     if (!parse(ctx, &argc, &argv)) return 2;
     if (!model) return usage_error(ctx, _("--model DIR is required"));
+    if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0)
+        return usage_error(ctx, _("--device must be cpu or cuda"));
+    if (max_new < 1) return usage_error(ctx, _("--max-new-tokens must be at least 1"));
 
     g_autoptr(GError) error = NULL;
     g_autoptr(hyocr_checkpoint) ck = hyocr_checkpoint_open(model, &error);
@@ -106,6 +161,8 @@ int hyocr_cmd_inspect(int argc, char **argv)
     g_print("model          %s\n", hyocr_checkpoint_dir(ck));
     print_config(hyocr_checkpoint_config(ck));
     print_stats(&st);
+    if (device)
+        print_memory_plan(ck, model, strcmp(device, "cuda") == 0 ? HYOCR_BACKEND_CUDA : HYOCR_BACKEND_CPU, max_new);
     return 0;
 }
 

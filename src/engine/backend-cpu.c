@@ -218,6 +218,26 @@ static void cpu_free(hyocr_backend *be)
     g_free(cb);
 }
 
+#define MIB(x) ((double)(x) / (1024.0 * 1024.0))
+
+/* The memory limit check, with the numbers as the CUDA backend gives them. */
+static bool within_limit(cpu_backend *cb, hyocr_buf_kind kind, size_t bytes, GError **error)
+{
+    static const char *const names[] = { "activations", "fp32", "weights", "KV cache" };
+    g_mutex_lock(&cb->mem_lock);
+    bool over = cb->memory_limit > 0 && cb->total + (int64_t)bytes > cb->memory_limit;
+    int64_t in_use = cb->total, w = cb->bytes[HYOCR_BUF_WEIGHT], kv = cb->bytes[HYOCR_BUF_KV];
+    int64_t act = cb->bytes[HYOCR_BUF_ACT] + cb->bytes[HYOCR_BUF_F32];
+    g_mutex_unlock(&cb->mem_lock);
+    if (!over) return true;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                "CPU backend: allocating %.1f MiB of %s would exceed the memory limit of %.1f MiB (%" G_GINT64_FORMAT
+                " bytes; %.1f MiB in use: weights %.1f MiB, KV %.1f MiB, activations %.1f MiB); raise the limit or "
+                "use a smaller image", MIB(bytes), names[kind], MIB(cb->memory_limit), cb->memory_limit, MIB(in_use),
+                MIB(w), MIB(kv), MIB(act));
+    return false;
+}
+
 static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GError **error)
 {
     cpu_backend *cb = CB(be);
@@ -232,17 +252,7 @@ static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GE
         return NULL;
     }
     size_t bytes = n * sizeof(float);
-    g_mutex_lock(&cb->mem_lock);
-    bool over = cb->memory_limit > 0 && cb->total + (int64_t)bytes > cb->memory_limit;
-    int64_t in_use = cb->total;
-    g_mutex_unlock(&cb->mem_lock);
-    if (over) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CPU backend: allocating %zu bytes would exceed the memory limit of %" G_GINT64_FORMAT
-                    " bytes (%" G_GINT64_FORMAT " in use); raise the limit or use a smaller image",
-                    bytes, cb->memory_limit, in_use);
-        return NULL;
-    }
+    if (!within_limit(cb, kind, bytes, error)) return NULL;
     void *data = NULL;
     size_t alloc_bytes = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
     if (posix_memalign(&data, CPU_ALIGN, alloc_bytes ? alloc_bytes : CPU_ALIGN) != 0) {
@@ -1660,6 +1670,12 @@ hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **er
     cb->n_threads = n;
     cb->pool = pool;
     cb->memory_limit = p ? p->memory_limit : 0;
+    if (cb->memory_limit < 0) {
+        /* a fraction of the machine's RAM, in millionths (see backend.h) */
+        int64_t total = 0, avail = 0;
+        read_meminfo(&total, &avail);
+        cb->memory_limit = (int64_t)((double)total * (double)-cb->memory_limit / 1e6);
+    }
     /* HYOCR_CPU_GENERIC=1 selects the portable code paths (no OpenBLAS, no
      * AVX2), so tests and benchmarks can reach them on any machine. */
     bool generic = g_getenv("HYOCR_CPU_GENERIC") != NULL;

@@ -4,6 +4,7 @@
 #include "error.h"
 #include "i18n.h"
 #include "hyocr-build-config.h"
+#include "memplan.h"
 #include "model.h"
 #include "postprocess.h"
 #include "sampler.h"
@@ -13,7 +14,6 @@
 
 #define DEFAULT_MAX_NEW_TOKENS 8192
 #define DEFAULT_KV_BLOCK       16
-#define INITIAL_KV_TOKENS      256
 #define FALLBACK_MAX_MODEL_LEN 32768
 
 struct hyocr_engine {
@@ -25,6 +25,9 @@ struct hyocr_engine {
     hyocr_backend    *be;
     hyocr_model      *model;
     int               max_model_len;
+    int64_t           memory_limit;     /* as given: bytes, or < 0 millionths of the device */
+    int               kv_fixed_blocks;  /* the engine's fixed pool, 0 when it grows per job */
+    bool              lm_head_tied;
     int32_t           eos[2 * HYOCR_MAX_EOS + 1];
     int               n_eos;
     gint              cancel;   /* atomic */
@@ -168,10 +171,16 @@ static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError 
                          : cfg->text.max_position_embeddings > 0 ? cfg->text.max_position_embeddings
                                                                  : FALLBACK_MAX_MODEL_LEN;
     int bs = p->kv_block_size > 0 ? p->kv_block_size : DEFAULT_KV_BLOCK;
-    if (!hyocr_model_kv_init(eng->model, bs, p->kv_n_blocks, MIN(INITIAL_KV_TOKENS, eng->max_model_len),
-                             eng->max_model_len, error))
+    /* A growable pool gets its storage per job, sized to the job (see prefill). */
+    if (!hyocr_model_kv_init(eng->model, bs, p->kv_n_blocks, 0, eng->max_model_len, error))
         return false;
     eng->kv_block_bytes = hyocr_model_kv_bytes_per_block(eng->model);
+    eng->kv_fixed_blocks = p->kv_n_blocks;
+    if (p->vit_chunk_rows > 0) eng->model->vit_chunk_rows = p->vit_chunk_rows;
+    if (p->text_chunk_rows > 0) eng->model->text_chunk_rows = p->text_chunk_rows;
+    hyocr_checkpoint_stats cs;
+    hyocr_checkpoint_get_stats(eng->ck, &cs);
+    eng->lm_head_tied = cs.lm_head_tied;
     collect_eos(eng);
     return true;
 }
@@ -182,6 +191,7 @@ hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error)
     if (!check_model_dir(p->model_dir, error)) return NULL;
     hyocr_engine *eng = g_new0(hyocr_engine, 1);
     eng->model_dir = g_strdup(p->model_dir);
+    eng->memory_limit = p->memory_limit;
     eng->log = p->log;
     eng->log_data = p->log_data;
     if (!engine_load(eng, p, error)) {
@@ -293,12 +303,20 @@ static bool stage_done(job_state *st, double *ms, GError **error)
     return true;
 }
 
+static bool prescale_size(int width, int height, int max_side, int *w, int *h)
+{
+    int long_edge = MAX(width, height);
+    if (max_side <= 0 || long_edge <= max_side) return false;
+    double s = (double)max_side / long_edge;
+    *w = MAX(1, (int)lround(width * s));
+    *h = MAX(1, (int)lround(height * s));
+    return true;
+}
+
 static hyocr_image *prescale(const hyocr_image *img, int max_side)
 {
-    int long_edge = MAX(img->width, img->height);
-    if (max_side <= 0 || long_edge <= max_side) return NULL;
-    double s = (double)max_side / long_edge;
-    int w = MAX(1, (int)lround(img->width * s)), h = MAX(1, (int)lround(img->height * s));
+    int w, h;
+    if (!prescale_size(img->width, img->height, max_side, &w, &h)) return NULL;
     return hyocr_image_resize_lanczos(img, w, h);
 }
 
@@ -348,6 +366,150 @@ static bool preprocess(job_state *st, GError **error)
     return true;
 }
 
+/* ---- memory plan and the up-front check ---------------------------------------- */
+
+typedef struct {
+    hyocr_engine        *eng;
+    hyocr_memplan_params p;
+    int64_t              budget;     /* 0: unknown, nothing is refused */
+    bool                 is_limit;   /* the budget is the memory limit (else the card's free memory) */
+} memcheck;
+
+/* What a job may take: the memory limit (a fraction resolved as the backends
+ * do), or on CUDA what the card has free plus what we hold already. */
+static void memcheck_budget(memcheck *mc, const hyocr_mem_info *mi)
+{
+    hyocr_engine *eng = mc->eng;
+    int64_t lim = eng->memory_limit;
+    if (lim < 0) lim = mi->total > 0 ? (int64_t)((double)mi->total * (double)-lim / 1e6) : 0;
+    mc->is_limit = lim > 0;
+    mc->budget = lim;
+    if (!mc->is_limit && eng->be->kind == HYOCR_BACKEND_CUDA && mi->total > 0)
+        mc->budget = mi->free + mi->weights + mi->kv_reserved + mi->workspace;
+}
+
+/* at_rest: the model holds no scratch now, so the backend's workspace figure is
+ * its own scratch alone and may replace the planned one when larger. */
+static void memcheck_init(memcheck *mc, hyocr_engine *eng, bool at_rest)
+{
+    memset(mc, 0, sizeof *mc);
+    mc->eng = eng;
+    hyocr_memplan_params_init(&mc->p, eng->be->kind);
+    mc->p.act_elem = eng->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2;
+    mc->p.lm_head_tied = eng->lm_head_tied;
+    mc->p.kv_block_size = eng->model->kv_block_size;
+    mc->p.kv_fixed_blocks = eng->kv_fixed_blocks;
+    mc->p.max_model_len = eng->max_model_len;
+    mc->p.vit_chunk_rows = eng->model->vit_chunk_rows;
+    mc->p.text_chunk_rows = eng->model->text_chunk_rows;
+    hyocr_mem_info mi;
+    eng->be->ops->mem_info(eng->be, &mi);
+    if (at_rest) mc->p.backend_bytes = MAX(mc->p.backend_bytes, mi.workspace);
+    memcheck_budget(mc, &mi);
+}
+
+static void memcheck_plan(const memcheck *mc, int gh, int gw, int prompt, int max_new, hyocr_memplan *out)
+{
+    hyocr_memplan_for_job(hyocr_checkpoint_config(mc->eng->ck), &mc->p, gh, gw, prompt, max_new, out);
+    out->budget = mc->budget;
+    out->budget_is_limit = mc->is_limit;
+    out->fits = mc->budget <= 0 || out->total <= mc->budget;
+}
+
+/* The patch grid the processor makes of a w×h image. */
+static bool grid_for(const hyocr_config *cfg, int w, int h, int *gh, int *gw, GError **error)
+{
+    const hyocr_processor_config *pc = &cfg->processor;
+    int rh, rw;
+    if (pc->patch_size <= 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "preprocessor_config.json: patch size %d", pc->patch_size);
+        return false;
+    }
+    if (!hyocr_smart_resize(h, w, pc->patch_size * pc->merge_size, pc->min_pixels, pc->max_pixels, &rh, &rw, error))
+        return false;
+    *gh = rh / pc->patch_size;
+    *gw = rw / pc->patch_size;
+    return true;
+}
+
+/* The largest --max-side (a multiple of 32) under which the job fits, 0 if none:
+ * the image shrunk as the job's own path would shrink it. */
+static int fit_max_side(const job_state *st, const memcheck *mc, hyocr_memplan *out)
+{
+    const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
+    const hyocr_image *src = st->job->image ? st->job->image : st->img;
+    int long_edge = MAX(src->width, src->height), n_now = st->px->grid_h * st->px->grid_w;
+    for (int side = (long_edge - 1) / 32 * 32; side >= 32; side -= 32) {
+        int w = src->width, h = src->height, gh, gw;
+        if (st->job->image) prescale_size(src->width, src->height, side, &w, &h);
+        else hyocr_image_fit_size(src->width, src->height, side, &w, &h);
+        if (!grid_for(cfg, w, h, &gh, &gw, NULL) || gh * gw >= n_now) continue;
+        int prompt = st->prompt->n - st->prompt->n_image + hyocr_memplan_image_tokens(gh, gw);
+        memcheck_plan(mc, gh, gw, prompt, st->job->max_new_tokens, out);
+        if (out->fits) return side;
+    }
+    return 0;
+}
+
+/* The largest max_new_tokens under which the job fits, 0 if none (or the KV
+ * pool does not depend on it). */
+static int fit_max_new(const job_state *st, const memcheck *mc, hyocr_memplan *out)
+{
+    int lo = 1, hi = st->job->max_new_tokens - 1, best = 0;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        memcheck_plan(mc, st->px->grid_h, st->px->grid_w, st->prompt->n, mid, out);
+        if (out->fits) {
+            best = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if (best) memcheck_plan(mc, st->px->grid_h, st->px->grid_w, st->prompt->n, best, out);
+    return best;
+}
+
+static char *memory_advice(const job_state *st, const memcheck *mc)
+{
+    GString *a = g_string_new(mc->is_limit ? _("raise --gpu-memory-limit")
+                                           : _("free GPU memory (other programs hold it)"));
+    hyocr_memplan fit;
+    int side = fit_max_side(st, mc, &fit);
+    if (side) {
+        g_autofree char *need = hyocr_memplan_format_bytes(fit.total);
+        g_string_append_printf(a, _(", or pass --max-side %d (needs %s)"), side, need);
+    }
+    int max_new = fit_max_new(st, mc, &fit);
+    if (max_new) {
+        g_autofree char *need = hyocr_memplan_format_bytes(fit.total);
+        g_string_append_printf(a, _(", or lower --max-new-tokens to %d (needs %s)"), max_new, need);
+    }
+    return g_string_free(a, FALSE);
+}
+
+/* Refuses, before the vision tower, a job whose plan exceeds the budget, with
+ * the numbers and what to change; nothing has been allocated for it yet. */
+static bool check_memory(job_state *st, GError **error)
+{
+    memcheck mc;
+    memcheck_init(&mc, st->eng, true);
+    hyocr_memplan plan;
+    memcheck_plan(&mc, st->px->grid_h, st->px->grid_w, st->prompt->n, st->job->max_new_tokens, &plan);
+    if (plan.fits) return true;
+    g_autofree char *parts = hyocr_memplan_describe(&plan);
+    g_autofree char *advice = memory_advice(st, &mc);
+    g_autofree char *need = hyocr_memplan_format_bytes(plan.total);
+    g_autofree char *budget = hyocr_memplan_format_bytes(mc.budget);
+    g_autofree char *have = mc.is_limit ? g_strdup_printf(_("the memory limit is %s"), budget)
+                                        : g_strdup_printf(_("the GPU has %s for it (free plus what hyocr holds)"), budget);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                _("this %d×%d page (%d×%d patches, %d prompt tokens, up to %d new) needs %s (%s) but %s: %s"),
+                st->img->width, st->img->height, plan.grid_w, plan.grid_h, plan.prompt_tokens,
+                st->job->max_new_tokens, need, parts, have, advice);
+    return false;
+}
+
 static bool vision(job_state *st, GError **error)
 {
     st->vision = hyocr_vision_forward(st->eng->model, st->px, &st->n_vision_rows, NULL, job_cancelled, st, error);
@@ -367,6 +529,10 @@ static bool prefill(job_state *st, GError **error)
 {
     hyocr_engine *eng = st->eng;
     const hyocr_prompt *p = st->prompt;
+    /* The pool is sized now, once the vision scratch is gone, to what the job
+     * can ever hold: the two never share the memory, and decode never grows it. */
+    int kv_tokens = hyocr_memplan_kv_tokens(p->n, st->job->max_new_tokens, eng->max_model_len);
+    if (!hyocr_model_kv_resize(eng->model, kv_tokens, error)) return false;
     st->seq = hyocr_model_seq_new(eng->model);
     hyocr_text_seq q = {
         .ids = p->ids, .pos = p->pos, .n_new = p->n, .kv = st->seq, .image_embeds = st->vision,
@@ -473,7 +639,7 @@ static bool job_setup(job_state *st, GError **error)
 static bool run_stages(job_state *st, GError **error)
 {
     return validate_job(st->job, error) && job_setup(st, error) && preprocess(st, error) &&
-           vision(st, error) && prefill(st, error) && decode(st, error);
+           check_memory(st, error) && vision(st, error) && prefill(st, error) && decode(st, error);
 }
 
 /* Texts, sizes, timings and memory, also for failed or cancelled jobs. */
@@ -520,6 +686,8 @@ static void job_state_clear(job_state *st)
     g_atomic_int_set(&eng->live_kv_blocks, 0);
     hyocr_model_seq_free(eng->model, st->seq);
     hyocr_model_trim_scratch(eng->model);
+    /* An idle engine holds its weights only; the next job sizes its own pool. */
+    hyocr_model_kv_resize(eng->model, 0, NULL);
     hyocr_sampler_free(st->sampler);
     hyocr_detokenizer_free(st->detok);
     if (st->text) g_string_free(st->text, TRUE);
@@ -567,4 +735,33 @@ bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_
     if (err) g_propagate_error(error, err);
     g_atomic_int_set(&eng->busy, 0);
     return ok;
+}
+
+/* ---- memory plans for callers ------------------------------------------------- */
+
+void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int prompt_tokens, int max_new_tokens,
+                              hyocr_memplan *out)
+{
+    g_return_if_fail(eng != NULL && out != NULL);
+    memcheck mc;
+    memcheck_init(&mc, eng, !g_atomic_int_get(&eng->busy));
+    memcheck_plan(&mc, grid_h, grid_w, prompt_tokens, max_new_tokens, out);
+}
+
+bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr_memplan *out, GError **error)
+{
+    g_return_val_if_fail(eng != NULL && job != NULL && out != NULL, false);
+    const hyocr_config *cfg = hyocr_checkpoint_config(eng->ck);
+    job_state st = { .eng = eng, .job = job };
+    int gh = 0, gw = 0;
+    g_autofree char *text = NULL;
+    g_autoptr(hyocr_prompt) prompt = NULL;
+    bool ok = validate_job(job, error) && load_image(&st, error) &&
+              grid_for(cfg, st.img->width, st.img->height, &gh, &gw, error) &&
+              (text = hyocr_task_prompt(job->task, cfg->version, job->fields, job->custom_prompt, error)) &&
+              (prompt = hyocr_prompt_build(eng->tok, cfg, text, gh, gw, error));
+    hyocr_image_free(st.img_owned);
+    if (!ok) return false;
+    hyocr_engine_memory_plan(eng, gh, gw, prompt->n, job->max_new_tokens, out);
+    return true;
 }

@@ -24,6 +24,7 @@
 #include "backend.h"
 #include "config.h"
 #include "image.h"
+#include "memplan.h"
 #include "prompt.h"
 #include <gio/gio.h>
 #include <glib.h>
@@ -68,6 +69,9 @@ typedef struct {
     hyocr_variant       posemb_variant;   /* ViT position-table interpolation */
     hyocr_log_fn        log;              /* NULL: g_message for warnings, g_info otherwise */
     void               *log_data;
+    int                 vit_chunk_rows;   /* rows per chunk of the ViT's row-wise parts; 0 = 4096 */
+    int                 text_chunk_rows;  /* prefill rows per chunk; 0 = 1024 (multiples of 512 keep the
+                                           * CPU backend's results bit-identical) */
 } hyocr_engine_params;
 
 void hyocr_engine_params_init(hyocr_engine_params *p);
@@ -180,5 +184,18 @@ void hyocr_engine_cancel(hyocr_engine *eng);
  * running now (0 when idle), so another thread can draw a gauge while a job runs.
  * Must not race hyocr_engine_free. */
 void hyocr_engine_mem_info(hyocr_engine *eng, hyocr_mem_info *out);
+
+/* The memory plan of a job on this engine (memplan.h): weights, KV pool, vision
+ * and prefill scratch, the peak; budget and fits say whether it fits the memory
+ * limit or, on CUDA without one, the card's free memory plus what the engine
+ * holds (budget 0: nothing known, fits). hyocr_engine_run refuses a job that
+ * does not fit before its vision tower, with HYOCR_ERROR_NO_MEMORY. Arithmetic
+ * only; thread-safe, also while a job runs. */
+void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int prompt_tokens, int max_new_tokens,
+                              hyocr_memplan *out);
+/* The same for a job as hyocr_engine_run would see it: decodes the image
+ * (max_side applied) and builds the prompt to learn the grid and prompt length;
+ * runs nothing. Fails as the job's preprocessing would. Thread-safe. */
+bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr_memplan *out, GError **error);
 
 G_END_DECLS

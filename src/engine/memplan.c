@@ -3,8 +3,6 @@
 #include "memplan.h"
 #include <string.h>
 
-#define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
-
 typedef struct {
     int64_t live, peak;
 } tracker;
@@ -80,7 +78,8 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* vision.c: patch embedding, then the ViT blocks (whole-image x, qkv and
  * attention output; chunk-sized norm, delta and MLP buffers). Leaves x live. */
-static void plan_tower(const hyocr_config *cfg, const hyocr_memplan_params *p, int64_t n, tracker *t)
+static void plan_tower(const hyocr_config *cfg, const hyocr_memplan_params *p, int64_t n, tracker *t,
+                       hyocr_memplan *out)
 {
     const hyocr_vision_config *v = &cfg->vision;
     int64_t e = p->act_elem, C = v->hidden_size, I = v->intermediate_size;
@@ -89,10 +88,12 @@ static void plan_tower(const hyocr_config *cfg, const hyocr_memplan_params *p, i
     int64_t pix = n * K * e, x = n * C * 4;
     take(t, pix);
     take(t, x);
+    out->vision_embed = t->live;
     give(t, pix);
     int64_t chunk = rows * C * e * 2 + rows * I * e;   /* norm out, delta; MLP hidden */
     int64_t whole = n * 3 * C * e + n * C * e;         /* qkv, attention out */
     take(t, chunk + whole);
+    out->vision_blocks = t->live;
     give(t, chunk + whole);
 }
 
@@ -139,12 +140,11 @@ static void plan_vision(const hyocr_config *cfg, const hyocr_memplan_params *p, 
     int gh = out->grid_h, gw = out->grid_w;
     if (gh <= 0 || gw <= 0 || gh % 2 || gw % 2) return;
     tracker t = { 0 };
-    plan_tower(cfg, p, (int64_t)gh * gw, &t);
-    out->vision_tower = t.peak;
+    plan_tower(cfg, p, (int64_t)gh * gw, &t, out);
     t.peak = t.live;
     plan_merger(cfg, p, gh, gw, &t, &out->image_embeds);
     out->vision_merger = t.peak;
-    out->vision = MAX(out->vision_tower, out->vision_merger);
+    out->vision = MAX(MAX(out->vision_embed, out->vision_blocks), out->vision_merger);
 }
 
 void hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *p, int grid_h, int grid_w,
@@ -183,19 +183,34 @@ void hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *
     out->fits = true;
 }
 
+char *hyocr_memplan_format_bytes(int64_t bytes)
+{
+    double b = (double)bytes;
+    if (bytes >= ((int64_t)1 << 30)) return g_strdup_printf("%.2f GiB", b / (1 << 30));
+    if (bytes >= ((int64_t)1 << 20)) return g_strdup_printf("%.1f MiB", b / (1 << 20));
+    return g_strdup_printf("%.1f KiB", b / (1 << 10));
+}
+
+static void add_part(GString *s, const char *name, int64_t bytes)
+{
+    g_autofree char *b = hyocr_memplan_format_bytes(bytes);
+    g_string_append_printf(s, "%s%s %s", s->len ? " + " : "", name, b);
+}
+
 char *hyocr_memplan_describe(const hyocr_memplan *plan)
 {
     GString *s = g_string_new(NULL);
-    g_string_append_printf(s, "weights %.2f", GIB(plan->weights));
+    add_part(s, "weights", plan->weights);
+    bool fixed_kv = plan->peak_vision - plan->weights - plan->backend > plan->vision;
     if (plan->peak_text >= plan->peak_vision) {
-        g_string_append_printf(s, " + KV %.2f (%d tokens) + prefill %.2f + image embeddings %.2f", GIB(plan->kv),
-                               plan->kv_tokens, GIB(plan->prefill), GIB(plan->image_embeds));
+        add_part(s, "KV cache", plan->kv);
+        g_string_append_printf(s, " (%d tokens)", plan->kv_tokens);
+        add_part(s, "prefill", plan->prefill);
+        add_part(s, "image embeddings", plan->image_embeds);
     } else {
-        g_string_append_printf(s, " + vision tower %.2f", GIB(plan->vision));
-        if (plan->peak_vision - plan->weights - plan->backend > plan->vision)
-            g_string_append_printf(s, " + fixed KV pool %.2f", GIB(plan->kv));
+        add_part(s, "vision tower", plan->vision);
+        if (fixed_kv) add_part(s, "fixed KV pool", plan->kv);
     }
-    if (plan->backend) g_string_append_printf(s, " + backend scratch %.2f", GIB(plan->backend));
-    g_string_append(s, " GiB");
+    if (plan->backend) add_part(s, "backend scratch", plan->backend);
     return g_string_free(s, FALSE);
 }

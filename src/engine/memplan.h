@@ -58,9 +58,10 @@ typedef struct {
     int64_t kv_per_block;
     /* the job, bytes */
     int64_t kv;                 /* the pool: blocks × kv_per_block */
-    int64_t vision_tower;       /* scratch peak of patch embedding + ViT blocks */
-    int64_t vision_merger;      /* scratch peak of the merger (incl. its output) */
-    int64_t vision;             /* max of the two */
+    int64_t vision_embed;       /* scratch of the patch embedding: pixels + residual */
+    int64_t vision_blocks;      /* scratch while the ViT blocks run */
+    int64_t vision_merger;      /* scratch peak of the merger (residual at its start, output at its end) */
+    int64_t vision;             /* max of the three */
     int64_t image_embeds;       /* merger output, held until the prefill ends */
     int64_t prefill;            /* text scratch of the chunked prefill; decode reuses it */
     int64_t peak_vision;        /* weights + backend + vision (+ kv for a fixed pool) */
@@ -68,6 +69,7 @@ typedef struct {
     int64_t total;              /* max(peak_vision, peak_text): what the job needs */
     /* filled by the engine (hyocr_engine_plan_job / hyocr_engine_memory_plan) */
     int64_t budget;             /* the memory limit, or on CUDA free + held; 0 = unknown */
+    bool    budget_is_limit;    /* the budget is the memory limit (a fraction resolved), not free memory */
     bool    fits;               /* total ≤ budget (true when the budget is unknown) */
 } hyocr_memplan;
 
@@ -88,8 +90,11 @@ int     hyocr_memplan_kv_tokens(int prompt_tokens, int max_new_tokens, int max_m
 void    hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *p, int grid_h, int grid_w,
                               int prompt_tokens, int max_new_tokens, hyocr_memplan *out);
 
-/* "weights 1.86 + KV 0.41 (4448 tokens) + prefill 0.04 + image 0.01 + backend 0.08 GiB"
- * for the phase that sets the total. */
+/* "2.39 GiB", "41.0 MiB", "12.0 KiB". */
+char   *hyocr_memplan_format_bytes(int64_t bytes);
+/* The parts of the phase that sets the total: "weights 1.86 GiB + KV cache
+ * 417.0 MiB (4448 tokens) + prefill 41.0 MiB + image embeddings 8.1 MiB +
+ * backend scratch 84.0 MiB". */
 char   *hyocr_memplan_describe(const hyocr_memplan *plan);
 
 G_END_DECLS

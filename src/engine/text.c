@@ -13,14 +13,58 @@ typedef struct {
     int      n_axes;           /* 4 when any sequence brings its own positions, else 1 */
     int32_t *ids;              /* [M] */
     int32_t *pos;              /* [n_axes · M] axis-major */
-    hyocr_seq_view *views;     /* [n_seqs] */
+    int     *row0;             /* [n_seqs + 1]: first row of each sequence */
+    int     *img_used;         /* [n_seqs]: image rows already scattered */
 } text_batch;
+
+/* Rows r0..r0+rows of the batch: their positions, and one view per sequence with
+ * rows in the chunk (its cache then holds the sequence's earlier rows). */
+typedef struct {
+    int             r0, rows;
+    int32_t        *pos;       /* [n_axes · rows] */
+    hyocr_seq_view *views;
+    int            *seq;       /* sequence of each view */
+    int             n_views;
+} text_chunk;
 
 static void text_batch_clear(text_batch *b)
 {
     g_free(b->ids);
     g_free(b->pos);
-    g_free(b->views);
+    g_free(b->row0);
+    g_free(b->img_used);
+}
+
+static int count_image_tokens(const hyocr_text_seq *q)
+{
+    int n = 0;
+    for (int i = 0; i < q->n_new; i++) n += q->ids[i] == q->image_token_id;
+    return n;
+}
+
+static bool check_seq(const hyocr_model *m, const hyocr_text_seq *q, int s, GError **error)
+{
+    if (q->n_new <= 0 || !q->ids || !q->kv) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "text forward: sequence %d has no tokens or no cache", s);
+        return false;
+    }
+    for (int i = 0; i < q->n_new; i++) {
+        if (q->ids[i] < 0 || q->ids[i] >= m->cfg.text.vocab_size) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "text forward: token id %d at %d is outside the vocabulary (%d)", q->ids[i], i,
+                        m->cfg.text.vocab_size);
+            return false;
+        }
+    }
+    int count = q->image_embeds ? count_image_tokens(q) : 0;
+    if (q->image_embeds && count != q->n_image_rows) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "prompt has %d image tokens (id %d) but the vision tower produced %d rows", count,
+                    q->image_token_id, q->n_image_rows);
+        return false;
+    }
+    return true;
 }
 
 static bool check_seqs(const hyocr_model *m, const hyocr_text_seq *seqs, int n_seqs, GError **error)
@@ -29,22 +73,8 @@ static bool check_seqs(const hyocr_model *m, const hyocr_text_seq *seqs, int n_s
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "text forward: no sequences");
         return false;
     }
-    for (int s = 0; s < n_seqs; s++) {
-        const hyocr_text_seq *q = &seqs[s];
-        if (q->n_new <= 0 || !q->ids || !q->kv) {
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "text forward: sequence %d has no tokens or no cache", s);
-            return false;
-        }
-        for (int i = 0; i < q->n_new; i++) {
-            if (q->ids[i] < 0 || q->ids[i] >= m->cfg.text.vocab_size) {
-                g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                            "text forward: token id %d at %d is outside the vocabulary (%d)", q->ids[i], i,
-                            m->cfg.text.vocab_size);
-                return false;
-            }
-        }
-    }
+    for (int s = 0; s < n_seqs; s++)
+        if (!check_seq(m, &seqs[s], s, error)) return false;
     return true;
 }
 
@@ -60,96 +90,131 @@ static void text_batch_build(text_batch *b, const hyocr_text_seq *seqs, int n_se
     }
     b->ids = g_new(int32_t, b->M);
     b->pos = g_new(int32_t, (size_t)b->n_axes * b->M);
-    b->views = g_new0(hyocr_seq_view, n_seqs);
+    b->row0 = g_new(int, n_seqs + 1);
+    b->img_used = g_new0(int, n_seqs);
     int row = 0;
     for (int s = 0; s < n_seqs; s++) {
         const hyocr_text_seq *q = &seqs[s];
+        b->row0[s] = row;
         memcpy(b->ids + row, q->ids, sizeof(int32_t) * q->n_new);
         for (int a = 0; a < b->n_axes; a++)
             for (int i = 0; i < q->n_new; i++)
                 b->pos[(size_t)a * b->M + row + i] = q->pos ? q->pos[(size_t)a * q->n_new + i] : q->kv->n_tokens + i;
-        b->views[s] = (hyocr_seq_view){ .block_table = q->kv->blocks, .n_past = q->kv->n_tokens, .n_new = q->n_new };
         row += q->n_new;
+    }
+    b->row0[n_seqs] = row;
+}
+
+static void text_chunk_init(text_chunk *c, const text_batch *b, int n_seqs, int max_rows)
+{
+    memset(c, 0, sizeof *c);
+    c->pos = g_new(int32_t, (size_t)b->n_axes * max_rows);
+    c->views = g_new0(hyocr_seq_view, n_seqs);
+    c->seq = g_new0(int, n_seqs);
+}
+
+static void text_chunk_clear(text_chunk *c)
+{
+    g_free(c->pos);
+    g_free(c->views);
+    g_free(c->seq);
+}
+
+static void text_chunk_set(text_chunk *c, const text_batch *b, const hyocr_text_seq *seqs, int n_seqs, int r0,
+                           int rows)
+{
+    c->r0 = r0;
+    c->rows = rows;
+    for (int a = 0; a < b->n_axes; a++)
+        memcpy(c->pos + (size_t)a * rows, b->pos + (size_t)a * b->M + r0, sizeof(int32_t) * rows);
+    c->n_views = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        int lo = MAX(r0, b->row0[s]), hi = MIN(r0 + rows, b->row0[s + 1]);
+        if (lo >= hi) continue;
+        c->seq[c->n_views] = s;
+        c->views[c->n_views++] = (hyocr_seq_view){
+            .block_table = seqs[s].kv->blocks, .n_past = seqs[s].kv->n_tokens + (lo - b->row0[s]), .n_new = hi - lo,
+        };
     }
 }
 
-/* Overwrites the embedding rows of the image placeholders with the merger
- * output, in order (masked_scatter); runs of placeholders are one copy each. */
-static bool scatter_image(hyocr_model *m, hyocr_buf *h, const hyocr_text_seq *q, int row0, GError **error)
+/* Overwrites the embedding rows of the image placeholders among the chunk's
+ * rows of sequence s with the merger output, in order (masked_scatter); runs of
+ * placeholders are one copy each. */
+static bool scatter_image(hyocr_model *m, hyocr_buf *h, const hyocr_text_seq *q, text_batch *b, int s,
+                          const text_chunk *c, GError **error)
 {
     const size_t H = (size_t)m->cfg.text.hidden_size;
-    int used = 0, count = 0;
-    for (int i = 0; i < q->n_new; i++) count += q->ids[i] == q->image_token_id;
-    if (count != q->n_image_rows) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "prompt has %d image tokens (id %d) but the vision tower produced %d rows", count,
-                    q->image_token_id, q->n_image_rows);
-        return false;
-    }
-    for (int i = 0; i < q->n_new;) {
+    int lo = MAX(c->r0, b->row0[s]) - b->row0[s], hi = MIN(c->r0 + c->rows, b->row0[s + 1]) - b->row0[s];
+    int at = b->row0[s] - c->r0;   /* chunk row of the sequence's row 0 */
+    for (int i = lo; i < hi;) {
         if (q->ids[i] != q->image_token_id) {
             i++;
             continue;
         }
         int j = i;
-        while (j < q->n_new && q->ids[j] == q->image_token_id) j++;
-        if (!OPS->copy(m->be, h, (size_t)(row0 + i) * H, q->image_embeds, (size_t)used * H, (size_t)(j - i) * H,
-                       error))
+        while (j < hi && q->ids[j] == q->image_token_id) j++;
+        if (!OPS->copy(m->be, h, (size_t)(at + i) * H, q->image_embeds, (size_t)b->img_used[s] * H,
+                       (size_t)(j - i) * H, error))
             return false;
-        used += j - i;
+        b->img_used[s] += j - i;
         i = j;
     }
     return true;
 }
 
-static bool embed_rows(hyocr_model *m, const text_batch *b, const hyocr_text_seq *seqs, int n_seqs, GError **error)
+static bool embed_rows(hyocr_model *m, hyocr_buf *h, text_batch *b, const hyocr_text_seq *seqs, const text_chunk *c,
+                       GError **error)
 {
     const int H = m->cfg.text.hidden_size;
-    hyocr_buf *h = hyocr_model_scratch(m, HYOCR_SCRATCH_T_H, HYOCR_BUF_F32, (size_t)b->M * H, error);
-    if (!h || !OPS->embed(m->be, h, m->embed, b->ids, b->M, H, error)) return false;
-    int row = 0;
-    for (int s = 0; s < n_seqs; s++) {
-        if (seqs[s].image_embeds && !scatter_image(m, h, &seqs[s], row, error)) return false;
-        row += seqs[s].n_new;
+    if (!OPS->embed(m->be, h, m->embed, b->ids + c->r0, c->rows, H, error)) return false;
+    for (int v = 0; v < c->n_views; v++) {
+        int s = c->seq[v];
+        if (seqs[s].image_embeds && !scatter_image(m, h, &seqs[s], b, s, c, error)) return false;
     }
     return true;
 }
 
 typedef struct {
-    hyocr_buf *h, *a, *qkv, *att, *delta, *gu, *act;
+    hyocr_buf *h, *a, *qkv, *att, *delta, *gu, *act, *last, *logits;
 } text_bufs;
 
-static bool text_bufs_get(hyocr_model *m, int M, text_bufs *t, GError **error)
+/* One chunk's worth of every role (the residual h included: a chunk runs
+ * through all layers before the next starts), the last rows and the logits. */
+static bool text_bufs_get(hyocr_model *m, int rows, int n_seqs, text_bufs *t, GError **error)
 {
     const hyocr_text_config *c = &m->cfg.text;
     size_t qkv_w = (size_t)(c->num_heads + 2 * c->num_kv_heads) * c->head_dim;
-    size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
-    t->h = m->scratch[HYOCR_SCRATCH_T_H];
+    size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size, M = (size_t)rows;
+    t->h = hyocr_model_scratch(m, HYOCR_SCRATCH_T_H, HYOCR_BUF_F32, M * H, error);
     t->a = hyocr_model_scratch(m, HYOCR_SCRATCH_T_A, HYOCR_BUF_ACT, M * H, error);
     t->qkv = hyocr_model_scratch(m, HYOCR_SCRATCH_T_QKV, HYOCR_BUF_ACT, M * qkv_w, error);
     t->att = hyocr_model_scratch(m, HYOCR_SCRATCH_T_ATT, HYOCR_BUF_ACT, M * (size_t)c->num_heads * c->head_dim, error);
     t->delta = hyocr_model_scratch(m, HYOCR_SCRATCH_T_DELTA, HYOCR_BUF_ACT, M * H, error);
     t->gu = hyocr_model_scratch(m, HYOCR_SCRATCH_T_GU, HYOCR_BUF_ACT, M * 2 * I, error);
     t->act = hyocr_model_scratch(m, HYOCR_SCRATCH_T_ACT, HYOCR_BUF_ACT, M * I, error);
-    return t->a && t->qkv && t->att && t->delta && t->gu && t->act;
+    t->last = hyocr_model_scratch(m, HYOCR_SCRATCH_T_LAST, HYOCR_BUF_ACT, (size_t)n_seqs * H, error);
+    t->logits = hyocr_model_scratch(m, HYOCR_SCRATCH_T_LOGITS, HYOCR_BUF_F32, (size_t)n_seqs * c->vocab_size, error);
+    return t->h && t->a && t->qkv && t->att && t->delta && t->gu && t->act && t->last && t->logits;
 }
 
-/* One decoder layer. As in the ViT, the MLP output stays in delta and is added
- * by the next add_rmsnorm (or the final norm). */
-static bool text_layer(hyocr_model *m, int l, const text_batch *b, int n_seqs, const text_bufs *t, GError **error)
+/* One decoder layer over the chunk's rows. As in the ViT, the MLP output stays
+ * in delta and is added by the next add_rmsnorm (or the final norm). */
+static bool text_layer(hyocr_model *m, int l, const text_batch *b, const text_chunk *k, const text_bufs *t,
+                       GError **error)
 {
     const hyocr_text_config *c = &m->cfg.text;
     const hyocr_text_layer *L = &m->layers[l];
-    const int M = b->M, H = c->hidden_size, D = c->head_dim, Hq = c->num_heads, Hkv = c->num_kv_heads;
+    const int M = k->rows, H = c->hidden_size, D = c->head_dim, Hq = c->num_heads, Hkv = c->num_kv_heads;
     const int I = c->intermediate_size;
     const float scale = (float)pow((double)D, -0.5);
 
     return OPS->add_rmsnorm(m->be, t->a, t->h, l == 0 ? NULL : t->delta, L->in_norm, M, H, c->rms_norm_eps, error) &&
            OPS->matmul(m->be, t->qkv, t->a, L->qkv_w, 0, NULL, M, (Hq + 2 * Hkv) * D, H, error) &&
-           OPS->rope_qknorm(m->be, t->qkv, M, b->pos, b->n_axes, Hq, Hkv, &m->rope, L->q_norm, L->k_norm,
+           OPS->rope_qknorm(m->be, t->qkv, M, k->pos, b->n_axes, Hq, Hkv, &m->rope, L->q_norm, L->k_norm,
                             c->rms_norm_eps, error) &&
-           OPS->attention_paged(m->be, t->att, t->qkv, m->k_cache[l], m->v_cache[l], m->kv_block_size, b->views,
-                                n_seqs, Hq, Hkv, D, scale, error) &&
+           OPS->attention_paged(m->be, t->att, t->qkv, m->k_cache[l], m->v_cache[l], m->kv_block_size, k->views,
+                                k->n_views, Hq, Hkv, D, scale, error) &&
            OPS->matmul(m->be, t->delta, t->att, L->o_w, 0, NULL, M, H, Hq * D, error) &&
            OPS->add_rmsnorm(m->be, t->a, t->h, t->delta, L->post_norm, M, H, c->rms_norm_eps, error) &&
            OPS->matmul(m->be, t->gu, t->a, L->gate_up_w, 0, NULL, M, 2 * I, H, error) &&
@@ -157,24 +222,29 @@ static bool text_layer(hyocr_model *m, int l, const text_batch *b, int n_seqs, c
            OPS->matmul(m->be, t->delta, t->act, L->down_w, 0, NULL, M, H, I, error);
 }
 
-/* Final norm, then the head on each sequence's last row only. */
-static bool text_logits(hyocr_model *m, const text_batch *b, const hyocr_text_seq *seqs, int n_seqs,
-                        const text_bufs *t, float *logits, GError **error)
+/* Final norm of the sequences whose last row is in this chunk, into their slot of last. */
+static bool text_last_rows(hyocr_model *m, const text_batch *b, const text_chunk *k, const text_bufs *t,
+                           GError **error)
+{
+    const hyocr_text_config *c = &m->cfg.text;
+    const size_t H = (size_t)c->hidden_size;
+    for (int v = 0; v < k->n_views; v++) {
+        int s = k->seq[v], row = b->row0[s + 1] - 1 - k->r0;
+        if (row >= k->rows) continue;
+        hyocr_buf out = hyocr_buf_view(t->last, (size_t)s * H, H), h = hyocr_buf_view(t->h, row * H, H),
+                  d = hyocr_buf_view(t->delta, row * H, H);
+        if (!OPS->add_rmsnorm(m->be, &out, &h, &d, m->final_norm, 1, (int)H, c->rms_norm_eps, error)) return false;
+    }
+    return true;
+}
+
+/* The head on each sequence's last row only. */
+static bool text_logits(hyocr_model *m, int n_seqs, const text_bufs *t, float *logits, GError **error)
 {
     const hyocr_text_config *c = &m->cfg.text;
     const size_t H = (size_t)c->hidden_size, V = (size_t)c->vocab_size;
-    hyocr_buf *last = hyocr_model_scratch(m, HYOCR_SCRATCH_T_LAST, HYOCR_BUF_ACT, n_seqs * H, error);
-    hyocr_buf *out = hyocr_model_scratch(m, HYOCR_SCRATCH_T_LOGITS, HYOCR_BUF_F32, n_seqs * V, error);
-    if (!last || !out) return false;
-    if (!OPS->add_rmsnorm(m->be, t->a, t->h, t->delta, m->final_norm, b->M, (int)H, c->rms_norm_eps, error))
-        return false;
-    int row = 0;
-    for (int s = 0; s < n_seqs; s++) {
-        row += seqs[s].n_new;
-        if (!OPS->copy(m->be, last, s * H, t->a, (size_t)(row - 1) * H, H, error)) return false;
-    }
-    return OPS->matmul(m->be, out, last, m->lm_head, 0, NULL, n_seqs, (int)V, (int)H, error) &&
-           OPS->download_f32(m->be, out, 0, logits, n_seqs * V, error);
+    return OPS->matmul(m->be, t->logits, t->last, m->lm_head, 0, NULL, n_seqs, (int)V, (int)H, error) &&
+           OPS->download_f32(m->be, t->logits, 0, logits, n_seqs * V, error);
 }
 
 static bool reserve_all(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, GError **error)
@@ -191,6 +261,9 @@ static bool layer_cancelled(hyocr_cancel_fn cancel, void *data, GError **error)
     return true;
 }
 
+/* Long prompts run in chunks of rows, each through all layers before the next
+ * (its attention reads the earlier chunks' K/V from the cache), so the scratch
+ * is one chunk's worth however long the prompt is. */
 bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits,
                         hyocr_cancel_fn cancel, void *cancel_data, GError **error)
 {
@@ -200,13 +273,22 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
 
     text_batch b = { 0 };
     text_batch_build(&b, seqs, n_seqs);
+    const int step = MIN(b.M, MAX(m->text_chunk_rows, 1));
+    text_chunk k;
+    text_chunk_init(&k, &b, n_seqs, step);
     text_bufs t;
-    bool ok = embed_rows(m, &b, seqs, n_seqs, error) && text_bufs_get(m, b.M, &t, error);
-    for (int l = 0; ok && l < m->cfg.text.num_layers; l++)
-        ok = !layer_cancelled(cancel, cancel_data, error) && text_layer(m, l, &b, n_seqs, &t, error);
-    ok = ok && text_logits(m, &b, seqs, n_seqs, &t, logits, error);
+    bool ok = text_bufs_get(m, step, n_seqs, &t, error);
+    for (int r0 = 0; ok && r0 < b.M; r0 += step) {
+        text_chunk_set(&k, &b, seqs, n_seqs, r0, MIN(step, b.M - r0));
+        ok = embed_rows(m, t.h, &b, seqs, &k, error);
+        for (int l = 0; ok && l < m->cfg.text.num_layers; l++)
+            ok = !layer_cancelled(cancel, cancel_data, error) && text_layer(m, l, &b, &k, &t, error);
+        ok = ok && text_last_rows(m, &b, &k, &t, error);
+    }
+    ok = ok && text_logits(m, n_seqs, &t, logits, error);
     if (ok)
         for (int s = 0; s < n_seqs; s++) hyocr_kv_seq_commit(seqs[s].kv, seqs[s].n_new);
+    text_chunk_clear(&k);
     text_batch_clear(&b);
     return ok;
 }

@@ -11,7 +11,15 @@
  * 4000 tokens/s, faster than a GPU writes them. */
 #include "app-test.h"
 
+/* Sanitizers slow everything several times over: the same checks run on a
+ * shorter answer, without the timing ones, which would measure ASan. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TIMED      FALSE
+#define N_TOKENS   2000
+#else
+#define TIMED      TRUE
 #define N_TOKENS   16000
+#endif
 #define MAX_GAP_MS 50.0
 
 typedef struct {
@@ -82,6 +90,10 @@ static void test_long_generation(void)
     GtkWidget *text_view = GTK_WIDGET(hyocr_result_view_get_text_view(hyocr_window_get_result_view(win)));
     guint tick = gtk_widget_add_tick_callback(text_view, on_tick, &p, NULL);
     guint timer = g_timeout_add(5, on_timer, &p);
+    /* Another window takes the focus, as when the user looks elsewhere. */
+    GtkWidget *other = gtk_window_new();
+    gtk_window_set_default_size(GTK_WINDOW(other), 200, 100);
+    gtk_window_present(GTK_WINDOW(other));
     app_test_sleep(300);
 
     p.measuring = TRUE;
@@ -104,19 +116,22 @@ static void test_long_generation(void)
                    p.max_tick_gap, p.max_timer_gap);
     g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_DONE);
     g_assert_cmpint(tokens, ==, N_TOKENS);
-    g_assert_cmpfloat(p.max_tick_gap, <, MAX_GAP_MS);
-    g_assert_cmpfloat(p.max_timer_gap, <, MAX_GAP_MS);
-    /* The frame clock kept running: about 60 ticks a second. */
-    g_assert_cmpuint(p.n_ticks - ticks_at_start, >=, (guint)(writing_ms / 1000.0 * 30));
-    /* Coalesced: no more than one flush per 16 ms frame, far fewer than tokens. */
+    if (TIMED) {
+        g_assert_cmpfloat(p.max_tick_gap, <, MAX_GAP_MS);
+        g_assert_cmpfloat(p.max_timer_gap, <, MAX_GAP_MS);
+        /* The frame clock kept running: about 60 ticks a second. */
+        g_assert_cmpuint(p.n_ticks - ticks_at_start, >=, (guint)(writing_ms / 1000.0 * 30));
+        g_assert_cmpuint(updates * 8, <, (guint)tokens);
+    }
+    /* Coalesced: no more than one flush per 16 ms frame. */
     g_assert_cmpuint(updates, <=, (guint)(total_ms / 16.0) + 4);
-    g_assert_cmpuint(updates * 8, <, (guint)tokens);
     /* A job this long tells the desktop when it ends, unless the window has
      * the focus (Xvfb has no window manager: whether it does varies). */
     guint want_notes = !gtk_window_is_active(GTK_WINDOW(win)) && hyocr_job_get_elapsed(job) >= 5.0 ? 1 : 0;
     g_test_message("window active: %d, notifications: %u", gtk_window_is_active(GTK_WINDOW(win)),
                    hyocr_application_get_n_notifications(app_test_app()) - notes);
     g_assert_cmpuint(hyocr_application_get_n_notifications(app_test_app()) - notes, ==, want_notes);
+    gtk_window_destroy(GTK_WINDOW(other));
 
     /* Nothing lost or reordered on the way, and the view holds it all. */
     g_autofree char *cli = cli_ignore_eos();
@@ -186,9 +201,11 @@ static void test_large_document(void)
     g_source_remove(timer);
     g_test_message("%zu bytes in %.0f ms, %u updates; largest gaps: frame %.1f ms, timer %.1f ms", f.sent->len, ms,
                    hyocr_job_get_n_updates(job), p.max_tick_gap, p.max_timer_gap);
-    g_assert_cmpuint(f.sent->len, >, 60000);
-    g_assert_cmpfloat(p.max_tick_gap, <, MAX_GAP_MS);
-    g_assert_cmpfloat(p.max_timer_gap, <, MAX_GAP_MS);
+    g_assert_cmpuint(f.sent->len, >, 60000 * N_TOKENS / 16000);
+    if (TIMED) {
+        g_assert_cmpfloat(p.max_tick_gap, <, MAX_GAP_MS);
+        g_assert_cmpfloat(p.max_timer_gap, <, MAX_GAP_MS);
+    }
     g_assert_cmpuint(hyocr_job_get_n_updates(job), <=, (guint)(ms / 16.0) + 4);
     g_assert_cmpstr(p.streamed->str, ==, f.sent->str);
     app_test_sleep(100);   /* the view takes the last piece after the next frame */

@@ -1,6 +1,6 @@
 /* hyocr-gtk pieces without windows: the spotting parser, JSON answers, field
- * names, presets → engine tasks, the memory estimate against the engine's own
- * prompt, the refusal message, the model folder check, texture conversion. */
+ * names, presets → engine tasks, the memory refusal message, the model folder
+ * check, texture conversion. */
 #include "app-test.h"
 #include "error.h"
 #include "hyocr-image-util.h"
@@ -8,7 +8,6 @@
 #include "hyocr-memory.h"
 #include "hyocr-model-status.h"
 #include "hyocr-spotting.h"
-#include "tokenizer.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
@@ -122,57 +121,33 @@ static void test_presets(void)
     app_test_reset_settings();
 }
 
-/* The estimate's image token count must be what the engine builds. */
-static void test_estimate_matches_engine(void)
-{
-    g_autofree char *dir = app_test_data("ckpt-nested", NULL);
-    g_autoptr(hyocr_config) cfg = hyocr_config_load(dir, NULL);
-    g_assert_nonnull(cfg);
-    g_autofree char *tok_path = g_build_filename(dir, "tokenizer.json", NULL);
-    hyocr_tokenizer *tok = hyocr_tokenizer_load(tok_path, NULL);
-    g_assert_nonnull(tok);
-    const char *images[] = { "big_420x300.png", "strip_32x256.png", "tiny_40x30.png", "odd_137x91.png" };
-    for (gsize i = 0; i < G_N_ELEMENTS(images); i++) {
-        g_autofree char *path = app_test_data("images", images[i], NULL);
-        g_autoptr(hyocr_image) img = hyocr_image_load(path, NULL, NULL);
-        g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, NULL);
-        g_assert_nonnull(px);
-        g_autoptr(hyocr_prompt) pr = hyocr_prompt_build(tok, cfg, "x", px->grid_h, px->grid_w, NULL);
-        HyocrJobEstimate est;
-        g_assert_true(hyocr_job_estimate(cfg, 4, img->width, img->height, 100, &est, NULL));
-        g_assert_cmpint(est.image_tokens, ==, pr->n_image);
-        g_assert_cmpint(est.n_patches, ==, px->n_patches);
-        g_assert_cmpint(est.tokens, >=, pr->n + 100);
-        g_assert_cmpint(est.kv_bytes, >, 0);
-        g_assert_cmpint(est.total_bytes, ==, est.kv_bytes + est.activation_bytes);
-    }
-    hyocr_tokenizer_free(tok);
-}
-
-static void test_memory_check(void)
+/* The refusal names the numbers of the engine's plan and the preferences to change. */
+static void test_memory_refusal_words(void)
 {
     g_autofree char *dir = app_test_data("ckpt-flat", NULL);
     g_autoptr(hyocr_config) cfg = hyocr_config_load(dir, NULL);
-    HyocrJobEstimate est;
-    g_assert_true(hyocr_job_estimate(cfg, 2, 3000, 4000, 8192, &est, NULL));
-    hyocr_mem_info mem = { .total = 8LL << 30, .free = 6LL << 30, .weights = 2LL << 30, .kv_reserved = 1 << 20 };
-    g_assert_null(hyocr_memory_check(&est, &mem, 0, FALSE));
-    /* Under a limit only what the weights leave counts, free memory or not. */
-    int64_t limit = mem.weights + est.total_bytes / 2;
-    g_assert_cmpint(hyocr_memory_available(&mem, limit), ==, est.total_bytes / 2);
-    g_autofree char *why = hyocr_memory_check(&est, &mem, limit, FALSE);
-    g_assert_nonnull(why);
-    g_assert_nonnull(strstr(why, "3000 × 4000"));
-    g_assert_nonnull(strstr(why, "memory limit"));
-    g_assert_nonnull(strstr(why, "Maximum image side"));
-    /* Without a limit the device's free memory plus what we hold decides. */
-    mem.free = est.total_bytes / 4;
-    g_autofree char *gpu = hyocr_memory_check(&est, &mem, 0, FALSE);
+    hyocr_memplan_params p;
+    hyocr_memplan_params_init(&p, HYOCR_BACKEND_CUDA);
+    hyocr_memplan plan;
+    hyocr_memplan_for_job(cfg, &p, 188, 250, 11900, 8192, &plan);
+    plan.budget = plan.total;
+    plan.fits = TRUE;
+    g_assert_null(hyocr_memory_refusal(&plan, 3000, 4000, TRUE, FALSE));
+    plan.budget = plan.total / 2;
+    plan.fits = FALSE;
+    g_autofree char *limit = hyocr_memory_refusal(&plan, 3000, 4000, TRUE, FALSE);
+    g_assert_nonnull(limit);
+    g_assert_nonnull(strstr(limit, "3000 × 4000"));
+    g_assert_nonnull(strstr(limit, "memory limit"));
+    g_assert_nonnull(strstr(limit, "Maximum image side"));
+    g_assert_nonnull(strstr(limit, "weights"));   /* the plan's parts */
+    g_autofree char *tokens = g_strdup_printf("%d tokens", plan.image_tokens);
+    g_assert_nonnull(strstr(limit, tokens));
+    g_autofree char *gpu = hyocr_memory_refusal(&plan, 3000, 4000, FALSE, FALSE);
     g_assert_nonnull(strstr(gpu, "on the GPU"));
-    g_autofree char *cpu = hyocr_memory_check(&est, &mem, 0, TRUE);
+    g_assert_nonnull(strstr(gpu, "close programs"));
+    g_autofree char *cpu = hyocr_memory_refusal(&plan, 3000, 4000, FALSE, TRUE);
     g_assert_nonnull(strstr(cpu, "in RAM"));
-    mem.kv_reserved = est.total_bytes;
-    g_assert_null(hyocr_memory_check(&est, &mem, 0, FALSE));
 }
 
 static void test_model_folder(void)
@@ -234,8 +209,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/units/json-prettify", test_json_prettify);
     g_test_add_func("/app/units/fields-parse", test_fields_parse);
     g_test_add_func("/app/units/presets", test_presets);
-    g_test_add_func("/app/units/estimate-matches-engine", test_estimate_matches_engine);
-    g_test_add_func("/app/units/memory-check", test_memory_check);
+    g_test_add_func("/app/units/memory-refusal-words", test_memory_refusal_words);
     g_test_add_func("/app/units/model-folder", test_model_folder);
     g_test_add_func("/app/units/texture-roundtrip", test_texture_roundtrip);
     g_test_add_func("/app/units/load-image-errors", test_load_image_errors);

@@ -241,7 +241,8 @@ static void test_preset_changes_prompt(void)
 
     /* Ctrl+2 is win.preset::spotting; it changes the remembered preset. */
     gtk_widget_activate_action(GTK_WIDGET(win), "win.preset", "s", "spotting");
-    g_assert_cmpstr(g_settings_get_string(s, "preset"), ==, "spotting");
+    g_autofree char *preset = g_settings_get_string(s, "preset");
+    g_assert_cmpstr(preset, ==, "spotting");
     g_autofree char *spotting = prompt_for(win, "tiny_40x30.png");
     g_autofree char *want_spotting = engine_prompt(HYOCR_TASK_SPOTTING, NULL, NULL);
     g_assert_cmpstr(spotting, ==, want_spotting);
