@@ -21,6 +21,8 @@ struct _HyocrWindow {
     GtkListBox      *job_list;
     HyocrResultView *result_view;
     GtkWidget       *drop_hint;
+    GtkWidget       *download_panel;   /* hyocr-window-download.c; NULL without the downloader */
+    GtkWidget       *download_bar;
 
     GSettings       *settings;
     HyocrWorker     *worker;
@@ -39,6 +41,9 @@ void hyocr_window_update_actions(HyocrWindow *self);
 
 /* hyocr-window-dnd.c */
 void hyocr_window_setup_drop(HyocrWindow *self);
+
+/* hyocr-window-download.c */
+void hyocr_window_setup_download(HyocrWindow *self);
 
 /* hyocr-window.c */
 HyocrJob *hyocr_window_get_selected_job(HyocrWindow *self);

@@ -374,6 +374,7 @@ static void hyocr_window_init(HyocrWindow *self)
     g_signal_connect(self, "close-request", G_CALLBACK(on_close_request), NULL);
     hyocr_window_setup_actions(self);
     hyocr_window_setup_drop(self);
+    hyocr_window_setup_download(self);
     self->gauge_tick = g_timeout_add(GAUGE_INTERVAL_MS, gauge_tick, self);
     update_page(self);
 }

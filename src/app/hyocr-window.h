@@ -41,5 +41,9 @@ const char      *hyocr_window_get_last_toast(HyocrWindow *self);
 void             hyocr_window_select_job(HyocrWindow *self, HyocrJob *job);
 /* The job with this id (hyocr_job_get_id) and its place in the queue, or NULL. */
 HyocrJob        *hyocr_window_find_job(HyocrWindow *self, guint id, guint *position);
+/* The model download panel on the model page and the window's bar for its progress;
+ * NULL in a build without the downloader. */
+GtkWidget       *hyocr_window_get_download_panel(HyocrWindow *self);
+GtkProgressBar  *hyocr_window_get_download_bar(HyocrWindow *self);
 
 G_END_DECLS

@@ -501,8 +501,9 @@ static bool check_memory(job_state *st, GError **error)
     g_autofree char *advice = memory_advice(st, &mc);
     g_autofree char *need = hyocr_memplan_format_bytes(plan.total);
     g_autofree char *budget = hyocr_memplan_format_bytes(mc.budget);
-    g_autofree char *have = mc.is_limit ? g_strdup_printf(_("the memory limit is %s"), budget)
-                                        : g_strdup_printf(_("the GPU has %s for it (free plus what hyocr holds)"), budget);
+    g_autofree char *have = mc.is_limit
+        ? g_strdup_printf(_("the memory limit is %s"), budget)
+        : g_strdup_printf(_("the GPU has %s for it (free plus what hyocr holds)"), budget);
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
                 _("this %d×%d page (%d×%d patches, %d prompt tokens, up to %d new) needs %s (%s) but %s: %s"),
                 st->img->width, st->img->height, plan.grid_w, plan.grid_h, plan.prompt_tokens,

@@ -141,7 +141,8 @@ static hyocr_buf *merger_gather(hyocr_model *m, const vit_dims *d, int gh, int g
     bool ok = a && g;
     for (int i0 = 0; ok && i0 < Hm; i0 += step) {
         int k = MIN(step, Hm - i0), pr = 2 * k * gw;   /* merged rows, patch rows */
-        hyocr_buf xv = rows_of(x, (size_t)2 * i0 * gw, pr, C), gv = rows_of(g, (size_t)i0 * Wm, (size_t)k * Wm, 4 * (size_t)C);
+        hyocr_buf xv = rows_of(x, (size_t)2 * i0 * gw, pr, C);
+        hyocr_buf gv = rows_of(g, (size_t)i0 * Wm, (size_t)k * Wm, 4 * (size_t)C);
         ok = OPS->add_rmsnorm(m->be, a, &xv, NULL, m->before_rms, pr, C, d->eps, error) &&
              OPS->merge_gather(m->be, &gv, a, 2 * k, gw, C, error);
     }
