@@ -477,6 +477,9 @@ static gboolean plan_idle_cb(gpointer data)
 static void replan(HyocrDownloadPanel *self)
 {
     g_clear_pointer(&self->planned_for, g_free);
+    if (is_busy_state(self->state)) return;
+    cancel_plan(self);   /* its answer would be for the old choice */
+    set_state(self, HYOCR_DOWNLOAD_PANEL_IDLE);
     if (gtk_widget_get_mapped(GTK_WIDGET(self)) && !self->plan_idle)
         self->plan_idle = g_idle_add(plan_idle_cb, self);
 }
@@ -979,7 +982,7 @@ static void hyocr_download_panel_class_init(HyocrDownloadPanelClass *klass)
 
 static void setup_texts(HyocrDownloadPanel *self)
 {
-    const char *versions[] = { _("HunyuanOCR 1.5 (recommended)"), _("HunyuanOCR 1.0"), NULL };
+    const char *versions[] = { _("1.5 (recommended)"), _("1.0"), NULL };
     g_autoptr(GtkStringList) list = gtk_string_list_new(versions);
     adw_combo_row_set_model(self->version_row, G_LIST_MODEL(list));
     /* The notice lives in the engine (download.h) so the CLI shows the same words. */

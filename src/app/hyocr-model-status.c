@@ -137,6 +137,9 @@ void hyocr_model_status_set_download_visible(HyocrModelStatus *self, gboolean vi
     /* The download area offers the download and its own checked "Use a Folder…". */
     gtk_widget_set_visible(GTK_WIDGET(self->howto_label), !visible);
     gtk_widget_set_visible(self->choose_button, !visible);
+    /* "Does not exist" says nothing the offer does not; other problems keep their details. */
+    gtk_widget_set_visible(GTK_WIDGET(self->details_label),
+                           *gtk_label_get_text(self->details_label) && !(visible && self->problem == HYOCR_MODEL_PROBLEM_MISSING));
 }
 
 static void hyocr_model_status_dispose(GObject *object)
