@@ -30,6 +30,7 @@ struct _HyocrDownloadPanel {
     AdwComboRow    *version_row;
     AdwActionRow   *dest_row;
     GtkWidget      *dest_button;
+    AdwActionRow   *size_row;
     GtkWidget      *plan_spinner;
     GtkLabel       *size_label;
     GtkLabel       *free_label;
@@ -345,6 +346,7 @@ static int64_t free_space_near(const char *path)
 typedef struct {
     char                  *endpoint, *dest;
     hyocr_model_version    version;
+    gboolean               ask_server;   /* else only the free space, which is local */
     int64_t                total, have, free;
     gboolean               up_to_date;
     hyocr_download_failure failure;
@@ -364,6 +366,10 @@ static void plan_thread(GTask *task, gpointer source, gpointer data, GCancellabl
 {
     PlanJob *j = data;
     j->free = free_space_near(j->dest);
+    if (!j->ask_server) {
+        g_task_return_boolean(task, TRUE);
+        return;
+    }
     hyocr_download_params p;
     hyocr_download_params_init(&p);
     p.endpoint = j->endpoint;
@@ -410,6 +416,14 @@ static void show_size(HyocrDownloadPanel *self, const PlanJob *j)
                           : j->have > 0   ? g_strdup_printf(_("%s (%s left to download)"), total, left)
                                           : g_strdup(total);
     gtk_label_set_text(self->size_label, text);
+    adw_action_row_set_subtitle(self->size_row, "");
+}
+
+static void show_estimate(HyocrDownloadPanel *self)
+{
+    /* Translators: the size of the model's files before the server has been asked */
+    gtk_label_set_text(self->size_label, _("About 2 GB"));
+    adw_action_row_set_subtitle(self->size_row, _("Exact size from the server once you accept the licence"));
 }
 
 static void on_plan_done(GObject *source, GAsyncResult *res, gpointer data)
@@ -427,20 +441,51 @@ static void on_plan_done(GObject *source, GAsyncResult *res, gpointer data)
         set_state(self, HYOCR_DOWNLOAD_PANEL_FAILED);
         return;
     }
+    if (!j->ask_server) {
+        show_free(self, j->free, -1);
+        show_estimate(self);
+        set_state(self, HYOCR_DOWNLOAD_PANEL_IDLE);
+        return;
+    }
     show_free(self, j->free, j->up_to_date ? 0 : j->total - j->have);
     show_size(self, j);
     set_state(self, HYOCR_DOWNLOAD_PANEL_READY);
 }
 
+/* The app promises to use the network only when asked: the server hears of us once the
+ * licence is accepted, which is asking for the download. Until then, an estimate. */
+static gboolean may_ask_server(HyocrDownloadPanel *self)
+{
+    return gtk_check_button_get_active(self->accept_check);
+}
+
 static char *plan_key(HyocrDownloadPanel *self)
 {
-    return g_strdup_printf("%s\n%s\n%s", self->endpoint, version_name(current_version(self)), self->dest);
+    return g_strdup_printf("%s\n%s\n%s\n%d", self->endpoint, version_name(current_version(self)), self->dest,
+                           may_ask_server(self));
 }
 
 static void cancel_plan(HyocrDownloadPanel *self)
 {
     if (self->plan_cancellable) g_cancellable_cancel(self->plan_cancellable);
     g_clear_object(&self->plan_cancellable);
+}
+
+static gboolean valid_endpoint(const char *text);
+
+static void show_bad_endpoint(HyocrDownloadPanel *self)
+{
+    g_autofree char *body = g_strdup_printf(_("Enter an address that starts with https:// or http://, such as %s."),
+                                            HYOCR_DOWNLOAD_DEFAULT_ENDPOINT);
+    show_error(self, _("This Server Address Does Not Work"), body, NULL, TRUE);
+}
+
+/* The setting or $HF_ENDPOINT may hold anything; the entry only takes web addresses. */
+static gboolean endpoint_usable(HyocrDownloadPanel *self)
+{
+    if (valid_endpoint(self->endpoint)) return TRUE;
+    show_bad_endpoint(self);
+    return FALSE;
 }
 
 static void start_plan(HyocrDownloadPanel *self)
@@ -456,12 +501,12 @@ static void start_plan(HyocrDownloadPanel *self)
     j->endpoint = g_strdup(self->endpoint);
     j->dest = g_strdup(self->dest);
     j->version = current_version(self);
+    j->ask_server = may_ask_server(self) && endpoint_usable(self);
+    if (j->ask_server) gtk_label_set_text(self->size_label, _("Checking…"));
     GTask *task = g_task_new(self, self->plan_cancellable, on_plan_done, NULL);
     g_task_set_task_data(task, j, plan_job_free);
     g_task_run_in_thread(task, plan_thread);
     g_object_unref(task);
-    gtk_label_set_text(self->size_label, _("Checking…"));
-    gtk_label_set_text(self->free_label, "");
     set_state(self, HYOCR_DOWNLOAD_PANEL_PLANNING);
 }
 
@@ -473,7 +518,7 @@ static gboolean plan_idle_cb(gpointer data)
     return G_SOURCE_REMOVE;
 }
 
-/* Plans only while shown: a window that never shows this page never asks the server. */
+/* Plans only while shown: a window that never shows this page never looks. */
 static void replan(HyocrDownloadPanel *self)
 {
     g_clear_pointer(&self->planned_for, g_free);
@@ -500,18 +545,37 @@ static void show_progress(HyocrDownloadPanel *self, const hyocr_download_progres
     g_signal_emit(self, signals[SIGNAL_PROGRESS], 0);
 }
 
+static gboolean apply_progress(gpointer data);
+
+static void queue_update(DownloadShare *s, gint64 wait_us)
+{
+    GSource *src = g_timeout_source_new((guint)((MAX(wait_us, 0) + 999) / 1000));
+    g_source_set_callback(src, apply_progress, share_ref(s), share_unref);
+    g_source_attach(src, s->context);
+    g_source_unref(src);
+}
+
 /* UI thread: the newest report, whatever came in between. */
 static gboolean apply_progress(gpointer data)
 {
     DownloadShare *s = data;
-    g_autoptr(HyocrDownloadPanel) self = g_weak_ref_get(&s->panel);
+    gint64 now = g_get_monotonic_time();
     g_mutex_lock(&s->lock);
+    /* A timeout attached from another thread may count from the loop's cached clock and
+     * fire early: the interval is kept here, where it matters. */
+    gint64 early = s->last_ui ? s->last_ui + PROGRESS_INTERVAL_US - now : 0;
+    if (early > 0) {
+        g_mutex_unlock(&s->lock);
+        queue_update(s, early);
+        return G_SOURCE_REMOVE;
+    }
+    g_autoptr(HyocrDownloadPanel) self = g_weak_ref_get(&s->panel);
     hyocr_download_progress p = s->last;
     g_autofree char *file = g_strdup(s->file), *message = g_strdup(s->message);
     p.file = file;
     p.message = message;
     s->pending = FALSE;
-    s->last_ui = g_get_monotonic_time();
+    s->last_ui = now;
     g_mutex_unlock(&s->lock);
     if (self && self->share == s) show_progress(self, &p);
     return G_SOURCE_REMOVE;
@@ -533,13 +597,9 @@ static void on_progress(const hyocr_download_progress *p, void *data)
     s->last.message = s->message;
     gboolean schedule = !s->pending;
     s->pending = TRUE;
-    gint64 wait_us = MAX(s->last_ui + PROGRESS_INTERVAL_US - now, 0);
+    gint64 wait_us = s->last_ui ? s->last_ui + PROGRESS_INTERVAL_US - now : 0;
     g_mutex_unlock(&s->lock);
-    if (!schedule) return;
-    GSource *src = g_timeout_source_new((guint)((wait_us + 999) / 1000));
-    g_source_set_callback(src, apply_progress, share_ref(s), share_unref);
-    g_source_attach(src, s->context);
-    g_source_unref(src);
+    if (schedule) queue_update(s, wait_us);
 }
 
 static void download_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
@@ -603,6 +663,7 @@ void hyocr_download_panel_start(HyocrDownloadPanel *self)
     if (!gtk_check_button_get_active(self->accept_check) || is_busy_state(self->state)) return;
     cancel_plan(self);
     hide_error(self);
+    if (!endpoint_usable(self)) return;
     DownloadShare *s = share_new(self);
     self->work_cancellable = g_cancellable_new();
     hyocr_download_params p;
@@ -810,9 +871,7 @@ static void on_endpoint_apply(AdwEntryRow *row, HyocrDownloadPanel *self)
     g_autofree char *text = g_strstrip(g_strdup(gtk_editable_get_text(GTK_EDITABLE(row))));
     if (*text && !valid_endpoint(text)) {
         gtk_widget_add_css_class(GTK_WIDGET(row), "error");
-        g_autofree char *body = g_strdup_printf(_("Enter an address that starts with https:// or http://, such as "
-                                                  "%s."), HYOCR_DOWNLOAD_DEFAULT_ENDPOINT);
-        show_error(self, _("This Server Address Does Not Work"), body, NULL, TRUE);
+        show_bad_endpoint(self);
         return;
     }
     gtk_widget_remove_css_class(GTK_WIDGET(row), "error");
@@ -836,6 +895,7 @@ static void on_version_changed(AdwComboRow *row, GParamSpec *pspec, HyocrDownloa
 static void on_accept_toggled(GtkCheckButton *check, HyocrDownloadPanel *self)
 {
     sync_controls(self);
+    if (gtk_check_button_get_active(check)) replan(self);
 }
 
 static void on_download_clicked(GtkButton *button, HyocrDownloadPanel *self)
@@ -946,6 +1006,7 @@ static void bind_children(GtkWidgetClass *wc)
     gtk_widget_class_bind_template_child(wc, HyocrDownloadPanel, version_row);
     gtk_widget_class_bind_template_child(wc, HyocrDownloadPanel, dest_row);
     gtk_widget_class_bind_template_child(wc, HyocrDownloadPanel, dest_button);
+    gtk_widget_class_bind_template_child(wc, HyocrDownloadPanel, size_row);
     gtk_widget_class_bind_template_child(wc, HyocrDownloadPanel, plan_spinner);
     gtk_widget_class_bind_template_child(wc, HyocrDownloadPanel, size_label);
     gtk_widget_class_bind_template_child(wc, HyocrDownloadPanel, free_label);
@@ -1003,6 +1064,7 @@ static void hyocr_download_panel_init(HyocrDownloadPanel *self)
     g_signal_connect(self->dest_button, "clicked", G_CALLBACK(on_dest_clicked), self);
     g_signal_connect(self->endpoint_row, "apply", G_CALLBACK(on_endpoint_apply), self);
     update_dest(self);
+    show_estimate(self);
     sync_controls(self);
 }
 
