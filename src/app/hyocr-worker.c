@@ -1,5 +1,6 @@
 /* hyocr-gtk — inference thread. */
 #include "hyocr-worker.h"
+#include "gpu-check.h"
 #include "error.h"
 #include "hyocr-image-util.h"
 #include "hyocr-build-config.h"
@@ -146,6 +147,24 @@ static void on_engine_log(hyocr_log_level level, const char *message, void *data
     g_string_append(self->load_notice, message);
 }
 
+/* First-run check: when CUDA was wanted but the engine runs on the CPU (or could
+ * not start on the GPU), say which piece is missing — driver, device nodes,
+ * nvidia_uvm, the Flatpak GL.nvidia extension, libcuda — and what to do. */
+static char *gpu_explanation(void)
+{
+    g_autoptr(hyocr_gpu_report) r = hyocr_gpu_check(NULL);
+    if (r->status == HYOCR_GPU_OK) return NULL;
+    return g_strdup_printf("%s — %s", r->title, r->detail);
+}
+
+static void explain_cpu_fallback(HyocrWorker *self)
+{
+    g_autofree char *why = gpu_explanation();
+    if (!why) return;
+    if (self->load_notice->len) g_string_append_c(self->load_notice, '\n');
+    g_string_append(self->load_notice, why);
+}
+
 static void retire_engine(HyocrWorker *self)
 {
     g_mutex_lock(&self->lock);
@@ -200,11 +219,15 @@ static void thread_load(HyocrWorker *self, Msg *m)
     g_autoptr(GError) error = NULL;
     hyocr_engine *eng = hyocr_engine_init(&ep, &error);
     if (!eng) {
+        g_autofree char *why = m->settings.device == HYOCR_DEVICE_CUDA && error->code == HYOCR_ERROR_BACKEND
+                               ? gpu_explanation() : NULL;
+        if (why) g_prefix_error(&error, "%s\n\n", why);
         post_state(self, HYOCR_WORKER_FAILED, m->settings.model_dir, error);
         return;
     }
     gboolean cpu = strcmp(hyocr_engine_backend_name(eng), "cpu") == 0;
     if (cpu) settle_blas_threads();
+    if (cpu && m->settings.device != HYOCR_DEVICE_CPU) explain_cpu_fallback(self);
     g_mutex_lock(&self->lock);
     self->engine = eng;
     self->engine_cpu = cpu;
