@@ -168,16 +168,11 @@ int hyocr_cmd_download(int argc, char **argv)
         { "dry-run", 'n', 0, G_OPTION_ARG_NONE, &plan_only, N_("Only list the files and sizes"), NULL },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("[DIR] — download HunyuanOCR weights (resumes, verifies)"));
+    g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("[DIR] — download HunyuanOCR weights (resumes, verifies)"), entries);
     g_option_context_set_summary(ctx, N_("DIR defaults to $XDG_DATA_HOME/hyocr/models/HunyuanOCR-<version>.\n"
                                         "An interrupted download resumes when the same command runs again."));
-    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
+    if (!hyocr_cli_parse(ctx, &argc, &argv)) return 2;
     g_autoptr(GError) error = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-        g_printerr("hyocr: %s\n", error->message);
-        return 2;
-    }
     if (argc > 2) return download_usage(ctx, _("give at most one destination folder"));
     hyocr_download_params p;
     hyocr_download_params_init(&p);
@@ -278,16 +273,11 @@ int hyocr_cmd_models(int argc, char **argv)
         { "verify", 0, 0, G_OPTION_ARG_NONE, &verify, N_("Rehash every file against its recorded checksum"), NULL },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("[DIR…] — list installed models and their state"));
+    g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("[DIR…] — list installed models and their state"), entries);
     g_option_context_set_summary(ctx, N_("Without DIR, lists $XDG_DATA_HOME/hyocr/models. A DIR may be a model "
                                         "folder or a folder of models."));
-    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
+    if (!hyocr_cli_parse(ctx, &argc, &argv)) return 2;
     g_autoptr(GError) error = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-        g_printerr("hyocr: %s\n", error->message);
-        return 2;
-    }
     g_autofree char *default_root = hyocr_models_dir();
     char *fallback[] = { default_root, NULL };
     char **dirs = argc > 1 ? argv + 1 : fallback;

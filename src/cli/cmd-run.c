@@ -130,9 +130,7 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, N_("Generate max-new-tokens tokens (benchmarks)"), NULL },
         { NULL },
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("— read, parse or translate the text in an image"));
-    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
+    g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— read, parse or translate the text in an image"), entries);
     if (!g_option_context_parse(ctx, &argc, &argv, error)) return false;
     if (argc > 1) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("unexpected argument “%s”"), argv[1]);

@@ -27,7 +27,15 @@ static int usage_error(GOptionContext *ctx, const char *msg)
     return 2;
 }
 
-static gboolean parse(GOptionContext *ctx, int *argc, char ***argv)
+GOptionContext *hyocr_cli_context_new(const char *parameter_string, const GOptionEntry *entries)
+{
+    GOptionContext *ctx = g_option_context_new(parameter_string);
+    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
+    return ctx;
+}
+
+gboolean hyocr_cli_parse(GOptionContext *ctx, int *argc, char ***argv)
 {
     g_autoptr(GError) error = NULL;
     if (!g_option_context_parse(ctx, argc, argv, &error)) {
@@ -144,10 +152,8 @@ int hyocr_cmd_inspect(int argc, char **argv)
         { "max-new-tokens", 0, 0, G_OPTION_ARG_INT, &max_new, N_("New tokens the plan makes room for (8192)"), "N" },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("— describe a checkpoint folder"));
-    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
-    if (!parse(ctx, &argc, &argv)) return 2;
+    g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— describe a checkpoint folder"), entries);
+    if (!hyocr_cli_parse(ctx, &argc, &argv)) return 2;
     if (!model) return usage_error(ctx, _("--model DIR is required"));
     if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0)
         return usage_error(ctx, _("--device must be cpu or cuda"));
@@ -175,10 +181,8 @@ int hyocr_cmd_tokenize(int argc, char **argv)
         { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, N_("Checkpoint folder (holds tokenizer.json)"), "DIR" },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("TEXT — print token ids on one line"));
-    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
-    if (!parse(ctx, &argc, &argv)) return 2;
+    g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("TEXT — print token ids on one line"), entries);
+    if (!hyocr_cli_parse(ctx, &argc, &argv)) return 2;
     if (!model || argc != 2) return usage_error(ctx, _("usage: hyocr tokenize --model DIR TEXT"));
 
     g_autoptr(GError) error = NULL;
@@ -201,10 +205,8 @@ int hyocr_cmd_detokenize(int argc, char **argv)
         { "skip-special", 0, 0, G_OPTION_ARG_NONE, &skip, N_("Drop special tokens"), NULL },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("ID… — print the text of token ids"));
-    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
-    if (!parse(ctx, &argc, &argv)) return 2;
+    g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("ID… — print the text of token ids"), entries);
+    if (!hyocr_cli_parse(ctx, &argc, &argv)) return 2;
     if (!model || argc < 2) return usage_error(ctx, _("usage: hyocr detokenize --model DIR ID…"));
 
     g_autoptr(GError) error = NULL;
@@ -286,10 +288,8 @@ int hyocr_cmd_prepare(int argc, char **argv)
         { "dump", 'd', 0, G_OPTION_ARG_FILENAME, &dump, N_("Folder for the dump files"), "DIR" },
         { NULL }
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(N_("— build the model input for an image and a task"));
-    g_option_context_set_translation_domain(ctx, GETTEXT_PACKAGE);
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
-    if (!parse(ctx, &argc, &argv)) return 2;
+    g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— build the model input for an image and a task"), entries);
+    if (!hyocr_cli_parse(ctx, &argc, &argv)) return 2;
     if (!model || !image || !dump) return usage_error(ctx, _("--model, --image and --dump are required"));
     if (!task && !prompt) return usage_error(ctx, _("give --task NAME or --prompt TEXT"));
 
