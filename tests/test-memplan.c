@@ -64,6 +64,24 @@ static void test_arithmetic(void)
         g_autofree char *d = hyocr_memplan_describe(&a);
         expect_in(d, "weights");
         expect_in(d, "backend scratch");
+
+        /* Vision weights off the device: the text phase drops exactly their bytes,
+         * the vision phase keeps them, and the description says so. */
+        g_assert_cmpint(a.vision_weights, >, 0);
+        g_assert_cmpint(a.vision_weights, <, a.weights);
+        p.vision_offload = true;
+        hyocr_memplan off;
+        hyocr_memplan_for_job(cfg, &p, 8, 8, 60, 4000, &off);
+        p.vision_offload = false;
+        hyocr_memplan on;
+        hyocr_memplan_for_job(cfg, &p, 8, 8, 60, 4000, &on);
+        g_assert_true(off.vision_offload);
+        g_assert_cmpint(on.peak_text - off.peak_text, ==, on.vision_weights);
+        g_assert_cmpint(off.peak_vision, ==, on.peak_vision);
+        if (off.peak_text >= off.peak_vision) {
+            g_autofree char *d2 = hyocr_memplan_describe(&off);
+            expect_in(d2, "vision weights off the device");
+        }
     }
 }
 

@@ -220,6 +220,41 @@ static void test_vision(gconstpointer data)
     g_free(dbg.merger_out);
 }
 
+/* The vision weights leave the backend (its weight bytes drop by exactly the
+ * planned amount) and come back on the next vision pass with identical output. */
+static void test_vision_offload(gconstpointer data)
+{
+    const model_case *c = data;
+    loaded l = { 0 };
+    open_model(c->ckpt, false, &l);
+    hyocr_vision_debug before = { .want = true }, after = { .want = true };
+    int rows = 0;
+    hyocr_buf *v = run_vision(l.m, c, &rows, &before);
+    l.be->ops->buf_free(l.be, v);
+    hyocr_mem_info m0, m1, m2;
+    l.be->ops->mem_info(l.be, &m0);
+    g_assert_true(hyocr_model_vision_unload(l.m));
+    g_assert_false(hyocr_model_vision_loaded(l.m));
+    g_assert_false(hyocr_model_vision_unload(l.m));   /* already out */
+    l.be->ops->mem_info(l.be, &m1);
+    g_assert_cmpint(m0.weights - m1.weights, ==, hyocr_model_vision_weight_bytes(l.m));
+    v = run_vision(l.m, c, &rows, &after);
+    g_assert_true(hyocr_model_vision_loaded(l.m));
+    l.be->ops->mem_info(l.be, &m2);
+    g_assert_cmpint(m2.weights, ==, m0.weights);
+    g_assert_cmpuint(after.merger_out_n, ==, before.merger_out_n);
+    g_assert_cmpmem(after.merger_out, after.merger_out_n * sizeof(float), before.merger_out,
+                    before.merger_out_n * sizeof(float));
+    l.be->ops->buf_free(l.be, v);
+    g_free(before.vision_out);
+    g_free(before.merger_out);
+    g_free(after.vision_out);
+    g_free(after.merger_out);
+    hyocr_model_free(l.m);
+    hyocr_backend_free(l.be);
+    hyocr_checkpoint_free(l.ck);
+}
+
 typedef struct {
     hyocr_model  *m;
     hyocr_kv_seq *seq;
@@ -605,6 +640,8 @@ int main(int argc, char **argv)
         if (prompted->len >= 1) {
             g_autofree char *path = g_strdup_printf("/model/%s/variants", ckpt);
             g_test_add_data_func(path, prompted->pdata[0], test_variants);
+            g_autofree char *path2 = g_strdup_printf("/model/%s/vision-offload", ckpt);
+            g_test_add_data_func(path2, prompted->pdata[0], test_vision_offload);
         }
         if (prompted->len >= 2) {
             const model_case **pair = g_new(const model_case *, 2);

@@ -161,6 +161,18 @@ typedef struct {
     void   (*mem_info)(hyocr_backend *be, hyocr_mem_info *out);
     /* Waits for queued work (no-op on CPU); errors surface here on async devices. */
     bool   (*sync)(hyocr_backend *be, GError **error);
+
+    /* *finite = no NaN or ±Inf among b[0..n) (waits for the answer): FP16 overflow check. */
+    bool   (*check_finite)(hyocr_backend *be, const hyocr_buf *b, size_t n, bool *finite, GError **error);
+    /* Raw bytes between a buffer (from byte offset off) and host memory, in stream order
+     * (read_bytes waits until dst is filled): the swap path of preemption. */
+    bool   (*read_bytes)(hyocr_backend *be, const hyocr_buf *src, size_t off, void *dst, size_t bytes,
+                         GError **error);
+    bool   (*write_bytes)(hyocr_backend *be, hyocr_buf *dst, size_t off, const void *src, size_t bytes,
+                          GError **error);
+    /* Host memory the device copies to and from at full speed (pinned on CUDA). */
+    void  *(*host_alloc)(hyocr_backend *be, size_t bytes, GError **error);
+    void   (*host_free)(hyocr_backend *be, void *p, size_t bytes);
 } hyocr_backend_ops;
 
 struct hyocr_backend {

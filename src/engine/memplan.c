@@ -56,6 +56,11 @@ int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, bool lm_head_ti
     return (vision_weight_elems(cfg) + text_weight_elems(cfg, lm_head_tied)) * elem;
 }
 
+int64_t hyocr_memplan_vision_weights(const hyocr_config *cfg, int elem)
+{
+    return vision_weight_elems(cfg) * elem;
+}
+
 int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem)
 {
     const hyocr_text_config *t = &cfg->text;
@@ -160,6 +165,8 @@ void hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *
     out->max_new_tokens = max_new_tokens;
     out->act_elem = p->act_elem;
     out->weights = hyocr_memplan_weights(cfg, p->act_elem, p->lm_head_tied);
+    out->vision_weights = hyocr_memplan_vision_weights(cfg, p->act_elem);
+    out->vision_offload = p->vision_offload;
     out->backend = p->backend_bytes;
     out->kv_per_token = hyocr_memplan_kv_per_token(cfg, p->act_elem);
     out->kv_per_block = out->kv_per_token * bs;
@@ -178,7 +185,7 @@ void hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *
     out->prefill = plan_prefill(cfg, p, out->prompt_tokens);
     int64_t fixed = out->weights + out->backend;
     out->peak_vision = fixed + out->vision + (p->kv_fixed_blocks > 0 ? out->kv : 0);
-    out->peak_text = fixed + out->kv + out->image_embeds + out->prefill;
+    out->peak_text = fixed - (p->vision_offload ? out->vision_weights : 0) + out->kv + out->image_embeds + out->prefill;
     out->total = MAX(out->peak_vision, out->peak_text);
     out->fits = true;
 }
@@ -200,9 +207,15 @@ static void add_part(GString *s, const char *name, int64_t bytes)
 char *hyocr_memplan_describe(const hyocr_memplan *plan)
 {
     GString *s = g_string_new(NULL);
-    add_part(s, "weights", plan->weights);
+    bool text_phase = plan->peak_text >= plan->peak_vision;
+    if (text_phase && plan->vision_offload) {
+        add_part(s, "language-model weights", plan->weights - plan->vision_weights);
+        g_string_append(s, " (vision weights off the device)");
+    } else {
+        add_part(s, "weights", plan->weights);
+    }
     bool fixed_kv = plan->peak_vision - plan->weights - plan->backend > plan->vision;
-    if (plan->peak_text >= plan->peak_vision) {
+    if (text_phase) {
         add_part(s, "KV cache", plan->kv);
         g_string_append_printf(s, " (%d tokens)", plan->kv_tokens);
         add_part(s, "prefill", plan->prefill);

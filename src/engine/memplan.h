@@ -40,6 +40,7 @@ typedef struct {
     int     max_model_len;    /* caps the KV pool; 0 = no cap */
     int     vit_chunk_rows;
     int     text_chunk_rows;
+    bool    vision_offload;   /* the vision weights leave the device after the vision pass */
 } hyocr_memplan_params;
 
 typedef struct {
@@ -53,6 +54,8 @@ typedef struct {
     int     act_elem;
     /* model-wide, bytes */
     int64_t weights;            /* as uploaded: fused QKV and gate|up, a tied head once, compute dtype */
+    int64_t vision_weights;     /* the ViT + merger part of weights */
+    bool    vision_offload;     /* planned with the vision weights off the device during prefill/decode */
     int64_t backend;            /* the backend's own scratch */
     int64_t kv_per_token;       /* layers × 2 × kv_heads × head_dim × elem */
     int64_t kv_per_block;
@@ -65,7 +68,7 @@ typedef struct {
     int64_t image_embeds;       /* merger output, held until the prefill ends */
     int64_t prefill;            /* text scratch of the chunked prefill; decode reuses it */
     int64_t peak_vision;        /* weights + backend + vision (+ kv for a fixed pool) */
-    int64_t peak_text;          /* weights + backend + kv + image_embeds + prefill */
+    int64_t peak_text;          /* weights (less vision_weights when offloaded) + backend + kv + image_embeds + prefill */
     int64_t total;              /* max(peak_vision, peak_text): what the job needs */
     /* filled by the engine (hyocr_engine_plan_job / hyocr_engine_memory_plan) */
     int64_t budget;             /* the memory limit, or on CUDA free + held; 0 = unknown */
@@ -78,6 +81,7 @@ typedef struct {
 void    hyocr_memplan_params_init(hyocr_memplan_params *p, hyocr_backend_kind kind);
 
 int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, bool lm_head_tied);
+int64_t hyocr_memplan_vision_weights(const hyocr_config *cfg, int elem);
 int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem);
 /* Placeholder tokens of a grid_h × grid_w patch grid: (h/2)·(w/2 + 1) + 2. */
 int     hyocr_memplan_image_tokens(int grid_h, int grid_w);

@@ -192,6 +192,7 @@ hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GEr
 
     g_autoptr(hyocr_model) m = g_new0(hyocr_model, 1);
     m->be = be;
+    m->ck = ck;
     m->cfg = *cfg;
     /* The strings belong to the checkpoint's config; the model never needs them. */
     m->cfg.bos_token = m->cfg.eos_token = m->cfg.pad_token = m->cfg.chat_template = NULL;
@@ -226,10 +227,50 @@ static void free_vit(hyocr_model *m)
         for (size_t j = 0; j < G_N_ELEMENTS(all); j++) buf_free(m, all[j]);
     }
     g_free(m->vit);
-    hyocr_buf *rest[] = { m->patch_w, m->patch_b, m->pos_table, m->before_rms, m->proj0_w, m->proj0_b,
-                          m->proj2_w, m->proj2_b, m->newline, m->mlp_w, m->mlp_b, m->img_begin,
-                          m->img_end, m->after_rms };
-    for (size_t j = 0; j < G_N_ELEMENTS(rest); j++) buf_free(m, rest[j]);
+    m->vit = NULL;
+    hyocr_buf **rest[] = { &m->patch_w, &m->patch_b, &m->pos_table, &m->before_rms, &m->proj0_w, &m->proj0_b,
+                           &m->proj2_w, &m->proj2_b, &m->newline, &m->mlp_w, &m->mlp_b, &m->img_begin,
+                           &m->img_end, &m->after_rms };
+    for (size_t j = 0; j < G_N_ELEMENTS(rest); j++) {
+        buf_free(m, *rest[j]);
+        *rest[j] = NULL;
+    }
+}
+
+/* ---- vision weights off the device ------------------------------------------------ */
+
+bool hyocr_model_vision_loaded(const hyocr_model *m)
+{
+    return !m->vision_out;
+}
+
+int64_t hyocr_model_vision_weight_bytes(const hyocr_model *m)
+{
+    return hyocr_memplan_vision_weights(&m->cfg, m->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2);
+}
+
+bool hyocr_model_vision_unload(hyocr_model *m)
+{
+    if (m->vision_out || !m->ck) return false;
+    /* Queued work may still read the weights (the merger ran just before). */
+    if (!m->be->ops->sync(m->be, NULL)) return false;
+    free_vit(m);
+    m->vision_out = true;
+    return true;
+}
+
+bool hyocr_model_vision_reload(hyocr_model *m, GError **error)
+{
+    if (!m->vision_out) return true;
+    loader ld = { .m = m, .ck = m->ck, .error = error };
+    load_vision(&ld);
+    if (ld.failed) {
+        free_vit(m);
+        g_prefix_error(error, "reloading the vision weights: ");
+        return false;
+    }
+    m->vision_out = false;
+    return true;
 }
 
 static void free_text(hyocr_model *m)

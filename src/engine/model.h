@@ -48,6 +48,8 @@ enum {
 
 typedef struct hyocr_model {
     hyocr_backend       *be;          /* not owned */
+    const hyocr_checkpoint *ck;       /* not owned; outlives the model (vision weights reload from it) */
+    bool                 vision_out;  /* the vision weights are off the device (hyocr_model_vision_unload) */
     hyocr_config         cfg;         /* shallow copy of the numeric fields; strings not used */
     hyocr_rope_params    rope;
 
@@ -144,5 +146,49 @@ typedef struct {
  * is polled between layers, so a long prefill stops early (HYOCR_ERROR_CANCELLED). */
 bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits,
                         hyocr_cancel_fn cancel, void *cancel_data, GError **error);
+
+/* ---- decoding on the device (text.c) ---------------------------------------------
+ * A pick slot holds one sequence's repetition-penalty set (its prompt ids and every
+ * token chosen since) where the backend chooses tokens, so a greedy decode step
+ * sends only token ids back to the host. Slots are few (one per live job); -1 with
+ * an error when none is free. */
+int  hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError **error);
+void hyocr_model_pick_slot_free(hyocr_model *m, int slot);
+
+typedef struct {
+    int   slot;      /* from hyocr_model_pick_slot_new */
+    float penalty;   /* repetition penalty; 1 = off */
+} hyocr_pick;
+
+/* One decode step: each seqs[i] brings one token (n_new 1, pos NULL, no image).
+ * With picks (one per sequence, every sequence greedy) the backend chooses:
+ * next[i] = argmax of the penalised logits (ties to the lowest id; the token joins
+ * the slot's set) and nonfinite[i] = the row's logits held NaN or ±Inf; logits may
+ * be NULL and are not filled. With picks NULL it is hyocr_text_forward (logits
+ * [n_seqs · vocab] filled; next, nonfinite untouched). Caches grow only on success. */
+bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
+                       int32_t *next, bool *nonfinite, float *logits, GError **error);
+
+/* *finite = b[0..n) holds no NaN or ±Inf (the vision output's FP16 overflow check). */
+bool hyocr_model_check_finite(hyocr_model *m, const hyocr_buf *b, size_t n, bool *finite, GError **error);
+
+/* ---- preemption by swapping (model.c) ----------------------------------------------
+ * swap_out copies a sequence's K/V (every layer, its blocks in order) to host memory
+ * of hyocr_model_kv_swap_bytes bytes and returns its blocks to the pool (n_tokens is
+ * kept); swap_in reserves blocks again and copies the K/V back. */
+size_t hyocr_model_kv_swap_bytes(const hyocr_model *m, const hyocr_kv_seq *seq);
+bool   hyocr_model_kv_swap_out(hyocr_model *m, hyocr_kv_seq *seq, void *host, GError **error);
+bool   hyocr_model_kv_swap_in(hyocr_model *m, hyocr_kv_seq *seq, const void *host, GError **error);
+void  *hyocr_model_host_alloc(hyocr_model *m, size_t bytes, GError **error);
+void   hyocr_model_host_free(hyocr_model *m, void *p, size_t bytes);
+
+/* ---- vision weights off the device (model.c) ---------------------------------------
+ * Under a tight memory budget the ViT + merger weights (≈0.8 GB in FP16) leave the
+ * device while a job decodes and come back from the checkpoint before the next
+ * vision pass; hyocr_vision_forward reloads them itself when they are out. */
+bool    hyocr_model_vision_unload(hyocr_model *m);
+bool    hyocr_model_vision_reload(hyocr_model *m, GError **error);
+bool    hyocr_model_vision_loaded(const hyocr_model *m);
+int64_t hyocr_model_vision_weight_bytes(const hyocr_model *m);
 
 G_END_DECLS

@@ -252,7 +252,7 @@ static bool tower(hyocr_model *m, const hyocr_pixels *px, const vit_dims *d, hyo
 hyocr_buf *hyocr_vision_forward(hyocr_model *m, const hyocr_pixels *px, int *n_rows, hyocr_vision_debug *dbg,
                                 hyocr_cancel_fn cancel, void *cancel_data, GError **error)
 {
-    if (!check_grid(m, px, error)) return NULL;
+    if (!check_grid(m, px, error) || !hyocr_model_vision_reload(m, error)) return NULL;
     /* Start from no scratch (a previous decode's buffers included), as the
      * memory plan assumes. */
     hyocr_model_trim_scratch(m);
