@@ -1,9 +1,16 @@
 #!/bin/bash
 # One run on the GPU machine: build hyocr with CUDA, make the full-size random checkpoint,
 # run transformers 5.17 (fp16, sdpa and eager) and hyocr on the same checkpoint and images,
-# and print one table (also written to $OUT/bench.md when OUT is set).
+# and print one table (also written to $OUT/bench.md).
 #
-#   source .device/setup.sh && bench/gpu-bench.sh [--quick]
+#   source .device/setup.sh && bench/gpu-bench.sh
+#
+# hyocr is measured on a warm engine, as an app or a server runs it: two jobs in one process
+# (`--repeat 2 --max-batch 1`), the second reported. transformers is warmed up the same way
+# (bench/hf_reference.py). HYOCR_BENCH_SKIP_HF=1 skips transformers (its numbers do not change
+# with our code) to save device time; the table then shows hyocr rows only.
+# Also: the same job without CUDA graphs (HYOCR_NO_GRAPH=1), and 16 concurrent 1024² jobs
+# (continuous batching) against the same 16 jobs one at a time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/hyocr-bench}
@@ -11,27 +18,46 @@ mkdir -p "$OUT"
 CKPT=${HYOCR_BENCH_CKPT:-/tmp/hy-full}
 NEW=${HYOCR_BENCH_NEW_TOKENS:-256}
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
+HY=build-gpu/src/cli/hyocr
 
 if [ ! -f build-gpu/build.ninja ]; then
-    meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 --buildtype=release >"$OUT/setup.log" 2>&1 \
-        || { tail -30 "$OUT/setup.log"; exit 1; }
+    meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=disabled --buildtype=release \
+        >"$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
 fi
-ninja -C build-gpu >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+ninja -C build-gpu src/cli/hyocr >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 [ -f "$CKPT/model.safetensors" ] || python3 bench/make_random_checkpoint.py "$CKPT" >"$OUT/ckpt.log" 2>&1
 python3 bench/make_images.py "$OUT/img" >/dev/null
 
-rows=()
+# $1 = output json (the warm job), $2 = image, then extra env assignments via env(1)
+hyocr_warm() {
+    local out=$1 img=$2
+    shift 2
+    env "$@" $HY run --model "$CKPT" --image "$img" --task recognize --device cuda --repeat 2 --max-batch 1 \
+        --max-new-tokens "$NEW" --ignore-eos --format json >"$out.all" 2>>"$OUT/hyocr.log" \
+        || echo "hyocr $(basename "$img") $* failed (see hyocr.log)"
+    python3 -c "import json,sys; json.dump(json.load(open('$out.all'))[1], open('$out','w'), indent=1)" 2>/dev/null
+    rm -f "$out.all"
+}
+
 for size in 1024 2048; do
     img=$OUT/img/page_${size}.png
-    for attn in sdpa eager; do
-        python3 bench/hf_reference.py bench --model "$CKPT" --image "$img" --attn $attn --new-tokens "$NEW" \
-            --json "$OUT/hf_${attn}_${size}.json" >>"$OUT/hf.log" 2>&1 || echo "transformers $attn $size failed (see hf.log)"
-    done
-    # hyocr: the first run warms the caches; the second is reported
-    for rep in 1 2; do
-        build-gpu/src/cli/hyocr run --model "$CKPT" --image "$img" --task recognize --device cuda \
-            --max-new-tokens "$NEW" --ignore-eos --format json >"$OUT/hyocr_${size}.json" 2>>"$OUT/hyocr.log" \
-            || echo "hyocr $size failed (see hyocr.log)"
-    done
+    if [ -z "${HYOCR_BENCH_SKIP_HF:-}" ]; then
+        for attn in sdpa eager; do
+            python3 bench/hf_reference.py bench --model "$CKPT" --image "$img" --attn $attn --new-tokens "$NEW" \
+                --json "$OUT/hf_${attn}_${size}.json" >>"$OUT/hf.log" 2>&1 \
+                || echo "transformers $attn $size failed (see hf.log)"
+        done
+    fi
+    hyocr_warm "$OUT/hyocr_${size}.json" "$img"
+    hyocr_warm "$OUT/hyocr-nograph_${size}.json" "$img" HYOCR_NO_GRAPH=1
+done
+
+# Continuous batching: 16 concurrent 1024² jobs against the same 16 one at a time.
+img=$OUT/img/page_1024.png
+for mb in 1 16; do
+    $HY run --model "$CKPT" --image "$img" --task recognize --device cuda --repeat 16 --max-batch $mb \
+        --max-new-tokens "$NEW" --ignore-eos --format jsonl >"$OUT/batch16_mb$mb.jsonl" 2>"$OUT/batch16_mb$mb.err" \
+        || echo "hyocr --repeat 16 --max-batch $mb failed (see batch16_mb$mb.err)"
+    tail -1 "$OUT/batch16_mb$mb.err"
 done
 python3 bench/table.py "$OUT" | tee "$OUT/bench.md"

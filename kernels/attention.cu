@@ -401,7 +401,31 @@ struct DecArgs {
     const hk_split *splits;
     unsigned *counters;
     float *part_acc, *part_ml;
+    int dev_split_len, dev_max_splits;   /* > 0: splits derived from n_past here (graph replay) */
 };
+
+/* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
+ * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
+ * so a captured launch serves every context up to max·split_len. */
+__device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
+{
+    if (a.dev_split_len <= 0) {
+        sp = a.splits[blockIdx.x];
+        return true;
+    }
+    int L = a.dev_split_len, row = blockIdx.x / a.dev_max_splits, i = blockIdx.x - row * a.dev_max_splits;
+    int ctx = a.seqs[row].n_past + 1, n = (ctx + L - 1) / L;
+    if (i >= n) return false;
+    sp.seq = row;
+    sp.t0 = i * L;
+    sp.t1 = min(ctx, sp.t0 + L);
+    sp.row = row;
+    sp.part0 = row * a.dev_max_splits;
+    sp.part = sp.part0 + i;
+    sp.n_parts = n;
+    sp.pad_ = 0;
+    return true;
+}
 
 __device__ __forceinline__ float2 to_f2(__half2 h) { return __half22float2(h); }
 __device__ __forceinline__ float2 to_f2(__nv_bfloat162 h) { return __bfloat1622float2(h); }
@@ -488,7 +512,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     __shared__ float sh[32];
     __shared__ int s_last;
 
-    const hk_split sp = a.splits[blockIdx.x];
+    hk_split sp;
+    if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     const hk_seq s = a.seqs[sp.seq];
     const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
     const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
@@ -819,6 +844,8 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     a.counters = p->counters;
     a.part_acc = p->part_acc;
     a.part_ml = p->part_ml;
+    a.dev_split_len = p->dev_split_len;
+    a.dev_max_splits = p->dev_max_splits;
     int GT = decode_gt(p);
     size_t smem = hk_decode_smem(GT, p->split_max, p->block_size);
     dim3 grid((unsigned)p->n_splits, (unsigned)(p->Hq / GT));

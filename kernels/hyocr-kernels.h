@@ -75,6 +75,11 @@ typedef struct {
     float         *part_acc;       /* [parts, Hq, D] */
     float         *part_ml;        /* [parts, Hq, 2] (max in log2 units, sum) */
     int            split_max;      /* most tokens one split may hold */
+    /* > 0: the decode splits are not listed but derived on the device from each
+     * sequence's n_past (sequence r = decode row r, n_splits = rows · dev_max_splits
+     * CTAs of dev_split_len keys, those past the context idle), so the launch can be
+     * captured once and replayed while the context grows. */
+    int            dev_split_len, dev_max_splits;
 } hk_paged_args;
 
 /* Shared memory the decode kernel needs for GT heads per CTA, a split length and a block size. */
@@ -128,6 +133,24 @@ cudaError_t hk_attention_full_generic(cudaStream_t s, hk_dtype t, void *out, con
                                       float scale);
 cudaError_t hk_attention_paged_generic(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *a);
+
+/* ---- decoding helpers (decode.cu) ---- */
+/* *flag (device int, zeroed by the caller) becomes nonzero when x[0..n) of type t holds a NaN or ±Inf. */
+cudaError_t hk_nonfinite(cudaStream_t s, const void *x, hk_dtype t, size_t n, int *flag);
+/* Greedy choice per row of logits[n, V] (fp32) with the repetition penalty over the
+ * slot bitmaps (words = ceil(V/32) per slot): see backend.h pick_greedy. reciprocal:
+ * positive logits times fl(1/p) (torch CUDA) instead of divided by p. Writes ids[n]
+ * and nonfinite[n] (0/1) to device memory; the rows split over several CTAs that
+ * meet in work. */
+cudaError_t hk_pick_greedy(cudaStream_t s, const float *logits, int n, int V, uint32_t *seen, const int32_t *slots,
+                           const float *penalties, int reciprocal, int32_t *ids, int32_t *nonfinite, void *work);
+/* out[M, N] (type ot) = x[M, K] · w[N, K]ᵀ for M ≤ HK_GEMV_MAX_ROWS, x and w of compute type t, K a
+ * multiple of 8 and x, w 16-byte aligned (gemv.cu). */
+#define HK_GEMV_MAX_ROWS 4
+cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
+                    int K);
+/* Bytes of the work area hk_pick_greedy needs: zeroed before its first use, left zeroed. */
+size_t      hk_pick_work_bytes(int n, int V);
 
 #ifdef __cplusplus
 }

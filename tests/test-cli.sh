@@ -116,5 +116,53 @@ expect 2 "usage" -- "$HYOCR" no-such-command
 mkdir -p "$tmp/broken" && cp "$flat"/*.json "$tmp/broken/" && echo '{"hidden_size": ' >"$tmp/broken/config.json"
 expect 1 "config.json" -- "$HYOCR" inspect --model "$tmp/broken"
 
+# run with several images: one batched run, per-image JSON whose tokens equal each image
+# run alone, and a summary line with the aggregate tokens/s on stderr
+one=$DATA/images/odd_137x91.png; two=$DATA/images/big_420x300.png
+many=(--model "$flat" --device cpu --max-new-tokens 24 --repetition-penalty 1.08)
+"$HYOCR" run "${many[@]}" --format json --image "$one" --image "$two" --max-batch 2 --swap-space 0.1 \
+    >"$tmp/many.json" 2>"$tmp/many.err"
+check "run two images exits 0" test $? -eq 0
+check "run two images: summary on stderr" grep -qE "2 jobs \(0 failed\), [0-9]+ tokens in [0-9.]+ s: [0-9.]+ tokens/s" "$tmp/many.err"
+"$HYOCR" run "${many[@]}" --format json --image "$one" >"$tmp/one.json" 2>/dev/null
+"$HYOCR" run "${many[@]}" --format json --image "$two" >"$tmp/two.json" 2>/dev/null
+python3 - "$tmp/many.json" "$tmp/one.json" "$tmp/two.json" "$one" "$two" <<'PY' >"$tmp/py.log" 2>&1
+import json, sys
+many = json.load(open(sys.argv[1], encoding="utf-8"))
+alone = [json.load(open(p, encoding="utf-8")) for p in sys.argv[2:4]]
+assert [m["image"] for m in many] == sys.argv[4:6], many
+for m, a in zip(many, alone):
+    assert "error" not in m, m
+    assert m["token_ids"] == a["token_ids"] and len(a["token_ids"]) > 0, (m["token_ids"], a["token_ids"])
+    assert m["text"] == a["text"]
+PY
+check "run two images: tokens equal each image alone" test $? -eq 0 || cat "$tmp/py.log"
+
+# a folder (PNG/JPEG files by name) with a broken file, repeated, as JSON lines: the broken
+# one fails with its name, the others finish; exit status 1
+mkdir -p "$tmp/pages" && cp "$one" "$DATA/images/tiny_40x30.png" "$tmp/pages/" && echo junk >"$tmp/pages/broken.png"
+echo "not an image either" >"$tmp/pages/notes.txt"
+"$HYOCR" run "${many[@]}" --format jsonl --repeat 2 "$tmp/pages" >"$tmp/pages.jsonl" 2>"$tmp/pages.err"
+check "run folder with a broken file exits 1" test $? -eq 1
+check "run folder: the broken file is named on stderr" grep -q "broken.png" "$tmp/pages.err"
+check "run folder: summary counts 6 jobs, 2 failed" grep -q "6 jobs (2 failed)" "$tmp/pages.err"
+python3 - "$tmp/pages.jsonl" <<'PY' >"$tmp/py.log" 2>&1
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+names = [r["image"].rsplit("/", 1)[1] for r in rows]
+assert names == ["broken.png"] * 2 + ["odd_137x91.png"] * 2 + ["tiny_40x30.png"] * 2, names
+for r in rows:
+    if r["image"].endswith("broken.png"):
+        assert "broken.png" in r["error"] and r["token_ids"] == [], r
+    else:
+        assert "error" not in r and len(r["token_ids"]) > 0, r
+assert rows[2]["token_ids"] == rows[3]["token_ids"]
+PY
+check "run folder: JSON lines per image, repeats equal" test $? -eq 0 || cat "$tmp/py.log"
+"$HYOCR" run "${many[@]}" "$one" "$two" >"$tmp/many.txt" 2>/dev/null
+check "run two images as text: a header per image" test "$(grep -c '^==> .* <==$' "$tmp/many.txt")" -eq 2
+expect 1 "single image" -- "$HYOCR" run "${many[@]}" --image "$one" --image "$two" --dump "$tmp/d"
+expect 1 "no PNG or JPEG" -- "$HYOCR" run "${many[@]}" "$tmp/broken"
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -58,7 +58,7 @@ static void test_arithmetic(void)
         g_assert_cmpint(b.vision, >, a.vision);
         g_assert_cmpint(b.total, >, a.total);
         g_assert_cmpint(a.total, ==, MAX(a.peak_vision, a.peak_text));
-        g_assert_cmpint(a.peak_text, ==, a.weights + a.backend + a.kv + a.image_embeds + a.prefill);
+        g_assert_cmpint(a.peak_text, ==, a.weights + a.backend + a.kv + MAX(a.image_embeds, a.pick) + a.prefill);
         g_assert_cmpint(a.image_embeds, ==, (int64_t)a.image_tokens * cfg->vision.out_hidden_size * 2);
         g_assert_cmpint(a.kv, ==, (a.kv_tokens + 15) / 16 * a.kv_per_block);
         g_autofree char *d = hyocr_memplan_describe(&a);

@@ -1,5 +1,9 @@
 /* hyocr run — OCR one image: text streams to stdout as it is generated, or one
- * JSON object at the end; --dump writes the model inputs and the logits. */
+ * JSON object at the end; --dump writes the model inputs and the logits.
+ * Several images (repeated --image, files or folders after the options,
+ * --repeat) run as one continuously batched run: each text is printed when its
+ * job ends, JSON comes as an array (or JSON lines), and a summary line with the
+ * aggregate tokens/s goes to stderr. */
 #include "cli.h"
 #include "error.h"
 #include "hyocr.h"
@@ -13,10 +17,10 @@
 #include <string.h>
 
 typedef struct {
-    char    *model, *image, *task, *prompt, *device, *format, *dump, *rope, *posemb, *dtype, *mem_limit;
-    char   **fields;
-    int      max_new_tokens, threads, max_side, top_k, max_model_len;
-    double   temperature, top_p, repetition_penalty;
+    char    *model, *task, *prompt, *device, *format, *dump, *rope, *posemb, *dtype, *mem_limit;
+    char   **fields, **images, **rest;
+    int      max_new_tokens, threads, max_side, top_k, max_model_len, max_batch, repeat;
+    double   temperature, top_p, repetition_penalty, swap_gib;
     gint64   seed;
     gboolean ignore_eos;
 } run_opts;
@@ -105,7 +109,9 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
 {
     GOptionEntry entries[] = {
         { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model, N_("Model folder (config.json, tokenizer.json, weights)"), "DIR" },
-        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &o->image, N_("Input image (PNG or JPEG)"), "FILE" },
+        { "image", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->images,
+          N_("Input image (PNG or JPEG); repeat it, or give files and folders after the options, to run several"),
+          "FILE" },
         { "task", 't', 0, G_OPTION_ARG_STRING, &o->task, N_("Task preset (recognize, spotting, parse_document, …)"), "NAME" },
         { "fields", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->fields, N_("extract_fields: keys, comma-separated or repeated"), "KEYS" },
         { "prompt", 'p', 0, G_OPTION_ARG_STRING, &o->prompt, N_("Custom prompt instead of a task"), "TEXT" },
@@ -123,30 +129,38 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
           N_("GPU memory this process may use: bytes (8G, 2500M) or a fraction of the card (0.5)"), "SIZE" },
         { "max-side", 0, 0, G_OPTION_ARG_INT, &o->max_side, N_("Shrink the image so its long edge is at most PX"), "PX" },
         { "max-model-len", 0, 0, G_OPTION_ARG_INT, &o->max_model_len, N_("Prompt + output tokens at most"), "N" },
-        { "format", 'f', 0, G_OPTION_ARG_STRING, &o->format, N_("Output: text (streamed) or json"), "FMT" },
+        { "format", 'f', 0, G_OPTION_ARG_STRING, &o->format,
+          N_("Output: text (streamed), json, or jsonl (one line per image)"), "FMT" },
         { "dump", 0, 0, G_OPTION_ARG_FILENAME, &o->dump, N_("Write model inputs, logits.f32 and generated_ids.txt"), "DIR" },
         { "rope", 0, 0, G_OPTION_ARG_STRING, &o->rope, N_("XD-RoPE layout variant: r1 (transformers) or r2"), "V" },
         { "posemb", 0, 0, G_OPTION_ARG_STRING, &o->posemb, N_("Position-table interpolation: r1 or r2"), "V" },
         { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, N_("Generate max-new-tokens tokens (benchmarks)"), NULL },
+        { "max-batch", 0, 0, G_OPTION_ARG_INT, &o->max_batch, N_("Several images: jobs decoding together at most (16)"),
+          "N" },
+        { "swap-space", 0, 0, G_OPTION_ARG_DOUBLE, &o->swap_gib,
+          N_("Several images: GiB of host memory for the KV cache of preempted jobs (0 = recompute them)"), "GIB" },
+        { "repeat", 0, 0, G_OPTION_ARG_INT, &o->repeat, N_("Run every image N times, as N jobs (benchmarks)"), "N" },
+        { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->rest, NULL, NULL },
         { NULL },
     };
     g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— read, parse or translate the text in an image"), entries);
     if (!g_option_context_parse(ctx, &argc, &argv, error)) return false;
-    if (argc > 1) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("unexpected argument “%s”"), argv[1]);
+    if (!o->model || (!o->images && !o->rest)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--model DIR and --image FILE are required"));
         return false;
     }
-    if (!o->model || !o->image) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--model DIR and --image FILE are required"));
+    if (o->repeat < 0 || o->max_batch < 0 || o->swap_gib < 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--repeat, --max-batch and --swap-space cannot be negative"));
         return false;
     }
     if (o->task && o->prompt) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("give either --task or --prompt, not both"));
         return false;
     }
-    if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json")) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--format: expected text or json, got “%s”"),
-                    o->format);
+    if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") && strcmp(o->format, "jsonl")) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--format: expected text, json or jsonl, got “%s”"), o->format);
         return false;
     }
     return true;
@@ -170,7 +184,6 @@ static char **split_fields(char **raw)
 static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GError **error)
 {
     hyocr_job_params_init(jp);
-    jp->image_path = o->image;
     if (o->prompt) {
         jp->task = HYOCR_TASK_CUSTOM;
         jp->custom_prompt = o->prompt;
@@ -231,6 +244,8 @@ static bool fill_engine(const run_opts *o, hyocr_engine_params *ep, GError **err
     ep->model_dir = o->model;
     ep->n_threads = o->threads;
     ep->max_model_len = o->max_model_len;
+    if (o->max_batch > 0) ep->max_batch = o->max_batch;
+    ep->swap_space = (int64_t)(o->swap_gib * 1024.0 * 1024.0 * 1024.0);
     ep->log = on_log;
     return parse_device(o->device, &ep->device, error) &&
            parse_dtype(o->dtype, &ep->cuda_dtype, error) &&
@@ -329,10 +344,22 @@ static char *json_escape_leftover_controls(const char *json)
     return g_string_free(out, FALSE);
 }
 
-static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
+/* One result as a JSON object; image and error only for several images. */
+static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job_result *r, const char *image)
 {
-    g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
+    if (image) {
+        json_builder_set_member_name(b, "image");
+        json_builder_add_string_value(b, image);
+    }
+    if (r->error) {
+        json_builder_set_member_name(b, "error");
+        json_builder_add_string_value(b, r->error->message);
+    }
+    if (r->redone) {
+        json_builder_set_member_name(b, "redone_dtype");
+        json_builder_add_string_value(b, r->redone_dtype == HYOCR_COMPUTE_BF16 ? "bf16" : "fp32");
+    }
     json_builder_set_member_name(b, "text");
     json_builder_add_string_value(b, r->text ? r->text : "");
     json_builder_set_member_name(b, "token_ids");
@@ -346,6 +373,8 @@ static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
     json_builder_add_int_value(b, r->n_image_tokens);
     json_builder_set_member_name(b, "stop_reason");
     json_builder_add_string_value(b, hyocr_stop_reason_name(r->stop_reason));
+    json_builder_set_member_name(b, "preempted");
+    json_builder_add_int_value(b, r->n_preempted);
     json_builder_set_member_name(b, "repetition_penalty");
     /* the double nearest the decimal given, not the float's binary expansion */
     char rp[G_ASCII_DTOSTR_BUF_SIZE];
@@ -356,20 +385,31 @@ static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
     json_timings(b, &r->timings);
     json_memory(b, &r->memory);
     json_builder_end_object(b);
+}
 
+static void print_node(JsonBuilder *b, bool pretty)
+{
     g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autoptr(JsonNode) root = json_builder_get_root(b);
     json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
+    json_generator_set_pretty(gen, pretty);
     g_autofree char *s = json_generator_to_data(gen, NULL);
     g_autofree char *clean = json_escape_leftover_controls(s);
     printf("%s\n", clean);
 }
 
+static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_result(b, eng, r, NULL);
+    print_node(b, true);
+}
+
 static void run_opts_clear(run_opts *o)
 {
     g_free(o->model);
-    g_free(o->image);
+    g_strfreev(o->images);
+    g_strfreev(o->rest);
     g_free(o->task);
     g_free(o->prompt);
     g_free(o->device);
@@ -406,12 +446,13 @@ static bool run_job(run_ctx *ctx, hyocr_job_params *jp, hyocr_job_result *res, G
     return ok;
 }
 
-static bool cmd_run(run_opts *o, hyocr_job_result *res, GError **error)
+static bool cmd_run(run_opts *o, const char *image, hyocr_job_result *res, GError **error)
 {
     hyocr_engine_params ep;
     hyocr_job_params jp;
     g_auto(GStrv) fields = NULL;
     if (!fill_engine(o, &ep, error) || !fill_job(o, &jp, &fields, error)) return false;
+    jp.image_path = image;
     g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, error);
     if (!eng) return false;
 
@@ -433,18 +474,187 @@ static bool cmd_run(run_opts *o, hyocr_job_result *res, GError **error)
     return ok;
 }
 
+/* ---- several images: one batched run ---------------------------------------------- */
+
+static bool is_image_name(const char *name)
+{
+    static const char *const ext[] = { ".png", ".jpg", ".jpeg" };
+    g_autofree char *lower = g_ascii_strdown(name, -1);
+    for (size_t i = 0; i < G_N_ELEMENTS(ext); i++)
+        if (g_str_has_suffix(lower, ext[i])) return true;
+    return false;
+}
+
+static int cmp_str(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The PNG and JPEG files of a folder, by name. */
+static bool add_folder(const char *dir, GPtrArray *out, GError **error)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, error);
+    if (!d) return false;
+    g_autoptr(GPtrArray) found = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+    while ((name = g_dir_read_name(d)))
+        if (is_image_name(name)) g_ptr_array_add(found, g_build_filename(dir, name, NULL));
+    if (found->len == 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: the folder holds no PNG or JPEG files"), dir);
+        return false;
+    }
+    g_ptr_array_sort(found, cmp_str);
+    for (guint i = 0; i < found->len; i++) g_ptr_array_add(out, g_strdup(found->pdata[i]));
+    return true;
+}
+
+static bool add_inputs(char **paths, GPtrArray *out, GError **error)
+{
+    for (char **p = paths; p && *p; p++) {
+        if (g_file_test(*p, G_FILE_TEST_IS_DIR)) {
+            if (!add_folder(*p, out, error)) return false;
+        } else {
+            g_ptr_array_add(out, g_strdup(*p));
+        }
+    }
+    return true;
+}
+
+/* --image values, then the files and folders after the options, each --repeat times. */
+static bool collect_images(const run_opts *o, GPtrArray *out, GError **error)
+{
+    g_autoptr(GPtrArray) once = g_ptr_array_new_with_free_func(g_free);
+    if (!add_inputs(o->images, once, error) || !add_inputs(o->rest, once, error)) return false;
+    int repeat = MAX(o->repeat, 1);
+    for (guint i = 0; i < once->len; i++)
+        for (int r = 0; r < repeat; r++) g_ptr_array_add(out, g_strdup(once->pdata[i]));
+    if (out->len > 1 && o->dump) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--dump takes a single image"));
+        return false;
+    }
+    return true;
+}
+
+typedef struct {
+    bool        text;    /* print each text when its job ends */
+    const char *image;
+} many_ctx;
+
+static void on_many_event(const hyocr_event *ev, void *data)
+{
+    const many_ctx *c = data;
+    if (!c->text || ev->type != HYOCR_EVENT_DONE) return;
+    printf("==> %s <==\n%s\n\n", c->image, ev->piece ? ev->piece : "");
+    fflush(stdout);
+}
+
+static void print_many_json(const hyocr_engine *eng, const hyocr_job_result *res, GPtrArray *images, bool lines)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    if (!lines) json_builder_begin_array(b);
+    for (guint i = 0; i < images->len; i++) {
+        json_result(b, eng, &res[i], images->pdata[i]);
+        if (!lines) continue;
+        print_node(b, false);
+        json_builder_reset(b);
+    }
+    if (lines) return;
+    json_builder_end_array(b);
+    print_node(b, true);
+}
+
+/* Errors per image, then the summary: jobs, tokens, wall time, aggregate tokens/s. */
+static int report_many(const hyocr_job_result *res, GPtrArray *images, double wall_s)
+{
+    int failed = 0, cancelled = 0;
+    int64_t tokens = 0;
+    for (guint i = 0; i < images->len; i++) {
+        tokens += res[i].token_ids ? res[i].token_ids->len : 0;
+        if (!res[i].error) continue;
+        failed++;
+        cancelled += g_error_matches(res[i].error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
+        const char *msg = res[i].error->message, *img = images->pdata[i];
+        if (strstr(msg, img)) fprintf(stderr, _("hyocr run: %s\n"), msg);
+        else fprintf(stderr, _("hyocr run: %s: %s\n"), img, msg);
+    }
+    fprintf(stderr, _("hyocr run: %u jobs (%d failed), %lld tokens in %.2f s: %.1f tokens/s\n"),
+            images->len, failed, (long long)tokens, wall_s, wall_s > 0 ? (double)tokens / wall_s : 0.0);
+    return cancelled ? 130 : failed ? 1 : 0;
+}
+
+/* wall_s: the batch alone, without loading the model. */
+static bool run_batch(run_opts *o, hyocr_engine *eng, GPtrArray *images, hyocr_job_result *res, double *wall_s,
+                      GError **error)
+{
+    g_auto(GStrv) fields = NULL;
+    hyocr_job_params proto;
+    if (!fill_job(o, &proto, &fields, error)) return false;
+    guint n = images->len;
+    g_autofree hyocr_job_params *jobs = g_new(hyocr_job_params, n);
+    g_autofree many_ctx *ctx = g_new(many_ctx, n);
+    bool text = !o->format || !strcmp(o->format, "text");
+    for (guint i = 0; i < n; i++) {
+        ctx[i] = (many_ctx){ .text = text, .image = images->pdata[i] };
+        jobs[i] = proto;
+        jobs[i].image_path = images->pdata[i];
+        jobs[i].on_event = on_many_event;
+        jobs[i].user_data = &ctx[i];
+    }
+    sigint_engine = eng;
+    void (*prev)(int) = signal(SIGINT, on_sigint);
+    gint64 t0 = g_get_monotonic_time();
+    bool ok = hyocr_engine_run_batch(eng, jobs, (int)n, res, error);
+    *wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
+    signal(SIGINT, prev);
+    sigint_engine = NULL;
+    return ok;
+}
+
+static int run_many(run_opts *o, GPtrArray *images)
+{
+    hyocr_engine_params ep;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(hyocr_engine) eng = NULL;
+    guint n = images->len;
+    g_autofree hyocr_job_result *res = g_new0(hyocr_job_result, n);
+    double wall_s = 0;
+    bool ok = fill_engine(o, &ep, &error) && (eng = hyocr_engine_init(&ep, &error)) &&
+              run_batch(o, eng, images, res, &wall_s, &error);
+    int status = 1;
+    if (!ok) {
+        fprintf(stderr, _("hyocr run: %s\n"), error->message);
+    } else {
+        if (o->format && strcmp(o->format, "text")) print_many_json(eng, res, images, !strcmp(o->format, "jsonl"));
+        fflush(stdout);
+        status = report_many(res, images, wall_s);
+    }
+    for (guint i = 0; i < n; i++) hyocr_job_result_clear(&res[i]);
+    return status;
+}
+
+static int run_one(run_opts *o, const char *image)
+{
+    hyocr_job_result res = { 0 };
+    g_autoptr(GError) error = NULL;
+    bool ok = cmd_run(o, image, &res, &error);
+    hyocr_job_result_clear(&res);
+    if (ok) return 0;
+    fprintf(stderr, _("hyocr run: %s\n"), error ? error->message : _("failed"));
+    return error && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
+}
+
 int hyocr_cmd_run(int argc, char **argv)
 {
     run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0 };
-    hyocr_job_result res = { 0 };
     g_autoptr(GError) error = NULL;
-    bool ok = parse_args(argc, argv, &o, &error) && cmd_run(&o, &res, &error);
-    int status = 0;
-    if (!ok) {
-        fprintf(stderr, _("hyocr run: %s\n"), error ? error->message : _("failed"));
-        status = error && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
-    }
-    hyocr_job_result_clear(&res);
+    g_autoptr(GPtrArray) images = g_ptr_array_new_with_free_func(g_free);
+    int status = 1;
+    if (!parse_args(argc, argv, &o, &error) || !collect_images(&o, images, &error))
+        fprintf(stderr, _("hyocr run: %s\n"), error->message);
+    else if (images->len == 1)
+        status = run_one(&o, images->pdata[0]);
+    else
+        status = run_many(&o, images);
     run_opts_clear(&o);
     return status;
 }

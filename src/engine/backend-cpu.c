@@ -163,6 +163,9 @@ typedef struct {
     GMutex        mem_lock;
     int64_t       bytes[HYOCR_BUF_KV + 1];
     int64_t       total, peak;
+    int32_t      *pick_ids;     /* pick_greedy's results until pick_fetch */
+    bool         *pick_nf;
+    int           pick_n, pick_cap;
 } cpu_backend;
 
 static inline cpu_backend *CB(hyocr_backend *be) { return (cpu_backend *)be; }
@@ -214,6 +217,8 @@ static void cpu_free(hyocr_backend *be)
 {
     cpu_backend *cb = CB(be);
     pool_free(cb->pool);
+    g_free(cb->pick_ids);
+    g_free(cb->pick_nf);
     g_mutex_clear(&cb->mem_lock);
     g_free(cb);
 }
@@ -1625,9 +1630,129 @@ static void cpu_mem_info(hyocr_backend *be, hyocr_mem_info *out)
     g_mutex_unlock(&cb->mem_lock);
 }
 
+static bool cpu_check_finite(hyocr_backend *be, const hyocr_buf *b, size_t n, bool *finite, GError **error)
+{
+    if (!need("check_finite", "b", b, n, error)) return false;
+    bool ok = true;
+    const float *x = F(b);
+    for (size_t i = 0; ok && i < n; i++) ok = isfinite(x[i]);
+    *finite = ok;
+    return true;
+}
+
+/* The sampler's rules (sampler.c): penalty as torch on the CPU (ℓ/p), argmax with
+ * the first maximum and a NaN winning. */
+static int32_t pick_row(const float *x, int V, uint32_t *seen, float p, bool *nonfinite)
+{
+    bool pen = isfinite(p) && p > 0.0f && p != 1.0f, nf = false, nan_seen = false;
+    int32_t best = 0;
+    float bv = -INFINITY;
+    for (int v = 0; v < V; v++) {
+        float l = x[v];
+        nf |= !isfinite(l);
+        if (pen && (seen[v >> 5] >> (v & 31) & 1u)) l = l < 0.0f ? l * p : l / p;
+        if (nan_seen) continue;
+        if (l != l) {
+            nan_seen = true;
+            best = v;
+        } else if (v == 0 || l > bv) {
+            bv = l;
+            best = v;
+        }
+    }
+    seen[best >> 5] |= 1u << (best & 31);
+    *nonfinite = nf;
+    return best;
+}
+
+static bool cpu_pick_greedy(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen,
+                            const int32_t *slots, const float *penalties, GError **error)
+{
+    cpu_backend *cb = CB(be);
+    size_t words = ((size_t)V + 31) / 32;
+    if (n < 0 || V <= 0 || (n > 0 && (!slots || !penalties)))
+        return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                           "CPU backend: pick_greedy: invalid arguments (%d rows, vocabulary %d)", n, V), false;
+    if (!need("pick_greedy", "logits", logits, (size_t)n * V, error) || !need("pick_greedy", "seen", seen, words, error))
+        return false;
+    for (int i = 0; i < n; i++)
+        if (slots[i] < 0 || (size_t)(slots[i] + 1) * words > seen->n)
+            return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                               "CPU backend: pick_greedy: row %d uses slot %d but the seen buffer holds %zu slots", i,
+                               slots[i], seen->n / words), false;
+    if (n > cb->pick_cap) {
+        cb->pick_cap = n;
+        cb->pick_ids = g_renew(int32_t, cb->pick_ids, n);
+        cb->pick_nf = g_renew(bool, cb->pick_nf, n);
+    }
+    for (int i = 0; i < n; i++)
+        cb->pick_ids[i] = pick_row(F(logits) + (size_t)i * V, V, (uint32_t *)seen->data + (size_t)slots[i] * words,
+                                   penalties[i], &cb->pick_nf[i]);
+    cb->pick_n = n;
+    return true;
+}
+
+static bool cpu_pick_fetch(hyocr_backend *be, int n, int32_t *ids, bool *nonfinite, GError **error)
+{
+    cpu_backend *cb = CB(be);
+    if (n < 0 || n > cb->pick_n)
+        return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                           "CPU backend: pick_fetch: %d rows asked but the last pick had %d", n, cb->pick_n), false;
+    if (n) memcpy(ids, cb->pick_ids, sizeof(int32_t) * n);
+    if (n && nonfinite) memcpy(nonfinite, cb->pick_nf, sizeof(bool) * n);
+    return true;
+}
+
 static bool cpu_sync(hyocr_backend *be, GError **error)
 {
     return true;
+}
+
+/* Swap storage for preempted KV: a CPU "device" buffer is host memory already,
+ * so these are plain copies; the bounds checks keep a bad offset an error. */
+static bool bytes_in(const hyocr_buf *b, size_t off, size_t bytes, const char *op, GError **error)
+{
+    size_t have = b && b->data ? b->n * (size_t)b->elem_size : 0;
+    if (off <= have && bytes <= have - off) return true;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                "CPU backend: %s: %zu bytes at offset %zu exceed the buffer's %zu bytes", op, bytes, off, have);
+    return false;
+}
+
+static bool cpu_read_bytes(hyocr_backend *be, const hyocr_buf *src, size_t off, void *dst, size_t bytes,
+                           GError **error)
+{
+    (void)be;
+    if (!bytes_in(src, off, bytes, "read_bytes", error)) return false;
+    memcpy(dst, (const uint8_t *)src->data + off, bytes);
+    return true;
+}
+
+static bool cpu_write_bytes(hyocr_backend *be, hyocr_buf *dst, size_t off, const void *src, size_t bytes,
+                            GError **error)
+{
+    (void)be;
+    if (!bytes_in(dst, off, bytes, "write_bytes", error)) return false;
+    memcpy((uint8_t *)dst->data + off, src, bytes);
+    return true;
+}
+
+static void *cpu_host_alloc(hyocr_backend *be, size_t bytes, GError **error)
+{
+    (void)be;
+    void *p = g_try_malloc(bytes ? bytes : 1);
+    if (!p)
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    "CPU backend: out of host memory allocating %zu bytes (%.1f MiB) of swap space", bytes,
+                    MIB(bytes));
+    return p;
+}
+
+static void cpu_host_free(hyocr_backend *be, void *p, size_t bytes)
+{
+    (void)be;
+    (void)bytes;
+    g_free(p);
 }
 
 static const hyocr_backend_ops cpu_ops = {
@@ -1654,6 +1779,13 @@ static const hyocr_backend_ops cpu_ops = {
     .embed = cpu_embed,
     .mem_info = cpu_mem_info,
     .sync = cpu_sync,
+    .check_finite = cpu_check_finite,
+    .pick_greedy = cpu_pick_greedy,
+    .pick_fetch = cpu_pick_fetch,
+    .read_bytes = cpu_read_bytes,
+    .write_bytes = cpu_write_bytes,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
 };
 
 hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **error)

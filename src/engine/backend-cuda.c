@@ -16,6 +16,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LT_WORKSPACE   (32u << 20)   /* cuBLASLt / cuBLAS workspace (Hopper wants 32 MiB) */
@@ -52,9 +54,30 @@ typedef struct {
     int              pin_half;
     cudaEvent_t      pin_done[2];
     GHashTable      *plans;
+    /* small results (finite flag, picked ids) and their pinned landing place */
+    scratch          small;
+    uint8_t         *pin_small;
+    /* decode_bind: the step's metadata blob, its pinned source and layout */
+    scratch          dmeta;
+    uint8_t         *dmeta_host;
+    size_t           dmeta_host_cap;
+    cudaEvent_t      dmeta_done;
+    bool             bound, capturing;
+    int              bound_rows, bound_maxb;
+    size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens;
+    /* bumped whenever scratch a captured graph may point into moves */
+    uint64_t         epoch;
+    /* HYOCR_PROFILE=1: per-op GPU time from events, resolved where the host waits anyway */
+    GArray          *prof_recs;     /* prof_rec, recorded but not yet read */
+    GPtrArray       *prof_free;     /* idle events */
+    GHashTable      *prof_stats;    /* interned op name → prof_stat */
+    hyocr_backend_ops prof_ops;
+    bool             gemv;          /* our matrix-vector kernel for decode-sized GEMMs (HYOCR_NO_GEMV=1: cuBLAS) */
+    int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
+static void prof_resolve(cuda_backend *cb);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -170,6 +193,12 @@ static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes)
 static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **error)
 {
     if (s->cap >= bytes) return true;
+    if (cb->capturing)
+        return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
+                           "CUDA backend: scratch would grow during a graph capture (run the step once uncaptured "
+                           "first)"), false;
+    /* Graphs point into these (the GEMM workspace, decode partials, bound metadata, results). */
+    if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta) cb->epoch++;
     if (s->ptr) {
         if (!ck(cudaStreamSynchronize(cb->stream), "stream synchronize", error)) return false;
         dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap);
@@ -231,6 +260,7 @@ static bool meta_upload(cuda_backend *cb, const void *data, size_t bytes, GError
 }
 
 static inline void *meta_ptr(cuda_backend *cb, size_t off) { return (uint8_t *)cb->meta.ptr + off; }
+static inline void *bound_ptr(cuda_backend *cb, size_t off) { return (uint8_t *)cb->dmeta.ptr + off; }
 
 /* ---------------------------------------------------------------- buffers */
 
@@ -276,6 +306,7 @@ static void cuda_buf_free(hyocr_backend *be, hyocr_buf *b)
     cuda_backend *cb = CB(be);
     /* Queued kernels may still read it. */
     cudaStreamSynchronize(cb->stream);
+    prof_resolve(cb);
     dev_free(cb, (int)b->kind, b->data, b->n * (size_t)b->elem_size);
     g_free(b);
 }
@@ -351,7 +382,7 @@ static bool cuda_download_f32(hyocr_backend *be, const hyocr_buf *src, size_t sr
     if (src->kind == HYOCR_BUF_F32)
         return ck(cudaMemcpyAsync(dst, at(src, src_off), n * 4, cudaMemcpyDeviceToHost, cb->stream), "download",
                   error) &&
-               ck(cudaStreamSynchronize(cb->stream), "download", error);
+               ck(cudaStreamSynchronize(cb->stream), "download", error) && (prof_resolve(cb), true);
     if (!scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
     size_t chunk = STAGE_BYTES / 4;
     for (size_t i = 0; i < n; i += chunk) {
@@ -489,6 +520,17 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
     return !bias || ck(hk_bias_add(cb->stream, out, ot, bias, ot, M, N), "bias add", error);
 }
 
+/* Single-row products go to hk_gemv: cuBLAS reads the weights below memory
+ * speed there (batch 1 decode +5 %); from 2 rows on cuBLAS was faster (H200,
+ * bench/results/2026-12-02-h200-s2). */
+#define GEMV_ROWS 1
+static bool gemv_fits(const cuda_backend *cb, const hyocr_buf *x, const void *xp, const void *wp, const void *bp, int M,
+                      int K)
+{
+    return cb->gemv && M <= GEMV_ROWS && !bp && x->kind != HYOCR_BUF_F32 && K % 8 == 0 &&
+           ptr_align(xp) >= 16 && ptr_align(wp) >= 16;
+}
+
 static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *w, size_t w_off,
                         const hyocr_buf *bias, int M, int N, int K, GError **error)
 {
@@ -522,6 +564,8 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
         return !bp || ck(hk_bias_add(cb->stream, out->data, ot, bp, ot, M, N), "bias add", error);
     }
     const void *wp = at(w, w_off);
+    if (gemv_fits(cb, x, xp, wp, bp, M, K))
+        return ck(hk_gemv(cb->stream, cb->act, out->data, ot, xp, wp, M, N, K), "gemv", error);
     plan_key k;
     memset(&k, 0, sizeof k);
     k = (plan_key){ M, N, K, ot, bp != NULL, ptr_align(wp), ptr_align(xp), ptr_align(out->data) };
@@ -665,8 +709,17 @@ static bool cuda_embed(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table
             return invalid(error, "embed: token id %d at position %d is outside the embedding table (%zu rows); "
                            "the tokenizer and checkpoint do not match", ids[i], i, rows);
     if (!n) return true;
-    if (!meta_upload(cb, ids, (size_t)n * sizeof(int32_t), error)) return false;
-    return ck(hk_embed(cb->stream, out->data, buf_t(cb, out), table->data, buf_t(cb, table), cb->meta.ptr, n, C),
+    const int32_t *dev_ids;
+    if (cb->bound) {
+        if (n != cb->bound_rows) return invalid(error, "embed: %d ids but the bound decode step has %d rows", n,
+                                                cb->bound_rows);
+        dev_ids = bound_ptr(cb, cb->o_ids);
+    } else {
+        /* after the upload: it may have moved the metadata buffer */
+        if (!meta_upload(cb, ids, (size_t)n * sizeof(int32_t), error)) return false;
+        dev_ids = cb->meta.ptr;
+    }
+    return ck(hk_embed(cb->stream, out->data, buf_t(cb, out), table->data, buf_t(cb, table), dev_ids, n, C),
               "embed", error);
 }
 
@@ -735,8 +788,17 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
     if (!rope_table(rope, n_axes, &tab, error)) return false;
     if (M == 0) return true;
     int axes = rope->n_sections == 0 ? 1 : n_axes;
-    if (!meta_upload(cb, pos, (size_t)n_axes * M * sizeof(int32_t), error)) return false;
-    return ck(hk_rope_qknorm(cb->stream, qkv->data, cb->act, M, cb->meta.ptr, axes, Hq, Hkv, D, &tab, q_norm->data,
+    const int32_t *dev_pos;
+    if (cb->bound) {
+        if (M != cb->bound_rows || n_axes != 1)
+            return invalid(error, "rope_qknorm: %d rows, %d axes but the bound decode step has %d rows, 1 axis", M,
+                           n_axes, cb->bound_rows);
+        dev_pos = bound_ptr(cb, cb->o_pos);
+    } else {
+        if (!meta_upload(cb, pos, (size_t)n_axes * M * sizeof(int32_t), error)) return false;
+        dev_pos = cb->meta.ptr;
+    }
+    return ck(hk_rope_qknorm(cb->stream, qkv->data, cb->act, M, dev_pos, axes, Hq, Hkv, D, &tab, q_norm->data,
                              buf_t(cb, q_norm), k_norm->data, buf_t(cb, k_norm), eps), "rope_qknorm", error);
 }
 
@@ -808,16 +870,57 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
 
 /* Partials and the per-row election counters of the decode splits. The
  * counters start zeroed and every merge leaves them zero again. */
-static bool decode_scratch(cuda_backend *cb, const paged_plan *pp, int Hq, int Hkv, int D, GError **error)
+static bool decode_scratch_n(cuda_backend *cb, int parts, int dec_rows, int Hq, int Hkv, int D, GError **error)
 {
-    if (!pp->parts) return true;
-    size_t n_ctr = (size_t)pp->dec_rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
+    if (!parts) return true;
+    size_t n_ctr = (size_t)dec_rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
     if (cb->counters.cap < n_ctr * sizeof(unsigned)) {
         if (!scratch_need(cb, &cb->counters, n_ctr * sizeof(unsigned), error) ||
             !ck(cudaMemsetAsync(cb->counters.ptr, 0, cb->counters.cap, cb->stream), "memset", error))
             return false;
     }
-    return scratch_need(cb, &cb->part, (size_t)pp->parts * Hq * (D + 2) * sizeof(float), error);
+    return scratch_need(cb, &cb->part, (size_t)parts * Hq * (D + 2) * sizeof(float), error);
+}
+
+static bool decode_scratch(cuda_backend *cb, const paged_plan *pp, int Hq, int Hkv, int D, GError **error)
+{
+    return decode_scratch_n(cb, pp->parts, pp->dec_rows, Hq, Hkv, D, error);
+}
+
+/* Keys per split of a bound step: sized for its context bound (max_blocks), so
+ * the grid is fixed and the splits past a row's context idle. */
+static int bound_split_len(const cuda_backend *cb, int Hq, int Hkv, int block_size)
+{
+    if (cb->split_override > 0) return cb->split_override;
+    int64_t cap = (int64_t)cb->bound_maxb * block_size;
+    return hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, Hq, Hkv);
+}
+
+/* Paged attention of a bound decode step: every operand on the device. */
+static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
+                            hyocr_buf *v_cache, int block_size, int n_seqs, int rows, int Hq, int Hkv, int D,
+                            float scale, GError **error)
+{
+    if (n_seqs != cb->bound_rows || rows != n_seqs)
+        return invalid(error, "attention_paged: %d sequences, %d rows but the bound decode step has %d rows", n_seqs,
+                       rows, cb->bound_rows);
+    int split_len = bound_split_len(cb, Hq, Hkv, block_size);
+    int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
+    if (D == 128 && !decode_scratch_n(cb, parts, rows, Hq, Hkv, D, error)) return false;
+    hk_paged_args a = {
+        .t = cb->act, .qkv = qkv->data, .out = out->data, .k_cache = k_cache->data, .v_cache = v_cache->data,
+        .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
+        .seqs = bound_ptr(cb, cb->o_seqs), .n_seqs = n_seqs, .block_tables = bound_ptr(cb, cb->o_bt),
+        .row_seq = bound_ptr(cb, cb->o_rs), .total_rows = rows, .n_dec_rows = rows,
+        .counters = cb->counters.ptr, .part_acc = cb->part.ptr,
+        .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
+        .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
+    };
+    if (D != 128)
+        return ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
+               ck(hk_attention_paged_generic(cb->stream, &a), "paged attention (generic head dim)", error);
+    return ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
+           ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
 }
 
 static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
@@ -843,6 +946,8 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
         !need_act("attention_paged", "out", out, error))
         return false;
     if (rows == 0) return true;
+    if (cb->bound) return attention_bound(cb, out, qkv, k_cache, v_cache, block_size, n_seqs, (int)rows, Hq, Hkv, D,
+                                          scale, error);
 
     paged_plan pp = { 0 };
     paged_plan_build(cb, &pp, seqs, n_seqs, block_size, Hq, Hkv);
@@ -878,7 +983,477 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
     return ok;
 }
 
-/* ---------------------------------------------------------------- info, sync, lifetime */
+/* ---------------------------------------------------------------- checks, raw transfers, pinned memory */
+
+#define PIN_SMALL (64u << 10)   /* pinned landing place of flags and picked ids */
+#define PICK_MAX  ((int)(PIN_SMALL / 8))
+
+static bool small_ready(cuda_backend *cb, size_t bytes, GError **error)
+{
+    if (!cb->pin_small) {
+        cudaError_t e = cudaHostAlloc((void **)&cb->pin_small, PIN_SMALL, cudaHostAllocDefault);
+        if (e != cudaSuccess) {
+            cb->pin_small = NULL;
+            return ck(e, "pinned allocation", error);
+        }
+    }
+    /* zeroed when it grows: the pick's election counters start at zero */
+    if (cb->small.cap >= bytes) return true;
+    return scratch_need(cb, &cb->small, bytes, error) &&
+           ck(cudaMemsetAsync(cb->small.ptr, 0, cb->small.cap, cb->stream), "memset", error);
+}
+
+/* Copies bytes of the small results to the pinned mirror and waits. */
+static bool small_fetch(cuda_backend *cb, size_t bytes, GError **error)
+{
+    bool ok = ck(cudaMemcpyAsync(cb->pin_small, cb->small.ptr, bytes, cudaMemcpyDeviceToHost, cb->stream),
+                 "result download", error) &&
+              ck(cudaStreamSynchronize(cb->stream), "result download", error);
+    prof_resolve(cb);
+    return ok;
+}
+
+static bool cuda_check_finite(hyocr_backend *be, const hyocr_buf *b, size_t n, bool *finite, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!need("check_finite", "b", b, n, error) || !small_ready(cb, sizeof(int), error)) return false;
+    if (!ck(cudaMemsetAsync(cb->small.ptr, 0, sizeof(int), cb->stream), "memset", error) ||
+        !ck(hk_nonfinite(cb->stream, b->data, buf_t(cb, b), n, cb->small.ptr), "finite check", error) ||
+        !small_fetch(cb, sizeof(int), error))
+        return false;
+    int flag;
+    memcpy(&flag, cb->pin_small, sizeof flag);
+    *finite = flag == 0;
+    return true;
+}
+
+static bool byte_range(const char *op, const hyocr_buf *b, size_t off, size_t bytes, GError **error)
+{
+    size_t have = b ? b->n * (size_t)b->elem_size : 0;
+    if (!b || (!b->data && have) || off > have || bytes > have - off)
+        return invalid(error, "%s: bytes [%zu, %zu) are outside the buffer (%zu bytes)", op, off, off + bytes, have);
+    return true;
+}
+
+static bool cuda_read_bytes(hyocr_backend *be, const hyocr_buf *src, size_t off, void *dst, size_t bytes,
+                            GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!byte_range("read_bytes", src, off, bytes, error)) return false;
+    bool ok = (!bytes || ck(cudaMemcpyAsync(dst, (const uint8_t *)src->data + off, bytes, cudaMemcpyDeviceToHost,
+                                            cb->stream), "read_bytes", error)) &&
+              ck(cudaStreamSynchronize(cb->stream), "read_bytes", error);
+    prof_resolve(cb);
+    return ok;
+}
+
+/* From pinned memory the copy is queued and src must stay untouched until the
+ * next wait; from pageable memory it is staged before this returns. */
+static bool cuda_write_bytes(hyocr_backend *be, hyocr_buf *dst, size_t off, const void *src, size_t bytes,
+                             GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!byte_range("write_bytes", dst, off, bytes, error)) return false;
+    return !bytes || ck(cudaMemcpyAsync((uint8_t *)dst->data + off, src, bytes, cudaMemcpyHostToDevice, cb->stream),
+                        "write_bytes", error);
+}
+
+/* Pinned host memory: not device memory, so not in the accounting. */
+static void *cuda_host_alloc(hyocr_backend *be, size_t bytes, GError **error)
+{
+    void *p = NULL;
+    cudaError_t e = cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault);
+    if (e == cudaSuccess) return p;
+    cudaGetLastError();
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                "CUDA backend: cannot pin %.1f MiB of host memory: %s", MIB(bytes), cudaGetErrorString(e));
+    return NULL;
+}
+
+static void cuda_host_free(hyocr_backend *be, void *p, size_t bytes)
+{
+    (void)be;
+    (void)bytes;
+    if (p) cudaFreeHost(p);
+}
+
+/* ---------------------------------------------------------------- greedy choice */
+
+static bool cuda_pick_greedy(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen,
+                             const int32_t *slots, const float *penalties, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    size_t words = ((size_t)V + 31) / 32;
+    if (n < 0 || n > PICK_MAX || V <= 0 || (n > 0 && !cb->bound && (!slots || !penalties)))
+        return invalid(error, "pick_greedy: invalid arguments (%d rows, at most %d; vocabulary %d)", n, PICK_MAX, V);
+    if (!need("pick_greedy", "logits", logits, (size_t)n * V, error) || !need("pick_greedy", "seen", seen, words, error))
+        return false;
+    if (logits->kind != HYOCR_BUF_F32 || seen->kind != HYOCR_BUF_F32)
+        return invalid(error, "pick_greedy: logits and seen must be F32 buffers");
+    size_t n_slots = seen->n / words;
+    for (int i = 0; !cb->bound && i < n; i++)
+        if (slots[i] < 0 || (size_t)slots[i] >= n_slots)
+            return invalid(error, "pick_greedy: row %d uses slot %d but the seen buffer holds %zu slots", i, slots[i],
+                           n_slots);
+    if (cb->bound && n != cb->bound_rows)
+        return invalid(error, "pick_greedy: %d rows but the bound decode step has %d", n, cb->bound_rows);
+    if (!n) return true;
+    size_t work_off = ((size_t)n * 8 + 15) / 16 * 16;
+    if (!small_ready(cb, work_off + hk_pick_work_bytes(n, V), error)) return false;
+    const int32_t *d_slots;
+    const float *d_pens;
+    if (cb->bound) {
+        d_slots = bound_ptr(cb, cb->o_slots);
+        d_pens = bound_ptr(cb, cb->o_pens);
+    } else {
+        meta_pack mp = { g_byte_array_new() };
+        size_t o_s = meta_add(&mp, slots, (size_t)n * sizeof(int32_t));
+        size_t o_p = meta_add(&mp, penalties, (size_t)n * sizeof(float));
+        bool ok = meta_upload(cb, mp.b->data, mp.b->len, error);
+        g_byte_array_free(mp.b, TRUE);
+        if (!ok) return false;
+        d_slots = meta_ptr(cb, o_s);
+        d_pens = meta_ptr(cb, o_p);
+    }
+    int32_t *d_ids = cb->small.ptr;
+    return ck(hk_pick_greedy(cb->stream, logits->data, n, V, seen->data, d_slots, d_pens, 1, d_ids, d_ids + n,
+                             (uint8_t *)cb->small.ptr + work_off), "pick_greedy", error);
+}
+
+static bool cuda_pick_fetch(hyocr_backend *be, int n, int32_t *ids, bool *nonfinite, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (n < 0 || n > PICK_MAX || (n && cb->small.cap < (size_t)n * 8))
+        return invalid(error, "pick_fetch: %d rows asked but no pick of that size was made", n);
+    if (!n) return true;
+    if (!small_fetch(cb, (size_t)n * 8, error)) return false;
+    const int32_t *h = (const int32_t *)cb->pin_small;
+    memcpy(ids, h, sizeof(int32_t) * n);
+    for (int i = 0; nonfinite && i < n; i++) nonfinite[i] = h[n + i] != 0;
+    return true;
+}
+
+/* ---------------------------------------------------------------- bound decode steps, graphs */
+
+/* Lays the blob out for rows × max_blocks; the offsets depend on nothing else, so
+ * a graph captured for that shape finds every field where it looked. */
+static size_t bound_layout(cuda_backend *cb, int rows, int maxb)
+{
+    size_t off = 0;
+#define PLACE(field, bytes) (cb->field = off, off = (off + (bytes) + 15) & ~(size_t)15)
+    PLACE(o_ids, (size_t)rows * 4);
+    PLACE(o_pos, (size_t)rows * 4);
+    PLACE(o_seqs, (size_t)rows * sizeof(hk_seq));
+    PLACE(o_rs, (size_t)rows * 4);
+    PLACE(o_bt, (size_t)rows * maxb * 4);
+    PLACE(o_slots, (size_t)rows * 4);
+    PLACE(o_pens, (size_t)rows * 4);
+#undef PLACE
+    return off;
+}
+
+static void bound_fill(cuda_backend *cb, uint8_t *h, const hyocr_decode_meta *dm)
+{
+    int R = dm->n_rows, maxb = dm->max_blocks;
+    memcpy(h + cb->o_ids, dm->ids, (size_t)R * 4);
+    int32_t *pos = (int32_t *)(h + cb->o_pos), *rs = (int32_t *)(h + cb->o_rs), *bt = (int32_t *)(h + cb->o_bt);
+    int32_t *slots = (int32_t *)(h + cb->o_slots);
+    float *pens = (float *)(h + cb->o_pens);
+    hk_seq *seqs = (hk_seq *)(h + cb->o_seqs);
+    memset(bt, 0, (size_t)R * maxb * 4);
+    for (int r = 0; r < R; r++) {
+        const hyocr_seq_view *v = &dm->views[r];
+        pos[r] = v->n_past;
+        rs[r] = r;
+        seqs[r] = (hk_seq){ r, v->n_past, 1, r * maxb };
+        memcpy(bt + (size_t)r * maxb, v->block_table, (size_t)(v->n_past / dm->block_size + 1) * 4);
+        slots[r] = dm->pick_slots ? dm->pick_slots[r] : 0;
+        pens[r] = dm->pick_penalties ? dm->pick_penalties[r] : 1.0f;
+    }
+}
+
+static bool bound_check(const hyocr_decode_meta *dm, GError **error)
+{
+    if (!dm || dm->n_rows <= 0 || dm->n_rows > PICK_MAX || dm->max_blocks <= 0 || dm->block_size <= 0 || !dm->ids ||
+        !dm->views)
+        return invalid(error, "decode_bind: invalid step (%d rows, %d blocks)", dm ? dm->n_rows : 0,
+                       dm ? dm->max_blocks : 0);
+    for (int r = 0; r < dm->n_rows; r++) {
+        const hyocr_seq_view *v = &dm->views[r];
+        if (v->n_new != 1 || v->n_past < 0 || !v->block_table)
+            return invalid(error, "decode_bind: row %d is not a one-token decode row", r);
+        if (v->n_past / dm->block_size + 1 > dm->max_blocks)
+            return invalid(error, "decode_bind: row %d needs %d blocks, more than the bound %d", r,
+                           v->n_past / dm->block_size + 1, dm->max_blocks);
+    }
+    return true;
+}
+
+static bool cuda_decode_bind(hyocr_backend *be, const hyocr_decode_meta *dm, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!bound_check(dm, error)) return false;
+    size_t bytes = bound_layout(cb, dm->n_rows, dm->max_blocks);
+    /* The last step's copy reads the pinned blob; let it finish before rewriting it. */
+    if (!ck(cudaEventSynchronize(cb->dmeta_done), "event synchronize", error)) return false;
+    if (cb->dmeta_host_cap < bytes) {
+        if (cb->dmeta_host) cudaFreeHost(cb->dmeta_host);
+        cb->dmeta_host = NULL;
+        cb->dmeta_host_cap = 0;
+        size_t cap = bytes + bytes / 2;
+        if (!ck(cudaHostAlloc((void **)&cb->dmeta_host, cap, cudaHostAllocDefault), "pinned allocation", error))
+            return false;
+        cb->dmeta_host_cap = cap;
+    }
+    if (!scratch_need(cb, &cb->dmeta, bytes, error)) return false;
+    bound_fill(cb, cb->dmeta_host, dm);
+    if (!ck(cudaMemcpyAsync(cb->dmeta.ptr, cb->dmeta_host, bytes, cudaMemcpyHostToDevice, cb->stream),
+            "decode metadata copy", error) ||
+        !ck(cudaEventRecord(cb->dmeta_done, cb->stream), "event record", error))
+        return false;
+    cb->bound = true;
+    cb->bound_rows = dm->n_rows;
+    cb->bound_maxb = dm->max_blocks;
+    return true;
+}
+
+static void cuda_decode_unbind(hyocr_backend *be)
+{
+    CB(be)->bound = false;
+}
+
+typedef struct {
+    cudaGraphExec_t exec;
+    uint64_t        epoch;
+} cuda_graph;
+
+static bool cuda_graph_begin(hyocr_backend *be, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!ck(cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeRelaxed), "graph capture", error)) return false;
+    cb->capturing = true;
+    return true;
+}
+
+static void *cuda_graph_end(hyocr_backend *be, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    cudaGraph_t g = NULL;
+    cb->capturing = false;
+    if (!ck(cudaStreamEndCapture(cb->stream, &g), "graph capture", error)) {
+        if (g) cudaGraphDestroy(g);
+        return NULL;
+    }
+    cuda_graph *cg = g_new0(cuda_graph, 1);
+    cg->epoch = cb->epoch;
+    bool ok = ck(cudaGraphInstantiateWithFlags(&cg->exec, g, 0), "graph instantiation", error);
+    cudaGraphDestroy(g);
+    if (!ok) {
+        g_free(cg);
+        return NULL;
+    }
+    return cg;
+}
+
+static bool cuda_graph_launch(hyocr_backend *be, void *graph, bool *stale, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    cuda_graph *cg = graph;
+    *stale = cg->epoch != cb->epoch;
+    if (*stale) return true;
+    return ck(cudaGraphLaunch(cg->exec, cb->stream), "graph launch", error);
+}
+
+static void cuda_graph_free(hyocr_backend *be, void *graph)
+{
+    (void)be;
+    cuda_graph *cg = graph;
+    if (!cg) return;
+    cudaGraphExecDestroy(cg->exec);
+    g_free(cg);
+}
+
+/* ---------------------------------------------------------------- profile (HYOCR_PROFILE=1) */
+
+typedef struct {
+    const char *name;
+    cudaEvent_t a, b;
+} prof_rec;
+
+typedef struct {
+    int64_t calls;
+    double  ms;
+} prof_stat;
+
+static cudaEvent_t prof_event(cuda_backend *cb)
+{
+    if (cb->prof_free->len) return g_ptr_array_steal_index_fast(cb->prof_free, cb->prof_free->len - 1);
+    cudaEvent_t e = NULL;
+    if (cudaEventCreate(&e) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return e;
+}
+
+/* Reads the finished records; called where the host has waited for the stream. */
+static void prof_resolve(cuda_backend *cb)
+{
+    if (!cb->prof_recs) return;
+    for (guint i = 0; i < cb->prof_recs->len; i++) {
+        prof_rec *r = &g_array_index(cb->prof_recs, prof_rec, i);
+        float ms = 0.0f;
+        if (cudaEventElapsedTime(&ms, r->a, r->b) != cudaSuccess) {
+            cudaGetLastError();
+            ms = 0.0f;
+        }
+        prof_stat *st = g_hash_table_lookup(cb->prof_stats, r->name);
+        if (!st) {
+            st = g_new0(prof_stat, 1);
+            g_hash_table_insert(cb->prof_stats, (gpointer)r->name, st);
+        }
+        st->calls++;
+        st->ms += ms;
+        g_ptr_array_add(cb->prof_free, r->a);
+        g_ptr_array_add(cb->prof_free, r->b);
+    }
+    g_array_set_size(cb->prof_recs, 0);
+}
+
+/* Nothing is timed inside a capture: event nodes of a graph gave no elapsed
+ * times (H200, CUDA 12), so a graph counts as one op, "graph launch". */
+static cudaEvent_t prof_begin(cuda_backend *cb)
+{
+    if (cb->capturing) return NULL;
+    cudaEvent_t e = prof_event(cb);
+    if (e) cudaEventRecord(e, cb->stream);
+    return e;
+}
+
+static bool prof_end(cuda_backend *cb, cudaEvent_t a, const char *name, bool ok)
+{
+    if (!a) return ok;
+    cudaEvent_t b = prof_event(cb);
+    if (!b) {
+        g_ptr_array_add(cb->prof_free, a);
+        return ok;
+    }
+    cudaEventRecord(b, cb->stream);
+    prof_rec r = { name, a, b };
+    g_array_append_val(cb->prof_recs, r);
+    /* Bound the events in flight on long runs without a download. */
+    if (cb->prof_recs->len >= 65536 && cudaStreamSynchronize(cb->stream) == cudaSuccess) prof_resolve(cb);
+    return ok;
+}
+
+static gint prof_cmp(gconstpointer a, gconstpointer b, gpointer stats)
+{
+    const prof_stat *x = g_hash_table_lookup(stats, *(const char *const *)a);
+    const prof_stat *y = g_hash_table_lookup(stats, *(const char *const *)b);
+    return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : 0;
+}
+
+static void prof_print(cuda_backend *cb)
+{
+    prof_resolve(cb);
+    GPtrArray *names = g_ptr_array_new();
+    double total = 0.0;
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, cb->prof_stats);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        g_ptr_array_add(names, k);
+        total += ((prof_stat *)v)->ms;
+    }
+    g_ptr_array_sort_with_data(names, prof_cmp, cb->prof_stats);
+    fprintf(stderr, "hyocr CUDA profile (%s): GPU time per op (event to event), %.3f ms in all\n", cb->gpu_name,
+            total);
+    fprintf(stderr, "%-44s %10s %12s %8s %10s\n", "op", "calls", "total ms", "%", "us/call");
+    for (guint i = 0; i < names->len; i++) {
+        const prof_stat *st = g_hash_table_lookup(cb->prof_stats, names->pdata[i]);
+        fprintf(stderr, "%-44s %10" G_GINT64_FORMAT " %12.3f %7.2f%% %10.2f\n", (const char *)names->pdata[i],
+                st->calls, st->ms, total > 0 ? 100.0 * st->ms / total : 0.0, st->calls ? 1e3 * st->ms / st->calls : 0.0);
+    }
+    g_ptr_array_free(names, TRUE);
+}
+
+static void prof_clear(cuda_backend *cb)
+{
+    if (!cb->prof_recs) return;
+    if (cb->stream) cudaStreamSynchronize(cb->stream);
+    prof_print(cb);
+    for (guint i = 0; i < cb->prof_free->len; i++) cudaEventDestroy(cb->prof_free->pdata[i]);
+    g_ptr_array_free(cb->prof_free, TRUE);
+    g_array_free(cb->prof_recs, TRUE);
+    g_hash_table_destroy(cb->prof_stats);
+    cb->prof_recs = NULL;
+}
+
+/* GEMMs by role: the caller-visible shape N×K, decode-sized (≤ 64 rows) or not. */
+static const char *prof_matmul_name(int M, int N, int K)
+{
+    char buf[96];
+    g_snprintf(buf, sizeof buf, "matmul N=%d K=%d %s", N, K, M <= 64 ? "(<=64 rows)" : "(>64 rows)");
+    return g_intern_string(buf);
+}
+
+/* The op table with every GPU op bracketed by events; used only when profiling. */
+#define PROF(name, call)                                          \
+    do {                                                          \
+        cudaEvent_t pa_ = prof_begin(CB(be));                     \
+        bool ok_ = (call);                                        \
+        return prof_end(CB(be), pa_, (name), ok_);                \
+    } while (0)
+
+static bool p_copy(hyocr_backend *be, hyocr_buf *d, size_t doff, const hyocr_buf *s, size_t soff, size_t n, GError **e)
+{ PROF("copy", cuda_copy(be, d, doff, s, soff, n, e)); }
+static bool p_upload_f32(hyocr_backend *be, hyocr_buf *d, size_t off, const float *s, size_t n, GError **e)
+{ PROF("upload_f32", cuda_upload_f32(be, d, off, s, n, e)); }
+static bool p_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, const hyocr_buf *w, size_t woff,
+                     const hyocr_buf *bias, int M, int N, int K, GError **e)
+{ PROF(prof_matmul_name(M, N, K), cuda_matmul(be, o, x, w, woff, bias, M, N, K, e)); }
+static bool p_add_layernorm(hyocr_backend *be, hyocr_buf *o, hyocr_buf *r, const hyocr_buf *d, const hyocr_buf *g,
+                            const hyocr_buf *b, int M, int N, float eps, GError **e)
+{ PROF("add_layernorm", cuda_add_layernorm(be, o, r, d, g, b, M, N, eps, e)); }
+static bool p_add_rmsnorm(hyocr_backend *be, hyocr_buf *o, hyocr_buf *r, const hyocr_buf *d, const hyocr_buf *w, int M,
+                          int N, float eps, GError **e)
+{ PROF(M <= 64 ? "add_rmsnorm (<=64 rows)" : "add_rmsnorm (>64 rows)", cuda_add_rmsnorm(be, o, r, d, w, M, N, eps, e)); }
+static bool p_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *y, size_t n, GError **e)
+{ PROF("add", cuda_add(be, x, y, n, e)); }
+static bool p_gelu(hyocr_backend *be, hyocr_buf *x, size_t n, GError **e)
+{ PROF("gelu", cuda_gelu(be, x, n, e)); }
+static bool p_swiglu(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *gu, int M, int I, GError **e)
+{ PROF(M <= 64 ? "swiglu (<=64 rows)" : "swiglu (>64 rows)", cuda_swiglu(be, o, gu, M, I, e)); }
+static bool p_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *t, size_t r0, int edge, int gh, int gw, int C,
+                         hyocr_posemb_interp in, GError **e)
+{ PROF("posemb_add", cuda_posemb_add(be, x, t, r0, edge, gh, gw, C, in, e)); }
+static bool p_merge_gather(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, int gh, int gw, int C, GError **e)
+{ PROF("merge_gather", cuda_merge_gather(be, o, x, gh, gw, C, e)); }
+static bool p_append_newline(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, const hyocr_buf *nl, int Hm, int Wm,
+                             int C, GError **e)
+{ PROF("append_newline", cuda_append_newline(be, o, x, nl, Hm, Wm, C, e)); }
+static bool p_attention_full(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *qkv, int n, int H, int D, float sc,
+                             GError **e)
+{ PROF("attention_full (vision)", cuda_attention_full(be, o, qkv, n, H, D, sc, e)); }
+static bool p_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int na, int Hq, int Hkv,
+                          const hyocr_rope_params *r, const hyocr_buf *qn, const hyocr_buf *kn, float eps, GError **e)
+{ PROF(M <= 64 ? "rope_qknorm (<=64 rows)" : "rope_qknorm (>64 rows)", cuda_rope_qknorm(be, qkv, M, pos, na, Hq, Hkv, r, qn, kn, eps, e)); }
+static bool p_attention_paged(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *qkv, hyocr_buf *kc, hyocr_buf *vc,
+                              int bs, const hyocr_seq_view *sv, int ns, int Hq, int Hkv, int D, float sc, GError **e)
+{
+    int rows = 0;
+    for (int i = 0; sv && i < ns; i++) rows += sv[i].n_new;
+    PROF(rows == ns ? "attention_paged (decode)" : "attention_paged (prefill)",
+         cuda_attention_paged(be, o, qkv, kc, vc, bs, sv, ns, Hq, Hkv, D, sc, e));
+}
+static bool p_embed(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *t, const int32_t *ids, int n, int C, GError **e)
+{ PROF("embed", cuda_embed(be, o, t, ids, n, C, e)); }
+static bool p_pick_greedy(hyocr_backend *be, const hyocr_buf *l, int n, int V, hyocr_buf *seen, const int32_t *sl,
+                          const float *pe, GError **e)
+{ PROF("pick_greedy", cuda_pick_greedy(be, l, n, V, seen, sl, pe, e)); }
+static bool p_graph_launch(hyocr_backend *be, void *g, bool *stale, GError **e)
+{ PROF("graph launch (whole decode step)", cuda_graph_launch(be, g, stale, e)); }
+
 
 static void cuda_mem_info(hyocr_backend *be, hyocr_mem_info *out)
 {
@@ -901,21 +1476,28 @@ static void cuda_mem_info(hyocr_backend *be, hyocr_mem_info *out)
 
 static bool cuda_sync(hyocr_backend *be, GError **error)
 {
-    return ck(cudaStreamSynchronize(CB(be)->stream), "stream synchronize", error);
+    bool ok = ck(cudaStreamSynchronize(CB(be)->stream), "stream synchronize", error);
+    prof_resolve(CB(be));
+    return ok;
 }
 
 static void cuda_free(hyocr_backend *be)
 {
     cuda_backend *cb = CB(be);
     if (cb->stream) cudaStreamSynchronize(cb->stream);
+    prof_clear(cb);
     if (cb->plans) g_hash_table_destroy(cb->plans);
-    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->part, &cb->counters, &cb->conv_x, &cb->conv_bias };
+    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->part, &cb->counters, &cb->conv_x, &cb->conv_bias,
+                     &cb->small, &cb->dmeta };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
     if (cb->lt) cublasLtDestroy(cb->lt);
     if (cb->blas) cublasDestroy(cb->blas);
     for (int i = 0; i < 2; i++)
         if (cb->pin_done[i]) cudaEventDestroy(cb->pin_done[i]);
     if (cb->pin) cudaFreeHost(cb->pin);
+    if (cb->pin_small) cudaFreeHost(cb->pin_small);
+    if (cb->dmeta_host) cudaFreeHost(cb->dmeta_host);
+    if (cb->dmeta_done) cudaEventDestroy(cb->dmeta_done);
     if (cb->stream) cudaStreamDestroy(cb->stream);
     g_mutex_clear(&cb->mem_lock);
     g_free(cb);
@@ -945,7 +1527,47 @@ static const hyocr_backend_ops cuda_ops = {
     .embed = cuda_embed,
     .mem_info = cuda_mem_info,
     .sync = cuda_sync,
+    .check_finite = cuda_check_finite,
+    .read_bytes = cuda_read_bytes,
+    .write_bytes = cuda_write_bytes,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .pick_greedy = cuda_pick_greedy,
+    .pick_fetch = cuda_pick_fetch,
+    .decode_bind = cuda_decode_bind,
+    .decode_unbind = cuda_decode_unbind,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
 };
+
+static void prof_init(cuda_backend *cb)
+{
+    cb->prof_recs = g_array_new(FALSE, FALSE, sizeof(prof_rec));
+    cb->prof_free = g_ptr_array_new();
+    cb->prof_stats = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    hyocr_backend_ops *o = &cb->prof_ops;
+    *o = cuda_ops;
+    o->copy = p_copy;
+    o->upload_f32 = p_upload_f32;
+    o->matmul = p_matmul;
+    o->add_layernorm = p_add_layernorm;
+    o->add_rmsnorm = p_add_rmsnorm;
+    o->add = p_add;
+    o->gelu = p_gelu;
+    o->swiglu = p_swiglu;
+    o->posemb_add = p_posemb_add;
+    o->merge_gather = p_merge_gather;
+    o->append_newline = p_append_newline;
+    o->attention_full = p_attention_full;
+    o->rope_qknorm = p_rope_qknorm;
+    o->attention_paged = p_attention_paged;
+    o->embed = p_embed;
+    o->pick_greedy = p_pick_greedy;
+    o->graph_launch = p_graph_launch;
+    cb->base.ops = o;
+}
 
 /* Picks the device and checks that this build can run on it. */
 static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError **error)
@@ -1008,6 +1630,8 @@ static bool runtime_open(cuda_backend *cb, GError **error)
     for (int i = 0; i < 2; i++)
         if (!ck(cudaEventCreateWithFlags(&cb->pin_done[i], cudaEventDisableTiming), "creating an event", error))
             return false;
+    if (!ck(cudaEventCreateWithFlags(&cb->dmeta_done, cudaEventDisableTiming), "creating an event", error))
+        return false;
     /* Pinned memory is an optimisation: without it metadata goes the pageable way. */
     if (cudaHostAlloc((void **)&cb->pin, 2 * PIN_HALF, cudaHostAllocDefault) != cudaSuccess) {
         cudaGetLastError();
@@ -1037,5 +1661,11 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
         cudaMemGetInfo(&free_b, &total_b);
         cb->memory_limit = (int64_t)((double)total_b * (double)-cb->memory_limit / 1e6);
     }
+    const char *no_gemv = g_getenv("HYOCR_NO_GEMV");
+    cb->gemv = !(no_gemv && *no_gemv && strcmp(no_gemv, "0") != 0);
+    const char *split = g_getenv("HYOCR_DECODE_SPLIT");
+    if (split) cb->split_override = CLAMP(atoi(split), 0, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
+    const char *prof = g_getenv("HYOCR_PROFILE");
+    if (prof && *prof && strcmp(prof, "0") != 0) prof_init(cb);
     return &cb->base;
 }

@@ -22,6 +22,7 @@ G_BEGIN_DECLS
 
 typedef struct hyocr_backend hyocr_backend;
 typedef struct hyocr_buf     hyocr_buf;
+struct hyocr_decode_meta;
 
 typedef enum {
     HYOCR_BUF_ACT,      /* activations: fp32 on CPU, fp16/bf16 on CUDA */
@@ -173,7 +174,45 @@ typedef struct {
     /* Host memory the device copies to and from at full speed (pinned on CUDA). */
     void  *(*host_alloc)(hyocr_backend *be, size_t bytes, GError **error);
     void   (*host_free)(hyocr_backend *be, void *p, size_t bytes);
+
+    /* ---- greedy choice on the device (both backends) ----
+     * For row i of logits[n, V] (fp32): the repetition penalty (penalties[i]; off when 1, ≤ 0 or
+     * not finite) over the ids marked in slot slots[i] of seen (ceil(V/32) uint32 words per slot,
+     * bit v of word v/32; an F32-kind buffer used as raw words), then the argmax (first maximum;
+     * a NaN wins, as torch.argmax), whose bit is then set in the slot. Positive logits are
+     * divided as torch does on this backend's device: ℓ·fl(1/p) on CUDA, ℓ/p on the CPU.
+     * The results stay with the backend until pick_fetch, which waits for them: ids[i] and
+     * nonfinite[i] (row i held a NaN or ±Inf before the penalty). */
+    bool   (*pick_greedy)(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen,
+                          const int32_t *slots, const float *penalties, GError **error);
+    bool   (*pick_fetch)(hyocr_backend *be, int n, int32_t *ids, bool *nonfinite, GError **error);
+
+    /* ---- graph-friendly decode (optional: NULL where the backend has none) ----
+     * decode_bind copies one step's metadata to fixed device memory in one transfer; until
+     * decode_unbind, embed, rope_qknorm, attention_paged and pick_greedy take their
+     * metadata from there (their host arguments must describe the same step), so work
+     * captured between graph_begin and graph_end replays correctly on later steps. */
+    bool   (*decode_bind)(hyocr_backend *be, const struct hyocr_decode_meta *meta, GError **error);
+    void   (*decode_unbind)(hyocr_backend *be);
+    bool   (*graph_begin)(hyocr_backend *be, GError **error);
+    /* Ends the capture; NULL with an error when it failed (the work was not run). */
+    void  *(*graph_end)(hyocr_backend *be, GError **error);
+    /* *stale: a buffer the graph captured has moved since; nothing was launched. */
+    bool   (*graph_launch)(hyocr_backend *be, void *graph, bool *stale, GError **error);
+    void   (*graph_free)(hyocr_backend *be, void *graph);
 } hyocr_backend_ops;
+
+/* One decode step for decode_bind: one row (token) per sequence. */
+typedef struct hyocr_decode_meta {
+    int                   n_rows;
+    const int32_t        *ids;          /* [n_rows] */
+    const hyocr_seq_view *views;        /* [n_rows], n_new 1 each */
+    int                   block_size;   /* of the paged cache */
+    int                   max_blocks;   /* block-table stride ≥ every row's block count: the
+                                         * context bound the captured work is sized for */
+    const int32_t        *pick_slots;   /* [n_rows] or NULL */
+    const float          *pick_penalties;
+} hyocr_decode_meta;
 
 struct hyocr_backend {
     const hyocr_backend_ops *ops;

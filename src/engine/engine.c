@@ -1,46 +1,24 @@
-/* hyocr — engine: owns checkpoint, tokenizer, backend and model; runs one job at a
- * time (preprocess → vision → prefill → decode) and streams events. */
-#include "hyocr.h"
+/* hyocr — engine: owns checkpoint, tokenizer, backend and model, and runs the
+ * stages of one job (preprocess → vision; token bookkeeping and the result);
+ * batch.c schedules the prefill and decode of one or many jobs. */
+#include "engine-internal.h"
 #include "error.h"
 #include "i18n.h"
 #include "hyocr-build-config.h"
-#include "memplan.h"
-#include "model.h"
-#include "postprocess.h"
-#include "sampler.h"
-#include "tokenizer.h"
 #include <math.h>
 #include <string.h>
 
 #define DEFAULT_MAX_NEW_TOKENS 8192
 #define DEFAULT_KV_BLOCK       16
+#define DEFAULT_MAX_BATCH      16
 #define FALLBACK_MAX_MODEL_LEN 32768
-
-struct hyocr_engine {
-    char             *model_dir;
-    hyocr_log_fn      log;
-    void             *log_data;
-    hyocr_checkpoint *ck;
-    hyocr_tokenizer  *tok;
-    hyocr_backend    *be;
-    hyocr_model      *model;
-    int               max_model_len;
-    int64_t           memory_limit;     /* as given: bytes, or < 0 millionths of the device */
-    int               kv_fixed_blocks;  /* the engine's fixed pool, 0 when it grows per job */
-    bool              lm_head_tied;
-    int32_t           eos[2 * HYOCR_MAX_EOS + 1];
-    int               n_eos;
-    gint              cancel;   /* atomic */
-    gint              busy;     /* atomic */
-    gint              live_kv_blocks;   /* atomic: KV blocks held by the running job, for mem_info */
-    int64_t           kv_block_bytes;   /* fixed after load, so mem_info never touches the pool */
-};
 
 void hyocr_engine_params_init(hyocr_engine_params *p)
 {
     memset(p, 0, sizeof *p);
     p->device = HYOCR_DEVICE_AUTO;
     p->cuda_dtype = HYOCR_COMPUTE_F16;
+    p->max_batch = DEFAULT_MAX_BATCH;
 }
 
 void hyocr_job_params_init(hyocr_job_params *p)
@@ -58,8 +36,7 @@ const char *hyocr_stop_reason_name(hyocr_stop_reason r)
     return (unsigned)r < G_N_ELEMENTS(names) ? names[r] : "unknown";
 }
 
-static void engine_log(hyocr_engine *eng, hyocr_log_level level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-static void engine_log(hyocr_engine *eng, hyocr_log_level level, const char *fmt, ...)
+void hyocr_engine_log(hyocr_engine *eng, hyocr_log_level level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -90,14 +67,14 @@ static hyocr_backend *open_backend(hyocr_engine *eng, const hyocr_engine_params 
         g_propagate_error(error, g_steal_pointer(&local));
         return NULL;
     }
-    engine_log(eng, HYOCR_LOG_WARNING, "CUDA not usable (%s); running on the CPU", local->message);
+    hyocr_engine_log(eng, HYOCR_LOG_WARNING, "CUDA not usable (%s); running on the CPU", local->message);
 #else
     if (p->device == HYOCR_DEVICE_CUDA) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
                     _("this build of hyocr has no CUDA support; use --device cpu or rebuild with -Dcuda=enabled"));
         return NULL;
     }
-    engine_log(eng, HYOCR_LOG_INFO, "built without CUDA; running on the CPU");
+    hyocr_engine_log(eng, HYOCR_LOG_INFO, "built without CUDA; running on the CPU");
 #endif
     bp.dtype = HYOCR_COMPUTE_F32;
     return hyocr_backend_cpu_init(&bp, error);
@@ -129,7 +106,7 @@ static void collect_eos(hyocr_engine *eng)
     if (eng->n_eos == 0) add_eos(eng, cfg->eos_id);
 }
 
-static bool is_eos(const hyocr_engine *eng, int32_t id)
+bool hyocr_engine_is_eos(const hyocr_engine *eng, int32_t id)
 {
     for (int i = 0; i < eng->n_eos; i++)
         if (eng->eos[i] == id) return true;
@@ -151,6 +128,8 @@ static bool check_model_dir(const char *dir, GError **error)
     return true;
 }
 
+static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error);
+
 static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
 {
     eng->ck = hyocr_checkpoint_open(eng->model_dir, error);
@@ -159,6 +138,17 @@ static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError 
     g_autofree char *tok_path = g_build_filename(eng->model_dir, "tokenizer.json", NULL);
     eng->tok = hyocr_tokenizer_load(tok_path, error);
     if (!eng->tok) return false;
+    if (!load_model(eng, p, error)) return false;
+    hyocr_checkpoint_stats cs;
+    hyocr_checkpoint_get_stats(eng->ck, &cs);
+    eng->lm_head_tied = cs.lm_head_tied;
+    collect_eos(eng);
+    return true;
+}
+
+/* Backend, weights and the (empty) KV pool: what a reload in another dtype redoes. */
+static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
+{
     eng->be = open_backend(eng, p, error);
     if (!eng->be) return false;
     eng->model = hyocr_model_load(eng->be, eng->ck, error);
@@ -171,18 +161,35 @@ static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError 
                          : cfg->text.max_position_embeddings > 0 ? cfg->text.max_position_embeddings
                                                                  : FALLBACK_MAX_MODEL_LEN;
     int bs = p->kv_block_size > 0 ? p->kv_block_size : DEFAULT_KV_BLOCK;
-    /* A growable pool gets its storage per job, sized to the job (see prefill). */
+    /* A growable pool gets its storage per job, sized to the job (batch.c). */
     if (!hyocr_model_kv_init(eng->model, bs, p->kv_n_blocks, 0, eng->max_model_len, error))
         return false;
     eng->kv_block_bytes = hyocr_model_kv_bytes_per_block(eng->model);
     eng->kv_fixed_blocks = p->kv_n_blocks;
     if (p->vit_chunk_rows > 0) eng->model->vit_chunk_rows = p->vit_chunk_rows;
     if (p->text_chunk_rows > 0) eng->model->text_chunk_rows = p->text_chunk_rows;
-    hyocr_checkpoint_stats cs;
-    hyocr_checkpoint_get_stats(eng->ck, &cs);
-    eng->lm_head_tied = cs.lm_head_tied;
-    collect_eos(eng);
     return true;
+}
+
+static void unload_model(hyocr_engine *eng)
+{
+    hyocr_model_free(eng->model);
+    eng->model = NULL;
+    if (eng->be) hyocr_backend_free(eng->be);
+    eng->be = NULL;
+}
+
+/* Another thread may be reading the memory figures meanwhile (hyocr_engine_mem_info). */
+bool hyocr_engine_reload(hyocr_engine *eng, hyocr_compute_dtype dtype, GError **error)
+{
+    hyocr_engine_params p = eng->params;
+    p.cuda_dtype = dtype;
+    p.device = HYOCR_DEVICE_CUDA;
+    g_mutex_lock(&eng->model_lock);
+    unload_model(eng);
+    bool ok = load_model(eng, &p, error);
+    g_mutex_unlock(&eng->model_lock);
+    return ok;
 }
 
 hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error)
@@ -191,9 +198,12 @@ hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error)
     if (!check_model_dir(p->model_dir, error)) return NULL;
     hyocr_engine *eng = g_new0(hyocr_engine, 1);
     eng->model_dir = g_strdup(p->model_dir);
+    eng->params = *p;
+    eng->params.model_dir = eng->model_dir;
     eng->memory_limit = p->memory_limit;
     eng->log = p->log;
     eng->log_data = p->log_data;
+    g_mutex_init(&eng->model_lock);
     if (!engine_load(eng, p, error)) {
         hyocr_engine_free(eng);
         return NULL;
@@ -204,11 +214,11 @@ hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error)
 void hyocr_engine_free(hyocr_engine *eng)
 {
     if (!eng) return;
-    hyocr_model_free(eng->model);
-    if (eng->be) hyocr_backend_free(eng->be);
+    unload_model(eng);
     hyocr_tokenizer_free(eng->tok);
     hyocr_checkpoint_free(eng->ck);
     g_free(eng->model_dir);
+    g_mutex_clear(&eng->model_lock);
     g_free(eng);
 }
 
@@ -219,7 +229,7 @@ const hyocr_config *hyocr_engine_config(const hyocr_engine *eng)
 
 const char *hyocr_engine_backend_name(const hyocr_engine *eng)
 {
-    return eng->be->ops->name;
+    return eng->be ? eng->be->ops->name : "none";
 }
 
 void hyocr_engine_cancel(hyocr_engine *eng)
@@ -231,7 +241,10 @@ void hyocr_engine_mem_info(hyocr_engine *eng, hyocr_mem_info *out)
 {
     /* Both backends guard their counters with their own lock; the KV figure is
      * published by the job thread through an atomic. */
-    eng->be->ops->mem_info(eng->be, out);
+    g_mutex_lock(&eng->model_lock);
+    if (eng->be) eng->be->ops->mem_info(eng->be, out);
+    else memset(out, 0, sizeof *out);
+    g_mutex_unlock(&eng->model_lock);
     out->kv_used = (int64_t)g_atomic_int_get(&eng->live_kv_blocks) * eng->kv_block_bytes;
 }
 
@@ -241,31 +254,11 @@ void hyocr_job_result_clear(hyocr_job_result *r)
     g_free(r->text);
     g_free(r->raw_text);
     if (r->token_ids) g_array_unref(r->token_ids);
+    g_clear_error(&r->error);
     memset(r, 0, sizeof *r);
 }
 
 /* ---- one job ----------------------------------------------------------------- */
-
-typedef struct {
-    hyocr_engine           *eng;
-    const hyocr_job_params *job;
-    hyocr_job_result       *res;
-    gint64                  t0, t_stage;
-    hyocr_image            *img_owned;
-    const hyocr_image      *img;
-    hyocr_pixels           *px;
-    hyocr_prompt           *prompt;
-    hyocr_buf              *vision;
-    int                     n_vision_rows;
-    hyocr_kv_seq           *seq;
-    hyocr_sampler          *sampler;
-    hyocr_detokenizer      *detok;
-    GString                *text;
-    glong                   n_chars;
-    float                  *logits;
-    hyocr_tail_check        tail;
-    int                     n_gen;
-} job_state;
 
 static double ms_since(gint64 t)
 {
@@ -281,13 +274,13 @@ static void emit(job_state *st, hyocr_event *ev)
     st->job->on_event(ev, st->job->user_data);
 }
 
-static void emit_simple(job_state *st, hyocr_event_type type)
+void hyocr_job_emit_simple(job_state *st, hyocr_event_type type)
 {
     hyocr_event ev = { .type = type };
     emit(st, &ev);
 }
 
-static bool job_cancelled(void *data)
+bool hyocr_job_cancelled(void *data)
 {
     job_state *st = data;
     return g_atomic_int_get(&st->eng->cancel) ||
@@ -295,7 +288,7 @@ static bool job_cancelled(void *data)
 }
 
 /* Stage time, after the device has finished the stage's queued work. */
-static bool stage_done(job_state *st, double *ms, GError **error)
+bool hyocr_job_stage_done(job_state *st, double *ms, GError **error)
 {
     if (!st->eng->be->ops->sync(st->eng->be, error)) return false;
     *ms = ms_since(st->t_stage);
@@ -349,7 +342,7 @@ static bool check_fits(job_state *st, GError **error)
     return false;
 }
 
-static bool preprocess(job_state *st, GError **error)
+bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     const hyocr_job_params *job = st->job;
@@ -360,10 +353,22 @@ static bool preprocess(job_state *st, GError **error)
     if (!text) return false;
     st->prompt = hyocr_prompt_build(st->eng->tok, cfg, text, st->px->grid_h, st->px->grid_w, error);
     if (!st->prompt || !check_fits(st, error)) return false;
-    if (!stage_done(st, &st->res->timings.preprocess_ms, error)) return false;
+    if (!emit_event) return true;
+    if (!hyocr_job_stage_done(st, &st->res->timings.preprocess_ms, error)) return false;
     hyocr_event ev = { .type = HYOCR_EVENT_PREPROCESS, .prompt = st->prompt, .pixels = st->px };
     emit(st, &ev);
     return true;
+}
+
+void hyocr_job_drop_inputs(job_state *st)
+{
+    hyocr_prompt_free(st->prompt);
+    hyocr_pixels_free(st->px);
+    hyocr_image_free(st->img_owned);
+    st->prompt = NULL;
+    st->px = NULL;
+    st->img_owned = NULL;
+    st->img = NULL;
 }
 
 /* ---- memory plan and the up-front check ---------------------------------------- */
@@ -406,6 +411,13 @@ static void memcheck_init(memcheck *mc, hyocr_engine *eng, bool at_rest)
     eng->be->ops->mem_info(eng->be, &mi);
     if (at_rest) mc->p.backend_bytes = MAX(mc->p.backend_bytes, mi.workspace);
     memcheck_budget(mc, &mi);
+}
+
+int64_t hyocr_engine_budget(hyocr_engine *eng)
+{
+    memcheck mc;
+    memcheck_init(&mc, eng, true);
+    return mc.budget;
 }
 
 static void memcheck_plan(const memcheck *mc, int gh, int gw, int prompt, int max_new, hyocr_memplan *out)
@@ -490,32 +502,48 @@ static char *memory_advice(const job_state *st, const memcheck *mc)
 
 /* Refuses, before the vision tower, a job whose plan exceeds the budget, with
  * the numbers and what to change; nothing has been allocated for it yet. */
-static bool check_memory(job_state *st, GError **error)
+/* A job whose prefill and decode do not fit next to the vision weights may
+ * still run with them off the device after its vision pass (the next vision
+ * pass brings them back). */
+static bool fits_without_vision_weights(job_state *st, const memcheck *mc)
+{
+    memcheck off = *mc;
+    off.p.vision_offload = true;
+    hyocr_memplan alt;
+    memcheck_plan(&off, st->px->grid_h, st->px->grid_w, st->prompt->n, st->job->max_new_tokens, &alt);
+    if (!alt.fits) return false;
+    st->plan = alt;
+    st->vision_offload = true;
+    return true;
+}
+
+bool hyocr_job_check_memory(job_state *st, GError **error)
 {
     memcheck mc;
     memcheck_init(&mc, st->eng, true);
-    hyocr_memplan plan;
-    memcheck_plan(&mc, st->px->grid_h, st->px->grid_w, st->prompt->n, st->job->max_new_tokens, &plan);
-    if (plan.fits) return true;
-    g_autofree char *parts = hyocr_memplan_describe(&plan);
+    hyocr_memplan *plan = &st->plan;
+    memcheck_plan(&mc, st->px->grid_h, st->px->grid_w, st->prompt->n, st->job->max_new_tokens, plan);
+    st->kv_tokens = hyocr_memplan_kv_tokens(st->prompt->n, st->job->max_new_tokens, st->eng->max_model_len);
+    if (plan->fits || fits_without_vision_weights(st, &mc)) return true;
+    g_autofree char *parts = hyocr_memplan_describe(plan);
     g_autofree char *advice = memory_advice(st, &mc);
-    g_autofree char *need = hyocr_memplan_format_bytes(plan.total);
+    g_autofree char *need = hyocr_memplan_format_bytes(plan->total);
     g_autofree char *budget = hyocr_memplan_format_bytes(mc.budget);
     g_autofree char *have = mc.is_limit
         ? g_strdup_printf(_("the memory limit is %s"), budget)
         : g_strdup_printf(_("the GPU has %s for it (free plus what hyocr holds)"), budget);
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
                 _("this %d×%d page (%d×%d patches, %d prompt tokens, up to %d new) needs %s (%s) but %s: %s"),
-                st->img->width, st->img->height, plan.grid_w, plan.grid_h, plan.prompt_tokens,
+                st->img->width, st->img->height, plan->grid_w, plan->grid_h, plan->prompt_tokens,
                 st->job->max_new_tokens, need, parts, have, advice);
     return false;
 }
 
-static bool vision(job_state *st, GError **error)
+bool hyocr_job_vision(job_state *st, GError **error)
 {
-    st->vision = hyocr_vision_forward(st->eng->model, st->px, &st->n_vision_rows, NULL, job_cancelled, st, error);
-    if (!st->vision || !stage_done(st, &st->res->timings.vision_ms, error)) return false;
-    emit_simple(st, HYOCR_EVENT_VISION);
+    st->vision = hyocr_vision_forward(st->eng->model, st->px, &st->n_vision_rows, NULL, hyocr_job_cancelled, st, error);
+    if (!st->vision || !hyocr_job_stage_done(st, &st->res->timings.vision_ms, error)) return false;
+    hyocr_job_emit_simple(st, HYOCR_EVENT_VISION);
     return true;
 }
 
@@ -526,37 +554,28 @@ static float pick_penalty(const hyocr_config *cfg, float requested)
     return cfg->version == HYOCR_MODEL_VERSION_1_5 ? 1.08f : 1.0f;
 }
 
-static bool prefill(job_state *st, GError **error)
+void hyocr_job_state_init(job_state *st, hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_result *res)
 {
-    hyocr_engine *eng = st->eng;
-    const hyocr_prompt *p = st->prompt;
-    /* The pool is sized now, once the vision scratch is gone, to what the job
-     * can ever hold: the two never share the memory, and decode never grows it. */
-    int kv_tokens = hyocr_memplan_kv_tokens(p->n, st->job->max_new_tokens, eng->max_model_len);
-    if (!hyocr_model_kv_resize(eng->model, kv_tokens, error)) return false;
-    st->seq = hyocr_model_seq_new(eng->model);
-    hyocr_text_seq q = {
-        .ids = p->ids, .pos = p->pos, .n_new = p->n, .kv = st->seq, .image_embeds = st->vision,
-        .n_image_rows = st->n_vision_rows, .image_token_id = p->ids[p->image_start],
-    };
-    bool ok = hyocr_text_forward(eng->model, &q, 1, st->logits, job_cancelled, st, error);
-    eng->be->ops->buf_free(eng->be, st->vision);
-    st->vision = NULL;
-    if (!ok || !stage_done(st, &st->res->timings.prefill_ms, error)) return false;
-    hyocr_sampler_accept(st->sampler, p->ids, p->n);
-    g_atomic_int_set(&eng->live_kv_blocks, st->seq->n_blocks);
-    emit_simple(st, HYOCR_EVENT_PREFILL);
-    return true;
+    memset(st, 0, sizeof *st);
+    st->eng = eng;
+    st->job = job;
+    st->res = res;
+    st->pick_slot = -1;
+    memset(res, 0, sizeof *res);
+    st->t0 = st->t_stage = g_get_monotonic_time();
 }
 
-/* Picks, records and streams one token; returns the stop reason it causes. */
-static hyocr_stop_reason take_token(job_state *st, int32_t *id_out)
+/* Records and streams one token; returns the stop reason it causes. */
+hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
 {
     const hyocr_job_params *job = st->job;
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     int V = st->eng->model->cfg.text.vocab_size;
-    if (job->on_logits) job->on_logits(st->logits, V, st->n_gen, job->logits_data);
-    int32_t id = hyocr_sampler_sample(st->sampler, st->logits);
+    if (logits) {
+        if (job->on_logits) job->on_logits(logits, V, st->n_gen, job->logits_data);
+        id = hyocr_sampler_sample(st->sampler, logits);
+    }
+    /* also after a device pick, so a later host step penalises the same set */
     hyocr_sampler_accept(st->sampler, &id, 1);
     g_array_append_val(st->res->token_ids, id);
     st->n_gen++;
@@ -566,34 +585,16 @@ static hyocr_stop_reason take_token(job_state *st, int32_t *id_out)
     if (st->n_gen == 1) st->res->timings.first_token_ms = ms_since(st->t0);
     hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = id, .piece = piece };
     emit(st, &ev);
-    *id_out = id;
+    st->next_id = id;
 
-    if (!job->ignore_eos && is_eos(st->eng, id)) return HYOCR_STOP_EOS;
+    if (!job->ignore_eos && hyocr_engine_is_eos(st->eng, id)) return HYOCR_STOP_EOS;
     if (st->n_gen >= job->max_new_tokens) return HYOCR_STOP_MAX_NEW_TOKENS;
     if (st->prompt->n + st->n_gen >= st->eng->max_model_len) return HYOCR_STOP_MAX_MODEL_LEN;
     if (cfg->version == HYOCR_MODEL_VERSION_1_5 && !job->no_tail_stop &&
         hyocr_tail_check_should_stop(&st->tail, st->text->str, st->n_chars))
         return HYOCR_STOP_REPETITION;
-    if (job_cancelled(st)) return HYOCR_STOP_CANCELLED;
+    if (hyocr_job_cancelled(st)) return HYOCR_STOP_CANCELLED;
     return HYOCR_STOP_NONE;
-}
-
-static bool decode(job_state *st, GError **error)
-{
-    hyocr_stop_reason stop;
-    int32_t id;
-    while ((stop = take_token(st, &id)) == HYOCR_STOP_NONE) {
-        hyocr_text_seq q = { .ids = &id, .n_new = 1, .kv = st->seq };
-        if (!hyocr_text_forward(st->eng->model, &q, 1, st->logits, NULL, NULL, error)) return false;
-        g_atomic_int_set(&st->eng->live_kv_blocks, st->seq->n_blocks);
-    }
-    st->res->stop_reason = stop;
-    if (!stage_done(st, &st->res->timings.decode_ms, error)) return false;
-    if (stop == HYOCR_STOP_CANCELLED) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled after %d tokens"), st->n_gen);
-        return false;
-    }
-    return true;
 }
 
 static bool validate_job(const hyocr_job_params *job, GError **error)
@@ -610,16 +611,12 @@ static bool validate_job(const hyocr_job_params *job, GError **error)
     return true;
 }
 
-static bool job_setup(job_state *st, GError **error)
+bool hyocr_job_begin(job_state *st, GError **error)
 {
+    if (!validate_job(st->job, error)) return false;
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     const hyocr_job_params *job = st->job;
     int V = st->eng->model->cfg.text.vocab_size;
-    st->logits = g_try_new(float, V);
-    if (!st->logits) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate %d logits", V);
-        return false;
-    }
     st->res->repetition_penalty = pick_penalty(cfg, job->repetition_penalty);
     hyocr_sampler_params sp = {
         .temperature = job->temperature, .top_k = job->top_k, .top_p = job->top_p,
@@ -635,12 +632,6 @@ static bool job_setup(job_state *st, GError **error)
     st->res->token_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
     hyocr_tail_check_init(&st->tail);
     return true;
-}
-
-static bool run_stages(job_state *st, GError **error)
-{
-    return validate_job(st->job, error) && job_setup(st, error) && preprocess(st, error) &&
-           check_memory(st, error) && vision(st, error) && prefill(st, error) && decode(st, error);
 }
 
 /* Texts, sizes, timings and memory, also for failed or cancelled jobs. */
@@ -676,34 +667,16 @@ static void finish_result(job_state *st)
     r->timings.total_ms = ms_since(st->t0);
     if (st->n_gen > 1 && r->timings.decode_ms > 0)
         r->timings.decode_tokens_per_s = (st->n_gen - 1) / (r->timings.decode_ms / 1000.0);
-    st->eng->be->ops->mem_info(st->eng->be, &r->memory);
-    if (st->seq) r->memory.kv_used = (int64_t)st->seq->n_blocks * hyocr_model_kv_bytes_per_block(st->eng->model);
+    if (st->eng->be) st->eng->be->ops->mem_info(st->eng->be, &r->memory);
+    if (st->seq) r->memory.kv_used = (int64_t)st->seq->n_blocks * st->eng->kv_block_bytes;
 }
 
-static void job_state_clear(job_state *st)
-{
-    hyocr_engine *eng = st->eng;
-    if (st->vision) eng->be->ops->buf_free(eng->be, st->vision);
-    g_atomic_int_set(&eng->live_kv_blocks, 0);
-    hyocr_model_seq_free(eng->model, st->seq);
-    hyocr_model_trim_scratch(eng->model);
-    /* An idle engine holds its weights only; the next job sizes its own pool. */
-    hyocr_model_kv_resize(eng->model, 0, NULL);
-    hyocr_sampler_free(st->sampler);
-    hyocr_detokenizer_free(st->detok);
-    if (st->text) g_string_free(st->text, TRUE);
-    g_free(st->logits);
-    hyocr_prompt_free(st->prompt);
-    hyocr_pixels_free(st->px);
-    hyocr_image_free(st->img_owned);
-}
-
-static void emit_end(job_state *st, bool ok, const GError *err)
+static void emit_end(job_state *st, const GError *err)
 {
     hyocr_event ev = { .type = HYOCR_EVENT_DONE };
-    if (ok) {
+    if (!err) {
         ev.piece = st->res->text;
-    } else if (err && g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)) {
+    } else if (g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)) {
         ev.type = HYOCR_EVENT_CANCELLED;
         st->res->stop_reason = HYOCR_STOP_CANCELLED;
     } else {
@@ -713,29 +686,25 @@ static void emit_end(job_state *st, bool ok, const GError *err)
     emit(st, &ev);
 }
 
-bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_result *out, GError **error)
+void hyocr_job_finish(job_state *st, const GError *err)
 {
-    g_return_val_if_fail(eng != NULL && job != NULL, false);
-    if (!g_atomic_int_compare_and_exchange(&eng->busy, 0, 1)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("the engine is already running a job; wait for it or use another engine"));
-        return false;
-    }
-    g_atomic_int_set(&eng->cancel, 0);
-    hyocr_job_result local = { 0 };
-    job_state st = { .eng = eng, .job = job, .res = out ? out : &local };
-    memset(st.res, 0, sizeof *st.res);
-    st.t0 = st.t_stage = g_get_monotonic_time();
+    finish_result(st);
+    emit_end(st, err);
+    st->phase = JOB_FINISHED;
+}
 
-    GError *err = NULL;
-    bool ok = run_stages(&st, &err);
-    finish_result(&st);
-    emit_end(&st, ok, err);
-    job_state_clear(&st);
-    hyocr_job_result_clear(&local);
-    if (err) g_propagate_error(error, err);
-    g_atomic_int_set(&eng->busy, 0);
-    return ok;
+/* The scheduler has already given back the job's KV blocks, pick slot and swap. */
+void hyocr_job_release(job_state *st)
+{
+    hyocr_engine *eng = st->eng;
+    if (st->vision) eng->be->ops->buf_free(eng->be, st->vision);
+    st->vision = NULL;
+    g_clear_pointer(&st->host_vision, g_free);
+    g_clear_pointer(&st->sampler, hyocr_sampler_free);
+    g_clear_pointer(&st->detok, hyocr_detokenizer_free);
+    if (st->text) g_string_free(st->text, TRUE);
+    st->text = NULL;
+    hyocr_job_drop_inputs(st);
 }
 
 /* ---- memory plans for callers ------------------------------------------------- */
@@ -744,9 +713,15 @@ void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int pro
                               hyocr_memplan *out)
 {
     g_return_if_fail(eng != NULL && out != NULL);
-    memcheck mc;
-    memcheck_init(&mc, eng, !g_atomic_int_get(&eng->busy));
-    memcheck_plan(&mc, grid_h, grid_w, prompt_tokens, max_new_tokens, out);
+    g_mutex_lock(&eng->model_lock);
+    if (eng->model) {
+        memcheck mc;
+        memcheck_init(&mc, eng, !g_atomic_int_get(&eng->busy));
+        memcheck_plan(&mc, grid_h, grid_w, prompt_tokens, max_new_tokens, out);
+    } else {
+        memset(out, 0, sizeof *out);   /* lost in a failed dtype reload */
+    }
+    g_mutex_unlock(&eng->model_lock);
 }
 
 bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr_memplan *out, GError **error)

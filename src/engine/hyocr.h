@@ -17,8 +17,12 @@
  *     hyocr_job_result_clear(&res);
  *     hyocr_engine_free(eng);
  *
- * An engine runs one job at a time, synchronously on the calling thread; the
- * callback is invoked on that thread. hyocr_engine_cancel may be called from any
+ * An engine runs one call at a time, synchronously on the calling thread; the
+ * callbacks are invoked on that thread. hyocr_engine_run_batch runs many jobs
+ * at once (continuous batching): their decode steps are shared, a queued job's
+ * vision + prefill runs between steps, and when the KV pool is full the latest
+ * admitted job is preempted (its K/V swapped to host memory, or recomputed) and
+ * resumed later. hyocr_engine_cancel may be called from any
  * thread. There is no global state: several engines may coexist. */
 #pragma once
 #include "backend.h"
@@ -72,6 +76,9 @@ typedef struct {
     int                 vit_chunk_rows;   /* rows per chunk of the ViT's row-wise parts; 0 = 4096 */
     int                 text_chunk_rows;  /* prefill rows per chunk; 0 = 1024 (multiples of 512 keep the
                                            * CPU backend's results bit-identical) */
+    int                 max_batch;        /* run_batch: jobs decoding together at most; ≤ 0 = 16 */
+    int64_t             swap_space;       /* run_batch: bytes of (pinned) host memory for the K/V of
+                                           * preempted jobs; 0 = recompute them instead */
 } hyocr_engine_params;
 
 void hyocr_engine_params_init(hyocr_engine_params *p);
@@ -166,6 +173,10 @@ typedef struct {
     float             repetition_penalty;             /* the value used */
     hyocr_timings     timings;
     hyocr_mem_info    memory;          /* backend figures after the job (kv_used at its end) */
+    GError           *error;           /* hyocr_engine_run_batch: why this job failed or was cancelled */
+    bool              redone;          /* FP16 overflowed (NaN/Inf): the job was rerun in redone_dtype */
+    hyocr_compute_dtype redone_dtype;
+    int               n_preempted;     /* times the job was preempted (swapped out or recomputed) */
 } hyocr_job_result;
 
 void hyocr_job_result_clear(hyocr_job_result *r);
@@ -176,8 +187,19 @@ void hyocr_job_result_clear(hyocr_job_result *r);
  * may be NULL. */
 bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_result *out, GError **error);
 
-/* Thread-safe: stops the job running now within one decode step (or ViT block).
- * No effect when idle. */
+/* Runs n_jobs jobs with continuous batching (see the top of this file), each
+ * with its own events, in the same order as hyocr_engine_run sends them; the
+ * jobs' events interleave. results[i] gets job i's result; a job that fails
+ * (bad image, refused for memory, cancelled by its cancellable) has
+ * results[i].error set and does not stop the others. Returns false with error
+ * set only when the batch could not run at all (engine busy, bad arguments).
+ * hyocr_engine_cancel cancels every job of the batch. hyocr_engine_run is the
+ * one-job case. */
+bool hyocr_engine_run_batch(hyocr_engine *eng, const hyocr_job_params *jobs, int n_jobs, hyocr_job_result *results,
+                            GError **error);
+
+/* Thread-safe: stops the job (or every job of the batch) running now within one
+ * decode step (or ViT block). No effect when idle. */
 void hyocr_engine_cancel(hyocr_engine *eng);
 
 /* Thread-safe: the backend's live memory figures, with kv_used following the job

@@ -185,7 +185,11 @@ void hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *
     out->prefill = plan_prefill(cfg, p, out->prompt_tokens);
     int64_t fixed = out->weights + out->backend;
     out->peak_vision = fixed + out->vision + (p->kv_fixed_blocks > 0 ? out->kv : 0);
-    out->peak_text = fixed - (p->vision_offload ? out->vision_weights : 0) + out->kv + out->image_embeds + out->prefill;
+    /* The pick slots' penalty sets (model.c) come with the first decode step,
+     * after the prefill has freed the image embeddings; its scratch stays. */
+    out->pick = (int64_t)HYOCR_MEMPLAN_PICK_SLOTS * ((cfg->text.vocab_size + 31) / 32) * 4;
+    out->peak_text = fixed - (p->vision_offload ? out->vision_weights : 0) + out->kv + out->prefill +
+                     MAX(out->image_embeds, out->pick);
     out->total = MAX(out->peak_vision, out->peak_text);
     out->fits = true;
 }

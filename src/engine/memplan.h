@@ -31,6 +31,10 @@ G_BEGIN_DECLS
  * scratch_need does), plus 4 MiB for op metadata and decode partials. */
 #define HYOCR_MEMPLAN_CUDA_BACKEND ((int64_t)84 << 20)
 
+/* Token-choice slots of the device pick path (model.c): one penalty set of
+ * ceil(vocab/32) 32-bit words each, allocated at once on the first decode step. */
+#define HYOCR_MEMPLAN_PICK_SLOTS 64
+
 typedef struct {
     int     act_elem;         /* bytes per activation / weight / KV element: 4 (CPU) or 2 (CUDA) */
     int64_t backend_bytes;    /* the backend's own scratch (HYOCR_MEMPLAN_CUDA_BACKEND, 0 on the CPU) */
@@ -67,8 +71,10 @@ typedef struct {
     int64_t vision;             /* max of the three */
     int64_t image_embeds;       /* merger output, held until the prefill ends */
     int64_t prefill;            /* text scratch of the chunked prefill; decode reuses it */
+    int64_t pick;               /* the device pick path's penalty sets, from the first decode step */
     int64_t peak_vision;        /* weights + backend + vision (+ kv for a fixed pool) */
-    int64_t peak_text;          /* weights (less vision_weights when offloaded) + backend + kv + image_embeds + prefill */
+    int64_t peak_text;          /* weights (less vision_weights when offloaded) + backend + kv + prefill
+                                 * + max(image_embeds, pick) */
     int64_t total;              /* max(peak_vision, peak_text): what the job needs */
     /* filled by the engine (hyocr_engine_plan_job / hyocr_engine_memory_plan) */
     int64_t budget;             /* the memory limit, or on CUDA free + held; 0 = unknown */

@@ -303,6 +303,7 @@ void hyocr_model_free(hyocr_model *m)
     }
     free_kv_storage(m, m->k_cache, m->v_cache);
     if (m->kv_pool) hyocr_kv_pool_free(m->kv_pool);
+    hyocr_text_decode_release(m);
     hyocr_model_trim_scratch(m);
     free_vit(m);
     free_text(m);
@@ -450,6 +451,8 @@ static bool kv_move_seq(hyocr_model *m, const hyocr_kv_seq *s, hyocr_kv_pool *po
                         hyocr_buf **v2, hyocr_kv_seq *t, GError **error)
 {
     hyocr_kv_seq_init(t);
+    /* a swapped-out sequence holds no blocks but keeps its token count */
+    t->n_tokens = s->n_blocks == 0 ? s->n_tokens : 0;
     if (s->n_blocks == 0) return true;
     if (!hyocr_kv_seq_reserve(pool2, t, s->n_blocks * m->kv_block_size, error)) return false;
     size_t be = kv_block_elems(m);
@@ -531,4 +534,137 @@ bool hyocr_model_kv_reserve(hyocr_model *m, hyocr_kv_seq *seq, int n_more, GErro
     }
     if (!kv_grow(m, (int)target, error)) return false;
     return hyocr_kv_seq_reserve(m->kv_pool, seq, n_more, error);
+}
+
+/* ---- preemption by swapping ------------------------------------------------------ */
+
+static int swap_blocks(const hyocr_model *m, const hyocr_kv_seq *seq)
+{
+    return m->kv_block_size > 0 ? (seq->n_tokens + m->kv_block_size - 1) / m->kv_block_size : 0;
+}
+
+static size_t swap_block_bytes(const hyocr_model *m)
+{
+    return kv_block_elems(m) * (size_t)(m->k_cache && m->k_cache[0] ? m->k_cache[0]->elem_size : 0);
+}
+
+size_t hyocr_model_kv_swap_bytes(const hyocr_model *m, const hyocr_kv_seq *seq)
+{
+    return (size_t)swap_blocks(m, seq) * swap_block_bytes(m) * 2 * (size_t)m->cfg.text.num_layers;
+}
+
+/* Host layout: per layer, the K blocks in table order, then the V blocks. Runs
+ * of consecutive block ids (what a fresh pool hands out) move in one copy. */
+static bool swap_copy(hyocr_model *m, hyocr_kv_seq *seq, uint8_t *host, bool out, GError **error)
+{
+    const size_t bb = swap_block_bytes(m);
+    const int nb = swap_blocks(m, seq);
+    for (int l = 0; l < m->cfg.text.num_layers; l++) {
+        hyocr_buf *kv[2] = { m->k_cache[l], m->v_cache[l] };
+        for (int w = 0; w < 2; w++) {
+            for (int i = 0, run; i < nb; i += run, host += (size_t)run * bb) {
+                for (run = 1; i + run < nb && seq->blocks[i + run] == seq->blocks[i] + run;) run++;
+                size_t off = (size_t)seq->blocks[i] * bb, bytes = (size_t)run * bb;
+                bool ok = out ? m->be->ops->read_bytes(m->be, kv[w], off, host, bytes, error)
+                              : m->be->ops->write_bytes(m->be, kv[w], off, host, bytes, error);
+                if (!ok) return false;
+            }
+        }
+    }
+    return true;
+}
+
+bool hyocr_model_kv_swap_out(hyocr_model *m, hyocr_kv_seq *seq, void *host, GError **error)
+{
+    if (!m->kv_pool || seq->n_blocks < swap_blocks(m, seq)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "KV swap out: the sequence holds %d blocks for %d tokens", seq->n_blocks, seq->n_tokens);
+        return false;
+    }
+    if (!swap_copy(m, seq, host, true, error)) return false;
+    int n_tokens = seq->n_tokens;
+    hyocr_kv_seq_release(m->kv_pool, seq);
+    seq->n_tokens = n_tokens;
+    return true;
+}
+
+bool hyocr_model_kv_swap_in(hyocr_model *m, hyocr_kv_seq *seq, const void *host, GError **error)
+{
+    if (seq->n_blocks != 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "KV swap in: the sequence still holds %d blocks", seq->n_blocks);
+        return false;
+    }
+    /* Reserve from an empty table, then give the tokens back their count. */
+    int n_tokens = seq->n_tokens;
+    seq->n_tokens = 0;
+    bool ok = hyocr_model_kv_reserve(m, seq, n_tokens, error);
+    seq->n_tokens = n_tokens;
+    if (ok && !swap_copy(m, seq, (uint8_t *)host, false, error)) {
+        hyocr_kv_seq_release(m->kv_pool, seq);
+        seq->n_tokens = n_tokens;
+        return false;
+    }
+    return ok;
+}
+
+void *hyocr_model_host_alloc(hyocr_model *m, size_t bytes, GError **error)
+{
+    return m->be->ops->host_alloc(m->be, bytes, error);
+}
+
+void hyocr_model_host_free(hyocr_model *m, void *p, size_t bytes)
+{
+    if (p) m->be->ops->host_free(m->be, p, bytes);
+}
+
+/* ---- pick slots and the finite check (decoding on the device) ---- */
+
+#define PICK_SLOTS 64   /* live jobs at once; the set of one slot is ceil(vocab/32) words */
+
+static size_t pick_words(const hyocr_model *m)
+{
+    return ((size_t)m->cfg.text.vocab_size + 31) / 32;
+}
+
+int hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError **error)
+{
+    const int V = m->cfg.text.vocab_size;
+    const size_t W = pick_words(m);
+    if (!m->pick_seen) {
+        m->pick_seen = m->be->ops->alloc(m->be, HYOCR_BUF_F32, PICK_SLOTS * W, error);
+        if (!m->pick_seen) return -1;
+        m->pick_n_slots = PICK_SLOTS;
+        m->pick_used = g_new0(uint8_t, PICK_SLOTS);
+    }
+    int slot = 0;
+    while (slot < m->pick_n_slots && m->pick_used[slot]) slot++;
+    if (slot == m->pick_n_slots) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "all %d token-choice slots are taken: finish a job before starting another", m->pick_n_slots);
+        return -1;
+    }
+    /* The set travels as raw words; upload_f32 copies F32 buffers bit for bit. */
+    g_autofree uint32_t *words = g_new0(uint32_t, W);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= V) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "token id %d at %d is outside the vocabulary (%d)", ids[i], i, V);
+            return -1;
+        }
+        words[ids[i] >> 5] |= 1u << (ids[i] & 31);
+    }
+    if (!m->be->ops->upload_f32(m->be, m->pick_seen, (size_t)slot * W, (const float *)words, W, error)) return -1;
+    m->pick_used[slot] = 1;
+    return slot;
+}
+
+void hyocr_model_pick_slot_free(hyocr_model *m, int slot)
+{
+    if (slot >= 0 && slot < m->pick_n_slots) m->pick_used[slot] = 0;
+}
+
+bool hyocr_model_check_finite(hyocr_model *m, const hyocr_buf *b, size_t n, bool *finite, GError **error)
+{
+    return m->be->ops->check_finite(m->be, b, n, finite, error);
 }

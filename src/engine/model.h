@@ -80,6 +80,12 @@ typedef struct hyocr_model {
      * the CPU backend's results bit-identical to unchunked runs. */
     int        vit_chunk_rows;
     int        text_chunk_rows;
+
+    /* decoding on the device (model.c pick slots, text.c graphs) */
+    hyocr_buf *pick_seen;                  /* [pick_n_slots · ceil(vocab/32)] words of penalty sets */
+    int        pick_n_slots;
+    uint8_t   *pick_used;                  /* [pick_n_slots] */
+    GPtrArray *decode_graphs;              /* captured decode steps, NULL until the first */
 } hyocr_model;
 
 /* Uploads every tensor of the checkpoint the model uses. The config (including
@@ -168,6 +174,9 @@ typedef struct {
  * [n_seqs · vocab] filled; next, nonfinite untouched). Caches grow only on success. */
 bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
                        int32_t *next, bool *nonfinite, float *logits, GError **error);
+
+/* Frees the pick slots' storage and the captured decode graphs (hyocr_model_free calls it). */
+void hyocr_text_decode_release(hyocr_model *m);
 
 /* *finite = b[0..n) holds no NaN or ±Inf (the vision output's FP16 overflow check). */
 bool hyocr_model_check_finite(hyocr_model *m, const hyocr_buf *b, size_t n, bool *finite, GError **error);

@@ -292,3 +292,198 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
     text_batch_clear(&b);
     return ok;
 }
+
+/* ---- decoding with the token chosen on the device ---------------------------------- */
+
+typedef struct {
+    int      rows, max_blocks;
+    uint64_t sig;     /* the buffers the captured work points into */
+    void    *graph;   /* NULL: this shape ran once uncaptured (that sizes every scratch) */
+} decode_graph;
+
+#define DECODE_GRAPHS_MAX 16
+#define DECODE_CTX_STEP   1024   /* context bound of a captured step, in tokens */
+
+static void decode_graph_free(hyocr_model *m, decode_graph *g)
+{
+    if (g->graph) OPS->graph_free(m->be, g->graph);
+    g_free(g);
+}
+
+void hyocr_text_decode_release(hyocr_model *m)
+{
+    if (m->decode_graphs) {
+        for (guint i = 0; i < m->decode_graphs->len; i++) decode_graph_free(m, m->decode_graphs->pdata[i]);
+        g_ptr_array_free(m->decode_graphs, TRUE);
+        m->decode_graphs = NULL;
+    }
+    if (m->pick_seen) OPS->buf_free(m->be, m->pick_seen);
+    m->pick_seen = NULL;
+    g_free(m->pick_used);
+    m->pick_used = NULL;
+    m->pick_n_slots = 0;
+}
+
+static bool check_decode(const hyocr_model *m, const hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
+                         GError **error)
+{
+    if (!check_seqs(m, seqs, n_seqs, error)) return false;
+    for (int s = 0; s < n_seqs; s++) {
+        const hyocr_text_seq *q = &seqs[s];
+        int slot = picks[s].slot;
+        if (q->n_new != 1 || q->pos || q->image_embeds) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "text decode: sequence %d must bring one token without positions or image rows", s);
+            return false;
+        }
+        if (slot < 0 || slot >= m->pick_n_slots || !m->pick_used[slot]) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "text decode: sequence %d uses token-choice slot %d, which is not open", s, slot);
+            return false;
+        }
+        for (int o = 0; o < s; o++)
+            if (picks[o].slot == slot) {
+                g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                            "text decode: sequences %d and %d share token-choice slot %d", o, s, slot);
+                return false;
+            }
+    }
+    return true;
+}
+
+/* Embedding, the layers, the final norm of every row (each is its sequence's
+ * last), the head and the choice: the work of one step, captured as a whole. */
+static bool decode_ops(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs, const text_chunk *k,
+                       const text_bufs *t, const int32_t *slots, const float *pens, GError **error)
+{
+    const hyocr_text_config *c = &m->cfg.text;
+    const int n = k->rows, H = c->hidden_size, V = c->vocab_size;
+    bool ok = embed_rows(m, t->h, b, seqs, k, error);
+    for (int l = 0; ok && l < c->num_layers; l++) ok = text_layer(m, l, b, k, t, error);
+    return ok && OPS->add_rmsnorm(m->be, t->last, t->h, t->delta, m->final_norm, n, H, c->rms_norm_eps, error) &&
+           OPS->matmul(m->be, t->logits, t->last, m->lm_head, 0, NULL, n, V, H, error) &&
+           OPS->pick_greedy(m->be, t->logits, n, V, m->pick_seen, slots, pens, error);
+}
+
+static uint64_t mix(uint64_t h, const void *p)
+{
+    return (h ^ (uint64_t)(uintptr_t)p) * 1099511628211ull;
+}
+
+static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t)
+{
+    uint64_t h = 1469598103934665603ull;
+    const hyocr_buf *bufs[] = { t->h, t->a, t->qkv, t->att, t->delta, t->gu, t->act, t->last, t->logits, m->pick_seen };
+    for (size_t i = 0; i < G_N_ELEMENTS(bufs); i++) h = mix(h, bufs[i]->data);
+    for (int l = 0; l < m->cfg.text.num_layers; l++) h = mix(mix(h, m->k_cache[l]->data), m->v_cache[l]->data);
+    return h;
+}
+
+static decode_graph *decode_graph_find(hyocr_model *m, int rows, int max_blocks, uint64_t sig, bool *fresh)
+{
+    if (!m->decode_graphs) m->decode_graphs = g_ptr_array_new();
+    for (guint i = 0; i < m->decode_graphs->len; i++) {
+        decode_graph *g = m->decode_graphs->pdata[i];
+        if (g->rows == rows && g->max_blocks == max_blocks && g->sig == sig) {
+            *fresh = false;
+            return g;
+        }
+    }
+    if (m->decode_graphs->len >= DECODE_GRAPHS_MAX)
+        decode_graph_free(m, g_ptr_array_steal_index(m->decode_graphs, 0));
+    decode_graph *g = g_new0(decode_graph, 1);
+    *g = (decode_graph){ rows, max_blocks, sig, NULL };
+    g_ptr_array_add(m->decode_graphs, g);
+    *fresh = true;
+    return g;
+}
+
+/* Captures the step; false (nothing run, no error) when the capture did not work out. */
+static bool decode_capture(hyocr_model *m, decode_graph *g, text_batch *b, const hyocr_text_seq *seqs,
+                           const text_chunk *k, const text_bufs *t, GError **error)
+{
+    g_autoptr(GError) cap_err = NULL;
+    if (!OPS->graph_begin(m->be, &cap_err)) return false;
+    bool ok = decode_ops(m, b, seqs, k, t, NULL, NULL, &cap_err);
+    void *graph = OPS->graph_end(m->be, ok ? &cap_err : NULL);
+    if (!ok || !graph) {
+        if (graph) OPS->graph_free(m->be, graph);
+        g_debug("decode graph capture failed (%s); running uncaptured", cap_err ? cap_err->message : "?");
+        return false;
+    }
+    g->graph = graph;
+    return true;
+}
+
+/* The bound, graph-replayed step. The first step of a shape runs uncaptured
+ * (sizing the backend's scratch), the second captures, later ones replay. */
+static bool decode_graph_step(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs, const text_chunk *k,
+                              const text_bufs *t, const int32_t *slots, const float *pens, GError **error)
+{
+    int n = k->rows, bs = m->kv_block_size, ctx = 0;
+    for (int r = 0; r < n; r++) ctx = MAX(ctx, k->views[r].n_past + 1);
+    int bound = (ctx + DECODE_CTX_STEP - 1) / DECODE_CTX_STEP * DECODE_CTX_STEP;
+    int max_blocks = (bound + bs - 1) / bs;
+    hyocr_decode_meta dm = { .n_rows = n, .ids = b->ids, .views = k->views, .block_size = bs,
+                             .max_blocks = max_blocks, .pick_slots = slots, .pick_penalties = pens };
+    if (!OPS->decode_bind(m->be, &dm, error)) return false;
+    bool fresh, ok = true, done = false;
+    decode_graph *g = decode_graph_find(m, n, max_blocks, decode_signature(m, t), &fresh);
+    if (g->graph) {
+        bool stale = false;
+        ok = OPS->graph_launch(m->be, g->graph, &stale, error);
+        done = ok && !stale;
+        if (stale) {
+            OPS->graph_free(m->be, g->graph);
+            g->graph = NULL;
+        }
+    } else if (!fresh && decode_capture(m, g, b, seqs, k, t, error)) {
+        bool stale = false;
+        ok = OPS->graph_launch(m->be, g->graph, &stale, error);
+        done = ok && !stale;
+    }
+    if (ok && !done) ok = decode_ops(m, b, seqs, k, t, slots, pens, error);
+    OPS->decode_unbind(m->be);
+    return ok;
+}
+
+static bool graphs_wanted(const hyocr_model *m)
+{
+    const char *off = g_getenv("HYOCR_NO_GRAPH");
+    return OPS->decode_bind && OPS->graph_begin && !(off && *off && strcmp(off, "0") != 0);
+}
+
+bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks, int32_t *next,
+                       bool *nonfinite, float *logits, GError **error)
+{
+    if (!picks) return hyocr_text_forward(m, seqs, n_seqs, logits, NULL, NULL, error);
+    if (!check_decode(m, seqs, n_seqs, picks, error)) return false;
+    if (!reserve_all(m, seqs, n_seqs, error)) return false;
+
+    text_batch b = { 0 };
+    text_batch_build(&b, seqs, n_seqs);
+    text_chunk k;
+    text_chunk_init(&k, &b, n_seqs, n_seqs);
+    text_chunk_set(&k, &b, seqs, n_seqs, 0, n_seqs);
+    g_autofree int32_t *slots = g_new(int32_t, (guint)n_seqs);
+    g_autofree float *pens = g_new(float, (guint)n_seqs);
+    for (int s = 0; s < n_seqs; s++) {
+        slots[s] = picks[s].slot;
+        pens[s] = picks[s].penalty;
+    }
+    text_bufs t;
+    bool ok = text_bufs_get(m, n_seqs, n_seqs, &t, error);
+    if (ok && graphs_wanted(m))
+        ok = decode_graph_step(m, &b, seqs, &k, &t, slots, pens, error);
+    else if (ok)
+        ok = decode_ops(m, &b, seqs, &k, &t, slots, pens, error);
+    g_autofree bool *nf = g_new(bool, (guint)n_seqs);
+    ok = ok && OPS->pick_fetch(m->be, n_seqs, next, nf, error);
+    if (ok) {
+        if (nonfinite) memcpy(nonfinite, nf, sizeof(bool) * n_seqs);
+        for (int s = 0; s < n_seqs; s++) hyocr_kv_seq_commit(seqs[s].kv, seqs[s].n_new);
+    }
+    text_chunk_clear(&k);
+    text_batch_clear(&b);
+    return ok;
+}

@@ -1,0 +1,99 @@
+/* hyocr — what engine.c (loading, one job's stages) and batch.c (the
+ * continuous-batching scheduler) share. Not installed; not part of the API. */
+#pragma once
+#include "hyocr.h"
+#include "memplan.h"
+#include "model.h"
+#include "postprocess.h"
+#include "sampler.h"
+#include "tokenizer.h"
+
+G_BEGIN_DECLS
+
+struct hyocr_engine {
+    char               *model_dir;
+    hyocr_engine_params params;           /* as given (model_dir → ours), for a reload in another dtype */
+    hyocr_log_fn        log;
+    void               *log_data;
+    hyocr_checkpoint   *ck;
+    hyocr_tokenizer    *tok;
+    hyocr_backend      *be;
+    hyocr_model        *model;            /* NULL only after a failed dtype reload */
+    int                 max_model_len;
+    int64_t             memory_limit;     /* as given: bytes, or < 0 millionths of the device */
+    int                 kv_fixed_blocks;  /* the engine's fixed pool, 0 when it grows per job */
+    bool                lm_head_tied;
+    int32_t             eos[2 * HYOCR_MAX_EOS + 1];
+    int                 n_eos;
+    gint                cancel;           /* atomic */
+    gint                busy;             /* atomic */
+    gint                live_kv_blocks;   /* atomic: KV blocks held by the running jobs, for mem_info */
+    int64_t             kv_block_bytes;   /* fixed after load, so mem_info never touches the pool */
+    GMutex              model_lock;       /* held while be/model are swapped (dtype reload) and by mem_info */
+};
+
+/* Where a job of a batch is. */
+typedef enum {
+    JOB_QUEUED,      /* planned, waiting for room */
+    JOB_RUNNING,     /* holds KV blocks, decodes */
+    JOB_SWAPPED,     /* preempted: its K/V sit in host memory */
+    JOB_RECOMPUTE,   /* preempted: its K/V are gone, the prefill is redone on resume */
+    JOB_REDO,        /* non-finite in FP16: set aside for a BF16 rerun */
+    JOB_FINISHED,
+} job_phase;
+
+typedef struct {
+    hyocr_engine           *eng;
+    const hyocr_job_params *job;
+    hyocr_job_result       *res;
+    gint64                  t0, t_stage;
+    hyocr_image            *img_owned;
+    const hyocr_image      *img;
+    hyocr_pixels           *px;
+    hyocr_prompt           *prompt;
+    hyocr_buf              *vision;
+    int                     n_vision_rows;
+    hyocr_kv_seq           *seq;
+    hyocr_sampler          *sampler;
+    hyocr_detokenizer      *detok;
+    GString                *text;
+    glong                   n_chars;
+    hyocr_tail_check        tail;
+    int                     n_gen;
+    /* scheduling */
+    job_phase               phase;
+    int                     order;          /* admission order: the latest is preempted first */
+    int32_t                 next_id;        /* the token the next decode step feeds */
+    int                     kv_tokens;      /* what its pool share must hold at most */
+    hyocr_memplan           plan;
+    float                  *host_vision;    /* merger output kept for a recompute */
+    size_t                  host_vision_n;
+    void                   *swap;           /* its K/V while swapped out */
+    size_t                  swap_bytes;
+    int                     pick_slot;      /* -1: none */
+    int                     pick_synced;    /* generated tokens the slot's penalty set holds */
+    bool                    vision_offload; /* its plan fits only with the vision weights off the device */
+} job_state;
+
+/* engine.c: one job's stages, each false with error set on failure. */
+void   hyocr_engine_log(hyocr_engine *eng, hyocr_log_level level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+void   hyocr_job_state_init(job_state *st, hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_result *res);
+bool   hyocr_job_begin(job_state *st, GError **error);          /* validate, sampler, detokenizer */
+bool   hyocr_job_preprocess(job_state *st, bool emit_event, GError **error);
+void   hyocr_job_drop_inputs(job_state *st);                    /* image, pixels, prompt */
+bool   hyocr_job_check_memory(job_state *st, GError **error);   /* fills st->plan; refusal with advice */
+bool   hyocr_job_vision(job_state *st, GError **error);
+bool   hyocr_job_cancelled(void *data);
+bool   hyocr_job_stage_done(job_state *st, double *ms, GError **error);
+void   hyocr_job_emit_simple(job_state *st, hyocr_event_type type);
+/* Records and streams one token chosen from logits (NULL on the pick path, id
+ * given); returns the stop reason it causes. */
+hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id);
+void   hyocr_job_finish(job_state *st, const GError *err);       /* result, DONE/ERROR/CANCELLED event */
+void   hyocr_job_release(job_state *st);                        /* everything but the result */
+bool   hyocr_engine_reload(hyocr_engine *eng, hyocr_compute_dtype dtype, GError **error);
+bool   hyocr_engine_is_eos(const hyocr_engine *eng, int32_t id);
+/* The memory budget of a job (memory limit, or on CUDA free + held); 0 = unknown. */
+int64_t hyocr_engine_budget(hyocr_engine *eng);
+
+G_END_DECLS

@@ -1,0 +1,838 @@
+/* Continuous batching (hyocr_engine_run_batch) on the tiny fixture checkpoint:
+ * batched tokens equal the reference's greedy output and each job run alone,
+ * for several batch sizes; a tiny KV pool forces preemption (swap and
+ * recompute) and every job still finishes with the same tokens; a memory
+ * budget for one job runs four; a bad image or a cancelled job does not stop
+ * the others; each job's events come in order; NaN/Inf weights give a clear
+ * error instead of text. */
+#include "error.h"
+#include "hyocr.h"
+#include "model.h"
+#include "testutil.h"
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#define CKPT    "ckpt-flat"
+#define MAX_NEW 48
+#define N_CASES 3
+
+/* The reference cases of the flat checkpoint: image, task, greedy ids at penalty 1. */
+static const struct {
+    const char *image;
+    hyocr_task  task;
+    const char *dir;
+} cases[N_CASES] = {
+    { "odd_137x91.png", HYOCR_TASK_RECOGNIZE, "odd_137x91.png__recognize" },
+    { "big_420x300.png", HYOCR_TASK_SPOTTING, "big_420x300.png__spotting" },
+    { "tiny_40x30.png", HYOCR_TASK_EXTRACT_FIELDS, "tiny_40x30.png__extract_fields" },
+};
+static const char *const fields[] = { "姓名", "date", "total", NULL };
+
+typedef struct {
+    int      max_batch;
+    int      kv_blocks;
+    int64_t  swap_space;
+    int64_t  memory_limit;
+    int      kv_block_size;
+    int      n_swapped, n_freed;   /* preemption notices seen in the log */
+} engine_opts;
+
+static void count_log(hyocr_log_level level, const char *message, void *data)
+{
+    engine_opts *o = data;
+    (void)level;
+    if (strstr(message, "swapped out")) o->n_swapped++;
+    if (strstr(message, "recomputed on resume")) o->n_freed++;
+}
+
+static hyocr_engine *open_engine_dir(const char *dir, engine_opts *o, GError **error)
+{
+    hyocr_engine_params ep;
+    hyocr_engine_params_init(&ep);
+    ep.model_dir = dir;
+    ep.device = HYOCR_DEVICE_CPU;
+    ep.n_threads = 2;
+    if (o) {
+        if (o->max_batch) ep.max_batch = o->max_batch;
+        ep.kv_n_blocks = o->kv_blocks;
+        ep.kv_block_size = o->kv_block_size;
+        ep.swap_space = o->swap_space;
+        ep.memory_limit = o->memory_limit;
+        ep.log = count_log;
+        ep.log_data = (void *)o;
+    }
+    return hyocr_engine_init(&ep, error);
+}
+
+static hyocr_engine *open_engine(engine_opts *o)
+{
+    g_autofree char *dir = hyocr_test_data(CKPT, NULL);
+    g_autoptr(GError) err = NULL;
+    hyocr_engine *eng = open_engine_dir(dir, o, &err);
+    g_assert_no_error(err);
+    return eng;
+}
+
+static gboolean require_fixtures(void)
+{
+    for (int i = 0; i < N_CASES; i++) {
+        g_autofree char *img = hyocr_test_data("images", cases[i].image, NULL);
+        g_autofree char *ref = hyocr_test_data("model", CKPT, cases[i].dir, "greedy.txt", NULL);
+        if (!hyocr_test_require(img) || !hyocr_test_require(ref)) return FALSE;
+    }
+    g_autofree char *ck = hyocr_test_data(CKPT, "config.json", NULL);
+    return hyocr_test_require(ck);
+}
+
+/* ---- per-job event recorder ------------------------------------------------------ */
+
+typedef struct {
+    GArray  *types;
+    GArray  *tokens;
+    GString *pieces;
+    int      cancel_at;          /* > 0: cancel the job's cancellable at this many tokens */
+    GCancellable *cancellable;
+    hyocr_engine *cancel_engine; /* non-NULL: hyocr_engine_cancel at cancel_at */
+} recorder;
+
+static void recorder_init(recorder *r)
+{
+    memset(r, 0, sizeof *r);
+    r->types = g_array_new(FALSE, FALSE, sizeof(int));
+    r->tokens = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    r->pieces = g_string_new(NULL);
+}
+
+static void recorder_clear(recorder *r)
+{
+    g_array_unref(r->types);
+    g_array_unref(r->tokens);
+    g_string_free(r->pieces, TRUE);
+    if (r->cancellable) g_object_unref(r->cancellable);
+}
+
+static void record(const hyocr_event *ev, void *data)
+{
+    recorder *r = data;
+    int t = ev->type;
+    g_array_append_val(r->types, t);
+    if (ev->type != HYOCR_EVENT_TOKEN) return;
+    g_string_append(r->pieces, ev->piece);
+    if (ev->token < 0) return;
+    g_array_append_val(r->tokens, ev->token);
+    g_assert_cmpint(ev->n_generated, ==, (int)r->tokens->len);
+    if (r->cancel_at > 0 && (int)r->tokens->len == r->cancel_at) {
+        if (r->cancellable) g_cancellable_cancel(r->cancellable);
+        if (r->cancel_engine) hyocr_engine_cancel(r->cancel_engine);
+    }
+}
+
+/* preprocess, vision, prefill, token…, then exactly one end event */
+static void check_event_order(const recorder *r, hyocr_event_type end)
+{
+    const GArray *t = r->types;
+    g_assert_cmpuint(t->len, >=, 4);
+    g_assert_cmpint(g_array_index(t, int, 0), ==, HYOCR_EVENT_PREPROCESS);
+    g_assert_cmpint(g_array_index(t, int, 1), ==, HYOCR_EVENT_VISION);
+    g_assert_cmpint(g_array_index(t, int, 2), ==, HYOCR_EVENT_PREFILL);
+    for (guint i = 3; i + 1 < t->len; i++) g_assert_cmpint(g_array_index(t, int, i), ==, HYOCR_EVENT_TOKEN);
+    g_assert_cmpint(g_array_index(t, int, t->len - 1), ==, end);
+}
+
+/* ---- jobs ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int               n;
+    hyocr_job_params *jp;
+    hyocr_job_result *res;
+    recorder         *rec;
+    char            **paths;
+} job_set;
+
+/* n jobs cycling through the reference cases. */
+static void job_set_init(job_set *s, int n)
+{
+    s->n = n;
+    s->jp = g_new0(hyocr_job_params, n);
+    s->res = g_new0(hyocr_job_result, n);
+    s->rec = g_new0(recorder, n);
+    s->paths = g_new0(char *, n + 1);
+    for (int i = 0; i < n; i++) {
+        int c = i % N_CASES;
+        s->paths[i] = hyocr_test_data("images", cases[c].image, NULL);
+        recorder_init(&s->rec[i]);
+        hyocr_job_params *jp = &s->jp[i];
+        hyocr_job_params_init(jp);
+        jp->image_path = s->paths[i];
+        jp->task = cases[c].task;
+        jp->fields = fields;
+        jp->max_new_tokens = MAX_NEW;
+        jp->repetition_penalty = 1.0f;
+        jp->on_event = record;
+        jp->user_data = &s->rec[i];
+    }
+}
+
+static void job_set_clear(job_set *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        hyocr_job_result_clear(&s->res[i]);
+        recorder_clear(&s->rec[i]);
+    }
+    g_strfreev(s->paths);
+    g_free(s->jp);
+    g_free(s->res);
+    g_free(s->rec);
+}
+
+static void assert_ids(const GArray *got, const GArray *want)
+{
+    g_assert_nonnull(got);
+    g_assert_cmpuint(got->len, ==, want->len);
+    for (guint i = 0; i < want->len; i++)
+        g_assert_cmpint(g_array_index(got, int32_t, i), ==, g_array_index(want, int32_t, i));
+}
+
+static GArray *reference_ids(int c)
+{
+    g_autofree char *path = hyocr_test_data("model", CKPT, cases[c].dir, "greedy.txt", NULL);
+    g_autoptr(GArray) raw = hyocr_test_read_ints(path);
+    GArray *ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint i = 0; i < raw->len; i++) {
+        int32_t v = (int32_t)g_array_index(raw, int64_t, i);
+        g_array_append_val(ids, v);
+    }
+    return ids;
+}
+
+/* Every job succeeded with the reference tokens and its events in order. */
+static void check_all_reference(const job_set *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        g_assert_no_error(s->res[i].error);
+        g_autoptr(GArray) want = reference_ids(i % N_CASES);
+        assert_ids(s->res[i].token_ids, want);
+        assert_ids(s->rec[i].tokens, want);
+        check_event_order(&s->rec[i], HYOCR_EVENT_DONE);
+        g_assert_cmpstr(s->rec[i].pieces->str, ==, s->res[i].raw_text);
+        g_assert_true(s->res[i].stop_reason == HYOCR_STOP_EOS || s->res[i].stop_reason == HYOCR_STOP_MAX_NEW_TOKENS);
+        g_assert_cmpint(s->res[i].prompt_tokens, >, 0);
+        g_assert_cmpint(s->res[i].grid_h, >, 0);
+    }
+}
+
+static int total_preempted(const job_set *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++) n += s->res[i].n_preempted;
+    return n;
+}
+
+static void run_set(hyocr_engine *eng, job_set *s)
+{
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_engine_run_batch(eng, s->jp, s->n, s->res, &err));
+    g_assert_no_error(err);
+}
+
+/* ---- batched = reference --------------------------------------------------------------- */
+
+static void test_batch_sizes(void)
+{
+    if (!require_fixtures()) return;
+    static const int sizes[] = { 1, 2, 4 };
+    for (size_t k = 0; k < G_N_ELEMENTS(sizes); k++) {
+        engine_opts o = { .max_batch = sizes[k] };
+        g_autoptr(hyocr_engine) eng = open_engine(&o);
+        job_set s;
+        job_set_init(&s, 6);
+        run_set(eng, &s);
+        check_all_reference(&s);
+        g_assert_cmpint(total_preempted(&s), ==, 0);
+        job_set_clear(&s);
+        /* the engine is idle and usable again: no KV left behind */
+        hyocr_mem_info mi;
+        hyocr_engine_mem_info(eng, &mi);
+        g_assert_cmpint(mi.kv_used, ==, 0);
+        g_assert_cmpint(mi.kv_reserved, ==, 0);
+    }
+}
+
+/* Sampling with a seed is per job: batched draws equal the same job alone. */
+static void test_sampling_alone(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    job_set s;
+    job_set_init(&s, 3);
+    for (int i = 0; i < 3; i++) {
+        s.jp[i].temperature = 0.8f;
+        s.jp[i].top_k = 20;
+        s.jp[i].seed = 1234 + (uint64_t)i;
+        s.jp[i].repetition_penalty = 1.1f;
+        s.jp[i].ignore_eos = true;
+        s.jp[i].max_new_tokens = 20;
+    }
+    run_set(eng, &s);
+    for (int i = 0; i < 3; i++) {
+        hyocr_job_params jp = s.jp[i];
+        jp.on_event = NULL;
+        hyocr_job_result alone = { 0 };
+        g_autoptr(GError) err = NULL;
+        g_assert_true(hyocr_engine_run(eng, &jp, &alone, &err));
+        g_assert_no_error(s.res[i].error);
+        assert_ids(s.res[i].token_ids, alone.token_ids);
+        g_assert_cmpuint(alone.token_ids->len, ==, 20);
+        hyocr_job_result_clear(&alone);
+    }
+    job_set_clear(&s);
+}
+
+static void count_logits(const float *logits, int n_vocab, int step, void *data)
+{
+    (void)logits;
+    (void)n_vocab;
+    int *steps = data;
+    g_assert_cmpint(step, ==, *steps);
+    (*steps)++;
+}
+
+static GArray *reference_rp_ids(int c)
+{
+    g_autofree char *path = hyocr_test_data("model", CKPT, cases[c].dir, "greedy_rp.txt", NULL);
+    g_autoptr(GArray) raw = hyocr_test_read_ints(path);
+    GArray *ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    for (guint i = 0; i < raw->len; i++) {
+        int32_t v = (int32_t)g_array_index(raw, int64_t, i);
+        g_array_append_val(ids, v);
+    }
+    return ids;
+}
+
+/* Greedy jobs with a penalty share steps with a sampled job and a job with a
+ * logits sink (tokens chosen on the host), then decode alone (chosen by the
+ * backend): the penalty sets follow them across, so the tokens equal the
+ * reference's. */
+static void test_mixed_paths(void)
+{
+    g_autofree char *ref = hyocr_test_data("model", CKPT, cases[0].dir, "greedy_rp.txt", NULL);
+    if (!require_fixtures() || !hyocr_test_require(ref)) return;
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    job_set s;
+    job_set_init(&s, 3);
+    for (int i = 0; i < 3; i++) s.jp[i].repetition_penalty = 1.08f;
+    s.jp[1].temperature = 0.7f;
+    s.jp[1].seed = 7;
+    s.jp[1].max_new_tokens = 6;
+    s.jp[1].ignore_eos = true;
+    int steps = 0;
+    s.jp[2].on_logits = count_logits;
+    s.jp[2].logits_data = &steps;
+    s.jp[2].max_new_tokens = 12;
+    run_set(eng, &s);
+    g_autoptr(GArray) want0 = reference_rp_ids(0), want2 = reference_rp_ids(2);
+    g_assert_no_error(s.res[0].error);
+    assert_ids(s.res[0].token_ids, want0);
+    g_assert_cmpuint(s.res[1].token_ids->len, ==, 6);
+    g_assert_cmpint(steps, ==, (int)s.res[2].token_ids->len);
+    g_assert_cmpuint(want2->len, >=, s.res[2].token_ids->len);
+    g_array_set_size(want2, s.res[2].token_ids->len);
+    assert_ids(s.res[2].token_ids, want2);
+    job_set_clear(&s);
+}
+
+/* ---- preemption ------------------------------------------------------------------------ */
+
+/* A pool of a little more than one job's blocks: four jobs must take turns. */
+static void run_preempting(int64_t swap_space)
+{
+    if (!require_fixtures()) return;
+    /* learn the largest job's need */
+    g_autoptr(hyocr_engine) probe = open_engine(NULL);
+    int most = 0;
+    for (int c = 0; c < N_CASES; c++) {
+        g_autofree char *img = hyocr_test_data("images", cases[c].image, NULL);
+        hyocr_job_params jp;
+        hyocr_job_params_init(&jp);
+        jp.image_path = img;
+        jp.task = cases[c].task;
+        jp.fields = fields;
+        jp.max_new_tokens = MAX_NEW;
+        hyocr_memplan plan;
+        g_autoptr(GError) err = NULL;
+        g_assert_true(hyocr_engine_plan_job(probe, &jp, &plan, &err));
+        most = MAX(most, plan.kv_tokens);
+    }
+    engine_opts o = { .kv_block_size = 16, .kv_blocks = (most + 15) / 16 + 2, .swap_space = swap_space };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    job_set s;
+    job_set_init(&s, 6);
+    for (int i = 0; i < s.n; i++) s.jp[i].ignore_eos = false;
+    run_set(eng, &s);
+    check_all_reference(&s);
+    g_test_message("preemptions: %d", total_preempted(&s));
+    g_assert_cmpint(total_preempted(&s), >, 0);
+    /* swap while the swap space lasts, else recompute */
+    g_assert_cmpint(o.n_swapped + o.n_freed, ==, total_preempted(&s));
+    if (swap_space) g_assert_cmpint(o.n_swapped, >, 0);
+    else g_assert_cmpint(o.n_swapped, ==, 0);
+    job_set_clear(&s);
+}
+
+static void test_preempt_recompute(void)
+{
+    run_preempting(0);
+}
+
+static void test_preempt_swap(void)
+{
+    run_preempting((int64_t)64 << 20);
+}
+
+/* A fixed pool with room for a prompt and a few tokens: every job fails with
+ * a clear error once it outgrows the pool alone; none hangs, none crashes. */
+static void test_pool_too_small(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .kv_block_size = 16, .kv_blocks = 4 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    job_set s;
+    job_set_init(&s, 3);
+    for (int i = 0; i < 3; i++) {
+        s.jp[i].ignore_eos = true;
+        s.jp[i].max_new_tokens = 200;
+    }
+    run_set(eng, &s);
+    for (int i = 0; i < 3; i++) {
+        g_assert_error(s.res[i].error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
+        g_assert_nonnull(strstr(s.res[i].error->message, s.paths[i]));
+        g_assert_nonnull(strstr(s.res[i].error->message, "KV cache"));
+        const GArray *t = s.rec[i].types;
+        g_assert_cmpint(g_array_index(t, int, t->len - 1), ==, HYOCR_EVENT_ERROR);
+        g_assert_cmpuint(s.res[i].token_ids->len, <, 4 * 16);
+    }
+    hyocr_mem_info mi;
+    hyocr_engine_mem_info(eng, &mi);
+    g_assert_cmpint(mi.kv_used, ==, 0);
+    job_set_clear(&s);
+}
+
+/* A memory limit that fits one job but not four at once: all four finish,
+ * within the limit. */
+static void test_budget_one_of_four(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(hyocr_engine) probe = open_engine(NULL);
+    job_set s;
+    job_set_init(&s, 4);
+    int64_t most = 0;
+    for (int i = 0; i < s.n; i++) {
+        s.jp[i].image_path = s.paths[1];   /* the biggest page, four times */
+        s.jp[i].task = cases[1].task;
+        s.jp[i].max_new_tokens = 400;
+        s.jp[i].ignore_eos = true;
+        hyocr_memplan plan;
+        g_autoptr(GError) err = NULL;
+        g_assert_true(hyocr_engine_plan_job(probe, &s.jp[i], &plan, &err));
+        most = MAX(most, plan.total);
+    }
+    /* a little above one job; four pools would need about four times its KV */
+    int64_t limit = most + most / 20;
+    engine_opts o = { .memory_limit = limit, .max_batch = 4 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    run_set(eng, &s);
+    for (int i = 0; i < s.n; i++) {
+        g_assert_no_error(s.res[i].error);
+        g_assert_cmpuint(s.res[i].token_ids->len, ==, 400);
+        g_assert_cmpint(s.res[i].memory.peak, <=, limit);
+        assert_ids(s.res[i].token_ids, s.res[0].token_ids);
+    }
+    job_set_clear(&s);
+}
+
+/* A limit with room for about two jobs' KV next to the scratch: the four
+ * jobs decode together and preempt each other, within the limit. */
+static void test_budget_preempts(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(hyocr_engine) probe = open_engine(NULL);
+    job_set s;
+    job_set_init(&s, 4);
+    hyocr_memplan plan;
+    for (int i = 0; i < s.n; i++) {
+        s.jp[i].image_path = s.paths[1];
+        s.jp[i].task = cases[1].task;
+        s.jp[i].max_new_tokens = 400;
+        s.jp[i].ignore_eos = true;
+    }
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_engine_plan_job(probe, &s.jp[0], &plan, &err));
+    hyocr_job_params alone_jp = s.jp[0];
+    alone_jp.on_event = NULL;
+    hyocr_job_result alone = { 0 };
+    g_assert_true(hyocr_engine_run(probe, &alone_jp, &alone, &err));
+    const hyocr_config *cfg = hyocr_engine_config(probe);
+    int64_t margin = 4 * ((int64_t)cfg->text.vocab_size * 4 + (int64_t)cfg->text.hidden_size * 8);
+    hyocr_memplan again;   /* a preempted job's prefill is redone over its generated tokens too */
+    hyocr_engine_memory_plan(probe, plan.grid_h, plan.grid_w, plan.kv_tokens, 1, &again);
+    int64_t scratch = MAX(plan.vision, plan.image_embeds + MAX(plan.prefill, again.prefill)) + margin;
+    int64_t limit = plan.weights + plan.backend + plan.pick + scratch + plan.kv * 2;
+    engine_opts o = { .memory_limit = limit, .max_batch = 4 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    run_set(eng, &s);
+    for (int i = 0; i < s.n; i++) {
+        g_assert_no_error(s.res[i].error);
+        assert_ids(s.res[i].token_ids, alone.token_ids);
+        g_assert_cmpint(s.res[i].memory.peak, <=, limit);
+    }
+    g_assert_cmpint(total_preempted(&s), >, 0);
+    hyocr_job_result_clear(&alone);
+    job_set_clear(&s);
+}
+
+/* A limit just under what a job needs with every weight on the device: its
+ * vision weights leave the device after the vision pass, and it runs within the
+ * limit; the next job brings them back. */
+static void test_vision_offload(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(hyocr_engine) probe = open_engine(NULL);
+    g_autofree char *img = hyocr_test_data("images", cases[2].image, NULL);
+    hyocr_job_params jp;
+    hyocr_job_params_init(&jp);
+    jp.image_path = img;
+    jp.task = cases[2].task;
+    jp.fields = fields;
+    jp.max_new_tokens = 400;   /* the KV cache makes the text phase the larger */
+    jp.ignore_eos = true;
+    hyocr_memplan plan;
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_engine_plan_job(probe, &jp, &plan, &err));
+    g_assert_cmpint(plan.peak_text, >, plan.peak_vision);
+    hyocr_job_result want = { 0 };
+    g_assert_true(hyocr_engine_run(probe, &jp, &want, &err));
+
+    engine_opts o = { .memory_limit = plan.total - 1 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    for (int round = 0; round < 2; round++) {
+        hyocr_job_result res = { 0 };
+        g_assert_true(hyocr_engine_run(eng, &jp, &res, &err));
+        g_assert_no_error(err);
+        assert_ids(res.token_ids, want.token_ids);
+        g_assert_cmpint(res.memory.peak, <=, o.memory_limit);
+        g_assert_cmpint(res.memory.weights, <, plan.weights);   /* the vision weights are out */
+        hyocr_job_result_clear(&res);
+    }
+    hyocr_job_result_clear(&want);
+}
+
+/* ---- failures stay with their job ---------------------------------------------------------- */
+
+static void test_bad_image_among_good(void)
+{
+    if (!require_fixtures()) return;
+    g_autofree char *tmp = hyocr_test_tmpdir();
+    g_autofree char *bad = g_build_filename(tmp, "broken.png", NULL);
+    static const char junk[] = "\x89PNG\r\n\x1a\nthis is not really a png";
+    g_assert_true(g_file_set_contents(bad, junk, sizeof junk - 1, NULL));
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    job_set s;
+    job_set_init(&s, 4);
+    s.jp[3] = s.jp[1];          /* case 1 again, at index 3 */
+    s.jp[3].user_data = &s.rec[3];
+    s.jp[1].image_path = bad;   /* index 1 is broken */
+    run_set(eng, &s);
+    g_assert_error(s.res[1].error, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
+    g_assert_nonnull(strstr(s.res[1].error->message, "broken.png"));
+    g_assert_cmpuint(s.rec[1].types->len, ==, 1);
+    g_assert_cmpint(g_array_index(s.rec[1].types, int, 0), ==, HYOCR_EVENT_ERROR);
+    g_assert_cmpint(s.res[1].stop_reason, ==, HYOCR_STOP_NONE);
+    static const int good[] = { 0, 2, 3 };
+    for (size_t k = 0; k < G_N_ELEMENTS(good); k++) {
+        int i = good[k];
+        g_assert_no_error(s.res[i].error);
+        g_autoptr(GArray) want = reference_ids(i == 3 ? 1 : i);
+        assert_ids(s.res[i].token_ids, want);
+        check_event_order(&s.rec[i], HYOCR_EVENT_DONE);
+    }
+    job_set_clear(&s);
+    hyocr_test_rmdir(tmp);
+}
+
+/* One job's cancellable stops that job alone. */
+static void test_cancel_one(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    job_set s;
+    job_set_init(&s, 3);
+    for (int i = 0; i < 3; i++) s.jp[i].ignore_eos = true;
+    s.rec[1].cancellable = g_cancellable_new();
+    s.rec[1].cancel_at = 3;
+    s.jp[1].cancellable = s.rec[1].cancellable;
+    run_set(eng, &s);
+    g_assert_error(s.res[1].error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
+    g_assert_cmpint(s.res[1].stop_reason, ==, HYOCR_STOP_CANCELLED);
+    g_assert_cmpuint(s.res[1].token_ids->len, ==, 3);
+    check_event_order(&s.rec[1], HYOCR_EVENT_CANCELLED);
+    for (int i = 0; i < 3; i += 2) {
+        g_assert_no_error(s.res[i].error);
+        g_assert_cmpuint(s.res[i].token_ids->len, ==, MAX_NEW);
+        g_assert_cmpint(s.res[i].stop_reason, ==, HYOCR_STOP_MAX_NEW_TOKENS);
+        check_event_order(&s.rec[i], HYOCR_EVENT_DONE);
+    }
+    job_set_clear(&s);
+}
+
+/* hyocr_engine_cancel stops every job of the batch, the queued ones too. */
+static void test_cancel_all(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .max_batch = 2 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    job_set s;
+    job_set_init(&s, 4);
+    for (int i = 0; i < 4; i++) s.jp[i].ignore_eos = true;
+    s.rec[0].cancel_engine = eng;
+    s.rec[0].cancel_at = 2;
+    run_set(eng, &s);
+    for (int i = 0; i < 4; i++) {
+        g_assert_error(s.res[i].error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
+        g_assert_cmpint(s.res[i].stop_reason, ==, HYOCR_STOP_CANCELLED);
+        g_assert_cmpuint(s.res[i].token_ids ? s.res[i].token_ids->len : 0, <=, 3);
+        const GArray *t = s.rec[i].types;
+        g_assert_cmpint(g_array_index(t, int, t->len - 1), ==, HYOCR_EVENT_CANCELLED);
+    }
+    /* the jobs beyond max_batch never started */
+    g_assert_cmpuint(s.rec[3].types->len, ==, 1);
+    job_set_clear(&s);
+    /* and the engine runs the next batch */
+    job_set_init(&s, 2);
+    run_set(eng, &s);
+    check_all_reference(&s);
+    job_set_clear(&s);
+}
+
+/* ---- non-finite weights -------------------------------------------------------------------- */
+
+static void copy_dir(const char *from, const char *to)
+{
+    g_autoptr(GDir) d = g_dir_open(from, 0, NULL);
+    g_assert_nonnull(d);
+    const char *name;
+    while ((name = g_dir_read_name(d))) {
+        g_autofree char *src = g_build_filename(from, name, NULL), *dst = g_build_filename(to, name, NULL);
+        if (g_file_test(src, G_FILE_TEST_IS_DIR)) continue;
+        g_autofree char *data = NULL;
+        gsize len = 0;
+        g_assert_true(g_file_get_contents(src, &data, &len, NULL));
+        g_assert_true(g_file_set_contents(dst, data, (gssize)len, NULL));
+    }
+}
+
+/* Writes a NaN into element 0 of the named tensor wherever it is stored. */
+static bool poison_tensor(const char *dir, const char *tensor)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while ((name = g_dir_read_name(d))) {
+        if (!g_str_has_suffix(name, ".safetensors")) continue;
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_autofree char *data = NULL;
+        gsize len = 0;
+        g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+        uint64_t hlen;
+        memcpy(&hlen, data, 8);
+        g_autoptr(JsonParser) p = json_parser_new();
+        g_assert_true(json_parser_load_from_data(p, data + 8, (gssize)hlen, NULL));
+        JsonObject *root = json_node_get_object(json_parser_get_root(p));
+        if (!json_object_has_member(root, tensor)) continue;
+        JsonObject *t = json_object_get_object_member(root, tensor);
+        const char *dtype = json_object_get_string_member(t, "dtype");
+        gint64 off = json_array_get_int_element(json_object_get_array_member(t, "data_offsets"), 0);
+        char *at = data + 8 + hlen + off;
+        if (!strcmp(dtype, "F32")) memcpy(at, (uint32_t[]){ 0x7fc00000u }, 4);
+        else if (!strcmp(dtype, "BF16")) memcpy(at, (uint16_t[]){ 0x7fc0 }, 2);
+        else memcpy(at, (uint16_t[]){ 0x7e00 }, 2);
+        g_assert_true(g_file_set_contents(path, data, (gssize)len, NULL));
+        return true;
+    }
+    return false;
+}
+
+static void check_nonfinite(const char *tensor, const char *where)
+{
+    if (!require_fixtures()) return;
+    g_autofree char *tmp = hyocr_test_tmpdir();
+    g_autofree char *src = hyocr_test_data(CKPT, NULL);
+    copy_dir(src, tmp);
+    g_assert_true(poison_tensor(tmp, tensor));
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = open_engine_dir(tmp, NULL, &err);
+    g_assert_no_error(err);
+    job_set s;
+    job_set_init(&s, 2);
+    run_set(eng, &s);
+    for (int i = 0; i < 2; i++) {
+        g_assert_error(s.res[i].error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT);
+        g_test_message("%s", s.res[i].error->message);
+        g_assert_nonnull(strstr(s.res[i].error->message, "NaN/Inf"));
+        g_assert_nonnull(strstr(s.res[i].error->message, where));
+        g_assert_nonnull(strstr(s.res[i].error->message, "corrupt"));
+        g_assert_false(s.res[i].redone);
+        /* no garbage text reached the caller */
+        g_assert_cmpuint(s.rec[i].tokens->len, ==, 0);
+        g_assert_cmpstr(s.res[i].text, ==, "");
+        const GArray *t = s.rec[i].types;
+        g_assert_cmpint(g_array_index(t, int, t->len - 1), ==, HYOCR_EVENT_ERROR);
+    }
+    /* the single-job path says the same */
+    hyocr_job_params jp = s.jp[0];
+    jp.on_event = NULL;
+    g_assert_false(hyocr_engine_run(eng, &jp, NULL, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT);
+    job_set_clear(&s);
+    hyocr_test_rmdir(tmp);
+}
+
+static void test_nonfinite_logits(void)
+{
+    check_nonfinite("model.norm.weight", "logits");
+}
+
+static void test_nonfinite_vision(void)
+{
+    check_nonfinite("vit.perceive.after_rms.weight", "vision output");
+}
+
+static void test_busy_and_empty(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_engine_run_batch(eng, NULL, 0, NULL, &err));
+    g_assert_no_error(err);
+    job_set s;
+    job_set_init(&s, 1);
+    s.jp[0].max_new_tokens = 0;   /* invalid: the job fails, the call does not */
+    run_set(eng, &s);
+    g_assert_error(s.res[0].error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    job_set_clear(&s);
+}
+
+/* ---- swapping a sequence's K/V (model.c) ----------------------------------------------- */
+
+/* Token pos's K (w = 0) or V row of layer l, read through the sequence's table. */
+static void kv_row(hyocr_model *m, const hyocr_kv_seq *seq, int l, int w, int pos, float *out)
+{
+    size_t row = (size_t)m->cfg.text.num_kv_heads * m->cfg.text.head_dim;
+    int64_t slot = hyocr_kv_seq_slot(m->kv_pool, seq, pos);
+    g_assert_cmpint(slot, >=, 0);
+    hyocr_buf *b = w ? m->v_cache[l] : m->k_cache[l];
+    g_autoptr(GError) err = NULL;
+    g_assert_true(m->be->ops->download_f32(m->be, b, (size_t)slot * row, out, row, &err));
+}
+
+static void test_model_swap(void)
+{
+    g_autofree char *dir = hyocr_test_data(CKPT, NULL);
+    g_autofree char *cfg = hyocr_test_data(CKPT, "config.json", NULL);
+    if (!hyocr_test_require(cfg)) return;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_checkpoint) ck = hyocr_checkpoint_open(dir, &err);
+    g_assert_no_error(err);
+    hyocr_backend_params bp = { .n_threads = 1 };
+    hyocr_backend *be = hyocr_backend_cpu_init(&bp, &err);
+    hyocr_model *m = hyocr_model_load(be, ck, &err);
+    g_assert_no_error(err);
+    g_assert_true(hyocr_model_kv_init(m, 4, 8, 0, 0, &err));
+    const int L = m->cfg.text.num_layers, T = 10;
+    const size_t row = (size_t)m->cfg.text.num_kv_heads * m->cfg.text.head_dim;
+
+    /* fill the whole pool with distinct values, then give a sequence 10 tokens */
+    for (int l = 0; l < L; l++)
+        for (int w = 0; w < 2; w++) {
+            hyocr_buf *b = w ? m->v_cache[l] : m->k_cache[l];
+            g_autofree float *v = g_new(float, b->n);
+            for (size_t i = 0; i < b->n; i++) v[i] = (float)(i % 977) + 1000.0f * l + 0.5f * w;
+            g_assert_true(be->ops->upload_f32(be, b, 0, v, b->n, &err));
+        }
+    hyocr_kv_seq *other = hyocr_model_seq_new(m), *seq = hyocr_model_seq_new(m);
+    g_assert_true(hyocr_model_kv_reserve(m, other, 4, &err));
+    g_assert_true(hyocr_model_kv_reserve(m, seq, T, &err));
+    hyocr_kv_seq_commit(seq, T);
+    g_autofree float *before = g_new(float, (size_t)L * 2 * T * row);
+    for (int l = 0; l < L; l++)
+        for (int w = 0; w < 2; w++)
+            for (int t = 0; t < T; t++) kv_row(m, seq, l, w, t, before + (((size_t)l * 2 + w) * T + t) * row);
+
+    size_t bytes = hyocr_model_kv_swap_bytes(m, seq);
+    g_assert_cmpuint(bytes, ==, (size_t)3 * 4 * row * sizeof(float) * 2 * L);   /* 3 blocks of 4 */
+    void *host = hyocr_model_host_alloc(m, bytes, &err);
+    g_assert_nonnull(host);
+    g_assert_true(hyocr_model_kv_swap_out(m, seq, host, &err));
+    g_assert_cmpint(seq->n_blocks, ==, 0);
+    g_assert_cmpint(seq->n_tokens, ==, T);
+    g_assert_cmpint(hyocr_kv_pool_n_free(m->kv_pool), ==, 7);
+
+    /* another sequence takes the freed blocks and scribbles on them */
+    hyocr_kv_seq *thief = hyocr_model_seq_new(m);
+    g_assert_true(hyocr_model_kv_reserve(m, thief, 12, &err));
+    for (int l = 0; l < L; l++)
+        for (int w = 0; w < 2; w++) {
+            hyocr_buf *b = w ? m->v_cache[l] : m->k_cache[l];
+            g_autofree float *z = g_new0(float, b->n);
+            g_assert_true(be->ops->upload_f32(be, b, 0, z, b->n, &err));
+        }
+    hyocr_model_seq_free(m, thief);
+
+    g_assert_true(hyocr_model_kv_swap_in(m, seq, host, &err));
+    g_assert_cmpint(seq->n_tokens, ==, T);
+    g_assert_cmpint(seq->n_blocks, ==, 3);
+    g_autofree float *got = g_new(float, row);
+    for (int l = 0; l < L; l++)
+        for (int w = 0; w < 2; w++)
+            for (int t = 0; t < T; t++) {
+                kv_row(m, seq, l, w, t, got);
+                g_assert_cmpmem(got, row * sizeof(float), before + (((size_t)l * 2 + w) * T + t) * row,
+                                row * sizeof(float));
+            }
+    /* swapping in a sequence that holds blocks, or bytes outside a buffer, are errors */
+    g_assert_false(hyocr_model_kv_swap_in(m, seq, host, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+    g_assert_false(be->ops->read_bytes(be, m->k_cache[0], m->k_cache[0]->n * 4 - 2, host, 4, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+    g_assert_false(be->ops->write_bytes(be, m->k_cache[0], SIZE_MAX, host, 4, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    hyocr_model_host_free(m, host, bytes);
+    hyocr_model_seq_free(m, seq);
+    hyocr_model_seq_free(m, other);
+    hyocr_model_free(m);
+    hyocr_backend_free(be);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/batch/sizes", test_batch_sizes);
+    g_test_add_func("/batch/sampling-alone", test_sampling_alone);
+    g_test_add_func("/batch/mixed-paths", test_mixed_paths);
+    g_test_add_func("/batch/preempt-recompute", test_preempt_recompute);
+    g_test_add_func("/batch/preempt-swap", test_preempt_swap);
+    g_test_add_func("/batch/pool-too-small", test_pool_too_small);
+    g_test_add_func("/batch/budget-one-of-four", test_budget_one_of_four);
+    g_test_add_func("/batch/budget-preempts", test_budget_preempts);
+    g_test_add_func("/batch/vision-offload", test_vision_offload);
+    g_test_add_func("/batch/bad-image", test_bad_image_among_good);
+    g_test_add_func("/batch/cancel-one", test_cancel_one);
+    g_test_add_func("/batch/cancel-all", test_cancel_all);
+    g_test_add_func("/batch/nonfinite-logits", test_nonfinite_logits);
+    g_test_add_func("/batch/nonfinite-vision", test_nonfinite_vision);
+    g_test_add_func("/batch/busy-and-empty", test_busy_and_empty);
+    g_test_add_func("/batch/model-swap", test_model_swap);
+    return g_test_run();
+}

@@ -1,0 +1,451 @@
+/* Decoding with the token chosen on the device: the backend's pick op against the
+ * CPU sampler (penalty semantics, ties, NaN, ±Inf), hyocr_text_decode against
+ * hyocr_text_forward + sampler on the tiny checkpoint over many steps, and the
+ * finite check. Every test runs on the CPU backend, and on the CUDA backend too
+ * when one is usable (there the decode steps go through captured graphs). */
+#include "error.h"
+#include "model.h"
+#include "sampler.h"
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static hyocr_backend *open_backend(bool cuda)
+{
+    hyocr_backend_params bp = { .n_threads = 2 };
+    g_autoptr(GError) err = NULL;
+    hyocr_backend *be = cuda ? hyocr_backend_cuda_init(&bp, &err) : hyocr_backend_cpu_init(&bp, &err);
+    if (!be) {
+        g_assert_true(cuda);
+        g_test_skip("no usable CUDA device");
+        g_test_message("CUDA backend unavailable: %s", err ? err->message : "?");
+    }
+    return be;
+}
+
+static hyocr_penalty_divide divide_of(const hyocr_backend *be)
+{
+    return be->kind == HYOCR_BACKEND_CUDA ? HYOCR_PENALTY_DIVIDE_RECIPROCAL : HYOCR_PENALTY_DIVIDE_TRUE;
+}
+
+/* Logits drawn from a few values (ties on purpose), both signs, and now and
+ * then an infinity or a NaN. */
+static void fill_logits(GRand *r, float *x, int V, bool specials)
+{
+    for (int v = 0; v < V; v++) x[v] = (float)g_rand_int_range(r, -40, 41) * 0.37f + (float)g_rand_double(r) * 1e-3f;
+    for (int k = 0; k < 4; k++) x[g_rand_int_range(r, 0, V)] = (float)g_rand_int_range(r, 14, 16) * 1.01f;
+    if (!specials) return;
+    int kind = g_rand_int_range(r, 0, 8);
+    if (kind == 0) x[g_rand_int_range(r, 0, V)] = NAN;
+    if (kind == 1) x[g_rand_int_range(r, 0, V)] = INFINITY;
+    if (kind == 2) x[g_rand_int_range(r, 0, V)] = -INFINITY;
+}
+
+static bool row_finite(const float *x, int V)
+{
+    for (int v = 0; v < V; v++)
+        if (!isfinite(x[v])) return false;
+    return true;
+}
+
+/* The op over n rows (one slot each) for many steps, against one sampler per slot. */
+static void pick_op_case(hyocr_backend *be, int V, const float *pens, int n, int steps, bool specials)
+{
+    const hyocr_backend_ops *o = be->ops;
+    const size_t W = ((size_t)V + 31) / 32;
+    g_autoptr(GError) err = NULL;
+    hyocr_buf *logits = o->alloc(be, HYOCR_BUF_F32, (size_t)n * V, &err);
+    hyocr_buf *seen = o->alloc(be, HYOCR_BUF_F32, (size_t)(n + 1) * W, &err);   /* slot 0 unused */
+    g_assert_no_error(err);
+    g_autofree float *zero = g_new0(float, (size_t)(n + 1) * W);   /* all bits clear: nothing seen yet */
+    g_assert_true(o->upload_f32(be, seen, 0, zero, (size_t)(n + 1) * W, &err));
+    hyocr_sampler *ref[8];
+    int32_t slots[8];
+    g_assert_cmpint(n, <=, 8);
+    GRand *r = g_rand_new_with_seed(1234u + (guint)V + (guint)n);
+    for (int i = 0; i < n; i++) {
+        hyocr_sampler_params sp = { .temperature = 0, .repetition_penalty = pens[i] };
+        ref[i] = hyocr_sampler_init(&sp, V);
+        hyocr_sampler_set_penalty_divide(ref[i], divide_of(be));
+        slots[i] = i + 1;
+    }
+    float *x = g_new(float, (size_t)n * V), *y = g_new(float, V);
+    for (int step = 0; step < steps; step++) {
+        for (int i = 0; i < n; i++) fill_logits(r, x + (size_t)i * V, V, specials);
+        g_assert_true(o->upload_f32(be, logits, 0, x, (size_t)n * V, &err));
+        g_assert_true(o->pick_greedy(be, logits, n, V, seen, slots, pens, &err));
+        int32_t ids[8];
+        bool nf[8];
+        g_assert_true(o->pick_fetch(be, n, ids, nf, &err));
+        g_assert_no_error(err);
+        for (int i = 0; i < n; i++) {
+            memcpy(y, x + (size_t)i * V, sizeof(float) * V);
+            int32_t want = hyocr_sampler_sample(ref[i], y);
+            hyocr_sampler_accept(ref[i], &want, 1);
+            if (ids[i] != want) g_error("step %d row %d (penalty %g): picked %d, sampler %d", step, i, pens[i], ids[i], want);
+            g_assert_cmpint(nf[i], ==, !row_finite(x + (size_t)i * V, V));
+        }
+    }
+    for (int i = 0; i < n; i++) hyocr_sampler_free(ref[i]);
+    g_free(x);
+    g_free(y);
+    g_rand_free(r);
+    o->buf_free(be, logits);
+    o->buf_free(be, seen);
+}
+
+static void test_pick_op(gconstpointer cuda)
+{
+    hyocr_backend *be = open_backend(GPOINTER_TO_INT(cuda));
+    if (!be) return;
+    const float pens[] = { 1.08f, 1.0f, 1.3f, 0.9f, 1.08f };
+    /* The penalty matters only for ids already picked: a small vocabulary brings them back often. */
+    pick_op_case(be, 37, pens, 5, 300, false);
+    pick_op_case(be, 1000, pens, 3, 200, true);
+    pick_op_case(be, 120818, pens, 2, 20, true);
+    hyocr_backend_free(be);
+}
+
+/* ---- hyocr_text_decode on the tiny checkpoint ---- */
+
+typedef struct {
+    hyocr_checkpoint *ck;
+    hyocr_backend    *be;
+    hyocr_model      *m;
+} loaded;
+
+static bool load(loaded *l, bool cuda)
+{
+    g_autofree char *dir = hyocr_test_data("ckpt-flat", NULL);
+    if (!hyocr_test_require(dir)) return false;
+    l->be = open_backend(cuda);
+    if (!l->be) return false;
+    g_autoptr(GError) err = NULL;
+    l->ck = hyocr_checkpoint_open(dir, &err);
+    g_assert_no_error(err);
+    l->m = hyocr_model_load(l->be, l->ck, &err);
+    g_assert_no_error(err);
+    g_assert_true(hyocr_model_kv_init(l->m, 16, 0, 64, 0, &err));
+    return true;
+}
+
+static void unload(loaded *l)
+{
+    hyocr_model_free(l->m);
+    hyocr_backend_free(l->be);
+    hyocr_checkpoint_free(l->ck);
+}
+
+#define N_SEQ 2
+
+/* Sequences a (chosen on the device) and b (logits to the host, sampler) start
+ * from the same prompts; each step must choose the same tokens. */
+static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int steps)
+{
+    const int V = m->cfg.text.vocab_size;
+    g_autoptr(GError) err = NULL;
+    GRand *r = g_rand_new_with_seed(99u + (guint)prompt_len);
+    hyocr_kv_seq *a[N_SEQ], *b[N_SEQ];
+    hyocr_sampler *ref[N_SEQ];
+    hyocr_pick picks[N_SEQ];
+    int32_t tok_a[N_SEQ], tok_b[N_SEQ];
+    float *logits = g_new(float, (size_t)N_SEQ * V);
+    for (int s = 0; s < N_SEQ; s++) {
+        int len = prompt_len + 3 * s;
+        g_autofree int32_t *ids = g_new(int32_t, len + 1);
+        for (int i = 0; i < len; i++) ids[i] = g_rand_int_range(r, 2, 1000);
+        a[s] = hyocr_model_seq_new(m);
+        b[s] = hyocr_model_seq_new(m);
+        hyocr_text_seq qa = { .ids = ids, .n_new = len, .kv = a[s] }, qb = { .ids = ids, .n_new = len, .kv = b[s] };
+        g_assert_true(hyocr_text_forward(m, &qa, 1, logits, NULL, NULL, &err));
+        g_assert_true(hyocr_text_forward(m, &qb, 1, logits, NULL, NULL, &err));
+        hyocr_sampler_params sp = { .temperature = 0, .repetition_penalty = pens[s] };
+        ref[s] = hyocr_sampler_init(&sp, V);
+        hyocr_sampler_set_penalty_divide(ref[s], divide_of(m->be));
+        hyocr_sampler_accept(ref[s], ids, len);
+        tok_b[s] = hyocr_sampler_sample(ref[s], logits);
+        hyocr_sampler_accept(ref[s], &tok_b[s], 1);
+        tok_a[s] = tok_b[s];
+        /* the first token came from the prefill logits: its slot starts with prompt + that token */
+        ids[len] = tok_a[s];
+        picks[s] = (hyocr_pick){ .slot = hyocr_model_pick_slot_new(m, ids, len + 1, &err), .penalty = pens[s] };
+        g_assert_no_error(err);
+        g_assert_cmpint(picks[s].slot, >=, 0);
+    }
+    for (int step = 0; step < steps; step++) {
+        hyocr_text_seq qa[N_SEQ], qb[N_SEQ];
+        for (int s = 0; s < N_SEQ; s++) {
+            qa[s] = (hyocr_text_seq){ .ids = &tok_a[s], .n_new = 1, .kv = a[s] };
+            qb[s] = (hyocr_text_seq){ .ids = &tok_b[s], .n_new = 1, .kv = b[s] };
+        }
+        int32_t next[N_SEQ];
+        bool nf[N_SEQ];
+        g_assert_true(hyocr_text_decode(m, qa, N_SEQ, picks, next, nf, NULL, &err));
+        g_assert_no_error(err);
+        g_assert_true(hyocr_text_decode(m, qb, N_SEQ, NULL, NULL, NULL, logits, &err));
+        for (int s = 0; s < N_SEQ; s++) {
+            g_assert_false(nf[s]);
+            tok_b[s] = hyocr_sampler_sample(ref[s], logits + (size_t)s * V);
+            hyocr_sampler_accept(ref[s], &tok_b[s], 1);
+            if (next[s] != tok_b[s])
+                g_error("step %d sequence %d (penalty %g): device chose %d, sampler %d", step, s, pens[s], next[s],
+                        tok_b[s]);
+            tok_a[s] = next[s];
+            g_assert_cmpint(a[s]->n_tokens, ==, b[s]->n_tokens);
+        }
+    }
+    for (int s = 0; s < N_SEQ; s++) {
+        hyocr_model_pick_slot_free(m, picks[s].slot);
+        hyocr_model_seq_free(m, a[s]);
+        hyocr_model_seq_free(m, b[s]);
+        hyocr_sampler_free(ref[s]);
+    }
+    g_free(logits);
+    g_rand_free(r);
+}
+
+static void test_decode(gconstpointer cuda)
+{
+    loaded l;
+    if (!load(&l, GPOINTER_TO_INT(cuda))) return;
+    const float with[N_SEQ] = { 1.08f, 1.5f }, without[N_SEQ] = { 1.0f, 1.0f };
+    decode_case(l.m, with, 12, 60);
+    decode_case(l.m, without, 30, 40);
+    /* A pool resize between jobs moves the cache: captured steps must notice. */
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_model_kv_resize(l.m, 4096, &err));
+    g_assert_no_error(err);
+    decode_case(l.m, with, 7, 30);
+    unload(&l);
+}
+
+static void test_decode_bad(gconstpointer cuda)
+{
+    loaded l;
+    if (!load(&l, GPOINTER_TO_INT(cuda))) return;
+    hyocr_model *m = l.m;
+    g_autoptr(GError) err = NULL;
+    int32_t id = 5;
+    hyocr_kv_seq *seq = hyocr_model_seq_new(m);
+    hyocr_text_seq q = { .ids = &id, .n_new = 1, .kv = seq };
+    hyocr_pick pick = { .slot = 3, .penalty = 1.0f };
+    int32_t next = -1;
+    g_assert_false(hyocr_text_decode(m, &q, 1, &pick, &next, NULL, NULL, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "slot"));
+    g_assert_cmpint(seq->n_tokens, ==, 0);
+    g_clear_error(&err);
+
+    /* two rows, one slot */
+    int shared = hyocr_model_pick_slot_new(m, &id, 1, &err);
+    g_assert_no_error(err);
+    hyocr_kv_seq *seq2 = hyocr_model_seq_new(m);
+    hyocr_text_seq q2[2] = { { .ids = &id, .n_new = 1, .kv = seq }, { .ids = &id, .n_new = 1, .kv = seq2 } };
+    hyocr_pick p2[2] = { { .slot = shared, .penalty = 1.0f }, { .slot = shared, .penalty = 1.0f } };
+    int32_t next2[2];
+    g_assert_false(hyocr_text_decode(m, q2, 2, p2, next2, NULL, NULL, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+    hyocr_model_seq_free(m, seq2);
+    hyocr_model_pick_slot_free(m, shared);
+
+    int32_t bad = m->cfg.text.vocab_size;
+    g_assert_cmpint(hyocr_model_pick_slot_new(m, &bad, 1, &err), ==, -1);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+
+    int slots[64];
+    for (int i = 0; i < 64; i++) {
+        slots[i] = hyocr_model_pick_slot_new(m, &id, 1, &err);
+        g_assert_no_error(err);
+        g_assert_cmpint(slots[i], ==, i);
+    }
+    g_assert_cmpint(hyocr_model_pick_slot_new(m, &id, 1, &err), ==, -1);
+    g_assert_nonnull(err);
+    g_clear_error(&err);
+    hyocr_model_pick_slot_free(m, 17);
+    g_assert_cmpint(hyocr_model_pick_slot_new(m, &id, 1, &err), ==, 17);
+    hyocr_model_seq_free(m, seq);
+    unload(&l);
+}
+
+/* ---- finite check ---- */
+
+static void finite_case(hyocr_backend *be, hyocr_buf_kind kind)
+{
+    const hyocr_backend_ops *o = be->ops;
+    g_autoptr(GError) err = NULL;
+    const size_t n = 5000;
+    hyocr_buf *b = o->alloc(be, kind, n, &err);
+    g_assert_no_error(err);
+    float *x = g_new(float, n);
+    for (size_t i = 0; i < n; i++) x[i] = (float)i * 0.01f - 20.0f;
+    bool fin = false;
+    g_assert_true(o->upload_f32(be, b, 0, x, n, &err));
+    g_assert_true(o->check_finite(be, b, n, &fin, &err));
+    g_assert_true(fin);
+    const float bad[] = { INFINITY, -INFINITY, NAN };
+    const size_t at[] = { 0, 2345, n - 1 };
+    for (size_t k = 0; k < G_N_ELEMENTS(bad); k++) {
+        g_assert_true(o->upload_f32(be, b, at[k], &bad[k], 1, &err));
+        g_assert_true(o->check_finite(be, b, n, &fin, &err));
+        g_assert_false(fin);
+        /* only the first n elements count */
+        g_assert_true(o->check_finite(be, b, at[k], &fin, &err));
+        g_assert_true(fin);
+        g_assert_true(o->upload_f32(be, b, at[k], &x[at[k]], 1, &err));
+    }
+    g_assert_true(o->check_finite(be, b, n, &fin, &err));
+    g_assert_true(fin);
+    g_assert_false(o->check_finite(be, b, n + 1, &fin, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+    g_free(x);
+    o->buf_free(be, b);
+}
+
+static void test_finite(gconstpointer cuda)
+{
+    hyocr_backend *be = open_backend(GPOINTER_TO_INT(cuda));
+    if (!be) return;
+    finite_case(be, HYOCR_BUF_F32);
+    finite_case(be, HYOCR_BUF_ACT);
+    /* a 65504+ value is ±Inf once stored in FP16 */
+    if (be->kind == HYOCR_BACKEND_CUDA) {
+        g_autoptr(GError) err = NULL;
+        hyocr_buf *b = be->ops->alloc(be, HYOCR_BUF_ACT, 4, &err);
+        float big[4] = { 1, 2, 70000.0f, 3 };
+        bool fin = true;
+        g_assert_true(be->ops->upload_f32(be, b, 0, big, 4, &err));
+        g_assert_true(be->ops->check_finite(be, b, 4, &fin, &err));
+        g_assert_no_error(err);
+        g_assert_false(fin);
+        be->ops->buf_free(be, b);
+    }
+    hyocr_backend_free(be);
+}
+
+/* ---- benchmark (HYOCR_DECODE_BENCH=<checkpoint dir>; CUDA) ----
+ * Decode speed after a prompt as long as a 2048² page's (4191 tokens: decode
+ * cost depends on the context length, not on what it holds): the old way (logits
+ * to the host, CPU sampler), the device choice uncaptured (HYOCR_NO_GRAPH) and
+ * replayed graphs; then batches of 1087-token (1024² page) sequences. */
+
+typedef enum { BENCH_HOST, BENCH_EAGER, BENCH_GRAPH } bench_mode;
+
+static double bench_run(hyocr_model *m, int n_seq, int ctx, int steps, bench_mode mode)
+{
+    const int V = m->cfg.text.vocab_size;
+    g_autoptr(GError) err = NULL;
+    GRand *r = g_rand_new_with_seed(7);
+    hyocr_kv_seq **kv = g_new(hyocr_kv_seq *, n_seq);
+    hyocr_pick *picks = g_new(hyocr_pick, n_seq);
+    int32_t *tok = g_new(int32_t, n_seq);
+    hyocr_text_seq *q = g_new(hyocr_text_seq, n_seq);
+    hyocr_sampler *smp = NULL;
+    float *logits = g_new(float, (size_t)n_seq * V);
+    int32_t *ids = g_new(int32_t, ctx);
+    for (int s = 0; s < n_seq; s++) {
+        for (int i = 0; i < ctx; i++) ids[i] = g_rand_int_range(r, 1000, 100000);
+        kv[s] = hyocr_model_seq_new(m);
+        hyocr_text_seq pq = { .ids = ids, .n_new = ctx, .kv = kv[s] };
+        g_assert_true(hyocr_text_forward(m, &pq, 1, logits, NULL, NULL, &err));
+        g_assert_no_error(err);
+        picks[s] = (hyocr_pick){ .slot = hyocr_model_pick_slot_new(m, ids, ctx, &err), .penalty = 1.08f };
+        g_assert_no_error(err);
+        tok[s] = ids[ctx - 1];
+    }
+    hyocr_sampler_params sp = { .temperature = 0, .repetition_penalty = 1.08f };
+    smp = hyocr_sampler_init(&sp, V);
+    g_setenv("HYOCR_NO_GRAPH", mode == BENCH_GRAPH ? "0" : "1", TRUE);
+    gint64 t0 = 0;
+    for (int step = -3; step < steps; step++) {   /* three untimed steps: capture, warm-up */
+        if (step == 0) {
+            g_assert_true(m->be->ops->sync(m->be, &err));
+            t0 = g_get_monotonic_time();
+        }
+        for (int s = 0; s < n_seq; s++) q[s] = (hyocr_text_seq){ .ids = &tok[s], .n_new = 1, .kv = kv[s] };
+        if (mode == BENCH_HOST) {
+            g_assert_true(hyocr_text_decode(m, q, n_seq, NULL, NULL, NULL, logits, &err));
+            for (int s = 0; s < n_seq; s++) tok[s] = hyocr_sampler_sample(smp, logits + (size_t)s * V);
+        } else {
+            g_assert_true(hyocr_text_decode(m, q, n_seq, picks, tok, NULL, NULL, &err));
+        }
+        g_assert_no_error(err);
+    }
+    double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+    g_unsetenv("HYOCR_NO_GRAPH");
+    for (int s = 0; s < n_seq; s++) {
+        hyocr_model_pick_slot_free(m, picks[s].slot);
+        hyocr_model_seq_free(m, kv[s]);
+    }
+    hyocr_sampler_free(smp);
+    g_free(kv);
+    g_free(picks);
+    g_free(tok);
+    g_free(q);
+    g_free(logits);
+    g_free(ids);
+    g_rand_free(r);
+    return (double)steps * n_seq / secs;
+}
+
+static void test_bench(void)
+{
+    const char *dir = g_getenv("HYOCR_DECODE_BENCH");
+    if (!dir) {
+        g_test_skip("set HYOCR_DECODE_BENCH to a full-size checkpoint directory");
+        return;
+    }
+    hyocr_backend *be = open_backend(true);
+    if (!be) return;
+    g_autoptr(GError) err = NULL;
+    hyocr_checkpoint *ck = hyocr_checkpoint_open(dir, &err);
+    g_assert_no_error(err);
+    hyocr_model *m = hyocr_model_load(be, ck, &err);
+    g_assert_no_error(err);
+    g_assert_true(hyocr_model_kv_init(m, 16, 0, 20480, 0, &err));   /* no growth (block moves) while timing */
+    static const char *const names[] = { "host sampler", "device pick, no graph", "device pick, graph" };
+    const char *only = g_getenv("HYOCR_DECODE_BENCH_MODES");   /* e.g. "2": graphs only (profiling) */
+    for (int mode = 0; mode < 3; mode++) {
+        if (only && !strchr(only, '0' + mode)) continue;
+        printf("# decode batch 1, context 4191: %-24s %8.1f tok/s\n", names[mode], bench_run(m, 1, 4191, 256, mode));
+        fflush(stdout);
+    }
+    if (g_getenv("HYOCR_DECODE_BENCH_NO_BATCH")) {
+        hyocr_model_free(m);
+        hyocr_checkpoint_free(ck);
+        hyocr_backend_free(be);
+        return;
+    }
+    const int batches[] = { 4, 16 };
+    for (size_t b = 0; b < G_N_ELEMENTS(batches); b++)
+        for (int mode = 1; mode < 3; mode++) {
+            if (only && !strchr(only, '0' + mode)) continue;
+            printf("# decode batch %d, context 1087: %-24s %8.1f tok/s\n", batches[b], names[mode],
+                   bench_run(m, batches[b], 1087, 128, mode));
+            fflush(stdout);
+        }
+    hyocr_model_free(m);
+    hyocr_checkpoint_free(ck);
+    hyocr_backend_free(be);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    const char *names[2] = { "cpu", "cuda" };
+    for (int c = 0; c < 2; c++) {
+        g_autofree char *p1 = g_strdup_printf("/decode/%s/pick-op", names[c]);
+        g_autofree char *p2 = g_strdup_printf("/decode/%s/greedy", names[c]);
+        g_autofree char *p3 = g_strdup_printf("/decode/%s/bad-inputs", names[c]);
+        g_autofree char *p4 = g_strdup_printf("/decode/%s/check-finite", names[c]);
+        g_test_add_data_func(p1, GINT_TO_POINTER(c), test_pick_op);
+        g_test_add_data_func(p2, GINT_TO_POINTER(c), test_decode);
+        g_test_add_data_func(p3, GINT_TO_POINTER(c), test_decode_bad);
+        g_test_add_data_func(p4, GINT_TO_POINTER(c), test_finite);
+    }
+    g_test_add_func("/decode/cuda/bench", test_bench);
+    return g_test_run();
+}
