@@ -2,8 +2,9 @@
 # Memory-pressure proof on the GPU machine (issue 4), after a build in build-gpu:
 #   source .device/setup.sh && OUT=/some/dir tests/gpu/memory.sh
 # 1. a budget smaller than the weights: a clear refusal, exit 1, no crash;
-# 2. four 2048² pages under a budget that fits one job but not four: all four finish, through
-#    preemption (swap to pinned host memory), and no job's peak passes the budget;
+# 2. four 2048² pages under budgets that fit one job but not four: all four finish with identical
+#    tokens and no job's peak passes the budget — at 2.6G one at a time, at 3G two decode together
+#    and preempt each other (swap to pinned host memory, then recompute without swap space);
 # 3. a 4096² page under 3 GiB: finishes (the vision weights leave the device while it decodes),
 #    with its peak under 3 GiB.
 # Each check prints PASS or FAIL with its numbers.
@@ -23,25 +24,36 @@ rc=$?
 cat "$OUT/mem1g.err"
 if [ $rc = 1 ] && grep -q "memory limit" "$OUT/mem1g.err"; then echo "PASS refusal (exit $rc)"; else echo "FAIL refusal (exit $rc)"; fi
 
-echo "-- four 2048² pages under 2.6G with 4 GiB of swap space"
-$HY run --device cuda --gpu-memory-limit 2.6G --swap-space 4 --model "$CKPT" --image $IMG/page_2048.png --repeat 4 \
-    --task recognize --max-new-tokens 256 --ignore-eos --format jsonl >"$OUT/four.jsonl" 2>"$OUT/four.err"
-rc=$?
-grep -E "preempted|hyocr run:" "$OUT/four.err" | tail -12
-python3 - "$OUT/four.jsonl" $rc <<'EOF'
+# $1 budget, $2 swap GiB (0 = recompute), $3 label; every job must finish with 256 tokens, under the
+# budget, with the same tokens as every other (same page, greedy), and $4 = "preempt" demands preemptions.
+four() {
+    local budget=$1 swap=$2 label=$3 want=$4
+    echo "-- four 2048² pages under $budget, swap space $swap GiB"
+    $HY run --device cuda --gpu-memory-limit "$budget" --swap-space "$swap" --model "$CKPT" --image $IMG/page_2048.png \
+        --repeat 4 --task recognize --max-new-tokens 256 --ignore-eos --format jsonl >"$OUT/four-$label.jsonl" \
+        2>"$OUT/four-$label.err"
+    local rc=$?
+    grep -E "preempted|one at a time|hyocr run:" "$OUT/four-$label.err" | tail -8
+    python3 - "$OUT/four-$label.jsonl" $rc "$budget" "$label" "$want" <<'EOF2'
 import json, sys
 jobs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-budget = 2.6 * 2 ** 30
-ok = int(sys.argv[2]) == 0 and len(jobs) == 4
+budget = float(sys.argv[3].rstrip("G")) * 2 ** 30
+ok = sys.argv[2] == "0" and len(jobs) == 4
 for j in jobs:
-    n = len(j.get("token_ids", []))
-    peak = j.get("memory", {}).get("peak", 0)
+    n, peak = len(j.get("token_ids", [])), j.get("memory", {}).get("peak", 0)
     print("job: %d tokens, preempted %d, peak %.3f GiB, error %s" % (n, j.get("preempted", 0), peak / 2 ** 30,
                                                                      j.get("error")))
     ok = ok and n == 256 and not j.get("error") and peak <= budget
-print("PASS four under 2.6G" if ok else "FAIL four under 2.6G",
-      "(preemptions: %d)" % sum(j.get("preempted", 0) for j in jobs))
-EOF
+same = len({tuple(j.get("token_ids", [])) for j in jobs}) == 1
+pre = sum(j.get("preempted", 0) for j in jobs)
+ok = ok and same and (pre > 0 or sys.argv[5] != "preempt")
+print("%s four under %s (%s): preemptions %d, identical tokens %s" % ("PASS" if ok else "FAIL", sys.argv[3],
+                                                                     sys.argv[4], pre, same))
+EOF2
+}
+four 2.6G 4 sequential any
+four 3G 4 swap preempt
+four 3G 0 recompute preempt
 
 echo "-- 4096² page under 3G"
 $HY run --device cuda --gpu-memory-limit 3G --model "$CKPT" --image $IMG/page_4096.png --task recognize \
