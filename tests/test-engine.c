@@ -165,6 +165,44 @@ static void run_reference_case(const char *ckpt, const char *case_name, float rp
     recorder_clear(&r);
 }
 
+/* On whatever device "auto" picks (the CPU here, CUDA on the GPU machine): the
+ * warm-up gives back every buffer it took (an idle engine holds its weights),
+ * and the next job still gives the reference's tokens. */
+static void test_warmup(void)
+{
+    g_autofree char *ref = hyocr_test_data("model", CKPT, CASE, "greedy.txt", NULL);
+    if (!require_fixtures()) return;
+    g_autofree char *dir = hyocr_test_data(CKPT, NULL);
+    hyocr_engine_params ep;
+    hyocr_engine_params_init(&ep);
+    ep.model_dir = dir;
+    ep.n_threads = 2;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, &err);
+    g_assert_no_error(err);
+    hyocr_mem_info before, after;
+    hyocr_engine_mem_info(eng, &before);
+    g_assert_true(hyocr_engine_warmup(eng, &err));
+    g_assert_no_error(err);
+    hyocr_engine_mem_info(eng, &after);
+    g_test_message("warm-up on %s", hyocr_engine_backend_name(eng));
+    g_assert_cmpint(after.weights, ==, before.weights);
+    g_assert_cmpint(after.kv_reserved, ==, 0);
+    g_assert_cmpint(after.kv_used, ==, 0);
+    g_assert_cmpint(after.workspace, <=, before.workspace);
+    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
+    hyocr_job_params jp;
+    hyocr_job_params_init(&jp);
+    jp.image_path = img;
+    jp.max_new_tokens = 48;
+    jp.repetition_penalty = 1.0f;
+    hyocr_job_result res = { 0 };
+    g_assert_true(hyocr_engine_run(eng, &jp, &res, &err));
+    g_assert_no_error(err);
+    assert_ids_equal(res.token_ids, ref);
+    hyocr_job_result_clear(&res);
+}
+
 static void test_greedy(void)
 {
     run_reference_case(CKPT, CASE, 1.0f, "greedy.txt");
@@ -541,6 +579,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/engine/greedy", test_greedy);
+    g_test_add_func("/engine/warmup", test_warmup);
     g_test_add_func("/engine/greedy-rp", test_greedy_rp);
     g_test_add_func("/engine/greedy-1.5", test_greedy_15);
     g_test_add_func("/engine/logits-sink", test_logits_sink);

@@ -228,6 +228,12 @@ static void thread_load(HyocrWorker *self, Msg *m)
     gboolean cpu = strcmp(hyocr_engine_backend_name(eng), "cpu") == 0;
     if (cpu) settle_blas_threads();
     if (cpu && m->settings.device != HYOCR_DEVICE_CPU) explain_cpu_fallback(self);
+    /* The first GPU job pays ~0.2 s of module loading and plans: pay it while
+     * "Loading" shows, so the user's first page streams as fast as the next. A
+     * failed warm-up (a card too small for a 1024² page) costs nothing later. */
+    g_autoptr(GError) warm_error = NULL;
+    if (!cpu && !hyocr_engine_warmup(eng, &warm_error))
+        g_message("GPU warm-up skipped: %s", warm_error->message);
     g_mutex_lock(&self->lock);
     self->engine = eng;
     self->engine_cpu = cpu;

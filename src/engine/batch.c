@@ -758,3 +758,30 @@ bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_
     g_propagate_error(error, err);
     return false;
 }
+
+#define WARMUP_SIDE 1024
+
+bool hyocr_engine_warmup(hyocr_engine *eng, GError **error)
+{
+    g_return_val_if_fail(eng != NULL, false);
+    if (eng->be->kind == HYOCR_BACKEND_CPU) return true;
+    g_autoptr(hyocr_image) page = hyocr_image_new(WARMUP_SIDE, WARMUP_SIDE);
+    if (!page) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "warm-up: cannot allocate a %d² page", WARMUP_SIDE);
+        return false;
+    }
+    memset(page->rgb, 0xff, (size_t)WARMUP_SIDE * WARMUP_SIDE * 3);
+    hyocr_job_params jp;
+    hyocr_job_params_init(&jp);
+    jp.image = page;
+    jp.max_new_tokens = 3;   /* the first decode step runs uncaptured, the second is captured */
+    jp.ignore_eos = true;
+    gint64 t0 = g_get_monotonic_time();
+    if (!hyocr_engine_run(eng, &jp, NULL, error)) {
+        g_prefix_error(error, "warm-up: ");
+        return false;
+    }
+    hyocr_engine_log(eng, HYOCR_LOG_INFO, "warm-up: a blank %d² page took %.0f ms", WARMUP_SIDE,
+                     (double)(g_get_monotonic_time() - t0) / 1000.0);
+    return true;
+}

@@ -198,6 +198,15 @@ bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_
 bool hyocr_engine_run_batch(hyocr_engine *eng, const hyocr_job_params *jobs, int n_jobs, hyocr_job_result *results,
                             GError **error);
 
+/* Pays the one-off costs of a GPU engine's first job (CUDA module loading, cuBLAS
+ * initialisation and plans, decode graph capture — about 0.2 s on an H200, where
+ * a warm 1024² page then reaches its first token in ~40 ms) by running a
+ * synthetic blank 1024×1024 page for a few tokens, nothing streamed. The memory
+ * it took is given back. A no-op on the CPU backend (it would take minutes).
+ * Call it after hyocr_engine_init where the first answer should come fast (the
+ * app does, while it shows "Loading"). hyocr_engine_cancel stops it. */
+bool hyocr_engine_warmup(hyocr_engine *eng, GError **error);
+
 /* Thread-safe: stops the job (or every job of the batch) running now within one
  * decode step (or ViT block). No effect when idle. */
 void hyocr_engine_cancel(hyocr_engine *eng);
