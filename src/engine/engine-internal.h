@@ -50,6 +50,7 @@ typedef struct {
     hyocr_image            *img_owned;
     const hyocr_image      *img;
     hyocr_pixels           *px;
+    int                     grid_h, grid_w;   /* the patch grid (also when planning, without px) */
     hyocr_prompt           *prompt;
     hyocr_buf              *vision;
     int                     n_vision_rows;

@@ -342,16 +342,26 @@ static bool check_fits(job_state *st, GError **error)
     return false;
 }
 
+static bool grid_for(const hyocr_config *cfg, int w, int h, int *gh, int *gw, GError **error);
+
+/* Planning (no event) needs the grid and the prompt, not the pixels: resizing and
+ * packing a page is most of the preprocessing, so it waits for the real pass. */
 bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     const hyocr_job_params *job = st->job;
     if (!load_image(st, error)) return false;
-    st->px = hyocr_pixels_from_image(st->img, &cfg->processor, error);
-    if (!st->px) return false;
+    if (emit_event) {
+        st->px = hyocr_pixels_from_image(st->img, &cfg->processor, error);
+        if (!st->px) return false;
+        st->grid_h = st->px->grid_h;
+        st->grid_w = st->px->grid_w;
+    } else if (!grid_for(cfg, st->img->width, st->img->height, &st->grid_h, &st->grid_w, error)) {
+        return false;
+    }
     g_autofree char *text = hyocr_task_prompt(job->task, cfg->version, job->fields, job->custom_prompt, error);
     if (!text) return false;
-    st->prompt = hyocr_prompt_build(st->eng->tok, cfg, text, st->px->grid_h, st->px->grid_w, error);
+    st->prompt = hyocr_prompt_build(st->eng->tok, cfg, text, st->grid_h, st->grid_w, error);
     if (!st->prompt || !check_fits(st, error)) return false;
     if (!emit_event) return true;
     if (!hyocr_job_stage_done(st, &st->res->timings.preprocess_ms, error)) return false;
@@ -450,7 +460,7 @@ static int fit_max_side(const job_state *st, const memcheck *mc, hyocr_memplan *
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     const hyocr_image *src = st->job->image ? st->job->image : st->img;
-    int long_edge = MAX(src->width, src->height), n_now = st->px->grid_h * st->px->grid_w;
+    int long_edge = MAX(src->width, src->height), n_now = st->grid_h * st->grid_w;
     for (int side = (long_edge - 1) / 32 * 32; side >= 32; side -= 32) {
         int w = src->width, h = src->height, gh, gw;
         if (st->job->image) prescale_size(src->width, src->height, side, &w, &h);
@@ -470,7 +480,7 @@ static int fit_max_new(const job_state *st, const memcheck *mc, hyocr_memplan *o
     int lo = 1, hi = st->job->max_new_tokens - 1, best = 0;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
-        memcheck_plan(mc, st->px->grid_h, st->px->grid_w, st->prompt->n, mid, out);
+        memcheck_plan(mc, st->grid_h, st->grid_w, st->prompt->n, mid, out);
         if (out->fits) {
             best = mid;
             lo = mid + 1;
@@ -478,7 +488,7 @@ static int fit_max_new(const job_state *st, const memcheck *mc, hyocr_memplan *o
             hi = mid - 1;
         }
     }
-    if (best) memcheck_plan(mc, st->px->grid_h, st->px->grid_w, st->prompt->n, best, out);
+    if (best) memcheck_plan(mc, st->grid_h, st->grid_w, st->prompt->n, best, out);
     return best;
 }
 
@@ -510,7 +520,7 @@ static bool fits_without_vision_weights(job_state *st, const memcheck *mc)
     memcheck off = *mc;
     off.p.vision_offload = true;
     hyocr_memplan alt;
-    memcheck_plan(&off, st->px->grid_h, st->px->grid_w, st->prompt->n, st->job->max_new_tokens, &alt);
+    memcheck_plan(&off, st->grid_h, st->grid_w, st->prompt->n, st->job->max_new_tokens, &alt);
     if (!alt.fits) return false;
     st->plan = alt;
     st->vision_offload = true;
@@ -522,7 +532,7 @@ bool hyocr_job_check_memory(job_state *st, GError **error)
     memcheck mc;
     memcheck_init(&mc, st->eng, true);
     hyocr_memplan *plan = &st->plan;
-    memcheck_plan(&mc, st->px->grid_h, st->px->grid_w, st->prompt->n, st->job->max_new_tokens, plan);
+    memcheck_plan(&mc, st->grid_h, st->grid_w, st->prompt->n, st->job->max_new_tokens, plan);
     st->kv_tokens = hyocr_memplan_kv_tokens(st->prompt->n, st->job->max_new_tokens, st->eng->max_model_len);
     if (plan->fits || fits_without_vision_weights(st, &mc)) return true;
     g_autofree char *parts = hyocr_memplan_describe(plan);
