@@ -395,6 +395,17 @@ static GError *pool_too_small(const batch *b, const job_state *st)
                        hyocr_kv_pool_block_size(pool), blocks_needed(b, st));
 }
 
+/* The queued job after st: a thread decodes its image and makes its pixels
+ * while st's vision, prefill and the decode steps keep the GPU busy. */
+static void prefetch_next(batch *b, const job_state *st)
+{
+    for (int i = (int)(st - b->st) + 1; i < b->n; i++) {
+        if (b->st[i].phase != JOB_QUEUED) continue;
+        hyocr_job_prefetch(&b->st[i]);
+        return;
+    }
+}
+
 static void admit(batch *b)
 {
     job_state *st;
@@ -411,6 +422,7 @@ static void admit(batch *b)
             end_job(b, st, pool_too_small(b, st));
             continue;
         }
+        if (queued) prefetch_next(b, st);
         if (queued) start_job(b, st, b->n > 1);
         else resume(b, st);
     }
@@ -648,6 +660,8 @@ static bool batch_init(batch *b, hyocr_engine *eng, const hyocr_job_params *jobs
 
 static void batch_clear(batch *b)
 {
+    for (int i = 0; i < b->n; i++)
+        if (b->st[i].prefetch) hyocr_job_drop_inputs(&b->st[i]);
     if (b->own_pool)
         hyocr_model_kv_init(M(b), M(b)->kv_block_size, 0, 0, b->eng->max_model_len, NULL);
     hyocr_model_trim_scratch(M(b));

@@ -74,6 +74,9 @@ typedef struct {
     int                     pick_slot;      /* -1: none */
     int                     pick_synced;    /* generated tokens the slot's penalty set holds */
     bool                    vision_offload; /* its plan fits only with the vision weights off the device */
+    /* decode + pixels done ahead on a thread while the GPU runs other jobs */
+    GThread                *prefetch;       /* joined before anything reads img/px */
+    GError                 *prefetch_error;
 } job_state;
 
 /* engine.c: one job's stages, each false with error set on failure. */
@@ -82,6 +85,9 @@ void   hyocr_job_state_init(job_state *st, hyocr_engine *eng, const hyocr_job_pa
 bool   hyocr_job_begin(job_state *st, GError **error);          /* validate, sampler, detokenizer */
 bool   hyocr_job_preprocess(job_state *st, bool emit_event, GError **error);
 void   hyocr_job_drop_inputs(job_state *st);                    /* image, pixels, prompt */
+/* Starts decoding the image and making the pixels on a thread; the job's
+ * preprocess (or release) takes them. The caller must not touch img/px meanwhile. */
+void   hyocr_job_prefetch(job_state *st);
 bool   hyocr_job_check_memory(job_state *st, GError **error);   /* fills st->plan; refusal with advice */
 bool   hyocr_job_vision(job_state *st, GError **error);
 bool   hyocr_job_cancelled(void *data);

@@ -331,6 +331,36 @@ static bool load_image(job_state *st, GError **error)
     return st->img != NULL;
 }
 
+static bool make_pixels(job_state *st, GError **error)
+{
+    const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
+    if (!load_image(st, error)) return false;
+    st->px = hyocr_pixels_from_image(st->img, &cfg->processor, error);
+    return st->px != NULL;
+}
+
+static gpointer prefetch_thread(gpointer data)
+{
+    job_state *st = data;
+    make_pixels(st, &st->prefetch_error);
+    return NULL;
+}
+
+void hyocr_job_prefetch(job_state *st)
+{
+    if (st->prefetch || st->px) return;
+    st->prefetch = g_thread_try_new("hyocr-prefetch", prefetch_thread, st, NULL);
+}
+
+/* Waits for a prefetch; true when it left pixels (or its error) to take. */
+static bool prefetch_join(job_state *st)
+{
+    if (!st->prefetch) return false;
+    g_thread_join(st->prefetch);
+    st->prefetch = NULL;
+    return true;
+}
+
 static bool check_fits(job_state *st, GError **error)
 {
     int n = st->prompt->n, limit = st->eng->max_model_len;
@@ -350,13 +380,15 @@ bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     const hyocr_job_params *job = st->job;
-    if (!load_image(st, error)) return false;
     if (emit_event) {
-        st->px = hyocr_pixels_from_image(st->img, &cfg->processor, error);
-        if (!st->px) return false;
+        if (prefetch_join(st) && st->prefetch_error) {
+            g_propagate_error(error, g_steal_pointer(&st->prefetch_error));
+            return false;
+        }
+        if (!st->px && !make_pixels(st, error)) return false;
         st->grid_h = st->px->grid_h;
         st->grid_w = st->px->grid_w;
-    } else if (!grid_for(cfg, st->img->width, st->img->height, &st->grid_h, &st->grid_w, error)) {
+    } else if (!load_image(st, error) || !grid_for(cfg, st->img->width, st->img->height, &st->grid_h, &st->grid_w, error)) {
         return false;
     }
     g_autofree char *text = hyocr_task_prompt(job->task, cfg->version, job->fields, job->custom_prompt, error);
@@ -372,6 +404,8 @@ bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
 
 void hyocr_job_drop_inputs(job_state *st)
 {
+    prefetch_join(st);
+    g_clear_error(&st->prefetch_error);
     hyocr_prompt_free(st->prompt);
     hyocr_pixels_free(st->px);
     hyocr_image_free(st->img_owned);
