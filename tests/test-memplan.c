@@ -609,9 +609,41 @@ static void test_backend_limit(void)
     hyocr_backend_free(be);
 }
 
+/* A limit below the weights: refused before any upload, naming the weights' size
+ * (the plan's figure) and the option to raise. */
+static void test_weights_refused(void)
+{
+    g_autofree char *dir = hyocr_test_data("ckpt-flat", NULL);
+    if (!hyocr_test_require(dir)) return;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_checkpoint) ck = hyocr_checkpoint_open(dir, &err);
+    g_assert_no_error(err);
+    hyocr_checkpoint_stats st;
+    hyocr_checkpoint_get_stats(ck, &st);
+    int64_t weights = hyocr_memplan_weights(hyocr_checkpoint_config(ck), 4, st.lm_head_tied);
+    hyocr_engine_params ep;
+    hyocr_engine_params_init(&ep);
+    ep.model_dir = dir;
+    ep.device = HYOCR_DEVICE_CPU;
+    ep.n_threads = 1;
+    ep.memory_limit = weights - 1;
+    g_assert_null(hyocr_engine_init(&ep, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
+    g_autofree char *w = hyocr_memplan_format_bytes(weights);
+    expect_in(err->message, w);
+    expect_in(err->message, "memory limit");
+    expect_in(err->message, "--gpu-memory-limit");
+    g_clear_error(&err);
+    ep.memory_limit = weights + (1 << 20);   /* room for the weights: loads */
+    g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(eng);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/memplan/weights-refused", test_weights_refused);
     g_test_add_func("/memplan/arithmetic", test_arithmetic);
     static const run_case cases[] = {
         { "ckpt-flat", "odd_137x91.png", 0, 0, 0 },

@@ -146,11 +146,37 @@ static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError 
     return true;
 }
 
+/* A memory limit below the weights is refused before a byte is uploaded, with
+ * the number that would do; the backend would otherwise stop halfway through. */
+static bool check_weights_fit(hyocr_engine *eng, GError **error)
+{
+    hyocr_mem_info mi;
+    eng->be->ops->mem_info(eng->be, &mi);
+    int64_t lim = eng->memory_limit;
+    if (lim < 0) lim = mi.total > 0 ? (int64_t)((double)mi.total * (double)-lim / 1e6) : 0;
+    if (lim <= 0) return true;
+    hyocr_checkpoint_stats cs;
+    hyocr_checkpoint_get_stats(eng->ck, &cs);
+    hyocr_memplan_params mp;
+    hyocr_memplan_params_init(&mp, eng->be->kind);
+    int elem = eng->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2;
+    int64_t weights = hyocr_memplan_weights(hyocr_checkpoint_config(eng->ck), elem, cs.lm_head_tied);
+    if (weights + mp.backend_bytes <= lim) return true;
+    g_autofree char *w = hyocr_memplan_format_bytes(weights + mp.backend_bytes);
+    g_autofree char *l = hyocr_memplan_format_bytes(lim);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                _("%s: the model's weights and the %s backend's scratch take %s, more than the memory limit of %s; "
+                  "raise --gpu-memory-limit above that (a page needs more on top: hyocr inspect --device shows how "
+                  "much)"),
+                eng->model_dir, eng->be->ops->name, w, l);
+    return false;
+}
+
 /* Backend, weights and the (empty) KV pool: what a reload in another dtype redoes. */
 static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
 {
     eng->be = open_backend(eng, p, error);
-    if (!eng->be) return false;
+    if (!eng->be || !check_weights_fit(eng, error)) return false;
     eng->model = hyocr_model_load(eng->be, eng->ck, error);
     if (!eng->model) {
         g_prefix_error(error, "%s: loading weights on the %s backend: ", eng->model_dir, eng->be->ops->name);
