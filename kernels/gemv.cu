@@ -75,3 +75,205 @@ cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const vo
 }
 
 } /* extern "C" */
+
+/* ---- one-row products with their neighbours fused (decode at batch 1) ----
+ * A CTA of 8 warps serves 8/S outputs, S warps splitting K, so the narrow
+ * products (N = 1024) still put every SM to work. Each thread issues all its
+ * weight loads before anything else (the RMSNorm prologue and the reductions
+ * overlap them). The modes save a launch each: the norm that feeds the product
+ * (every CTA recomputes it from the fp32 residual: 4 KB of L2 reads), silu(gate)·up
+ * computed from two weight rows per output, and the residual add of the result.
+ * Every value is rounded where the unfused ops store it, so results match them. */
+#define GEMV1_THREADS 256
+#define GEMV1_MAX_K   8192   /* the normalised row lives in shared memory */
+
+template <typename T> struct ctype;
+template <> struct ctype<__half> { static constexpr int value = HK_F16; };
+template <> struct ctype<__nv_bfloat16> { static constexpr int value = HK_BF16; };
+
+template <typename T> __device__ __forceinline__ void dot8(float &acc, const int4 &w, const float *x)
+{
+    float wv[8];
+    unpack<T>(wv, w);
+#pragma unroll
+    for (int i = 0; i < 8; i++) acc = fmaf(wv[i], x[i], acc);
+}
+
+/* xs[0..K) = RMSNorm_HF(res)·nw as add_norm stores it; same thread striding and
+ * block sum as k_add_norm with 256 threads, hence the same rstd. */
+template <typename T>
+__device__ void gemv1_norm(float *xs, const float *res, const void *nw, int nwt, float eps, int K, float *red)
+{
+    float sq = 0.0f;
+    for (int i = threadIdx.x; i < K; i += blockDim.x) {
+        float v = res[i];
+        sq += v * v;
+    }
+    const float rstd = rsqrtf(hk_block_sum(sq, red) / K + eps);
+    const int ct = ctype<T>::value;
+    for (int i = threadIdx.x; i < K; i += blockDim.x)
+        xs[i] = hk_round(hk_round(res[i] * rstd, ct) * hk_ld(nw, nwt, i), ct);
+    __syncthreads();
+}
+
+/* Programmatic dependent launch (sm_90+): a product launched with it streams its
+ * weights (constant) while the kernel before it finishes, and waits before it
+ * reads anything that kernel wrote; each product lets the next start early. Both
+ * instructions are no-ops for a kernel launched the ordinary way. */
+__device__ __forceinline__ void griddep_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void griddep_launch_next()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+template <typename T, int NV, int S, int MODE>
+__global__ void __launch_bounds__(GEMV1_THREADS)
+k_gemv1(void *out, int ot, const T *x, float *res, const void *nw, int nwt, float eps, const T *w, int N, int K)
+{
+    extern __shared__ float xs[];   /* MODE NORM / NORM_GLU: the normalised input row */
+    __shared__ float red[32];
+    __shared__ float part[2][GEMV1_THREADS / 32];
+    constexpr int R = GEMV1_THREADS / 32 / S, G = 32 * S;
+    const bool glu = MODE == HK_GEMV_NORM_GLU, norm = MODE == HK_GEMV_NORM || glu;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, rr = warp % R, sl = warp / R;
+    const int n = blockIdx.x * R + rr, t = sl * 32 + lane, units = K >> 3;
+    const bool on = n < N;
+    const int4 *wa = (const int4 *)(w + (size_t)(on ? n : 0) * K);
+    const int4 *wb = (const int4 *)(w + (size_t)(on ? N + n : 0) * K);
+    griddep_launch_next();
+    int4 va[NV], vb[NV];
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        int u = t + j * G;
+        if (on && u < units) {
+            va[j] = __ldcs(wa + u);
+            if (glu) vb[j] = __ldcs(wb + u);
+        }
+    }
+    griddep_wait();
+    if (norm) gemv1_norm<T>(xs, res, nw, nwt, eps, K, red);
+    float acc_a = 0.0f, acc_b = 0.0f;
+    for (int u0 = 0;;) {
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            int u = u0 + t + j * G;
+            if (!on || u >= units) continue;
+            float xv[8];
+            if (norm) {
+                const float4 *p = (const float4 *)(xs + u * 8);
+                float4 a = p[0], b = p[1];
+                xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w, xv[4] = b.x, xv[5] = b.y, xv[6] = b.z, xv[7] = b.w;
+            } else {
+                unpack<T>(xv, __ldg((const int4 *)x + u));
+            }
+            dot8<T>(acc_a, va[j], xv);
+            if (glu) dot8<T>(acc_b, vb[j], xv);
+        }
+        u0 += G * NV;
+        if (u0 >= units) break;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            int u = u0 + t + j * G;
+            if (on && u < units) {
+                va[j] = __ldcs(wa + u);
+                if (glu) vb[j] = __ldcs(wb + u);
+            }
+        }
+    }
+    acc_a = hk_warp_sum(acc_a);
+    if (glu) acc_b = hk_warp_sum(acc_b);
+    if (S > 1) {
+        if (lane == 0) {
+            part[0][warp] = acc_a;
+            part[1][warp] = acc_b;
+        }
+        __syncthreads();
+        if (sl == 0) {
+            for (int s = 1; s < S; s++) {
+                acc_a += part[0][s * R + rr];
+                acc_b += part[1][s * R + rr];
+            }
+        }
+    }
+    if (sl || lane || !on) return;
+    const int ct = ctype<T>::value;
+    if (MODE == HK_GEMV_RESIDUAL) {
+        res[n] += hk_round(acc_a, ct);
+    } else if (glu) {
+        float g = hk_round(acc_a, ot), u = hk_round(acc_b, ot);
+        hk_st(out, ot, n, hk_round(g / (1.0f + expf(-g)), ot) * u);
+    } else {
+        hk_st(out, ot, n, acc_a);
+    }
+}
+
+template <typename T, int NV, int S>
+static cudaError_t gemv1_launch(cudaStream_t s, int mode, void *out, hk_dtype ot, const void *x, float *res,
+                                const void *nw, hk_dtype nwt, float eps, const void *w, int N, int K, int pdl)
+{
+    constexpr int R = GEMV1_THREADS / 32 / S;
+    const T *xp = (const T *)x, *wp = (const T *)w;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((N + R - 1) / R));
+    cfg.blockDim = dim3(GEMV1_THREADS);
+    cfg.dynamicSmemBytes = mode == HK_GEMV_NORM || mode == HK_GEMV_NORM_GLU ? (size_t)K * sizeof(float) : 0;
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    cudaError_t e;
+#define GEMV1_CASE(M_)                                                                                       \
+    case M_:                                                                                                 \
+        e = cudaLaunchKernelEx(&cfg, k_gemv1<T, NV, S, M_>, out, (int)ot, xp, res, nw, (int)nwt, eps, wp, N, K); \
+        break;
+    switch (mode) {
+    GEMV1_CASE(HK_GEMV_PLAIN)
+    GEMV1_CASE(HK_GEMV_NORM)
+    GEMV1_CASE(HK_GEMV_NORM_GLU)
+    GEMV1_CASE(HK_GEMV_RESIDUAL)
+    default: return cudaErrorInvalidValue;
+    }
+#undef GEMV1_CASE
+    return e;
+}
+
+/* Split K over two warps where the outputs are few, and hold up to 8 loads per
+ * thread: every shape of the model then streams its weights in one pass. */
+template <typename T>
+static cudaError_t gemv1_t(cudaStream_t s, int mode, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
+                           hk_dtype nwt, float eps, const void *w, int N, int K, int pdl)
+{
+    const int units = K / 8;
+    if (N <= 2048) {
+        if (units <= 2 * 32 * 4) return gemv1_launch<T, 4, 2>(s, mode, out, ot, x, res, nw, nwt, eps, w, N, K, pdl);
+        return gemv1_launch<T, 8, 2>(s, mode, out, ot, x, res, nw, nwt, eps, w, N, K, pdl);
+    }
+    if (units <= 32 * 4) return gemv1_launch<T, 4, 1>(s, mode, out, ot, x, res, nw, nwt, eps, w, N, K, pdl);
+    return gemv1_launch<T, 8, 1>(s, mode, out, ot, x, res, nw, nwt, eps, w, N, K, pdl);
+}
+
+extern "C" {
+
+cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
+                     const void *nw, hk_dtype nwt, float eps, const void *w, int N, int K, int pdl)
+{
+    if (N <= 0) return cudaSuccess;
+    const bool norm = mode == HK_GEMV_NORM || mode == HK_GEMV_NORM_GLU;
+    if (K <= 0 || K % 8 || (t != HK_F16 && t != HK_BF16) || (norm && K > GEMV1_MAX_K) || (norm && (!res || !nw)) ||
+        (!norm && !x) || (mode == HK_GEMV_RESIDUAL ? !res : !out))
+        return cudaErrorInvalidValue;
+    return t == HK_BF16 ? gemv1_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, N, K, pdl)
+                        : gemv1_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, N, K, pdl);
+}
+
+} /* extern "C" */

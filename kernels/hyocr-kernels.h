@@ -149,6 +149,17 @@ cudaError_t hk_pick_greedy(cudaStream_t s, const float *logits, int n, int V, ui
 #define HK_GEMV_MAX_ROWS 4
 cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
                     int K);
+/* One-row products with a neighbouring op fused (gemv.cu), w [N, K] of compute type t, K a
+ * multiple of 8, w 16-byte aligned:
+ *   PLAIN     out[N] (type ot) = x · wᵀ
+ *   NORM      out = RMSNorm_HF(res[K], nw, eps) · wᵀ, the norm as hk_add_norm stores it (K ≤ 8192)
+ *   NORM_GLU  w is [2N, K] (gate | up): out = silu(gate) ⊙ up of the normed row, as hk_swiglu
+ *   RESIDUAL  res[N] (fp32) += x · wᵀ rounded to t (as a product stored, then added)
+ * x (PLAIN, RESIDUAL) is of type t and 16-byte aligned; res is fp32. pdl: launched as a programmatic
+ * dependent (sm_90+: the weight loads overlap the tail of the kernel before). */
+enum { HK_GEMV_PLAIN = 0, HK_GEMV_NORM = 1, HK_GEMV_NORM_GLU = 2, HK_GEMV_RESIDUAL = 3 };
+cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
+                     const void *nw, hk_dtype nwt, float eps, const void *w, int N, int K, int pdl);
 /* Bytes of the work area hk_pick_greedy needs: zeroed before its first use, left zeroed. */
 size_t      hk_pick_work_bytes(int n, int V);
 

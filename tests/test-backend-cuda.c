@@ -475,6 +475,86 @@ static void test_norms(gconstpointer data)
     free2(g, &po);
 }
 
+/* The fused decode products against the CPU's composition of the unfused ops,
+ * and against the CUDA unfused ops (the same roundings: only the order of the
+ * fp32 sums differs). Shapes: the model's, a ragged one, a K needing two passes. */
+static void run_fused(const dt_case *c, hyocr_backend *g, int N, int K, int mode)
+{
+    const int Nw = mode == 2 ? 2 * N : N, Kx = mode == 0 ? 0 : K;   /* 0 norm, 1 residual, 2 norm+glu */
+    g_autofree float *r = rnd((size_t)(mode == 1 ? N : K), -3, 3), *nw = rndq(g, K, 0.5, 1.5);
+    g_autofree float *w = rndq(g, (size_t)Nw * K, -0.1, 0.1), *x = rndq(g, (size_t)(Kx ? Kx : 1), -1, 1);
+    pair pr = mk2(g, HYOCR_BUF_F32, r, (size_t)(mode == 1 ? N : K)), pn = mk2(g, HYOCR_BUF_WEIGHT, nw, K);
+    pair pw = mk2(g, HYOCR_BUF_WEIGHT, w, (size_t)Nw * K), px = mk2(g, HYOCR_BUF_ACT, x, (size_t)(Kx ? Kx : 1));
+    pair po = mk2(g, HYOCR_BUF_ACT, NULL, (size_t)N);
+    g_autofree char *what = g_strdup_printf("%s %d×%d", mode == 1 ? "matmul_residual" : mode ? "norm_matmul glu" :
+                                            "norm_matmul", N, K);
+    if (mode == 1) {
+        BOTH(g, cpu()->ops->matmul_residual(cpu(), pr.c, px.c, pw.c, 1, N, K, E),
+             g->ops->matmul_residual(g, pr.g, px.g, pw.g, 1, N, K, E));
+        cmp2(g, what, &pr, 0, (size_t)N, c->tol / 8);
+        /* unfused on the device: the product into an ACT buffer, then the add */
+        pair pd = mk2(g, HYOCR_BUF_ACT, NULL, (size_t)N);
+        g_autofree float *fused = get(g, pr.g, 0, (size_t)N);
+        hyocr_buf *r2 = mk(g, HYOCR_BUF_F32, r, (size_t)N);
+        OK(g->ops->matmul(g, pd.g, px.g, pw.g, 0, NULL, 1, N, K, E));
+        OK(g->ops->add(g, r2, pd.g, (size_t)N, E));
+        g_autofree float *unfused = get(g, r2, 0, (size_t)N);
+        expect_close("matmul_residual vs unfused", fused, unfused, (size_t)N, c->tol / 8);
+        g->ops->buf_free(g, r2);
+        free2(g, &pd);
+    } else {
+        BOTH(g, cpu()->ops->norm_matmul(cpu(), po.c, pr.c, pn.c, 1e-6f, pw.c, 1, N, K, mode == 2, E),
+             g->ops->norm_matmul(g, po.g, pr.g, pn.g, 1e-6f, pw.g, 1, N, K, mode == 2, E));
+        cmp2(g, what, &po, 0, (size_t)N, c->tol);
+        cmp2(g, "norm_matmul leaves the residual", &pr, 0, (size_t)K, -1);
+        hyocr_buf *a = mk(g, HYOCR_BUF_ACT, NULL, (size_t)K), *gu = mk(g, HYOCR_BUF_ACT, NULL, (size_t)Nw);
+        hyocr_buf *o2 = mk(g, HYOCR_BUF_ACT, NULL, (size_t)N);
+        OK(g->ops->add_rmsnorm(g, a, pr.g, NULL, pn.g, 1, K, 1e-6f, E));
+        OK(g->ops->matmul(g, mode == 2 ? gu : o2, a, pw.g, 0, NULL, 1, Nw, K, E));
+        if (mode == 2) OK(g->ops->swiglu(g, o2, gu, 1, N, E));
+        g_autofree float *fused = get(g, po.g, 0, (size_t)N), *unfused = get(g, o2, 0, (size_t)N);
+        expect_close("norm_matmul vs unfused", fused, unfused, (size_t)N, c->tol);
+        g->ops->buf_free(g, a);
+        g->ops->buf_free(g, gu);
+        g->ops->buf_free(g, o2);
+    }
+    free2(g, &pr);
+    free2(g, &pn);
+    free2(g, &pw);
+    free2(g, &px);
+    free2(g, &po);
+}
+
+static void test_fused(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    g_assert_nonnull(g->ops->norm_matmul);
+    g_assert_nonnull(g->ops->matmul_residual);
+    run_fused(c, g, 4096, 1024, 0);   /* qkv */
+    run_fused(c, g, 3584, 1024, 2);   /* gate|up → swiglu */
+    run_fused(c, g, 1024, 2048, 1);   /* o */
+    run_fused(c, g, 1024, 3584, 1);   /* down */
+    run_fused(c, g, 37, 200, 0);
+    run_fused(c, g, 37, 200, 2);
+    run_fused(c, g, 37, 200, 1);
+    run_fused(c, g, 3000, 2400, 0);   /* K over one pass of loads */
+    run_fused(c, g, 3000, 2400, 1);
+    /* the CUDA versions take one row: more is an error, not a wrong answer */
+    hyocr_buf *r = mk(g, HYOCR_BUF_F32, NULL, 2 * 64), *w = mk(g, HYOCR_BUF_WEIGHT, NULL, 64 * 64);
+    hyocr_buf *x = mk(g, HYOCR_BUF_ACT, NULL, 2 * 64);
+    g_autoptr(GError) err = NULL;
+    g_assert_false(g->ops->matmul_residual(g, r, x, w, 2, 64, 64, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+    g_assert_false(g->ops->norm_matmul(g, x, x, w, 1e-6f, w, 1, 64, 64, false, &err));   /* residual not F32 */
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g->ops->buf_free(g, r);
+    g->ops->buf_free(g, w);
+    g->ops->buf_free(g, x);
+}
+
 static void test_pointwise(gconstpointer data)
 {
     const dt_case *c = data;
@@ -634,6 +714,7 @@ static void test_attention_full(gconstpointer data)
     hyocr_backend *g = cuda(c);
     if (!g) return;
     run_full(c, g, 300, 16, 72);
+    run_full(c, g, 1000, 16, 72);   /* several key tiles, the last partial */
     run_full(c, g, 64, 2, 72);
     run_full(c, g, 1, 3, 72);
     run_full(c, g, 77, 4, 128);
@@ -644,7 +725,8 @@ static void test_attention_full_long(gconstpointer data)
     const dt_case *c = data;
     hyocr_backend *g = cuda(c);
     if (!g) return;
-    run_full(c, g, 4096, 16, 72);
+    run_full(c, g, 4096, 16, 72);   /* full tiles only: the unmasked path */
+    run_full(c, g, 4200, 16, 72);   /* many tiles, then a partial query and key tile */
 }
 
 /* Paged KV fixture: both backends' caches and a shuffled block pool. */
@@ -1146,6 +1228,7 @@ int main(int argc, char **argv)
         add("matmul", c, test_matmul);
         add("norms", c, test_norms);
         add("pointwise", c, test_pointwise);
+        add("fused", c, test_fused);
         add("vision_helpers", c, test_vision_helpers);
         add("embed", c, test_embed);
         add("rope_qknorm", c, test_rope);

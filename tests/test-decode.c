@@ -220,6 +220,78 @@ static void test_decode(gconstpointer cuda)
     unload(&l);
 }
 
+static int argmax_margin(const float *x, int V, float *margin)
+{
+    int best = 0;
+    float second = -INFINITY;
+    for (int v = 1; v < V; v++) {
+        if (x[v] > x[best]) {
+            second = x[best];
+            best = v;
+        } else if (x[v] > second) {
+            second = x[v];
+        }
+    }
+    *margin = x[best] - second;
+    return best;
+}
+
+/* Batch-1 steps take the fused products (HYOCR_FUSE): sequence a fused and b
+ * unfused bring their logits to the host, c (fused) chooses on the device, in
+ * graphs on CUDA; all three are fed c's choice. The fused logits must match the
+ * unfused ones (CPU: the same arithmetic; CUDA: up to the order of fp32 sums)
+ * and c's choice must be their argmax wherever that is not a near-tie. */
+static void test_decode_fused(gconstpointer cuda)
+{
+    loaded l;
+    if (!load(&l, GPOINTER_TO_INT(cuda))) return;
+    hyocr_model *m = l.m;
+    const int V = m->cfg.text.vocab_size, len = 20;
+    const double tol = GPOINTER_TO_INT(cuda) ? 5e-3 : 1e-6;
+    g_autoptr(GError) err = NULL;
+    GRand *r = g_rand_new_with_seed(5u);
+    int32_t ids[20];
+    for (int i = 0; i < len; i++) ids[i] = g_rand_int_range(r, 2, 1000);
+    g_autofree float *la = g_new(float, V), *lb = g_new(float, V);
+    hyocr_kv_seq *kv[3];
+    for (int s = 0; s < 3; s++) {
+        kv[s] = hyocr_model_seq_new(m);
+        hyocr_text_seq q = { .ids = ids, .n_new = len, .kv = kv[s] };
+        g_assert_true(hyocr_text_forward(m, &q, 1, la, NULL, NULL, &err));
+        g_assert_no_error(err);
+    }
+    hyocr_pick pick = { .slot = hyocr_model_pick_slot_new(m, ids, len, &err), .penalty = 1.0f };
+    g_assert_no_error(err);
+    int32_t tok = ids[len - 1];
+    for (int step = 0; step < 25; step++) {
+        hyocr_text_seq qa = { .ids = &tok, .n_new = 1, .kv = kv[0] }, qb = { .ids = &tok, .n_new = 1, .kv = kv[1] };
+        hyocr_text_seq qc = { .ids = &tok, .n_new = 1, .kv = kv[2] };
+        int32_t next = -1;
+        g_setenv("HYOCR_FUSE", "1", TRUE);
+        g_assert_true(hyocr_text_decode(m, &qa, 1, NULL, NULL, NULL, la, &err));
+        g_assert_true(hyocr_text_decode(m, &qc, 1, &pick, &next, NULL, NULL, &err));
+        g_setenv("HYOCR_FUSE", "0", TRUE);
+        g_assert_true(hyocr_text_decode(m, &qb, 1, NULL, NULL, NULL, lb, &err));
+        g_unsetenv("HYOCR_FUSE");
+        g_assert_no_error(err);
+        double num = 0.0, den = 0.0;
+        for (int v = 0; v < V; v++) {
+            num += ((double)la[v] - lb[v]) * ((double)la[v] - lb[v]);
+            den += (double)lb[v] * lb[v];
+        }
+        double e = sqrt(num / den);
+        if (!(e <= tol)) g_error("step %d: fused logits differ from unfused by rel-L2 %.3g (tol %.3g)", step, e, tol);
+        float margin;
+        int best = argmax_margin(la, V, &margin);
+        if (margin > 1e-2f && next != best) g_error("step %d: device chose %d, fused logits' argmax %d", step, next, best);
+        tok = next;
+    }
+    hyocr_model_pick_slot_free(m, pick.slot);
+    for (int s = 0; s < 3; s++) hyocr_model_seq_free(m, kv[s]);
+    g_rand_free(r);
+    unload(&l);
+}
+
 static void test_decode_bad(gconstpointer cuda)
 {
     loaded l;
@@ -419,7 +491,7 @@ static void test_bench(void)
         hyocr_backend_free(be);
         return;
     }
-    const int batches[] = { 4, 16 };
+    const int batches[] = { 1, 4, 16 };
     for (size_t b = 0; b < G_N_ELEMENTS(batches); b++)
         for (int mode = 1; mode < 3; mode++) {
             if (only && !strchr(only, '0' + mode)) continue;
@@ -445,6 +517,8 @@ int main(int argc, char **argv)
         g_test_add_data_func(p2, GINT_TO_POINTER(c), test_decode);
         g_test_add_data_func(p3, GINT_TO_POINTER(c), test_decode_bad);
         g_test_add_data_func(p4, GINT_TO_POINTER(c), test_finite);
+        g_autofree char *p5 = g_strdup_printf("/decode/%s/fused", names[c]);
+        g_test_add_data_func(p5, GINT_TO_POINTER(c), test_decode_fused);
     }
     g_test_add_func("/decode/cuda/bench", test_bench);
     return g_test_run();

@@ -804,6 +804,38 @@ static bool cpu_swiglu(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *gu, i
     return true;
 }
 
+/* The fused decode products, composed from the unfused ops (the CPU gains
+ * nothing from fusing them; this keeps both backends on one decode path). */
+static bool cpu_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *residual, const hyocr_buf *norm_w,
+                            float eps, const hyocr_buf *w, int M, int N, int K, bool glu, GError **error)
+{
+    if (!DIMS_OK("norm_matmul", error, M, N, K) || !need("norm_matmul", "out", out, (size_t)M * N, error) ||
+        !need("norm_matmul", "residual", residual, (size_t)M * K, error) ||
+        !need("norm_matmul", "norm weight", norm_w, (size_t)K, error) ||
+        !need("norm_matmul", "w", w, (size_t)(glu ? 2 : 1) * N * K, error))
+        return false;
+    if (M == 0 || N == 0 || K == 0) return cpu_matmul(be, out, residual, w, 0, NULL, M, N, 0, error);
+    g_autofree float *xn = g_new(float, (size_t)M * K);
+    hyocr_buf xb = { HYOCR_BUF_ACT, sizeof(float), (size_t)M * K, xn };
+    if (!cpu_add_rmsnorm(be, &xb, (hyocr_buf *)residual, NULL, norm_w, M, K, eps, error)) return false;
+    if (!glu) return cpu_matmul(be, out, &xb, w, 0, NULL, M, N, K, error);
+    g_autofree float *gu = g_new(float, (size_t)M * 2 * N);
+    hyocr_buf gb = { HYOCR_BUF_ACT, sizeof(float), (size_t)M * 2 * N, gu };
+    return cpu_matmul(be, &gb, &xb, w, 0, NULL, M, 2 * N, K, error) && cpu_swiglu(be, out, &gb, M, N, error);
+}
+
+static bool cpu_matmul_residual(hyocr_backend *be, hyocr_buf *residual, const hyocr_buf *x, const hyocr_buf *w, int M,
+                                int N, int K, GError **error)
+{
+    if (!DIMS_OK("matmul_residual", error, M, N, K) ||
+        !need("matmul_residual", "residual", residual, (size_t)M * N, error))
+        return false;
+    if (M == 0 || N == 0) return true;
+    g_autofree float *d = g_new(float, (size_t)M * N);
+    hyocr_buf db = { HYOCR_BUF_ACT, sizeof(float), (size_t)M * N, d };
+    return cpu_matmul(be, &db, x, w, 0, NULL, M, N, K, error) && cpu_add(be, residual, &db, (size_t)M * N, error);
+}
+
 /* ---------------------------------------------------------------- vision helpers */
 
 typedef struct {
@@ -1786,6 +1818,8 @@ static const hyocr_backend_ops cpu_ops = {
     .write_bytes = cpu_write_bytes,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
+    .norm_matmul = cpu_norm_matmul,
+    .matmul_residual = cpu_matmul_residual,
 };
 
 hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **error)

@@ -73,6 +73,7 @@ typedef struct {
     GHashTable      *prof_stats;    /* interned op name → prof_stat */
     hyocr_backend_ops prof_ops;
     bool             gemv;          /* our matrix-vector kernel for decode-sized GEMMs (HYOCR_NO_GEMV=1: cuBLAS) */
+    int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
 } cuda_backend;
 
@@ -582,6 +583,52 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
         pl->ok = false;
     }
     return gemm_fallback(cb, out->data, ot, xp, wp, bp, M, N, K, error);
+}
+
+/* The fused products are decode's batch-1 path (hk_gemv1); wider batches go
+ * through the unfused ops, whose cuBLAS GEMMs win from a few rows on. */
+static bool fused_args(const char *op, const hyocr_buf *f32, const char *f32_name, const hyocr_buf *w,
+                       const hyocr_buf *x, int M, int N, int K, GError **error)
+{
+    if (M != 1 || N < 0 || K <= 0 || K % 8)
+        return invalid(error, "%s: the CUDA version takes one row and K a positive multiple of 8 (got %d×%d×%d)", op,
+                       M, N, K);
+    if (f32->kind != HYOCR_BUF_F32) return invalid(error, "%s: buffer '%s' must be F32", op, f32_name);
+    if (w->kind == HYOCR_BUF_F32) return invalid(error, "%s: weights in an F32 buffer are not supported", op);
+    if (x && !need_act(op, "x", x, error)) return false;
+    if (ptr_align(w->data) < 16 || (x && ptr_align(x->data) < 16))
+        return invalid(error, "%s: operands must be 16-byte aligned", op);
+    return true;
+}
+
+static bool cuda_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *residual, const hyocr_buf *norm_w,
+                             float eps, const hyocr_buf *w, int M, int N, int K, bool glu, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!need("norm_matmul", "out", out, (size_t)M * N, error) ||
+        !need("norm_matmul", "residual", residual, (size_t)M * K, error) ||
+        !need("norm_matmul", "norm weight", norm_w, (size_t)K, error) ||
+        !need("norm_matmul", "w", w, (size_t)(glu ? 2 : 1) * N * K, error) ||
+        !fused_args("norm_matmul", residual, "residual", w, NULL, M, N, K, error))
+        return false;
+    if (K > 8192) return invalid(error, "norm_matmul: K = %d is over the 8192 the CUDA version holds", K);
+    return ck(hk_gemv1(cb->stream, cb->act, glu ? HK_GEMV_NORM_GLU : HK_GEMV_NORM, out->data, buf_t(cb, out), NULL,
+                       residual->data, norm_w->data, buf_t(cb, norm_w), eps, w->data, N, K, cb->pdl),
+              "norm_matmul", error);
+}
+
+static bool cuda_matmul_residual(hyocr_backend *be, hyocr_buf *residual, const hyocr_buf *x, const hyocr_buf *w, int M,
+                                 int N, int K, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (!need("matmul_residual", "residual", residual, (size_t)M * N, error) ||
+        !need("matmul_residual", "x", x, (size_t)M * K, error) ||
+        !need("matmul_residual", "w", w, (size_t)N * K, error) ||
+        !fused_args("matmul_residual", residual, "residual", w, x, M, N, K, error))
+        return false;
+    return ck(hk_gemv1(cb->stream, cb->act, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, residual->data, NULL, HK_F32, 0.0f,
+                       w->data, N, K, cb->pdl),
+              "matmul_residual", error);
 }
 
 /* ---------------------------------------------------------------- norms, pointwise */
@@ -1451,6 +1498,20 @@ static bool p_embed(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *t, const i
 static bool p_pick_greedy(hyocr_backend *be, const hyocr_buf *l, int n, int V, hyocr_buf *seen, const int32_t *sl,
                           const float *pe, GError **e)
 { PROF("pick_greedy", cuda_pick_greedy(be, l, n, V, seen, sl, pe, e)); }
+static bool p_norm_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *r, const hyocr_buf *nw, float eps,
+                          const hyocr_buf *w, int M, int N, int K, bool glu, GError **e)
+{
+    char buf[96];
+    g_snprintf(buf, sizeof buf, "norm_matmul%s N=%d K=%d", glu ? " glu" : "", N, K);
+    PROF(g_intern_string(buf), cuda_norm_matmul(be, o, r, nw, eps, w, M, N, K, glu, e));
+}
+static bool p_matmul_residual(hyocr_backend *be, hyocr_buf *r, const hyocr_buf *x, const hyocr_buf *w, int M, int N,
+                              int K, GError **e)
+{
+    char buf[96];
+    g_snprintf(buf, sizeof buf, "matmul_residual N=%d K=%d", N, K);
+    PROF(g_intern_string(buf), cuda_matmul_residual(be, r, x, w, M, N, K, e));
+}
 static bool p_graph_launch(hyocr_backend *be, void *g, bool *stale, GError **e)
 { PROF("graph launch (whole decode step)", cuda_graph_launch(be, g, stale, e)); }
 
@@ -1540,6 +1601,8 @@ static const hyocr_backend_ops cuda_ops = {
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,
     .graph_free = cuda_graph_free,
+    .norm_matmul = cuda_norm_matmul,
+    .matmul_residual = cuda_matmul_residual,
 };
 
 static void prof_init(cuda_backend *cb)
@@ -1566,6 +1629,8 @@ static void prof_init(cuda_backend *cb)
     o->embed = p_embed;
     o->pick_greedy = p_pick_greedy;
     o->graph_launch = p_graph_launch;
+    o->norm_matmul = p_norm_matmul;
+    o->matmul_residual = p_matmul_residual;
     cb->base.ops = o;
 }
 
@@ -1663,6 +1728,8 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     }
     const char *no_gemv = g_getenv("HYOCR_NO_GEMV");
     cb->gemv = !(no_gemv && *no_gemv && strcmp(no_gemv, "0") != 0);
+    const char *pdl = g_getenv("HYOCR_PDL");   /* H200: batch-1 decode +4 % (fuse-* results); 0 turns it off */
+    cb->pdl = cb->cc >= 90 && !(pdl && *pdl && strcmp(pdl, "0") == 0);
     const char *split = g_getenv("HYOCR_DECODE_SPLIT");
     if (split) cb->split_override = CLAMP(atoi(split), 0, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     const char *prof = g_getenv("HYOCR_PROFILE");

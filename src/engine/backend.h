@@ -200,6 +200,19 @@ typedef struct {
     /* *stale: a buffer the graph captured has moved since; nothing was launched. */
     bool   (*graph_launch)(hyocr_backend *be, void *graph, bool *stale, GError **error);
     void   (*graph_free)(hyocr_backend *be, void *graph);
+
+    /* ---- fused decode products (optional: NULL where the backend has none) ----
+     * They do what the unfused ops do, with the same roundings, in fewer passes; the CUDA
+     * versions take one row (M = 1), the CPU ones any M.
+     * norm_matmul: out[M, N] = (RMSNorm_HF(residual[M, K])·norm_w) · w[N, K]ᵀ, residual unchanged
+     * (= add_rmsnorm without delta into a scratch, then matmul); with glu, w is [2N, K]
+     * (gate | up rows) and out = silu(gate) ⊙ up (= matmul to [M, 2N], then swiglu). */
+    bool   (*norm_matmul)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *residual, const hyocr_buf *norm_w,
+                          float eps, const hyocr_buf *w, int M, int N, int K, bool glu, GError **error);
+    /* residual[M, N] (F32) += x[M, K] · w[N, K]ᵀ, the product rounded to the activation type
+     * first (= matmul into an ACT buffer, then the add of add_rmsnorm). */
+    bool   (*matmul_residual)(hyocr_backend *be, hyocr_buf *residual, const hyocr_buf *x, const hyocr_buf *w,
+                              int M, int N, int K, GError **error);
 } hyocr_backend_ops;
 
 /* One decode step for decode_bind: one row (token) per sequence. */

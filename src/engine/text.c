@@ -198,6 +198,39 @@ static bool text_bufs_get(hyocr_model *m, int rows, int n_seqs, text_bufs *t, GE
     return t->h && t->a && t->qkv && t->att && t->delta && t->gu && t->act && t->last && t->logits;
 }
 
+/* Single rows (batch-1 decode) take the fused products: 7 launches a layer
+ * instead of 10, batch-1 decode +14 % on an H200 (bench/results/2026-12-02-h200-s2,
+ * fuse-*). On by default on CUDA only (the CPU gains nothing from them);
+ * HYOCR_FUSE=0/1 overrides. */
+static bool use_fused(const hyocr_model *m, int rows)
+{
+    if (rows != 1 || !OPS->norm_matmul || !OPS->matmul_residual) return false;
+    const char *v = g_getenv("HYOCR_FUSE");
+    if (!v || !*v) return m->be->kind == HYOCR_BACKEND_CUDA;
+    return strcmp(v, "0") != 0;
+}
+
+/* The fused layer: the products add into the residual h themselves, so delta
+ * is not used and the final norm takes h as it is. */
+static bool text_layer_fused(hyocr_model *m, int l, const text_batch *b, const text_chunk *k, const text_bufs *t,
+                             GError **error)
+{
+    const hyocr_text_config *c = &m->cfg.text;
+    const hyocr_text_layer *L = &m->layers[l];
+    const int M = k->rows, H = c->hidden_size, D = c->head_dim, Hq = c->num_heads, Hkv = c->num_kv_heads;
+    const float eps = c->rms_norm_eps, scale = (float)pow((double)D, -0.5);
+
+    return OPS->norm_matmul(m->be, t->qkv, t->h, L->in_norm, eps, L->qkv_w, M, (Hq + 2 * Hkv) * D, H, false, error) &&
+           OPS->rope_qknorm(m->be, t->qkv, M, k->pos, b->n_axes, Hq, Hkv, &m->rope, L->q_norm, L->k_norm, eps,
+                            error) &&
+           OPS->attention_paged(m->be, t->att, t->qkv, m->k_cache[l], m->v_cache[l], m->kv_block_size, k->views,
+                                k->n_views, Hq, Hkv, D, scale, error) &&
+           OPS->matmul_residual(m->be, t->h, t->att, L->o_w, M, H, Hq * D, error) &&
+           OPS->norm_matmul(m->be, t->act, t->h, L->post_norm, eps, L->gate_up_w, M, c->intermediate_size, H, true,
+                            error) &&
+           OPS->matmul_residual(m->be, t->h, t->act, L->down_w, M, H, c->intermediate_size, error);
+}
+
 /* One decoder layer over the chunk's rows. As in the ViT, the MLP output stays
  * in delta and is added by the next add_rmsnorm (or the final norm). */
 static bool text_layer(hyocr_model *m, int l, const text_batch *b, const text_chunk *k, const text_bufs *t,
@@ -209,6 +242,7 @@ static bool text_layer(hyocr_model *m, int l, const text_batch *b, const text_ch
     const int I = c->intermediate_size;
     const float scale = (float)pow((double)D, -0.5);
 
+    if (use_fused(m, M)) return text_layer_fused(m, l, b, k, t, error);
     return OPS->add_rmsnorm(m->be, t->a, t->h, l == 0 ? NULL : t->delta, L->in_norm, M, H, c->rms_norm_eps, error) &&
            OPS->matmul(m->be, t->qkv, t->a, L->qkv_w, 0, NULL, M, (Hq + 2 * Hkv) * D, H, error) &&
            OPS->rope_qknorm(m->be, t->qkv, M, k->pos, b->n_axes, Hq, Hkv, &m->rope, L->q_norm, L->k_norm,
@@ -233,7 +267,9 @@ static bool text_last_rows(hyocr_model *m, const text_batch *b, const text_chunk
         if (row >= k->rows) continue;
         hyocr_buf out = hyocr_buf_view(t->last, (size_t)s * H, H), h = hyocr_buf_view(t->h, row * H, H),
                   d = hyocr_buf_view(t->delta, row * H, H);
-        if (!OPS->add_rmsnorm(m->be, &out, &h, &d, m->final_norm, 1, (int)H, c->rms_norm_eps, error)) return false;
+        if (!OPS->add_rmsnorm(m->be, &out, &h, use_fused(m, k->rows) ? NULL : &d, m->final_norm, 1, (int)H,
+                              c->rms_norm_eps, error))
+            return false;
     }
     return true;
 }
@@ -360,7 +396,9 @@ static bool decode_ops(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs
     const int n = k->rows, H = c->hidden_size, V = c->vocab_size;
     bool ok = embed_rows(m, t->h, b, seqs, k, error);
     for (int l = 0; ok && l < c->num_layers; l++) ok = text_layer(m, l, b, k, t, error);
-    return ok && OPS->add_rmsnorm(m->be, t->last, t->h, t->delta, m->final_norm, n, H, c->rms_norm_eps, error) &&
+    return ok &&
+           OPS->add_rmsnorm(m->be, t->last, t->h, use_fused(m, n) ? NULL : t->delta, m->final_norm, n, H,
+                            c->rms_norm_eps, error) &&
            OPS->matmul(m->be, t->logits, t->last, m->lm_head, 0, NULL, n, V, H, error) &&
            OPS->pick_greedy(m->be, t->logits, n, V, m->pick_seen, slots, pens, error);
 }
@@ -370,9 +408,11 @@ static uint64_t mix(uint64_t h, const void *p)
     return (h ^ (uint64_t)(uintptr_t)p) * 1099511628211ull;
 }
 
-static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t)
+/* The buffers, and whether the step was fused (HYOCR_FUSE may change between steps). */
+static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t, int rows)
 {
     uint64_t h = 1469598103934665603ull;
+    h = mix(h, (const void *)(uintptr_t)(use_fused(m, rows) ? 1 : 2));
     const hyocr_buf *bufs[] = { t->h, t->a, t->qkv, t->att, t->delta, t->gu, t->act, t->last, t->logits, m->pick_seen };
     for (size_t i = 0; i < G_N_ELEMENTS(bufs); i++) h = mix(h, bufs[i]->data);
     for (int l = 0; l < m->cfg.text.num_layers; l++) h = mix(mix(h, m->k_cache[l]->data), m->v_cache[l]->data);
@@ -428,7 +468,7 @@ static bool decode_graph_step(hyocr_model *m, text_batch *b, const hyocr_text_se
                              .max_blocks = max_blocks, .pick_slots = slots, .pick_penalties = pens };
     if (!OPS->decode_bind(m->be, &dm, error)) return false;
     bool fresh, ok = true, done = false;
-    decode_graph *g = decode_graph_find(m, n, max_blocks, decode_signature(m, t), &fresh);
+    decode_graph *g = decode_graph_find(m, n, max_blocks, decode_signature(m, t, n), &fresh);
     if (g->graph) {
         bool stale = false;
         ok = OPS->graph_launch(m->be, g->graph, &stale, error);
