@@ -24,7 +24,8 @@ typedef struct {
     job_state      *st;            /* [n] */
     int             n;
     int             max_batch;
-    int64_t         swap_space, swap_used;
+    int64_t         swap_space, swap_used;   /* used: every pinned buffer held, spares included */
+    GArray         *spares;                  /* host_block: swap buffers free for the next preemption */
     bool            per_job;       /* one job at a time, the pool sized to it */
     bool            own_pool;      /* a fixed pool made for this run, dropped at its end */
     int             next_order;
@@ -71,16 +72,66 @@ static void running_remove(batch *b, job_state *st)
     }
 }
 
+/* ---- swap buffers ------------------------------------------------------------------ */
+
+typedef struct {
+    void  *p;
+    size_t bytes;
+} host_block;
+
+/* Pinned host memory is slow to get (its pages are locked one by one: ~0.1 s for
+ * a 2048² page's K/V), so a run keeps the buffers of resumed jobs for the next
+ * preemption. NULL without error when swap_space cannot hold it. */
+static void *swap_take(batch *b, size_t need, size_t *cap, GError **error)
+{
+    int best = -1;
+    for (guint i = 0; i < b->spares->len; i++) {
+        const host_block *h = &g_array_index(b->spares, host_block, i);
+        if (h->bytes >= need && (best < 0 || h->bytes < g_array_index(b->spares, host_block, best).bytes))
+            best = (int)i;
+    }
+    if (best >= 0) {
+        host_block h = g_array_index(b->spares, host_block, best);
+        g_array_remove_index_fast(b->spares, (guint)best);
+        *cap = h.bytes;
+        return h.p;
+    }
+    while (b->spares->len > 0 && b->swap_used + (int64_t)need > b->swap_space) {
+        host_block h = g_array_index(b->spares, host_block, b->spares->len - 1);
+        g_array_set_size(b->spares, b->spares->len - 1);
+        hyocr_model_host_free(M(b), h.p, h.bytes);
+        b->swap_used -= (int64_t)h.bytes;
+    }
+    if (b->swap_space <= 0 || b->swap_used + (int64_t)need > b->swap_space) return NULL;
+    void *p = hyocr_model_host_alloc(M(b), need, error);
+    if (!p) return NULL;
+    b->swap_used += (int64_t)need;
+    *cap = need;
+    return p;
+}
+
+static void swap_give(batch *b, void *p, size_t cap)
+{
+    host_block h = { p, cap };
+    if (p) g_array_append_val(b->spares, h);
+}
+
+static void swap_drop_spares(batch *b)
+{
+    for (guint i = 0; b->spares && i < b->spares->len; i++) {
+        host_block *h = &g_array_index(b->spares, host_block, i);
+        hyocr_model_host_free(M(b), h->p, h->bytes);
+        b->swap_used -= (int64_t)h->bytes;
+    }
+    if (b->spares) g_array_set_size(b->spares, 0);
+}
+
 /* ---- ending a job ----------------------------------------------------------------- */
 
 static void drop_kv(batch *b, job_state *st)
 {
     hyocr_model *m = M(b);
-    if (st->swap) {
-        hyocr_model_host_free(m, st->swap, st->swap_bytes);
-        b->swap_used -= (int64_t)st->swap_bytes;
-        st->swap = NULL;
-    }
+    swap_give(b, g_steal_pointer(&st->swap), st->swap_bytes);
     hyocr_model_seq_free(m, st->seq);
     st->seq = NULL;
     hyocr_model_pick_slot_free(m, st->pick_slot);
@@ -263,19 +314,18 @@ static void start_job(batch *b, job_state *st, bool planned)
 static bool swap_out(batch *b, job_state *st)
 {
     hyocr_model *m = M(b);
-    size_t bytes = hyocr_model_kv_swap_bytes(m, st->seq);
-    if (b->swap_space <= 0 || b->swap_used + (int64_t)bytes > b->swap_space) return false;
+    size_t cap = 0;
     g_autoptr(GError) err = NULL;
-    void *host = hyocr_model_host_alloc(m, bytes, &err);
+    void *host = swap_take(b, hyocr_model_kv_swap_bytes(m, st->seq), &cap, &err);
+    if (!host && !err) return false;   /* swap space full: recompute */
     if (!host || !hyocr_model_kv_swap_out(m, st->seq, host, &err)) {
         hyocr_engine_log(b->eng, HYOCR_LOG_WARNING, "swapping out a preempted job failed (%s); it will be "
                          "recomputed", err ? err->message : "?");
-        hyocr_model_host_free(m, host, bytes);
+        swap_give(b, host, cap);
         return false;
     }
     st->swap = host;
-    st->swap_bytes = bytes;
-    b->swap_used += (int64_t)bytes;
+    st->swap_bytes = cap;
     st->phase = JOB_SWAPPED;
     return true;
 }
@@ -288,7 +338,8 @@ static void preempt(batch *b, job_state *st)
     const char *name = st->job->image_path ? st->job->image_path : "(decoded image)";
     if (swap_out(b, st)) {
         hyocr_engine_log(b->eng, HYOCR_LOG_INFO, "KV cache full: %s preempted after %d tokens, %d blocks "
-                         "swapped out (%zu bytes)", name, st->n_gen, blocks, st->swap_bytes);
+                         "swapped out (%zu bytes)", name, st->n_gen, blocks,
+                         hyocr_model_kv_swap_bytes(M(b), st->seq));
     } else {
         hyocr_kv_seq_release(M(b)->kv_pool, st->seq);
         st->phase = JOB_RECOMPUTE;
@@ -333,9 +384,7 @@ static void resume(batch *b, job_state *st)
     bool ok;
     if (st->phase == JOB_SWAPPED) {
         ok = hyocr_model_kv_swap_in(M(b), st->seq, st->swap, &err);
-        hyocr_model_host_free(M(b), st->swap, st->swap_bytes);
-        b->swap_used -= (int64_t)st->swap_bytes;
-        st->swap = NULL;
+        swap_give(b, g_steal_pointer(&st->swap), st->swap_bytes);
     } else {
         ok = recompute(b, st, &err);
     }
@@ -649,6 +698,7 @@ static bool batch_init(batch *b, hyocr_engine *eng, const hyocr_job_params *jobs
     b->n = n;
     b->max_batch = MIN(eng->params.max_batch > 0 ? eng->params.max_batch : DEFAULT_MAX_BATCH, n);
     b->swap_space = eng->params.swap_space;
+    b->spares = g_array_new(FALSE, FALSE, sizeof(host_block));
     b->V = eng->model->cfg.text.vocab_size;
     b->logits = g_try_new(float, (size_t)b->max_batch * b->V);
     b->seqs = g_new0(hyocr_text_seq, b->max_batch);
@@ -660,6 +710,8 @@ static bool batch_init(batch *b, hyocr_engine *eng, const hyocr_job_params *jobs
 
 static void batch_clear(batch *b)
 {
+    swap_drop_spares(b);
+    if (b->spares) g_array_free(b->spares, TRUE);
     for (int i = 0; i < b->n; i++)
         if (b->st[i].prefetch) hyocr_job_drop_inputs(&b->st[i]);
     if (b->own_pool)
