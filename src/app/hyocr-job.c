@@ -17,6 +17,7 @@ G_DEFINE_ENUM_TYPE(HyocrJobState, hyocr_job_state,
 /* Changes posted by the worker and not yet applied on the main context. */
 typedef struct {
     GString      *text;          /* appended since the last flush */
+    gboolean      restart;       /* the shown text goes before text is appended */
     char         *final_text;    /* replaces everything when set */
     int           n_tokens;
     HyocrJobState state;
@@ -256,6 +257,7 @@ static void set_string(char **dst, char **src)
 /* Everything the worker posted since the last flush, taken in one go. */
 typedef struct {
     GString      *appended;
+    gboolean      restart;
     char         *final_text;
     int           n_tokens;
     gboolean      state_dirty;
@@ -271,6 +273,8 @@ static void take_pending(HyocrJob *self, Taken *t)
     Pending *p = &self->pending;
     t->appended = g_string_new_len(p->text->str, (gssize)p->text->len);
     g_string_truncate(p->text, 0);
+    t->restart = p->restart;
+    p->restart = FALSE;
     t->final_text = g_steal_pointer(&p->final_text);
     t->n_tokens = p->n_tokens;
     t->state_dirty = p->state_dirty;
@@ -288,6 +292,11 @@ static void take_pending(HyocrJob *self, Taken *t)
 
 static void apply_text(HyocrJob *self, Taken *t)
 {
+    if (t->restart && self->text->len) {
+        g_string_truncate(self->text, 0);
+        g_signal_emit(self, signals[SIGNAL_TEXT_CHANGED], 0, NULL);
+        g_object_notify_by_pspec(G_OBJECT(self), props[PROP_TEXT]);
+    }
     if (t->appended->len) {
         g_string_append_len(self->text, t->appended->str, (gssize)t->appended->len);
         g_signal_emit(self, signals[SIGNAL_TEXT_CHANGED], 0, t->appended->str);
@@ -406,6 +415,17 @@ void hyocr_job_post_piece(HyocrJob *self, const char *piece, int n_generated)
     g_mutex_lock(&self->lock);
     g_string_append(self->pending.text, piece);
     self->pending.n_tokens = n_generated;
+    schedule_flush_locked(self);
+    g_mutex_unlock(&self->lock);
+}
+
+/* The engine redoes the job (FP16 overflow): what it streamed so far goes. */
+void hyocr_job_post_restart(HyocrJob *self)
+{
+    g_mutex_lock(&self->lock);
+    g_string_truncate(self->pending.text, 0);
+    self->pending.restart = TRUE;
+    self->pending.n_tokens = 0;
     schedule_flush_locked(self);
     g_mutex_unlock(&self->lock);
 }

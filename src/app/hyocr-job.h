@@ -66,6 +66,7 @@ void         hyocr_job_post_state(HyocrJob *self, HyocrJobState state);
 void         hyocr_job_post_prompt(HyocrJob *self, const char *prompt);
 void         hyocr_job_post_preview(HyocrJob *self, GdkTexture *texture);
 void         hyocr_job_post_piece(HyocrJob *self, const char *piece, int n_generated);
+void         hyocr_job_post_restart(HyocrJob *self);
 /* Ends the job: final_text replaces the streamed text when it differs (the
  * engine's clean-up of repeats); message explains FAILED or CANCELLED. */
 void         hyocr_job_post_finish(HyocrJob *self, HyocrJobState state, const char *final_text, const char *message);

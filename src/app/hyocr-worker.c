@@ -252,6 +252,7 @@ static void on_event(const hyocr_event *ev, void *data)
     case HYOCR_EVENT_PREPROCESS: hyocr_job_post_state(job, HYOCR_JOB_READING); break;
     case HYOCR_EVENT_PREFILL: hyocr_job_post_state(job, HYOCR_JOB_WRITING); break;
     case HYOCR_EVENT_TOKEN: hyocr_job_post_piece(job, ev->piece, ev->n_generated); break;
+    case HYOCR_EVENT_RESTART: hyocr_job_post_restart(job); break;
     default: break;
     }
 }

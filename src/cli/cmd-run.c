@@ -67,6 +67,12 @@ static void on_event(const hyocr_event *ev, void *data)
         fputs(ev->piece, stdout);
         fflush(stdout);
         ctx->printed = true;
+    } else if (ev->type == HYOCR_EVENT_RESTART && !ctx->json && ctx->printed) {
+        /* what was printed cannot be taken back: mark where the redone answer starts */
+        fputs("\n", stdout);
+        fflush(stdout);
+        fputs(_("hyocr run: FP16 overflowed; the answer above is discarded and starts again in BF16 below\n"),
+              stderr);
     }
 }
 

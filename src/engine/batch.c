@@ -188,6 +188,7 @@ static void nonfinite(batch *b, job_state *st, const char *where)
     if (can_redo(b)) {
         hyocr_engine_log(b->eng, HYOCR_LOG_WARNING, "%s: FP16 overflowed (NaN/Inf in the %s); the job will be "
                          "redone in BF16", name, where);
+        hyocr_job_emit_simple(st, HYOCR_EVENT_RESTART);
         running_remove(b, st);
         drop_kv(b, st);
         hyocr_job_release(st);

@@ -99,6 +99,8 @@ typedef enum {
     HYOCR_EVENT_DONE,
     HYOCR_EVENT_ERROR,        /* error set */
     HYOCR_EVENT_CANCELLED,
+    HYOCR_EVENT_RESTART,      /* FP16 overflowed: the job starts over in another precision (BF16) once
+                               * the others are done; discard what it streamed so far */
 } hyocr_event_type;
 
 typedef struct {

@@ -204,9 +204,43 @@ static void test_load_image_errors(void)
     g_assert_cmpint(MAX(scaled->width, scaled->height), ==, 100);
 }
 
+typedef struct {
+    HyocrJob   *job;
+    const char *want;
+} text_wait;
+
+static gboolean job_text_is(gpointer data)
+{
+    const text_wait *w = data;
+    return g_strcmp0(hyocr_job_get_text(w->job), w->want) == 0;
+}
+
+/* An FP16 overflow makes the engine redo a job: what it streamed before goes,
+ * also when the restart and the new pieces land in the same flush. */
+static void test_job_restart(void)
+{
+    g_autoptr(HyocrJobOptions) opts = hyocr_job_options_new_from_settings(app_test_settings(), NULL);
+    g_autoptr(GFile) file = g_file_new_for_path("/nonexistent/page.png");
+    g_autoptr(HyocrJob) job = hyocr_job_new_for_file(file, opts);
+    hyocr_job_post_piece(job, "first ", 1);
+    hyocr_job_post_piece(job, "try", 2);
+    text_wait w = { job, "first try" };
+    g_assert_true(app_test_wait(job_text_is, &w, 2000));
+    hyocr_job_post_restart(job);
+    hyocr_job_post_piece(job, "again", 1);
+    w.want = "again";
+    g_assert_true(app_test_wait(job_text_is, &w, 2000));
+    g_assert_cmpint(hyocr_job_get_n_tokens(job), ==, 1);
+    hyocr_job_post_restart(job);
+    w.want = "";
+    g_assert_true(app_test_wait(job_text_is, &w, 2000));
+    g_assert_cmpint(hyocr_job_get_n_tokens(job), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
     app_test_init(&argc, &argv);
+    g_test_add_func("/app/units/job-restart", test_job_restart);
     g_test_add_func("/app/units/spotting-parse", test_spotting_parse);
     g_test_add_func("/app/units/json-prettify", test_json_prettify);
     g_test_add_func("/app/units/fields-parse", test_fields_parse);
