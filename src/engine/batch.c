@@ -762,13 +762,23 @@ static void redo_in_bf16(hyocr_engine *eng, const hyocr_job_params *jobs, int n,
     hyocr_engine_log(eng, HYOCR_LOG_WARNING, "redoing %d job(s) in BF16 after an FP16 overflow", k);
     GError *err = NULL;
     g_autofree bool *again = g_new0(bool, k);
-    bool ok = hyocr_engine_reload(eng, HYOCR_COMPUTE_BF16, &err) && run_jobs(eng, sub, k, sub_res, again, &err);
+    hyocr_compute_dtype dt = HYOCR_COMPUTE_BF16;
+    bool ok = hyocr_engine_reload(eng, dt, &err);
+    if (!ok && g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_BACKEND)) {
+        /* pre-Ampere cards have no BF16: fp32 on the CPU is slow but sound */
+        hyocr_engine_log(eng, HYOCR_LOG_WARNING, "BF16 is not available (%s); redoing on the CPU in fp32",
+                         err->message);
+        g_clear_error(&err);
+        dt = HYOCR_COMPUTE_F32;
+        ok = hyocr_engine_reload(eng, dt, &err);
+    }
+    ok = ok && run_jobs(eng, sub, k, sub_res, again, &err);
     for (int j = 0; j < k; j++) {
         hyocr_job_result *r = &results[idx[j]];
         if (ok) *r = sub_res[j];
         else r->error = g_error_copy(err);
         r->redone = ok;
-        r->redone_dtype = HYOCR_COMPUTE_BF16;
+        r->redone_dtype = dt;
     }
     g_clear_error(&err);
     if (!hyocr_engine_reload(eng, HYOCR_COMPUTE_F16, &err)) {

@@ -209,8 +209,9 @@ static void unload_model(hyocr_engine *eng)
 bool hyocr_engine_reload(hyocr_engine *eng, hyocr_compute_dtype dtype, GError **error)
 {
     hyocr_engine_params p = eng->params;
-    p.cuda_dtype = dtype;
-    p.device = HYOCR_DEVICE_CUDA;
+    /* fp32 means the CPU backend: the CUDA one computes in FP16 or BF16 only */
+    p.device = dtype == HYOCR_COMPUTE_F32 ? HYOCR_DEVICE_CPU : HYOCR_DEVICE_CUDA;
+    p.cuda_dtype = dtype == HYOCR_COMPUTE_F32 ? HYOCR_COMPUTE_F16 : dtype;
     g_mutex_lock(&eng->model_lock);
     unload_model(eng);
     bool ok = load_model(eng, &p, error);
