@@ -33,7 +33,7 @@ hyocr_warm() {
     local out=$1 img=$2
     shift 2
     env "$@" $HY run --model "$CKPT" --image "$img" --task recognize --device cuda --repeat 2 --max-batch 1 \
-        --max-new-tokens "$NEW" --ignore-eos --format json >"$out.all" 2>>"$OUT/hyocr.log" \
+        --max-new-tokens "$NEW" --ignore-eos --no-tail-stop --format json >"$out.all" 2>>"$OUT/hyocr.log" \
         || echo "hyocr $(basename "$img") $* failed (see hyocr.log)"
     python3 -c "import json,sys; json.dump(json.load(open('$out.all'))[1], open('$out','w'), indent=1)" 2>/dev/null
     rm -f "$out.all"
@@ -56,7 +56,7 @@ done
 img=$OUT/img/page_1024.png
 for mb in 1 16; do
     $HY run --model "$CKPT" --image "$img" --task recognize --device cuda --repeat 16 --max-batch $mb \
-        --max-new-tokens "$NEW" --ignore-eos --format jsonl >"$OUT/batch16_mb$mb.jsonl" 2>"$OUT/batch16_mb$mb.err" \
+        --max-new-tokens "$NEW" --ignore-eos --no-tail-stop --format jsonl >"$OUT/batch16_mb$mb.jsonl" 2>"$OUT/batch16_mb$mb.err" \
         || echo "hyocr --repeat 16 --max-batch $mb failed (see batch16_mb$mb.err)"
     tail -1 "$OUT/batch16_mb$mb.err"
 done

@@ -23,6 +23,7 @@ typedef struct {
     double   temperature, top_p, repetition_penalty, swap_gib;
     gint64   seed;
     gboolean ignore_eos;
+    gboolean no_tail_stop;
 } run_opts;
 
 typedef struct {
@@ -141,6 +142,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "rope", 0, 0, G_OPTION_ARG_STRING, &o->rope, N_("XD-RoPE layout variant: r1 (transformers) or r2"), "V" },
         { "posemb", 0, 0, G_OPTION_ARG_STRING, &o->posemb, N_("Position-table interpolation: r1 or r2"), "V" },
         { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, N_("Generate max-new-tokens tokens (benchmarks)"), NULL },
+        { "no-tail-stop", 0, 0, G_OPTION_ARG_NONE, &o->no_tail_stop,
+          N_("Do not stop when the answer's tail repeats (1.5 models; benchmarks)"), NULL },
         { "max-batch", 0, 0, G_OPTION_ARG_INT, &o->max_batch, N_("Several images: jobs decoding together at most (16)"),
           "N" },
         { "swap-space", 0, 0, G_OPTION_ARG_DOUBLE, &o->swap_gib,
@@ -207,6 +210,7 @@ static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GE
     jp->repetition_penalty = (float)o->repetition_penalty;
     jp->max_side = o->max_side;
     jp->ignore_eos = o->ignore_eos;
+    jp->no_tail_stop = o->no_tail_stop;
     return true;
 }
 
