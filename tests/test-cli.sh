@@ -93,6 +93,11 @@ check "inspect flat says 2 files" grep -qE "in 2 files" "$tmp/inspect"
 "$HYOCR" inspect --model "$nested" >"$tmp/inspect2" 2>&1
 check "inspect nested says explicit lm_head" grep -q "explicit lm_head.weight" "$tmp/inspect2"
 check "inspect nested says transformers names" grep -q "transformers-5 names" "$tmp/inspect2"
+# the CUDA plan needs no GPU: per page, the tight total (vision weights off the device while decoding)
+# is never above the full total nor below the vision phase's peak (when the weights are all there)
+"$HYOCR" inspect --model "$flat" --device cuda --max-new-tokens 64 >"$tmp/inspect3" 2>&1
+check "inspect --device cuda plans pages" test "$(grep -cE '^  [0-9]+×[0-9]+ ' "$tmp/inspect3")" -ge 1
+check "inspect tight total <= total, >= vision peak" awk '/^  [0-9]+×[0-9]+ / { if ($9 > $8 + 1e-9 || $9 < $7 - 1e-9) bad = 1; n++ } END { exit bad || !n }' "$tmp/inspect3"
 
 # tokenize → detokenize round trip, with special tokens inline
 text='提取图中的文字。 Total 42.00 <｜hy_User｜>'

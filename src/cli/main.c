@@ -123,8 +123,8 @@ static void print_memory_plan(const hyocr_checkpoint *ck, const char *model, hyo
     g_print("  KV cache     %.1f MiB per 1K tokens (%" G_GINT64_FORMAT " bytes per token)\n",
             plan.kv_per_token * 1024 / 1048576.0, plan.kv_per_token);
     if (plan.backend) g_print("  backend      %.1f MiB of its own scratch\n", plan.backend / 1048576.0);
-    g_print("  %-10s %8s %8s %8s %8s %8s %8s %8s  GiB\n", "page", "patches", "prompt", "vision", "prefill", "KV",
-            "peak-vis", "total");
+    g_print("  %-10s %8s %8s %8s %8s %8s %8s %8s %8s  GiB\n", "page", "patches", "prompt", "vision", "prefill", "KV",
+            "peak-vis", "total", "tight");
     static const int sides[] = { 1024, 2048, 4096 };
     for (size_t i = 0; i < G_N_ELEMENTS(sides); i++) {
         const hyocr_processor_config *pc = &cfg->processor;
@@ -135,10 +135,17 @@ static void print_memory_plan(const hyocr_checkpoint *ck, const char *model, hyo
         int gh = rh / pc->patch_size, gw = rw / pc->patch_size;
         hyocr_memplan_for_job(cfg, &p, gh, gw, plan_prompt_tokens(cfg, tok, gh, gw), max_new, &plan);
         g_autofree char *page = g_strdup_printf("%d×%d", sides[i], sides[i]);
-        g_print("  %-11s %8d %8d %8.3f %8.3f %8.3f %8.3f %8.3f\n", page, plan.n_patches, plan.prompt_tokens,
+        /* what the engine falls back to under a limit: the vision weights off the device while it decodes */
+        hyocr_memplan tight;
+        p.vision_offload = true;
+        hyocr_memplan_for_job(cfg, &p, gh, gw, plan.prompt_tokens, max_new, &tight);
+        p.vision_offload = false;
+        g_print("  %-11s %8d %8d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", page, plan.n_patches, plan.prompt_tokens,
                 GIB(plan.vision), GIB(plan.prefill + plan.image_embeds), GIB(plan.kv), GIB(plan.peak_vision),
-                GIB(plan.total));
+                GIB(plan.total), GIB(tight.total));
     }
+    g_print("  (tight: the total when the vision weights leave the device while a page is decoded, which the\n"
+            "   engine does by itself when only that fits)\n");
 }
 
 int hyocr_cmd_inspect(int argc, char **argv)
