@@ -516,6 +516,12 @@ static void test_vision_offload(void)
 
     engine_opts o = { .memory_limit = plan.total - 1 };
     g_autoptr(hyocr_engine) eng = open_engine(&o);
+    /* the plan a caller (the app) checks says what the run will do */
+    hyocr_memplan tight;
+    g_assert_true(hyocr_engine_plan_job(eng, &jp, &tight, &err));
+    g_assert_true(tight.fits);
+    g_assert_true(tight.vision_offload);
+    g_assert_cmpint(tight.total, <=, o.memory_limit);
     for (int round = 0; round < 2; round++) {
         hyocr_job_result res = { 0 };
         g_assert_true(hyocr_engine_run(eng, &jp, &res, &err));

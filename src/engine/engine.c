@@ -789,6 +789,11 @@ void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int pro
         memcheck mc;
         memcheck_init(&mc, eng, !g_atomic_int_get(&eng->busy));
         memcheck_plan(&mc, grid_h, grid_w, prompt_tokens, max_new_tokens, out);
+        /* the engine's own fallback: the vision weights off the device while it decodes */
+        hyocr_memplan tight;
+        mc.p.vision_offload = true;
+        if (!out->fits) memcheck_plan(&mc, grid_h, grid_w, prompt_tokens, max_new_tokens, &tight);
+        if (!out->fits && tight.fits) *out = tight;
     } else {
         memset(out, 0, sizeof *out);   /* lost in a failed dtype reload */
     }

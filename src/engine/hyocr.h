@@ -221,8 +221,10 @@ void hyocr_engine_mem_info(hyocr_engine *eng, hyocr_mem_info *out);
 /* The memory plan of a job on this engine (memplan.h): weights, KV pool, vision
  * and prefill scratch, the peak; budget and fits say whether it fits the memory
  * limit or, on CUDA without one, the card's free memory plus what the engine
- * holds (budget 0: nothing known, fits). hyocr_engine_run refuses a job that
- * does not fit before its vision tower, with HYOCR_ERROR_NO_MEMORY. Arithmetic
+ * holds (budget 0: nothing known, fits). A job that fits only with the vision
+ * weights off the device while it decodes gets that plan (vision_offload set),
+ * as hyocr_engine_run would run it. hyocr_engine_run refuses a job that does
+ * not fit before its vision tower, with HYOCR_ERROR_NO_MEMORY. Arithmetic
  * only; thread-safe, also while a job runs. */
 void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int prompt_tokens, int max_new_tokens,
                               hyocr_memplan *out);
