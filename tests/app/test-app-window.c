@@ -306,6 +306,43 @@ static void test_stream_matches_cli(void)
     stream_case("ckpt-nested", "odd_137x91.png", "recognize", "recognize");
 }
 
+/* Pages queued behind a running one decode together (continuous batching),
+ * each streaming exactly what `hyocr run` prints for it alone. */
+static void test_batch_matches_cli(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(200);
+    g_settings_set_string(app_test_settings(), "preset", "recognize");
+    HyocrWindow *win = app_test_window("ckpt-nested", TRUE);
+    HyocrWorker *worker = hyocr_window_get_worker(win);
+    hyocr_worker_set_max_batch(worker, 4);
+    /* a long first job, so the next three are all queued when it is taken (or all four go together) */
+    g_autoptr(HyocrJobOptions) opts = hyocr_job_options_new_from_settings(app_test_settings(), NULL);
+    opts->max_new_tokens = 3000;
+    opts->ignore_eos = TRUE;
+    g_autoptr(GFile) first = app_test_image("gray_120x90.png");
+    g_autoptr(HyocrJob) running = hyocr_job_new_for_file(first, opts);
+    hyocr_window_add_job(win, running);
+    static const char *const images[] = { "odd_137x91.png", "square_200.png", "big_420x300.png" };
+    StreamLog *logs[3];
+    HyocrJob *jobs[3];
+    for (int i = 0; i < 3; i++) {
+        g_autoptr(GFile) file = app_test_image(images[i]);
+        logs[i] = stream_log_new();
+        g_assert_cmpuint(hyocr_window_add_files(win, &file, 1), ==, 1);
+        jobs[i] = watch_last_job(win, logs[i]);
+    }
+    g_assert_false(hyocr_job_is_finished(running));
+    for (int i = 0; i < 3; i++) app_test_wait_job(jobs[i], JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_worker_get_largest_batch(worker), >=, 3);   /* 4 when the first was still queued */
+    for (int i = 0; i < 3; i++) {
+        assert_matches_cli(jobs[i], logs[i], "ckpt-nested", images[i], "recognize", 200);
+        stream_log_free(logs[i]);
+    }
+    app_test_wait_job(running, JOB_TIMEOUT_MS);
+    app_test_destroy_window(win);
+}
+
 /* ---- cancel ---- */
 
 static HyocrJob *long_job(HyocrWindow *win, const char *image, int tokens)
@@ -791,6 +828,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/paste", test_paste);
     g_test_add_func("/app/window/preset-changes-prompt", test_preset_changes_prompt);
     g_test_add_func("/app/window/stream-matches-cli", test_stream_matches_cli);
+    g_test_add_func("/app/window/batch-matches-cli", test_batch_matches_cli);
     g_test_add_func("/app/window/cancel", test_cancel);
     g_test_add_func("/app/window/broken-model", test_broken_model);
     g_test_add_func("/app/window/device-preference", test_device_preference);
