@@ -110,6 +110,8 @@ check "detokenize --skip-special drops <｜hy_User｜>" test "$back" = "提取�
 
 # errors: clear message, non-zero status, never a crash
 expect 1 "no-such-folder" -- "$HYOCR" inspect --model "$tmp/no-such-folder"
+# a run whose job list would not fit in memory is refused, not aborted by the allocator
+expect 1 "split the run" -- "$HYOCR" run --model "$flat" --image "$DATA/images/tiny_40x30.png" --repeat 100000000
 expect 2 "unknown task" -- "$HYOCR" prepare --model "$flat" --image "$DATA/images/tiny_40x30.png" --task nope --dump "$tmp/x"
 head -c 300 "$DATA/images/square_200.png" >"$tmp/truncated.png"
 expect 1 "truncated.png" -- "$HYOCR" prepare --model "$flat" --image "$tmp/truncated.png" --task recognize --dump "$tmp/x"

@@ -530,12 +530,21 @@ static bool add_inputs(char **paths, GPtrArray *out, GError **error)
     return true;
 }
 
+#define MAX_JOBS 100000
+
 /* --image values, then the files and folders after the options, each --repeat times. */
 static bool collect_images(const run_opts *o, GPtrArray *out, GError **error)
 {
     g_autoptr(GPtrArray) once = g_ptr_array_new_with_free_func(g_free);
     if (!add_inputs(o->images, once, error) || !add_inputs(o->rest, once, error)) return false;
     int repeat = MAX(o->repeat, 1);
+    /* every job keeps its result (text, ids) until the run ends */
+    if ((int64_t)once->len * repeat > MAX_JOBS) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("%u image(s) × --repeat %d make more than the %d jobs one run takes; split the run"),
+                    once->len, repeat, MAX_JOBS);
+        return false;
+    }
     for (guint i = 0; i < once->len; i++)
         for (int r = 0; r < repeat; r++) g_ptr_array_add(out, g_strdup(once->pdata[i]));
     if (out->len > 1 && o->dump) {

@@ -704,16 +704,16 @@ static bool batch_init(batch *b, hyocr_engine *eng, const hyocr_job_params *jobs
     b->logits = g_try_new(float, (size_t)b->max_batch * b->V);
     b->seqs = g_new0(hyocr_text_seq, b->max_batch);
     b->running = g_new0(job_state *, b->max_batch);
-    b->st = g_new0(job_state, n);
-    for (int i = 0; i < n; i++) hyocr_job_state_init(&b->st[i], eng, &jobs[i], &results[i]);
-    return b->logits != NULL;
+    b->st = g_try_new0(job_state, n);   /* a caller's job count is not trusted to fit */
+    for (int i = 0; b->st && i < n; i++) hyocr_job_state_init(&b->st[i], eng, &jobs[i], &results[i]);
+    return b->logits != NULL && b->st != NULL;
 }
 
 static void batch_clear(batch *b)
 {
     swap_drop_spares(b);
     if (b->spares) g_array_free(b->spares, TRUE);
-    for (int i = 0; i < b->n; i++)
+    for (int i = 0; b->st && i < b->n; i++)
         if (b->st[i].prefetch) hyocr_job_drop_inputs(&b->st[i]);
     if (b->own_pool)
         hyocr_model_kv_init(M(b), M(b)->kv_block_size, 0, 0, b->eng->max_model_len, NULL);
@@ -734,7 +734,7 @@ static bool run_jobs(hyocr_engine *eng, const hyocr_job_params *jobs, int n, hyo
 {
     batch b;
     if (!batch_init(&b, eng, jobs, n, results)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate the logits of %d jobs", b.max_batch);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate the state of %d jobs", n);
         batch_clear(&b);
         return false;
     }
