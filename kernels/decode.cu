@@ -1,5 +1,6 @@
-/* hyocr — the kernels of a decode step's tail: the greedy token choice with the
- * repetition penalty (so only ids leave the device) and the finite check. */
+/* hyocr — the kernels of a decode step's tail: the token choice with the
+ * repetition penalty (greedy, or a draw with temperature / top-k / top-p), so
+ * only ids leave the device, and the finite check. */
 #include "hk-common.h"
 #include <limits.h>
 #include <math.h>
@@ -71,7 +72,7 @@ __device__ Cand pick_block_best(Cand best, Cand *sh)
  * penalty is spelled out (_rn intrinsics) so it matches torch whatever the flags. */
 static __global__ void __launch_bounds__(PICK_THREADS)
 k_pick(const float *logits, int V, uint32_t *seen, const int32_t *slots, const float *penalties, int reciprocal,
-       int32_t *ids, int32_t *nonfinite, unsigned *ctr, PickPart *parts)
+       const hk_draw *draws, int32_t *ids, int32_t *nonfinite, unsigned *ctr, PickPart *parts)
 {
     __shared__ Cand sh[PICK_THREADS / 32];
     __shared__ int s_last;
@@ -128,8 +129,224 @@ k_pick(const float *logits, int V, uint32_t *seen, const int32_t *slots, const f
     if (threadIdx.x == 0) {
         ids[row] = best.id;
         nonfinite[row] = any_bad;
-        set[best.id >> 5] |= 1u << (best.id & 31);
+        /* a sampled row's bit is k_sample's to set */
+        if (!draws || !(draws[row].temperature > 0.0f && isfinite(draws[row].temperature)))
+            set[best.id >> 5] |= 1u << (best.id & 31);
         ctr[row] = 0;   /* ready for the next call */
+    }
+}
+
+/* ---- sampling: one CTA per row ----
+ * The host sampler's rules (sampler.c, hyocr_sampler_draw) without sorting: the
+ * k-th largest value (top-k) and the top-p border are found by radix selection on
+ * the values' ordered bit patterns, 8 bits per pass. Weights are exp(v - max) in
+ * double, then fixed point (2^-40 units, at most 2^40 · V in a sum), so every sum,
+ * histogram and scan is an integer one: the same logits give the same token on
+ * every run, whatever order the threads add in. The ids are walked upwards with
+ * u·Z as the target, as on the host. */
+#define SAMPLE_THREADS 1024
+#define SAMPLE_ONE 1099511627776.0   /* 2^40 */
+
+__device__ __forceinline__ uint32_t okey(float v)
+{
+    uint32_t u = __float_as_uint(v);
+    return (u & 0x80000000u) ? ~u : u | 0x80000000u;
+}
+
+__device__ __forceinline__ unsigned long long wfix(float v, float mx)
+{
+    return v == mx ? (unsigned long long)SAMPLE_ONE
+                   : (unsigned long long)(exp((double)v - (double)mx) * SAMPLE_ONE);
+}
+
+struct SampleSh {
+    unsigned long long hist_m[256];
+    unsigned           hist_c[256];
+    unsigned long long warp_ull[SAMPLE_THREADS / 32];
+    float              warp_f[SAMPLE_THREADS / 32];
+    uint32_t           prefix;
+    unsigned long long above;
+};
+
+/* Exclusive prefix over the block in thread order; *total gets the sum. */
+__device__ unsigned long long sample_scan(unsigned long long x, unsigned long long *total, SampleSh *sh)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned long long inc = x;
+    for (int o = 1; o < 32; o <<= 1) {
+        unsigned long long y = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o) inc += y;
+    }
+    __syncthreads();
+    if (lane == 31) sh->warp_ull[warp] = inc;
+    __syncthreads();
+    unsigned long long before = 0, all = 0;
+    for (int w = 0; w < SAMPLE_THREADS / 32; w++) {
+        unsigned long long t = sh->warp_ull[w];
+        if (w < warp) before += t;
+        all += t;
+    }
+    *total = all;
+    return before + inc - x;
+}
+
+__device__ float sample_max(float v, SampleSh *sh)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = hk_warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh->warp_f[warp] = v;
+    __syncthreads();
+    float r = -INFINITY;
+    for (int w = 0; w < SAMPLE_THREADS / 32; w++) r = fmaxf(r, sh->warp_f[w]);
+    return r;
+}
+
+/* The largest key K with: count (by_mass = false) or mass of the candidates
+ * (key ≥ lo) with key ≥ K reaching need. *above = mass with key > K. */
+__device__ uint32_t sample_select(const float *v, int i0, int i1, uint32_t lo, float mx, bool by_mass, double need,
+                                  unsigned long long *above, SampleSh *sh)
+{
+    uint32_t prefix = 0, mask = 0;
+    unsigned long long acc = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = threadIdx.x; b < 256; b += SAMPLE_THREADS) {
+            sh->hist_m[b] = 0;
+            sh->hist_c[b] = 0;
+        }
+        __syncthreads();
+        for (int i = i0; i < i1; i++) {
+            uint32_t k = okey(v[i]);
+            if (v[i] == -INFINITY || k < lo || (k & mask) != prefix) continue;
+            int b = (k >> shift) & 255;
+            if (by_mass) atomicAdd(&sh->hist_m[b], wfix(v[i], mx));
+            else atomicAdd(&sh->hist_c[b], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            int digit = -1, low = 0;
+            for (int b = 255; b >= 0; b--) {
+                unsigned long long h = by_mass ? sh->hist_m[b] : sh->hist_c[b];
+                if (!h) continue;
+                low = b;
+                if ((double)(acc + h) >= need) { digit = b; break; }
+                acc += h;
+            }
+            if (digit < 0) {   /* rounding left the target unreached: keep everything */
+                digit = low;
+                acc -= by_mass ? sh->hist_m[low] : sh->hist_c[low];
+            }
+            sh->prefix = prefix | (uint32_t)digit << shift;
+            sh->above = acc;
+        }
+        __syncthreads();
+        prefix = sh->prefix;
+        acc = sh->above;
+        mask |= 255u << shift;
+        __syncthreads();
+    }
+    *above = acc;
+    return prefix;
+}
+
+static __global__ void __launch_bounds__(SAMPLE_THREADS)
+k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const float *penalties, int reciprocal,
+         const hk_draw *draws, int32_t *ids, float *vbuf)
+{
+    __shared__ SampleSh sh;
+    const int row = blockIdx.x;
+    const hk_draw d = draws[row];
+    if (!(d.temperature > 0.0f && isfinite(d.temperature))) return;
+    uint32_t *set = seen + (size_t)slots[row] * ((V + 31) / 32);
+    const float *x = logits + (size_t)row * V;
+    float *v = vbuf + (size_t)row * V;
+    const int per = (V + SAMPLE_THREADS - 1) / SAMPLE_THREADS;
+    const int i0 = min(V, threadIdx.x * per), i1 = min(V, i0 + per);
+    const float p = penalties[row], pinv = __frcp_rn(p), tinv = __frcp_rn(d.temperature);
+    const bool pen = isfinite(p) && p > 0.0f && p != 1.0f;
+
+    /* penalty, temperature; NaN and -inf can never be drawn: -inf marks both */
+    float mx = -INFINITY;
+    unsigned long long cnt = 0;
+    for (int i = i0; i < i1; i++) {
+        float y = x[i];
+        if (pen && (set[i >> 5] >> (i & 31) & 1u))
+            y = y < 0.0f ? __fmul_rn(y, p) : reciprocal ? __fmul_rn(y, pinv) : __fdiv_rn(y, p);
+        if (d.temperature != 1.0f) y = __fmul_rn(y, tinv);
+        if (y != y) y = -INFINITY;
+        v[i] = y;
+        mx = fmaxf(mx, y);
+        cnt += y != -INFINITY;
+    }
+    mx = sample_max(mx, &sh);
+    unsigned long long n_ok;
+    sample_scan(cnt, &n_ok, &sh);
+    if (n_ok == 0) {   /* nothing drawable: the argmax k_pick left stays */
+        if (threadIdx.x == 0) set[ids[row] >> 5] |= 1u << (ids[row] & 31);
+        return;
+    }
+    unsigned long long unused;
+    uint32_t lo = okey(-INFINITY) + 1;
+    if (d.top_k > 0 && (unsigned long long)d.top_k < n_ok)
+        lo = sample_select(v, i0, i1, lo, mx, false, (double)d.top_k, &unused, &sh);
+
+    /* top-p: the border value, and the mass above it */
+    uint32_t border = 0;
+    unsigned long long above = 0;
+    double need = 0.0;
+    bool top_p = d.top_p > 0.0f && d.top_p < 1.0f;
+    if (top_p) {
+        unsigned long long z = 0, z_all;
+        for (int i = i0; i < i1; i++)
+            if (v[i] != -INFINITY && okey(v[i]) >= lo) z += wfix(v[i], mx);
+        sample_scan(z, &z_all, &sh);
+        need = (double)d.top_p * (double)z_all;
+        border = sample_select(v, i0, i1, lo, mx, true, need, &above, &sh);
+    }
+    /* Ties at the border are kept lowest id first while the mass before them
+     * stays below need (HF's order: among equal values the higher id goes first). */
+    unsigned long long tied = 0, tied_before = 0, tied_all;
+    if (top_p) {
+        for (int i = i0; i < i1; i++)
+            if (v[i] != -INFINITY && okey(v[i]) == border) tied += wfix(v[i], mx);
+        tied_before = sample_scan(tied, &tied_all, &sh);
+    }
+    unsigned long long kept = 0, t = tied_before;
+    for (int i = i0; i < i1; i++) {
+        if (v[i] == -INFINITY) continue;
+        uint32_t k = okey(v[i]);
+        unsigned long long w = wfix(v[i], mx);
+        if (k < lo || (top_p && k < border)) continue;
+        if (top_p && k == border) {
+            bool keep = (double)(above + t) < need;
+            t += w;
+            if (!keep) continue;
+        }
+        kept += w;
+    }
+    unsigned long long z_kept;
+    unsigned long long before = sample_scan(kept, &z_kept, &sh);
+    unsigned long long target = (unsigned long long)(d.u * (double)z_kept);
+    if (target >= z_kept) target = z_kept - 1;
+    if (target < before || target >= before + kept) return;   /* another thread's range */
+    unsigned long long acc = before;
+    t = tied_before;
+    for (int i = i0; i < i1; i++) {
+        if (v[i] == -INFINITY) continue;
+        uint32_t k = okey(v[i]);
+        unsigned long long w = wfix(v[i], mx);
+        if (k < lo || (top_p && k < border)) continue;
+        if (top_p && k == border) {
+            bool keep = (double)(above + t) < need;
+            t += w;
+            if (!keep) continue;
+        }
+        acc += w;
+        if (target < acc) {
+            ids[row] = i;
+            set[i >> 5] |= 1u << (i & 31);
+            return;
+        }
     }
 }
 
@@ -148,15 +365,24 @@ size_t hk_pick_work_bytes(int n, int V)
     return ((size_t)n * sizeof(unsigned) + 15) / 16 * 16 + (size_t)n * nc * sizeof(PickPart);
 }
 
-cudaError_t hk_pick_greedy(cudaStream_t s, const float *logits, int n, int V, uint32_t *seen, const int32_t *slots,
-                           const float *penalties, int reciprocal, int32_t *ids, int32_t *nonfinite, void *work)
+size_t hk_sample_work_bytes(int n, int V)
+{
+    return (size_t)n * V * sizeof(float);
+}
+
+cudaError_t hk_pick(cudaStream_t s, const float *logits, int n, int V, uint32_t *seen, const int32_t *slots,
+                    const float *penalties, const hk_draw *draws, int reciprocal, int32_t *ids, int32_t *nonfinite,
+                    void *work, float *sample_work)
 {
     if (n <= 0 || V <= 0) return cudaSuccess;
     unsigned nc = (unsigned)((V + PICK_CHUNK - 1) / PICK_CHUNK);
     unsigned *ctr = (unsigned *)work;
     PickPart *parts = (PickPart *)((uint8_t *)work + ((size_t)n * sizeof(unsigned) + 15) / 16 * 16);
-    k_pick<<<dim3(nc, (unsigned)n), PICK_THREADS, 0, s>>>(logits, V, seen, slots, penalties, reciprocal, ids,
+    k_pick<<<dim3(nc, (unsigned)n), PICK_THREADS, 0, s>>>(logits, V, seen, slots, penalties, reciprocal, draws, ids,
                                                           nonfinite, ctr, parts);
+    if (draws && sample_work)
+        k_sample<<<(unsigned)n, SAMPLE_THREADS, 0, s>>>(logits, V, seen, slots, penalties, reciprocal, draws, ids,
+                                                        sample_work);
     return cudaGetLastError();
 }
 

@@ -261,6 +261,15 @@ static void test_batch_sizes(void)
 }
 
 /* Sampling with a seed is per job: batched draws equal the same job alone. */
+static void count_logits(const float *logits, int n_vocab, int step, void *data)
+{
+    (void)logits;
+    (void)n_vocab;
+    int *steps = data;
+    g_assert_cmpint(step, ==, *steps);
+    (*steps)++;
+}
+
 static void test_sampling_alone(void)
 {
     if (!require_fixtures()) return;
@@ -286,17 +295,17 @@ static void test_sampling_alone(void)
         assert_ids(s.res[i].token_ids, alone.token_ids);
         g_assert_cmpuint(alone.token_ids->len, ==, 20);
         hyocr_job_result_clear(&alone);
+        /* A logits sink keeps the choice on the host: the same draws, the same tokens. */
+        int steps = 0;
+        jp.on_logits = count_logits;
+        jp.logits_data = &steps;
+        hyocr_job_result host = { 0 };
+        g_assert_true(hyocr_engine_run(eng, &jp, &host, &err));
+        g_assert_cmpint(steps, ==, 20);
+        assert_ids(s.res[i].token_ids, host.token_ids);
+        hyocr_job_result_clear(&host);
     }
     job_set_clear(&s);
-}
-
-static void count_logits(const float *logits, int n_vocab, int step, void *data)
-{
-    (void)logits;
-    (void)n_vocab;
-    int *steps = data;
-    g_assert_cmpint(step, ==, *steps);
-    (*steps)++;
 }
 
 static GArray *reference_rp_ids(int c)

@@ -74,7 +74,7 @@ static void pick_op_case(hyocr_backend *be, int V, const float *pens, int n, int
     for (int step = 0; step < steps; step++) {
         for (int i = 0; i < n; i++) fill_logits(r, x + (size_t)i * V, V, specials);
         g_assert_true(o->upload_f32(be, logits, 0, x, (size_t)n * V, &err));
-        g_assert_true(o->pick_greedy(be, logits, n, V, seen, slots, pens, &err));
+        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, NULL, &err));
         int32_t ids[8];
         bool nf[8];
         g_assert_true(o->pick_fetch(be, n, ids, nf, &err));
@@ -104,6 +104,90 @@ static void test_pick_op(gconstpointer cuda)
     pick_op_case(be, 37, pens, 5, 300, false);
     pick_op_case(be, 1000, pens, 3, 200, true);
     pick_op_case(be, 120818, pens, 2, 20, true);
+    hyocr_backend_free(be);
+}
+
+/* Sampled rows (mixed with greedy ones) against the host sampler fed the same u:
+ * temperature, top-k, top-p, the penalty, ties at the top-p border (a small
+ * vocabulary of few distinct values), NaN and ±Inf. */
+static const hyocr_pick_draw draw_cases[] = {
+    { 0.7f, 0, 1.0f, 0, 0 },  { 1.0f, 5, 1.0f, 0, 0 },  { 1.3f, 0, 0.9f, 0, 0 }, { 1.0f, 40, 0.5f, 0, 0 },
+    { 1.0f, 1, 0.8f, 0, 0 },  { 0.0f, 0, 1.0f, 0, 0 },  { 2.0f, 3, 0.05f, 0, 0 }, { 1.0f, 0, 0.97f, 0, 0 },
+};
+
+static void sample_op_case(hyocr_backend *be, int V, int n, int steps, bool coarse)
+{
+    const hyocr_backend_ops *o = be->ops;
+    const size_t W = ((size_t)V + 31) / 32;
+    g_autoptr(GError) err = NULL;
+    hyocr_buf *logits = o->alloc(be, HYOCR_BUF_F32, (size_t)n * V, &err);
+    hyocr_buf *seen = o->alloc(be, HYOCR_BUF_F32, (size_t)n * W, &err);
+    g_assert_no_error(err);
+    g_autofree float *zero = g_new0(float, (size_t)n * W);
+    g_assert_true(o->upload_f32(be, seen, 0, zero, (size_t)n * W, &err));
+    hyocr_sampler *ref[8];
+    int32_t slots[8];
+    float pens[8];
+    hyocr_pick_draw draws[8];
+    g_assert_cmpint(n, <=, 8);
+    GRand *r = g_rand_new_with_seed(77u + (guint)V);
+    for (int i = 0; i < n; i++) {
+        draws[i] = draw_cases[(i + V) % G_N_ELEMENTS(draw_cases)];
+        pens[i] = i % 2 ? 1.08f : 1.0f;
+        hyocr_sampler_params sp = { .temperature = draws[i].temperature, .top_k = draws[i].top_k,
+                                    .top_p = draws[i].top_p, .repetition_penalty = pens[i], .seed = 1000u + i };
+        ref[i] = hyocr_sampler_init(&sp, V);
+        hyocr_sampler_set_penalty_divide(ref[i], divide_of(be));
+        slots[i] = i;
+    }
+    float *x = g_new(float, (size_t)n * V), *y = g_new(float, V);
+    int drawn = 0, not_argmax = 0;
+    for (int step = 0; step < steps; step++) {
+        for (int i = 0; i < n; i++) {
+            float *row = x + (size_t)i * V;
+            fill_logits(r, row, V, step % 5 == 4);
+            if (coarse)   /* few distinct values: exact ties everywhere, also at the top-p border */
+                for (int v = 0; v < V; v++) row[v] = isfinite(row[v]) ? roundf(row[v]) * 0.5f : row[v];
+            draws[i].u = hyocr_sampler_uniform(1000u + i, step);
+        }
+        g_assert_true(o->upload_f32(be, logits, 0, x, (size_t)n * V, &err));
+        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, draws, &err));
+        int32_t ids[8];
+        bool nf[8];
+        g_assert_true(o->pick_fetch(be, n, ids, nf, &err));
+        g_assert_no_error(err);
+        for (int i = 0; i < n; i++) {
+            memcpy(y, x + (size_t)i * V, sizeof(float) * V);
+            int32_t want = hyocr_sampler_sample(ref[i], y);
+            hyocr_sampler_accept(ref[i], &want, 1);
+            if (ids[i] != want)
+                g_error("V %d step %d row %d (T %g k %d p %g, penalty %g): picked %d, sampler %d", V, step, i,
+                        draws[i].temperature, draws[i].top_k, draws[i].top_p, pens[i], ids[i], want);
+            g_assert_cmpint(nf[i], ==, !row_finite(x + (size_t)i * V, V));
+            if (draws[i].temperature > 0) {
+                drawn++;
+                hyocr_sampler_params g = { 0 };
+                not_argmax += want != hyocr_sampler_draw(&g, y, V, 0.0);
+            }
+        }
+    }
+    g_assert_cmpint(not_argmax, >, drawn / 20);   /* the draws really sample */
+    for (int i = 0; i < n; i++) hyocr_sampler_free(ref[i]);
+    g_free(x);
+    g_free(y);
+    g_rand_free(r);
+    o->buf_free(be, logits);
+    o->buf_free(be, seen);
+}
+
+static void test_sample_op(gconstpointer cuda)
+{
+    hyocr_backend *be = open_backend(GPOINTER_TO_INT(cuda));
+    if (!be) return;
+    sample_op_case(be, 37, 8, 200, true);
+    sample_op_case(be, 1000, 8, 100, false);
+    sample_op_case(be, 3001, 5, 60, true);
+    sample_op_case(be, 120818, 4, 12, false);
     hyocr_backend_free(be);
 }
 
@@ -140,8 +224,9 @@ static void unload(loaded *l)
 #define N_SEQ 2
 
 /* Sequences a (chosen on the device) and b (logits to the host, sampler) start
- * from the same prompts; each step must choose the same tokens. */
-static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int steps)
+ * from the same prompts; each step must choose the same tokens. draws (NULL:
+ * greedy) makes them sample, the device fed the u the host sampler uses. */
+static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int steps, const hyocr_pick_draw *draws)
 {
     const int V = m->cfg.text.vocab_size;
     g_autoptr(GError) err = NULL;
@@ -160,7 +245,12 @@ static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int s
         hyocr_text_seq qa = { .ids = ids, .n_new = len, .kv = a[s] }, qb = { .ids = ids, .n_new = len, .kv = b[s] };
         g_assert_true(hyocr_text_forward(m, &qa, 1, logits, NULL, NULL, &err));
         g_assert_true(hyocr_text_forward(m, &qb, 1, logits, NULL, NULL, &err));
-        hyocr_sampler_params sp = { .temperature = 0, .repetition_penalty = pens[s] };
+        hyocr_sampler_params sp = { .temperature = 0, .repetition_penalty = pens[s], .seed = 500u + s };
+        if (draws) {
+            sp.temperature = draws[s].temperature;
+            sp.top_k = draws[s].top_k;
+            sp.top_p = draws[s].top_p;
+        }
         ref[s] = hyocr_sampler_init(&sp, V);
         hyocr_sampler_set_penalty_divide(ref[s], divide_of(m->be));
         hyocr_sampler_accept(ref[s], ids, len);
@@ -170,6 +260,7 @@ static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int s
         /* the first token came from the prefill logits: its slot starts with prompt + that token */
         ids[len] = tok_a[s];
         picks[s] = (hyocr_pick){ .slot = hyocr_model_pick_slot_new(m, ids, len + 1, &err), .penalty = pens[s] };
+        if (draws) picks[s].draw = draws[s];
         g_assert_no_error(err);
         g_assert_cmpint(picks[s].slot, >=, 0);
     }
@@ -181,6 +272,7 @@ static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int s
         }
         int32_t next[N_SEQ];
         bool nf[N_SEQ];
+        for (int s = 0; draws && s < N_SEQ; s++) picks[s].draw.u = hyocr_sampler_uniform(500u + s, step + 1);
         g_assert_true(hyocr_text_decode(m, qa, N_SEQ, picks, next, nf, NULL, &err));
         g_assert_no_error(err);
         g_assert_true(hyocr_text_decode(m, qb, N_SEQ, NULL, NULL, NULL, logits, &err));
@@ -210,13 +302,16 @@ static void test_decode(gconstpointer cuda)
     loaded l;
     if (!load(&l, GPOINTER_TO_INT(cuda))) return;
     const float with[N_SEQ] = { 1.08f, 1.5f }, without[N_SEQ] = { 1.0f, 1.0f };
-    decode_case(l.m, with, 12, 60);
-    decode_case(l.m, without, 30, 40);
+    decode_case(l.m, with, 12, 60, NULL);
+    decode_case(l.m, without, 30, 40, NULL);
+    /* sampled: one row hot with top-k, one with top-p (and a greedy-only step shape before) */
+    const hyocr_pick_draw sampled[N_SEQ] = { { 1.2f, 20, 1.0f, 0, 0 }, { 0.9f, 0, 0.92f, 0, 0 } };
+    decode_case(l.m, with, 12, 60, sampled);
     /* A pool resize between jobs moves the cache: captured steps must notice. */
     g_autoptr(GError) err = NULL;
     g_assert_true(hyocr_model_kv_resize(l.m, 4096, &err));
     g_assert_no_error(err);
-    decode_case(l.m, with, 7, 30);
+    decode_case(l.m, with, 7, 30, NULL);
     unload(&l);
 }
 
@@ -519,6 +614,8 @@ int main(int argc, char **argv)
         g_test_add_data_func(p4, GINT_TO_POINTER(c), test_finite);
         g_autofree char *p5 = g_strdup_printf("/decode/%s/fused", names[c]);
         g_test_add_data_func(p5, GINT_TO_POINTER(c), test_decode_fused);
+        g_autofree char *p6 = g_strdup_printf("/decode/%s/sample-op", names[c]);
+        g_test_add_data_func(p6, GINT_TO_POINTER(c), test_sample_op);
     }
     g_test_add_func("/decode/cuda/bench", test_bench);
     return g_test_run();

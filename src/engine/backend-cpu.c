@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "error.h"
 #include "hyocr-build-config.h"
+#include "sampler.h"
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -163,7 +164,7 @@ typedef struct {
     GMutex        mem_lock;
     int64_t       bytes[HYOCR_BUF_KV + 1];
     int64_t       total, peak;
-    int32_t      *pick_ids;     /* pick_greedy's results until pick_fetch */
+    int32_t      *pick_ids;     /* pick's results until pick_fetch */
     bool         *pick_nf;
     int           pick_n, pick_cap;
 } cpu_backend;
@@ -1674,15 +1675,18 @@ static bool cpu_check_finite(hyocr_backend *be, const hyocr_buf *b, size_t n, bo
 
 /* The sampler's rules (sampler.c): penalty as torch on the CPU (ℓ/p), argmax with
  * the first maximum and a NaN winning. */
-static int32_t pick_row(const float *x, int V, uint32_t *seen, float p, bool *nonfinite)
+static int32_t pick_row(const float *x, int V, uint32_t *seen, float p, const hyocr_pick_draw *d, bool *nonfinite)
 {
     bool pen = isfinite(p) && p > 0.0f && p != 1.0f, nf = false, nan_seen = false;
+    bool sample = d && d->temperature > 0.0f && isfinite(d->temperature);
+    g_autofree float *y = sample ? g_new(float, V) : NULL;
     int32_t best = 0;
     float bv = -INFINITY;
     for (int v = 0; v < V; v++) {
         float l = x[v];
         nf |= !isfinite(l);
         if (pen && (seen[v >> 5] >> (v & 31) & 1u)) l = l < 0.0f ? l * p : l / p;
+        if (y) y[v] = l;
         if (nan_seen) continue;
         if (l != l) {
             nan_seen = true;
@@ -1692,25 +1696,29 @@ static int32_t pick_row(const float *x, int V, uint32_t *seen, float p, bool *no
             best = v;
         }
     }
+    if (sample) {
+        hyocr_sampler_params sp = { .temperature = d->temperature, .top_k = d->top_k, .top_p = d->top_p };
+        best = hyocr_sampler_draw(&sp, y, V, d->u);
+    }
     seen[best >> 5] |= 1u << (best & 31);
     *nonfinite = nf;
     return best;
 }
 
-static bool cpu_pick_greedy(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen,
-                            const int32_t *slots, const float *penalties, GError **error)
+static bool cpu_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen, const int32_t *slots,
+                     const float *penalties, const hyocr_pick_draw *draws, GError **error)
 {
     cpu_backend *cb = CB(be);
     size_t words = ((size_t)V + 31) / 32;
     if (n < 0 || V <= 0 || (n > 0 && (!slots || !penalties)))
         return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                           "CPU backend: pick_greedy: invalid arguments (%d rows, vocabulary %d)", n, V), false;
-    if (!need("pick_greedy", "logits", logits, (size_t)n * V, error) || !need("pick_greedy", "seen", seen, words, error))
+                           "CPU backend: pick: invalid arguments (%d rows, vocabulary %d)", n, V), false;
+    if (!need("pick", "logits", logits, (size_t)n * V, error) || !need("pick", "seen", seen, words, error))
         return false;
     for (int i = 0; i < n; i++)
         if (slots[i] < 0 || (size_t)(slots[i] + 1) * words > seen->n)
             return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                               "CPU backend: pick_greedy: row %d uses slot %d but the seen buffer holds %zu slots", i,
+                               "CPU backend: pick: row %d uses slot %d but the seen buffer holds %zu slots", i,
                                slots[i], seen->n / words), false;
     if (n > cb->pick_cap) {
         cb->pick_cap = n;
@@ -1719,7 +1727,7 @@ static bool cpu_pick_greedy(hyocr_backend *be, const hyocr_buf *logits, int n, i
     }
     for (int i = 0; i < n; i++)
         cb->pick_ids[i] = pick_row(F(logits) + (size_t)i * V, V, (uint32_t *)seen->data + (size_t)slots[i] * words,
-                                   penalties[i], &cb->pick_nf[i]);
+                                   penalties[i], draws ? &draws[i] : NULL, &cb->pick_nf[i]);
     cb->pick_n = n;
     return true;
 }
@@ -1812,7 +1820,7 @@ static const hyocr_backend_ops cpu_ops = {
     .mem_info = cpu_mem_info,
     .sync = cpu_sync,
     .check_finite = cpu_check_finite,
-    .pick_greedy = cpu_pick_greedy,
+    .pick = cpu_pick,
     .pick_fetch = cpu_pick_fetch,
     .read_bytes = cpu_read_bytes,
     .write_bytes = cpu_write_bytes,

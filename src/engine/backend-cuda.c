@@ -62,9 +62,9 @@ typedef struct {
     uint8_t         *dmeta_host;
     size_t           dmeta_host_cap;
     cudaEvent_t      dmeta_done;
-    bool             bound, capturing;
+    bool             bound, bound_sampling, capturing;
     int              bound_rows, bound_maxb;
-    size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens;
+    size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens, o_draws;
     /* bumped whenever scratch a captured graph may point into moves */
     uint64_t         epoch;
     /* HYOCR_PROFILE=1: per-op GPU time from events, resolved where the host waits anyway */
@@ -1126,45 +1126,64 @@ static void cuda_host_free(hyocr_backend *be, void *p, size_t bytes)
 
 /* ---------------------------------------------------------------- greedy choice */
 
-static bool cuda_pick_greedy(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen,
-                             const int32_t *slots, const float *penalties, GError **error)
+G_STATIC_ASSERT(sizeof(hk_draw) == sizeof(hyocr_pick_draw));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(hk_draw, u) == G_STRUCT_OFFSET(hyocr_pick_draw, u));
+G_STATIC_ASSERT(G_STRUCT_OFFSET(hk_draw, top_p) == G_STRUCT_OFFSET(hyocr_pick_draw, top_p));
+
+static bool any_draw(const hyocr_pick_draw *d, int n)
+{
+    for (int i = 0; d && i < n; i++)
+        if (d[i].temperature > 0.0f) return true;
+    return false;
+}
+
+static bool cuda_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen, const int32_t *slots,
+                      const float *penalties, const hyocr_pick_draw *draws, GError **error)
 {
     cuda_backend *cb = CB(be);
     size_t words = ((size_t)V + 31) / 32;
     if (n < 0 || n > PICK_MAX || V <= 0 || (n > 0 && !cb->bound && (!slots || !penalties)))
-        return invalid(error, "pick_greedy: invalid arguments (%d rows, at most %d; vocabulary %d)", n, PICK_MAX, V);
-    if (!need("pick_greedy", "logits", logits, (size_t)n * V, error) || !need("pick_greedy", "seen", seen, words, error))
+        return invalid(error, "pick: invalid arguments (%d rows, at most %d; vocabulary %d)", n, PICK_MAX, V);
+    if (!need("pick", "logits", logits, (size_t)n * V, error) || !need("pick", "seen", seen, words, error))
         return false;
     if (logits->kind != HYOCR_BUF_F32 || seen->kind != HYOCR_BUF_F32)
-        return invalid(error, "pick_greedy: logits and seen must be F32 buffers");
+        return invalid(error, "pick: logits and seen must be F32 buffers");
     size_t n_slots = seen->n / words;
     for (int i = 0; !cb->bound && i < n; i++)
         if (slots[i] < 0 || (size_t)slots[i] >= n_slots)
-            return invalid(error, "pick_greedy: row %d uses slot %d but the seen buffer holds %zu slots", i, slots[i],
+            return invalid(error, "pick: row %d uses slot %d but the seen buffer holds %zu slots", i, slots[i],
                            n_slots);
     if (cb->bound && n != cb->bound_rows)
-        return invalid(error, "pick_greedy: %d rows but the bound decode step has %d", n, cb->bound_rows);
+        return invalid(error, "pick: %d rows but the bound decode step has %d", n, cb->bound_rows);
     if (!n) return true;
+    bool sampling = cb->bound ? cb->bound_sampling : any_draw(draws, n);
     size_t work_off = ((size_t)n * 8 + 15) / 16 * 16;
-    if (!small_ready(cb, work_off + hk_pick_work_bytes(n, V), error)) return false;
+    size_t sample_off = (work_off + hk_pick_work_bytes(n, V) + 255) / 256 * 256;
+    if (!small_ready(cb, sample_off + (sampling ? hk_sample_work_bytes(n, V) : 0), error)) return false;
     const int32_t *d_slots;
     const float *d_pens;
+    const hk_draw *d_draws = NULL;
     if (cb->bound) {
         d_slots = bound_ptr(cb, cb->o_slots);
         d_pens = bound_ptr(cb, cb->o_pens);
+        if (sampling) d_draws = bound_ptr(cb, cb->o_draws);
     } else {
         meta_pack mp = { g_byte_array_new() };
         size_t o_s = meta_add(&mp, slots, (size_t)n * sizeof(int32_t));
         size_t o_p = meta_add(&mp, penalties, (size_t)n * sizeof(float));
+        size_t o_d = sampling ? meta_add(&mp, draws, (size_t)n * sizeof(hyocr_pick_draw)) : 0;
         bool ok = meta_upload(cb, mp.b->data, mp.b->len, error);
         g_byte_array_free(mp.b, TRUE);
         if (!ok) return false;
         d_slots = meta_ptr(cb, o_s);
         d_pens = meta_ptr(cb, o_p);
+        if (sampling) d_draws = meta_ptr(cb, o_d);
     }
     int32_t *d_ids = cb->small.ptr;
-    return ck(hk_pick_greedy(cb->stream, logits->data, n, V, seen->data, d_slots, d_pens, 1, d_ids, d_ids + n,
-                             (uint8_t *)cb->small.ptr + work_off), "pick_greedy", error);
+    uint8_t *small = cb->small.ptr;
+    return ck(hk_pick(cb->stream, logits->data, n, V, seen->data, d_slots, d_pens, d_draws, 1, d_ids, d_ids + n,
+                      small + work_off, sampling ? (float *)(small + sample_off) : NULL),
+              "pick", error);
 }
 
 static bool cuda_pick_fetch(hyocr_backend *be, int n, int32_t *ids, bool *nonfinite, GError **error)
@@ -1195,6 +1214,7 @@ static size_t bound_layout(cuda_backend *cb, int rows, int maxb)
     PLACE(o_bt, (size_t)rows * maxb * 4);
     PLACE(o_slots, (size_t)rows * 4);
     PLACE(o_pens, (size_t)rows * 4);
+    PLACE(o_draws, (size_t)rows * sizeof(hyocr_pick_draw));
 #undef PLACE
     return off;
 }
@@ -1217,6 +1237,9 @@ static void bound_fill(cuda_backend *cb, uint8_t *h, const hyocr_decode_meta *dm
         slots[r] = dm->pick_slots ? dm->pick_slots[r] : 0;
         pens[r] = dm->pick_penalties ? dm->pick_penalties[r] : 1.0f;
     }
+    hyocr_pick_draw *draws = (hyocr_pick_draw *)(h + cb->o_draws);
+    if (dm->pick_draws) memcpy(draws, dm->pick_draws, (size_t)R * sizeof *draws);
+    else memset(draws, 0, (size_t)R * sizeof *draws);
 }
 
 static bool bound_check(const hyocr_decode_meta *dm, GError **error)
@@ -1259,6 +1282,7 @@ static bool cuda_decode_bind(hyocr_backend *be, const hyocr_decode_meta *dm, GEr
         !ck(cudaEventRecord(cb->dmeta_done, cb->stream), "event record", error))
         return false;
     cb->bound = true;
+    cb->bound_sampling = any_draw(dm->pick_draws, dm->n_rows);
     cb->bound_rows = dm->n_rows;
     cb->bound_maxb = dm->max_blocks;
     return true;
@@ -1495,9 +1519,9 @@ static bool p_attention_paged(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *
 }
 static bool p_embed(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *t, const int32_t *ids, int n, int C, GError **e)
 { PROF("embed", cuda_embed(be, o, t, ids, n, C, e)); }
-static bool p_pick_greedy(hyocr_backend *be, const hyocr_buf *l, int n, int V, hyocr_buf *seen, const int32_t *sl,
-                          const float *pe, GError **e)
-{ PROF("pick_greedy", cuda_pick_greedy(be, l, n, V, seen, sl, pe, e)); }
+static bool p_pick(hyocr_backend *be, const hyocr_buf *l, int n, int V, hyocr_buf *seen, const int32_t *sl,
+                   const float *pe, const hyocr_pick_draw *dr, GError **e)
+{ PROF("pick", cuda_pick(be, l, n, V, seen, sl, pe, dr, e)); }
 static bool p_norm_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *r, const hyocr_buf *nw, float eps,
                           const hyocr_buf *w, int M, int N, int K, bool glu, GError **e)
 {
@@ -1593,7 +1617,7 @@ static const hyocr_backend_ops cuda_ops = {
     .write_bytes = cuda_write_bytes,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
-    .pick_greedy = cuda_pick_greedy,
+    .pick = cuda_pick,
     .pick_fetch = cuda_pick_fetch,
     .decode_bind = cuda_decode_bind,
     .decode_unbind = cuda_decode_unbind,
@@ -1627,7 +1651,7 @@ static void prof_init(cuda_backend *cb)
     o->rope_qknorm = p_rope_qknorm;
     o->attention_paged = p_attention_paged;
     o->embed = p_embed;
-    o->pick_greedy = p_pick_greedy;
+    o->pick = p_pick;
     o->graph_launch = p_graph_launch;
     o->norm_matmul = p_norm_matmul;
     o->matmul_residual = p_matmul_residual;

@@ -84,6 +84,16 @@ typedef struct {
     int            n_new;        /* tokens in this call (rows of q for this sequence) */
 } hyocr_seq_view;
 
+/* A sampled row's draw parameters for one step (pick): temperature ≤ 0 means greedy;
+ * top_k ≤ 0 and top_p outside (0, 1) are off; u ∈ [0, 1) from hyocr_sampler_uniform. */
+typedef struct {
+    float  temperature;
+    int    top_k;
+    float  top_p;
+    float  pad_;
+    double u;
+} hyocr_pick_draw;
+
 typedef struct {
     int64_t total;          /* device (or system RAM) total, bytes */
     int64_t free;           /* device (or system) free, bytes */
@@ -175,21 +185,23 @@ typedef struct {
     void  *(*host_alloc)(hyocr_backend *be, size_t bytes, GError **error);
     void   (*host_free)(hyocr_backend *be, void *p, size_t bytes);
 
-    /* ---- greedy choice on the device (both backends) ----
+    /* ---- token choice on the device (both backends) ----
      * For row i of logits[n, V] (fp32): the repetition penalty (penalties[i]; off when 1, ≤ 0 or
      * not finite) over the ids marked in slot slots[i] of seen (ceil(V/32) uint32 words per slot,
-     * bit v of word v/32; an F32-kind buffer used as raw words), then the argmax (first maximum;
-     * a NaN wins, as torch.argmax), whose bit is then set in the slot. Positive logits are
-     * divided as torch does on this backend's device: ℓ·fl(1/p) on CUDA, ℓ/p on the CPU.
-     * The results stay with the backend until pick_fetch, which waits for them: ids[i] and
-     * nonfinite[i] (row i held a NaN or ±Inf before the penalty). */
-    bool   (*pick_greedy)(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen,
-                          const int32_t *slots, const float *penalties, GError **error);
+     * bit v of word v/32; an F32-kind buffer used as raw words). Positive logits are divided as
+     * torch does on this backend's device: ℓ·fl(1/p) on CUDA, ℓ/p on the CPU. Then greedy — the
+     * argmax (first maximum; a NaN wins, as torch.argmax) — or, where draws (NULL: every row
+     * greedy) gives row i a temperature > 0, hyocr_sampler_draw's rules with draws[i].u. The
+     * chosen id's bit is then set in the slot. The results stay with the backend until
+     * pick_fetch, which waits for them: ids[i] and nonfinite[i] (row i held a NaN or ±Inf
+     * before the penalty). */
+    bool   (*pick)(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen,
+                   const int32_t *slots, const float *penalties, const hyocr_pick_draw *draws, GError **error);
     bool   (*pick_fetch)(hyocr_backend *be, int n, int32_t *ids, bool *nonfinite, GError **error);
 
     /* ---- graph-friendly decode (optional: NULL where the backend has none) ----
      * decode_bind copies one step's metadata to fixed device memory in one transfer; until
-     * decode_unbind, embed, rope_qknorm, attention_paged and pick_greedy take their
+     * decode_unbind, embed, rope_qknorm, attention_paged and pick take their
      * metadata from there (their host arguments must describe the same step), so work
      * captured between graph_begin and graph_end replays correctly on later steps. */
     bool   (*decode_bind)(hyocr_backend *be, const struct hyocr_decode_meta *meta, GError **error);
@@ -225,6 +237,7 @@ typedef struct hyocr_decode_meta {
                                          * context bound the captured work is sized for */
     const int32_t        *pick_slots;   /* [n_rows] or NULL */
     const float          *pick_penalties;
+    const hyocr_pick_draw *pick_draws;  /* [n_rows] or NULL: all greedy */
 } hyocr_decode_meta;
 
 struct hyocr_backend {

@@ -525,15 +525,13 @@ static bool sync_slot(batch *b, job_state *st)
     return st->pick_slot >= 0;
 }
 
-/* The backend chooses the tokens when every running job is greedy without a
- * logits sink (only ids then come back); otherwise the host samplers do. */
+/* The backend chooses the tokens (greedy or drawn; only ids then come back)
+ * unless a running job wants the logits: then the host samplers do. */
 static bool pick_path(batch *b)
 {
-    if (!b->eng->be->ops->pick_greedy) return false;
-    for (int i = 0; i < b->n_running; i++) {
-        const hyocr_job_params *job = b->running[i]->job;
-        if (job->temperature > 0 || job->on_logits) return false;
-    }
+    if (!b->eng->be->ops->pick) return false;
+    for (int i = 0; i < b->n_running; i++)
+        if (b->running[i]->job->on_logits) return false;
     for (int i = 0; i < b->n_running; i++)
         if (!sync_slot(b, b->running[i])) return false;
     return true;
@@ -544,8 +542,14 @@ static bool forward_pick(batch *b, job_state **step, int n, GError **error)
     g_autofree hyocr_pick *picks = g_new(hyocr_pick, n);
     g_autofree int32_t *next = g_new(int32_t, n);
     g_autofree bool *nf = g_new0(bool, n);
-    for (int i = 0; i < n; i++)
-        picks[i] = (hyocr_pick){ .slot = step[i]->pick_slot, .penalty = step[i]->res->repetition_penalty };
+    for (int i = 0; i < n; i++) {
+        job_state *st = step[i];
+        picks[i] = (hyocr_pick){ .slot = st->pick_slot, .penalty = st->res->repetition_penalty };
+        if (hyocr_sampler_is_greedy(st->sampler)) continue;
+        const hyocr_job_params *job = st->job;
+        picks[i].draw = (hyocr_pick_draw){ .temperature = job->temperature, .top_k = job->top_k,
+                                           .top_p = job->top_p, .u = hyocr_sampler_next_uniform(st->sampler) };
+    }
     if (!hyocr_text_decode(M(b), b->seqs, n, picks, next, nf, NULL, error)) return false;
     publish_kv(b);
     for (int i = 0; i < n; i++) {

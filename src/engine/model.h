@@ -162,14 +162,16 @@ int  hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError
 void hyocr_model_pick_slot_free(hyocr_model *m, int slot);
 
 typedef struct {
-    int   slot;      /* from hyocr_model_pick_slot_new */
-    float penalty;   /* repetition penalty; 1 = off */
+    int             slot;      /* from hyocr_model_pick_slot_new */
+    float           penalty;   /* repetition penalty; 1 = off */
+    hyocr_pick_draw draw;      /* temperature 0: greedy; else this step's draw */
 } hyocr_pick;
 
 /* One decode step: each seqs[i] brings one token (n_new 1, pos NULL, no image).
- * With picks (one per sequence, every sequence greedy) the backend chooses:
- * next[i] = argmax of the penalised logits (ties to the lowest id; the token joins
- * the slot's set) and nonfinite[i] = the row's logits held NaN or ±Inf; logits may
+ * With picks (one per sequence) the backend chooses: next[i] = the argmax of the
+ * penalised logits (ties to the lowest id), or a draw under picks[i].draw
+ * (hyocr_sampler_draw's rules); the token joins the slot's set; and
+ * nonfinite[i] = the row's logits held NaN or ±Inf; logits may
  * be NULL and are not filled. With picks NULL it is hyocr_text_forward (logits
  * [n_seqs · vocab] filled; next, nonfinite untouched). Caches grow only on success. */
 bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,

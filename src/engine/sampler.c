@@ -2,10 +2,12 @@
  * RepetitionPenaltyLogitsProcessor, then (sampling only) TemperatureLogitsWarper,
  * TopKLogitsWarper, TopPLogitsWarper, then a draw from the softmax.
  *
- * The generator is our own xoshiro256** seeded through splitmix64: identical
- * sequences on every platform for a given seed, but seeds do NOT reproduce
- * torch's generator, so sampled outputs never match the reference token for
- * token (greedy outputs do). */
+ * The generator is counter-based: draw n of a seed uses hyocr_sampler_uniform(seed, n),
+ * so the device, which draws inside a captured graph, and this host code give the
+ * same token for the same logits. Seeds do NOT reproduce torch's generator, so
+ * sampled outputs never match the reference token for token (greedy outputs do).
+ * The draw walks the kept tokens in id order (as the device does), not in
+ * torch's sorted order: the distribution is the same, the mapping from u is not. */
 #include "sampler.h"
 
 #include <math.h>
@@ -23,43 +25,25 @@ struct hyocr_sampler {
     hyocr_penalty_divide divide;
     int       n_vocab;
     uint64_t *seen;      /* bitset: distinct ids of the sequence so far */
-    uint64_t  rng[4];
+    uint64_t  n_draws;   /* draws made so far: the counter of the generator */
     cand     *cands;     /* n_vocab scratch entries, reused every step */
+    uint8_t  *keep;      /* n_vocab flags: the kept set, walked in id order */
     float    *heap;      /* top_k scratch (min-heap), NULL when top-k is off */
 };
 
 /* ---------- generator ---------- */
 
-static uint64_t splitmix64(uint64_t *x)
+static uint64_t mix64(uint64_t z)
 {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k)
+double hyocr_sampler_uniform(uint64_t seed, uint64_t n)
 {
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(uint64_t s[4])
-{
-    uint64_t out = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return out;
-}
-
-/* Uniform in [0, 1) with 53 random bits. */
-static double rng_uniform(uint64_t s[4])
-{
-    return (double)(rng_next(s) >> 11) * 0x1.0p-53;
+    uint64_t z = mix64(mix64(seed + 0x9e3779b97f4a7c15ull) + (n + 1) * 0x9e3779b97f4a7c15ull);
+    return (double)(z >> 11) * 0x1.0p-53;
 }
 
 /* ---------- parameters ---------- */
@@ -96,11 +80,9 @@ hyocr_sampler *hyocr_sampler_init(const hyocr_sampler_params *p, int n_vocab)
     s->divide = HYOCR_PENALTY_DIVIDE_RECIPROCAL;
     s->n_vocab = n_vocab;
     s->seen = g_new0(uint64_t, (n_vocab + 63) / 64);
-    uint64_t x = p->seed;
-    for (int i = 0; i < 4; i++)
-        s->rng[i] = splitmix64(&x);
     if (!greedy(p)) {
         s->cands = g_new(cand, n_vocab);
+        s->keep = g_new(uint8_t, n_vocab);
         if (top_k_on(s))
             s->heap = g_new(float, s->p.top_k);
     }
@@ -112,6 +94,7 @@ void hyocr_sampler_free(hyocr_sampler *s)
     if (!s) return;
     g_free(s->seen);
     g_free(s->cands);
+    g_free(s->keep);
     g_free(s->heap);
     g_free(s);
 }
@@ -312,18 +295,28 @@ static int apply_top_p(hyocr_sampler *s, int n, double z)
     return n - first;
 }
 
-static int32_t draw(hyocr_sampler *s, int n)
+/* u·Z over the kept tokens in id order (weights recomputed exactly as weigh() did). */
+static int32_t draw(hyocr_sampler *s, const float *logits, int n, double u)
 {
-    double z = 0.0;
-    for (int i = 0; i < n; i++)
-        z += s->cands[i].w;
-    double u = rng_uniform(s->rng) * z;
-    double acc = 0.0;
+    memset(s->keep, 0, (size_t)s->n_vocab);
+    float mx = s->cands[0].v;
     for (int i = 0; i < n; i++) {
-        acc += s->cands[i].w;
-        if (u < acc) return s->cands[i].id;
+        s->keep[s->cands[i].id] = 1;
+        mx = MAX(mx, s->cands[i].v);
     }
-    return s->cands[n - 1].id;   /* u rounded up to z */
+    const float inv = 1.0f / s->p.temperature;
+    double z = 0.0;
+    for (int i = 0; i < n; i++) z += s->cands[i].w;
+    double target = u * z, acc = 0.0;
+    int32_t last = s->cands[0].id;
+    for (int id = 0; id < s->n_vocab; id++) {
+        if (!s->keep[id]) continue;
+        float v = s->p.temperature == 1.0f ? logits[id] : logits[id] * inv;
+        acc += v == mx ? 1.0 : exp((double)v - (double)mx);
+        last = id;
+        if (target < acc) return id;
+    }
+    return last;   /* u·Z rounded up to the sum */
 }
 
 /* Leaves the drawable candidates, weighted, at the front of s->cands. */
@@ -355,7 +348,30 @@ int32_t hyocr_sampler_sample(hyocr_sampler *s, float *logits)
     g_return_val_if_fail(s != NULL && logits != NULL, 0);
     hyocr_sampler_apply_penalty(s, logits);
     if (greedy(&s->p)) return argmax(logits, s->n_vocab);
+    double u = hyocr_sampler_uniform(s->p.seed, s->n_draws++);
     int n = warp(s, logits);
     if (n == 0) return argmax(logits, s->n_vocab);   /* nothing drawable: all NaN/-inf */
-    return draw(s, n);
+    return draw(s, logits, n, u);
+}
+
+bool hyocr_sampler_is_greedy(const hyocr_sampler *s)
+{
+    return greedy(&s->p);
+}
+
+double hyocr_sampler_next_uniform(hyocr_sampler *s)
+{
+    return hyocr_sampler_uniform(s->p.seed, s->n_draws++);
+}
+
+int32_t hyocr_sampler_draw(const hyocr_sampler_params *p, const float *logits, int n_vocab, double u)
+{
+    g_return_val_if_fail(p != NULL && logits != NULL && n_vocab > 0, 0);
+    hyocr_sampler_params q = *p;
+    q.repetition_penalty = 1.0f;
+    g_autoptr(hyocr_sampler) s = hyocr_sampler_init(&q, n_vocab);
+    if (greedy(&q)) return argmax(logits, n_vocab);
+    int n = warp(s, logits);
+    if (n == 0) return argmax(logits, n_vocab);
+    return draw(s, logits, n, u);
 }

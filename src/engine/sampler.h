@@ -42,6 +42,18 @@ typedef enum {
 } hyocr_penalty_divide;
 
 void           hyocr_sampler_set_penalty_divide(hyocr_sampler *s, hyocr_penalty_divide mode);
+
+/* The generator: u ∈ [0, 1) of draw n under seed. Counter-based, so a device
+ * that draws inside a replayed graph gets the same u as the host for a draw. */
+double         hyocr_sampler_uniform(uint64_t seed, uint64_t n);
+bool           hyocr_sampler_is_greedy(const hyocr_sampler *s);
+/* The u of this sampler's next draw, counted as made: for a draw done elsewhere
+ * (on the device) so that a later host draw continues the same sequence. */
+double         hyocr_sampler_next_uniform(hyocr_sampler *s);
+/* One draw with u from logits the penalty was already applied to: temperature,
+ * top-k, top-p (HF's kept set), then the first kept id, walking ids upwards, at
+ * which the cumulative weight exceeds u·Z. The device pick follows these rules. */
+int32_t        hyocr_sampler_draw(const hyocr_sampler_params *p, const float *logits, int n_vocab, double u);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_sampler, hyocr_sampler_free)
 
 G_END_DECLS

@@ -390,7 +390,8 @@ static bool check_decode(const hyocr_model *m, const hyocr_text_seq *seqs, int n
 /* Embedding, the layers, the final norm of every row (each is its sequence's
  * last), the head and the choice: the work of one step, captured as a whole. */
 static bool decode_ops(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs, const text_chunk *k,
-                       const text_bufs *t, const int32_t *slots, const float *pens, GError **error)
+                       const text_bufs *t, const int32_t *slots, const float *pens, const hyocr_pick_draw *draws,
+                       GError **error)
 {
     const hyocr_text_config *c = &m->cfg.text;
     const int n = k->rows, H = c->hidden_size, V = c->vocab_size;
@@ -400,7 +401,7 @@ static bool decode_ops(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs
            OPS->add_rmsnorm(m->be, t->last, t->h, use_fused(m, n) ? NULL : t->delta, m->final_norm, n, H,
                             c->rms_norm_eps, error) &&
            OPS->matmul(m->be, t->logits, t->last, m->lm_head, 0, NULL, n, V, H, error) &&
-           OPS->pick_greedy(m->be, t->logits, n, V, m->pick_seen, slots, pens, error);
+           OPS->pick(m->be, t->logits, n, V, m->pick_seen, slots, pens, draws, error);
 }
 
 static uint64_t mix(uint64_t h, const void *p)
@@ -408,11 +409,13 @@ static uint64_t mix(uint64_t h, const void *p)
     return (h ^ (uint64_t)(uintptr_t)p) * 1099511628211ull;
 }
 
-/* The buffers, and whether the step was fused (HYOCR_FUSE may change between steps). */
-static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t, int rows)
+/* The buffers, whether the step was fused (HYOCR_FUSE may change between steps)
+ * and whether a row samples (the draw kernel is then part of the step). */
+static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t, int rows, bool sampling)
 {
     uint64_t h = 1469598103934665603ull;
     h = mix(h, (const void *)(uintptr_t)(use_fused(m, rows) ? 1 : 2));
+    h = mix(h, (const void *)(uintptr_t)(sampling ? 3 : 4));
     const hyocr_buf *bufs[] = { t->h, t->a, t->qkv, t->att, t->delta, t->gu, t->act, t->last, t->logits, m->pick_seen };
     for (size_t i = 0; i < G_N_ELEMENTS(bufs); i++) h = mix(h, bufs[i]->data);
     for (int l = 0; l < m->cfg.text.num_layers; l++) h = mix(mix(h, m->k_cache[l]->data), m->v_cache[l]->data);
@@ -444,7 +447,7 @@ static bool decode_capture(hyocr_model *m, decode_graph *g, text_batch *b, const
 {
     g_autoptr(GError) cap_err = NULL;
     if (!OPS->graph_begin(m->be, &cap_err)) return false;
-    bool ok = decode_ops(m, b, seqs, k, t, NULL, NULL, &cap_err);
+    bool ok = decode_ops(m, b, seqs, k, t, NULL, NULL, NULL, &cap_err);
     void *graph = OPS->graph_end(m->be, ok ? &cap_err : NULL);
     if (!ok || !graph) {
         if (graph) OPS->graph_free(m->be, graph);
@@ -458,17 +461,19 @@ static bool decode_capture(hyocr_model *m, decode_graph *g, text_batch *b, const
 /* The bound, graph-replayed step. The first step of a shape runs uncaptured
  * (sizing the backend's scratch), the second captures, later ones replay. */
 static bool decode_graph_step(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs, const text_chunk *k,
-                              const text_bufs *t, const int32_t *slots, const float *pens, GError **error)
+                              const text_bufs *t, const int32_t *slots, const float *pens,
+                              const hyocr_pick_draw *draws, GError **error)
 {
     int n = k->rows, bs = m->kv_block_size, ctx = 0;
     for (int r = 0; r < n; r++) ctx = MAX(ctx, k->views[r].n_past + 1);
     int bound = (ctx + DECODE_CTX_STEP - 1) / DECODE_CTX_STEP * DECODE_CTX_STEP;
     int max_blocks = (bound + bs - 1) / bs;
     hyocr_decode_meta dm = { .n_rows = n, .ids = b->ids, .views = k->views, .block_size = bs,
-                             .max_blocks = max_blocks, .pick_slots = slots, .pick_penalties = pens };
+                             .max_blocks = max_blocks, .pick_slots = slots, .pick_penalties = pens,
+                             .pick_draws = draws };
     if (!OPS->decode_bind(m->be, &dm, error)) return false;
     bool fresh, ok = true, done = false;
-    decode_graph *g = decode_graph_find(m, n, max_blocks, decode_signature(m, t, n), &fresh);
+    decode_graph *g = decode_graph_find(m, n, max_blocks, decode_signature(m, t, n, draws != NULL), &fresh);
     if (g->graph) {
         bool stale = false;
         ok = OPS->graph_launch(m->be, g->graph, &stale, error);
@@ -482,7 +487,7 @@ static bool decode_graph_step(hyocr_model *m, text_batch *b, const hyocr_text_se
         ok = OPS->graph_launch(m->be, g->graph, &stale, error);
         done = ok && !stale;
     }
-    if (ok && !done) ok = decode_ops(m, b, seqs, k, t, slots, pens, error);
+    if (ok && !done) ok = decode_ops(m, b, seqs, k, t, slots, pens, draws, error);
     OPS->decode_unbind(m->be);
     return ok;
 }
@@ -507,16 +512,21 @@ bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const h
     text_chunk_set(&k, &b, seqs, n_seqs, 0, n_seqs);
     g_autofree int32_t *slots = g_new(int32_t, (guint)n_seqs);
     g_autofree float *pens = g_new(float, (guint)n_seqs);
+    g_autofree hyocr_pick_draw *draws = g_new(hyocr_pick_draw, (guint)n_seqs);
+    bool sampling = false;
     for (int s = 0; s < n_seqs; s++) {
         slots[s] = picks[s].slot;
         pens[s] = picks[s].penalty;
+        draws[s] = picks[s].draw;
+        sampling |= draws[s].temperature > 0.0f;
     }
+    if (!sampling) g_clear_pointer(&draws, g_free);
     text_bufs t;
     bool ok = text_bufs_get(m, n_seqs, n_seqs, &t, error);
     if (ok && graphs_wanted(m))
-        ok = decode_graph_step(m, &b, seqs, &k, &t, slots, pens, error);
+        ok = decode_graph_step(m, &b, seqs, &k, &t, slots, pens, draws, error);
     else if (ok)
-        ok = decode_ops(m, &b, seqs, &k, &t, slots, pens, error);
+        ok = decode_ops(m, &b, seqs, &k, &t, slots, pens, draws, error);
     g_autofree bool *nf = g_new(bool, (guint)n_seqs);
     ok = ok && OPS->pick_fetch(m->be, n_seqs, next, nf, error);
     if (ok) {
