@@ -139,13 +139,15 @@ k_pick(const float *logits, int V, uint32_t *seen, const int32_t *slots, const f
 /* ---- sampling: one CTA per row ----
  * The host sampler's rules (sampler.c, hyocr_sampler_draw) without sorting: the
  * k-th largest value (top-k) and the top-p border are found by radix selection on
- * the values' ordered bit patterns, 8 bits per pass. Weights are exp(v - max) in
- * double, then fixed point (2^-40 units, at most 2^40 · V in a sum), so every sum,
- * histogram and scan is an integer one: the same logits give the same token on
- * every run, whatever order the threads add in. The ids are walked upwards with
- * u·Z as the target, as on the host. */
+ * the values' ordered bit patterns, 8 bits per pass. Weights exp(v - max) are
+ * computed once (fp32) and counted in fixed point (2^-40 units, at most 2^40 · V
+ * in a sum), so every sum, histogram and scan is an integer one: the same logits
+ * give the same token on every run, whatever order the threads add in. Passes
+ * whose order does not matter stride over the row (coalesced); the last ones walk
+ * each thread's contiguous slice, so the ids are visited upwards with u·Z as the
+ * target, as on the host. */
 #define SAMPLE_THREADS 1024
-#define SAMPLE_ONE 1099511627776.0   /* 2^40 */
+#define SAMPLE_ONE 1099511627776.0f   /* 2^40 */
 
 __device__ __forceinline__ uint32_t okey(float v)
 {
@@ -153,10 +155,9 @@ __device__ __forceinline__ uint32_t okey(float v)
     return (u & 0x80000000u) ? ~u : u | 0x80000000u;
 }
 
-__device__ __forceinline__ unsigned long long wfix(float v, float mx)
+__device__ __forceinline__ unsigned long long wfix(float w)
 {
-    return v == mx ? (unsigned long long)SAMPLE_ONE
-                   : (unsigned long long)(exp((double)v - (double)mx) * SAMPLE_ONE);
+    return (unsigned long long)(w * SAMPLE_ONE);
 }
 
 struct SampleSh {
@@ -202,9 +203,9 @@ __device__ float sample_max(float v, SampleSh *sh)
     return r;
 }
 
-/* The largest key K with: count (by_mass = false) or mass of the candidates
- * (key ≥ lo) with key ≥ K reaching need. *above = mass with key > K. */
-__device__ uint32_t sample_select(const float *v, int i0, int i1, uint32_t lo, float mx, bool by_mass, double need,
+/* The largest key K with the count (w NULL) or the mass of the candidates
+ * (key ≥ lo) with key ≥ K reaching need. *above = their mass with key > K. */
+__device__ uint32_t sample_select(const float *v, const float *w, int V, uint32_t lo, double need,
                                   unsigned long long *above, SampleSh *sh)
 {
     uint32_t prefix = 0, mask = 0;
@@ -215,18 +216,19 @@ __device__ uint32_t sample_select(const float *v, int i0, int i1, uint32_t lo, f
             sh->hist_c[b] = 0;
         }
         __syncthreads();
-        for (int i = i0; i < i1; i++) {
-            uint32_t k = okey(v[i]);
-            if (v[i] == -INFINITY || k < lo || (k & mask) != prefix) continue;
+        for (int i = threadIdx.x; i < V; i += SAMPLE_THREADS) {
+            float x = v[i];
+            uint32_t k = okey(x);
+            if (x == -INFINITY || k < lo || (k & mask) != prefix) continue;
             int b = (k >> shift) & 255;
-            if (by_mass) atomicAdd(&sh->hist_m[b], wfix(v[i], mx));
+            if (w) atomicAdd(&sh->hist_m[b], wfix(w[i]));
             else atomicAdd(&sh->hist_c[b], 1u);
         }
         __syncthreads();
         if (threadIdx.x == 0) {
             int digit = -1, low = 0;
             for (int b = 255; b >= 0; b--) {
-                unsigned long long h = by_mass ? sh->hist_m[b] : sh->hist_c[b];
+                unsigned long long h = w ? sh->hist_m[b] : sh->hist_c[b];
                 if (!h) continue;
                 low = b;
                 if ((double)(acc + h) >= need) { digit = b; break; }
@@ -234,7 +236,7 @@ __device__ uint32_t sample_select(const float *v, int i0, int i1, uint32_t lo, f
             }
             if (digit < 0) {   /* rounding left the target unreached: keep everything */
                 digit = low;
-                acc -= by_mass ? sh->hist_m[low] : sh->hist_c[low];
+                acc -= w ? sh->hist_m[low] : sh->hist_c[low];
             }
             sh->prefix = prefix | (uint32_t)digit << shift;
             sh->above = acc;
@@ -249,9 +251,23 @@ __device__ uint32_t sample_select(const float *v, int i0, int i1, uint32_t lo, f
     return prefix;
 }
 
+/* Kept after top-k (lo) and top-p (border; ties at it kept while the mass before
+ * them, *t running in id order, stays below need). */
+__device__ __forceinline__ bool sample_kept(float x, float wt, uint32_t lo, bool top_p, uint32_t border,
+                                            unsigned long long above, double need, unsigned long long *t)
+{
+    if (x == -INFINITY) return false;
+    uint32_t k = okey(x);
+    if (k < lo || (top_p && k < border)) return false;
+    if (!top_p || k != border) return true;
+    bool keep = (double)(above + *t) < need;
+    *t += wfix(wt);
+    return keep;
+}
+
 static __global__ void __launch_bounds__(SAMPLE_THREADS)
 k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const float *penalties, int reciprocal,
-         const hk_draw *draws, int32_t *ids, float *vbuf)
+         const hk_draw *draws, int32_t *ids, float *work)
 {
     __shared__ SampleSh sh;
     const int row = blockIdx.x;
@@ -259,16 +275,14 @@ k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const
     if (!(d.temperature > 0.0f && isfinite(d.temperature))) return;
     uint32_t *set = seen + (size_t)slots[row] * ((V + 31) / 32);
     const float *x = logits + (size_t)row * V;
-    float *v = vbuf + (size_t)row * V;
-    const int per = (V + SAMPLE_THREADS - 1) / SAMPLE_THREADS;
-    const int i0 = min(V, threadIdx.x * per), i1 = min(V, i0 + per);
+    float *v = work + (size_t)row * 2 * V, *w = v + V;
     const float p = penalties[row], pinv = __frcp_rn(p), tinv = __frcp_rn(d.temperature);
     const bool pen = isfinite(p) && p > 0.0f && p != 1.0f;
 
     /* penalty, temperature; NaN and -inf can never be drawn: -inf marks both */
     float mx = -INFINITY;
     unsigned long long cnt = 0;
-    for (int i = i0; i < i1; i++) {
+    for (int i = threadIdx.x; i < V; i += SAMPLE_THREADS) {
         float y = x[i];
         if (pen && (set[i >> 5] >> (i & 31) & 1u))
             y = y < 0.0f ? __fmul_rn(y, p) : reciprocal ? __fmul_rn(y, pinv) : __fdiv_rn(y, p);
@@ -285,63 +299,50 @@ k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const
         if (threadIdx.x == 0) set[ids[row] >> 5] |= 1u << (ids[row] & 31);
         return;
     }
-    unsigned long long unused;
-    uint32_t lo = okey(-INFINITY) + 1;
-    if (d.top_k > 0 && (unsigned long long)d.top_k < n_ok)
-        lo = sample_select(v, i0, i1, lo, mx, false, (double)d.top_k, &unused, &sh);
-
-    /* top-p: the border value, and the mass above it */
-    uint32_t border = 0;
+    /* v == mx also keeps a +inf maximum finite (weight 1) */
+    for (int i = threadIdx.x; i < V; i += SAMPLE_THREADS) {
+        float y = v[i];
+        w[i] = y == -INFINITY ? 0.0f : y == mx ? 1.0f : expf(y - mx);
+    }
+    __syncthreads();
     unsigned long long above = 0;
+    uint32_t lo = okey(-INFINITY) + 1;
+    if (d.top_k > 0 && (unsigned long long)d.top_k < n_ok) lo = sample_select(v, NULL, V, lo, d.top_k, &above, &sh);
+
+    uint32_t border = 0;
     double need = 0.0;
-    bool top_p = d.top_p > 0.0f && d.top_p < 1.0f;
+    const bool top_p = d.top_p > 0.0f && d.top_p < 1.0f;
     if (top_p) {
         unsigned long long z = 0, z_all;
-        for (int i = i0; i < i1; i++)
-            if (v[i] != -INFINITY && okey(v[i]) >= lo) z += wfix(v[i], mx);
+        for (int i = threadIdx.x; i < V; i += SAMPLE_THREADS)
+            if (v[i] != -INFINITY && okey(v[i]) >= lo) z += wfix(w[i]);
         sample_scan(z, &z_all, &sh);
         need = (double)d.top_p * (double)z_all;
-        border = sample_select(v, i0, i1, lo, mx, true, need, &above, &sh);
+        border = sample_select(v, w, V, lo, need, &above, &sh);
     }
-    /* Ties at the border are kept lowest id first while the mass before them
-     * stays below need (HF's order: among equal values the higher id goes first). */
+
+    /* From here each thread walks its own slice of ids, in order. */
+    const int per = (V + SAMPLE_THREADS - 1) / SAMPLE_THREADS;
+    const int i0 = min(V, (int)threadIdx.x * per), i1 = min(V, i0 + per);
     unsigned long long tied = 0, tied_before = 0, tied_all;
     if (top_p) {
         for (int i = i0; i < i1; i++)
-            if (v[i] != -INFINITY && okey(v[i]) == border) tied += wfix(v[i], mx);
+            if (v[i] != -INFINITY && okey(v[i]) == border) tied += wfix(w[i]);
         tied_before = sample_scan(tied, &tied_all, &sh);
     }
     unsigned long long kept = 0, t = tied_before;
-    for (int i = i0; i < i1; i++) {
-        if (v[i] == -INFINITY) continue;
-        uint32_t k = okey(v[i]);
-        unsigned long long w = wfix(v[i], mx);
-        if (k < lo || (top_p && k < border)) continue;
-        if (top_p && k == border) {
-            bool keep = (double)(above + t) < need;
-            t += w;
-            if (!keep) continue;
-        }
-        kept += w;
-    }
+    for (int i = i0; i < i1; i++)
+        if (sample_kept(v[i], w[i], lo, top_p, border, above, need, &t)) kept += wfix(w[i]);
     unsigned long long z_kept;
     unsigned long long before = sample_scan(kept, &z_kept, &sh);
     unsigned long long target = (unsigned long long)(d.u * (double)z_kept);
     if (target >= z_kept) target = z_kept - 1;
-    if (target < before || target >= before + kept) return;   /* another thread's range */
+    if (target < before || target >= before + kept) return;   /* another thread's slice */
     unsigned long long acc = before;
     t = tied_before;
     for (int i = i0; i < i1; i++) {
-        if (v[i] == -INFINITY) continue;
-        uint32_t k = okey(v[i]);
-        unsigned long long w = wfix(v[i], mx);
-        if (k < lo || (top_p && k < border)) continue;
-        if (top_p && k == border) {
-            bool keep = (double)(above + t) < need;
-            t += w;
-            if (!keep) continue;
-        }
-        acc += w;
+        if (!sample_kept(v[i], w[i], lo, top_p, border, above, need, &t)) continue;
+        acc += wfix(w[i]);
         if (target < acc) {
             ids[row] = i;
             set[i >> 5] |= 1u << (i & 31);
@@ -367,7 +368,7 @@ size_t hk_pick_work_bytes(int n, int V)
 
 size_t hk_sample_work_bytes(int n, int V)
 {
-    return (size_t)n * V * sizeof(float);
+    return (size_t)n * 2 * V * sizeof(float);
 }
 
 cudaError_t hk_pick(cudaStream_t s, const float *logits, int n, int V, uint32_t *seen, const int32_t *slots,
