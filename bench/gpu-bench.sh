@@ -33,7 +33,7 @@ hyocr_warm() {
     local out=$1 img=$2
     shift 2
     env "$@" $HY run --model "$CKPT" --image "$img" --task recognize --device cuda --repeat 2 --max-batch 1 \
-        --max-new-tokens "$NEW" --ignore-eos --no-tail-stop --format json >"$out.all" 2>>"$OUT/hyocr.log" \
+        --max-new-tokens "$NEW" --ignore-eos --no-tail-stop ${HY_EXTRA:-} --format json >"$out.all" 2>>"$OUT/hyocr.log" \
         || echo "hyocr $(basename "$img") $* failed (see hyocr.log)"
     python3 -c "import json,sys; json.dump(json.load(open('$out.all'))[1], open('$out','w'), indent=1)" 2>/dev/null
     rm -f "$out.all"
@@ -51,6 +51,9 @@ for size in 1024 2048; do
     hyocr_warm "$OUT/hyocr_${size}.json" "$img"
     hyocr_warm "$OUT/hyocr-nograph_${size}.json" "$img" HYOCR_NO_GRAPH=1
 done
+# Sampling (temperature 0.8, top-k 50, top-p 0.9) chooses on the device too: the 2048² row again.
+HY_EXTRA="--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7" hyocr_warm "$OUT/hyocr-sampled_2048.json" \
+    "$OUT/img/page_2048.png"
 
 # Continuous batching: 16 concurrent 1024² jobs against the same 16 one at a time.
 img=$OUT/img/page_1024.png
