@@ -690,6 +690,7 @@ struct DecArgs {
     unsigned *counters;
     float *part_acc, *part_ml;
     int dev_split_len, dev_max_splits;   /* > 0: splits derived from n_past here (graph replay) */
+    int kv_write;                        /* store the decode rows' new k/v in the cache */
 };
 
 /* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
@@ -782,15 +783,93 @@ __device__ void dec_merge_parts(const DecArgs &a, const hk_split &sp, int head0,
     }
 }
 
-/* CTA = one split × GT query heads of one KV group. One pass: every thread
- * keeps DEC_U key and value rows in flight, and each 16-lane token group keeps
- * an online softmax (m, l, acc); the 8 groups are merged through shared memory
- * into this split's partial. The last split of the row to finish merges the
- * partials (no second launch). */
+/* Round of DEC_TG·DEC_U keys from base: key rows of this thread's token group
+ * into kr/vr. The row's new token (index inew, -1: not in this split) is taken
+ * from the qkv row (kn, vn) instead of the cache, which the kernel may be
+ * writing it to; with_new false leaves it zero (patched after the grid wait). */
+__device__ __forceinline__ void dec_load(const DecArgs &a, const hk_split &sp, const int *blk, int b0, int base, int L,
+                                         int kvh, int inew, bool with_new, int4 kn, int4 vn, int4 *kr, int4 *vr)
+{
+    constexpr int D = 128;
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
+#pragma unroll
+    for (int u = 0; u < DEC_U; u++) {
+        int i = base + u * DEC_TG + tg;
+        kr[u] = vr[u] = make_int4(0, 0, 0, 0);
+        if (i == inew) {
+            if (with_new) {
+                kr[u] = kn;
+                vr[u] = vn;
+            }
+        } else if (i < L) {
+            int t = sp.t0 + i;
+            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            kr[u] = __ldcs((const int4 *)((const uint16_t *)a.k_cache + off));   /* read once per step */
+            vr[u] = __ldcs((const int4 *)((const uint16_t *)a.v_cache + off));
+        }
+    }
+}
+
+/* Online softmax over one round of keys (see dec_load) for GT heads. */
+template <typename T, int GT>
+__device__ __forceinline__ void dec_round(const int4 *kr, const int4 *vr, int base, int L, const float (&q)[GT][8],
+                                          float (&m)[GT], float (&l)[GT], float (&acc)[GT][8])
+{
+    const int tg = threadIdx.x >> 4;
+    float sc[DEC_U][GT];
+#pragma unroll
+    for (int u = 0; u < DEC_U; u++) {
+        float k8[8];
+        unpack8<T>(k8, kr[u]);
+        bool ok = base + u * DEC_TG + tg < L;
+#pragma unroll
+        for (int g = 0; g < GT; g++) {
+            float d = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 8; e++) d += q[g][e] * k8[e];
+#pragma unroll
+            for (int o = 8; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+            sc[u][g] = ok ? d : -INFINITY;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        float mx = m[g];
+#pragma unroll
+        for (int u = 0; u < DEC_U; u++) mx = fmaxf(mx, sc[u][g]);
+        float corr = exp2f(m[g] - mx);
+        m[g] = mx;
+        l[g] *= corr;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] *= corr;
+    }
+#pragma unroll
+    for (int u = 0; u < DEC_U; u++) {
+        float v8[8];
+        unpack8<T>(v8, vr[u]);
+#pragma unroll
+        for (int g = 0; g < GT; g++) {
+            float p = exp2f(sc[u][g] - m[g]);
+            l[g] += p;
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[g][e] += p * v8[e];
+        }
+    }
+}
+
+/* CTA = one split × GT query heads of one KV group. Every thread keeps DEC_U
+ * key and value rows in flight, and the next round's while it computes one;
+ * each 16-lane token group keeps an online softmax (m, l, acc); the 8 groups are
+ * merged through shared memory into this split's partial. The last split of the
+ * row to finish merges the partials (no second launch). The cached keys do not
+ * depend on the kernels before, so the first round is issued before the grid
+ * wait; the new token comes from the qkv row (and, with kv_write, is stored in
+ * the cache here: no separate KV write launch). */
 template <typename T, int GT>
 __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
 {
-    constexpr int D = 128;
+    constexpr int D = 128, RT = DEC_TG * DEC_U;
     extern __shared__ __align__(16) float dsm[];
     float *red_acc = dsm;                          /* [DEC_TG][GT][D] */
     float *red_m = red_acc + DEC_TG * GT * D;      /* [DEC_TG][GT] */
@@ -800,6 +879,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     __shared__ float sh[32];
     __shared__ int s_last;
 
+    hk_griddep_launch_next();
     hk_split sp;
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     const hk_seq s = a.seqs[sp.seq];
@@ -807,13 +887,37 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
     const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size;
     const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
+    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;   /* a decode row: its one new token */
     for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
+    __syncthreads();
+    const int4 zero = make_int4(0, 0, 0, 0);
+    int4 ka[DEC_U], va[DEC_U], kb[DEC_U], vb[DEC_U];
+    dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, zero, zero, ka, va);
 
+    hk_griddep_wait();   /* qkv (q, the new k/v) comes from the kernels before */
+    const T *row = (const T *)a.qkv + (size_t)s.row0 * a.q_stride;
+    int4 kn = zero, vn = zero;
+    if (inew >= 0) {
+        kn = *(const int4 *)(row + (size_t)(a.Hq + kvh) * D + lane16 * 8);
+        vn = *(const int4 *)(row + (size_t)(a.Hq + a.Hkv + kvh) * D + lane16 * 8);
+        if (a.kv_write && tg == 0 && head0 % a.G == 0) {
+            int t = s.n_past;
+            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            *(int4 *)((uint16_t *)a.k_cache + off) = kn;
+            *(int4 *)((uint16_t *)a.v_cache + off) = vn;
+        }
+#pragma unroll
+        for (int u = 0; u < DEC_U; u++)
+            if (u * DEC_TG + tg == inew) {
+                ka[u] = kn;
+                va[u] = vn;
+            }
+    }
     float q[GT][8];
 #pragma unroll
     for (int g = 0; g < GT; g++) {
-        unpack8<T>(q[g], *(const int4 *)((const T *)a.qkv + (size_t)s.row0 * a.q_stride + (size_t)(head0 + g) * D +
-                                         lane16 * 8));
+        unpack8<T>(q[g], *(const int4 *)(row + (size_t)(head0 + g) * D + lane16 * 8));
 #pragma unroll
         for (int e = 0; e < 8; e++) q[g][e] *= a.scale_log2;
     }
@@ -825,62 +929,14 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
     }
-    __syncthreads();
 
-    /* The loop bound is block-uniform: the shuffles need whole warps. */
-    for (int base = 0; base < L; base += DEC_TG * DEC_U) {
-        int4 kr[DEC_U], vr[DEC_U];
-#pragma unroll
-        for (int u = 0; u < DEC_U; u++) {
-            int i = base + u * DEC_TG + tg;
-            kr[u] = vr[u] = make_int4(0, 0, 0, 0);
-            if (i < L) {
-                int t = sp.t0 + i;
-                size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
-                size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
-                kr[u] = *(const int4 *)((const T *)a.k_cache + off);
-                vr[u] = *(const int4 *)((const T *)a.v_cache + off);
-            }
-        }
-        float sc[DEC_U][GT];
-#pragma unroll
-        for (int u = 0; u < DEC_U; u++) {
-            float k8[8];
-            unpack8<T>(k8, kr[u]);
-            bool ok = base + u * DEC_TG + tg < L;
-#pragma unroll
-            for (int g = 0; g < GT; g++) {
-                float d = 0.0f;
-#pragma unroll
-                for (int e = 0; e < 8; e++) d += q[g][e] * k8[e];
-#pragma unroll
-                for (int o = 8; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-                sc[u][g] = ok ? d : -INFINITY;
-            }
-        }
-#pragma unroll
-        for (int g = 0; g < GT; g++) {
-            float mx = m[g];
-#pragma unroll
-            for (int u = 0; u < DEC_U; u++) mx = fmaxf(mx, sc[u][g]);
-            float corr = exp2f(m[g] - mx);
-            m[g] = mx;
-            l[g] *= corr;
-#pragma unroll
-            for (int e = 0; e < 8; e++) acc[g][e] *= corr;
-        }
-#pragma unroll
-        for (int u = 0; u < DEC_U; u++) {
-            float v8[8];
-            unpack8<T>(v8, vr[u]);
-#pragma unroll
-            for (int g = 0; g < GT; g++) {
-                float p = exp2f(sc[u][g] - m[g]);
-                l[g] += p;
-#pragma unroll
-                for (int e = 0; e < 8; e++) acc[g][e] += p * v8[e];
-            }
-        }
+    /* Two register sets in turn. The loop bounds are block-uniform: the shuffles need whole warps. */
+    for (int base = 0; base < L; base += 2 * RT) {
+        if (base + RT < L) dec_load(a, sp, blk, b0, base + RT, L, kvh, inew, true, kn, vn, kb, vb);
+        dec_round<T, GT>(ka, va, base, L, q, m, l, acc);
+        if (base + RT >= L) break;
+        if (base + 2 * RT < L) dec_load(a, sp, blk, b0, base + 2 * RT, L, kvh, inew, true, kn, vn, ka, va);
+        dec_round<T, GT>(kb, vb, base + RT, L, q, m, l, acc);
     }
 
     /* Merge the token groups of this CTA. */
@@ -1138,12 +1194,19 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     a.part_ml = p->part_ml;
     a.dev_split_len = p->dev_split_len;
     a.dev_max_splits = p->dev_max_splits;
+    a.kv_write = p->decode_kv_write;
     int GT = decode_gt(p);
-    size_t smem = hk_decode_smem(GT, p->split_max, p->block_size);
-    dim3 grid((unsigned)p->n_splits, (unsigned)(p->Hq / GT));
-    if (GT == 2) k_decode<T, 2><<<grid, DEC_THREADS, smem, s>>>(a);
-    else k_decode<T, 1><<<grid, DEC_THREADS, smem, s>>>(a);
-    return cudaGetLastError();
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)p->n_splits, (unsigned)(p->Hq / GT));
+    cfg.blockDim = dim3(DEC_THREADS);
+    cfg.dynamicSmemBytes = hk_decode_smem(GT, p->split_max, p->block_size);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = p->pdl ? 1 : 0;
+    return GT == 2 ? cudaLaunchKernelEx(&cfg, k_decode<T, 2>, a) : cudaLaunchKernelEx(&cfg, k_decode<T, 1>, a);
 }
 
 extern "C" {

@@ -8,6 +8,47 @@
 
 static __global__ void k_probe(int *unused) {}
 
+/* Elements 4j..4j+3 of a buffer of run-time type t, in one 16-byte (fp32) or
+ * 8-byte (fp16/bf16) access; the launchers check the alignment. */
+union hk_pack4 {
+    uint2          u;
+    __half2        h[2];
+    __nv_bfloat162 b[2];
+};
+
+__device__ __forceinline__ float4 hk_ld4(const void *p, int t, size_t j)
+{
+    if (t == HK_F32) return ((const float4 *)p)[j];
+    hk_pack4 v;
+    v.u = ((const uint2 *)p)[j];
+    float2 a = t == HK_F16 ? __half22float2(v.h[0]) : __bfloat1622float2(v.b[0]);
+    float2 b = t == HK_F16 ? __half22float2(v.h[1]) : __bfloat1622float2(v.b[1]);
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
+__device__ __forceinline__ void hk_st4(void *p, int t, size_t j, float4 f)
+{
+    if (t == HK_F32) {
+        ((float4 *)p)[j] = f;
+        return;
+    }
+    hk_pack4 v;
+    if (t == HK_F16) {
+        v.h[0] = __floats2half2_rn(f.x, f.y);
+        v.h[1] = __floats2half2_rn(f.z, f.w);
+    } else {
+        v.b[0] = __floats2bfloat162_rn(f.x, f.y);
+        v.b[1] = __floats2bfloat162_rn(f.z, f.w);
+    }
+    ((uint2 *)p)[j] = v.u;
+}
+
+/* Whether p can take hk_ld4/hk_st4 accesses for type t. */
+static inline bool hk_vec4_ok(const void *p, hk_dtype t)
+{
+    return !p || (uintptr_t)p % (t == HK_F32 ? 16u : 8u) == 0;
+}
+
 static __global__ void k_convert(void *dst, int dt, const void *src, int st, size_t n)
 {
     GRID_STRIDE(i, n) hk_st(dst, dt, i, hk_ld(src, st, i));
@@ -27,6 +68,23 @@ static __global__ void k_gelu(void *x, int xt, size_t n)
     }
 }
 
+__device__ __forceinline__ float hk_gelu_erf(float v)
+{
+    return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+}
+
+static __global__ void k_gelu4(void *x, int xt, size_t n4)
+{
+    GRID_STRIDE(j, n4) {
+        float4 v = hk_ld4(x, xt, j);
+        v.x = hk_gelu_erf(v.x);
+        v.y = hk_gelu_erf(v.y);
+        v.z = hk_gelu_erf(v.z);
+        v.w = hk_gelu_erf(v.w);
+        hk_st4(x, xt, j, v);
+    }
+}
+
 /* silu is rounded to the output type before the product, as the reference does
  * it in two ops. */
 static __global__ void k_swiglu(void *out, int ot, const void *gu, int gt, size_t M, size_t I)
@@ -37,6 +95,26 @@ static __global__ void k_swiglu(void *out, int ot, const void *gu, int gt, size_
         float s = hk_round(g / (1.0f + expf(-g)), ot);
         hk_st(out, ot, e, s * u);
     }
+}
+
+__device__ __forceinline__ float hk_swiglu1(float g, float u, int ot)
+{
+    return hk_round(g / (1.0f + expf(-g)), ot) * u;
+}
+
+/* Rows on the y axis, so no division per element; I4 = I / 4. */
+static __global__ void k_swiglu4(void *out, int ot, const void *gu, int gt, int M, int I4)
+{
+    for (int m = blockIdx.y; m < M; m += gridDim.y)
+        for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < I4; j += gridDim.x * blockDim.x) {
+            size_t r = (size_t)m * 2 * I4 + j;
+            float4 g = hk_ld4(gu, gt, r), u = hk_ld4(gu, gt, r + I4), o;
+            o.x = hk_swiglu1(g.x, u.x, ot);
+            o.y = hk_swiglu1(g.y, u.y, ot);
+            o.z = hk_swiglu1(g.z, u.z, ot);
+            o.w = hk_swiglu1(g.w, u.w, ot);
+            hk_st4(out, ot, (size_t)m * I4 + j, o);
+        }
 }
 
 static __global__ void k_bias_add(void *x, int xt, const void *b, int bt, size_t M, size_t N)
@@ -80,6 +158,80 @@ static __global__ void k_add_norm(void *out, int ot, void *res, int rt, const vo
         for (int i = threadIdx.x; i < N; i += blockDim.x) {
             float v = hk_round(hk_ld(res, rt, base + i) * rstd, round_t);
             hk_st(out, ot, base + i, v * hk_ld(w, wt, i));
+        }
+    }
+}
+
+/* One warp per row, the row held in registers (V float4 per lane, N ≤ 128·V,
+ * N a multiple of 4): one read of the residual instead of three, and no block
+ * barriers. Same formulas as k_add_norm; only the summation order differs. */
+template <int V>
+static __global__ void k_add_norm_warp(void *out, int ot, void *res, int rt, const void *delta, int dlt,
+                                       const void *w, int wt, const void *b, int bt, int M, int N, float eps,
+                                       int layernorm, int round_t)
+{
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= M) return;
+    const int nv = N >> 2;
+    const size_t base = (size_t)row * nv;
+    float4 v[V];
+    float sum = 0.0f, sq = 0.0f;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        int c = lane + 32 * k;
+        v[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (c >= nv) continue;
+        float4 r = hk_ld4(res, rt, base + c);
+        if (delta) {
+            float4 d = hk_ld4(delta, dlt, base + c);
+            r.x = hk_round(r.x + d.x, rt);
+            r.y = hk_round(r.y + d.y, rt);
+            r.z = hk_round(r.z + d.z, rt);
+            r.w = hk_round(r.w + d.w, rt);
+            hk_st4(res, rt, base + c, r);
+        }
+        v[k] = r;
+        sum += (r.x + r.y) + (r.z + r.w);
+        sq += (r.x * r.x + r.y * r.y) + (r.z * r.z + r.w * r.w);
+    }
+    if (layernorm) {
+        float mean = hk_warp_sum(sum) / N, var = 0.0f;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            if (lane + 32 * k >= nv) continue;
+            float a = v[k].x - mean, bb = v[k].y - mean, c = v[k].z - mean, d = v[k].w - mean;
+            var += (a * a + bb * bb) + (c * c + d * d);
+        }
+        float rstd = rsqrtf(hk_warp_sum(var) / N + eps);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            int c = lane + 32 * k;
+            if (c >= nv) continue;
+            float4 g = hk_ld4(w, wt, c), bb = b ? hk_ld4(b, bt, c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f), o;
+            o.x = (v[k].x - mean) * rstd * g.x;
+            o.y = (v[k].y - mean) * rstd * g.y;
+            o.z = (v[k].z - mean) * rstd * g.z;
+            o.w = (v[k].w - mean) * rstd * g.w;
+            if (b) {
+                o.x += bb.x;
+                o.y += bb.y;
+                o.z += bb.z;
+                o.w += bb.w;
+            }
+            hk_st4(out, ot, base + c, o);
+        }
+    } else {
+        float rstd = rsqrtf(hk_warp_sum(sq) / N + eps);
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            int c = lane + 32 * k;
+            if (c >= nv) continue;
+            float4 g = hk_ld4(w, wt, c), o;
+            o.x = hk_round(v[k].x * rstd, round_t) * g.x;
+            o.y = hk_round(v[k].y * rstd, round_t) * g.y;
+            o.z = hk_round(v[k].z * rstd, round_t) * g.z;
+            o.w = hk_round(v[k].w * rstd, round_t) * g.w;
+            hk_st4(out, ot, base + c, o);
         }
     }
 }
@@ -150,49 +302,50 @@ static __global__ void k_embed(void *out, int ot, const void *table, int tt, con
         hk_st(out, ot, dst + c, hk_ld(table, tt, src + c));
 }
 
-/* One warp per (row, head): rotate-half RoPE with per-dim axis and frequency,
- * rounded to the compute type, then RMSNorm_HF over the head. The reference
- * rounds cos/sin to the model dtype; so do we. */
+/* Rotate-half RoPE with per-dim axis and frequency, rounded to the compute
+ * type, then RMSNorm_HF over the head. The reference rounds cos/sin to the
+ * model dtype; so do we. One block per row: the D cos/sin values of the row
+ * once into shared memory (every head shares them), then one warp per head. */
 #define ROPE_PAIRS_PER_LANE (HK_ROPE_MAX_DIM / 64)
 static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
                                      int D, hk_rope rope, const void *qn, int qnt, const void *kn, int knt,
                                      float eps)
 {
-    int lane = threadIdx.x & 31;
-    size_t item = (size_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    int heads = Hq + Hkv;
-    if (item >= (size_t)M * heads) return;
-    int row = (int)(item / heads), h = (int)(item - (size_t)row * heads);
-    size_t base = (size_t)row * (Hq + 2 * Hkv) * D + (size_t)h * D;
-    const void *w = h < Hq ? qn : kn;
-    int wt = h < Hq ? qnt : knt;
-    int half = D / 2;
-    float lo[ROPE_PAIRS_PER_LANE], hi[ROPE_PAIRS_PER_LANE];
-    float sq = 0.0f;
-#pragma unroll
-    for (int k = 0; k < ROPE_PAIRS_PER_LANE; k++) {
-        int i = lane + 32 * k;
-        lo[k] = hi[k] = 0.0f;
-        if (i >= half) continue;
-        int a0 = n_axes > 1 ? rope.axis[i] : 0, a1 = n_axes > 1 ? rope.axis[i + half] : 0;
-        float f = rope.inv_freq[i];
-        float s0, c0, s1, c1;
-        sincosf(f * (float)pos[(size_t)a0 * M + row], &s0, &c0);
-        sincosf(f * (float)pos[(size_t)a1 * M + row], &s1, &c1);
-        s0 = hk_round(s0, t); c0 = hk_round(c0, t);
-        s1 = hk_round(s1, t); c1 = hk_round(c1, t);
-        float x0 = hk_ld(qkv, t, base + i), x1 = hk_ld(qkv, t, base + i + half);
-        lo[k] = hk_round(x0 * c0 - x1 * s0, t);
-        hi[k] = hk_round(x1 * c1 + x0 * s1, t);
-        sq += lo[k] * lo[k] + hi[k] * hi[k];
+    __shared__ float cs[HK_ROPE_MAX_DIM], sn[HK_ROPE_MAX_DIM];
+    const int row = blockIdx.x, half = D / 2;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        int a = n_axes > 1 ? rope.axis[d] : 0;
+        float s, c;
+        sincosf(rope.inv_freq[d < half ? d : d - half] * (float)pos[(size_t)a * M + row], &s, &c);
+        cs[d] = hk_round(c, t);
+        sn[d] = hk_round(s, t);
     }
-    float rstd = rsqrtf(hk_warp_sum(sq) / D + eps);
+    __syncthreads();
+    const int lane = threadIdx.x & 31, heads = Hq + Hkv;
+    for (int h = threadIdx.x >> 5; h < heads; h += blockDim.x >> 5) {
+        size_t base = (size_t)row * (Hq + 2 * Hkv) * D + (size_t)h * D;
+        const void *w = h < Hq ? qn : kn;
+        int wt = h < Hq ? qnt : knt;
+        float lo[ROPE_PAIRS_PER_LANE], hi[ROPE_PAIRS_PER_LANE];
+        float sq = 0.0f;
 #pragma unroll
-    for (int k = 0; k < ROPE_PAIRS_PER_LANE; k++) {
-        int i = lane + 32 * k;
-        if (i >= half) continue;
-        hk_st(qkv, t, base + i, hk_round(lo[k] * rstd, t) * hk_ld(w, wt, i));
-        hk_st(qkv, t, base + i + half, hk_round(hi[k] * rstd, t) * hk_ld(w, wt, i + half));
+        for (int k = 0; k < ROPE_PAIRS_PER_LANE; k++) {
+            int i = lane + 32 * k;
+            lo[k] = hi[k] = 0.0f;
+            if (i >= half) continue;
+            float x0 = hk_ld(qkv, t, base + i), x1 = hk_ld(qkv, t, base + i + half);
+            lo[k] = hk_round(x0 * cs[i] - x1 * sn[i], t);
+            hi[k] = hk_round(x1 * cs[i + half] + x0 * sn[i + half], t);
+            sq += lo[k] * lo[k] + hi[k] * hi[k];
+        }
+        float rstd = rsqrtf(hk_warp_sum(sq) / D + eps);
+#pragma unroll
+        for (int k = 0; k < ROPE_PAIRS_PER_LANE; k++) {
+            int i = lane + 32 * k;
+            if (i >= half) continue;
+            hk_st(qkv, t, base + i, hk_round(lo[k] * rstd, t) * hk_ld(w, wt, i));
+            hk_st(qkv, t, base + i + half, hk_round(hi[k] * rstd, t) * hk_ld(w, wt, i + half));
+        }
     }
 }
 
@@ -221,6 +374,10 @@ cudaError_t hk_add(cudaStream_t s, void *x, hk_dtype xt, const void *y, hk_dtype
 cudaError_t hk_gelu(cudaStream_t s, void *x, hk_dtype xt, size_t n)
 {
     if (!n) return cudaSuccess;
+    if (n % 4 == 0 && hk_vec4_ok(x, xt)) {
+        k_gelu4<<<hk_grid_1d(n / 4, 256), 256, 0, s>>>(x, xt, n / 4);
+        return cudaGetLastError();
+    }
     k_gelu<<<hk_grid_1d(n, 256), 256, 0, s>>>(x, xt, n);
     return cudaGetLastError();
 }
@@ -229,6 +386,12 @@ cudaError_t hk_swiglu(cudaStream_t s, void *out, hk_dtype ot, const void *gu, hk
 {
     size_t n = (size_t)M * I;
     if (!n) return cudaSuccess;
+    if (I % 4 == 0 && hk_vec4_ok(out, ot) && hk_vec4_ok(gu, gt)) {
+        int I4 = I / 4;
+        dim3 grid((unsigned)((I4 + 255) / 256), (unsigned)(M < 65535 ? M : 65535));
+        k_swiglu4<<<grid, 256, 0, s>>>(out, ot, gu, gt, M, I4);
+        return cudaGetLastError();
+    }
     k_swiglu<<<hk_grid_1d(n, 256), 256, 0, s>>>(out, ot, gu, gt, (size_t)M, (size_t)I);
     return cudaGetLastError();
 }
@@ -246,6 +409,21 @@ cudaError_t hk_add_norm(cudaStream_t s, void *out, hk_dtype ot, void *res, hk_dt
                         float eps, int layernorm, hk_dtype round_t)
 {
     if (M <= 0 || N <= 0) return cudaSuccess;
+    if (N % 4 == 0 && N <= 128 * 16 && hk_vec4_ok(out, ot) && hk_vec4_ok(res, rt) && hk_vec4_ok(delta, dlt) &&
+        hk_vec4_ok(w, wt) && hk_vec4_ok(b, bt)) {
+        unsigned blocks = (unsigned)((M + 3) / 4);
+#define HK_NORM_WARP(V) k_add_norm_warp<V><<<blocks, 128, 0, s>>>(out, ot, res, rt, delta, dlt, w, wt, b, bt, M, N, \
+                                                                  eps, layernorm, round_t)
+        int v = (N + 127) / 128;
+        if (v <= 2) HK_NORM_WARP(2);
+        else if (v <= 4) HK_NORM_WARP(4);
+        else if (v <= 8) HK_NORM_WARP(8);
+        else if (v <= 9) HK_NORM_WARP(9);
+        else if (v <= 12) HK_NORM_WARP(12);
+        else HK_NORM_WARP(16);
+#undef HK_NORM_WARP
+        return cudaGetLastError();
+    }
     int threads = N >= 2048 ? 512 : N >= 512 ? 256 : 128;
     k_add_norm<<<M, threads, 0, s>>>(out, ot, res, rt, delta, dlt, w, wt, b, bt, N, eps, layernorm, round_t);
     return cudaGetLastError();
@@ -294,8 +472,7 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
     size_t items = (size_t)M * (Hq + Hkv);
     if (!items) return cudaSuccess;
     if (D > HK_ROPE_MAX_DIM || D % 2) return cudaErrorInvalidValue;
-    unsigned blocks = (unsigned)((items + 3) / 4);
-    k_rope_qknorm<<<blocks, 128, 0, s>>>(qkv, t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, qnt, kn, knt, eps);
+    k_rope_qknorm<<<(unsigned)M, 256, 0, s>>>(qkv, t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, qnt, kn, knt, eps);
     return cudaGetLastError();
 }
 

@@ -116,24 +116,8 @@ __device__ void gemv1_norm(float *xs, const float *res, const void *nw, int nwt,
     __syncthreads();
 }
 
-/* Programmatic dependent launch (sm_90+): a product launched with it streams its
- * weights (constant) while the kernel before it finishes, and waits before it
- * reads anything that kernel wrote; each product lets the next start early. Both
- * instructions are no-ops for a kernel launched the ordinary way. */
-__device__ __forceinline__ void griddep_wait()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void griddep_launch_next()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
+/* Launched as a programmatic dependent (hk_griddep_*), a product streams its
+ * weights (constant) while the kernel before it finishes. */
 template <typename T, int NV, int S, int MODE>
 __global__ void __launch_bounds__(GEMV1_THREADS)
 k_gemv1(void *out, int ot, const T *x, float *res, const void *nw, int nwt, float eps, const T *w, int N, int K)
@@ -148,7 +132,7 @@ k_gemv1(void *out, int ot, const T *x, float *res, const void *nw, int nwt, floa
     const bool on = n < N;
     const int4 *wa = (const int4 *)(w + (size_t)(on ? n : 0) * K);
     const int4 *wb = (const int4 *)(w + (size_t)(on ? N + n : 0) * K);
-    griddep_launch_next();
+    hk_griddep_launch_next();
     int4 va[NV], vb[NV];
 #pragma unroll
     for (int j = 0; j < NV; j++) {
@@ -158,7 +142,7 @@ k_gemv1(void *out, int ot, const T *x, float *res, const void *nw, int nwt, floa
             if (glu) vb[j] = __ldcs(wb + u);
         }
     }
-    griddep_wait();
+    hk_griddep_wait();
     if (norm) gemv1_norm<T>(xs, res, nw, nwt, eps, K, red);
     float acc_a = 0.0f, acc_b = 0.0f;
     for (int u0 = 0;;) {

@@ -64,6 +64,24 @@ __device__ __forceinline__ float hk_block_max(float v, float *sh)
     return hk_warp_max(r);
 }
 
+/* Programmatic dependent launch (sm_90+): a kernel launched with it may start
+ * while the kernel before it finishes; it must wait before it reads anything that
+ * kernel (or any earlier one) wrote, and lets the next kernel start early. Both
+ * are no-ops for a kernel launched the ordinary way. */
+__device__ __forceinline__ void hk_griddep_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void hk_griddep_launch_next()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 static inline unsigned hk_grid_1d(size_t n, int threads)
 {
     size_t b = (n + threads - 1) / threads;

@@ -80,6 +80,11 @@ typedef struct {
      * CTAs of dev_split_len keys, those past the context idle), so the launch can be
      * captured once and replayed while the context grows. */
     int            dev_split_len, dev_max_splits;
+    /* Decode kernel only. kv_write: it also stores each decode row's new k/v in the
+     * cache (the caller then runs hk_kv_write for no decode row; the kernel reads the
+     * new token from qkv either way). pdl: launched as a programmatic dependent
+     * (sm_90+): the cached keys stream while the kernel before it finishes. */
+    int            decode_kv_write, pdl;
 } hk_paged_args;
 
 /* Shared memory the decode kernel needs for GT heads per CTA, a split length and a block size. */

@@ -23,6 +23,8 @@
 #define LT_WORKSPACE   (32u << 20)   /* cuBLASLt / cuBLAS workspace (Hopper wants 32 MiB) */
 #define STAGE_BYTES    (32u << 20)   /* host↔device conversion staging */
 #define PIN_HALF       (1u << 20)    /* pinned metadata ring: two halves */
+#define UP_HALF        (8u << 20)    /* pinned ring of large uploads: two halves (≤ STAGE_BYTES / 2) */
+#define UP_MIN         (4u << 20)    /* uploads from this size on go through it */
 #define PLAN_CACHE_MAX 1024
 #define MIB(x)         ((double)(x) / (1024.0 * 1024.0))
 
@@ -53,6 +55,11 @@ typedef struct {
     size_t           pin_used;
     int              pin_half;
     cudaEvent_t      pin_done[2];
+    /* large uploads (the page's pixels): pinned ring, its copy threads */
+    uint8_t         *up_pin;
+    cudaEvent_t      up_done[2];
+    GThreadPool     *up_pool;
+    int              up_threads;
     GHashTable      *plans;
     /* small results (finite flag, picked ids) and their pinned landing place */
     scratch          small;
@@ -354,15 +361,111 @@ static bool cuda_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off
     return true;
 }
 
+/* A pageable source copies at a few GB/s and waits for the stream; so large
+ * uploads are copied into a pinned ring by a few threads, each half's transfer
+ * overlapping the copy into the other. */
+typedef struct {
+    GMutex lock;
+    GCond  cond;
+    int    left;
+} up_join;
+
+typedef struct {
+    void       *dst;
+    const void *src;
+    size_t      bytes;
+    up_join    *join;
+} up_slice;
+
+static void up_copy(gpointer data, gpointer unused)
+{
+    up_slice *t = data;
+    memcpy(t->dst, t->src, t->bytes);
+    g_mutex_lock(&t->join->lock);
+    if (--t->join->left == 0) g_cond_signal(&t->join->cond);
+    g_mutex_unlock(&t->join->lock);
+}
+
+/* The ring and the threads, on the first large upload; false: use the pageable path. */
+static bool up_ready(cuda_backend *cb)
+{
+    if (cb->up_pin) return true;
+    if (!cb->up_done[0] && (cudaEventCreateWithFlags(&cb->up_done[0], cudaEventDisableTiming) != cudaSuccess ||
+                            cudaEventCreateWithFlags(&cb->up_done[1], cudaEventDisableTiming) != cudaSuccess)) {
+        cudaGetLastError();
+        return false;
+    }
+    void *p = NULL;
+    if (cudaHostAlloc(&p, 2 * (size_t)UP_HALF, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    cb->up_pin = p;
+    cb->up_threads = CLAMP((int)g_get_num_processors() / 2, 1, 8);
+    if (cb->up_threads > 1)
+        cb->up_pool = g_thread_pool_new(up_copy, NULL, cb->up_threads - 1, TRUE, NULL);
+    if (!cb->up_pool) cb->up_threads = 1;
+    return true;
+}
+
+static void up_memcpy(cuda_backend *cb, void *dst, const void *src, size_t bytes)
+{
+    enum { MAX_SLICES = 8 };
+    up_join join = { .left = 0 };
+    up_slice sl[MAX_SLICES];
+    int k = MIN(cb->up_threads, MAX_SLICES);
+    size_t per = (bytes / (size_t)k + 63) & ~(size_t)63;
+    g_mutex_init(&join.lock);
+    g_cond_init(&join.cond);
+    int used = 0;
+    for (size_t off = 0; off < bytes; off += per, used++)
+        sl[used] = (up_slice){ (uint8_t *)dst + off, (const uint8_t *)src + off, MIN(per, bytes - off), &join };
+    join.left = used;
+    for (int i = 1; i < used; i++) g_thread_pool_push(cb->up_pool, &sl[i], NULL);
+    if (used) up_copy(&sl[0], NULL);
+    g_mutex_lock(&join.lock);
+    while (join.left > 0) g_cond_wait(&join.cond, &join.lock);
+    g_mutex_unlock(&join.lock);
+    g_mutex_clear(&join.lock);
+    g_cond_clear(&join.cond);
+}
+
+/* n floats to dst (device, type dt) through the ring: an F32 destination takes the
+ * transfer directly, others the matching half of the device stage, converted there. */
+static bool upload_pinned(cuda_backend *cb, void *dst, int esz, hk_dtype dt, const float *src, size_t n,
+                          GError **error)
+{
+    size_t chunk = UP_HALF / 4;
+    for (size_t i = 0, k = 0; i < n; i += chunk, k++) {
+        size_t m = MIN(chunk, n - i);
+        int h = (int)(k & 1);
+        uint8_t *pin = cb->up_pin + (size_t)h * UP_HALF;
+        void *to = dt == HK_F32 ? (uint8_t *)dst + i * 4 : (uint8_t *)cb->stage.ptr + (size_t)h * UP_HALF;
+        /* the transfer from this half two chunks ago must be done before it is refilled */
+        if (!ck(cudaEventSynchronize(cb->up_done[h]), "upload", error)) return false;
+        up_memcpy(cb, pin, src + i, m * 4);
+        if (!ck(cudaMemcpyAsync(to, pin, m * 4, cudaMemcpyHostToDevice, cb->stream), "upload", error) ||
+            !ck(cudaEventRecord(cb->up_done[h], cb->stream), "upload", error))
+            return false;
+        if (dt != HK_F32 &&
+            !ck(hk_convert(cb->stream, (uint8_t *)dst + i * (size_t)esz, dt, to, HK_F32, m), "conversion", error))
+            return false;
+    }
+    return true;
+}
+
 static bool cuda_upload_f32(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const float *src, size_t n,
                             GError **error)
 {
     cuda_backend *cb = CB(be);
     if (dst_off > SIZE_MAX - n || !need("upload_f32", "dst", dst, dst_off + n, error)) return false;
     if (!n) return true;
-    if (dst->kind == HYOCR_BUF_F32)
+    bool f32 = dst->kind == HYOCR_BUF_F32;
+    if (!f32 && !scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
+    if (n * 4 >= UP_MIN && !cb->capturing && up_ready(cb))
+        return upload_pinned(cb, at(dst, dst_off), dst->elem_size, buf_t(cb, dst), src, n, error);
+    if (f32)
         return ck(cudaMemcpyAsync(at(dst, dst_off), src, n * 4, cudaMemcpyHostToDevice, cb->stream), "upload", error);
-    if (!scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
     size_t chunk = STAGE_BYTES / 4;
     for (size_t i = 0; i < n; i += chunk) {
         size_t m = n - i < chunk ? n - i : chunk;
@@ -565,6 +668,12 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
         return !bp || ck(hk_bias_add(cb->stream, out->data, ot, bp, ot, M, N), "bias add", error);
     }
     const void *wp = at(w, w_off);
+    /* One row and many outputs (the head): hk_gemv1 sums in hk_gemv's order there (one
+     * warp per output) and, launched as a programmatic dependent, starts streaming the
+     * weights while the kernel before it (the final norm) finishes. */
+    if (gemv_fits(cb, x, xp, wp, bp, M, K) && M == 1 && N > 2048)
+        return ck(hk_gemv1(cb->stream, cb->act, HK_GEMV_PLAIN, out->data, ot, xp, NULL, NULL, HK_F32, 0.0f, wp, N, K,
+                           cb->pdl), "gemv", error);
     if (gemv_fits(cb, x, xp, wp, bp, M, K))
         return ck(hk_gemv(cb->stream, cb->act, out->data, ot, xp, wp, M, N, K), "gemv", error);
     plan_key k;
@@ -962,12 +1071,13 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .counters = cb->counters.ptr, .part_acc = cb->part.ptr,
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
         .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
+        .decode_kv_write = 1, .pdl = cb->pdl,
     };
     if (D != 128)
         return ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
                ck(hk_attention_paged_generic(cb->stream, &a), "paged attention (generic head dim)", error);
-    return ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
-           ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+    /* every row decodes: the decode kernel stores the new k/v itself (one launch less a layer) */
+    return ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
 }
 
 static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
@@ -1016,13 +1126,15 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
             .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
-            .split_max = pp.split_len,
+            .split_max = pp.split_len, .decode_kv_write = pp.tiles->len == 0,
         };
+        /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
+         * the kernel may follow the upload of its own work list directly. */
         if (D != 128)
             ok = ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
                  ck(hk_attention_paged_generic(cb->stream, &a), "paged attention (generic head dim)", error);
         else
-            ok = ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
+            ok = (a.decode_kv_write || ck(hk_kv_write(cb->stream, &a), "KV write", error)) &&
              ck(hk_attention_prefill(cb->stream, &a), "paged attention (prefill)", error) &&
              ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
     }
@@ -1580,6 +1692,10 @@ static void cuda_free(hyocr_backend *be)
     for (int i = 0; i < 2; i++)
         if (cb->pin_done[i]) cudaEventDestroy(cb->pin_done[i]);
     if (cb->pin) cudaFreeHost(cb->pin);
+    if (cb->up_pool) g_thread_pool_free(cb->up_pool, FALSE, TRUE);
+    for (int i = 0; i < 2; i++)
+        if (cb->up_done[i]) cudaEventDestroy(cb->up_done[i]);
+    if (cb->up_pin) cudaFreeHost(cb->up_pin);
     if (cb->pin_small) cudaFreeHost(cb->pin_small);
     if (cb->dmeta_host) cudaFreeHost(cb->dmeta_host);
     if (cb->dmeta_done) cudaEventDestroy(cb->dmeta_done);

@@ -3,11 +3,13 @@
 #   source .device/setup.sh && OUT=/some/dir tests/gpu/decode.sh
 # build; the decode and CUDA backend tests live; decode speed (host sampler / device
 # pick / graphs) at a 2048²-page context and in batches; the per-op profile of a
-# decode and of a whole 2048² job; tiny FP16 parity. STEPS picks some of: build tests bench fuse
-# split profile job run parity (default: all), e.g. STEPS="build tests fuse parity".
+# decode and of a whole 2048² job; tiny FP16 parity; kernel by kernel GPU time of a replayed
+# step (ncu, bench/kernel-split.sh). STEPS picks some of: build tests bench quick fuse split
+# profile job run parity kernels (default: all but quick), e.g. STEPS="build tests quick parity
+# kernels" (quick: the graph benchmark alone, batch 1 at 4191 and batches at 1087).
 set -uo pipefail
 OUT=${OUT:-/tmp/hyocr-decode}
-STEPS=${STEPS:-build tests bench fuse split profile job run parity}
+STEPS=${STEPS:-build tests bench fuse split profile job run parity kernels}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
@@ -21,7 +23,7 @@ step build
 (python3 bench/make_random_checkpoint.py $CKPT >"$OUT/ckpt.log" 2>&1; python3 bench/make_images.py /tmp/img >/dev/null) &
 meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=disabled --buildtype=release \
     >"$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
-ninja -C build-gpu src/cli/hyocr tests/test-decode tests/test-backend-cuda >"$OUT/build.log" 2>&1 ||
+ninja -C build-gpu src/cli/hyocr tests/test-decode tests/test-backend-cuda tests/test-batch >"$OUT/build.log" 2>&1 ||
     { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
 wait
 
@@ -29,7 +31,7 @@ fi
 
 if want tests; then
 step "tests (CUDA live)"
-timeout 200 meson test -C build-gpu --no-rebuild --print-errorlogs decode backend-cuda >"$OUT/meson-test.log" 2>&1
+timeout 240 meson test -C build-gpu --no-rebuild --print-errorlogs decode backend-cuda batch >"$OUT/meson-test.log" 2>&1
 grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:" "$OUT/meson-test.log"
 grep -E "^(ok|not ok)" build-gpu/meson-logs/testlog.txt | grep -v "^ok" | head -20
 
@@ -42,6 +44,13 @@ HYOCR_DECODE_BENCH=$CKPT timeout 150 build-gpu/tests/test-decode -p /decode/cuda
 step "decode benchmark, cuBLAS instead of the GEMV kernels (HYOCR_NO_GEMV=1)"
 HYOCR_NO_GEMV=1 HYOCR_DECODE_BENCH=$CKPT timeout 150 build-gpu/tests/test-decode -p /decode/cuda/bench 2>&1 |
     tee "$OUT/decode-bench-nogemv.txt" | grep "^# decode"
+
+fi
+
+if want quick; then
+step "decode benchmark, graphs only"
+HYOCR_DECODE_BENCH_MODES=2 HYOCR_DECODE_BENCH=$CKPT timeout 120 build-gpu/tests/test-decode -p /decode/cuda/bench 2>&1 |
+    tee "$OUT/decode-bench-quick.txt" | grep "^# decode"
 
 fi
 
@@ -100,6 +109,11 @@ fi
 if want parity; then
 step "tiny fixtures FP16 parity"
 timeout 120 python3 tests/gpu/tiny_parity.py build-gpu/src/cli/hyocr tests/data f16 2>&1 | tee "$OUT/tiny-f16.txt" | tail -15
+fi
+
+if want kernels; then
+step "kernel by kernel, one replayed batch-1 step at context 4191 (ncu; graph nodes)"
+HYOCR_BENCH_CKPT=$CKPT OUT="$OUT" TAG=dec- timeout 400 bench/kernel-split.sh graph | head -40
 fi
 
 step done
