@@ -216,14 +216,24 @@ __device__ uint32_t sample_select(const float *v, const float *w, int V, uint32_
             sh->hist_c[b] = 0;
         }
         __syncthreads();
+        /* Most values share their top bits, so the first passes would pile every
+         * thread's atomics onto one or two bins: each thread sums runs of equal bins
+         * in registers and adds once per run instead. */
+        int run_b = -1;
+        unsigned long long run = 0;
         for (int i = threadIdx.x; i < V; i += SAMPLE_THREADS) {
             float x = v[i];
             uint32_t k = okey(x);
             if (x == -INFINITY || k < lo || (k & mask) != prefix) continue;
             int b = (k >> shift) & 255;
-            if (w) atomicAdd(&sh->hist_m[b], wfix(w[i]));
-            else atomicAdd(&sh->hist_c[b], 1u);
+            if (b != run_b) {
+                if (run) w ? (void)atomicAdd(&sh->hist_m[run_b], run) : (void)atomicAdd(&sh->hist_c[run_b], (unsigned)run);
+                run_b = b;
+                run = 0;
+            }
+            run += w ? wfix(w[i]) : 1u;
         }
+        if (run) w ? (void)atomicAdd(&sh->hist_m[run_b], run) : (void)atomicAdd(&sh->hist_c[run_b], (unsigned)run);
         __syncthreads();
         if (threadIdx.x == 0) {
             int digit = -1, low = 0;

@@ -313,6 +313,10 @@ static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos
 {
     __shared__ float cs[HK_ROPE_MAX_DIM], sn[HK_ROPE_MAX_DIM];
     const int row = blockIdx.x, half = D / 2;
+    /* As a programmatic dependent (bound decode steps): the next kernel (decode
+     * attention) may start prefetching cached keys now, and the positions (copied
+     * before the step began) are read before the wait for the qkv product. */
+    hk_griddep_launch_next();
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
         int a = n_axes > 1 ? rope.axis[d] : 0;
         float s, c;
@@ -320,6 +324,7 @@ static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos
         cs[d] = hk_round(c, t);
         sn[d] = hk_round(s, t);
     }
+    hk_griddep_wait();
     __syncthreads();
     const int lane = threadIdx.x & 31, heads = Hq + Hkv;
     for (int h = threadIdx.x >> 5; h < heads; h += blockDim.x >> 5) {
@@ -467,13 +472,22 @@ cudaError_t hk_embed(cudaStream_t s, void *out, hk_dtype ot, const void *table, 
 
 cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes, int Hq,
                            int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt, const void *kn,
-                           hk_dtype knt, float eps)
+                           hk_dtype knt, float eps, int pdl)
 {
     size_t items = (size_t)M * (Hq + Hkv);
     if (!items) return cudaSuccess;
     if (D > HK_ROPE_MAX_DIM || D % 2) return cudaErrorInvalidValue;
-    k_rope_qknorm<<<(unsigned)M, 256, 0, s>>>(qkv, t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, qnt, kn, knt, eps);
-    return cudaGetLastError();
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)M);
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k_rope_qknorm, qkv, (int)t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, (int)qnt, kn,
+                              (int)knt, eps);
 }
 
 } /* extern "C" */

@@ -122,10 +122,11 @@ cudaError_t hk_append_newline(cudaStream_t s, void *out, hk_dtype ot, const void
                               const void *nl, hk_dtype nt, int Hm, int Wm, int C);
 cudaError_t hk_embed(cudaStream_t s, void *out, hk_dtype ot, const void *table, hk_dtype tt,
                      const int32_t *ids, int n, int C);
-/* In place on qkv[M, (Hq + 2·Hkv)·D] of type t; pos is [n_axes, M] (device). */
+/* In place on qkv[M, (Hq + 2·Hkv)·D] of type t; pos is [n_axes, M] (device). pdl: launched as a
+ * programmatic dependent (pos must then be ready before the kernel before it started). */
 cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes,
                            int Hq, int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt,
-                           const void *kn, hk_dtype knt, float eps);
+                           const void *kn, hk_dtype knt, float eps, int pdl);
 
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128. */
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,

@@ -955,7 +955,8 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
         dev_pos = cb->meta.ptr;
     }
     return ck(hk_rope_qknorm(cb->stream, qkv->data, cb->act, M, dev_pos, axes, Hq, Hkv, D, &tab, q_norm->data,
-                             buf_t(cb, q_norm), k_norm->data, buf_t(cb, k_norm), eps), "rope_qknorm", error);
+                             buf_t(cb, q_norm), k_norm->data, buf_t(cb, k_norm), eps, cb->bound && cb->pdl),
+              "rope_qknorm", error);
 }
 
 static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t cache_blocks, GError **error)
