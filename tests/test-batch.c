@@ -355,7 +355,32 @@ static void test_mixed_paths(void)
 /* ---- preemption ------------------------------------------------------------------------ */
 
 /* A pool of a little more than one job's blocks: four jobs must take turns. */
-static void run_preempting(int64_t swap_space)
+/* Sampled jobs (seeded) give the same tokens however often they are preempted:
+ * each draw's u follows the job's token count, on the device and on the host. */
+static void sample_params(hyocr_job_params *jp, int i)
+{
+    jp->temperature = 0.9f;
+    jp->top_k = 40;
+    jp->top_p = 0.95f;
+    jp->seed = 77 + (uint64_t)i;
+    jp->ignore_eos = true;
+}
+
+static void check_alone(hyocr_engine *eng, job_set *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        hyocr_job_params jp = s->jp[i];
+        jp.on_event = NULL;
+        hyocr_job_result alone = { 0 };
+        g_autoptr(GError) err = NULL;
+        g_assert_no_error(s->res[i].error);
+        g_assert_true(hyocr_engine_run(eng, &jp, &alone, &err));
+        assert_ids(s->res[i].token_ids, alone.token_ids);
+        hyocr_job_result_clear(&alone);
+    }
+}
+
+static void run_preempting(int64_t swap_space, bool sampled)
 {
     if (!require_fixtures()) return;
     /* learn the largest job's need */
@@ -378,9 +403,13 @@ static void run_preempting(int64_t swap_space)
     g_autoptr(hyocr_engine) eng = open_engine(&o);
     job_set s;
     job_set_init(&s, 6);
-    for (int i = 0; i < s.n; i++) s.jp[i].ignore_eos = false;
+    for (int i = 0; i < s.n; i++) {
+        s.jp[i].ignore_eos = false;
+        if (sampled) sample_params(&s.jp[i], i);
+    }
     run_set(eng, &s);
-    check_all_reference(&s);
+    if (sampled) check_alone(probe, &s);
+    else check_all_reference(&s);
     g_test_message("preemptions: %d", total_preempted(&s));
     g_assert_cmpint(total_preempted(&s), >, 0);
     /* swap while the swap space lasts, else recompute */
@@ -392,12 +421,18 @@ static void run_preempting(int64_t swap_space)
 
 static void test_preempt_recompute(void)
 {
-    run_preempting(0);
+    run_preempting(0, false);
 }
 
 static void test_preempt_swap(void)
 {
-    run_preempting((int64_t)64 << 20);
+    run_preempting((int64_t)64 << 20, false);
+}
+
+static void test_preempt_sampled(void)
+{
+    run_preempting(0, true);
+    run_preempting((int64_t)64 << 20, true);
 }
 
 /* A fixed pool with room for a prompt and a few tokens: every job fails with
@@ -838,6 +873,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batch/mixed-paths", test_mixed_paths);
     g_test_add_func("/batch/preempt-recompute", test_preempt_recompute);
     g_test_add_func("/batch/preempt-swap", test_preempt_swap);
+    g_test_add_func("/batch/preempt-sampled", test_preempt_sampled);
     g_test_add_func("/batch/pool-too-small", test_pool_too_small);
     g_test_add_func("/batch/budget-one-of-four", test_budget_one_of_four);
     g_test_add_func("/batch/budget-preempts", test_budget_preempts);
