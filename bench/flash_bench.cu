@@ -2,7 +2,8 @@
  * shared 64-row template it replaced, on the same random qkv. Prints max |Δ|
  * and times. Build (GPU machine): nvcc -O3 -std=c++17 -arch=sm_90 -Ikernels
  * bench/flash_bench.cu -o /tmp/flash-bench */
-#include "../kernels/attention.cu"
+#include "../kernels/attention-prefill.cu"
+#include "../kernels/attention-vision.cu"
 #include <stdio.h>
 #include <stdlib.h>
 #include <vector>

@@ -5,6 +5,12 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#define LOG2E 1.4426950408889634f
+
+template <typename T> struct vec2;
+template <> struct vec2<__half> { typedef __half2 type; };
+template <> struct vec2<__nv_bfloat16> { typedef __nv_bfloat162 type; };
+
 /* Run-time typed element access: the type is uniform across a launch, so the
  * branch costs a few instructions and no divergence. */
 __device__ __forceinline__ float hk_ld(const void *p, int t, size_t i)

@@ -128,13 +128,15 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
                            int Hq, int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt,
                            const void *kn, hk_dtype knt, float eps, int pdl);
 
-/* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128. */
+/* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128
+ * (attention-vision.cu). */
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                               float scale);
-/* Paged attention: the KV write, then the prefill tiles, then the decode splits (merge fused). */
+/* Paged attention: the KV write, then the prefill tiles (attention-prefill.cu), then the decode splits
+ * (merge fused; attention-decode.cu). */
 cudaError_t hk_kv_write(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *a);
-/* Any head dim ≤ 256 (warp per row × head; for shapes the fast kernels do not take). */
+/* Any head dim ≤ 256 (warp per row × head; for shapes the fast kernels do not take; attention-generic.cu). */
 cudaError_t hk_attention_full_generic(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                                       float scale);
 cudaError_t hk_attention_paged_generic(cudaStream_t s, const hk_paged_args *a);

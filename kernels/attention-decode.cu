@@ -1,0 +1,408 @@
+/* hyocr — paged attention of decode rows: one query row per sequence; the
+ * context is cut into splits spread over many CTAs (flash-decoding), each writing
+ * an unnormalised partial (max, sum, acc); the last split of a row to finish
+ * merges them. Plain FMA: a single row has no matrix shape for the tensor cores,
+ * and the kernel is bound by reading the cache. */
+#include "hk-common.h"
+#include <math.h>
+
+#define DEC_THREADS 128
+#define DEC_TG (DEC_THREADS / 16)   /* token groups: 16 lanes × 8 dims cover D = 128 */
+#define DEC_U 8                     /* key (and value) rows in flight per thread */
+#define DEC_RCHUNK 128              /* parts merged per round by the electing CTA */
+
+struct DecArgs {
+    const void *qkv;
+    const void *k_cache, *v_cache;
+    void *out;
+    int q_stride, Hq, Hkv, G, block_size;
+    float scale_log2;
+    const hk_seq *seqs;
+    const int32_t *bt;
+    const hk_split *splits;
+    unsigned *counters;
+    float *part_acc, *part_ml;
+    int dev_split_len, dev_max_splits;   /* > 0: splits derived from n_past here (graph replay) */
+    int kv_write;                        /* store the decode rows' new k/v in the cache */
+};
+
+/* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
+ * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
+ * so a captured launch serves every context up to max·split_len. */
+__device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
+{
+    if (a.dev_split_len <= 0) {
+        sp = a.splits[blockIdx.x];
+        return true;
+    }
+    int L = a.dev_split_len, row = blockIdx.x / a.dev_max_splits, i = blockIdx.x - row * a.dev_max_splits;
+    int ctx = a.seqs[row].n_past + 1, n = (ctx + L - 1) / L;
+    if (i >= n) return false;
+    sp.seq = row;
+    sp.t0 = i * L;
+    sp.t1 = min(ctx, sp.t0 + L);
+    sp.row = row;
+    sp.part0 = row * a.dev_max_splits;
+    sp.part = sp.part0 + i;
+    sp.n_parts = n;
+    sp.pad_ = 0;
+    return true;
+}
+
+__device__ __forceinline__ float2 to_f2(__half2 h) { return __half22float2(h); }
+__device__ __forceinline__ float2 to_f2(__nv_bfloat162 h) { return __bfloat1622float2(h); }
+
+template <typename T> __device__ __forceinline__ void unpack8(float *f, int4 raw)
+{
+    const typename vec2<T>::type *h = (const typename vec2<T>::type *)&raw;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 v = to_f2(h[i]);
+        f[2 * i] = v.x;
+        f[2 * i + 1] = v.y;
+    }
+}
+
+/* Merges GT heads' partial states: (m, l, acc) of several producers → one. The
+ * electing CTA of a row calls this over all the row's parts in global memory. */
+template <typename T, int GT>
+__device__ void dec_merge_parts(const DecArgs &a, const hk_split &sp, int head0, float *wts, float *sh)
+{
+    constexpr int D = 128;
+    float M[GT], den[GT];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        float mx = -INFINITY;
+        for (int p = threadIdx.x; p < sp.n_parts; p += DEC_THREADS)
+            mx = fmaxf(mx, __ldcg(&a.part_ml[((size_t)(sp.part0 + p) * a.Hq + head0 + g) * 2]));
+        M[g] = hk_block_max(mx, sh);
+        den[g] = 0.0f;
+    }
+    float num[GT * D / DEC_THREADS];
+#pragma unroll
+    for (int k = 0; k < GT * D / DEC_THREADS; k++) num[k] = 0.0f;
+    for (int c0 = 0; c0 < sp.n_parts; c0 += DEC_RCHUNK) {
+        int cn = min(DEC_RCHUNK, sp.n_parts - c0);
+        __syncthreads();
+#pragma unroll
+        for (int g = 0; g < GT; g++)
+            for (int p = threadIdx.x; p < cn; p += DEC_THREADS) {
+                const float *ml = &a.part_ml[((size_t)(sp.part0 + c0 + p) * a.Hq + head0 + g) * 2];
+                float w = exp2f(__ldcg(ml) - M[g]);
+                wts[g * DEC_RCHUNK + p] = w;
+                den[g] += w * __ldcg(ml + 1);
+            }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < GT * D / DEC_THREADS; k++) {
+            int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
+            const float *src = a.part_acc + ((size_t)(sp.part0 + c0) * a.Hq + head0 + g) * D + d;
+            float r = 0.0f;
+#pragma unroll 8
+            for (int p = 0; p < cn; p++) r += wts[g * DEC_RCHUNK + p] * __ldcg(src + (size_t)p * a.Hq * D);
+            num[k] += r;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GT; g++) den[g] = hk_block_sum(den[g], sh);
+    hk_seq s = a.seqs[sp.seq];
+#pragma unroll
+    for (int k = 0; k < GT * D / DEC_THREADS; k++) {
+        int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
+        float dv = den[0];
+#pragma unroll
+        for (int gg = 1; gg < GT; gg++) if (g == gg) dv = den[gg];
+        ((T *)a.out)[(size_t)s.row0 * a.Hq * D + (size_t)(head0 + g) * D + d] = T(num[k] / dv);
+    }
+}
+
+/* Round of DEC_TG·DEC_U keys from base: key rows of this thread's token group
+ * into kr/vr. The row's new token (index inew, -1: not in this split) is taken
+ * from the qkv row (kn, vn) instead of the cache, which the kernel may be
+ * writing it to; with_new false leaves it zero (patched after the grid wait). */
+__device__ __forceinline__ void dec_load(const DecArgs &a, const hk_split &sp, const int *blk, int b0, int base, int L,
+                                         int kvh, int inew, bool with_new, int4 kn, int4 vn, int4 *kr, int4 *vr)
+{
+    constexpr int D = 128;
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
+#pragma unroll
+    for (int u = 0; u < DEC_U; u++) {
+        int i = base + u * DEC_TG + tg;
+        kr[u] = vr[u] = make_int4(0, 0, 0, 0);
+        if (i == inew) {
+            if (with_new) {
+                kr[u] = kn;
+                vr[u] = vn;
+            }
+        } else if (i < L) {
+            int t = sp.t0 + i;
+            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            kr[u] = __ldcs((const int4 *)((const uint16_t *)a.k_cache + off));   /* read once per step */
+            vr[u] = __ldcs((const int4 *)((const uint16_t *)a.v_cache + off));
+        }
+    }
+}
+
+/* Online softmax over one round of keys (see dec_load) for GT heads. */
+template <typename T, int GT>
+__device__ __forceinline__ void dec_round(const int4 *kr, const int4 *vr, int base, int L, const float (&q)[GT][8],
+                                          float (&m)[GT], float (&l)[GT], float (&acc)[GT][8])
+{
+    const int tg = threadIdx.x >> 4;
+    float sc[DEC_U][GT];
+#pragma unroll
+    for (int u = 0; u < DEC_U; u++) {
+        float k8[8];
+        unpack8<T>(k8, kr[u]);
+        bool ok = base + u * DEC_TG + tg < L;
+#pragma unroll
+        for (int g = 0; g < GT; g++) {
+            float d = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 8; e++) d += q[g][e] * k8[e];
+#pragma unroll
+            for (int o = 8; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+            sc[u][g] = ok ? d : -INFINITY;
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        float mx = m[g];
+#pragma unroll
+        for (int u = 0; u < DEC_U; u++) mx = fmaxf(mx, sc[u][g]);
+        float corr = exp2f(m[g] - mx);
+        m[g] = mx;
+        l[g] *= corr;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] *= corr;
+    }
+#pragma unroll
+    for (int u = 0; u < DEC_U; u++) {
+        float v8[8];
+        unpack8<T>(v8, vr[u]);
+#pragma unroll
+        for (int g = 0; g < GT; g++) {
+            float p = exp2f(sc[u][g] - m[g]);
+            l[g] += p;
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[g][e] += p * v8[e];
+        }
+    }
+}
+
+/* CTA = one split × GT query heads of one KV group. Every thread keeps DEC_U
+ * key and value rows in flight, and the next round's while it computes one;
+ * each 16-lane token group keeps an online softmax (m, l, acc); the 8 groups are
+ * merged through shared memory into this split's partial. The last split of the
+ * row to finish merges the partials (no second launch). The cached keys do not
+ * depend on the kernels before, so the first round is issued before the grid
+ * wait; the new token comes from the qkv row (and, with kv_write, is stored in
+ * the cache here: no separate KV write launch). */
+template <typename T, int GT>
+__global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
+{
+    constexpr int D = 128, RT = DEC_TG * DEC_U;
+    extern __shared__ __align__(16) float dsm[];
+    float *red_acc = dsm;                          /* [DEC_TG][GT][D] */
+    float *red_m = red_acc + DEC_TG * GT * D;      /* [DEC_TG][GT] */
+    float *red_l = red_m + DEC_TG * GT;            /* [DEC_TG][GT] */
+    float *wts = red_l + DEC_TG * GT;              /* [GT][DEC_RCHUNK] */
+    int *blk = (int *)(wts + GT * DEC_RCHUNK);     /* block ids of this split */
+    __shared__ float sh[32];
+    __shared__ int s_last;
+
+    hk_griddep_launch_next();
+    hk_split sp;
+    if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
+    const hk_seq s = a.seqs[sp.seq];
+    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
+    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size;
+    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
+    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;   /* a decode row: its one new token */
+    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
+    __syncthreads();
+    const int4 zero = make_int4(0, 0, 0, 0);
+    int4 ka[DEC_U], va[DEC_U], kb[DEC_U], vb[DEC_U];
+    dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, zero, zero, ka, va);
+
+    hk_griddep_wait();   /* qkv (q, the new k/v) comes from the kernels before */
+    const T *row = (const T *)a.qkv + (size_t)s.row0 * a.q_stride;
+    int4 kn = zero, vn = zero;
+    if (inew >= 0) {
+        kn = *(const int4 *)(row + (size_t)(a.Hq + kvh) * D + lane16 * 8);
+        vn = *(const int4 *)(row + (size_t)(a.Hq + a.Hkv + kvh) * D + lane16 * 8);
+        if (a.kv_write && tg == 0 && head0 % a.G == 0) {
+            int t = s.n_past;
+            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            *(int4 *)((uint16_t *)a.k_cache + off) = kn;
+            *(int4 *)((uint16_t *)a.v_cache + off) = vn;
+        }
+#pragma unroll
+        for (int u = 0; u < DEC_U; u++)
+            if (u * DEC_TG + tg == inew) {
+                ka[u] = kn;
+                va[u] = vn;
+            }
+    }
+    float q[GT][8];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        unpack8<T>(q[g], *(const int4 *)(row + (size_t)(head0 + g) * D + lane16 * 8));
+#pragma unroll
+        for (int e = 0; e < 8; e++) q[g][e] *= a.scale_log2;
+    }
+    float m[GT], l[GT], acc[GT][8];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        m[g] = -1e30f;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
+    }
+
+    /* Two register sets in turn. The loop bounds are block-uniform: the shuffles need whole warps. */
+    for (int base = 0; base < L; base += 2 * RT) {
+        if (base + RT < L) dec_load(a, sp, blk, b0, base + RT, L, kvh, inew, true, kn, vn, kb, vb);
+        dec_round<T, GT>(ka, va, base, L, q, m, l, acc);
+        if (base + RT >= L) break;
+        if (base + 2 * RT < L) dec_load(a, sp, blk, b0, base + 2 * RT, L, kvh, inew, true, kn, vn, ka, va);
+        dec_round<T, GT>(kb, vb, base + RT, L, q, m, l, acc);
+    }
+
+    /* Merge the token groups of this CTA. */
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        if (lane16 == 0) {
+            red_m[tg * GT + g] = m[g];
+            red_l[tg * GT + g] = l[g];
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e++) red_acc[(tg * GT + g) * D + lane16 * 8 + e] = acc[g][e];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < GT * D / DEC_THREADS; k++) {
+        int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < DEC_TG; j++) M = fmaxf(M, red_m[j * GT + g]);
+        float num = 0.0f, den = 0.0f;
+#pragma unroll
+        for (int j = 0; j < DEC_TG; j++) {
+            float w = exp2f(red_m[j * GT + g] - M);
+            num += w * red_acc[(j * GT + g) * D + d];
+            den += w * red_l[j * GT + g];
+        }
+        if (sp.n_parts == 1) {
+            ((T *)a.out)[(size_t)s.row0 * a.Hq * D + (size_t)(head0 + g) * D + d] = T(num / den);
+        } else {
+            size_t o = (size_t)sp.part * a.Hq + head0 + g;
+            a.part_acc[o * D + d] = num;
+            if (d == 0) {
+                a.part_ml[o * 2] = M;
+                a.part_ml[o * 2 + 1] = den;
+            }
+        }
+    }
+    if (sp.n_parts == 1) return;
+
+    /* Elect the last split of this row (threadFenceReduction pattern). */
+    __threadfence();
+    __syncthreads();
+    unsigned *ctr = &a.counters[(size_t)sp.row * gridDim.y + blockIdx.y];
+    if (threadIdx.x == 0) s_last = atomicAdd(ctr, 1u) == (unsigned)sp.n_parts - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    dec_merge_parts<T, GT>(a, sp, head0, wts, sh);
+    if (threadIdx.x == 0) *ctr = 0;   /* ready for the next call */
+}
+
+static int decode_gt(const hk_paged_args *p)
+{
+    return hk_decode_heads_per_cta(p->Hq, p->Hkv);
+}
+
+template <typename T>
+static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
+{
+    if (p->D != 128) return cudaErrorInvalidValue;
+    DecArgs a = {};
+    a.qkv = p->qkv;
+    a.k_cache = p->k_cache;
+    a.v_cache = p->v_cache;
+    a.out = p->out;
+    a.q_stride = (p->Hq + 2 * p->Hkv) * p->D;
+    a.Hq = p->Hq;
+    a.Hkv = p->Hkv;
+    a.G = p->Hq / p->Hkv;
+    a.block_size = p->block_size;
+    a.scale_log2 = p->scale * LOG2E;
+    a.seqs = p->seqs;
+    a.bt = p->block_tables;
+    a.splits = p->splits;
+    a.counters = p->counters;
+    a.part_acc = p->part_acc;
+    a.part_ml = p->part_ml;
+    a.dev_split_len = p->dev_split_len;
+    a.dev_max_splits = p->dev_max_splits;
+    a.kv_write = p->decode_kv_write;
+    int GT = decode_gt(p);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)p->n_splits, (unsigned)(p->Hq / GT));
+    cfg.blockDim = dim3(DEC_THREADS);
+    cfg.dynamicSmemBytes = hk_decode_smem(GT, p->split_max, p->block_size);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = p->pdl ? 1 : 0;
+    return GT == 2 ? cudaLaunchKernelEx(&cfg, k_decode<T, 2>, a) : cudaLaunchKernelEx(&cfg, k_decode<T, 1>, a);
+}
+
+extern "C" {
+
+int hk_decode_heads_per_cta(int Hq, int Hkv)
+{
+    return Hkv > 0 && (Hq / Hkv) % 2 == 0 ? 2 : 1;
+}
+
+size_t hk_decode_smem(int GT, int split_max, int block_size)
+{
+    size_t floats = (size_t)DEC_TG * GT * 128 + 2 * (size_t)DEC_TG * GT + (size_t)GT * DEC_RCHUNK;
+    size_t blocks = (size_t)split_max / (block_size > 0 ? block_size : 1) + 2;
+    return floats * sizeof(float) + blocks * sizeof(int);
+}
+
+int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, int part0)
+{
+    int n = (ctx + split_len - 1) / split_len;
+    for (int i = 0; i < n; i++) {
+        int t0 = i * split_len, t1 = t0 + split_len < ctx ? t0 + split_len : ctx;
+        out[i] = (hk_split){ seq, t0, t1, part0 + i, row, part0, n, 0 };
+    }
+    return n;
+}
+
+int hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv)
+{
+    int64_t grid_y = Hq / hk_decode_heads_per_cta(Hq, Hkv);
+    int64_t target = 2 * (int64_t)(sm_count > 0 ? sm_count : 80);
+    int64_t len = (total_ctx * grid_y + target - 1) / target;
+    len = (len + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN;
+    if (len < HK_SPLIT_MIN) len = HK_SPLIT_MIN;
+    if (len > HK_SPLIT_MAX) len = HK_SPLIT_MAX;
+    return (int)len;
+}
+
+cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *p)
+{
+    if (p->n_splits <= 0) return cudaSuccess;
+    return p->t == HK_BF16 ? decode_t<__nv_bfloat16>(s, p) : decode_t<__half>(s, p);
+}
+
+} /* extern "C" */
