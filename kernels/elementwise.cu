@@ -1,5 +1,6 @@
 /* hyocr — memory-bound kernels: conversions, norms with the fused residual add,
- * activations, rotary + QK norm, position-table interpolation, gathers. */
+ * activations, rotary + QK norm, position-table interpolation, gathers, the
+ * finite check. */
 #include "hk-common.h"
 #include <math.h>
 
@@ -306,6 +307,14 @@ static __global__ void k_embed(void *out, int ot, const void *table, int tt, con
  * type, then RMSNorm_HF over the head. The reference rounds cos/sin to the
  * model dtype; so do we. One block per row: the D cos/sin values of the row
  * once into shared memory (every head shares them), then one warp per head. */
+static __global__ void k_nonfinite(const void *x, int t, size_t n, int *flag)
+{
+    bool bad = false;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        bad |= !isfinite(hk_ld(x, t, i));
+    if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
+}
+
 #define ROPE_PAIRS_PER_LANE (HK_ROPE_MAX_DIM / 64)
 static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
                                      int D, hk_rope rope, const void *qn, int qnt, const void *kn, int knt,
@@ -488,6 +497,14 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
     cfg.numAttrs = pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, k_rope_qknorm, qkv, (int)t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, (int)qnt, kn,
                               (int)knt, eps);
+}
+
+
+cudaError_t hk_nonfinite(cudaStream_t s, const void *x, hk_dtype t, size_t n, int *flag)
+{
+    if (!n) return cudaSuccess;
+    k_nonfinite<<<hk_grid_1d(n, 256) < 4096 ? hk_grid_1d(n, 256) : 4096, 256, 0, s>>>(x, (int)t, n, flag);
+    return cudaGetLastError();
 }
 
 } /* extern "C" */

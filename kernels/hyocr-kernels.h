@@ -142,9 +142,11 @@ cudaError_t hk_attention_full_generic(cudaStream_t s, hk_dtype t, void *out, con
 cudaError_t hk_attention_paged_generic(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *a);
 
-/* ---- decoding helpers (decode.cu) ---- */
-/* *flag (device int, zeroed by the caller) becomes nonzero when x[0..n) of type t holds a NaN or ±Inf. */
+/* *flag (device int, zeroed by the caller) becomes nonzero when x[0..n) of type t holds a NaN or ±Inf
+ * (elementwise.cu). */
 cudaError_t hk_nonfinite(cudaStream_t s, const void *x, hk_dtype t, size_t n, int *flag);
+
+/* ---- token choice (pick.cu) ---- */
 /* Token choice per row of logits[n, V] (fp32) with the repetition penalty over the
  * slot bitmaps (words = ceil(V/32) per slot): see backend.h pick. reciprocal:
  * positive logits times fl(1/p) (torch CUDA) instead of divided by p. Rows whose
@@ -163,6 +165,9 @@ cudaError_t hk_pick(cudaStream_t s, const float *logits, int n, int V, uint32_t 
                     const float *penalties, const hk_draw *draws, int reciprocal, int32_t *ids, int32_t *nonfinite,
                     void *work, float *sample_work);
 size_t      hk_sample_work_bytes(int n, int V);
+/* Bytes of the work area hk_pick needs: zeroed before its first use, left zeroed. */
+size_t      hk_pick_work_bytes(int n, int V);
+
 /* out[M, N] (type ot) = x[M, K] · w[N, K]ᵀ for M ≤ HK_GEMV_MAX_ROWS, x and w of compute type t, K a
  * multiple of 8 and x, w 16-byte aligned (gemv.cu). */
 #define HK_GEMV_MAX_ROWS 4
@@ -179,8 +184,6 @@ cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const vo
 enum { HK_GEMV_PLAIN = 0, HK_GEMV_NORM = 1, HK_GEMV_NORM_GLU = 2, HK_GEMV_RESIDUAL = 3 };
 cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                      const void *nw, hk_dtype nwt, float eps, const void *w, int N, int K, int pdl);
-/* Bytes of the work area hk_pick needs: zeroed before its first use, left zeroed. */
-size_t      hk_pick_work_bytes(int n, int V);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,9 @@
-/* hyocr — the kernels of a decode step's tail: the token choice with the
- * repetition penalty (greedy, or a draw with temperature / top-k / top-p), so
- * only ids leave the device, and the finite check. */
+/* hyocr — the token choice at the end of a decode step: the repetition penalty,
+ * then the argmax (greedy) or a draw with temperature / top-k / top-p, so only
+ * ids leave the device. */
 #include "hk-common.h"
 #include <limits.h>
 #include <math.h>
-
-static __global__ void k_nonfinite(const void *x, int t, size_t n, int *flag)
-{
-    bool bad = false;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        bad |= !isfinite(hk_ld(x, t, i));
-    if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
-}
 
 /* A candidate of the argmax: torch.argmax order (a NaN beats every number, then
  * the larger value, then the lower id). */
@@ -362,13 +354,6 @@ k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const
 }
 
 extern "C" {
-
-cudaError_t hk_nonfinite(cudaStream_t s, const void *x, hk_dtype t, size_t n, int *flag)
-{
-    if (!n) return cudaSuccess;
-    k_nonfinite<<<hk_grid_1d(n, 256) < 4096 ? hk_grid_1d(n, 256) : 4096, 256, 0, s>>>(x, (int)t, n, flag);
-    return cudaGetLastError();
-}
 
 size_t hk_pick_work_bytes(int n, int V)
 {
