@@ -2,8 +2,9 @@
  * exactly, the job's peak exactly too: the plan replays the allocations), with
  * the default and with small chunk sizes and a fixed KV pool; chunked vision and
  * prefill against unchunked runs (bit-identical at multiples of 512 rows); and
- * the up-front refusal under a memory limit, which names the numbers, suggests
- * what to change, allocates nothing and leaves the engine usable. */
+ * the up-front refusal under a memory limit, which names the numbers, carries
+ * its plan and the advice (what to change, to what) as data, allocates nothing
+ * and leaves the engine usable. */
 #include "error.h"
 #include "hyocr.h"
 #include "memplan.h"
@@ -474,11 +475,22 @@ static gboolean refusal_setup(refusal_fix *f, const run_case *c)
     return TRUE;
 }
 
-/* The number after a phrase of the advice ("--max-side 160"), 0 when absent. */
-static int suggested(const char *msg, const char *phrase)
+/* The plan a refusal carries: the one hyocr_engine_plan_job gives for the same
+ * job, and the engine's words name none of the front ends' options. */
+static const hyocr_memplan *refused_plan(const GError *err, const hyocr_memplan *planned)
 {
-    const char *at = strstr(msg, phrase);
-    return at ? atoi(at + strlen(phrase)) : 0;
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
+    const hyocr_memplan *r = hyocr_error_get_memplan(err);
+    g_assert_nonnull(r);
+    g_assert_false(r->fits);
+    g_assert_cmpint(r->total, ==, planned->total);
+    g_assert_cmpint(r->budget, ==, planned->budget);
+    g_assert_cmpint(r->image_width, ==, planned->image_width);
+    g_assert_cmpint(r->image_height, ==, planned->image_height);
+    g_assert_cmpint(r->backend_kind, ==, HYOCR_BACKEND_CPU);
+    g_assert_cmpmem(&r->advice, sizeof r->advice, &planned->advice, sizeof planned->advice);
+    g_assert_null(strstr(err->message, "--"));
+    return r;
 }
 
 static void refusal_clear(refusal_fix *f)
@@ -505,6 +517,17 @@ static void test_refusal(void)
     g_assert_cmpint(plan.budget, ==, limit);
     g_assert_true(plan.budget_is_limit);
     g_assert_false(plan.fits);
+    g_assert_cmpint(plan.image_width, ==, 420);
+    g_assert_cmpint(plan.image_height, ==, 300);
+    /* The advice: the largest long side (a multiple of 32, below the page's) at
+     * which it fits; a smaller answer does not help a page whose vision pass
+     * sets the peak. */
+    const hyocr_memplan_advice *adv = &plan.advice;
+    g_assert_cmpint(adv->max_side, >, 0);
+    g_assert_cmpint(adv->max_side, <, 420);
+    g_assert_cmpint(adv->max_side % 32, ==, 0);
+    g_assert_cmpint(adv->max_side_total, <=, limit);
+    g_assert_cmpint(adv->max_side_total, >, 0);
 
     hyocr_mem_info before, after;
     hyocr_engine_mem_info(eng, &before);
@@ -512,6 +535,7 @@ static void test_refusal(void)
     g_assert_false(hyocr_engine_run(eng, &jp, &res, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
     g_test_message("%s", err->message);
+    refused_plan(err, &plan);
     g_autofree char *need = hyocr_memplan_format_bytes(plan.total);
     g_autofree char *lim = hyocr_memplan_format_bytes(limit);
     g_autofree char *weights = hyocr_memplan_format_bytes(plan.weights);
@@ -520,21 +544,23 @@ static void test_refusal(void)
     expect_in(err->message, need);
     expect_in(err->message, lim);
     expect_in(err->message, weights);
-    expect_in(err->message, "--gpu-memory-limit");
-    expect_in(err->message, "--max-side");
+    expect_in(err->message, "memory limit");
+    g_autofree char *side_words = g_strdup_printf("long side of %d pixels", adv->max_side);
+    expect_in(err->message, side_words);
     /* Refused before the vision tower: nothing was allocated for it. */
     g_assert_false(w.saw_vision);
     hyocr_engine_mem_info(eng, &after);
     g_assert_cmpint(after.peak, ==, before.peak);
     g_assert_cmpint(after.workspace, ==, 0);
     g_assert_cmpint(after.kv_reserved, ==, 0);
-    int side = suggested(err->message, "--max-side ");
-    g_assert_cmpint(side, >, 0);
+    /* A copy (as a batch's results and the app's tasks pass errors on) keeps the plan. */
+    g_autoptr(GError) copy = g_error_copy(err);
+    refused_plan(copy, &plan);
     hyocr_job_result_clear(&res);
     g_clear_error(&err);
 
-    /* The suggested --max-side really fits, and so does a smaller page. */
-    jp.max_side = side;
+    /* The suggested max_side really fits, and so does a smaller page. */
+    jp.max_side = adv->max_side;
     w = (run_watch){ .eng = eng };
     g_assert_true(hyocr_engine_run(eng, &jp, &res, &err));
     g_assert_no_error(err);
@@ -565,12 +591,18 @@ static void test_refusal_max_new(void)
     hyocr_job_params jp;
     job_for(&jp, f.small, &w);
     jp.max_new_tokens = 4000;
+    hyocr_memplan plan;
+    g_assert_true(hyocr_engine_plan_job(eng, &jp, &plan, &err));
     hyocr_job_result res = { 0 };
     g_assert_false(hyocr_engine_run(eng, &jp, &res, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
     g_test_message("%s", err->message);
     expect_in(err->message, "KV cache");
-    int max_new = suggested(err->message, "--max-new-tokens to ");
+    const hyocr_memplan *r = refused_plan(err, &plan);
+    int max_new = r->advice.max_new_tokens;
+    g_autofree char *words = g_strdup_printf("at most %d new tokens", max_new);
+    expect_in(err->message, words);
+    g_assert_cmpint(r->advice.max_new_tokens_total, <=, limit);
     g_assert_cmpint(max_new, >=, MAX_NEW);
     g_assert_cmpint(max_new, <, 4000);
     hyocr_job_result_clear(&res);
@@ -632,7 +664,17 @@ static void test_weights_refused(void)
     g_autofree char *w = hyocr_memplan_format_bytes(weights);
     expect_in(err->message, w);
     expect_in(err->message, "memory limit");
-    expect_in(err->message, "--gpu-memory-limit");
+    g_assert_null(strstr(err->message, "--"));
+    /* The plan it carries is the weights' alone: no job, nothing but a higher limit helps. */
+    const hyocr_memplan *plan = hyocr_error_get_memplan(err);
+    g_assert_nonnull(plan);
+    g_assert_cmpint(plan->total, ==, weights);
+    g_assert_cmpint(plan->budget, ==, weights - 1);
+    g_assert_true(plan->budget_is_limit);
+    g_assert_false(plan->fits);
+    g_assert_cmpint(plan->prompt_tokens, ==, 0);
+    g_assert_cmpint(plan->advice.max_side, ==, 0);
+    g_assert_cmpint(plan->advice.max_new_tokens, ==, 0);
     g_clear_error(&err);
     ep.memory_limit = weights + (1 << 20);   /* room for the weights: loads */
     g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, &err);

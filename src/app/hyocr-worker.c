@@ -224,6 +224,7 @@ static void thread_load(HyocrWorker *self, Msg *m)
         g_autofree char *why = m->settings.device == HYOCR_DEVICE_CUDA && error->code == HYOCR_ERROR_BACKEND
                                ? gpu_explanation() : NULL;
         if (why) g_prefix_error(&error, "%s\n\n", why);
+        hyocr_memory_reword_error(error);
         post_state(self, HYOCR_WORKER_FAILED, m->settings.model_dir, error);
         return;
     }
@@ -300,19 +301,12 @@ static void fill_params(HyocrJob *job, const hyocr_image *img, gboolean owned, h
 }
 
 /* The engine plans a job's memory from the image and prompt alone and would
- * refuse it too, but in the words of the command line; this says it in the
- * words of the preferences. */
+ * refuse it too; asking first lets the refusal name the preferences. */
 static char *check_memory(HyocrWorker *self, const hyocr_job_params *jp, GError **error)
 {
     hyocr_memplan plan;
     if (!hyocr_engine_plan_job(self->engine, jp, &plan, error)) return NULL;
-    int w = jp->image->width, h = jp->image->height;
-    if (jp->max_side > 0 && MAX(w, h) > jp->max_side) {
-        double s = (double)jp->max_side / MAX(w, h);
-        w = MAX(1, (int)(w * s + 0.5));
-        h = MAX(1, (int)(h * s + 0.5));
-    }
-    return hyocr_memory_refusal(&plan, w, h, self->engine_limit > 0, self->engine_cpu);
+    return hyocr_memory_refusal(&plan);
 }
 
 /* Decode, build the prompt text, refuse what cannot fit. FALSE when the job
@@ -351,8 +345,11 @@ static void post_result(HyocrJob *job, const hyocr_job_result *res, const GError
     else if (g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)) {
         g_autofree char *msg = g_strdup_printf(_("Cancelled after %d tokens"), (int)(res->token_ids ? res->token_ids->len : 0));
         hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, msg);
-    } else
-        fail_job(job, error->message);
+    } else {
+        g_autoptr(GError) worded = g_error_copy(error);
+        hyocr_memory_reword_error(worded);
+        fail_job(job, worded->message);
+    }
 }
 
 /* The pages of one call to the engine: decoded images, parameters, results. */

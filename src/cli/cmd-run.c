@@ -44,6 +44,60 @@ static void on_sigint(int sig)
     if (sigint_engine) hyocr_engine_cancel(sigint_engine);
 }
 
+/* ---- the command's words for the engine's errors ----------------------------------- */
+
+/* A --gpu-memory-limit value this command parses that is at least bytes. */
+static char *limit_value(int64_t bytes)
+{
+    return g_strdup_printf("%" G_GINT64_FORMAT "M", (bytes + (1 << 20) - 1) >> 20);
+}
+
+/* A memory refusal (the plan the engine's error carries): the numbers, and what
+ * to change named by this command's options. */
+static char *refusal_words(const hyocr_memplan *plan, const char *model)
+{
+    g_autofree char *need = hyocr_memplan_format_bytes(plan->total);
+    g_autofree char *budget = hyocr_memplan_format_bytes(plan->budget);
+    g_autofree char *limit = limit_value(plan->total);
+    if (plan->prompt_tokens == 0)   /* the weights alone, at load */
+        return g_strdup_printf(_("%s: the model's weights and the %s backend's scratch take %s, more than the memory "
+                                 "limit of %s; pass --gpu-memory-limit %s or more (a page needs more on top: "
+                                 "hyocr inspect --device %s shows how much)"),
+                               model, plan->backend_kind == HYOCR_BACKEND_CUDA ? "cuda" : "cpu", need, budget, limit,
+                               plan->backend_kind == HYOCR_BACKEND_CUDA ? "cuda" : "cpu");
+    g_autofree char *parts = hyocr_memplan_describe(plan);
+    g_autofree char *have = plan->budget_is_limit
+        ? g_strdup_printf(_("the memory limit is %s"), budget)
+        : g_strdup_printf(_("the GPU has %s for it (free plus what hyocr holds)"), budget);
+    g_autofree char *first = plan->budget_is_limit
+        ? g_strdup_printf(_("pass --gpu-memory-limit %s"), limit)
+        : g_strdup(_("free GPU memory (other programs hold it)"));
+    GString *a = g_string_new(first);
+    const hyocr_memplan_advice *adv = &plan->advice;
+    if (adv->max_side) {
+        g_autofree char *n = hyocr_memplan_format_bytes(adv->max_side_total);
+        g_string_append_printf(a, _(", or pass --max-side %d (needs %s)"), adv->max_side, n);
+    }
+    if (adv->max_new_tokens) {
+        g_autofree char *n = hyocr_memplan_format_bytes(adv->max_new_tokens_total);
+        g_string_append_printf(a, _(", or lower --max-new-tokens to %d (needs %s)"), adv->max_new_tokens, n);
+    }
+    char *words = g_strdup_printf(_("this %d×%d page (%d×%d patches, %d prompt tokens, up to %d new) needs %s (%s) "
+                                    "but %s: %s"),
+                                  plan->image_width, plan->image_height, plan->grid_w, plan->grid_h,
+                                  plan->prompt_tokens, plan->max_new_tokens, need, parts, have, a->str);
+    g_string_free(a, TRUE);
+    return words;
+}
+
+/* What the command prints for an error: the engine's message, or its own words
+ * where the error carries data to word (model: for a refusal at load). */
+static char *error_words(const GError *err, const char *model)
+{
+    const hyocr_memplan *plan = hyocr_error_get_memplan(err);
+    return plan ? refusal_words(plan, model) : g_strdup(err->message);
+}
+
 /* Warnings only (e.g. the CUDA → CPU fallback); info lines would be noise. */
 static void on_log(hyocr_log_level level, const char *message, void *data)
 {
@@ -202,6 +256,11 @@ static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GE
     }
     *fields = split_fields(o->fields);
     jp->fields = (const char *const *)*fields;
+    if (jp->task == HYOCR_TASK_EXTRACT_FIELDS && !(*fields)[0]) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
+                    _("--task extract_fields needs the keys to extract: --fields name,date,total"));
+        return false;
+    }
     if (o->max_new_tokens) jp->max_new_tokens = o->max_new_tokens;
     jp->temperature = (float)o->temperature;
     jp->top_k = o->top_k;
@@ -363,8 +422,9 @@ static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job
         json_builder_add_string_value(b, image);
     }
     if (r->error) {
+        g_autofree char *words = error_words(r->error, NULL);
         json_builder_set_member_name(b, "error");
-        json_builder_add_string_value(b, r->error->message);
+        json_builder_add_string_value(b, words);
     }
     if (r->redone) {
         json_builder_set_member_name(b, "redone_dtype");
@@ -592,7 +652,8 @@ static int report_many(const hyocr_job_result *res, GPtrArray *images, double wa
         if (!res[i].error) continue;
         failed++;
         cancelled += g_error_matches(res[i].error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
-        const char *msg = res[i].error->message, *img = images->pdata[i];
+        g_autofree char *msg = error_words(res[i].error, NULL);
+        const char *img = images->pdata[i];
         if (strstr(msg, img)) fprintf(stderr, _("hyocr run: %s\n"), msg);
         else fprintf(stderr, _("hyocr run: %s: %s\n"), img, msg);
     }
@@ -641,7 +702,8 @@ static int run_many(run_opts *o, GPtrArray *images)
               run_batch(o, eng, images, res, &wall_s, &error);
     int status = 1;
     if (!ok) {
-        fprintf(stderr, _("hyocr run: %s\n"), error->message);
+        g_autofree char *words = error_words(error, o->model);
+        fprintf(stderr, _("hyocr run: %s\n"), words);
     } else {
         if (o->format && strcmp(o->format, "text")) print_many_json(eng, res, images, !strcmp(o->format, "jsonl"));
         fflush(stdout);
@@ -658,7 +720,8 @@ static int run_one(run_opts *o, const char *image)
     bool ok = cmd_run(o, image, &res, &error);
     hyocr_job_result_clear(&res);
     if (ok) return 0;
-    fprintf(stderr, _("hyocr run: %s\n"), error ? error->message : _("failed"));
+    g_autofree char *words = error ? error_words(error, o->model) : g_strdup(_("failed"));
+    fprintf(stderr, _("hyocr run: %s\n"), words);
     return error && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
 }
 

@@ -440,7 +440,7 @@ static GError *pool_too_small(const batch *b, const job_state *st)
     const hyocr_kv_pool *pool = M(b)->kv_pool;
     return g_error_new(HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
                        _("%s: the KV cache of %d blocks × %d tokens cannot hold this job's %d blocks even alone; "
-                         "give it more memory or lower --max-new-tokens"),
+                         "it needs a larger pool or fewer new tokens"),
                        st->job->image_path ? st->job->image_path : "(decoded image)", hyocr_kv_pool_n_blocks(pool),
                        hyocr_kv_pool_block_size(pool), blocks_needed(b, st));
 }

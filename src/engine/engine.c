@@ -71,7 +71,7 @@ static hyocr_backend *open_backend(hyocr_engine *eng, const hyocr_engine_params 
 #else
     if (p->device == HYOCR_DEVICE_CUDA) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                    _("this build of hyocr has no CUDA support; use --device cpu or rebuild with -Dcuda=enabled"));
+                    _("this build of hyocr has no CUDA support; run on the CPU or rebuild with -Dcuda=enabled"));
         return NULL;
     }
     hyocr_engine_log(eng, HYOCR_LOG_INFO, "built without CUDA; running on the CPU");
@@ -147,7 +147,8 @@ static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError 
 }
 
 /* A memory limit below the weights is refused before a byte is uploaded, with
- * the number that would do; the backend would otherwise stop halfway through. */
+ * the number that would do (in the plan the error carries); the backend would
+ * otherwise stop halfway through. */
 static bool check_weights_fit(hyocr_engine *eng, GError **error)
 {
     hyocr_mem_info mi;
@@ -162,13 +163,18 @@ static bool check_weights_fit(hyocr_engine *eng, GError **error)
     int elem = eng->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2;
     int64_t weights = hyocr_memplan_weights(hyocr_checkpoint_config(eng->ck), elem, cs.lm_head_tied);
     if (weights + mp.backend_bytes <= lim) return true;
-    g_autofree char *w = hyocr_memplan_format_bytes(weights + mp.backend_bytes);
+    hyocr_memplan plan = {
+        .act_elem = elem, .weights = weights, .backend = mp.backend_bytes, .total = weights + mp.backend_bytes,
+        .backend_kind = eng->be->kind, .budget = lim, .budget_is_limit = true, .fits = false,
+    };
+    g_autofree char *w = hyocr_memplan_format_bytes(plan.total);
     g_autofree char *l = hyocr_memplan_format_bytes(lim);
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                _("%s: the model's weights and the %s backend's scratch take %s, more than the memory limit of %s; "
-                  "raise --gpu-memory-limit above that (a page needs more on top: hyocr inspect --device shows how "
-                  "much)"),
-                eng->model_dir, eng->be->ops->name, w, l);
+    GError *e = g_error_new(HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                            _("%s: the model's weights and the %s backend's scratch take %s, more than the memory "
+                              "limit of %s; raise the limit above that (a page needs more on top)"),
+                            eng->model_dir, eng->be->ops->name, w, l);
+    hyocr_error_set_memplan(e, &plan);
+    g_propagate_error(error, e);
     return false;
 }
 
@@ -394,7 +400,7 @@ static bool check_fits(job_state *st, GError **error)
     if (n + 1 <= limit) return true;
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_TOO_LONG,
                 _("the prompt takes %d tokens (%d of them for the image) and leaves no room to answer within "
-                "max_model_len %d; use a smaller --max-side or a larger max_model_len"),
+                "max_model_len %d; shrink the image (max_side) or raise max_model_len"),
                 n, st->prompt->n_image, limit);
     return false;
 }
@@ -494,6 +500,7 @@ int64_t hyocr_engine_budget(hyocr_engine *eng)
 static void memcheck_plan(const memcheck *mc, int gh, int gw, int prompt, int max_new, hyocr_memplan *out)
 {
     hyocr_memplan_for_job(hyocr_checkpoint_config(mc->eng->ck), &mc->p, gh, gw, prompt, max_new, out);
+    out->backend_kind = mc->eng->be->kind;
     out->budget = mc->budget;
     out->budget_is_limit = mc->is_limit;
     out->fits = mc->budget <= 0 || out->total <= mc->budget;
@@ -515,7 +522,7 @@ static bool grid_for(const hyocr_config *cfg, int w, int h, int *gh, int *gw, GE
     return true;
 }
 
-/* The largest --max-side (a multiple of 32) under which the job fits, 0 if none:
+/* The largest max_side (a multiple of 32) under which the job fits, 0 if none:
  * the image shrunk as the job's own path would shrink it. */
 static int fit_max_side(const job_state *st, const memcheck *mc, hyocr_memplan *out)
 {
@@ -553,26 +560,50 @@ static int fit_max_new(const job_state *st, const memcheck *mc, hyocr_memplan *o
     return best;
 }
 
-static char *memory_advice(const job_state *st, const memcheck *mc)
+/* What would make a job that does not fit (under mc) fit: the front ends word it. */
+static void memory_advice(const job_state *st, const memcheck *mc, hyocr_memplan *plan)
 {
-    GString *a = g_string_new(mc->is_limit ? _("raise --gpu-memory-limit")
-                                           : _("free GPU memory (other programs hold it)"));
     hyocr_memplan fit;
-    int side = fit_max_side(st, mc, &fit);
-    if (side) {
-        g_autofree char *need = hyocr_memplan_format_bytes(fit.total);
-        g_string_append_printf(a, _(", or pass --max-side %d (needs %s)"), side, need);
-    }
-    int max_new = fit_max_new(st, mc, &fit);
-    if (max_new) {
-        g_autofree char *need = hyocr_memplan_format_bytes(fit.total);
-        g_string_append_printf(a, _(", or lower --max-new-tokens to %d (needs %s)"), max_new, need);
-    }
-    return g_string_free(a, FALSE);
+    hyocr_memplan_advice *a = &plan->advice;
+    memset(a, 0, sizeof *a);
+    a->max_side = fit_max_side(st, mc, &fit);
+    if (a->max_side) a->max_side_total = fit.total;
+    a->max_new_tokens = fit_max_new(st, mc, &fit);
+    if (a->max_new_tokens) a->max_new_tokens_total = fit.total;
 }
 
-/* Refuses, before the vision tower, a job whose plan exceeds the budget, with
- * the numbers and what to change; nothing has been allocated for it yet. */
+/* The engine's own words for a refusal, naming its parameters; the plan rides
+ * along with the error for front ends that word it themselves. */
+static GError *refusal_error(const hyocr_memplan *plan)
+{
+    g_autofree char *parts = hyocr_memplan_describe(plan);
+    g_autofree char *need = hyocr_memplan_format_bytes(plan->total);
+    g_autofree char *budget = hyocr_memplan_format_bytes(plan->budget);
+    g_autofree char *have = plan->budget_is_limit
+        ? g_strdup_printf(_("the memory limit is %s"), budget)
+        : g_strdup_printf(_("the GPU has %s for it (free plus what hyocr holds)"), budget);
+    g_autofree char *first = plan->budget_is_limit ? g_strdup_printf(_("raise the memory limit to %s"), need)
+                                                   : g_strdup(_("free GPU memory (other programs hold it)"));
+    GString *a = g_string_new(first);
+    const hyocr_memplan_advice *adv = &plan->advice;
+    if (adv->max_side) {
+        g_autofree char *n = hyocr_memplan_format_bytes(adv->max_side_total);
+        g_string_append_printf(a, _(", or shrink the image to a long side of %d pixels (needs %s)"), adv->max_side, n);
+    }
+    if (adv->max_new_tokens) {
+        g_autofree char *n = hyocr_memplan_format_bytes(adv->max_new_tokens_total);
+        g_string_append_printf(a, _(", or allow at most %d new tokens (needs %s)"), adv->max_new_tokens, n);
+    }
+    GError *e = g_error_new(HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                            _("this %d×%d page (%d×%d patches, %d prompt tokens, up to %d new) needs %s (%s) but %s: "
+                              "%s"),
+                            plan->image_width, plan->image_height, plan->grid_w, plan->grid_h, plan->prompt_tokens,
+                            plan->max_new_tokens, need, parts, have, a->str);
+    g_string_free(a, TRUE);
+    hyocr_error_set_memplan(e, plan);
+    return e;
+}
+
 /* A job whose prefill and decode do not fit next to the vision weights may
  * still run with them off the device after its vision pass (the next vision
  * pass brings them back). */
@@ -588,6 +619,8 @@ static bool fits_without_vision_weights(job_state *st, const memcheck *mc)
     return true;
 }
 
+/* Refuses, before the vision tower, a job whose plan exceeds the budget, with
+ * the numbers and what to change; nothing has been allocated for it yet. */
 bool hyocr_job_check_memory(job_state *st, GError **error)
 {
     memcheck mc;
@@ -595,18 +628,12 @@ bool hyocr_job_check_memory(job_state *st, GError **error)
     hyocr_memplan *plan = &st->plan;
     memcheck_plan(&mc, st->grid_h, st->grid_w, st->prompt->n, st->job->max_new_tokens, plan);
     st->kv_tokens = hyocr_memplan_kv_tokens(st->prompt->n, st->job->max_new_tokens, st->eng->max_model_len);
-    if (plan->fits || fits_without_vision_weights(st, &mc)) return true;
-    g_autofree char *parts = hyocr_memplan_describe(plan);
-    g_autofree char *advice = memory_advice(st, &mc);
-    g_autofree char *need = hyocr_memplan_format_bytes(plan->total);
-    g_autofree char *budget = hyocr_memplan_format_bytes(mc.budget);
-    g_autofree char *have = mc.is_limit
-        ? g_strdup_printf(_("the memory limit is %s"), budget)
-        : g_strdup_printf(_("the GPU has %s for it (free plus what hyocr holds)"), budget);
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                _("this %d×%d page (%d×%d patches, %d prompt tokens, up to %d new) needs %s (%s) but %s: %s"),
-                st->img->width, st->img->height, plan->grid_w, plan->grid_h, plan->prompt_tokens,
-                st->job->max_new_tokens, need, parts, have, advice);
+    bool fits = plan->fits || fits_without_vision_weights(st, &mc);
+    plan->image_width = st->img->width;
+    plan->image_height = st->img->height;
+    if (fits) return true;
+    memory_advice(st, &mc, plan);
+    g_propagate_error(error, refusal_error(plan));
     return false;
 }
 
@@ -780,24 +807,34 @@ void hyocr_job_release(job_state *st)
 
 /* ---- memory plans for callers ------------------------------------------------- */
 
-void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int prompt_tokens, int max_new_tokens,
-                              hyocr_memplan *out)
+/* The plan under the model lock, with the engine's own fallback (the vision
+ * weights off the device while it decodes); st, when given, is the job it
+ * belongs to, and a plan that does not fit gets its advice from it. */
+static void engine_plan(hyocr_engine *eng, const job_state *st, int grid_h, int grid_w, int prompt_tokens,
+                        int max_new_tokens, hyocr_memplan *out)
 {
-    g_return_if_fail(eng != NULL && out != NULL);
     g_mutex_lock(&eng->model_lock);
     if (eng->model) {
         memcheck mc;
         memcheck_init(&mc, eng, !g_atomic_int_get(&eng->busy));
         memcheck_plan(&mc, grid_h, grid_w, prompt_tokens, max_new_tokens, out);
-        /* the engine's own fallback: the vision weights off the device while it decodes */
         hyocr_memplan tight;
-        mc.p.vision_offload = true;
-        if (!out->fits) memcheck_plan(&mc, grid_h, grid_w, prompt_tokens, max_new_tokens, &tight);
+        memcheck off = mc;
+        off.p.vision_offload = true;
+        if (!out->fits) memcheck_plan(&off, grid_h, grid_w, prompt_tokens, max_new_tokens, &tight);
         if (!out->fits && tight.fits) *out = tight;
+        if (!out->fits && st) memory_advice(st, &mc, out);
     } else {
         memset(out, 0, sizeof *out);   /* lost in a failed dtype reload */
     }
     g_mutex_unlock(&eng->model_lock);
+}
+
+void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int prompt_tokens, int max_new_tokens,
+                              hyocr_memplan *out)
+{
+    g_return_if_fail(eng != NULL && out != NULL);
+    engine_plan(eng, NULL, grid_h, grid_w, prompt_tokens, max_new_tokens, out);
 }
 
 bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr_memplan *out, GError **error)
@@ -805,15 +842,18 @@ bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr
     g_return_val_if_fail(eng != NULL && job != NULL && out != NULL, false);
     const hyocr_config *cfg = hyocr_checkpoint_config(eng->ck);
     job_state st = { .eng = eng, .job = job };
-    int gh = 0, gw = 0;
     g_autofree char *text = NULL;
     g_autoptr(hyocr_prompt) prompt = NULL;
     bool ok = validate_job(job, error) && load_image(&st, error) &&
-              grid_for(cfg, st.img->width, st.img->height, &gh, &gw, error) &&
+              grid_for(cfg, st.img->width, st.img->height, &st.grid_h, &st.grid_w, error) &&
               (text = hyocr_task_prompt(job->task, cfg->version, job->fields, job->custom_prompt, error)) &&
-              (prompt = hyocr_prompt_build(eng->tok, cfg, text, gh, gw, error));
+              (prompt = hyocr_prompt_build(eng->tok, cfg, text, st.grid_h, st.grid_w, error));
+    if (ok) {
+        st.prompt = prompt;
+        engine_plan(eng, &st, st.grid_h, st.grid_w, prompt->n, job->max_new_tokens, out);
+        out->image_width = st.img->width;
+        out->image_height = st.img->height;
+    }
     hyocr_image_free(st.img_owned);
-    if (!ok) return false;
-    hyocr_engine_memory_plan(eng, gh, gw, prompt->n, job->max_new_tokens, out);
-    return true;
+    return ok;
 }

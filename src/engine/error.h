@@ -1,5 +1,8 @@
 /* hyocr — error domain shared by every part of the engine.
- * Messages name the file (or input) and the problem, and where possible what to do. */
+ * Messages name the file (or input) and the problem, and where possible what to
+ * do, in words of the engine's own parameters (a memory limit, max_side), never
+ * in a front end's (a command-line option, a preference): front ends that want
+ * their own words read the data an error carries (hyocr_error_get_memplan). */
 #pragma once
 #include <glib.h>
 
@@ -22,5 +25,15 @@ typedef enum {
     HYOCR_ERROR_CANCELLED,
     HYOCR_ERROR_INVALID_ARGUMENT,
 } HyocrError;
+
+typedef struct hyocr_memplan hyocr_memplan;   /* memplan.h */
+
+/* The memory plan a HYOCR_ERROR_NO_MEMORY refusal carries: a job refused before
+ * it ran (what it needs, what there is, hyocr_memplan_advice: what to change),
+ * or an engine whose weights alone exceed the memory limit (a plan with no
+ * job). NULL for every other error. Valid as long as the error. */
+const hyocr_memplan *hyocr_error_get_memplan(const GError *error);
+/* Engine side: attaches a copy of plan to error (of the HYOCR_ERROR domain). */
+void                 hyocr_error_set_memplan(GError *error, const hyocr_memplan *plan);
 
 G_END_DECLS

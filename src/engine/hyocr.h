@@ -230,7 +230,10 @@ void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int pro
                               hyocr_memplan *out);
 /* The same for a job as hyocr_engine_run would see it: decodes the image
  * (max_side applied) and builds the prompt to learn the grid and prompt length;
- * runs nothing. Fails as the job's preprocessing would. Thread-safe. */
+ * runs nothing. Fails as the job's preprocessing would. Also fills the image
+ * size, and for a job that does not fit the advice (the largest max_side and
+ * max_new_tokens that would fit): hyocr_engine_run's refusal of the same job
+ * carries the same plan (hyocr_error_get_memplan). Thread-safe. */
 bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr_memplan *out, GError **error);
 
 G_END_DECLS

@@ -47,8 +47,21 @@ typedef struct {
     bool    vision_offload;   /* the vision weights leave the device after the vision pass */
 } hyocr_memplan_params;
 
+/* What would let a job that does not fit run, as data: each front end words it
+ * in its own terms (the CLI names its options, the app its preferences, a
+ * server its request fields). Besides these, the budget can grow to the plan's
+ * total: a higher memory limit (budget_is_limit), or memory other programs
+ * hold given back. A field of 0 offers nothing. */
 typedef struct {
-    /* the job */
+    int     max_side;              /* the largest long image edge (a multiple of 32) at which the job fits */
+    int64_t max_side_total;        /* what the job needs then */
+    int     max_new_tokens;        /* the largest max_new_tokens at which it fits */
+    int64_t max_new_tokens_total;  /* what the job needs then */
+} hyocr_memplan_advice;
+
+typedef struct hyocr_memplan {
+    /* the job; a plan of the weights alone (an engine refused at load) has no
+     * image and no prompt */
     int     grid_h, grid_w;     /* ViT patch grid */
     int     n_patches;
     int     image_tokens;       /* merger rows = placeholder tokens */
@@ -77,9 +90,12 @@ typedef struct {
                                  * + max(image_embeds, pick) */
     int64_t total;              /* max(peak_vision, peak_text): what the job needs */
     /* filled by the engine (hyocr_engine_plan_job / hyocr_engine_memory_plan) */
+    hyocr_backend_kind backend_kind;  /* where the budget is: RAM (CPU) or the card's memory */
+    int     image_width, image_height;  /* the image as the job sees it (max_side applied); 0 = not known */
     int64_t budget;             /* the memory limit, or on CUDA free + held; 0 = unknown */
     bool    budget_is_limit;    /* the budget is the memory limit (a fraction resolved), not free memory */
     bool    fits;               /* total ≤ budget (true when the budget is unknown) */
+    hyocr_memplan_advice advice;  /* when it does not fit: what would make it */
 } hyocr_memplan;
 
 /* Defaults for a backend kind: element size, backend scratch, block size 16,

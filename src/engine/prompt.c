@@ -77,7 +77,7 @@ static char *fields_prompt(const char *const *fields, GError **error)
 {
     if (!fields || !fields[0]) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
-                    _("task extract_fields needs at least one field name (e.g. --fields name,date,total)"));
+                    _("task extract_fields needs at least one field name (such as name, date, total)"));
         return NULL;
     }
     GString *s = g_string_new("提取图片中的: [");
@@ -109,7 +109,7 @@ char *hyocr_task_prompt(hyocr_task task, hyocr_model_version version,
     if (task == HYOCR_TASK_CUSTOM) {
         if (!custom || !*custom || !g_utf8_validate(custom, -1, NULL)) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
-                        _("task custom needs a prompt text in UTF-8 (e.g. --prompt \"Describe the image.\")"));
+                        _("task custom needs a prompt text in UTF-8 (such as “Describe the image.”)"));
             return NULL;
         }
         return g_strdup(custom);

@@ -121,7 +121,8 @@ static void test_presets(void)
     app_test_reset_settings();
 }
 
-/* The refusal names the numbers of the engine's plan and the preferences to change. */
+/* The refusal names the numbers of the engine's plan and the preferences to
+ * change (a plan as the engine fills it: image, budget, device, advice). */
 static void test_memory_refusal_words(void)
 {
     g_autofree char *dir = app_test_data("ckpt-flat", NULL);
@@ -130,24 +131,81 @@ static void test_memory_refusal_words(void)
     hyocr_memplan_params_init(&p, HYOCR_BACKEND_CUDA);
     hyocr_memplan plan;
     hyocr_memplan_for_job(cfg, &p, 188, 250, 11900, 8192, &plan);
+    plan.backend_kind = HYOCR_BACKEND_CUDA;
+    plan.image_width = 3000;
+    plan.image_height = 4000;
     plan.budget = plan.total;
+    plan.budget_is_limit = TRUE;
     plan.fits = TRUE;
-    g_assert_null(hyocr_memory_refusal(&plan, 3000, 4000, TRUE, FALSE));
+    g_assert_null(hyocr_memory_refusal(&plan));
     plan.budget = plan.total / 2;
     plan.fits = FALSE;
-    g_autofree char *limit = hyocr_memory_refusal(&plan, 3000, 4000, TRUE, FALSE);
+    plan.advice = (hyocr_memplan_advice){ .max_side = 1536, .max_side_total = plan.budget - 1 };
+    g_autofree char *limit = hyocr_memory_refusal(&plan);
     g_assert_nonnull(limit);
     g_assert_nonnull(strstr(limit, "3000 × 4000"));
     g_assert_nonnull(strstr(limit, "memory limit"));
     g_assert_nonnull(strstr(limit, "Maximum image side"));
+    g_assert_nonnull(strstr(limit, "“Maximum image side” to 1536 or less"));
+    g_assert_null(strstr(limit, "Maximum new tokens"));   /* the advice offers none */
+    g_autofree char *mib = g_strdup_printf("%" G_GINT64_FORMAT " MiB or more", (plan.total + (1 << 20) - 1) >> 20);
+    g_assert_nonnull(strstr(limit, mib));
     g_assert_nonnull(strstr(limit, "weights"));   /* the plan's parts */
     g_autofree char *tokens = g_strdup_printf("%d tokens", plan.image_tokens);
     g_assert_nonnull(strstr(limit, tokens));
-    g_autofree char *gpu = hyocr_memory_refusal(&plan, 3000, 4000, FALSE, FALSE);
+    plan.budget_is_limit = FALSE;
+    g_autofree char *gpu = hyocr_memory_refusal(&plan);
     g_assert_nonnull(strstr(gpu, "on the GPU"));
     g_assert_nonnull(strstr(gpu, "close programs"));
-    g_autofree char *cpu = hyocr_memory_refusal(&plan, 3000, 4000, FALSE, TRUE);
+    plan.backend_kind = HYOCR_BACKEND_CPU;
+    g_autofree char *cpu = hyocr_memory_refusal(&plan);
     g_assert_nonnull(strstr(cpu, "in RAM"));
+}
+
+/* A job the engine refuses (CPU, the tiny checkpoint, a memory limit between
+ * its weights and the page): the plan's advice comes back as data, and the app
+ * words it with the preferences and the values that fit; the engine's error
+ * for the same job carries the same plan and gets the same words. */
+static void test_memory_refusal_engine(void)
+{
+    g_autofree char *dir = app_test_data("ckpt-flat", NULL);
+    g_autofree char *image = app_test_data("images", "big_420x300.png", NULL);
+    hyocr_engine_params ep;
+    hyocr_engine_params_init(&ep);
+    ep.model_dir = dir;
+    ep.device = HYOCR_DEVICE_CPU;
+    ep.n_threads = 1;
+    ep.memory_limit = 1800 << 10;   /* the weights take 1.6 MiB, this page 1.9 */
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, &err);
+    g_assert_no_error(err);
+    hyocr_job_params jp;
+    hyocr_job_params_init(&jp);
+    jp.image_path = image;
+    jp.max_new_tokens = 12;
+    hyocr_memplan plan;
+    g_assert_true(hyocr_engine_plan_job(eng, &jp, &plan, &err));
+    g_assert_false(plan.fits);
+    g_assert_cmpint(plan.advice.max_side, >, 0);
+    g_autofree char *words = hyocr_memory_refusal(&plan);
+    g_test_message("%s", words);
+    g_assert_nonnull(strstr(words, "420 × 300"));
+    g_assert_nonnull(strstr(words, "within the memory limit"));
+    g_autofree char *side = g_strdup_printf("“Maximum image side” to %d or less", plan.advice.max_side);
+    g_assert_nonnull(strstr(words, side));
+    g_assert_null(strstr(words, "--"));
+
+    g_assert_false(hyocr_engine_run(eng, &jp, NULL, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
+    g_assert_null(strstr(err->message, "Preferences"));   /* the engine's own words */
+    hyocr_memory_reword_error(err);
+    g_assert_cmpstr(err->message, ==, words);
+    g_clear_error(&err);
+
+    /* Any other error keeps the engine's message. */
+    err = g_error_new_literal(HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate");
+    hyocr_memory_reword_error(err);
+    g_assert_cmpstr(err->message, ==, "cannot allocate");
 }
 
 static void test_model_folder(void)
@@ -246,6 +304,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/units/fields-parse", test_fields_parse);
     g_test_add_func("/app/units/presets", test_presets);
     g_test_add_func("/app/units/memory-refusal-words", test_memory_refusal_words);
+    g_test_add_func("/app/units/memory-refusal-engine", test_memory_refusal_engine);
     g_test_add_func("/app/units/model-folder", test_model_folder);
     g_test_add_func("/app/units/texture-roundtrip", test_texture_roundtrip);
     g_test_add_func("/app/units/load-image-errors", test_load_image_errors);
