@@ -12,8 +12,7 @@
 #define DEC_RCHUNK 128              /* parts merged per round by the electing CTA */
 
 struct DecArgs {
-    const void *qkv;
-    const void *k_cache, *v_cache;
+    const void *q, *k, *v;   /* the qkv rows, the K and V caches (hk_paged_fill) */
     void *out;
     int q_stride, Hq, Hkv, G, block_size;
     float scale_log2;
@@ -138,8 +137,8 @@ __device__ __forceinline__ void dec_load(const DecArgs &a, const hk_split &sp, c
             int t = sp.t0 + i;
             size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
             size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
-            kr[u] = __ldcs((const int4 *)((const uint16_t *)a.k_cache + off));   /* read once per step */
-            vr[u] = __ldcs((const int4 *)((const uint16_t *)a.v_cache + off));
+            kr[u] = __ldcs((const int4 *)((const uint16_t *)a.k + off));   /* read once per step */
+            vr[u] = __ldcs((const int4 *)((const uint16_t *)a.v + off));
         }
     }
 }
@@ -228,7 +227,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, zero, zero, ka, va);
 
     hk_griddep_wait();   /* qkv (q, the new k/v) comes from the kernels before */
-    const T *row = (const T *)a.qkv + (size_t)s.row0 * a.q_stride;
+    const T *row = (const T *)a.q + (size_t)s.row0 * a.q_stride;
     int4 kn = zero, vn = zero;
     if (inew >= 0) {
         kn = *(const int4 *)(row + (size_t)(a.Hq + kvh) * D + lane16 * 8);
@@ -237,8 +236,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
             int t = s.n_past;
             size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
             size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
-            *(int4 *)((uint16_t *)a.k_cache + off) = kn;
-            *(int4 *)((uint16_t *)a.v_cache + off) = vn;
+            *(int4 *)((uint16_t *)a.k + off) = kn;
+            *(int4 *)((uint16_t *)a.v + off) = vn;
         }
 #pragma unroll
         for (int u = 0; u < DEC_U; u++)
@@ -331,18 +330,8 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
 {
     if (p->D != 128) return cudaErrorInvalidValue;
     DecArgs a = {};
-    a.qkv = p->qkv;
-    a.k_cache = p->k_cache;
-    a.v_cache = p->v_cache;
-    a.out = p->out;
-    a.q_stride = (p->Hq + 2 * p->Hkv) * p->D;
+    hk_paged_fill(a, p);
     a.Hq = p->Hq;
-    a.Hkv = p->Hkv;
-    a.G = p->Hq / p->Hkv;
-    a.block_size = p->block_size;
-    a.scale_log2 = p->scale * LOG2E;
-    a.seqs = p->seqs;
-    a.bt = p->block_tables;
     a.splits = p->splits;
     a.counters = p->counters;
     a.part_acc = p->part_acc;

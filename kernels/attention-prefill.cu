@@ -104,112 +104,29 @@ __device__ __forceinline__ void fa_load_q(T *s, const FaArgs &a, const FaTile &t
     }
 }
 
-/* S = Q·Kᵀ for this warp's 16 rows × 64 keys. */
-template <typename T, int DP, int DS>
-__device__ __forceinline__ void fa_qk(float (*sc)[4], const uint32_t (*qf)[4], const T *sK, int lane)
-{
-#pragma unroll
-    for (int nt = 0; nt < FA_BN / 8; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) sc[nt][e] = 0.0f;
-    int mi = lane >> 3;
-#pragma unroll
-    for (int kk = 0; kk < DP / 16; kk++) {
-#pragma unroll
-        for (int p = 0; p < FA_BN / 16; p++) {
-            uint32_t b[4];
-            ldsm_x4(b, sK + (p * 16 + (lane & 7) + (mi >> 1) * 8) * DS + kk * 16 + (mi & 1) * 8);
-            mma16816<T>(sc[2 * p], qf[kk], b);
-            mma16816<T>(sc[2 * p + 1], qf[kk], b + 2);
-        }
-    }
-}
-
-/* O += P·V; P comes straight from the score registers (the C layout of two
- * adjacent n8 tiles is the A layout of one k16 step). */
-template <typename T, int D, int DS>
-__device__ __forceinline__ void fa_pv(float (*o)[4], float (*sc)[4], const T *sV, int lane)
-{
-    int mi = lane >> 3;
-#pragma unroll
-    for (int kk = 0; kk < FA_BN / 16; kk++) {
-        uint32_t pa[4] = { pack2<T>(sc[2 * kk][0], sc[2 * kk][1]), pack2<T>(sc[2 * kk][2], sc[2 * kk][3]),
-                           pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
-                           pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3]) };
-        const T *vk = sV + (kk * 16 + (lane & 7) + (mi & 1) * 8) * DS;
-#pragma unroll
-        for (int q = 0; q < D / 16; q++) {
-            uint32_t b[4];
-            ldsm_x4_t(b, vk + q * 16 + (mi >> 1) * 8);
-            mma16816<T>(o[2 * q], pa, b);
-            mma16816<T>(o[2 * q + 1], pa, b + 2);
-        }
-        if (D % 16) {
-            uint32_t b[2];
-            ldsm_x2_t(b, vk + (D / 16) * 16);
-            mma16816<T>(o[D / 8 - 1], pa, b);
-        }
-    }
-}
-
 /* Masks keys past each row's limit, then the online-softmax update of m, l, o. */
 template <int D>
 __device__ __forceinline__ void fa_softmax(float (*sc)[4], float (*o)[4], float *m, float *l, const int *lim,
                                            int key0, int tig, float scale_log2)
 {
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        float mx = m[h];
-#pragma unroll
-        for (int nt = 0; nt < FA_BN / 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                int key = key0 + nt * 8 + 2 * tig + e;
-                float v = key <= lim[h] ? sc[nt][2 * h + e] * scale_log2 : -INFINITY;
-                sc[nt][2 * h + e] = v;
-                mx = fmaxf(mx, v);
-            }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        float corr = exp2f(m[h] - mx);
-        m[h] = mx;
-        float sum = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < FA_BN / 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float p = exp2f(sc[nt][2 * h + e] - mx);
-                sc[nt][2 * h + e] = p;
-                sum += p;
-            }
-        l[h] = l[h] * corr + sum;
-#pragma unroll
-        for (int dt = 0; dt < D / 8; dt++) {
-            o[dt][2 * h] *= corr;
-            o[dt][2 * h + 1] *= corr;
-        }
-    }
+    hk_softmax_tile<FA_BN, D>(
+        sc, o, m, l, tig,
+        [&](float v, int h, int k) { return key0 + k <= lim[h] ? v * scale_log2 : -INFINITY; },
+        [](float m0, float m1) { return exp2f(m0 - m1); }, [](float v, float mx) { return exp2f(v - mx); });
 }
 
 template <typename T, int D, bool PAGED>
 __device__ __forceinline__ void fa_store(const FaArgs &a, const FaTile &t, float (*o)[4], float *l, int rloc,
                                          int tig)
 {
-    typedef typename vec2<T>::type T2;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        float s = l[h];
-        s += __shfl_xor_sync(0xffffffffu, s, 1);
-        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        float s = hk_quad_sum(l[h]);
         int fr = t.r0 + rloc + 8 * h;
         if (fr >= t.flat) continue;
         float inv = 1.0f / s;
         T *dst = (T *)a.out + fa_row_off<PAGED>(a, t, fr, a.out_stride, D);
-#pragma unroll
-        for (int dt = 0; dt < D / 8; dt++) {
-            uint32_t v = pack2<T>(o[dt][2 * h] * inv, o[dt][2 * h + 1] * inv);
-            *(T2 *)(dst + dt * 8 + 2 * tig) = *(T2 *)&v;
-        }
+        hk_store_row<T, D>(dst, o, h, inv, tig);
     }
 }
 
@@ -232,12 +149,12 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
     cp_commit();
     cp_wait_all();
     __syncthreads();
-    uint32_t qf[DP / 16][4];
+    uint32_t qf[1][DP / 16][4];   /* one block of 16 rows (the hk_qk layout) */
     {
         int mi = lane >> 3;
 #pragma unroll
         for (int kk = 0; kk < DP / 16; kk++)
-            ldsm_x4(qf[kk], sK + (warp * 16 + (lane & 7) + (mi & 1) * 8) * DS + kk * 16 + (mi >> 1) * 8);
+            ldsm_x4(qf[0][kk], sK + (warp * 16 + (lane & 7) + (mi & 1) * 8) * DS + kk * 16 + (mi >> 1) * 8);
     }
     __syncthreads();
 
@@ -248,9 +165,9 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
         int fr = min(t.r0 + rloc + 8 * h, t.flat - 1);
         lim[h] = PAGED ? t.n_past + fr / a.G : t.n_keys - 1;
     }
-    float o[D / 8][4];
+    float o[1][D / 8][4];
 #pragma unroll
-    for (int dt = 0; dt < D / 8; dt++) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+    for (int dt = 0; dt < D / 8; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.0f;
     float m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f };
 
     const int n_tiles = (t.n_keys + FA_BN - 1) / FA_BN;
@@ -261,18 +178,18 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
         __syncthreads();
         fa_load_kv<T, D, DS, PAGED>(sV, a, t, a.v, j * FA_BN);
         cp_commit();
-        float sc[FA_BN / 8][4];
-        fa_qk<T, DP, DS>(sc, qf, sK, lane);
-        fa_softmax<D>(sc, o, m, l, lim, j * FA_BN, tig, a.scale_log2);
+        float sc[1][FA_BN / 8][4];
+        hk_qk<T, 1, FA_BN, DP / 16, DS>(sc, qf, sK, lane);
+        fa_softmax<D>(sc[0], o[0], m, l, lim, j * FA_BN, tig, a.scale_log2);
         cp_wait_all();
         __syncthreads();
         if (j + 1 < n_tiles) {
             fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, (j + 1) * FA_BN);
             cp_commit();
         }
-        fa_pv<T, D, DS>(o, sc, sV, lane);
+        hk_pv<T, 1, FA_BN, D, DS>(o, sc, sV, lane);
     }
-    fa_store<T, D, PAGED>(a, t, o, l, rloc, tig);
+    fa_store<T, D, PAGED>(a, t, o[0], l, rloc, tig);
 }
 
 /* ---- KV write: one block per new row, 16-byte chunks of k|v ---- */
@@ -327,19 +244,9 @@ template <typename T>
 static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
 {
     FaArgs a = {};
-    a.q = p->qkv;
-    a.k = p->k_cache;
-    a.v = p->v_cache;
-    a.out = p->out;
-    a.q_stride = (p->Hq + 2 * p->Hkv) * p->D;
+    hk_paged_fill(a, p);
     a.out_stride = p->Hq * p->D;
-    a.G = p->Hq / p->Hkv;
-    a.Hkv = p->Hkv;
-    a.scale_log2 = p->scale * LOG2E;
-    a.seqs = p->seqs;
     a.tiles = p->tiles;
-    a.bt = p->block_tables;
-    a.block_size = p->block_size;
     dim3 grid((unsigned)p->n_tiles, (unsigned)p->Hkv);
     if (p->D == 128) return launch_flash<T, 128, 128, true>(s, a, grid);
     return cudaErrorInvalidValue;

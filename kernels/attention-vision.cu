@@ -39,32 +39,13 @@ __device__ __forceinline__ void fv_load(T *s, const T *base, int stride, int row
     }
 }
 
-/* S = Q·Kᵀ for this warp's MW·16 rows × 64 keys; each K fragment feeds MW row blocks. */
+/* S = Q·Kᵀ for this warp's MW·16 rows × 64 keys: four k16 steps, then dims
+ * 64..71 in one k8 step, four key groups of 8 per ldmatrix. */
 template <typename T, int MW>
 __device__ __forceinline__ void fv_qk(float (*sc)[FV_BN / 8][4], const uint32_t (*qf)[FV_D / 16][4],
                                       const uint32_t (*qf8)[2], const T *sK, int lane)
 {
-#pragma unroll
-    for (int w = 0; w < MW; w++)
-#pragma unroll
-        for (int nt = 0; nt < FV_BN / 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) sc[w][nt][e] = 0.0f;
-    int mi = lane >> 3;
-#pragma unroll
-    for (int kk = 0; kk < FV_D / 16; kk++) {
-#pragma unroll
-        for (int p = 0; p < FV_BN / 16; p++) {
-            uint32_t b[4];
-            ldsm_x4(b, sK + (p * 16 + (lane & 7) + (mi >> 1) * 8) * FV_D + kk * 16 + (mi & 1) * 8);
-#pragma unroll
-            for (int w = 0; w < MW; w++) {
-                mma16816<T>(sc[w][2 * p], qf[w][kk], b);
-                mma16816<T>(sc[w][2 * p + 1], qf[w][kk], b + 2);
-            }
-        }
-    }
-    /* dims 64..71: one k8 step, four key groups of 8 per ldmatrix */
+    hk_qk<T, MW, FV_BN, FV_D / 16, FV_D>(sc, qf, sK, lane);
 #pragma unroll
     for (int p = 0; p < FV_BN / 32; p++) {
         uint32_t b[4];
@@ -76,74 +57,15 @@ __device__ __forceinline__ void fv_qk(float (*sc)[FV_BN / 8][4], const uint32_t 
     }
 }
 
-/* O += P·V, P straight from the score registers (see fa_pv); each V fragment feeds MW row blocks. */
-template <typename T, int MW>
-__device__ __forceinline__ void fv_pv(float (*o)[FV_D / 8][4], float (*sc)[FV_BN / 8][4], const T *sV, int lane)
-{
-    int mi = lane >> 3;
-#pragma unroll
-    for (int kk = 0; kk < FV_BN / 16; kk++) {
-        uint32_t pa[MW][4];
-#pragma unroll
-        for (int w = 0; w < MW; w++) {
-            pa[w][0] = pack2<T>(sc[w][2 * kk][0], sc[w][2 * kk][1]);
-            pa[w][1] = pack2<T>(sc[w][2 * kk][2], sc[w][2 * kk][3]);
-            pa[w][2] = pack2<T>(sc[w][2 * kk + 1][0], sc[w][2 * kk + 1][1]);
-            pa[w][3] = pack2<T>(sc[w][2 * kk + 1][2], sc[w][2 * kk + 1][3]);
-        }
-        const T *vk = sV + (kk * 16 + (lane & 7) + (mi & 1) * 8) * FV_D;
-#pragma unroll
-        for (int q = 0; q < FV_D / 16; q++) {
-            uint32_t b[4];
-            ldsm_x4_t(b, vk + q * 16 + (mi >> 1) * 8);
-#pragma unroll
-            for (int w = 0; w < MW; w++) {
-                mma16816<T>(o[w][2 * q], pa[w], b);
-                mma16816<T>(o[w][2 * q + 1], pa[w], b + 2);
-            }
-        }
-        uint32_t b[2];
-        ldsm_x2_t(b, vk + (FV_D / 16) * 16);
-#pragma unroll
-        for (int w = 0; w < MW; w++) mma16816<T>(o[w][FV_D / 8 - 1], pa[w], b);
-    }
-}
-
 /* Online softmax on raw scores: m stays unscaled, exp2((s − m)·c) is one FFMA + ex2. */
 template <bool MASK>
 __device__ __forceinline__ void fv_softmax(float (*sc)[4], float (*o)[4], float *m, float *l, int key0, int n,
                                            int tig, float c)
 {
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        float mx = m[h];
-#pragma unroll
-        for (int nt = 0; nt < FV_BN / 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                if (MASK && key0 + nt * 8 + 2 * tig + e >= n) sc[nt][2 * h + e] = -INFINITY;
-                mx = fmaxf(mx, sc[nt][2 * h + e]);
-            }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        float corr = ex2((m[h] - mx) * c), mc = mx * c;
-        m[h] = mx;
-        float sum = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < FV_BN / 8; nt++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float p = ex2(fmaf(sc[nt][2 * h + e], c, -mc));
-                sc[nt][2 * h + e] = p;
-                sum += p;
-            }
-        l[h] = l[h] * corr + sum;
-#pragma unroll
-        for (int dt = 0; dt < FV_D / 8; dt++) {
-            o[dt][2 * h] *= corr;
-            o[dt][2 * h + 1] *= corr;
-        }
-    }
+    hk_softmax_tile<FV_BN, FV_D>(
+        sc, o, m, l, tig, [&](float v, int h, int k) { return MASK && key0 + k >= n ? -INFINITY : v; },
+        [&](float m0, float m1) { return ex2((m0 - m1) * c); },
+        [&](float v, float mx) { return ex2(fmaf(v, c, -(mx * c))); });
 }
 
 /* The state one warp carries across key tiles: MW blocks of 16 query rows. */
@@ -176,7 +98,7 @@ __device__ __forceinline__ void fv_step(FvRows<MW> &st, T *sm, const T *kb, cons
     cp_commit();
     cp_wait<2>();   /* V_j done */
     __syncthreads();
-    fv_pv<T, MW>(st.o, sc, sV, lane);
+    hk_pv<T, MW, FV_BN, FV_D, FV_D>(st.o, sc, sV, lane);
 }
 
 /* Sixteen 16-row blocks per SM: two CTAs of 8 warps × 1 block (128 registers
@@ -228,23 +150,15 @@ __global__ void __launch_bounds__(32 * W, FV_MIN_CTAS(W, MW)) k_flash_vis(const 
     for (int j = 0; j < n_full; j++) fv_step<T, W, MW, false>(st, sm, kb, vb, stride, n, j, n_tiles, lane, c);
     if (n_full < n_tiles) fv_step<T, W, MW, true>(st, sm, kb, vb, stride, n, n_full, n_tiles, lane, c);
 
-    typedef typename vec2<T>::type T2;
 #pragma unroll
     for (int w = 0; w < MW; w++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            float s = st.l[w][h];
-            s += __shfl_xor_sync(0xffffffffu, s, 1);
-            s += __shfl_xor_sync(0xffffffffu, s, 2);
+            float s = hk_quad_sum(st.l[w][h]);
             int row = r0 + (warp * MW + w) * 16 + (lane >> 2) + 8 * h;
             if (row >= n) continue;
             float inv = 1.0f / s;
-            T *dst = out + (size_t)row * H * FV_D + (size_t)head * FV_D;
-#pragma unroll
-            for (int dt = 0; dt < FV_D / 8; dt++) {
-                uint32_t v = pack2<T>(st.o[w][dt][2 * h] * inv, st.o[w][dt][2 * h + 1] * inv);
-                *(T2 *)(dst + dt * 8 + 2 * (lane & 3)) = *(T2 *)&v;
-            }
+            hk_store_row<T, FV_D>(out + (size_t)row * H * FV_D + (size_t)head * FV_D, st.o[w], h, inv, lane & 3);
         }
 }
 

@@ -47,27 +47,28 @@ __device__ __forceinline__ float hk_warp_max(float v)
     return v;
 }
 
-/* Sum over the block; sh needs 32 floats. Every thread gets the result. */
-__device__ __forceinline__ float hk_block_sum(float v, float *sh)
+/* A reduction over the block by warp_op (hk_warp_sum, hk_warp_max) with identity
+ * id; sh needs 32 floats. Every thread gets the result. */
+template <float (*warp_op)(float)>
+__device__ __forceinline__ float hk_block_reduce(float v, float *sh, float id)
 {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-    v = hk_warp_sum(v);
+    v = warp_op(v);
     __syncthreads();
     if (lane == 0) sh[warp] = v;
     __syncthreads();
-    float r = lane < nw ? sh[lane] : 0.0f;
-    return hk_warp_sum(r);
+    float r = lane < nw ? sh[lane] : id;
+    return warp_op(r);
+}
+
+__device__ __forceinline__ float hk_block_sum(float v, float *sh)
+{
+    return hk_block_reduce<hk_warp_sum>(v, sh, 0.0f);
 }
 
 __device__ __forceinline__ float hk_block_max(float v, float *sh)
 {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
-    v = hk_warp_max(v);
-    __syncthreads();
-    if (lane == 0) sh[warp] = v;
-    __syncthreads();
-    float r = lane < nw ? sh[lane] : -INFINITY;
-    return hk_warp_max(r);
+    return hk_block_reduce<hk_warp_max>(v, sh, -INFINITY);
 }
 
 /* Programmatic dependent launch (sm_90+): a kernel launched with it may start
@@ -86,6 +87,23 @@ __device__ __forceinline__ void hk_griddep_launch_next()
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+/* The arguments every tiled paged-attention kernel (prefill, decode) takes from
+ * hk_paged_args alike: q is the qkv rows, k and v the caches. */
+template <typename A> static inline void hk_paged_fill(A &a, const hk_paged_args *p)
+{
+    a.q = p->qkv;
+    a.k = p->k_cache;
+    a.v = p->v_cache;
+    a.out = p->out;
+    a.q_stride = (p->Hq + 2 * p->Hkv) * p->D;
+    a.G = p->Hq / p->Hkv;
+    a.Hkv = p->Hkv;
+    a.block_size = p->block_size;
+    a.scale_log2 = p->scale * LOG2E;
+    a.seqs = p->seqs;
+    a.bt = p->block_tables;
 }
 
 static inline unsigned hk_grid_1d(size_t n, int threads)
