@@ -780,6 +780,32 @@ static void test_config_malformed(void)
     hyocr_test_rmdir(dir);
 }
 
+/* 80 000 '[' overflowed json-glib's recursive parser (a crash, not an error); a
+ * second value after the first was accepted and leaked. Every config file goes
+ * through the same bounded parse. */
+static void test_config_hostile_json(void)
+{
+    g_autofree char *dir = tiny_folder(false, NULL);
+    g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+    g_autofree char *bomb = g_strnfill(80000, '[');
+    put(dir, "config.json", bomb);
+    EXPECT_CFG_ERR(dir, HYOCR_ERROR_PARSE, path, "nested deeper than 128 levels at byte 128", "not valid JSON");
+    g_autofree char *twice = g_strdup_printf("%s\n{\"hidden_size\": 1}", FLAT_CONFIG);
+    put(dir, "config.json", twice);
+    g_autofree char *at = g_strdup_printf("trailing data after the JSON value at byte %zu", strlen(FLAT_CONFIG) + 1);
+    EXPECT_CFG_ERR(dir, HYOCR_ERROR_PARSE, path, at);
+    put(dir, "config.json", FLAT_CONFIG);
+    const char *const others[] = { "generation_config.json", "preprocessor_config.json", "tokenizer_config.json" };
+    for (size_t i = 0; i < G_N_ELEMENTS(others); i++) {
+        put(dir, others[i], bomb);
+        EXPECT_CFG_ERR(dir, HYOCR_ERROR_PARSE, others[i], "nested deeper");
+        put(dir, others[i], "{}{}");
+        EXPECT_CFG_ERR(dir, HYOCR_ERROR_PARSE, others[i], "trailing data after the JSON value at byte 2");
+        put(dir, others[i], others[i][0] == 'p' ? PREPROC : "{}");
+    }
+    hyocr_test_rmdir(dir);
+}
+
 /* Edits one key of the nested or flat config, writes it, and expects an error. */
 typedef void (*edit_fn)(JsonNode *root);
 
@@ -1170,6 +1196,7 @@ int main(int argc, char **argv)
     g_test_add_func("/checkpoint/folder-errors", test_folder_errors);
     g_test_add_func("/config/flat-and-nested-agree", test_flat_and_nested_agree);
     g_test_add_func("/config/malformed", test_config_malformed);
+    g_test_add_func("/config/hostile-json", test_config_hostile_json);
     g_test_add_func("/config/errors", test_config_errors);
     g_test_add_func("/config/precedence", test_precedence);
     g_test_add_func("/config/defaults", test_defaults_and_plain_rope);

@@ -338,6 +338,12 @@ static void test_not_json(fixture *f, gconstpointer data)
     EXPECT_OPEN_ERR(f->path, HYOCR_ERROR_PARSE, f->path, "not valid JSON");
     write_raw(f->path, "{\"x\": \"\xff\xfe\"}", -1, NULL, 0);
     EXPECT_OPEN_ERR(f->path, HYOCR_ERROR_PARSE, f->path, "not valid JSON");
+    /* 100 000 '[' crashed json-glib (stack overflow); two objects were taken as one */
+    g_autofree char *bomb = g_strnfill(100000, '[');
+    write_raw(f->path, bomb, -1, NULL, 0);
+    EXPECT_OPEN_ERR(f->path, HYOCR_ERROR_PARSE, f->path, "not valid JSON", "nested deeper than 128 levels at byte 128");
+    write_raw(f->path, "{}{\"x\":{}}  ", -1, NULL, 0);
+    EXPECT_OPEN_ERR(f->path, HYOCR_ERROR_PARSE, f->path, "not valid JSON", "trailing data after the JSON value at byte 2");
 }
 
 static void test_overlap(fixture *f, gconstpointer data)
@@ -532,6 +538,13 @@ static void test_index_errors(void)
 
     write_text(dir, "model.safetensors.index.json", "{\"weight_map\": {\"vit.a\": \"model-00001-of-00002.safetensors\",");
     EXPECT_DIR_ERR(dir, HYOCR_ERROR_PARSE, index, "not valid JSON");
+
+    g_autofree char *bomb = g_strnfill(100000, '{');
+    write_text(dir, "model.safetensors.index.json", bomb);
+    EXPECT_DIR_ERR(dir, HYOCR_ERROR_PARSE, index, "nested deeper than 128 levels");
+    write_text(dir, "model.safetensors.index.json",
+               "{\"weight_map\":{\"vit.a\":\"model-00001-of-00002.safetensors\"}}\n{\"weight_map\": {}}");
+    EXPECT_DIR_ERR(dir, HYOCR_ERROR_PARSE, index, "trailing data after the JSON value at byte 60 (line 2, column 1)");
 
     write_text(dir, "model.safetensors.index.json", "{\"metadata\": {}}");
     EXPECT_DIR_ERR(dir, HYOCR_ERROR_PARSE, index, "weight_map");

@@ -595,6 +595,24 @@ static void test_errors(void)
     g_assert_nonnull(strstr(err->message, t.path));
     tmp_free(&t);
 
+    g_clear_error(&err);
+    /* 100 000 '[' overflowed json-glib's stack; a second object after the first was accepted */
+    g_autofree char *bomb = g_strnfill(100000, '[');
+    const char *const hostile[][2] = {
+        { bomb, "JSON nested deeper than 128 levels at byte 128" },
+        { "{}\n{\"model\": {}}", "trailing data after the JSON value at byte 3 (line 2, column 1)" },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(hostile); i++) {
+        TmpFile h = write_tmp(hostile[i][0]);
+        tok = hyocr_tokenizer_load(h.path, &err);
+        g_assert_null(tok);
+        g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_PARSE);
+        g_assert_true(g_str_has_prefix(err->message, h.path));
+        g_assert_nonnull(strstr(err->message, hostile[i][1]));
+        g_clear_error(&err);
+        tmp_free(&h);
+    }
+
     g_autoptr(JsonNode) a = make_json(false);
     json_object_set_string_member(model_of(a), "type", "WordPiece");
     expect_error(a, HYOCR_ERROR_TOKENIZER, "WordPiece");

@@ -1,5 +1,6 @@
 /* hyocr-gtk — JSON answers. */
 #include "hyocr-json.h"
+#include "json.h"
 #include <json-glib/json-glib.h>
 #include <string.h>
 
@@ -20,10 +21,10 @@ char *hyocr_json_prettify(const char *text)
 {
     g_autofree char *body = strip_fence(text ? text : "");
     if (!*body) return NULL;
-    g_autoptr(JsonParser) parser = json_parser_new();
-    if (!json_parser_load_from_data(parser, body, -1, NULL)) return NULL;
+    g_autoptr(JsonNode) root = hyocr_json_parse(body, strlen(body), HYOCR_JSON_MAX_DEPTH, NULL, NULL);
+    if (!root) return NULL;
     g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_root(gen, json_parser_get_root(parser));
+    json_generator_set_root(gen, root);
     json_generator_set_pretty(gen, TRUE);
     return json_generator_to_data(gen, NULL);
 }

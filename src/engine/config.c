@@ -15,6 +15,7 @@
  * Fields that size tensors are required; the rest default to transformers' class defaults. */
 #include "config.h"
 #include "error.h"
+#include "json.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -27,14 +28,6 @@
 #define VOCAB_LIMIT     (1 << 24)
 
 /* ------------------------------------------------------------------ JSON files */
-
-/* Replaces json-glib's "<data>" with the file path so the message reads PATH:LINE:COL: ... */
-static char *json_error_text(const char *path, const char *msg)
-{
-    if (g_str_has_prefix(msg, "<data>"))
-        return g_strdup_printf("%s%s", path, msg + strlen("<data>"));
-    return g_strdup_printf("%s: %s", path, msg);
-}
 
 /* Parses PATH into a JSON object. Callers check for optional files beforehand. */
 static JsonObject *json_load_object(const char *path, GError **error)
@@ -57,15 +50,13 @@ static JsonObject *json_load_object(const char *path, GError **error)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot read: %s", path, ioerr->message);
         return NULL;
     }
-    g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) perr = NULL;
-    if (!json_parser_load_from_data(parser, text, (gssize)len, &perr)) {
-        g_autofree char *msg = json_error_text(path, perr->message);
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s (the file is not valid JSON; fix it or download the model again)", msg);
+    g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, path, &perr);
+    if (!root) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s (the file is not valid JSON; fix it or download the model again)", perr->message);
         return NULL;
     }
-    JsonNode *root = json_parser_get_root(parser);
-    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+    if (!JSON_NODE_HOLDS_OBJECT(root)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s: expected a JSON object at the top level", path);
         return NULL;
     }

@@ -13,6 +13,7 @@
  * so a branch moving mid-download cannot mix two revisions. */
 #define _GNU_SOURCE
 #include "download.h"
+#include "json.h"
 #include "error.h"
 #include "hyocr-build-config.h"
 #include "i18n.h"
@@ -562,16 +563,14 @@ static JsonNode *http_get_json(hyocr_download *dl, const char *url, const char *
 {
     g_autoptr(GBytes) bytes = http_get_all(dl, url, what, next_link, error);
     if (!bytes) return NULL;
-    g_autoptr(JsonParser) parser = json_parser_new();
     gsize len;
     const char *data = g_bytes_get_data(bytes, &len);
     g_autoptr(GError) perr = NULL;
-    if (!json_parser_load_from_data(parser, data ? data : "", (gssize)len, &perr)) {
+    JsonNode *root = hyocr_json_parse(data, len, HYOCR_JSON_MAX_DEPTH, NULL, &perr);
+    if (!root)
         fail_parse(dl, error, "%s from %s is not valid JSON (%s) — is %s a Hugging Face endpoint or mirror?",
                    what, url, perr->message, dl->endpoint);
-        return NULL;
-    }
-    return json_node_copy(json_parser_get_root(parser));
+    return root;
 }
 
 /* ------------------------------------------------------------------ the file list */
@@ -761,9 +760,10 @@ static gboolean fetch_listing(hyocr_download *dl, GError **error)
 
 static JsonObject *load_json_object(const char *path)
 {
-    g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_file(p, path, NULL)) return NULL;
-    JsonNode *root = json_parser_get_root(p);
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &text, &len, NULL)) return NULL;
+    g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, path, NULL);
     return root && JSON_NODE_HOLDS_OBJECT(root) ? json_object_ref(json_node_get_object(root)) : NULL;
 }
 

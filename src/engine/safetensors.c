@@ -7,6 +7,7 @@
  * before any pointer into the mapping is formed. */
 #include "safetensors.h"
 #include "error.h"
+#include "json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -434,17 +435,15 @@ static bool read_header_len(const st_file *f, uint64_t *hlen, GError **error)
 
 static JsonObject *parse_header(const st_file *f, uint64_t hlen, GError **error)
 {
-    g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) perr = NULL;
-    if (hlen == 0 || !json_parser_load_from_data(parser, (const char *)f->map + 8, (gssize)hlen, &perr)) {
-        const char *why = perr ? perr->message : "empty header";
-        if (g_str_has_prefix(why, "<data>:")) why += strlen("<data>:");
+    g_autoptr(JsonNode) root = hyocr_json_parse((const char *)f->map + 8, hlen, HYOCR_JSON_MAX_DEPTH, NULL, &perr);
+    if (!root) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                    "%s: header is not valid JSON (%s); not a safetensors file, or it is corrupt", f->path, why);
+                    "%s: header is not valid JSON (%s); not a safetensors file, or it is corrupt", f->path,
+                    perr->message);
         return NULL;
     }
-    JsonNode *root = json_parser_get_root(parser);
-    if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
+    if (!JSON_NODE_HOLDS_OBJECT(root)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s: header is not a JSON object", f->path);
         return NULL;
     }
@@ -487,7 +486,8 @@ hyocr_safetensors *hyocr_safetensors_open_file(const char *path, GError **error)
 
 /* ------------------------------------------------------------------ shards */
 
-static JsonObject *load_weight_map(const char *index, JsonParser *parser, GError **error)
+/* The index's document; *wm points into it. */
+static JsonNode *load_weight_map(const char *index, JsonObject **wm, GError **error)
 {
     g_autofree char *text = NULL;
     gsize len = 0;
@@ -496,19 +496,18 @@ static JsonObject *load_weight_map(const char *index, JsonParser *parser, GError
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot read: %s", index, e->message);
         return NULL;
     }
-    if (!json_parser_load_from_data(parser, text, (gssize)len, &e)) {
-        const char *why = e->message;
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s%s (not valid JSON; download the model again)", index,
-                    g_str_has_prefix(why, "<data>") ? why + strlen("<data>") : why);
+    g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, index, &e);
+    if (!root) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s (not valid JSON; download the model again)", e->message);
         return NULL;
     }
-    JsonNode *root = json_parser_get_root(parser);
-    JsonNode *wm = root && JSON_NODE_HOLDS_OBJECT(root) ? json_object_get_member(json_node_get_object(root), "weight_map") : NULL;
-    if (!wm || !JSON_NODE_HOLDS_OBJECT(wm) || json_object_get_size(json_node_get_object(wm)) == 0) {
+    JsonNode *n = JSON_NODE_HOLDS_OBJECT(root) ? json_object_get_member(json_node_get_object(root), "weight_map") : NULL;
+    if (!n || !JSON_NODE_HOLDS_OBJECT(n) || json_object_get_size(json_node_get_object(n)) == 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s: no 'weight_map' object listing the tensors", index);
         return NULL;
     }
-    return json_node_get_object(wm);
+    *wm = json_node_get_object(n);
+    return g_steal_pointer(&root);
 }
 
 /* Shard names must be plain file names next to the index: no paths, so an index can't reach elsewhere. */
@@ -574,9 +573,9 @@ static bool check_weight_map(const hyocr_safetensors *st, const char *index, con
 
 static hyocr_safetensors *open_index(const char *dir, const char *index, GError **error)
 {
-    g_autoptr(JsonParser) parser = json_parser_new();
-    JsonObject *wm = load_weight_map(index, parser, error);
-    if (!wm) return NULL;
+    JsonObject *wm = NULL;
+    g_autoptr(JsonNode) doc = load_weight_map(index, &wm, error);
+    if (!doc) return NULL;
     g_autoptr(GPtrArray) shards = collect_shards(index, wm, error);
     if (!shards) return NULL;
     g_ptr_array_sort(shards, cmp_str_ptr);

@@ -35,6 +35,7 @@
  * points, and POSIX brackets ([[:alpha:]]) follow PCRE2's UCP meaning. */
 #include "tokenizer.h"
 #include "error.h"
+#include "json.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -290,7 +291,7 @@ static bool parse_id(Loader *ld, JsonNode *n, const char *what, int32_t *out)
     return true;
 }
 
-static JsonParser *load_json(Loader *ld, JsonObject **root)
+static JsonNode *load_json(Loader *ld)
 {
     GStatBuf sb;
     if (g_stat(ld->path, &sb) != 0) {
@@ -310,22 +311,14 @@ static JsonParser *load_json(Loader *ld, JsonObject **root)
         fail(ld, HYOCR_ERROR_IO, "cannot read: %s", err->message);
         return NULL;
     }
-    JsonParser *parser = json_parser_new_immutable();
-    if (!json_parser_load_from_data(parser, text, (gssize)len, &err)) {
-        const char *msg = err->message;
-        if (g_str_has_prefix(msg, "<data>:")) msg += strlen("<data>:");   /* leaves LINE:COL: … */
-        fail(ld, HYOCR_ERROR_PARSE, "malformed JSON at %s", msg);
-        g_object_unref(parser);
-        return NULL;
-    }
-    JsonNode *r = json_parser_get_root(parser);
-    if (!r || !JSON_NODE_HOLDS_OBJECT(r)) {
+    /* the message already names the file: it goes out as is */
+    JsonNode *r = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, ld->path, ld->error);
+    if (r && !JSON_NODE_HOLDS_OBJECT(r)) {
         fail(ld, HYOCR_ERROR_PARSE, "the top level is not a JSON object");
-        g_object_unref(parser);
+        json_node_unref(r);
         return NULL;
     }
-    *root = json_node_get_object(r);
-    return parser;
+    return r;
 }
 
 /* ================================================================== regex translation */
@@ -914,9 +907,9 @@ hyocr_tokenizer *hyocr_tokenizer_load(const char *tokenizer_json_path, GError **
 {
     g_return_val_if_fail(tokenizer_json_path != NULL, NULL);
     Loader ld = { tokenizer_json_path, error };
-    JsonObject *root = NULL;
-    g_autoptr(JsonParser) parser = load_json(&ld, &root);
-    if (!parser) return NULL;
+    g_autoptr(JsonNode) doc = load_json(&ld);
+    if (!doc) return NULL;
+    JsonObject *root = json_node_get_object(doc);
     g_autoptr(hyocr_tokenizer) tok = g_new0(hyocr_tokenizer, 1);
     tok->path = g_strdup(tokenizer_json_path);
     tok->splits = g_ptr_array_new_with_free_func((GDestroyNotify)g_regex_unref);

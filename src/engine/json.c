@@ -1,0 +1,122 @@
+/* hyocr — bounded JSON parsing (see json.h). The pre-scan follows json-glib 1.6's
+ * lexer where it matters for counting brackets: double-quoted strings with
+ * backslash escapes, single-quoted strings without (json-glib accepts them), and
+ * C comments. Anything it does not understand it leaves to json-glib. */
+#include "json.h"
+#include "error.h"
+
+#include <string.h>
+
+typedef struct {
+    const char *p;
+    size_t      n, at;
+} scan;
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static bool is_structural(char c) { return c && strchr("[]{},:\"'", c) != NULL; }
+
+/* White space and block comments; an unclosed comment runs to the end. */
+static void skip_blank(scan *s)
+{
+    while (s->at < s->n) {
+        if (is_space(s->p[s->at])) {
+            s->at++;
+        } else if (s->p[s->at] == '/' && s->at + 1 < s->n && s->p[s->at + 1] == '*') {
+            const char *end = g_strstr_len(s->p + s->at + 2, (gssize)(s->n - s->at - 2), "*/");
+            s->at = end ? (size_t)(end - s->p) + 2 : s->n;
+        } else {
+            return;
+        }
+    }
+}
+
+/* Past the closing quote (or to the end of an unterminated string). */
+static void skip_string(scan *s)
+{
+    char quote = s->p[s->at++];
+    while (s->at < s->n) {
+        char c = s->p[s->at++];
+        if (c == quote) return;
+        if (c == '\\' && quote == '"' && s->at < s->n) s->at++;
+    }
+}
+
+/* A number, true/false/null or anything else json-glib will judge. */
+static void skip_literal(scan *s)
+{
+    while (s->at < s->n && !is_space(s->p[s->at]) && !is_structural(s->p[s->at]) &&
+           !(s->p[s->at] == '/' && s->at + 1 < s->n && s->p[s->at + 1] == '*'))
+        s->at++;
+}
+
+static void set_at_error(GError **error, const scan *s, size_t at, const char *what)
+{
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < at; i++, col++)
+        if (s->p[i] == '\n') line++, col = 0;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s at byte %zu (line %zu, column %zu)", what, at, line, col);
+}
+
+bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **error)
+{
+    scan s = { data, data ? len : 0, 0 };
+    if (s.n >= 3 && memcmp(s.p, "\xEF\xBB\xBF", 3) == 0) s.at = 3;   /* json-glib skips a BOM */
+    int depth = 0;
+    for (;;) {
+        skip_blank(&s);
+        if (s.at >= s.n) return true;   /* unfinished or empty: json-glib says what is missing */
+        char c = s.p[s.at];
+        if (c == '[' || c == '{') {
+            if (++depth > max_depth) {
+                g_autofree char *what = g_strdup_printf("JSON nested deeper than %d levels", max_depth);
+                set_at_error(error, &s, s.at, what);
+                return false;
+            }
+            s.at++;
+            continue;
+        }
+        if (c == ']' || c == '}') {
+            if (depth == 0) return true;   /* a stray closer: json-glib's error */
+            depth--;
+            s.at++;
+        } else if (c == '"' || c == '\'') {
+            skip_string(&s);
+        } else if (c == ',' || c == ':') {
+            s.at++;
+            continue;
+        } else {
+            skip_literal(&s);
+        }
+        if (depth == 0) break;   /* the first value is complete */
+    }
+    skip_blank(&s);
+    if (s.at < s.n) {
+        set_at_error(error, &s, s.at, "trailing data after the JSON value");
+        return false;
+    }
+    return true;
+}
+
+JsonNode *hyocr_json_parse(const char *data, size_t len, int max_depth, const char *name, GError **error)
+{
+    g_autoptr(GError) err = NULL;
+    if (!hyocr_json_check(data, len, max_depth, &err)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s%s%s", name ? name : "", name ? ": " : "",
+                    err->message);
+        return NULL;
+    }
+    g_autoptr(JsonParser) parser = json_parser_new();
+    if (!json_parser_load_from_data(parser, data ? data : "", data ? (gssize)len : 0, &err)) {
+        const char *msg = err->message;
+        bool located = g_str_has_prefix(msg, "<data>:");   /* <data>:LINE:COL: … */
+        if (located) msg += strlen(name ? "<data>" : "<data>:");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s%s%s", name ? name : "",
+                    name && !located ? ": " : "", msg);
+        return NULL;
+    }
+    JsonNode *root = json_parser_steal_root(parser);
+    if (!root)
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s%sempty, no JSON value", name ? name : "",
+                    name ? ": " : "");
+    return root;
+}

@@ -1,0 +1,32 @@
+/* hyocr — the one door every JSON text we read goes through (config files,
+ * tokenizer.json, safetensors headers and indexes, the Hub's replies, model
+ * answers, request bodies).
+ *
+ * json-glib 1.6 parses recursively, so a few hundred kilobytes of '[' overflow
+ * the stack; and it accepts a second value after the first ("{…}{…}"), which
+ * it then leaks. A cheap lexical pre-scan bounds the nesting depth and finds
+ * the end of the first value before json-glib sees the text. */
+#pragma once
+#include <glib.h>
+#include <json-glib/json-glib.h>
+#include <stdbool.h>
+
+G_BEGIN_DECLS
+
+/* Deeper than any file we read (tokenizer.json nests 6 levels), shallow enough
+ * for json-glib's recursion on a small thread stack under AddressSanitizer. */
+#define HYOCR_JSON_MAX_DEPTH 128
+
+/* Checks that data holds at most one JSON value nested at most max_depth
+ * levels, followed only by white space. Lexical only: what it lets through
+ * may still be malformed. The message, without a name, says what and at which
+ * byte offset, e.g. "trailing data after the JSON value at byte 14". */
+bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **error);
+
+/* hyocr_json_check with max_depth, then json-glib. Returns the root (never a
+ * NULL root: empty text is an error), or NULL with HYOCR_ERROR_PARSE and a
+ * message starting "NAME: " (NAME:LINE:COL: for json-glib's own errors); name
+ * may be NULL for a message without it ("LINE:COL: …"). */
+JsonNode *hyocr_json_parse(const char *data, size_t len, int max_depth, const char *name, GError **error);
+
+G_END_DECLS

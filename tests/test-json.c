@@ -1,0 +1,121 @@
+/* Tests for the bounded JSON door (json.c): nesting depth, trailing data, and the
+ * lexical corners where a bracket is not a bracket (strings, comments). */
+#include "json.h"
+#include "error.h"
+
+#include <string.h>
+
+static void expect_ok(const char *text, int max_depth)
+{
+    g_autoptr(GError) err = NULL;
+    if (!hyocr_json_check(text, strlen(text), max_depth, &err))
+        g_error("'%s' refused: %s", text, err->message);
+}
+
+static void expect_refused(const char *text, int max_depth, const char *needle)
+{
+    g_autoptr(GError) err = NULL;
+    g_assert_false(hyocr_json_check(text, strlen(text), max_depth, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_PARSE);
+    if (!strstr(err->message, needle)) g_error("'%s': message lacks '%s': %s", text, needle, err->message);
+}
+
+static char *nest(int n, const char *inner)
+{
+    GString *s = g_string_new(NULL);
+    for (int i = 0; i < n; i++) g_string_append_c(s, i % 2 ? '{' : '[');
+    g_string_append(s, inner);
+    for (int i = n - 1; i >= 0; i--) g_string_append_c(s, i % 2 ? '}' : ']');
+    return g_string_free(s, FALSE);
+}
+
+static void test_depth(void)
+{
+    /* objects need keys: nest only arrays for the well-formed case */
+    GString *ok = g_string_new(NULL);
+    for (int i = 0; i < HYOCR_JSON_MAX_DEPTH; i++) g_string_append_c(ok, '[');
+    for (int i = 0; i < HYOCR_JSON_MAX_DEPTH; i++) g_string_append_c(ok, ']');
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) root = hyocr_json_parse(ok->str, ok->len, HYOCR_JSON_MAX_DEPTH, "ok.json", &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(root);
+    g_string_free(ok, TRUE);
+
+    g_autofree char *deep = nest(HYOCR_JSON_MAX_DEPTH + 1, "");
+    expect_refused(deep, HYOCR_JSON_MAX_DEPTH, "nested deeper than 128 levels at byte 128 (line 1, column 129)");
+    expect_refused("[[[", 2, "at byte 2");
+    expect_ok("[[1],[2],[[3]]]", 3);
+    /* what crashed json-glib: 80 000 unclosed brackets, refused before any recursion */
+    g_autofree char *bomb = g_strnfill(80000, '[');
+    g_autoptr(JsonNode) none = hyocr_json_parse(bomb, 80000, HYOCR_JSON_MAX_DEPTH, "config.json", &err);
+    g_assert_null(none);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_PARSE);
+    g_assert_true(g_str_has_prefix(err->message, "config.json: JSON nested deeper than 128 levels at byte 128"));
+}
+
+static void test_brackets_that_are_not(void)
+{
+    expect_ok("[\"[[[[\", '[[[[', \"\\\"[[[\"]", 2);
+    expect_ok("/* [[[[ */ [1] /* ]]]] */", 1);
+    expect_ok("\xEF\xBB\xBF[1]", 1);
+    expect_ok("  {\"a\": [\"]\"]}\n", 2);
+    expect_ok("", 1);          /* empty: json-glib's to judge (hyocr_json_parse refuses it) */
+    expect_ok("[1, 2", 1);     /* unfinished: json-glib's to judge */
+}
+
+static void test_trailing(void)
+{
+    expect_refused("{\"a\":1}{\"b\":2}", 8, "trailing data after the JSON value at byte 7 (line 1, column 8)");
+    expect_refused("{}\n\n  x", 8, "at byte 6 (line 3, column 3)");
+    expect_refused("1 2", 8, "at byte 2");
+    expect_refused("\"a\" \"b\"", 8, "at byte 4");
+    expect_refused("[1]]", 8, "at byte 3");
+    expect_refused("true false", 8, "at byte 5");
+    expect_refused("[1] //", 8, "at byte 4");   /* json-glib has no line comments */
+    /* a NUL is not a structural character: it ends nothing and is trailing data like any other */
+    g_autoptr(GError) nul = NULL;
+    g_assert_false(hyocr_json_check("[1]\0", 4, 8, &nul));
+    g_assert_nonnull(strstr(nul->message, "at byte 3"));
+    g_assert_true(hyocr_json_check("[\0]", 3, 8, NULL));   /* json-glib refuses it */
+    expect_ok("{\"a\":1}  \n\t\r", 8);
+    expect_ok("true /* done */", 8);
+
+    g_autoptr(GError) err = NULL;
+    const char *two = "{\"a\": 1}\n{\"b\": 2}";
+    g_autoptr(JsonNode) root = hyocr_json_parse(two, strlen(two), 8, "/m/config.json", &err);
+    g_assert_null(root);
+    g_assert_cmpstr(err->message, ==, "/m/config.json: trailing data after the JSON value at byte 9 (line 2, column 1)");
+}
+
+static void test_parse_messages(void)
+{
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) a = hyocr_json_parse("{\"a\": }", 7, 8, "x.json", &err);
+    g_assert_null(a);
+    g_assert_true(g_str_has_prefix(err->message, "x.json:1:7: "));
+    g_clear_error(&err);
+    g_autoptr(JsonNode) b = hyocr_json_parse("{\"a\": }", 7, 8, NULL, &err);
+    g_assert_true(g_str_has_prefix(err->message, "1:7: "));
+    g_clear_error(&err);
+    g_autoptr(JsonNode) c = hyocr_json_parse(" \n", 2, 8, "x.json", &err);
+    g_assert_null(c);
+    g_assert_cmpstr(err->message, ==, "x.json: empty, no JSON value");
+    g_clear_error(&err);
+    g_autoptr(JsonNode) d = hyocr_json_parse(NULL, 0, 8, "x.json", &err);
+    g_assert_null(d);
+    g_clear_error(&err);
+    g_autoptr(JsonNode) e = hyocr_json_parse("{\"k\": [1, \"v\"]}", 15, 8, "x.json", &err);
+    g_assert_no_error(err);
+    g_assert_cmpstr(json_array_get_string_element(json_object_get_array_member(json_node_get_object(e), "k"), 1),
+                    ==, "v");
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/json/depth", test_depth);
+    g_test_add_func("/json/brackets-that-are-not", test_brackets_that_are_not);
+    g_test_add_func("/json/trailing", test_trailing);
+    g_test_add_func("/json/parse-messages", test_parse_messages);
+    return g_test_run();
+}
