@@ -36,7 +36,8 @@ const char *hyocr_preset_get_extension(HyocrPreset preset)
 char **hyocr_fields_parse(const char *text)
 {
     g_autoptr(GStrvBuilder) b = g_strv_builder_new();
-    g_auto(GStrv) parts = g_regex_split_simple("[,;\n\xEF\xBC\x8C]", text ? text : "", 0, 0);
+    g_autofree char *valid = g_utf8_make_valid(text ? text : "", -1);   /* GRegex wants UTF-8 */
+    g_auto(GStrv) parts = g_regex_split_simple("[,;\n\xEF\xBC\x8C]", valid, 0, 0);
     for (char **p = parts; *p; p++) {
         g_autofree char *key = g_strstrip(g_strdup(*p));
         if (*key) g_strv_builder_add(b, key);

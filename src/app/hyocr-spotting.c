@@ -57,7 +57,10 @@ static void parse_line(const char *line, GPtrArray *out)
 GPtrArray *hyocr_spotting_parse(const char *text)
 {
     GPtrArray *out = g_ptr_array_new_with_free_func(spot_line_free);
-    g_auto(GStrv) lines = g_strsplit(text ? text : "", "\n", -1);
+    /* The JIT-compiled regex trusts its subject to be UTF-8 and reads past the end of a
+     * truncated sequence; the answer is the model's, so repair it first. */
+    g_autofree char *valid = g_utf8_make_valid(text ? text : "", -1);
+    g_auto(GStrv) lines = g_strsplit(valid, "\n", -1);
     for (char **l = lines; *l; l++) parse_line(*l, out);
     return out;
 }

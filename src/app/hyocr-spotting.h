@@ -11,7 +11,7 @@ typedef struct {
 } HyocrSpotLine;
 
 /* Every complete item in the text, in order; an unfinished last item (still
- * streaming) is left out. Never NULL. */
+ * streaming) is left out. Bytes that are not UTF-8 become U+FFFD. Never NULL. */
 GPtrArray *hyocr_spotting_parse(const char *text);
 
 /* [{"text": …, "box": [x1, y1, x2, y2]}, …] */

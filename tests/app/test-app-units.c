@@ -48,6 +48,33 @@ static void test_spotting_parse(void)
     g_assert_cmpint(json_array_get_int_element(json_object_get_array_member(o, "box"), 3), ==, 250);
 }
 
+/* The JIT-compiled regex does not check UTF-8: on a truncated sequence it stepped over the
+ * bytes that followed (reading past the end of a line that ended in one), lost items and
+ * returned text that was not UTF-8 (which GTK and JSON then refuse). */
+static void test_spotting_invalid_utf8(void)
+{
+    static const struct { const char *in; const char *texts[3]; } cases[] = {
+        { "a\xe4" "b(1,2),(3,4)", { "a\xEF\xBF\xBD" "b" } },
+        { "\xff(1,2),(3,4)", { "\xEF\xBF\xBD" } },
+        { "x\xf0\x9f\x98(1,2),(3,4)y(5,6),(7,8)", { "x\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", "y" } },
+        { "\x80\x80(1,2),(3,4)", { "\xEF\xBF\xBD\xEF\xBF\xBD" } },
+        { "ok(1,2),(3,4)\xf4", { "ok" } },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GPtrArray) l = hyocr_spotting_parse(cases[i].in);
+        guint n = 0;
+        while (n < 3 && cases[i].texts[n]) n++;
+        g_assert_cmpuint(l->len, ==, n);
+        for (guint k = 0; k < n; k++) {
+            HyocrSpotLine *s = l->pdata[k];
+            g_assert_true(g_utf8_validate(s->text, -1, NULL));
+            g_assert_cmpstr(s->text, ==, cases[i].texts[k]);
+            g_assert_cmpint(s->x1, ==, 1 + 4 * (int)k);
+            g_assert_cmpint(s->y2, ==, 4 + 4 * (int)k);
+        }
+    }
+}
+
 static void test_json_prettify(void)
 {
     g_autofree char *a = hyocr_json_prettify("```json\n{\"name\": \"Ann\", \"total\": \"€3\"}\n```");
@@ -68,6 +95,10 @@ static void test_fields_parse(void)
     g_assert_cmpstrv(a, want);
     g_auto(GStrv) b = hyocr_fields_parse(" , ;");
     g_assert_cmpuint(g_strv_length(b), ==, 0);
+    /* GRegex returns no split at all for text that is not UTF-8; the loop over it crashed */
+    g_auto(GStrv) c = hyocr_fields_parse("a\xff,b");
+    const char *want_c[] = { "a\xEF\xBF\xBD", "b", NULL };
+    g_assert_cmpstrv(c, want_c);
 }
 
 static void test_presets(void)
@@ -300,6 +331,7 @@ int main(int argc, char **argv)
     app_test_init(&argc, &argv);
     g_test_add_func("/app/units/job-restart", test_job_restart);
     g_test_add_func("/app/units/spotting-parse", test_spotting_parse);
+    g_test_add_func("/app/units/spotting-invalid-utf8", test_spotting_invalid_utf8);
     g_test_add_func("/app/units/json-prettify", test_json_prettify);
     g_test_add_func("/app/units/fields-parse", test_fields_parse);
     g_test_add_func("/app/units/presets", test_presets);
