@@ -579,6 +579,28 @@ static JsonObject *model_of(JsonNode *n)
     return json_object_get_object_member(json_node_get_object(n), "model");
 }
 
+/* A byte without a vocab entry, no unk token, no byte fallback: HF drops the character, so a
+ * word of only such bytes has no ids at all. Caching that empty result copied from the empty
+ * array's NULL data (UBSan: null pointer passed to memcpy). */
+static void test_empty_word(void)
+{
+    g_autoptr(JsonNode) n = make_json(false);
+    JsonObject *vocab = json_object_get_object_member(model_of(n), "vocab");
+    json_object_remove_member(vocab, "z");
+    json_object_set_int_member(vocab, "zzz-unreachable", 'z');   /* keeps the ids dense */
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_tokenizer) tok = load_node(n, &err);
+    g_assert_no_error(err);
+    for (int pass = 0; pass < 2; pass++) {   /* the second pass reads the cache */
+        g_autoptr(GArray) none = encode(tok, "z", -1);
+        g_assert_cmpuint(none->len, ==, 0);
+        g_autoptr(GArray) ids = encode(tok, "zz a", -1);
+        g_assert_cmpuint(ids->len, ==, 2);
+        g_assert_cmpint(g_array_index(ids, int32_t, 0), ==, ' ');
+        g_assert_cmpint(g_array_index(ids, int32_t, 1), ==, 'a');
+    }
+}
+
 static void test_errors(void)
 {
     g_autoptr(GError) err = NULL;
@@ -747,6 +769,7 @@ int main(int argc, char **argv)
     g_test_add_func("/tokenizer/release/spec-examples", test_release_examples);
     g_test_add_func("/tokenizer/bpe/merge-order", test_merge_order);
     g_test_add_func("/tokenizer/bpe/legacy-merges", test_merges_legacy_strings);
+    g_test_add_func("/tokenizer/bpe/empty-word", test_empty_word);
     g_test_add_func("/tokenizer/pretok/digits", test_digits);
     g_test_add_func("/tokenizer/pretok/cjk", test_cjk_runs);
     g_test_add_func("/tokenizer/pretok/whitespace", test_whitespace);

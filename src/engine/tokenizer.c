@@ -1116,7 +1116,7 @@ static void encode_word(const hyocr_tokenizer *tok, const guint8 *w, size_t n, G
     key->data = memcpy(key + 1, w, n);
     int32_t *val = g_new(int32_t, ids->len + 1);
     val[0] = (int32_t)ids->len;
-    memcpy(val + 1, ids->data, ids->len * sizeof(int32_t));
+    if (ids->len) memcpy(val + 1, ids->data, ids->len * sizeof(int32_t));   /* an empty GArray's data is NULL */
     g_mutex_lock(&mut->cache_lock);
     if (g_hash_table_size(tok->cache) >= CACHE_ENTRIES) g_hash_table_remove_all(tok->cache);
     g_hash_table_replace(tok->cache, key, val);
