@@ -336,9 +336,25 @@ static void apply_rest(HyocrJob *self, Taken *t)
     }
 }
 
+static void attach_flush(HyocrJob *self, gint64 wait_us);
+
+/* A timeout attached from the worker thread counts from the main context's
+ * cached clock, which may be a whole poll old: it can fire early. The interval
+ * is kept here, against the clock now. */
+static gboolean flush_too_early(HyocrJob *self)
+{
+    g_mutex_lock(&self->lock);
+    gint64 early = self->pending.last_flush_us ? self->pending.last_flush_us + FLUSH_INTERVAL_US - g_get_monotonic_time()
+                                               : 0;
+    if (early > 0) attach_flush(self, early);
+    g_mutex_unlock(&self->lock);
+    return early > 0;
+}
+
 static gboolean flush_cb(gpointer data)
 {
     HyocrJob *self = data;
+    if (flush_too_early(self)) return G_SOURCE_REMOVE;
     Taken t = { 0 };
     take_pending(self, &t);
     g_object_freeze_notify(G_OBJECT(self));
@@ -358,18 +374,22 @@ static gboolean flush_cb(gpointer data)
 
 /* Called with the lock held. Idle priority lets layout and paint of the frame
  * run first; the delay keeps flushes a frame apart. */
-static void schedule_flush_locked(HyocrJob *self)
+static void attach_flush(HyocrJob *self, gint64 wait_us)
 {
-    Pending *p = &self->pending;
-    if (p->scheduled) return;
-    p->scheduled = TRUE;
-    gint64 wait_us = p->last_flush_us + FLUSH_INTERVAL_US - g_get_monotonic_time();
-    GSource *src = wait_us > 1000 ? g_timeout_source_new((guint)(wait_us / 1000)) : g_idle_source_new();
+    GSource *src = wait_us > 0 ? g_timeout_source_new((guint)((wait_us + 999) / 1000)) : g_idle_source_new();
     g_source_set_priority(src, G_PRIORITY_DEFAULT_IDLE);
     g_source_set_callback(src, flush_cb, g_object_ref(self), g_object_unref);
     g_source_set_static_name(src, "[hyocr] job flush");
     g_source_attach(src, self->main_context);
     g_source_unref(src);
+}
+
+static void schedule_flush_locked(HyocrJob *self)
+{
+    Pending *p = &self->pending;
+    if (p->scheduled) return;
+    p->scheduled = TRUE;
+    attach_flush(self, p->last_flush_us ? p->last_flush_us + FLUSH_INTERVAL_US - g_get_monotonic_time() : 0);
 }
 
 /* ---- worker side ---- */

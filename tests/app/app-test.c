@@ -14,6 +14,8 @@ void app_test_init(int *argc, char ***argv)
     g_autoptr(GError) error = NULL;
     g_assert_true(g_application_register(G_APPLICATION(app), NULL, &error));
     g_assert_no_error(error);
+    /* Transitions end at once: a page shown is a page drawn in the next frame. */
+    g_object_set(gtk_settings_get_default(), "gtk-enable-animations", FALSE, NULL);
 }
 
 HyocrApplication *app_test_app(void)
@@ -72,14 +74,75 @@ gboolean app_test_wait(AppTestCond cond, gpointer data, guint timeout_ms)
     return ok;
 }
 
-static gboolean never(gpointer data)
+void app_test_drain(void)
 {
-    return FALSE;
+    while (g_main_context_iteration(NULL, FALSE)) {}
 }
 
-void app_test_sleep(guint ms)
+static gboolean has_size(gpointer widget)
 {
-    app_test_wait(never, NULL, ms);
+    return gtk_widget_get_mapped(widget) && gtk_widget_get_width(widget) > 0 && gtk_widget_get_height(widget) > 0;
+}
+
+/* The widget's last painted render node, NULL before its first paint. */
+static GskRenderNode *painted_node(GtkWidget *widget)
+{
+    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(widget);
+    GtkSnapshot *snapshot = gtk_snapshot_new();
+    gdk_paintable_snapshot(paintable, snapshot, gtk_widget_get_width(widget), gtk_widget_get_height(widget));
+    return gtk_snapshot_free_to_node(snapshot);
+}
+
+typedef struct {
+    GtkWidget *widget;
+    guint      paints;
+} DrawWait;
+
+static void on_after_paint(GdkFrameClock *clock, DrawWait *w)
+{
+    w->paints++;
+}
+
+/* Frames keep coming while the test waits (a paint of a surface that X has not
+ * mapped yet draws nothing: the next frame does). */
+static gboolean keep_ticking(GtkWidget *widget, GdkFrameClock *clock, gpointer data)
+{
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean drawn(gpointer data)
+{
+    DrawWait *w = data;
+    if (!w->paints) return FALSE;
+    g_autoptr(GskRenderNode) node = painted_node(w->widget);
+    return node != NULL;
+}
+
+void app_test_wait_drawn(GtkWidget *widget)
+{
+    if (!app_test_wait(has_size, widget, APP_TEST_WAIT_MS)) {
+        g_test_fail_printf("%s was not mapped with a size", G_OBJECT_TYPE_NAME(widget));
+        return;
+    }
+    DrawWait w = { widget, 0 };
+    GdkFrameClock *clock = gtk_widget_get_frame_clock(widget);
+    gulong id = g_signal_connect(clock, "after-paint", G_CALLBACK(on_after_paint), &w);
+    guint tick = gtk_widget_add_tick_callback(widget, keep_ticking, NULL, NULL);
+    gtk_widget_queue_draw(widget);
+    if (!app_test_wait(drawn, &w, APP_TEST_WAIT_MS))
+        g_test_fail_printf("%s was not painted (%u frames)", G_OBJECT_TYPE_NAME(widget), w.paints);
+    gtk_widget_remove_tick_callback(widget, tick);
+    g_signal_handler_disconnect(clock, id);
+}
+
+GdkTexture *app_test_render(GtkWidget *widget)
+{
+    g_autoptr(GskRenderNode) node = painted_node(widget);
+    g_assert_nonnull(node);
+    if (!node) return NULL;
+    GskRenderer *renderer = gtk_native_get_renderer(gtk_widget_get_native(widget));
+    graphene_rect_t viewport = GRAPHENE_RECT_INIT(0, 0, gtk_widget_get_width(widget), gtk_widget_get_height(widget));
+    return gsk_renderer_render_texture(renderer, node, &viewport);
 }
 
 static gboolean job_finished(gpointer job)
@@ -113,22 +176,30 @@ HyocrWindow *app_test_window(const char *ckpt, gboolean ready)
     HyocrWindow *win = hyocr_window_new(app);
     gtk_window_present(GTK_WINDOW(win));
     if (ready) {
-        g_assert_true(app_test_wait(worker_settled, win, 30000));
+        g_assert_true(app_test_wait(worker_settled, win, APP_TEST_WAIT_MS));
         g_assert_cmpint(hyocr_worker_get_state(hyocr_window_get_worker(win)), ==, HYOCR_WORKER_READY);
     }
     return win;
 }
 
+static gboolean both_gone(gpointer data)
+{
+    gpointer *pair = data;
+    return !pair[0] && !pair[1];
+}
+
 void app_test_destroy_window(HyocrWindow *win)
 {
-    GObject *worker = G_OBJECT(hyocr_window_get_worker(win));
-    g_object_add_weak_pointer(G_OBJECT(win), (gpointer *)&win);
-    g_object_add_weak_pointer(worker, (gpointer *)&worker);
+    gpointer pair[2] = { win, hyocr_window_get_worker(win) };
+    g_object_add_weak_pointer(G_OBJECT(pair[0]), &pair[0]);
+    g_object_add_weak_pointer(G_OBJECT(pair[1]), &pair[1]);
     gtk_window_destroy(GTK_WINDOW(win));
     /* Jobs released by the worker come back through the main context. */
-    for (int i = 0; i < 50 && (win || worker); i++) app_test_sleep(10);
-    g_assert_null(win);
-    g_assert_null(worker);
+    app_test_wait(both_gone, pair, APP_TEST_WAIT_MS);
+    g_assert_null(pair[0]);
+    g_assert_null(pair[1]);
+    if (pair[0]) g_object_remove_weak_pointer(G_OBJECT(pair[0]), &pair[0]);
+    if (pair[1]) g_object_remove_weak_pointer(G_OBJECT(pair[1]), &pair[1]);
 }
 
 static char *run_cli(const char *const *argv)

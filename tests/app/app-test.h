@@ -17,9 +17,20 @@ HyocrWindow      *app_test_window(const char *ckpt, gboolean ready);
 /* Destroys the window and checks it (and its worker) are finalized. */
 void              app_test_destroy_window(HyocrWindow *win);
 
-/* Iterates the main context until cond holds; FALSE on timeout. */
+/* The bound of every wait: never reached unless something is wrong, only so a
+ * broken test fails with its message instead of hanging. Tests wait for events
+ * and conditions, never for time. */
+#define APP_TEST_WAIT_MS 60000
+
+/* Iterates the main context until cond holds; FALSE when timeout_ms passed first. */
 gboolean          app_test_wait(AppTestCond cond, gpointer data, guint timeout_ms);
-void              app_test_sleep(guint ms);
+/* Dispatches what is ready now (a job's flush, a queued idle) until nothing is. */
+void              app_test_drain(void);
+/* Waits until the widget is mapped with a size and a frame that began after
+ * this call has been painted: what it shows then is what the state says. */
+void              app_test_wait_drawn(GtkWidget *widget);
+/* The widget as last painted (after app_test_wait_drawn), as a texture. */
+GdkTexture       *app_test_render(GtkWidget *widget);
 /* Waits until the job is finished; fails the test on timeout. */
 void              app_test_wait_job(HyocrJob *job, guint timeout_ms);
 HyocrJob         *app_test_job_at(HyocrWindow *win, guint index);   /* borrowed */

@@ -90,34 +90,17 @@ static const char *out_dir(void)
     return dir;
 }
 
-static gboolean frames_passed(gpointer data)
-{
-    return --*(int *)data <= 0;
-}
-
-/* Lets layout, the crossfades and a few frames run before the picture. */
-static void settle(void)
-{
-    int n = 40;
-    app_test_wait(frames_passed, &n, 3000);
-    app_test_sleep(400);
-}
-
 static void save_window(HyocrWindow *win, const char *name)
 {
-    settle();
     GtkWidget *w = GTK_WIDGET(win);
-    int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
-    g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(w);
-    GtkSnapshot *snapshot = gtk_snapshot_new();
-    gdk_paintable_snapshot(paintable, snapshot, width, height);
-    g_autoptr(GskRenderNode) node = gtk_snapshot_free_to_node(snapshot);
-    g_assert_nonnull(node);
-    GskRenderer *renderer = gtk_native_get_renderer(GTK_NATIVE(w));
-    g_autoptr(GdkTexture) tex = gsk_renderer_render_texture(renderer, node, &GRAPHENE_RECT_INIT(0, 0, width, height));
+    app_test_wait_drawn(w);
+    g_autoptr(GdkTexture) tex = app_test_render(w);
+    g_assert_nonnull(tex);
+    if (!tex) return;
     g_autofree char *path = g_build_filename(out_dir(), name, NULL);
     g_assert_true(gdk_texture_save_to_png(tex, path));
-    g_test_message("wrote %s (%d×%d)", path, width, height);
+    int width = gdk_texture_get_width(tex);
+    g_test_message("wrote %s (%d×%d)", path, width, gdk_texture_get_height(tex));
     g_assert_cmpint(width, >=, WIN_W - 50);
     g_autoptr(GdkTexture) back = gdk_texture_new_from_filename(path, NULL);
     g_assert_nonnull(back);
@@ -175,6 +158,12 @@ static const char *const markdown[] = {
     "<tr><td>Toner cartridge, 2 pcs</td>",
 };
 
+static gboolean shows_text(gpointer data)
+{
+    gpointer *d = data;
+    return hyocr_job_get_state(d[0]) == HYOCR_JOB_WRITING && g_str_equal(hyocr_job_get_text(d[0]), d[1]);
+}
+
 static void test_running(void)
 {
     HyocrWindow *win = screenshot_window();
@@ -183,13 +172,19 @@ static void test_running(void)
     if (!real_model()) {
         hyocr_job_post_state(job, HYOCR_JOB_PREPARING);
         hyocr_job_post_state(job, HYOCR_JOB_WRITING);
-        for (gsize i = 0; i < G_N_ELEMENTS(markdown); i++) hyocr_job_post_piece(job, markdown[i], 9 * (int)(i + 1));
+        g_autoptr(GString) all = g_string_new(NULL);
+        for (gsize i = 0; i < G_N_ELEMENTS(markdown); i++) {
+            hyocr_job_post_piece(job, markdown[i], 9 * (int)(i + 1));
+            g_string_append(all, markdown[i]);
+        }
+        gpointer d[2] = { job, all->str };
+        g_assert_true(app_test_wait(shows_text, d, APP_TEST_WAIT_MS));
     }
     save_window(win, "running-job.png");
     g_assert_true(hyocr_job_is_active(job) || real_model());
     hyocr_job_cancel(job);
     if (!real_model()) hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, "");
-    app_test_wait_job(job, 10000);
+    app_test_wait_job(job, APP_TEST_WAIT_MS);
     app_test_destroy_window(win);
     g_object_unref(page.texture);
     g_string_free(page.spotting, TRUE);
@@ -207,7 +202,6 @@ static void test_spotting(void)
     }
     app_test_wait_job(job, 120000);
     HyocrResultView *view = hyocr_window_get_result_view(win);
-    app_test_sleep(100);
     HyocrImageView *iv = hyocr_result_view_get_image_view(view);
     g_assert_cmpuint(hyocr_image_view_get_n_boxes(iv), ==, real_model() ? hyocr_image_view_get_n_boxes(iv) : G_N_ELEMENTS(page_lines));
     hyocr_image_view_set_highlight(iv, 4);   /* as when the pointer rests on the fifth line */

@@ -314,22 +314,68 @@ static void test_job_restart(void)
     hyocr_job_post_piece(job, "first ", 1);
     hyocr_job_post_piece(job, "try", 2);
     text_wait w = { job, "first try" };
-    g_assert_true(app_test_wait(job_text_is, &w, 2000));
+    g_assert_true(app_test_wait(job_text_is, &w, APP_TEST_WAIT_MS));
     hyocr_job_post_restart(job);
     hyocr_job_post_piece(job, "again", 1);
     w.want = "again";
-    g_assert_true(app_test_wait(job_text_is, &w, 2000));
+    g_assert_true(app_test_wait(job_text_is, &w, APP_TEST_WAIT_MS));
     g_assert_cmpint(hyocr_job_get_n_tokens(job), ==, 1);
     hyocr_job_post_restart(job);
     w.want = "";
-    g_assert_true(app_test_wait(job_text_is, &w, 2000));
+    g_assert_true(app_test_wait(job_text_is, &w, APP_TEST_WAIT_MS));
     g_assert_cmpint(hyocr_job_get_n_tokens(job), ==, 0);
+}
+
+typedef struct {
+    gint64 loop_time[2];   /* the main context's clock when the flush was dispatched: no later than the flush */
+    gint64 wall[2];        /* the clock in the flush: no earlier */
+    guint  n;
+} FlushTimes;
+
+static void on_flush(HyocrJob *job, GParamSpec *pspec, FlushTimes *t)
+{
+    if (t->n >= 2) return;
+    t->loop_time[t->n] = g_source_get_time(g_main_current_source());
+    t->wall[t->n] = g_get_monotonic_time();
+    t->n++;
+}
+
+/* Pieces posted between two flushes reach the main context as one update, and
+ * flushes keep a frame (16 ms) apart even when the worker posts right after one. */
+static void test_job_coalesce(void)
+{
+    g_autoptr(HyocrJobOptions) opts = hyocr_job_options_new_from_settings(app_test_settings(), NULL);
+    g_autoptr(GFile) file = g_file_new_for_path("/nonexistent/page.png");
+    g_autoptr(HyocrJob) job = hyocr_job_new_for_file(file, opts);
+    FlushTimes t = { 0 };
+    g_signal_connect(job, "notify::n-updates", G_CALLBACK(on_flush), &t);
+    g_autoptr(GString) want = g_string_new(NULL);
+    for (int i = 1; i <= 1000; i++) {
+        g_autofree char *piece = g_strdup_printf("%d ", i);
+        hyocr_job_post_piece(job, piece, i);
+        g_string_append(want, piece);
+    }
+    text_wait w = { job, want->str };
+    g_assert_true(app_test_wait(job_text_is, &w, APP_TEST_WAIT_MS));
+    g_assert_cmpuint(hyocr_job_get_n_updates(job), ==, 1);
+    g_assert_cmpint(hyocr_job_get_n_tokens(job), ==, 1000);
+
+    hyocr_job_post_piece(job, "more", 1001);
+    g_string_append(want, "more");
+    w.want = want->str;
+    g_assert_true(app_test_wait(job_text_is, &w, APP_TEST_WAIT_MS));
+    g_assert_cmpuint(hyocr_job_get_n_updates(job), ==, 2);
+    g_assert_cmpuint(t.n, ==, 2);
+    /* The measured span can only be longer than the real one (a busy machine
+     * stretches it), so this fails only when a flush came early. */
+    g_assert_cmpint(t.wall[1] - t.loop_time[0], >=, 16000);
 }
 
 int main(int argc, char **argv)
 {
     app_test_init(&argc, &argv);
     g_test_add_func("/app/units/job-restart", test_job_restart);
+    g_test_add_func("/app/units/job-coalesce", test_job_coalesce);
     g_test_add_func("/app/units/spotting-parse", test_spotting_parse);
     g_test_add_func("/app/units/spotting-invalid-utf8", test_spotting_invalid_utf8);
     g_test_add_func("/app/units/json-prettify", test_json_prettify);
