@@ -538,6 +538,7 @@ static void expect_failure(const char *repo, hyocr_model_version v, const char *
     for (int i = 0; words[i]; i++) {
         if (!strstr(err->message, words[i])) g_error("\"%s\" not in: %s", words[i], err->message);
     }
+    g_assert_null(strstr(err->message, "--"));   /* the front ends name their own options */
     g_assert_cmpint(hyocr_download_get_failure(dl)->kind, ==, kind);
     g_assert_cmpint(hyocr_download_get_failure(dl)->http_status, ==, status);
     g_assert_false(g_file_test(dest, G_FILE_TEST_EXISTS));
@@ -549,13 +550,13 @@ static void test_not_found(void)
     if (!need_server()) return;
     /* a revision the repository does not have: nothing is written anywhere */
     expect_failure(MAIN_REPO, HYOCR_MODEL_VERSION_1_5, "v9.9", HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, 404,
-                   (const char *const[]){ "v9.9", "revision does not exist", "404", "--revision", NULL });
+                   (const char *const[]){ "v9.9", "revision does not exist", "404", NULL });
     /* a listed file the server does not have */
     expect_failure("test/missing", HYOCR_MODEL_VERSION_1_5, NULL, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, 404,
                    (const char *const[]){ "tokenizer.json", "404", "EntryNotFound", NULL });
     /* --version 1.0 on a repository whose v1.0 folder is empty */
     expect_failure("test/corrupt", HYOCR_MODEL_VERSION_1_0, NULL, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, 0,
-                   (const char *const[]){ "no config.json in v1.0/", "--version (1.0)", NULL });
+                   (const char *const[]){ "no config.json in v1.0/", "version 1.0", NULL });
 }
 
 static void test_access_and_rate_limit(void)
@@ -808,6 +809,11 @@ static void test_models(void)
     g_assert_cmpint(e15->size, ==, total_size(srv.nested));
     g_assert_cmpstr(em->name, ==, "manual");
     g_assert_cmpint(em->state, ==, HYOCR_MODEL_STATE_UNMANAGED);
+    /* where a version goes, and the free space of a folder not made yet (its parent's) */
+    g_autofree char *dest10 = hyocr_models_dest(root, HYOCR_MODEL_VERSION_1_0);
+    g_assert_cmpstr(dest10, ==, m10);
+    g_autofree char *unborn = g_build_filename(root, "not", "yet", NULL);
+    g_assert_cmpint(hyocr_models_free_space(unborn), >, 0);   /* -1 when it found no file system */
 
     /* a silent bit flip: only --verify sees it, and names the file */
     g_autofree char *weights = g_build_filename(m15, "model.safetensors", NULL);
@@ -873,7 +879,7 @@ static void test_bad_params(void)
     g_assert_false(hyocr_download_run(dl2, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_IO);
     g_assert_nonnull(strstr(err->message, "could not reach 127.0.0.1"));
-    g_assert_nonnull(strstr(err->message, "--endpoint"));
+    g_assert_null(strstr(err->message, "--"));   /* the mirror option is the front end's to name */
     g_assert_cmpint(hyocr_download_get_failure(dl2)->kind, ==, HYOCR_DOWNLOAD_FAILURE_NETWORK);
     hyocr_test_rmdir(root);
 }
@@ -934,11 +940,23 @@ static void test_cli(void)
     g_assert_nonnull(strstr(out, "model-00002-of-00002.safetensors"));
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&errout, g_free);
+    /* a file changed after verification: the listing says so, and how to know more */
+    g_autofree char *cfg = g_build_filename(dest, "config.json", NULL);
+    FILE *fp = fopen(cfg, "ab");
+    fputc(' ', fp);
+    fclose(fp);
+    g_assert_cmpint(run_cli(env, (const char *const[]){ "models", NULL }, &out, &errout), ==, 0);
+    g_assert_nonnull(strstr(out, "changed since verification"));
+    g_assert_nonnull(strstr(out, "hyocr models --verify"));
+    g_clear_pointer(&out, g_free);
+    g_clear_pointer(&errout, g_free);
 
     g_autofree char *other = g_build_filename(root, "other", NULL);
     g_assert_cmpint(run_cli(env, (const char *const[]){ "download", "--revision", "nope", other, NULL }, &out,
                             &errout), ==, 1);
     g_assert_nonnull(strstr(errout, "revision does not exist"));
+    /* the command words what to do with its own options */
+    g_assert_nonnull(strstr(errout, "check --revision (“nope”) and --version (1.5)"));
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&errout, g_free);
     g_assert_cmpint(run_cli(env, (const char *const[]){ "download", "--version", "2.0", NULL }, &out, &errout), ==, 2);

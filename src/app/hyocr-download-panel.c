@@ -63,7 +63,6 @@ struct _HyocrDownloadPanel {
     DownloadShare  *share;             /* the download in flight */
     double          fraction;
     char           *status;
-    guint           n_progress_updates;
 };
 
 G_DEFINE_FINAL_TYPE(HyocrDownloadPanel, hyocr_download_panel, GTK_TYPE_WIDGET)
@@ -93,8 +92,8 @@ static void share_unref(gpointer s) { g_atomic_rc_box_release_full(s, share_clea
 
 static char *endpoint_host(const char *endpoint)
 {
-    g_autoptr(GUri) uri = endpoint ? g_uri_parse(endpoint, G_URI_FLAGS_NONE, NULL) : NULL;
-    return g_strdup(uri && g_uri_get_host(uri) ? g_uri_get_host(uri) : endpoint ? endpoint : "?");
+    char *host = hyocr_download_endpoint_host(endpoint);
+    return host ? host : g_strdup(endpoint ? endpoint : "?");
 }
 
 char *hyocr_download_failure_title(const hyocr_download_failure *f)
@@ -318,30 +317,12 @@ static void show_failure(HyocrDownloadPanel *self, const hyocr_download_failure 
 
 static void update_dest(HyocrDownloadPanel *self)
 {
-    g_autofree char *parent = self->dest_parent ? g_strdup(self->dest_parent) : hyocr_models_dir();
-    g_autofree char *name = g_strconcat("HunyuanOCR-", version_name(current_version(self)), NULL);
     g_free(self->dest);
-    self->dest = g_build_filename(parent, name, NULL);
+    self->dest = hyocr_models_dest(self->dest_parent, current_version(self));
     adw_action_row_set_subtitle(self->dest_row, self->dest);
 }
 
 /* ---- size and free space (plan) ---- */
-
-static int64_t free_space_near(const char *path)
-{
-    g_autofree char *p = g_strdup(path);
-    while (!g_file_test(p, G_FILE_TEST_IS_DIR)) {
-        char *parent = g_path_get_dirname(p);
-        gboolean top = g_str_equal(parent, p);
-        g_free(p);
-        p = parent;
-        if (top) break;
-    }
-    g_autoptr(GFile) file = g_file_new_for_path(p);
-    g_autoptr(GFileInfo) info = g_file_query_filesystem_info(file, G_FILE_ATTRIBUTE_FILESYSTEM_FREE, NULL, NULL);
-    if (!info || !g_file_info_has_attribute(info, G_FILE_ATTRIBUTE_FILESYSTEM_FREE)) return -1;
-    return (int64_t)g_file_info_get_attribute_uint64(info, G_FILE_ATTRIBUTE_FILESYSTEM_FREE);
-}
 
 typedef struct {
     char                  *endpoint, *dest;
@@ -365,7 +346,7 @@ static void plan_job_free(gpointer data)
 static void plan_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
 {
     PlanJob *j = data;
-    j->free = free_space_near(j->dest);
+    j->free = hyocr_models_free_space(j->dest);
     if (!j->ask_server) {
         g_task_return_boolean(task, TRUE);
         return;
@@ -471,7 +452,11 @@ static void cancel_plan(HyocrDownloadPanel *self)
     g_clear_object(&self->plan_cancellable);
 }
 
-static gboolean valid_endpoint(const char *text);
+static gboolean valid_endpoint(const char *text)
+{
+    g_autofree char *host = hyocr_download_endpoint_host(text);
+    return host != NULL;
+}
 
 static void show_bad_endpoint(HyocrDownloadPanel *self)
 {
@@ -533,7 +518,6 @@ static void replan(HyocrDownloadPanel *self)
 
 static void show_progress(HyocrDownloadPanel *self, const hyocr_download_progress *p)
 {
-    self->n_progress_updates++;
     double fraction = p->total > 0 ? CLAMP((double)p->done / (double)p->total, 0.0, 1.0) : 0.0;
     set_fraction(self, fraction);
     g_autofree char *phase = phase_text(p);
@@ -843,25 +827,11 @@ static void on_dest_clicked(GtkButton *button, HyocrDownloadPanel *self)
 
 /* ---- server ---- */
 
-static const char *default_endpoint(void)
-{
-    const char *env = g_getenv("HF_ENDPOINT");
-    return env && *env ? env : HYOCR_DOWNLOAD_DEFAULT_ENDPOINT;
-}
-
-static gboolean valid_endpoint(const char *text)
-{
-    g_autoptr(GUri) uri = g_uri_parse(text, G_URI_FLAGS_NONE, NULL);
-    const char *scheme = uri ? g_uri_get_scheme(uri) : NULL;
-    return scheme && (!g_ascii_strcasecmp(scheme, "http") || !g_ascii_strcasecmp(scheme, "https")) &&
-           g_uri_get_host(uri) && *g_uri_get_host(uri);
-}
-
 static void load_endpoint(HyocrDownloadPanel *self)
 {
     g_autofree char *saved = self->settings ? g_settings_get_string(self->settings, "download-endpoint") : NULL;
     g_free(self->endpoint);
-    self->endpoint = g_strdup(saved && *saved ? saved : default_endpoint());
+    self->endpoint = g_strdup(saved && *saved ? saved : hyocr_download_default_endpoint());
     gtk_editable_set_text(GTK_EDITABLE(self->endpoint_row), self->endpoint);
 }
 
@@ -876,7 +846,7 @@ static void on_endpoint_apply(AdwEntryRow *row, HyocrDownloadPanel *self)
     }
     gtk_widget_remove_css_class(GTK_WIDGET(row), "error");
     if (self->settings) {
-        if (!*text || !g_strcmp0(text, default_endpoint())) g_settings_reset(self->settings, "download-endpoint");
+        if (!*text || !g_strcmp0(text, hyocr_download_default_endpoint())) g_settings_reset(self->settings, "download-endpoint");
         else g_settings_set_string(self->settings, "download-endpoint", text);
     }
     load_endpoint(self);
@@ -945,7 +915,6 @@ const char *hyocr_download_panel_get_progress_text(HyocrDownloadPanel *self) { r
 const char *hyocr_download_panel_get_error_title(HyocrDownloadPanel *self) { return gtk_label_get_text(self->error_title); }
 const char *hyocr_download_panel_get_error_body(HyocrDownloadPanel *self) { return gtk_label_get_text(self->error_body); }
 const char *hyocr_download_panel_get_error_details(HyocrDownloadPanel *self) { return gtk_label_get_text(self->error_details); }
-guint hyocr_download_panel_get_n_progress_updates(HyocrDownloadPanel *self) { return self->n_progress_updates; }
 
 /* ---- GObject ---- */
 

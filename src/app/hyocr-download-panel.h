@@ -59,10 +59,9 @@ const char *hyocr_download_panel_get_progress_text(HyocrDownloadPanel *self);
 const char *hyocr_download_panel_get_error_title(HyocrDownloadPanel *self);   /* "" when none shown */
 const char *hyocr_download_panel_get_error_body(HyocrDownloadPanel *self);
 const char *hyocr_download_panel_get_error_details(HyocrDownloadPanel *self);
-guint       hyocr_download_panel_get_n_progress_updates(HyocrDownloadPanel *self);
 
-/* A failed download in words for people, by kind (never the engine's message, which
- * speaks of command-line options): a title and what to do. endpoint, version ("1.5")
+/* A failed download in words for people, by kind (the engine's message says what
+ * failed, not what to do here): a title and what to do. endpoint, version ("1.5")
  * and dest fill in the details. */
 char       *hyocr_download_failure_title(const hyocr_download_failure *f);
 char       *hyocr_download_failure_advice(const hyocr_download_failure *f, const char *endpoint,

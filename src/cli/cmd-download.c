@@ -146,6 +146,31 @@ static gboolean on_signal(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+/* What to do, in this command's options, about the failures whose remedy is one
+ * (the downloader says what failed; see download.h). */
+static char *failure_hint(const hyocr_download_failure *f, const char *revision, const char *version)
+{
+    switch (f->kind) {
+    case HYOCR_DOWNLOAD_FAILURE_NETWORK:
+        return g_strdup(_("check your connection, or use --endpoint with a mirror"));
+    case HYOCR_DOWNLOAD_FAILURE_NOT_FOUND:
+        return g_strdup_printf(_("check --revision (“%s”) and --version (%s), or the mirror given with --endpoint"),
+                               revision ? revision : "main", version);
+    case HYOCR_DOWNLOAD_FAILURE_SERVER:
+        return g_strdup(_("try again later, or use another --endpoint"));
+    default:
+        return NULL;
+    }
+}
+
+static void print_failure(hyocr_download *dl, const GError *error, const char *revision, const char *version)
+{
+    g_autofree char *hint = failure_hint(hyocr_download_get_failure(dl), revision, version);
+    const char *msg = error ? error->message : _("download failed");
+    if (hint) g_printerr("hyocr: %s — %s\n", msg, hint);
+    else g_printerr("hyocr: %s\n", msg);
+}
+
 static int download_usage(GOptionContext *ctx, const char *msg)
 {
     g_printerr("hyocr: %s\n\n", msg);
@@ -196,7 +221,7 @@ int hyocr_cmd_download(int argc, char **argv)
     if (plan_only) {
         const hyocr_download_summary *s = hyocr_download_plan(dl, &error);
         if (!s) {
-            g_printerr("hyocr: %s\n", error->message);
+            print_failure(dl, error, revision, vname);
             return 1;
         }
         print_plan(s, vname);
@@ -217,7 +242,7 @@ int hyocr_cmd_download(int argc, char **argv)
     g_source_remove(sigterm);
     g_main_loop_unref(job.loop);
     if (!job.ok) {
-        g_printerr("hyocr: %s\n", job.error ? job.error->message : _("download failed"));
+        print_failure(dl, job.error, revision, vname);
         gboolean cancelled = g_error_matches(job.error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
         g_clear_error(&job.error);
         return cancelled ? 130 : 1;
@@ -249,6 +274,8 @@ static void print_entry(const hyocr_model_entry *e)
     if (e->revision) g_print("  %s @ %.12s", e->revision, e->commit ? e->commit : "?");
     g_print("\n    %s\n", e->dir);
     if (e->problem && e->state != HYOCR_MODEL_STATE_VERIFIED) g_print("    %s\n", e->problem);
+    if (e->state == HYOCR_MODEL_STATE_CHANGED && !e->rehashed)
+        g_print("%s\n", _("    hyocr models --verify rehashes the files to tell whether they are intact"));
     if (e->partial_bytes > 0 && e->state != HYOCR_MODEL_STATE_INCOMPLETE) {
         g_autofree char *pb = g_format_size((guint64)e->partial_bytes);
         g_print(_("    an unfinished update (%s) waits in %s.partial — run the download again to resume\n"), pb, e->dir);

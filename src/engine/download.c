@@ -1,4 +1,4 @@
-/* hyocr — checkpoint downloader on libsoup 3 (sync API, one session per plan/run call so
+/* hyocr — the Hub client (download.h) on libsoup 3 (sync API, one session per plan/run call so
  * the session lives on the calling thread, as libsoup requires).
  *
  * Hub protocol (huggingface_hub's hf_api.py / file_download.py):
@@ -31,7 +31,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define STATE_FILE     ".hyocr-partial.json"
 #define INCOMPLETE     ".incomplete"
 #define BUF_SIZE       (256 * 1024)
 #define MAX_JSON_BYTES (64 * 1024 * 1024)
@@ -139,31 +138,40 @@ void hyocr_download_params_init(hyocr_download_params *p)
     p->progress_interval = 0.1;
 }
 
-char *hyocr_models_dir(void)
+const char *hyocr_download_default_endpoint(void)
 {
-    return g_build_filename(g_get_user_data_dir(), "hyocr", "models", NULL);
+    const char *env = g_getenv("HF_ENDPOINT");
+    return env && *env ? env : HYOCR_DOWNLOAD_DEFAULT_ENDPOINT;
 }
 
-char *hyocr_download_default_dest(hyocr_model_version version)
+/* Spaces and trailing slashes are no part of the address. */
+static char *trim_endpoint(const char *in)
 {
-    g_autofree char *root = hyocr_models_dir();
-    return g_build_filename(root, version == HYOCR_MODEL_VERSION_1_0 ? "HunyuanOCR-1.0" : "HunyuanOCR-1.5", NULL);
+    char *e = g_strstrip(g_strdup(in));
+    while (*e && e[strlen(e) - 1] == '/') e[strlen(e) - 1] = '\0';
+    return e;
+}
+
+char *hyocr_download_endpoint_host(const char *endpoint)
+{
+    g_autofree char *e = endpoint ? trim_endpoint(endpoint) : NULL;
+    g_autoptr(GUri) uri = e ? g_uri_parse(e, G_URI_FLAGS_NONE, NULL) : NULL;
+    const char *scheme = uri ? g_uri_get_scheme(uri) : NULL;
+    if (!scheme || (g_ascii_strcasecmp(scheme, "http") && g_ascii_strcasecmp(scheme, "https")) ||
+        !g_uri_get_host(uri) || !*g_uri_get_host(uri))
+        return NULL;
+    return g_strdup(g_uri_get_host(uri));
 }
 
 static char *normalize_endpoint(const char *in, char **host, GError **error)
 {
-    g_autofree char *e = g_strstrip(g_strdup(in));
-    while (*e && e[strlen(e) - 1] == '/') e[strlen(e) - 1] = '\0';
-    g_autoptr(GUri) uri = g_uri_parse(e, G_URI_FLAGS_NONE, NULL);
-    const char *scheme = uri ? g_uri_get_scheme(uri) : NULL;
-    if (!uri || !scheme || (g_ascii_strcasecmp(scheme, "http") && g_ascii_strcasecmp(scheme, "https")) ||
-        !g_uri_get_host(uri) || !*g_uri_get_host(uri)) {
+    *host = hyocr_download_endpoint_host(in);
+    if (!*host) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "endpoint \"%s\" is not an http(s) URL (example: %s)", in, HYOCR_DOWNLOAD_DEFAULT_ENDPOINT);
+                    _("endpoint “%s” is not an http(s) URL (example: %s)"), in, HYOCR_DOWNLOAD_DEFAULT_ENDPOINT);
         return NULL;
     }
-    *host = g_strdup(g_uri_get_host(uri));
-    return g_steal_pointer(&e);
+    return trim_endpoint(in);
 }
 
 static gboolean valid_repo(const char *repo)
@@ -184,20 +192,18 @@ static gboolean set_text(char **dst, const char *value, const char *fallback)
 hyocr_download *hyocr_download_new(const hyocr_download_params *p, GError **error)
 {
     g_autoptr(hyocr_download) dl = g_new0(hyocr_download, 1);
-    const char *env_endpoint = g_getenv("HF_ENDPOINT");
-    const char *endpoint = p->endpoint && *p->endpoint ? p->endpoint
-                         : env_endpoint && *env_endpoint ? env_endpoint : HYOCR_DOWNLOAD_DEFAULT_ENDPOINT;
+    const char *endpoint = p->endpoint && *p->endpoint ? p->endpoint : hyocr_download_default_endpoint();
     dl->endpoint = normalize_endpoint(endpoint, &dl->host, error);
     if (!dl->endpoint) return NULL;
     set_text(&dl->repo, p->repo, HYOCR_DOWNLOAD_DEFAULT_REPO);
     if (!valid_repo(dl->repo)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "repository \"%s\" is not of the form owner/name", dl->repo);
+                    _("repository “%s” is not of the form owner/name"), dl->repo);
         return NULL;
     }
     set_text(&dl->revision, p->revision, "main");
     if (p->version != HYOCR_MODEL_VERSION_1_0 && p->version != HYOCR_MODEL_VERSION_1_5) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "unknown model version %d", (int)p->version);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("unknown model version %d"), (int)p->version);
         return NULL;
     }
     dl->version_name = g_strdup(p->version == HYOCR_MODEL_VERSION_1_0 ? "1.0" : "1.5");
@@ -207,13 +213,13 @@ hyocr_download *hyocr_download_new(const hyocr_download_params *p, GError **erro
         dl->subfolder[strlen(dl->subfolder) - 1] = '\0';
     if (dl->subfolder[0] == '/' || strstr(dl->subfolder, "..")) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "subfolder \"%s\" must be a relative path inside the repository", dl->subfolder);
+                    _("subfolder “%s” must be a relative path inside the repository"), dl->subfolder);
         return NULL;
     }
     dl->dest_dir = p->dest_dir && *p->dest_dir ? g_canonicalize_filename(p->dest_dir, NULL)
-                                               : hyocr_download_default_dest(p->version);
+                                               : hyocr_models_dest(NULL, p->version);
     if (!strcmp(dl->dest_dir, "/")) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "the model folder cannot be /");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("the model folder cannot be /"));
         return NULL;
     }
     dl->partial_dir = g_strconcat(dl->dest_dir, ".partial", NULL);
@@ -341,12 +347,12 @@ static net_result net_error(hyocr_download *dl, const GError *err, const char *u
     dl->failure.http_status = 0;
     if (err->domain == G_TLS_ERROR) {
         failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NETWORK, what,
-              "secure connection to %s failed while fetching %s: %s — check the system clock and any proxy, "
-              "or use --endpoint with a mirror", host, what, err->message);
+              _("secure connection to %s failed while fetching %s: %s — check the system clock and any proxy"),
+              host, what, err->message);
         return NET_FAIL;
     }
     failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NETWORK, what,
-          _("could not reach %s (fetching %s): %s — check your connection or use --endpoint with a mirror"),
+          _("could not reach %s (fetching %s): %s"),
           host, what, err->message);
     /* A name that does not resolve will not resolve in a second either. */
     return err->domain == G_RESOLVER_ERROR ? NET_FAIL : NET_RETRY;
@@ -373,39 +379,38 @@ static net_result http_status_error(hyocr_download *dl, SoupMessage *msg, const 
     const char *code = soup_message_headers_get_one(h, "X-Error-Code");
     const char *emsg = soup_message_headers_get_one(h, "X-Error-Message");
     g_autofree char *host = uri_host(url);
-    g_autofree char *detail = g_strdup_printf("HTTP %u %s from %s%s%s%s", st, soup_message_get_reason_phrase(msg), host,
-                                              code || emsg ? " (" : "", code ? code : emsg ? emsg : "",
+    /* Translators: HTTP status code, reason, host, then the server's error code in parentheses, if any */
+    g_autofree char *detail = g_strdup_printf(_("HTTP %u %s from %s%s%s%s"), st, soup_message_get_reason_phrase(msg),
+                                              host, code || emsg ? " (" : "", code ? code : emsg ? emsg : "",
                                               code || emsg ? ")" : "");
     dl->failure.http_status = (int)st;
     if (st == 401 || st == 403 || (code && !strcmp(code, "GatedRepo"))) {
         failf(dl, error, HYOCR_DOWNLOAD_FAILURE_ACCESS, what,
-              "access to %s denied: %s — %s may be gated: accept Tencent's licence on its model page and set "
-              "HF_TOKEN to a token of that account (the licence does not apply in the EU, the UK or South Korea)",
+              _("access to %s denied: %s — %s may be gated: accept Tencent's licence on its model page and set "
+                "HF_TOKEN to a token of that account (the licence does not apply in the EU, the UK or South Korea)"),
               what, detail, dl->repo);
         return NET_FAIL;
     }
     if (st == 404) {
-        const char *why = !code ? "not found"
+        const char *why = !code ? _("not found")
                         : !strcmp(code, "RevisionNotFound") ? _("that revision does not exist")
-                        : !strcmp(code, "RepoNotFound") ? "that repository does not exist"
+                        : !strcmp(code, "RepoNotFound") ? _("that repository does not exist")
                         : !strcmp(code, "EntryNotFound") ? _("that file is not in this revision") : _("not found");
         failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, what,
-              _("%s: %s, %s — check --revision (\"%s\") and --version (%s), or the mirror given with --endpoint"),
-              what, why, detail, dl->revision, dl->version_name);
+              _("%s: %s, %s"), what, why, detail);
         return NET_FAIL;
     }
     if (st == 429) {
         *retry_after = parse_retry_after(h);
         dl->failure.retry_after = *retry_after;
-        g_autofree char *wait = *retry_after > 0 ? g_strdup_printf("; the server asks to wait %.0f s", *retry_after)
+        g_autofree char *wait = *retry_after > 0 ? g_strdup_printf(_("; the server asks to wait %.0f s"), *retry_after)
                                                  : g_strdup("");
         failf(dl, error, HYOCR_DOWNLOAD_FAILURE_RATE_LIMITED, what,
               _("rate limited while fetching %s: %s%s — wait and run the download again (it resumes)"), what, detail,
               wait);
         return NET_RETRY;
     }
-    failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, what, "fetching %s failed: %s — try again later or use another "
-          "--endpoint", what, detail);
+    failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, what, _("fetching %s failed: %s"), what, detail);
     return st >= 500 ? NET_RETRY : NET_FAIL;
 }
 
@@ -426,7 +431,7 @@ static net_result http_open(hyocr_download *dl, const char *url, int64_t from, c
     for (int hop = 0; hop <= MAX_REDIRECTS; hop++) {
         g_autoptr(SoupMessage) msg = soup_message_new("GET", cur);
         if (!msg) {
-            failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, what, "cannot fetch %s: bad URL %s", what, cur);
+            failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, what, _("cannot fetch %s: bad URL %s"), what, cur);
             return NET_FAIL;
         }
         soup_message_set_flags(msg, SOUP_MESSAGE_NO_REDIRECT);
@@ -447,8 +452,8 @@ static net_result http_open(hyocr_download *dl, const char *url, int64_t from, c
             g_object_unref(in);
             g_autofree char *next = loc ? g_uri_resolve_relative(cur, loc, G_URI_FLAGS_NONE, NULL) : NULL;
             if (!next) {
-                failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, what, "fetching %s: redirect without a usable "
-                      "Location from %s", what, cur);
+                failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, what,
+                      _("fetching %s: redirect without a usable Location from %s"), what, cur);
                 return NET_FAIL;
             }
             g_free(cur);
@@ -464,7 +469,8 @@ static net_result http_open(hyocr_download *dl, const char *url, int64_t from, c
         g_object_unref(in);
         return http_status_error(dl, msg, cur, what, retry_after, error);
     }
-    failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, what, "fetching %s: more than %d redirects", what, MAX_REDIRECTS);
+    failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, what, _("fetching %s: more than %d redirects"), what,
+          MAX_REDIRECTS);
     return NET_FAIL;
 }
 
@@ -488,7 +494,8 @@ static gboolean retry_wait(hyocr_download *dl, int attempt, double retry_after, 
         return FALSE;
     }
     double delay = retry_after > 0 ? retry_after : MIN(dl->retry_delay * (double)(1 << MIN(attempt, 16)), dl->max_wait);
-    g_autofree char *msg = g_strdup_printf("%s; retrying in %.0f s (%d of %d)", (*why)->message, ceil(delay),
+    /* Translators: the reason, then seconds to wait, the attempt and the attempts allowed */
+    g_autofree char *msg = g_strdup_printf(_("%s; retrying in %.0f s (%d of %d)"), (*why)->message, ceil(delay),
                                            attempt + 1, dl->max_retries);
     g_clear_error(why);
     emit(dl, HYOCR_DOWNLOAD_PHASE_WAITING, index, msg);
@@ -507,7 +514,7 @@ static GBytes *read_all(GInputStream *in, hyocr_download *dl, GError **error)
         if (n < 0) return NULL;
         if (n == 0) break;
         if (buf->len + (gsize)n > MAX_JSON_BYTES) {
-            g_set_error(error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE, "answer larger than %d MiB",
+            g_set_error(error, G_IO_ERROR, G_IO_ERROR_MESSAGE_TOO_LARGE, _("answer larger than %d MiB"),
                         MAX_JSON_BYTES >> 20);
             return NULL;
         }
@@ -526,7 +533,7 @@ static GBytes *http_get_all(hyocr_download *dl, const char *url, const char *wha
         double ra = 0;
         net_result r = http_open(dl, url, 0, what, &msg, &body, &ra, &why);
         if (r == NET_OK && soup_message_get_status(msg) != SOUP_STATUS_OK) {
-            failf(dl, &why, HYOCR_DOWNLOAD_FAILURE_SERVER, what, "fetching %s: unexpected HTTP %u",
+            failf(dl, &why, HYOCR_DOWNLOAD_FAILURE_SERVER, what, _("fetching %s: unexpected HTTP %u"),
                   what, soup_message_get_status(msg));
             r = NET_FAIL;
         }
@@ -568,7 +575,7 @@ static JsonNode *http_get_json(hyocr_download *dl, const char *url, const char *
     g_autoptr(GError) perr = NULL;
     JsonNode *root = hyocr_json_parse(data, len, HYOCR_JSON_MAX_DEPTH, NULL, &perr);
     if (!root)
-        fail_parse(dl, error, "%s from %s is not valid JSON (%s) — is %s a Hugging Face endpoint or mirror?",
+        fail_parse(dl, error, _("%s from %s is not valid JSON (%s) — is %s a Hugging Face endpoint or mirror?"),
                    what, url, perr->message, dl->endpoint);
     return root;
 }
@@ -636,18 +643,6 @@ static void add_candidate(hyocr_download *dl, const char *path, int64_t size, co
     g_array_append_val(dl->extra, x);
 }
 
-static const char *obj_str(JsonObject *o, const char *key)
-{
-    JsonNode *n = o ? json_object_get_member(o, key) : NULL;
-    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING ? json_node_get_string(n) : NULL;
-}
-
-static int64_t obj_int(JsonObject *o, const char *key)
-{
-    JsonNode *n = o ? json_object_get_member(o, key) : NULL;
-    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64 ? json_node_get_int(n) : -1;
-}
-
 static JsonObject *obj_obj(JsonObject *o, const char *key)
 {
     JsonNode *n = o ? json_object_get_member(o, key) : NULL;
@@ -662,12 +657,12 @@ static gboolean take_siblings(hyocr_download *dl, JsonArray *siblings)
     for (guint i = 0; i < json_array_get_length(siblings); i++) {
         JsonNode *n = json_array_get_element(siblings, i);
         JsonObject *s = JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
-        const char *path = obj_str(s, "rfilename");
+        const char *path = hyocr_json_str(s, "rfilename");
         if (!path || !selected_name(dl, path)) continue;
         JsonObject *lfs = obj_obj(s, "lfs");
-        int64_t size = obj_int(s, "size");
-        if (size < 0 && lfs) size = obj_int(lfs, "size");
-        const char *sha = lfs ? obj_str(lfs, "sha256") : NULL, *oid = obj_str(s, "blobId");
+        int64_t size = hyocr_json_int(s, "size");
+        if (size < 0 && lfs) size = hyocr_json_int(lfs, "size");
+        const char *sha = lfs ? hyocr_json_str(lfs, "sha256") : NULL, *oid = hyocr_json_str(s, "blobId");
         complete = complete && size >= 0 && (sha || oid);
         add_candidate(dl, path, size, sha, oid);
     }
@@ -679,7 +674,7 @@ static gboolean fetch_tree(hyocr_download *dl, GError **error)
     g_autofree char *rev = esc_segment(dl->commit), *folder = esc_path(dl->subfolder);
     g_autofree char *url = g_strdup_printf("%s/api/models/%s/tree/%s%s%s?recursive=true", dl->endpoint, dl->repo,
                                            rev, *folder ? "/" : "", folder);
-    g_autofree char *what = g_strdup_printf("the file list of %s%s%s at %s", dl->repo, *dl->subfolder ? "/" : "",
+    g_autofree char *what = g_strdup_printf(_("the file list of %s%s%s at %s"), dl->repo, *dl->subfolder ? "/" : "",
                                             dl->subfolder, dl->revision);
     for (int page = 0; url && page < 1000; page++) {
         char *next = NULL;
@@ -688,15 +683,16 @@ static gboolean fetch_tree(hyocr_download *dl, GError **error)
         url = next;
         if (!root) return FALSE;
         if (!JSON_NODE_HOLDS_ARRAY(root))
-            return fail_parse(dl, error, "%s: expected a JSON array from the tree API", what);
+            return fail_parse(dl, error, _("%s: expected a JSON array from the tree API"), what);
         JsonArray *a = json_node_get_array(root);
         for (guint i = 0; i < json_array_get_length(a); i++) {
             JsonNode *n = json_array_get_element(a, i);
             JsonObject *e = JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
-            const char *type = obj_str(e, "type"), *path = obj_str(e, "path");
+            const char *type = hyocr_json_str(e, "type"), *path = hyocr_json_str(e, "path");
             if (!path || (type && strcmp(type, "file"))) continue;
             JsonObject *lfs = obj_obj(e, "lfs");
-            add_candidate(dl, path, obj_int(e, "size"), lfs ? obj_str(lfs, "oid") : NULL, obj_str(e, "oid"));
+            add_candidate(dl, path, hyocr_json_int(e, "size"), lfs ? hyocr_json_str(lfs, "oid") : NULL,
+                          hyocr_json_str(e, "oid"));
         }
     }
     return TRUE;
@@ -718,10 +714,10 @@ static gboolean check_complete_set(hyocr_download *dl, GError **error)
         if (g_pattern_match_simple("model-*-of-*.safetensors", g_array_index(dl->files, hyocr_download_file, i).name))
             shards = true;
     if (!missing && !has_file(dl, "model.safetensors") && !(shards && has_file(dl, "model.safetensors.index.json")))
-        missing = "model.safetensors (or an index and its shards)";
+        missing = _("model.safetensors (or an index and its shards)");
     if (!missing) return TRUE;
     return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NOT_FOUND, NULL,
-                 _("revision \"%s\" of %s has no %s in %s%s — check --version (%s) and --revision"),
+                 _("revision “%s” of %s has no %s in %s%s (the folder of version %s)"),
                  dl->revision, dl->repo, missing, *dl->subfolder ? dl->subfolder : _("the repository root"),
                  *dl->subfolder ? "/" : "", dl->version_name);
 }
@@ -737,12 +733,12 @@ static gboolean fetch_listing(hyocr_download *dl, GError **error)
 {
     g_autofree char *rev = esc_segment(dl->revision);
     g_autofree char *url = g_strdup_printf("%s/api/models/%s/revision/%s?blobs=true", dl->endpoint, dl->repo, rev);
-    g_autofree char *what = g_strdup_printf("revision \"%s\" of %s", dl->revision, dl->repo);
+    g_autofree char *what = g_strdup_printf(_("revision “%s” of %s"), dl->revision, dl->repo);
     g_autoptr(JsonNode) root = http_get_json(dl, url, what, NULL, error);
     if (!root) return FALSE;
     JsonObject *o = JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
-    if (!o) return fail_parse(dl, error, "%s: expected a JSON object from %s", what, url);
-    const char *sha = obj_str(o, "sha");
+    if (!o) return fail_parse(dl, error, _("%s: expected a JSON object from %s"), what, url);
+    const char *sha = hyocr_json_str(o, "sha");
     dl->commit = g_strdup(sha && *sha ? sha : dl->revision);
     JsonNode *sib = json_object_get_member(o, "siblings");
     gboolean usable = sib && JSON_NODE_HOLDS_ARRAY(sib) && take_siblings(dl, json_node_get_array(sib));
@@ -758,38 +754,10 @@ static gboolean fetch_listing(hyocr_download *dl, GError **error)
 
 /* ------------------------------------------------------------------ local state */
 
-static JsonObject *load_json_object(const char *path)
-{
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    if (!g_file_get_contents(path, &text, &len, NULL)) return NULL;
-    g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, path, NULL);
-    return root && JSON_NODE_HOLDS_OBJECT(root) ? json_object_ref(json_node_get_object(root)) : NULL;
-}
-
-static JsonObject *find_entry(JsonObject *doc, const char *name)
-{
-    JsonNode *n = doc ? json_object_get_member(doc, "files") : NULL;
-    if (!n || !JSON_NODE_HOLDS_ARRAY(n)) return NULL;
-    JsonArray *a = json_node_get_array(n);
-    for (guint i = 0; i < json_array_get_length(a); i++) {
-        JsonNode *e = json_array_get_element(a, i);
-        JsonObject *o = JSON_NODE_HOLDS_OBJECT(e) ? json_node_get_object(e) : NULL;
-        if (o && !g_strcmp0(obj_str(o, "name"), name)) return o;
-    }
-    return NULL;
-}
-
 static bool same_identity(JsonObject *e, const hyocr_download_file *f)
 {
-    return e && obj_int(e, "size") == f->size && !g_strcmp0(obj_str(e, "sha256"), f->sha256) &&
-           !g_strcmp0(obj_str(e, "git_oid"), f->git_oid);
-}
-
-static int64_t file_size(const char *path)
-{
-    GStatBuf st;
-    return g_stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
+    return e && hyocr_json_int(e, "size") == f->size && !g_strcmp0(hyocr_json_str(e, "sha256"), f->sha256) &&
+           !g_strcmp0(hyocr_json_str(e, "git_oid"), f->git_oid);
 }
 
 static bool read_bool(JsonObject *o, const char *key)
@@ -801,23 +769,23 @@ static bool read_bool(JsonObject *o, const char *key)
 /* What earlier attempts left in the partial folder that still matches this plan. */
 static void scan_partial(hyocr_download *dl)
 {
-    g_autofree char *state_path = g_build_filename(dl->partial_dir, STATE_FILE, NULL);
-    JsonObject *state = load_json_object(state_path);
+    g_autofree char *state_path = g_build_filename(dl->partial_dir, HYOCR_MODELS_PARTIAL_STATE, NULL);
+    JsonObject *state = hyocr_json_load_object(state_path);
     for (guint i = 0; i < dl->files->len; i++) {
         hyocr_download_file *f = &g_array_index(dl->files, hyocr_download_file, i);
         file_extra *x = &g_array_index(dl->extra, file_extra, i);
-        JsonObject *e = find_entry(state, f->name);
+        JsonObject *e = hyocr_models_record_file(state, f->name);
         x->in_state = same_identity(e, f);
         x->state_verified = x->in_state && read_bool(e, "verified");
         g_autofree char *final = g_build_filename(dl->partial_dir, f->name, NULL);
         g_autofree char *tmp = g_strconcat(final, INCOMPLETE, NULL);
-        if (x->state_verified && file_size(final) == f->size) {
+        if (x->state_verified && hyocr_models_file_size(final) == f->size) {
             f->done = true;
             f->have = f->size;
             g_free(x->content_sha256);
-            x->content_sha256 = g_strdup(obj_str(e, "content_sha256"));
+            x->content_sha256 = g_strdup(hyocr_json_str(e, "content_sha256"));
         } else if (x->in_state) {
-            int64_t have = file_size(tmp);
+            int64_t have = hyocr_models_file_size(tmp);
             f->have = have > 0 && have <= f->size ? have : 0;
         }
     }
@@ -828,32 +796,17 @@ static void scan_partial(hyocr_download *dl)
 static bool dest_up_to_date(const hyocr_download *dl)
 {
     g_autofree char *path = g_build_filename(dl->dest_dir, HYOCR_DOWNLOAD_MANIFEST, NULL);
-    JsonObject *m = load_json_object(path);
-    bool ok = m && !g_strcmp0(obj_str(m, "commit"), dl->commit) && !g_strcmp0(obj_str(m, "repo"), dl->repo) &&
-              !g_strcmp0(obj_str(m, "subfolder"), dl->subfolder);
+    JsonObject *m = hyocr_json_load_object(path);
+    bool ok = m && !g_strcmp0(hyocr_json_str(m, "commit"), dl->commit) &&
+              !g_strcmp0(hyocr_json_str(m, "repo"), dl->repo) &&
+              !g_strcmp0(hyocr_json_str(m, "subfolder"), dl->subfolder);
     for (guint i = 0; ok && i < dl->files->len; i++) {
         const hyocr_download_file *f = &g_array_index(dl->files, hyocr_download_file, i);
         g_autofree char *fp = g_build_filename(dl->dest_dir, f->name, NULL);
-        ok = same_identity(find_entry(m, f->name), f) && file_size(fp) == f->size;
+        ok = same_identity(hyocr_models_record_file(m, f->name), f) && hyocr_models_file_size(fp) == f->size;
     }
     if (m) json_object_unref(m);
     return ok;
-}
-
-static int64_t free_space(const char *path)
-{
-    g_autofree char *p = g_strdup(path);
-    while (!g_file_test(p, G_FILE_TEST_IS_DIR)) {
-        char *parent = g_path_get_dirname(p);
-        bool top = !strcmp(parent, p);
-        g_free(p);
-        p = parent;
-        if (top) break;
-    }
-    g_autoptr(GFile) f = g_file_new_for_path(p);
-    g_autoptr(GFileInfo) info = g_file_query_filesystem_info(f, G_FILE_ATTRIBUTE_FILESYSTEM_FREE, NULL, NULL);
-    if (!info || !g_file_info_has_attribute(info, G_FILE_ATTRIBUTE_FILESYSTEM_FREE)) return -1;
-    return (int64_t)g_file_info_get_attribute_uint64(info, G_FILE_ATTRIBUTE_FILESYSTEM_FREE);
 }
 
 /* A folder holding files that hyocr did not put there is never replaced. */
@@ -862,7 +815,7 @@ static gboolean check_dest(hyocr_download *dl, GError **error)
     if (!g_file_test(dl->dest_dir, G_FILE_TEST_EXISTS)) return TRUE;
     if (!g_file_test(dl->dest_dir, G_FILE_TEST_IS_DIR))
         return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_INVALID, NULL,
-                     "%s exists and is not a folder — choose another destination", dl->dest_dir);
+                     _("%s exists and is not a folder — choose another destination"), dl->dest_dir);
     g_autofree char *manifest = g_build_filename(dl->dest_dir, HYOCR_DOWNLOAD_MANIFEST, NULL);
     if (g_file_test(manifest, G_FILE_TEST_EXISTS)) return TRUE;
     g_autoptr(GDir) d = g_dir_open(dl->dest_dir, 0, NULL);
@@ -898,7 +851,7 @@ const hyocr_download_summary *hyocr_download_plan(hyocr_download *dl, GError **e
         .endpoint = dl->endpoint, .repo = dl->repo, .revision = dl->revision, .commit = dl->commit,
         .subfolder = dl->subfolder, .dest_dir = dl->dest_dir, .partial_dir = dl->partial_dir,
         .files = (const hyocr_download_file *)dl->files->data, .n_files = (int)dl->files->len,
-        .free_bytes = free_space(dl->partial_dir), .up_to_date = dest_up_to_date(dl),
+        .free_bytes = hyocr_models_free_space(dl->partial_dir), .up_to_date = dest_up_to_date(dl),
     };
     for (guint i = 0; i < dl->files->len; i++) {
         const hyocr_download_file *f = &g_array_index(dl->files, hyocr_download_file, i);
@@ -911,11 +864,36 @@ const hyocr_download_summary *hyocr_download_plan(hyocr_download *dl, GError **e
 
 /* ------------------------------------------------------------------ disk */
 
-static gboolean fail_errno(hyocr_download *dl, GError **error, int err, const char *file, const char *op,
+/* The file-system steps that can fail, each with its own words. */
+typedef enum {
+    STEP_CREATE, STEP_CREATE_FOLDER, STEP_OPEN, STEP_READ, STEP_WRITE, STEP_SEEK, STEP_TRUNCATE, STEP_REMOVE,
+    STEP_RENAME, STEP_INSTALL, STEP_MOVE_ASIDE,
+} disk_step;
+
+/* A format with the path, then the system's reason. */
+static const char *step_words(disk_step step)
+{
+    switch (step) {
+    case STEP_CREATE:        return _("cannot create %s: %s");
+    case STEP_CREATE_FOLDER: return _("cannot create the folder %s: %s");
+    case STEP_OPEN:          return _("cannot open %s: %s");
+    case STEP_READ:          return _("cannot read %s: %s");
+    case STEP_WRITE:         return _("cannot write %s: %s");
+    case STEP_SEEK:          return _("cannot seek in %s: %s");
+    case STEP_TRUNCATE:      return _("cannot truncate %s: %s");
+    case STEP_REMOVE:        return _("cannot remove %s: %s");
+    case STEP_RENAME:        return _("cannot rename %s: %s");
+    case STEP_INSTALL:       return _("cannot move the finished download to %s: %s");
+    case STEP_MOVE_ASIDE:    return _("cannot move %s aside: %s");
+    }
+    return "%s: %s";
+}
+
+static gboolean fail_errno(hyocr_download *dl, GError **error, int err, const char *file, disk_step step,
                            const char *path)
 {
     if (err == ENOSPC || err == EDQUOT) {
-        int64_t need = dl->summary.total_bytes - bytes_on_disk(dl), avail = free_space(dl->partial_dir);
+        int64_t need = dl->summary.total_bytes - bytes_on_disk(dl), avail = hyocr_models_free_space(dl->partial_dir);
         dl->failure.need_bytes = need;
         dl->failure.free_bytes = avail;
         g_autofree char *n = fmt_size(need), *a = fmt_size(avail);
@@ -924,7 +902,8 @@ static gboolean fail_errno(hyocr_download *dl, GError **error, int err, const ch
                      "download again to resume (the partial download is kept in %s; the installed model, if any, "
                      "is untouched)"), path, n, a, dl->partial_dir);
     }
-    return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_DISK, file, "cannot %s %s: %s", op, path, g_strerror(err));
+    g_autofree char *msg = g_strdup_printf(step_words(step), path, g_strerror(err));
+    return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_DISK, file, "%s", msg);
 }
 
 static gboolean write_all(int fd, const guint8 *p, size_t n)
@@ -961,14 +940,14 @@ static gboolean write_json(hyocr_download *dl, const char *path, JsonBuilder *b,
     g_autofree char *text = json_generator_to_data(gen, &len);
     g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return fail_errno(dl, error, errno, NULL, "create", tmp);
+    if (fd < 0) return fail_errno(dl, error, errno, NULL, STEP_CREATE, tmp);
     gboolean ok = write_all(fd, (const guint8 *)text, len) && fsync(fd) == 0;
     int err = errno;
     close(fd);
     if (ok && rename(tmp, path) == 0) return TRUE;
     err = ok ? errno : err;
     g_unlink(tmp);
-    return fail_errno(dl, error, err, NULL, "write", path);
+    return fail_errno(dl, error, err, NULL, STEP_WRITE, path);
 }
 
 static void add_file_entry(JsonBuilder *b, const hyocr_download_file *f, const file_extra *x, bool verified,
@@ -1033,13 +1012,13 @@ static gboolean save_state(hyocr_download *dl, GError **error)
     }
     json_builder_end_array(b);
     json_builder_end_object(b);
-    g_autofree char *path = g_build_filename(dl->partial_dir, STATE_FILE, NULL);
+    g_autofree char *path = g_build_filename(dl->partial_dir, HYOCR_MODELS_PARTIAL_STATE, NULL);
     return write_json(dl, path, b, error);
 }
 
 static bool planned_name(const hyocr_download *dl, const char *entry)
 {
-    if (!strcmp(entry, STATE_FILE)) return true;
+    if (!strcmp(entry, HYOCR_MODELS_PARTIAL_STATE)) return true;
     for (guint i = 0; i < dl->files->len; i++) {
         const hyocr_download_file *f = &g_array_index(dl->files, hyocr_download_file, i);
         if (!strcmp(entry, f->name) && f->done) return true;
@@ -1054,10 +1033,10 @@ static bool planned_name(const hyocr_download *dl, const char *entry)
 static gboolean prepare_partial(hyocr_download *dl, GError **error)
 {
     if (g_mkdir_with_parents(dl->partial_dir, 0755) != 0)
-        return fail_errno(dl, error, errno, NULL, "create the folder", dl->partial_dir);
+        return fail_errno(dl, error, errno, NULL, STEP_CREATE_FOLDER, dl->partial_dir);
     /* Two downloads into one folder (the app and the command, say) would corrupt each other. */
     dl->lock_fd = open(dl->partial_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dl->lock_fd < 0) return fail_errno(dl, error, errno, NULL, "open", dl->partial_dir);
+    if (dl->lock_fd < 0) return fail_errno(dl, error, errno, NULL, STEP_OPEN, dl->partial_dir);
     if (flock(dl->lock_fd, LOCK_EX | LOCK_NB) != 0)
         return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_INVALID, NULL,
                      _("another download into %s is running (its files are in %s) — wait for it to finish or stop it"),
@@ -1068,7 +1047,7 @@ static gboolean prepare_partial(hyocr_download *dl, GError **error)
         if (planned_name(dl, name)) continue;
         g_autofree char *p = g_build_filename(dl->partial_dir, name, NULL);
         if (g_file_test(p, G_FILE_TEST_IS_REGULAR) && g_unlink(p) != 0)
-            return fail_errno(dl, error, errno, NULL, "remove", p);
+            return fail_errno(dl, error, errno, NULL, STEP_REMOVE, p);
     }
     return save_state(dl, error);
 }
@@ -1114,7 +1093,7 @@ static gboolean hash_prefix(hyocr_download *dl, int fd, int64_t n, file_hash *h,
         if (g_cancellable_is_cancelled(dl->cancellable)) return fail_cancelled(dl, error);
         ssize_t r = pread(fd, buf, (size_t)MIN((int64_t)BUF_SIZE, n - h->hashed), (off_t)h->hashed);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return fail_errno(dl, error, r < 0 ? errno : EIO, NULL, "read", path);
+        if (r <= 0) return fail_errno(dl, error, r < 0 ? errno : EIO, NULL, STEP_READ, path);
         hash_update(h, buf, (size_t)r);
     }
     return TRUE;
@@ -1123,7 +1102,7 @@ static gboolean hash_prefix(hyocr_download *dl, int fd, int64_t n, file_hash *h,
 static gboolean restart_file(hyocr_download *dl, int fd, file_hash *h, hyocr_download_file *f, const char *path,
                              GError **error)
 {
-    if (ftruncate(fd, 0) != 0) return fail_errno(dl, error, errno, f->name, "truncate", path);
+    if (ftruncate(fd, 0) != 0) return fail_errno(dl, error, errno, f->name, STEP_TRUNCATE, path);
     f->have = 0;
     hash_reset(h, f);
     return TRUE;
@@ -1146,8 +1125,8 @@ static net_result transfer(hyocr_download *dl, int index, int fd, file_hash *h, 
     if (st == SOUP_STATUS_REQUESTED_RANGE_NOT_SATISFIABLE || (f->have > 0 && !(ranged && start == f->have))) {
         /* The server would not continue where we stopped: start the file over. */
         if (!restart_file(dl, fd, h, f, path, error)) return NET_FAIL;
-        failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, f->name, "%s: the server did not resume the transfer "
-              "(HTTP %u); starting the file again", f->name, st);
+        failf(dl, error, HYOCR_DOWNLOAD_FAILURE_SERVER, f->name,
+              _("%s: the server did not resume the transfer (HTTP %u); starting the file again"), f->name, st);
         return NET_RETRY;
     }
     *spliced = *spliced || f->have > 0;
@@ -1161,21 +1140,22 @@ static net_result transfer(hyocr_download *dl, int index, int fd, file_hash *h, 
                 return NET_FAIL;
             }
             g_autofree char *host = uri_host(url);
-            failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NETWORK, f->name, "connection to %s lost after %" G_GINT64_FORMAT
-                  " of %" G_GINT64_FORMAT " bytes of %s: %s — check your connection or use --endpoint with a mirror",
-                  host, f->have, f->size, f->name, err->message);
+            failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NETWORK, f->name,
+                  _("connection to %s lost after %lld of %lld bytes of %s: %s"), host, (long long)f->have,
+                  (long long)f->size, f->name, err->message);
             return NET_RETRY;
         }
         if (n == 0) break;
         if (f->have + n > f->size) {
-            failf(dl, error, HYOCR_DOWNLOAD_FAILURE_CHECKSUM, f->name, "%s: the server sent more than the %"
-                  G_GINT64_FORMAT " bytes the file list gives; the download was deleted — try again or use "
-                  "another --endpoint", f->name, f->size);
+            failf(dl, error, HYOCR_DOWNLOAD_FAILURE_CHECKSUM, f->name,
+                  _("%s: the server sent more than the %lld bytes the file list gives; the download was deleted — "
+                    "run the download again, and if this repeats the server or mirror (%s) serves a different file "
+                    "than its list says"), f->name, (long long)f->size, dl->host);
             restart_file(dl, fd, h, f, path, NULL);
             return NET_FAIL;
         }
         if (!write_all(fd, buf, (size_t)n)) {
-            fail_errno(dl, error, errno, f->name, "write", path);
+            fail_errno(dl, error, errno, f->name, STEP_WRITE, path);
             return NET_FAIL;
         }
         hash_update(h, buf, (size_t)n);
@@ -1185,9 +1165,8 @@ static net_result transfer(hyocr_download *dl, int index, int fd, file_hash *h, 
     }
     if (f->have < f->size) {
         g_autofree char *host = uri_host(url);
-        failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NETWORK, f->name, "connection to %s closed after %" G_GINT64_FORMAT
-              " of %" G_GINT64_FORMAT " bytes of %s — check your connection or use --endpoint with a mirror",
-              host, f->have, f->size, f->name);
+        failf(dl, error, HYOCR_DOWNLOAD_FAILURE_NETWORK, f->name,
+              _("connection to %s closed after %lld of %lld bytes of %s"), host, (long long)f->have, (long long)f->size, f->name);
         return NET_RETRY;
     }
     return NET_OK;
@@ -1198,9 +1177,9 @@ static char *hash_mismatch(file_hash *h, const hyocr_download_file *f)
 {
     const char *got256 = g_checksum_get_string(h->sha256);
     if (f->sha256 && strcmp(got256, f->sha256))
-        return g_strdup_printf("sha256 %s expected, got %s", f->sha256, got256);
+        return g_strdup_printf(_("sha256 %s expected, got %s"), f->sha256, got256);
     if (f->git_oid && strcmp(g_checksum_get_string(h->sha1), f->git_oid))
-        return g_strdup_printf("git blob id %s expected, got %s", f->git_oid, g_checksum_get_string(h->sha1));
+        return g_strdup_printf(_("git blob id %s expected, got %s"), f->git_oid, g_checksum_get_string(h->sha1));
     return NULL;
 }
 
@@ -1215,7 +1194,7 @@ static gboolean fetch_attempts(hyocr_download *dl, int index, int fd, file_hash 
             if (!hash_prefix(dl, fd, f->have, h, tmp, error)) return FALSE;
         }
         if (f->have >= f->size) return TRUE;
-        if (lseek(fd, (off_t)f->have, SEEK_SET) < 0) return fail_errno(dl, error, errno, f->name, "seek in", tmp);
+        if (lseek(fd, (off_t)f->have, SEEK_SET) < 0) return fail_errno(dl, error, errno, f->name, STEP_SEEK, tmp);
         g_autoptr(GError) why = NULL;
         double ra = 0;
         net_result r = transfer(dl, index, fd, h, tmp, spliced, &ra, &why);
@@ -1239,13 +1218,13 @@ static gboolean fetch_file(hyocr_download *dl, int index, GError **error)
     for (;;) {
         fd = open(tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (fd < 0) {
-            fail_errno(dl, error, errno, f->name, "create", tmp);
+            fail_errno(dl, error, errno, f->name, STEP_CREATE, tmp);
             break;
         }
         int64_t have = lseek(fd, 0, SEEK_END);
         f->have = have > 0 && have <= f->size ? have : 0;
         if (have > f->size && ftruncate(fd, 0) != 0) {
-            fail_errno(dl, error, errno, f->name, "truncate", tmp);
+            fail_errno(dl, error, errno, f->name, STEP_TRUNCATE, tmp);
             break;
         }
         h.hashed = -1;
@@ -1272,9 +1251,9 @@ static gboolean fetch_file(hyocr_download *dl, int index, GError **error)
               f->name, bad, dl->host);
         break;
     }
-    if (ok && fsync(fd) != 0) ok = fail_errno(dl, error, errno, f->name, "write", tmp);
+    if (ok && fsync(fd) != 0) ok = fail_errno(dl, error, errno, f->name, STEP_WRITE, tmp);
     if (fd >= 0) close(fd);
-    if (ok && rename(tmp, final) != 0) ok = fail_errno(dl, error, errno, f->name, "rename", tmp);
+    if (ok && rename(tmp, final) != 0) ok = fail_errno(dl, error, errno, f->name, STEP_RENAME, tmp);
     if (ok) {
         file_extra *x = &g_array_index(dl->extra, file_extra, index);
         g_free(x->content_sha256);
@@ -1332,7 +1311,7 @@ static gboolean swap_into_place(hyocr_download *dl, GError **error)
 {
     if (!g_file_test(dl->dest_dir, G_FILE_TEST_EXISTS)) {
         if (rename(dl->partial_dir, dl->dest_dir) != 0)
-            return fail_errno(dl, error, errno, NULL, "move the finished download to", dl->dest_dir);
+            return fail_errno(dl, error, errno, NULL, STEP_INSTALL, dl->dest_dir);
         return TRUE;
     }
     /* Exchange the two folders in one step: no moment without a usable model. */
@@ -1342,11 +1321,11 @@ static gboolean swap_into_place(hyocr_download *dl, GError **error)
     }
     g_autofree char *old = g_strconcat(dl->dest_dir, ".old", NULL);
     rm_tree(old);
-    if (rename(dl->dest_dir, old) != 0) return fail_errno(dl, error, errno, NULL, "move aside", dl->dest_dir);
+    if (rename(dl->dest_dir, old) != 0) return fail_errno(dl, error, errno, NULL, STEP_MOVE_ASIDE, dl->dest_dir);
     if (rename(dl->partial_dir, dl->dest_dir) != 0) {
         int err = errno;
         rename(old, dl->dest_dir);
-        return fail_errno(dl, error, err, NULL, "move the finished download to", dl->dest_dir);
+        return fail_errno(dl, error, err, NULL, STEP_INSTALL, dl->dest_dir);
     }
     rm_tree(old);
     return TRUE;
@@ -1356,7 +1335,7 @@ static gboolean install(hyocr_download *dl, GError **error)
 {
     emit(dl, HYOCR_DOWNLOAD_PHASE_INSTALLING, -1, NULL);
     if (!write_manifest(dl, error)) return FALSE;
-    g_autofree char *state = g_build_filename(dl->partial_dir, STATE_FILE, NULL);
+    g_autofree char *state = g_build_filename(dl->partial_dir, HYOCR_MODELS_PARTIAL_STATE, NULL);
     g_unlink(state);
     fsync_dir(dl->partial_dir);
     if (!swap_into_place(dl, error)) return FALSE;
@@ -1369,7 +1348,7 @@ static gboolean install(hyocr_download *dl, GError **error)
 static gboolean check_space(hyocr_download *dl, GError **error)
 {
     int64_t need = dl->summary.total_bytes - bytes_on_disk(dl);
-    int64_t avail = free_space(dl->partial_dir);
+    int64_t avail = hyocr_models_free_space(dl->partial_dir);
     if (avail < 0 || need <= avail) return TRUE;
     dl->failure.need_bytes = need;
     dl->failure.free_bytes = avail;
@@ -1406,210 +1385,4 @@ gboolean hyocr_download_run(hyocr_download *dl, GError **error)
     if (dl->lock_fd >= 0) close(dl->lock_fd);
     dl->lock_fd = -1;
     return ok;
-}
-
-/* ------------------------------------------------------------------ installed models */
-
-const char *hyocr_model_state_name(hyocr_model_state s)
-{
-    switch (s) {
-    case HYOCR_MODEL_STATE_VERIFIED:   return "verified";
-    case HYOCR_MODEL_STATE_CHANGED:    return "changed";
-    case HYOCR_MODEL_STATE_CORRUPT:    return "corrupt";
-    case HYOCR_MODEL_STATE_INCOMPLETE: return "incomplete";
-    case HYOCR_MODEL_STATE_UNMANAGED:  return "not downloaded by hyocr";
-    }
-    return "?";
-}
-
-void hyocr_model_entry_free(hyocr_model_entry *e)
-{
-    if (!e) return;
-    g_free(e->dir);
-    g_free(e->name);
-    g_free(e->version);
-    g_free(e->repo);
-    g_free(e->revision);
-    g_free(e->commit);
-    g_free(e->endpoint);
-    g_free(e->verified_at);
-    g_free(e->problem);
-    g_free(e);
-}
-
-static int64_t folder_bytes(const char *dir)
-{
-    int64_t sum = 0;
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    const char *name;
-    while (d && (name = g_dir_read_name(d))) {
-        g_autofree char *p = g_build_filename(dir, name, NULL);
-        sum += MAX(file_size(p), 0);
-    }
-    return sum;
-}
-
-static char *sha256_of_file(const char *path, GError **error)
-{
-    g_autoptr(GFile) file = g_file_new_for_path(path);
-    g_autoptr(GFileInputStream) in = g_file_read(file, NULL, error);
-    if (!in) return NULL;
-    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
-    g_autofree guint8 *buf = g_malloc(BUF_SIZE);
-    for (;;) {
-        gssize n = g_input_stream_read(G_INPUT_STREAM(in), buf, BUF_SIZE, NULL, error);
-        if (n < 0) return NULL;
-        if (n == 0) break;
-        g_checksum_update(sum, buf, n);
-    }
-    return g_strdup(g_checksum_get_string(sum));
-}
-
-/* Raises e->state to s if worse, keeping the first problem's text. */
-static void note(hyocr_model_entry *e, hyocr_model_state s, char *problem)
-{
-    static const int rank[] = { [HYOCR_MODEL_STATE_VERIFIED] = 0, [HYOCR_MODEL_STATE_CHANGED] = 1,
-                                [HYOCR_MODEL_STATE_CORRUPT] = 2, [HYOCR_MODEL_STATE_INCOMPLETE] = 3,
-                                [HYOCR_MODEL_STATE_UNMANAGED] = 0 };
-    if (rank[s] > rank[e->state]) e->state = s;
-    if (!e->problem) e->problem = problem;
-    else g_free(problem);
-}
-
-static void check_manifest_file(hyocr_model_entry *e, JsonObject *f, gboolean rehash)
-{
-    const char *name = obj_str(f, "name");
-    if (!name || strchr(name, '/')) return;
-    g_autofree char *path = g_build_filename(e->dir, name, NULL);
-    int64_t want = obj_int(f, "size");
-    GStatBuf st;
-    e->n_files++;
-    if (g_stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        note(e, HYOCR_MODEL_STATE_INCOMPLETE, g_strdup_printf("%s is missing", name));
-        return;
-    }
-    e->size += st.st_size;
-    if (st.st_size != want) {
-        note(e, HYOCR_MODEL_STATE_CHANGED, g_strdup_printf("%s has %" G_GINT64_FORMAT " bytes, %" G_GINT64_FORMAT
-                                                          " when verified", name, (int64_t)st.st_size, want));
-        return;
-    }
-    const char *sha = obj_str(f, "sha256") ? obj_str(f, "sha256") : obj_str(f, "content_sha256");
-    if (rehash && sha) {
-        g_autoptr(GError) err = NULL;
-        g_autofree char *got = sha256_of_file(path, &err);
-        if (!got) note(e, HYOCR_MODEL_STATE_CORRUPT, g_strdup_printf("%s: %s", name, err->message));
-        else if (strcmp(got, sha))
-            note(e, HYOCR_MODEL_STATE_CORRUPT, g_strdup_printf("%s: sha256 %s, expected %s", name, got, sha));
-        return;
-    }
-    if (obj_int(f, "mtime") >= 0 && obj_int(f, "mtime") != (int64_t)st.st_mtime)
-        note(e, HYOCR_MODEL_STATE_CHANGED, g_strdup_printf("%s was modified after it was verified (run with "
-                                                          "--verify to rehash)", name));
-}
-
-static void check_unmanaged(hyocr_model_entry *e)
-{
-    e->state = HYOCR_MODEL_STATE_UNMANAGED;
-    e->size = folder_bytes(e->dir);
-    g_autofree char *cfg = g_build_filename(e->dir, "config.json", NULL);
-    g_autofree char *single = g_build_filename(e->dir, "model.safetensors", NULL);
-    g_autofree char *index = g_build_filename(e->dir, "model.safetensors.index.json", NULL);
-    if (!g_file_test(cfg, G_FILE_TEST_IS_REGULAR))
-        e->problem = g_strdup("no config.json: not a model folder");
-    else if (!g_file_test(single, G_FILE_TEST_IS_REGULAR) && !g_file_test(index, G_FILE_TEST_IS_REGULAR))
-        e->problem = g_strdup("no model.safetensors or model.safetensors.index.json");
-    else
-        e->problem = g_strdup_printf("no %s record: files not verified", HYOCR_DOWNLOAD_MANIFEST);
-}
-
-static void fill_from(hyocr_model_entry *e, JsonObject *m)
-{
-    e->version = g_strdup(obj_str(m, "version"));
-    e->repo = g_strdup(obj_str(m, "repo"));
-    e->revision = g_strdup(obj_str(m, "revision"));
-    e->commit = g_strdup(obj_str(m, "commit"));
-    e->endpoint = g_strdup(obj_str(m, "endpoint"));
-    e->verified_at = g_strdup(obj_str(m, "verified_at"));
-}
-
-hyocr_model_entry *hyocr_model_check(const char *dir, gboolean rehash, GError **error)
-{
-    g_autoptr(hyocr_model_entry) e = g_new0(hyocr_model_entry, 1);
-    e->dir = g_canonicalize_filename(dir, NULL);
-    e->name = g_path_get_basename(e->dir);
-    g_autofree char *partial = g_strconcat(e->dir, ".partial", NULL);
-    if (g_file_test(partial, G_FILE_TEST_IS_DIR)) e->partial_bytes = folder_bytes(partial);
-    if (!g_file_test(e->dir, G_FILE_TEST_IS_DIR)) {
-        if (!g_file_test(partial, G_FILE_TEST_IS_DIR)) {
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: no such model folder", e->dir);
-            return NULL;
-        }
-        g_autofree char *state_path = g_build_filename(partial, STATE_FILE, NULL);
-        JsonObject *state = load_json_object(state_path);
-        if (state) {
-            fill_from(e, state);
-            json_object_unref(state);
-        }
-        e->state = HYOCR_MODEL_STATE_INCOMPLETE;
-        g_autofree char *got = fmt_size(e->partial_bytes);
-        e->problem = g_strdup_printf("download interrupted (%s so far) — run the download again to resume", got);
-        return g_steal_pointer(&e);
-    }
-    g_autofree char *mpath = g_build_filename(e->dir, HYOCR_DOWNLOAD_MANIFEST, NULL);
-    JsonObject *m = load_json_object(mpath);
-    if (!m) {
-        check_unmanaged(e);
-        return g_steal_pointer(&e);
-    }
-    fill_from(e, m);
-    e->state = HYOCR_MODEL_STATE_VERIFIED;
-    e->rehashed = rehash;
-    JsonNode *files = json_object_get_member(m, "files");
-    if (files && JSON_NODE_HOLDS_ARRAY(files)) {
-        JsonArray *a = json_node_get_array(files);
-        for (guint i = 0; i < json_array_get_length(a); i++) {
-            JsonNode *n = json_array_get_element(a, i);
-            if (JSON_NODE_HOLDS_OBJECT(n)) check_manifest_file(e, json_node_get_object(n), rehash);
-        }
-    }
-    if (e->n_files == 0) note(e, HYOCR_MODEL_STATE_INCOMPLETE, g_strdup("the download record lists no files"));
-    json_object_unref(m);
-    return g_steal_pointer(&e);
-}
-
-static int by_entry_name(gconstpointer a, gconstpointer b)
-{
-    const hyocr_model_entry *x = *(hyocr_model_entry *const *)a, *y = *(hyocr_model_entry *const *)b;
-    return strcmp(x->name, y->name);
-}
-
-GPtrArray *hyocr_models_scan(const char *root, gboolean rehash, GError **error)
-{
-    g_autofree char *dir = root ? g_strdup(root) : hyocr_models_dir();
-    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)hyocr_model_entry_free);
-    if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) return out;
-    g_autoptr(GDir) d = g_dir_open(dir, 0, error);
-    if (!d) {
-        g_ptr_array_unref(out);
-        return NULL;
-    }
-    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    const char *name;
-    while ((name = g_dir_read_name(d))) {
-        g_autofree char *path = g_build_filename(dir, name, NULL);
-        if (!g_file_test(path, G_FILE_TEST_IS_DIR) || g_str_has_suffix(name, ".old")) continue;
-        g_autofree char *base = g_str_has_suffix(name, ".partial") ? g_strndup(name, strlen(name) - 8) : g_strdup(name);
-        if (!*base || g_hash_table_contains(seen, base)) continue;
-        g_autofree char *model = g_build_filename(dir, base, NULL);
-        g_autoptr(GError) err = NULL;
-        hyocr_model_entry *e = hyocr_model_check(model, rehash, &err);
-        if (!e) continue;
-        bool looks_like_model = e->state != HYOCR_MODEL_STATE_UNMANAGED || !g_str_has_prefix(e->problem, "no config");
-        g_hash_table_add(seen, g_steal_pointer(&base));
-        if (looks_like_model) g_ptr_array_add(out, e);
-        else hyocr_model_entry_free(e);
-    }
-    g_ptr_array_sort(out, by_entry_name);
-    return out;
 }

@@ -1,4 +1,5 @@
-/* hyocr — fetching a HunyuanOCR checkpoint from the Hugging Face Hub (or a mirror).
+/* hyocr — the Hub client: fetching a HunyuanOCR checkpoint from the Hugging Face Hub
+ * (or a mirror) over HTTP: the file list, LFS checksums, resumable transfers, checks.
  *
  * The weights are Tencent's, under the Tencent Hunyuan Community License, so we never
  * bundle them; this downloads one revision's files into a model folder:
@@ -15,7 +16,8 @@
  * against the Hub's sha256 (LFS files) or git blob sha1 (small files) before it is kept,
  * and the finished folder replaces <dest> in one rename, so an existing model stays usable
  * until the new one is complete. A later run resumes with HTTP Range requests. A manifest
- * (HYOCR_DOWNLOAD_MANIFEST) in the model folder records what was verified.
+ * (HYOCR_DOWNLOAD_MANIFEST) in the model folder records what was verified; models.h reads
+ * it back (which models are installed, and whether they are complete).
  *
  * Threads: plan and run block; call them from a worker thread (the same one for both),
  * never from a GUI main loop. hyocr_download_cancel and g_cancellable_cancel on the
@@ -25,9 +27,13 @@
  *
  * Errors are GErrors in HYOCR_ERROR (IO for network, HTTP and disk problems, CHECKPOINT
  * for checksum mismatches, CANCELLED, INVALID_ARGUMENT); hyocr_download_get_failure tells
- * a UI which kind of problem it was and the numbers behind it. */
+ * a front end which kind of problem it was and the numbers behind it. Messages say what
+ * failed and where; what to do about an unreachable server, a missing revision or a
+ * failing one depends on what the front end offers (a mirror option, a version choice),
+ * so each words that from the failure kind. */
 #pragma once
 #include "config.h"
+#include "models.h"
 #include <gio/gio.h>
 #include <glib.h>
 #include <stdbool.h>
@@ -37,7 +43,6 @@ G_BEGIN_DECLS
 
 #define HYOCR_DOWNLOAD_DEFAULT_ENDPOINT "https://huggingface.co"
 #define HYOCR_DOWNLOAD_DEFAULT_REPO     "tencent/HunyuanOCR"
-#define HYOCR_DOWNLOAD_MANIFEST         ".hyocr-download.json"
 /* Marks a string for xgettext (po/ passes --keyword=HYOCR_N_) and leaves it as it is. */
 #define HYOCR_N_(text) text
 /* Shown by front ends before a download starts; pass it through _() to translate it. */
@@ -79,7 +84,7 @@ typedef struct {
     const char   *revision;     /* branch, tag or commit; NULL: "main" */
     hyocr_model_version version;  /* 1.5: repository root; 1.0: the v1.0/ folder */
     const char   *subfolder;    /* overrides the folder implied by version ("" = root) */
-    const char   *dest_dir;     /* NULL: hyocr_download_default_dest(version) */
+    const char   *dest_dir;     /* NULL: hyocr_models_dest(NULL, version) */
     const char   *token;        /* NULL: $HF_TOKEN (sent to the endpoint's host only) */
     GCancellable *cancellable;  /* optional */
     hyocr_download_progress_fn on_progress;
@@ -144,6 +149,12 @@ typedef struct {
 
 typedef struct hyocr_download hyocr_download;
 
+/* $HF_ENDPOINT when set, else HYOCR_DOWNLOAD_DEFAULT_ENDPOINT: the server a download asks. */
+const char *hyocr_download_default_endpoint(void);
+/* The host of an endpoint, or NULL when it is not an http(s) URL with a host (the only
+ * endpoints hyocr_download_new takes). */
+char       *hyocr_download_endpoint_host(const char *endpoint);
+
 /* Checks and copies the parameters; no I/O. */
 hyocr_download *hyocr_download_new(const hyocr_download_params *p, GError **error);
 void            hyocr_download_free(hyocr_download *dl);
@@ -159,43 +170,5 @@ gboolean hyocr_download_run(hyocr_download *dl, GError **error);
 void     hyocr_download_cancel(hyocr_download *dl);
 /* Kind and details of the last error of plan/run. */
 const hyocr_download_failure *hyocr_download_get_failure(const hyocr_download *dl);
-
-/* $XDG_DATA_HOME/hyocr/models and …/HunyuanOCR-1.5 (or -1.0). */
-char *hyocr_models_dir(void);
-char *hyocr_download_default_dest(hyocr_model_version version);
-
-/* ---------------------------------------------------------------- installed models */
-
-typedef enum {
-    HYOCR_MODEL_STATE_VERIFIED,     /* manifest present, files unchanged since verification */
-    HYOCR_MODEL_STATE_CHANGED,      /* a file's size or time differs from the manifest */
-    HYOCR_MODEL_STATE_CORRUPT,      /* rehash found a mismatch */
-    HYOCR_MODEL_STATE_INCOMPLETE,   /* files missing, or only an interrupted download */
-    HYOCR_MODEL_STATE_UNMANAGED,    /* a checkpoint folder hyocr did not download */
-} hyocr_model_state;
-
-typedef struct {
-    char   *dir;
-    char   *name;          /* folder name */
-    char   *version;       /* "1.5", "1.0" or NULL when unknown */
-    char   *repo, *revision, *commit, *endpoint, *verified_at;   /* from the manifest, may be NULL */
-    int64_t size;          /* bytes of the model's files on disk */
-    int     n_files;
-    hyocr_model_state state;
-    bool    rehashed;      /* state comes from a full rehash */
-    char   *problem;       /* first problem found, NULL when none */
-    int64_t partial_bytes; /* bytes in an interrupted download beside it ("<dir>.partial") */
-} hyocr_model_entry;
-
-void hyocr_model_entry_free(hyocr_model_entry *e);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_model_entry, hyocr_model_entry_free)
-
-const char *hyocr_model_state_name(hyocr_model_state s);
-/* Describes one model folder (or the partial download of one). rehash re-reads every file
- * and compares with the manifest's checksums (seconds for 2 GB). */
-hyocr_model_entry *hyocr_model_check(const char *dir, gboolean rehash, GError **error);
-/* Entries for the sub-folders of root (hyocr_models_dir() when NULL) that hold a model,
- * a manifest or an interrupted download; sorted by name. Missing root → empty array. */
-GPtrArray *hyocr_models_scan(const char *root, gboolean rehash, GError **error);
 
 G_END_DECLS

@@ -120,3 +120,24 @@ JsonNode *hyocr_json_parse(const char *data, size_t len, int max_depth, const ch
                     name ? ": " : "");
     return root;
 }
+
+JsonObject *hyocr_json_load_object(const char *path)
+{
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &text, &len, NULL)) return NULL;
+    g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, path, NULL);
+    return root && JSON_NODE_HOLDS_OBJECT(root) ? json_object_ref(json_node_get_object(root)) : NULL;
+}
+
+const char *hyocr_json_str(JsonObject *o, const char *key)
+{
+    JsonNode *n = o ? json_object_get_member(o, key) : NULL;
+    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_STRING ? json_node_get_string(n) : NULL;
+}
+
+int64_t hyocr_json_int(JsonObject *o, const char *key)
+{
+    JsonNode *n = o ? json_object_get_member(o, key) : NULL;
+    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64 ? json_node_get_int(n) : -1;
+}

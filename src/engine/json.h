@@ -10,6 +10,7 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 G_BEGIN_DECLS
 
@@ -28,5 +29,14 @@ bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **erro
  * message starting "NAME: " (NAME:LINE:COL: for json-glib's own errors); name
  * may be NULL for a message without it ("LINE:COL: …"). */
 JsonNode *hyocr_json_parse(const char *data, size_t len, int max_depth, const char *name, GError **error);
+
+/* A file holding one JSON object: the object (a new reference), or NULL when the
+ * file is missing, unreadable or holds anything else. For files we wrote
+ * ourselves (the download record), where a bad one only means "start over". */
+JsonObject *hyocr_json_load_object(const char *path);
+/* A member's value, when it has that type: the string (NULL otherwise) or the
+ * integer (-1 otherwise). o may be NULL. */
+const char *hyocr_json_str(JsonObject *o, const char *key);
+int64_t     hyocr_json_int(JsonObject *o, const char *key);
 
 G_END_DECLS

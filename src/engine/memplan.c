@@ -1,6 +1,7 @@
 /* hyocr — memory plan (see memplan.h). Each phase below replays, in order, the
  * buffers its code takes and gives back; the phase's peak is the high-water mark. */
 #include "memplan.h"
+#include "i18n.h"
 #include <string.h>
 
 typedef struct {
@@ -213,21 +214,21 @@ char *hyocr_memplan_describe(const hyocr_memplan *plan)
     GString *s = g_string_new(NULL);
     bool text_phase = plan->peak_text >= plan->peak_vision;
     if (text_phase && plan->vision_offload) {
-        add_part(s, "language-model weights", plan->weights - plan->vision_weights);
-        g_string_append(s, " (vision weights off the device)");
+        add_part(s, _("language-model weights"), plan->weights - plan->vision_weights);
+        g_string_append(s, _(" (vision weights off the device)"));
     } else {
-        add_part(s, "weights", plan->weights);
+        add_part(s, _("weights"), plan->weights);
     }
     bool fixed_kv = plan->peak_vision - plan->weights - plan->backend > plan->vision;
     if (text_phase) {
-        add_part(s, "KV cache", plan->kv);
-        g_string_append_printf(s, " (%d tokens)", plan->kv_tokens);
-        add_part(s, "prefill", plan->prefill);
-        add_part(s, "image embeddings", plan->image_embeds);
+        add_part(s, _("KV cache"), plan->kv);
+        g_string_append_printf(s, _(" (%d tokens)"), plan->kv_tokens);
+        add_part(s, _("prefill"), plan->prefill);
+        add_part(s, _("image embeddings"), plan->image_embeds);
     } else {
-        add_part(s, "vision tower", plan->vision);
-        if (fixed_kv) add_part(s, "fixed KV pool", plan->kv);
+        add_part(s, _("vision tower"), plan->vision);
+        if (fixed_kv) add_part(s, _("fixed KV pool"), plan->kv);
     }
-    if (plan->backend) add_part(s, "backend scratch", plan->backend);
+    if (plan->backend) add_part(s, _("backend scratch"), plan->backend);
     return g_string_free(s, FALSE);
 }

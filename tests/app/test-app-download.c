@@ -246,7 +246,7 @@ static void test_default_folder(void)
     g_autofree char *root = g_build_filename(data_home, "hyocr", NULL);
     g_autofree char *v15 = models_path("HunyuanOCR-1.5"), *v10 = models_path("HunyuanOCR-1.0");
     g_autofree char *legacy = models_path("HunyuanOCR");
-    g_autofree char *dl15 = hyocr_download_default_dest(HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *dl15 = hyocr_models_dest(NULL, HYOCR_MODEL_VERSION_1_5);
     g_autofree char *none = hyocr_model_folder_default();
     g_assert_cmpstr(none, ==, dl15);   /* where `hyocr download` and the panel put it */
     g_assert_cmpstr(none, ==, v15);
@@ -320,7 +320,7 @@ static void check_offer(HyocrWindow *win, HyocrDownloadPanel *panel)
     g_assert_cmpint(hyocr_model_status_get_problem(status), ==, HYOCR_MODEL_PROBLEM_MISSING);
     g_assert_true(gtk_widget_get_visible(GTK_WIDGET(hyocr_model_status_get_download_area(status))));
     g_assert_true(gtk_widget_get_mapped(GTK_WIDGET(panel)));
-    g_autofree char *dest = hyocr_download_default_dest(HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *dest = hyocr_models_dest(NULL, HYOCR_MODEL_VERSION_1_5);
     g_assert_cmpstr(hyocr_download_panel_get_dest(panel), ==, dest);
     g_assert_cmpstr(hyocr_download_panel_get_endpoint(panel), ==, good.url);   /* from the settings */
     g_assert_true(app_test_wait(free_space_shown, panel, WAIT_MS));
@@ -406,7 +406,7 @@ static void test_first_run(void)
     wait_worker(win, HYOCR_WORKER_READY);
     g_signal_handler_disconnect(panel, id);
 
-    g_autofree char *dest = hyocr_download_default_dest(HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *dest = hyocr_models_dest(NULL, HYOCR_MODEL_VERSION_1_5);
     g_autofree char *folder = g_settings_get_string(app_test_settings(), "model-folder");
     g_assert_cmpstr(folder, ==, dest);
     g_assert_cmpstr(hyocr_worker_get_model_dir(hyocr_window_get_worker(win)), ==, dest);
