@@ -10,6 +10,8 @@
 #include <string.h>
 #include <jpeglib.h>
 #include <png.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 
 /* ------------------------------------------------------------------------ writers */
 
@@ -1089,6 +1091,146 @@ static void test_errors_bomb(Fixture *fx, gconstpointer data)
     g_assert_nonnull(strstr(err->message, "limit of 255"));
 }
 
+/* A chunk with its length and CRC. */
+static size_t png_chunk(uint8_t *out, const char *type, const void *data, uint32_t n)
+{
+    be32(out, n);
+    memcpy(out + 4, type, 4);
+    if (n) memcpy(out + 8, data, n);
+    be32(out + 8 + n, crc32_of(out + 4, n + 4));
+    return 12 + n;
+}
+
+/* Signature, IHDR, and an IDAT of ten bytes that never finish a row. */
+static size_t png_header_only(uint8_t *out, uint32_t w, uint32_t h, int depth, int color)
+{
+    uint8_t ihdr[13];
+    be32(ihdr, w);
+    be32(ihdr + 4, h);
+    memcpy(ihdr + 8, (uint8_t[]){ (uint8_t)depth, (uint8_t)color, 0, 0, 0 }, 5);
+    memcpy(out, "\x89PNG\r\n\x1a\n", 8);
+    size_t n = 8 + png_chunk(out + 8, "IHDR", ihdr, 13);
+    return n + png_chunk(out + n, "IDAT", "\x78\x9c\x00\x00\x00\xff\xff\x00\x00\x00", 10);
+}
+
+/* A JPEG whose frame header claims w×h but whose data stops after the first scan's header. */
+static size_t jpeg_header_only(uint8_t *out, size_t cap, bool progressive, int w, int h)
+{
+    uint8_t *buf = NULL;
+    unsigned long len = 0;
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, &buf, &len);
+    c.image_width = c.image_height = 16;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);   /* 4:2:0 */
+    if (progressive) jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    uint8_t row[48] = { 0 };
+    for (JSAMPROW r = row; c.next_scanline < 16;) jpeg_write_scanlines(&c, &r, 1);
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    size_t cut = 0;
+    for (size_t i = 2; i + 9 < len; i++) {
+        if (buf[i] == 0xFF && (buf[i + 1] == 0xC0 || buf[i + 1] == 0xC2)) {
+            buf[i + 5] = (uint8_t)(h >> 8), buf[i + 6] = (uint8_t)h;
+            buf[i + 7] = (uint8_t)(w >> 8), buf[i + 8] = (uint8_t)w;
+        }
+        if (buf[i] == 0xFF && buf[i + 1] == 0xDA) {
+            cut = i + 2 + (size_t)(buf[i + 2] << 8 | buf[i + 3]);
+            break;
+        }
+    }
+    g_assert_cmpuint(cut, >, 0);
+    g_assert_cmpuint(cut, <=, cap);
+    memcpy(out, buf, cut);
+    free(buf);
+    return cut;
+}
+
+static void assert_message(const GError *err, const char *fragment)
+{
+    g_assert_nonnull(err);
+    if (!strstr(err->message, fragment)) g_error("message lacks '%s': %s", fragment, err->message);
+}
+
+static long peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024;
+}
+
+/* Runs in a fresh process (g_test_trap_subprocess) so its peak RSS is its own. Each file is
+ * a header that passes the pixel limit with almost no data behind it; a decoder may hold
+ * the RGB buffer (zeroed pages that cost nothing until rows land in them, unless
+ * MALLOC_PERTURB_, which meson test sets, has calloc write them) and little else before
+ * the data. Before the decoders counted what they really allocate, the 55-byte PNG cost
+ * 1.37 GB (a row-pointer table, 8 bytes a row, beside its 0.5 GB RGB buffer), the 1-row
+ * PNG as much (libpng's row buffers, zeroed), and the progressive JPEG 514 MB (its
+ * coefficients, zeroed while libjpeg ran out of data). */
+static void test_errors_decode_memory_child(void)
+{
+    static const struct { const char *name; long rgb_mb; const char *fragment; } cases[] = {
+        { "tall.png", 512, "PNG file is truncated (55 bytes" },
+        { "wide.png", 0, "PNG of 178956970×1 needs 2.9\xC2\xA0" "GB for its row buffers before its pixel data, "
+                         "more than the 33.6\xC2\xA0" "MB a decoder may take" },
+        { "prog.jpg", 0, "progressive JPEG of 65500×2732 needs 537.7\xC2\xA0" "MB for its coefficients before "
+                         "it has a pixel, more than the 536.9\xC2\xA0" "MB of the largest image allowed "
+                         "(178956970 pixels)" },
+        { "base.jpg", 512, "JPEG file is truncated" },   /* baseline: decoded a row at a time */
+    };
+    uint8_t buf[1024];
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        size_t n = i == 0 ? png_header_only(buf, 1, 178956970, 8, 0)          /* 1×178956970 gray: 55 bytes */
+                 : i == 1 ? png_header_only(buf, 178956970, 1, 16, 6)         /* 16-bit RGBA, one row */
+                 : jpeg_header_only(buf, sizeof buf, i == 2, 65500, 2732);    /* 4:2:0 */
+        long before = peak_rss_mb();
+        g_autoptr(GError) err = NULL;
+        g_assert_null(hyocr_image_load_from_memory(buf, n, cases[i].name, NULL, &err));
+        g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
+        assert_message(err, cases[i].fragment);
+        long grew = peak_rss_mb() - before;
+        if (grew > cases[i].rgb_mb + 64)
+            g_error("%s: %zu bytes took %ld MB to refuse (its RGB buffer: %ld MB)", cases[i].name, n, grew,
+                    cases[i].rgb_mb);
+    }
+}
+
+static void test_errors_decode_memory(void)
+{
+    g_test_trap_subprocess("/image/errors/decode-memory/subprocess", 120 * G_USEC_PER_SEC, 0);
+    g_test_trap_assert_passed();
+}
+
+/* A multi-scan JPEG's coefficients count against 3 bytes per allowed pixel. */
+static void test_errors_coefficient_budget(Fixture *fx, gconstpointer data)
+{
+    hyocr_image_options o = { .max_decode_pixels = 1000000 };   /* 3 MB */
+    int sizes[] = { 700, 800 };   /* 4:2:0: 3 bytes of coefficients a pixel: 1.5 MB, 1.9 MB; 4:4:4: 2.9, 3.8 */
+    for (int k = 0; k < 2; k++) {
+        int w = sizes[k];
+        g_autofree uint8_t *rgb = g_malloc((size_t)w * w * 3);
+        for (int i = 0; i < w * w * 3; i++) rgb[i] = pattern(i / 3 % w, i / 3 / w, i % 3);
+        g_autofree char *path = g_strdup_printf("%s/p%d.jpg", fx->dir, w);
+        /* 4:4:4 from the RGB colour space (no subsampling): 6 bytes of coefficients a pixel */
+        write_jpeg(path, w, w, &(jpeg_spec){ 3, JCS_RGB, JCS_RGB, true, 90 }, rgb);
+        g_autoptr(GError) err = NULL;
+        g_autoptr(hyocr_image) img = hyocr_image_load(path, &o, &err);
+        if (k == 0) {
+            g_assert_no_error(err);
+            g_assert_cmpint(img->width, ==, w);
+        } else {
+            g_assert_null(img);
+            assert_message(err, "progressive JPEG of 800×800 needs 3.8\xC2\xA0" "MB for its coefficients");
+            assert_message(err, "the 3.0\xC2\xA0" "MB of the largest image allowed (1000000 pixels)");
+        }
+    }
+}
+
 static void test_errors_memory(void)
 {
     g_autoptr(GError) err = NULL;
@@ -1132,6 +1274,9 @@ int main(int argc, char **argv)
     FX("/image/errors/truncated", test_errors_truncated);
     FX("/image/errors/bomb", test_errors_bomb);
     g_test_add_func("/image/errors/memory", test_errors_memory);
+    g_test_add_func("/image/errors/decode-memory", test_errors_decode_memory);
+    g_test_add_func("/image/errors/decode-memory/subprocess", test_errors_decode_memory_child);
+    FX("/image/errors/coefficient-budget", test_errors_coefficient_budget);
 #undef FX
     return g_test_run();
 }

@@ -21,12 +21,22 @@
 #include <stdio.h>   /* jpeglib.h needs FILE */
 #include <jpeglib.h>
 #include <jerror.h>
+#include <limits.h>
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
 #include <string.h>
 
 #define HYOCR_DEFAULT_MAX_DECODE_PIXELS INT64_C(178956970)
+
+/* What a decoder may hold before it has read the data that fills it: the RGB buffer
+ * (zeroed by calloc, so its pages cost nothing until rows land in them) and working
+ * memory up to this much (libpng's two row buffers, libjpeg's iMCU rows, zlib), checked
+ * from the header. The one whole-image working buffer, a multi-scan JPEG's coefficients,
+ * which its scans fill before any pixel exists, comes instead of the RGB buffer (that is
+ * allocated after the scans are read) and is held to the RGB buffer of the largest image
+ * allowed: 3 bytes × the pixel limit. */
+#define DECODE_WORK_LIMIT (32 << 20)
 
 hyocr_image *hyocr_image_new(int width, int height)
 {
@@ -52,7 +62,7 @@ void hyocr_image_free(hyocr_image *img)
 
 typedef struct {
     const char *name;
-    int64_t     limit;
+    int64_t     limit;         /* pixels */
     int         code;          /* HyocrError to report */
     char        msg[512];      /* set on failure, without the "name: " prefix */
 } decode_status;
@@ -96,6 +106,18 @@ static bool check_size(decode_status *st, const char *kind, int64_t w, int64_t h
     return true;
 }
 
+/* Working memory computed from the header (see DECODE_WORK_LIMIT). */
+static bool check_work(decode_status *st, const char *kind, int64_t w, int64_t h, uint64_t work, const char *what)
+{
+    if (work <= DECODE_WORK_LIMIT)
+        return true;
+    g_autofree char *need = g_format_size(work), *limit = g_format_size(DECODE_WORK_LIMIT);
+    status_set(st, HYOCR_ERROR_IMAGE, "%s of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " needs %s for %s before "
+               "its pixel data, more than the %s a decoder may take ahead of the data; not a usable image",
+               kind, w, h, need, what, limit);
+    return false;
+}
+
 static void status_no_memory(decode_status *st, int w, int h)
 {
     status_set(st, HYOCR_ERROR_NO_MEMORY, "out of memory decoding a %d×%d image", w, h);
@@ -110,14 +132,10 @@ static void status_no_memory(decode_status *st, int w, int h)
 typedef struct {
     decode_status  st;
     bool           interlaced;
-    bool           direct;      /* rows land as RGB straight in img */
-    int            channels;
     bool           rows_done;   /* every pixel row is in; later chunk trouble is harmless */
     png_structp    png;
     png_infop      info;
-    uint8_t       *buf;         /* decode rows when they are not plain RGB */
-    png_bytep     *rows;        /* [height] where libpng's row y goes */
-    hyocr_image   *img;
+    hyocr_image   *img;         /* libpng writes RGB rows straight into it */
 } png_dec;
 
 static void png_on_error(png_structp png, png_const_charp msg)
@@ -134,21 +152,16 @@ static void png_on_warning(png_structp png, png_const_charp msg)
     g_debug("libpng: %s", msg);
 }
 
-/* Row of `channels` 8-bit samples → RGB. Gray is replicated; alpha is dropped, not composited
- * (Pillow's RGBA→RGB and LA→RGB). Works in place when dst == src and channels ≤ 3 because it
- * walks backwards. */
-static void row_to_rgb(uint8_t *dst, const uint8_t *src, int w, int channels)
+/* Gray row → RGB by replication (Pillow's L→RGB), in place: it walks backwards. */
+static void gray_to_rgb(uint8_t *row, int w)
 {
-    for (int x = w - 1; x >= 0; x--) {
-        const uint8_t *s = src + (size_t)x * channels;
-        uint8_t r = s[0], g = channels >= 3 ? s[1] : s[0], b = channels >= 3 ? s[2] : s[0];
-        dst[3 * x + 0] = r;
-        dst[3 * x + 1] = g;
-        dst[3 * x + 2] = b;
-    }
+    for (int x = w - 1; x >= 0; x--)
+        row[3 * x] = row[3 * x + 1] = row[3 * x + 2] = row[x];
 }
 
-/* Transformations giving 8-bit gray, gray+alpha, RGB or RGBA whatever the file holds. */
+/* Transformations giving 8-bit RGB whatever the file holds, so every row lands in the image
+ * as it is: no buffer beside it, not even for Adam7. Alpha is dropped, not composited
+ * (Pillow's RGBA→RGB and LA→RGB); gray is replicated. */
 static void png_setup_transforms(png_structp png, png_infop info)
 {
     int color = png_get_color_type(png, info);
@@ -159,8 +172,18 @@ static void png_setup_transforms(png_structp png, png_infop info)
         png_set_expand_gray_1_2_4_to_8(png);   /* v·255/(2^d−1), Pillow's "1", "L;2", "L;4" */
     if (depth == 16)
         png_set_strip_16(png);                 /* high byte, Pillow's "RGB;16B" (not scale_16) */
-    if (color & PNG_COLOR_MASK_ALPHA)
-        png_set_strip_alpha(png);
+    if ((color & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, info, PNG_INFO_tRNS))
+        png_set_strip_alpha(png);              /* the palette's tRNS would expand to alpha */
+    if (!(color & PNG_COLOR_MASK_COLOR))
+        png_set_gray_to_rgb(png);
+}
+
+/* libpng's two row buffers (current and previous row) at the widest pixel any transform
+ * passes through (16-bit RGBA, 8 bytes), rounded to whole bytes of 8 pixels, plus their
+ * filter byte and padding. */
+static uint64_t png_row_work(int64_t w)
+{
+    return 2 * (8 * ((uint64_t)w + 7) + 64);
 }
 
 static void png_on_info(png_structp png, png_infop info)
@@ -169,28 +192,22 @@ static void png_on_info(png_structp png, png_infop info)
     int64_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     if (!check_size(&d->st, "PNG", w, h))
         png_error(png, d->st.msg);
+    if (!check_work(&d->st, "PNG", w, h, png_row_work(w), "its row buffers"))
+        png_error(png, d->st.msg);
     png_setup_transforms(png, info);
     d->interlaced = png_set_interlace_handling(png) > 1;
-    png_read_update_info(png, info);
-    d->channels = png_get_channels(png, info);
-    size_t rowbytes = png_get_rowbytes(png, info);
-    if (png_get_bit_depth(png, info) != 8 || d->channels < 1 || d->channels > 4 ||
-        rowbytes != (size_t)w * d->channels) {
+    png_read_update_info(png, info);   /* libpng allocates its row buffers here */
+    int channels = png_get_channels(png, info);
+    if (png_get_bit_depth(png, info) != 8 || channels != 3 || png_get_rowbytes(png, info) != (size_t)w * 3) {
         status_set(&d->st, HYOCR_ERROR_IMAGE, "unsupported PNG layout (%d channels, %d bits)",
-                   d->channels, png_get_bit_depth(png, info));
+                   channels, png_get_bit_depth(png, info));
         png_error(png, d->st.msg);
     }
-    d->direct = d->channels == 3;
     d->img = hyocr_image_new((int)w, (int)h);
-    d->buf = d->direct ? NULL : g_try_malloc((d->interlaced ? (size_t)h : 1) * rowbytes);
-    d->rows = g_try_new(png_bytep, (size_t)h);
-    if (!d->img || (!d->direct && !d->buf) || !d->rows) {
+    if (!d->img) {
         status_no_memory(&d->st, (int)w, (int)h);
         png_error(png, d->st.msg);
     }
-    for (int64_t y = 0; y < h; y++)
-        d->rows[y] = d->direct ? d->img->rgb + (size_t)y * w * 3
-                   : d->buf + (d->interlaced ? (size_t)y * rowbytes : 0);
 }
 
 /* For Adam7, libpng calls back for every image row in every pass (row NULL when the pass has
@@ -201,11 +218,8 @@ static void png_on_row(png_structp png, png_bytep row, png_uint_32 y, int pass)
     png_dec *d = png_get_progressive_ptr(png);
     if (!d->img || y >= (png_uint_32)d->img->height)
         return;
-    if (row) {
-        png_progressive_combine_row(png, d->rows[y], row);   /* Adam7: merges this pass's pixels */
-        if (!d->interlaced && !d->direct)
-            row_to_rgb(d->img->rgb + (size_t)y * d->img->width * 3, d->rows[y], d->img->width, d->channels);
-    }
+    if (row)   /* Adam7: merges this pass's pixels into what the earlier passes left */
+        png_progressive_combine_row(png, d->img->rgb + (size_t)y * d->img->width * 3, row);
     if (y == (png_uint_32)d->img->height - 1 && (!d->interlaced || pass == 6))
         d->rows_done = true;
 }
@@ -249,7 +263,7 @@ static hyocr_image *decode_png(const uint8_t *data, size_t len, decode_status *s
     if (len >= 24 && memcmp(data + 12, "IHDR", 4) == 0) {
         int64_t w = (int64_t)data[16] << 24 | data[17] << 16 | data[18] << 8 | data[19];
         int64_t h = (int64_t)data[20] << 24 | data[21] << 16 | data[22] << 8 | data[23];
-        if (!check_size(st, "PNG", w, h))
+        if (!check_size(st, "PNG", w, h) || !check_work(st, "PNG", w, h, png_row_work(w), "its row buffers"))
             return NULL;
     }
     d.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d, png_on_error, png_on_warning);
@@ -261,14 +275,9 @@ static hyocr_image *decode_png(const uint8_t *data, size_t len, decode_status *s
     if (ran && !ok)
         status_set(&d.st, HYOCR_ERROR_IMAGE, "PNG file is truncated (%zu bytes, data ends before the "
                    "image does); the file is incomplete — download or export it again", len);
-    if (ok && d.interlaced && !d.direct)
-        for (int y = 0; y < d.img->height; y++)
-            row_to_rgb(d.img->rgb + (size_t)y * d.img->width * 3, d.rows[y], d.img->width, d.channels);
     if (ok)
         *orientation = png_orientation(data, len);
     png_destroy_read_struct(d.png ? &d.png : NULL, d.info ? &d.info : NULL, NULL);
-    g_free(d.buf);
-    g_free(d.rows);
     *st = d.st;
     if (!ok) {
         hyocr_image_free(d.img);
@@ -333,12 +342,8 @@ static inline uint8_t cmyk_channel(int c_inv, int nk)
     return (uint8_t)CLAMP(v, 0, 255);
 }
 
-static void jpeg_row_to_rgb(uint8_t *dst, const uint8_t *src, int w, int components)
+static void cmyk_row_to_rgb(uint8_t *dst, const uint8_t *src, int w)
 {
-    if (components == 1) {
-        row_to_rgb(dst, src, w, 1);
-        return;
-    }
     for (int x = 0; x < w; x++, src += 4, dst += 3) {
         int nk = src[3];
         dst[0] = cmyk_channel(255 - src[0], nk);
@@ -363,6 +368,42 @@ static bool jpeg_choose_output(jpeg_dec *d)
     }
 }
 
+/* The whole-image coefficient buffer libjpeg reads every scan into before it outputs a pixel,
+ * when there is more than one scan (progressive, or components in separate scans); a
+ * single-scan file is decoded a row of blocks at a time. Sized as jdcoefct.c requests it. */
+static uint64_t jpeg_coef_bytes(const struct jpeg_decompress_struct *c)
+{
+    if (!c->progressive_mode && c->comps_in_scan >= c->num_components)
+        return 0;
+    uint64_t total = 0;
+    for (int i = 0; i < c->num_components; i++) {
+        const jpeg_component_info *ci = &c->comp_info[i];
+        uint64_t bw = (ci->width_in_blocks + ci->h_samp_factor - 1) / ci->h_samp_factor * ci->h_samp_factor;
+        uint64_t bh = (ci->height_in_blocks + ci->v_samp_factor - 1) / ci->v_samp_factor * ci->v_samp_factor;
+        total += bw * bh * sizeof(JBLOCK);
+    }
+    return total;
+}
+
+/* See DECODE_WORK_LIMIT. libjpeg is told the same bound (max_memory_to_use), so a
+ * miscount here makes it fail (no backing store) rather than allocate. */
+static bool jpeg_check_coefs(jpeg_dec *d)
+{
+    struct jpeg_decompress_struct *c = &d->cinfo;
+    uint64_t coefs = jpeg_coef_bytes(c), limit = 3 * (uint64_t)d->st.limit;
+    if (coefs > limit) {
+        g_autofree char *need = g_format_size(coefs), *have = g_format_size(limit);
+        status_set(&d->st, HYOCR_ERROR_IMAGE, "%s JPEG of %u×%u needs %s for its coefficients before it has "
+                   "a pixel, more than the %s of the largest image allowed (%" G_GINT64_FORMAT " pixels); "
+                   "downscale it first or raise max_decode_pixels",
+                   c->progressive_mode ? "progressive" : "multi-scan", c->image_width, c->image_height,
+                   need, have, d->st.limit);
+        return false;
+    }
+    c->mem->max_memory_to_use = (long)MIN(coefs + DECODE_WORK_LIMIT, (uint64_t)LONG_MAX);
+    return true;
+}
+
 static bool jpeg_run(jpeg_dec *d, const uint8_t *data, size_t len)
 {
     struct jpeg_decompress_struct *c = &d->cinfo;
@@ -371,24 +412,27 @@ static bool jpeg_run(jpeg_dec *d, const uint8_t *data, size_t len)
     jpeg_mem_src(c, data, (unsigned long)len);
     jpeg_save_markers(c, JPEG_APP0 + 1, 0xFFFF);
     jpeg_read_header(c, TRUE);
-    if (!check_size(&d->st, "JPEG", c->image_width, c->image_height) || !jpeg_choose_output(d))
+    if (!check_size(&d->st, "JPEG", c->image_width, c->image_height) || !jpeg_choose_output(d) ||
+        !jpeg_check_coefs(d))
         return false;
     d->orientation = jpeg_find_orientation(c);
-    jpeg_start_decompress(c);
+    jpeg_start_decompress(c);   /* reads every scan of a multi-scan file into the coefficients */
     int w = (int)c->output_width, comps = c->output_components;
     d->img = hyocr_image_new(w, (int)c->output_height);
-    d->row = comps == 3 ? NULL : g_try_malloc((size_t)w * comps);
-    if (!d->img || (comps != 3 && !d->row)) {
+    d->row = comps == 4 ? g_try_malloc((size_t)w * 4) : NULL;
+    if (!d->img || (comps == 4 && !d->row)) {
         status_no_memory(&d->st, w, (int)c->output_height);
         return false;
     }
     while (c->output_scanline < c->output_height) {
         uint8_t *out = d->img->rgb + (size_t)c->output_scanline * w * 3;
-        JSAMPROW row = comps == 3 ? out : d->row;
+        JSAMPROW row = comps == 4 ? d->row : out;
         if (jpeg_read_scanlines(c, &row, 1) != 1)
             break;
-        if (comps != 3)
-            jpeg_row_to_rgb(out, d->row, w, comps);
+        if (comps == 1)
+            gray_to_rgb(out, w);
+        else if (comps == 4)
+            cmyk_row_to_rgb(out, d->row, w);
     }
     d->err.finishing = true;
     jpeg_finish_decompress(c);
@@ -411,6 +455,9 @@ static hyocr_image *decode_jpeg(const uint8_t *data, size_t len, decode_status *
     if (!ok && d->err.truncated) {
         status_set(&d->st, HYOCR_ERROR_IMAGE, "JPEG file is truncated (%zu bytes, data ends before "
                    "the image does); the file is incomplete — download or export it again", len);
+    } else if (!ok && !d->st.msg[0] && d->err.pub.msg_code == JERR_NO_BACKING_STORE) {
+        status_set(&d->st, HYOCR_ERROR_IMAGE, "JPEG needs more memory to decode than its header accounts for; "
+                   "not a usable image");
     } else if (!ok && !d->st.msg[0]) {
         char text[JMSG_LENGTH_MAX];
         d->err.pub.format_message((j_common_ptr)&d->cinfo, text);
