@@ -618,51 +618,7 @@ void hyocr_model_host_free(hyocr_model *m, void *p, size_t bytes)
     if (p) m->be->ops->host_free(m->be, p, bytes);
 }
 
-/* ---- pick slots and the finite check (decoding on the device) ---- */
-
-#define PICK_SLOTS 64   /* live jobs at once; the set of one slot is ceil(vocab/32) words */
-
-static size_t pick_words(const hyocr_model *m)
-{
-    return ((size_t)m->cfg.text.vocab_size + 31) / 32;
-}
-
-int hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError **error)
-{
-    const int V = m->cfg.text.vocab_size;
-    const size_t W = pick_words(m);
-    if (!m->pick_seen) {
-        m->pick_seen = m->be->ops->alloc(m->be, HYOCR_BUF_F32, PICK_SLOTS * W, error);
-        if (!m->pick_seen) return -1;
-        m->pick_n_slots = PICK_SLOTS;
-        m->pick_used = g_new0(uint8_t, PICK_SLOTS);
-    }
-    int slot = 0;
-    while (slot < m->pick_n_slots && m->pick_used[slot]) slot++;
-    if (slot == m->pick_n_slots) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "all %d token-choice slots are taken: finish a job before starting another", m->pick_n_slots);
-        return -1;
-    }
-    /* The set travels as raw words; upload_f32 copies F32 buffers bit for bit. */
-    g_autofree uint32_t *words = g_new0(uint32_t, W);
-    for (int i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= V) {
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "token id %d at %d is outside the vocabulary (%d)", ids[i], i, V);
-            return -1;
-        }
-        words[ids[i] >> 5] |= 1u << (ids[i] & 31);
-    }
-    if (!m->be->ops->upload_f32(m->be, m->pick_seen, (size_t)slot * W, (const float *)words, W, error)) return -1;
-    m->pick_used[slot] = 1;
-    return slot;
-}
-
-void hyocr_model_pick_slot_free(hyocr_model *m, int slot)
-{
-    if (slot >= 0 && slot < m->pick_n_slots) m->pick_used[slot] = 0;
-}
+/* ---- the finite check ------------------------------------------------------------ */
 
 bool hyocr_model_check_finite(hyocr_model *m, const hyocr_buf *b, size_t n, bool *finite, GError **error)
 {

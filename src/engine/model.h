@@ -1,8 +1,9 @@
 /* hyocr — the HunyuanOCR network on a backend: weights uploaded from a checkpoint,
  * the vision tower + merger (vision.c), the decoder over the paged KV cache
- * (text.c). Everything goes through backend.h ops, so the same code runs on the
- * CPU and CUDA backends; the only host-side data are token ids, positions, block
- * tables and the fp32 logits that come back. */
+ * (text.c), what decoding keeps on the device between steps (decode.c).
+ * Everything goes through backend.h ops, so the same code runs on the CPU and
+ * CUDA backends; the only host-side data are token ids, positions, block tables
+ * and the fp32 logits that come back. */
 #pragma once
 #include "backend.h"
 #include "checkpoint.h"
@@ -81,7 +82,7 @@ typedef struct hyocr_model {
     int        vit_chunk_rows;
     int        text_chunk_rows;
 
-    /* decoding on the device (model.c pick slots, text.c graphs) */
+    /* decoding on the device (decode.c) */
     hyocr_buf *pick_seen;                  /* [pick_n_slots · ceil(vocab/32)] words of penalty sets */
     int        pick_n_slots;
     uint8_t   *pick_used;                  /* [pick_n_slots] */
@@ -153,7 +154,7 @@ typedef struct {
 bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits,
                         hyocr_cancel_fn cancel, void *cancel_data, GError **error);
 
-/* ---- decoding on the device (text.c) ---------------------------------------------
+/* ---- decoding on the device (decode.c; the step itself: text.c) --------------------
  * A pick slot holds one sequence's repetition-penalty set (its prompt ids and every
  * token chosen since) where the backend chooses tokens, so a greedy decode step
  * sends only token ids back to the host. Slots are few (one per live job); -1 with
@@ -179,6 +180,21 @@ bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const h
 
 /* Frees the pick slots' storage and the captured decode graphs (hyocr_model_free calls it). */
 void hyocr_text_decode_release(hyocr_model *m);
+
+/* One decode step's ops, run by hyocr_decode_graphs_run: captured, their token
+ * choice reads the slots, penalties and draws of the bound meta; else the step's own. */
+typedef bool (*hyocr_decode_work_fn)(void *data, bool captured, GError **error);
+
+/* Whether decode steps go through captured graphs (the backend has them and
+ * HYOCR_NO_GRAPH is not set). */
+bool hyocr_decode_graphs_wanted(const hyocr_model *m);
+
+/* Runs one decode step of meta->n_rows rows bound to meta (its block_size and
+ * max_blocks, the context bucket, are set here): replays the graph captured for
+ * the rows, the bucket and sig (what else the captured work depends on), captures
+ * it on the shape's second step, and otherwise runs work uncaptured. */
+bool hyocr_decode_graphs_run(hyocr_model *m, hyocr_decode_meta *meta, uint64_t sig, hyocr_decode_work_fn work,
+                             void *data, GError **error);
 
 /* *finite = b[0..n) holds no NaN or ±Inf (the vision output's FP16 overflow check). */
 bool hyocr_model_check_finite(hyocr_model *m, const hyocr_buf *b, size_t n, bool *finite, GError **error);

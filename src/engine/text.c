@@ -331,35 +331,6 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
 
 /* ---- decoding with the token chosen on the device ---------------------------------- */
 
-typedef struct {
-    int      rows, max_blocks;
-    uint64_t sig;     /* the buffers the captured work points into */
-    void    *graph;   /* NULL: this shape ran once uncaptured (that sizes every scratch) */
-} decode_graph;
-
-#define DECODE_GRAPHS_MAX 16
-#define DECODE_CTX_STEP   1024   /* context bound of a captured step, in tokens */
-
-static void decode_graph_free(hyocr_model *m, decode_graph *g)
-{
-    if (g->graph) OPS->graph_free(m->be, g->graph);
-    g_free(g);
-}
-
-void hyocr_text_decode_release(hyocr_model *m)
-{
-    if (m->decode_graphs) {
-        for (guint i = 0; i < m->decode_graphs->len; i++) decode_graph_free(m, m->decode_graphs->pdata[i]);
-        g_ptr_array_free(m->decode_graphs, TRUE);
-        m->decode_graphs = NULL;
-    }
-    if (m->pick_seen) OPS->buf_free(m->be, m->pick_seen);
-    m->pick_seen = NULL;
-    g_free(m->pick_used);
-    m->pick_used = NULL;
-    m->pick_n_slots = 0;
-}
-
 static bool check_decode(const hyocr_model *m, const hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
                          GError **error)
 {
@@ -409,8 +380,9 @@ static uint64_t mix(uint64_t h, const void *p)
     return (h ^ (uint64_t)(uintptr_t)p) * 1099511628211ull;
 }
 
-/* The buffers, whether the step was fused (HYOCR_FUSE may change between steps)
- * and whether a row samples (the draw kernel is then part of the step). */
+/* The graph key beyond the shape: the buffers, whether the step was fused
+ * (HYOCR_FUSE may change between steps) and whether a row samples (the draw
+ * kernel is then part of the step). */
 static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t, int rows, bool sampling)
 {
     uint64_t h = 1469598103934665603ull;
@@ -422,80 +394,24 @@ static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t, int r
     return h;
 }
 
-static decode_graph *decode_graph_find(hyocr_model *m, int rows, int max_blocks, uint64_t sig, bool *fresh)
-{
-    if (!m->decode_graphs) m->decode_graphs = g_ptr_array_new();
-    for (guint i = 0; i < m->decode_graphs->len; i++) {
-        decode_graph *g = m->decode_graphs->pdata[i];
-        if (g->rows == rows && g->max_blocks == max_blocks && g->sig == sig) {
-            *fresh = false;
-            return g;
-        }
-    }
-    if (m->decode_graphs->len >= DECODE_GRAPHS_MAX)
-        decode_graph_free(m, g_ptr_array_steal_index(m->decode_graphs, 0));
-    decode_graph *g = g_new0(decode_graph, 1);
-    *g = (decode_graph){ rows, max_blocks, sig, NULL };
-    g_ptr_array_add(m->decode_graphs, g);
-    *fresh = true;
-    return g;
-}
+/* One step's work as decode.c runs it: captured (the slots, penalties and draws
+ * then come from the bound meta) or not. */
+typedef struct {
+    hyocr_model           *m;
+    text_batch            *b;
+    const hyocr_text_seq  *seqs;
+    const text_chunk      *k;
+    const text_bufs       *t;
+    const int32_t         *slots;
+    const float           *pens;
+    const hyocr_pick_draw *draws;
+} decode_work;
 
-/* Captures the step; false (nothing run, no error) when the capture did not work out. */
-static bool decode_capture(hyocr_model *m, decode_graph *g, text_batch *b, const hyocr_text_seq *seqs,
-                           const text_chunk *k, const text_bufs *t, GError **error)
+static bool decode_work_run(void *data, bool captured, GError **error)
 {
-    g_autoptr(GError) cap_err = NULL;
-    if (!OPS->graph_begin(m->be, &cap_err)) return false;
-    bool ok = decode_ops(m, b, seqs, k, t, NULL, NULL, NULL, &cap_err);
-    void *graph = OPS->graph_end(m->be, ok ? &cap_err : NULL);
-    if (!ok || !graph) {
-        if (graph) OPS->graph_free(m->be, graph);
-        g_debug("decode graph capture failed (%s); running uncaptured", cap_err ? cap_err->message : "?");
-        return false;
-    }
-    g->graph = graph;
-    return true;
-}
-
-/* The bound, graph-replayed step. The first step of a shape runs uncaptured
- * (sizing the backend's scratch), the second captures, later ones replay. */
-static bool decode_graph_step(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs, const text_chunk *k,
-                              const text_bufs *t, const int32_t *slots, const float *pens,
-                              const hyocr_pick_draw *draws, GError **error)
-{
-    int n = k->rows, bs = m->kv_block_size, ctx = 0;
-    for (int r = 0; r < n; r++) ctx = MAX(ctx, k->views[r].n_past + 1);
-    int bound = (ctx + DECODE_CTX_STEP - 1) / DECODE_CTX_STEP * DECODE_CTX_STEP;
-    int max_blocks = (bound + bs - 1) / bs;
-    hyocr_decode_meta dm = { .n_rows = n, .ids = b->ids, .views = k->views, .block_size = bs,
-                             .max_blocks = max_blocks, .pick_slots = slots, .pick_penalties = pens,
-                             .pick_draws = draws };
-    if (!OPS->decode_bind(m->be, &dm, error)) return false;
-    bool fresh, ok = true, done = false;
-    decode_graph *g = decode_graph_find(m, n, max_blocks, decode_signature(m, t, n, draws != NULL), &fresh);
-    if (g->graph) {
-        bool stale = false;
-        ok = OPS->graph_launch(m->be, g->graph, &stale, error);
-        done = ok && !stale;
-        if (stale) {
-            OPS->graph_free(m->be, g->graph);
-            g->graph = NULL;
-        }
-    } else if (!fresh && decode_capture(m, g, b, seqs, k, t, error)) {
-        bool stale = false;
-        ok = OPS->graph_launch(m->be, g->graph, &stale, error);
-        done = ok && !stale;
-    }
-    if (ok && !done) ok = decode_ops(m, b, seqs, k, t, slots, pens, draws, error);
-    OPS->decode_unbind(m->be);
-    return ok;
-}
-
-static bool graphs_wanted(const hyocr_model *m)
-{
-    const char *off = g_getenv("HYOCR_NO_GRAPH");
-    return OPS->decode_bind && OPS->graph_begin && !(off && *off && strcmp(off, "0") != 0);
+    decode_work *w = data;
+    if (captured) return decode_ops(w->m, w->b, w->seqs, w->k, w->t, NULL, NULL, NULL, error);
+    return decode_ops(w->m, w->b, w->seqs, w->k, w->t, w->slots, w->pens, w->draws, error);
 }
 
 bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks, int32_t *next,
@@ -523,10 +439,15 @@ bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const h
     if (!sampling) g_clear_pointer(&draws, g_free);
     text_bufs t;
     bool ok = text_bufs_get(m, n_seqs, n_seqs, &t, error);
-    if (ok && graphs_wanted(m))
-        ok = decode_graph_step(m, &b, seqs, &k, &t, slots, pens, draws, error);
-    else if (ok)
-        ok = decode_ops(m, &b, seqs, &k, &t, slots, pens, draws, error);
+    decode_work w = { m, &b, seqs, &k, &t, slots, pens, draws };
+    if (ok && hyocr_decode_graphs_wanted(m)) {
+        hyocr_decode_meta dm = { .n_rows = k.rows, .ids = b.ids, .views = k.views, .pick_slots = slots,
+                                 .pick_penalties = pens, .pick_draws = draws };
+        ok = hyocr_decode_graphs_run(m, &dm, decode_signature(m, &t, k.rows, draws != NULL), decode_work_run, &w,
+                                     error);
+    } else if (ok) {
+        ok = decode_work_run(&w, false, error);
+    }
     g_autofree bool *nf = g_new(bool, (guint)n_seqs);
     ok = ok && OPS->pick_fetch(m->be, n_seqs, next, nf, error);
     if (ok) {
