@@ -185,6 +185,17 @@ enum { HK_GEMV_PLAIN = 0, HK_GEMV_NORM = 1, HK_GEMV_NORM_GLU = 2, HK_GEMV_RESIDU
 cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                      const void *nw, hk_dtype nwt, float eps, const void *w, int N, int K, int pdl);
 
+/* ---- the DFlash draft (dflash.cu) ----
+ * hk_qknorm_rope: per-head RMSNorm of q and k, then the rotation (Qwen3's order), in place on
+ * qkv[M, (Hq + 2·Hkv)·D]; Hq may be 0 (qn unused). hk_attention_append: stores the k | v of qkv's
+ * M rows at rows n_past.. of k_cache / v_cache ([rows, Hkv·D], type ct), then every query row
+ * attends to all n_past + M rows, no mask, GQA, out[M, Hq·D] (type t); Hq = 0 only stores. */
+cudaError_t hk_qknorm_rope(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes, int Hq,
+                           int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt, const void *kn,
+                           hk_dtype knt, float eps);
+cudaError_t hk_attention_append(cudaStream_t s, hk_dtype t, void *out, const void *qkv, void *k_cache,
+                                void *v_cache, hk_dtype ct, int n_past, int M, int Hq, int Hkv, int D, float scale);
+
 #ifdef __cplusplus
 }
 #endif

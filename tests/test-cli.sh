@@ -91,6 +91,19 @@ done
 check "inspect flat runs" test $? -eq 0
 check "inspect flat says tied" grep -q "tied to embed_tokens" "$tmp/inspect"
 check "inspect flat says 2 files" grep -qE "in 2 files" "$tmp/inspect"
+check "inspect flat says no draft" grep -q "^draft          none (no dflash/ folder)" "$tmp/inspect"
+"$HYOCR" inspect --model "$DATA/ckpt-dflash" >"$tmp/inspect-dflash" 2>&1
+check "inspect reports the DFlash draft" grep -q "^draft          DFlash, 5 layers, hidden 64, 4 heads / 2 kv heads × 32, mlp 224, rope theta 10000" "$tmp/inspect-dflash"
+check "inspect reports the draft's taps" grep -q "block        16 (bonus + 15 drafts), mask token 2022, reads target layers \[1, 3, 5, 6\]" "$tmp/inspect-dflash"
+check "inspect reports the draft's size" grep -q "tensors      58 used, 0 ignored, 355392 parameters" "$tmp/inspect-dflash"
+# a broken draft: the model still opens, inspect says why the draft is not used
+mkdir -p "$tmp/draft-broken/dflash"
+for f in "$DATA"/ckpt-dflash/*; do [ -f "$f" ] && ln -s "$f" "$tmp/draft-broken/"; done
+sed 's/"num_target_layers": 8/"num_target_layers": 24/' "$DATA/ckpt-dflash/dflash/config.json" >"$tmp/draft-broken/dflash/config.json"
+ln -s "$DATA/ckpt-dflash/dflash/model.safetensors" "$tmp/draft-broken/dflash/"
+"$HYOCR" inspect --model "$tmp/draft-broken" >"$tmp/inspect-broken" 2>&1
+check "inspect with a broken draft runs" test $? -eq 0
+check "inspect says why the draft is unusable" grep -q "'num_target_layers' is 24 but the model's is 8" "$tmp/inspect-broken"
 "$HYOCR" inspect --model "$nested" >"$tmp/inspect2" 2>&1
 check "inspect nested says explicit lm_head" grep -q "explicit lm_head.weight" "$tmp/inspect2"
 check "inspect nested says transformers names" grep -q "transformers-5 names" "$tmp/inspect2"

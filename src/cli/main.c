@@ -92,6 +92,35 @@ static void print_stats(const hyocr_checkpoint_stats *s)
     g_print("lm_head        %s\n", s->lm_head_tied ? "tied to embed_tokens" : "explicit lm_head.weight");
 }
 
+/* The DFlash draft beside the model (issue 20), or why there is none to use. */
+static void print_draft(const hyocr_checkpoint *ck)
+{
+    const hyocr_checkpoint *dr = hyocr_checkpoint_draft(ck);
+    const GError *err = hyocr_checkpoint_draft_error(ck);
+    if (!dr) {
+        g_print("draft          %s\n", err ? "unusable, the model runs without it:" : "none (no dflash/ folder)");
+        if (err) g_print("               %s\n", err->message);
+        return;
+    }
+    const hyocr_dflash_config *d = hyocr_checkpoint_dflash_config(dr);
+    hyocr_checkpoint_stats s;
+    hyocr_checkpoint_get_stats(dr, &s);
+    GString *taps = g_string_new(NULL);
+    for (int i = 0; i < d->n_target_layers; i++) g_string_append_printf(taps, "%s%d", i ? ", " : "", d->target_layer_ids[i]);
+    g_print("draft          DFlash, %d layers, hidden %d, %d heads / %d kv heads × %d, mlp %d, rope theta %g\n",
+            d->num_layers, d->hidden_size, d->num_heads, d->num_kv_heads, d->head_dim, d->intermediate_size,
+            d->rope_theta);
+    g_print("  block        %d (bonus + %d drafts), mask token %d, reads target layers [%s]\n", d->block_size,
+            d->block_size - 1, d->mask_token_id, taps->str);
+    g_string_free(taps, TRUE);
+    g_print("  tensors      %zu used, %zu ignored, %" G_GINT64_FORMAT " parameters\n", s.n_tensors, s.n_ignored,
+            s.n_params);
+    for (int t = 0; t < HYOCR_DTYPE_COUNT; t++)
+        if (s.bytes_per_dtype[t])
+            g_print("  bytes %-6s %zu (%.1f MiB)\n", hyocr_dtype_name((hyocr_dtype)t), s.bytes_per_dtype[t],
+                    s.bytes_per_dtype[t] / 1048576.0);
+}
+
 #define GIB(x) ((double)(x) / (1024.0 * 1024.0 * 1024.0))
 
 /* Prompt tokens of the recognize task for a grid; without a tokenizer, the
@@ -174,6 +203,7 @@ int hyocr_cmd_inspect(int argc, char **argv)
     g_print("model          %s\n", hyocr_checkpoint_dir(ck));
     print_config(hyocr_checkpoint_config(ck));
     print_stats(&st);
+    print_draft(ck);
     if (device)
         print_memory_plan(ck, model, strcmp(device, "cuda") == 0 ? HYOCR_BACKEND_CUDA : HYOCR_BACKEND_CPU, max_new);
     return 0;

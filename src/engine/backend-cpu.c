@@ -1613,6 +1613,134 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
 
 /* ---------------------------------------------------------------- embed, info */
 
+/* ---------------------------------------------------------------- the DFlash draft's ops */
+
+/* Qwen3's order: each head normed, then rotated (rope_task does the reverse). */
+static void qknorm_rope_task(void *p, int64_t b, int64_t e)
+{
+    const rope_ctx *c = p;
+    int D = c->rp->head_dim, half = D / 2, nh = c->Hq + c->Hkv;
+    float cs[ATT_DMAX], sn[ATT_DMAX], tmp[ATT_DMAX];
+    for (int64_t t = b; t < e; t++) {
+        for (int d = 0; d < D; d++) {
+            int a = c->n_axes == 1 ? 0 : c->axis[d];
+            float angle = c->rp->inv_freq[d % half] * (float)c->pos[(size_t)a * c->M + t];
+            cs[d] = cosf(angle);
+            sn[d] = sinf(angle);
+        }
+        float *row = c->qkv + (size_t)t * (nh + c->Hkv) * D;
+        for (int h = 0; h < nh; h++) {
+            float *x = row + (size_t)h * D;
+            rmsnorm_row(x, h < c->Hq ? c->qn : c->kn, tmp, D, c->eps);
+            for (int d = 0; d < half; d++) {
+                x[d] = tmp[d] * cs[d] - tmp[d + half] * sn[d];
+                x[d + half] = tmp[d + half] * cs[d + half] + tmp[d] * sn[d + half];
+            }
+        }
+    }
+}
+
+static bool cpu_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes,
+                            int Hq, int Hkv, const hyocr_rope_params *rope,
+                            const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error)
+{
+    int D = rope ? rope->head_dim : 0;
+    if (!rope || M < 0 || Hq < 0 || Hkv <= 0 || D <= 0 || D % 2 || D > ATT_DMAX || n_axes < 1 || (M > 0 && !pos)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes)",
+                    M, Hq, Hkv, D, n_axes);
+        return false;
+    }
+    if (!need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
+        (Hq > 0 && !need("qknorm_rope", "q_norm", q_norm, (size_t)D, error)) ||
+        !need("qknorm_rope", "k_norm", k_norm, (size_t)D, error))
+        return false;
+    int axis[ATT_DMAX];
+    if (!rope_axes(rope, n_axes, axis, error)) return false;
+    rope_ctx c = { F(qkv), pos, axis, rope, Hq > 0 ? F(q_norm) : NULL, F(k_norm), M, n_axes, Hq, Hkv, eps };
+    run(be, M, 1, qknorm_rope_task, &c);
+    return true;
+}
+
+typedef struct {
+    float       *out;
+    const float *qkv, *kc, *vc;
+    int          M, Hq, Hkv, D, n_keys, n_tiles;
+    float        scale;
+    bool         use_blas, avx2;
+    atomic_int   oom;
+} append_ctx;
+
+typedef struct {
+    const float *k, *v;   /* key 0 of this KV head */
+    size_t       row;     /* cache row stride */
+} append_keys;
+
+static void append_keys_fn(const void *p, int j0, int n, const float **kp, const float **vp)
+{
+    const append_keys *g = p;
+    for (int j = 0; j < n; j++) {
+        kp[j] = g->k + (size_t)(j0 + j) * g->row;
+        vp[j] = g->v + (size_t)(j0 + j) * g->row;
+    }
+}
+
+/* One item: one query head over a tile of rows, every key visible. */
+static void append_task(void *p, int64_t b, int64_t e)
+{
+    append_ctx *c = p;
+    att_scratch w;
+    float *mem = att_scratch_new(c->D, &w);
+    if (!mem) {
+        atomic_store(&c->oom, 1);
+        return;
+    }
+    size_t row = (size_t)(c->Hq + 2 * c->Hkv) * c->D, kv_row = (size_t)c->Hkv * c->D;
+    for (int64_t it = b; it < e; it++) {
+        int h = (int)(it / c->n_tiles), r0 = (int)(it % c->n_tiles) * ATT_QMAX, g = h / (c->Hq / c->Hkv);
+        att_tile t = { .D = c->D, .scale = c->scale, .avx2 = c->avx2, .qt = w.q };
+        for (int r = r0; r < r0 + ATT_QMAX && r < c->M; r++, t.nq++) {
+            memcpy(w.q + (size_t)t.nq * c->D, c->qkv + (size_t)r * row + (size_t)h * c->D,
+                   (size_t)c->D * sizeof(float));
+            t.out[t.nq] = c->out + ((size_t)r * c->Hq + h) * c->D;
+            t.limit[t.nq] = c->n_keys;
+        }
+        t.gemm = att_want_gemm(c->use_blas, t.nq);
+        append_keys k = { c->kc + (size_t)g * c->D, c->vc + (size_t)g * c->D, kv_row };
+        att_run(&t, &w, append_keys_fn, &k);
+    }
+    free(mem);
+}
+
+static bool cpu_attention_append(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
+                                 hyocr_buf *v_cache, int n_past, int M, int Hq, int Hkv, int D, float scale,
+                                 GError **error)
+{
+    if (n_past < 0 || M < 0 || Hq < 0 || Hkv <= 0 || Hq % Hkv || D <= 0 || D > ATT_DMAX) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: attention_append: invalid shape (%d cached, %d rows, heads %d/%d, head dim %d)",
+                    n_past, M, Hq, Hkv, D);
+        return false;
+    }
+    size_t kv_row = (size_t)Hkv * D, row = (size_t)(Hq + 2 * Hkv) * D, n_keys = (size_t)n_past + M;
+    if (!need("attention_append", "qkv", qkv, (size_t)M * row, error) ||
+        !need("attention_append", "k_cache", k_cache, n_keys * kv_row, error) ||
+        !need("attention_append", "v_cache", v_cache, n_keys * kv_row, error) ||
+        (Hq > 0 && !need("attention_append", "out", out, (size_t)M * Hq * D, error)))
+        return false;
+    for (int r = 0; r < M; r++) {
+        const float *src = F(qkv) + (size_t)r * row + (size_t)Hq * D;
+        memcpy(F(k_cache) + ((size_t)n_past + r) * kv_row, src, kv_row * sizeof(float));
+        memcpy(F(v_cache) + ((size_t)n_past + r) * kv_row, src + kv_row, kv_row * sizeof(float));
+    }
+    if (Hq == 0 || M == 0) return true;
+    append_ctx c = { F(out), F(qkv), F(k_cache), F(v_cache), M, Hq, Hkv, D, (int)n_keys,
+                     (M + ATT_QMAX - 1) / ATT_QMAX, scale, CB(be)->use_blas, CB(be)->avx2, 0 };
+    blas_single_thread();
+    run(be, (int64_t)Hq * c.n_tiles, 1, append_task, &c);
+    return att_oom(&c.oom, "attention_append", D, error);
+}
+
 static bool cpu_embed(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
                       GError **error)
 {
@@ -1816,6 +1944,8 @@ static const hyocr_backend_ops cpu_ops = {
     .attention_full = cpu_attention_full,
     .rope_qknorm = cpu_rope_qknorm,
     .attention_paged = cpu_attention_paged,
+    .qknorm_rope = cpu_qknorm_rope,
+    .attention_append = cpu_attention_append,
     .embed = cpu_embed,
     .mem_info = cpu_mem_info,
     .sync = cpu_sync,

@@ -1705,6 +1705,53 @@ static void cuda_free(hyocr_backend *be)
     g_free(cb);
 }
 
+/* ---------------------------------------------------------------- the DFlash draft's ops */
+
+static bool cuda_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
+                             const hyocr_rope_params *rope, const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps,
+                             GError **error)
+{
+    cuda_backend *cb = CB(be);
+    int D = rope ? rope->head_dim : 0;
+    if (!rope || M < 0 || Hq < 0 || Hkv <= 0 || D <= 0 || D % 2 || D > HK_ROPE_MAX_DIM || n_axes < 1 ||
+        (M > 0 && !pos) || cb->bound)
+        return invalid(error, "qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes%s)", M, Hq, Hkv,
+                       D, n_axes, cb->bound ? ", inside a bound decode step" : "");
+    if (!need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
+        (Hq > 0 && !need("qknorm_rope", "q_norm", q_norm, (size_t)D, error)) ||
+        !need("qknorm_rope", "k_norm", k_norm, (size_t)D, error) || !need_act("qknorm_rope", "qkv", qkv, error))
+        return false;
+    hk_rope tab;
+    if (!rope_table(rope, n_axes, &tab, error)) return false;
+    if (M == 0) return true;
+    if (!meta_upload(cb, pos, (size_t)n_axes * M * sizeof(int32_t), error)) return false;
+    return ck(hk_qknorm_rope(cb->stream, qkv->data, cb->act, M, cb->meta.ptr, rope->n_sections == 0 ? 1 : n_axes, Hq,
+                             Hkv, D, &tab, Hq > 0 ? q_norm->data : NULL, Hq > 0 ? buf_t(cb, q_norm) : HK_F32,
+                             k_norm->data, buf_t(cb, k_norm), eps),
+              "qknorm_rope", error);
+}
+
+static bool cuda_attention_append(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
+                                  hyocr_buf *v_cache, int n_past, int M, int Hq, int Hkv, int D, float scale,
+                                  GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (n_past < 0 || M < 0 || Hq < 0 || Hkv <= 0 || Hq % Hkv || D <= 0 || D > HK_ROPE_MAX_DIM)
+        return invalid(error, "attention_append: invalid shape (%d cached, %d rows, heads %d/%d, head dim %d)", n_past,
+                       M, Hq, Hkv, D);
+    size_t kv_row = (size_t)Hkv * D, n_keys = (size_t)n_past + M;
+    if (!need("attention_append", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
+        !need("attention_append", "k_cache", k_cache, n_keys * kv_row, error) ||
+        !need("attention_append", "v_cache", v_cache, n_keys * kv_row, error) ||
+        (Hq > 0 && !need("attention_append", "out", out, (size_t)M * Hq * D, error)) ||
+        !need_act("attention_append", "qkv", qkv, error) || (Hq > 0 && !need_act("attention_append", "out", out, error)))
+        return false;
+    if (k_cache->kind != v_cache->kind) return invalid(error, "attention_append: k and v caches of different kinds");
+    return ck(hk_attention_append(cb->stream, cb->act, Hq > 0 ? out->data : NULL, qkv->data, k_cache->data,
+                                  v_cache->data, buf_t(cb, k_cache), n_past, M, Hq, Hkv, D, scale),
+              "attention_append", error);
+}
+
 static const hyocr_backend_ops cuda_ops = {
     .name = "cuda",
     .free = cuda_free,
@@ -1726,6 +1773,8 @@ static const hyocr_backend_ops cuda_ops = {
     .attention_full = cuda_attention_full,
     .rope_qknorm = cuda_rope_qknorm,
     .attention_paged = cuda_attention_paged,
+    .qknorm_rope = cuda_qknorm_rope,
+    .attention_append = cuda_attention_append,
     .embed = cuda_embed,
     .mem_info = cuda_mem_info,
     .sync = cuda_sync,

@@ -52,3 +52,14 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     return NULL;
 }
 #endif
+
+/* The same table as hyocr_rope_params_init for a plain base (no NTK alpha, no sections). */
+void hyocr_rope_params_init_plain(hyocr_rope_params *rp, int head_dim, double theta)
+{
+    memset(rp, 0, sizeof *rp);
+    rp->head_dim = head_dim;
+    float base_f = (float)theta;
+    int half = MIN(head_dim / 2, (int)G_N_ELEMENTS(rp->inv_freq));
+    for (int i = 0; i < half; i++)
+        rp->inv_freq[i] = 1.0f / powf(base_f, (float)(2 * i) / (float)head_dim);
+}

@@ -165,6 +165,20 @@ typedef struct {
                               const hyocr_seq_view *seqs, int n_seqs,
                               int Hq, int Hkv, int D, float scale, GError **error);
 
+    /* ---- the DFlash draft (dflash.c), whose layers attend to a context cache without a mask ----
+     * qknorm_rope: per-head RMSNorm of q and k, THEN the rotary embedding (Qwen3's order; the
+     * target's rope_qknorm rotates first), in place on qkv[M, (Hq + 2·Hkv)·D]. Hq may be 0 (rows
+     * of k | v only; q_norm unused). */
+    bool   (*qknorm_rope)(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes,
+                          int Hq, int Hkv, const hyocr_rope_params *rope,
+                          const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error);
+    /* Stores the k and v of qkv's M rows at rows n_past.. of a contiguous cache (k_cache, v_cache:
+     * [rows, Hkv·D]), then every q row attends to all n_past + M cached rows with no mask, GQA,
+     * out[M, Hq·D]. Hq = 0: the rows are only stored (out unused). */
+    bool   (*attention_append)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv,
+                               hyocr_buf *k_cache, hyocr_buf *v_cache, int n_past, int M,
+                               int Hq, int Hkv, int D, float scale, GError **error);
+
     /* out[n, C] = table[ids[i]] */
     bool   (*embed)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
                     GError **error);
@@ -262,5 +276,7 @@ void           hyocr_backend_free(hyocr_backend *be);
 
 /* Fills rope params from the text config: NTK-alpha base, fp32 inv_freq, section layout. */
 void           hyocr_rope_params_init(hyocr_rope_params *rp, const hyocr_config *cfg);
+/* Plain 1-D RoPE with base theta over head_dim dims (the DFlash draft), inv_freq as torch makes it. */
+void           hyocr_rope_params_init_plain(hyocr_rope_params *rp, int head_dim, double theta);
 
 G_END_DECLS

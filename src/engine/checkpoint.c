@@ -21,6 +21,9 @@ struct hyocr_checkpoint {
     GHashTable            *by_canon;     /* canonical name (owned) → const hyocr_tensor* */
     GHashTable            *other_canon;  /* canonical name (owned) → dtype string of an unusable tensor */
     hyocr_checkpoint_stats stats;
+    hyocr_dflash_config   *dcfg;         /* set when this is a DFlash draft (then cfg is NULL) */
+    hyocr_checkpoint      *draft;        /* the model folder's dflash/, when present and usable */
+    GError                *draft_error;  /* why a present dflash/ is unusable */
 };
 
 /* ------------------------------------------------------------------ names */
@@ -143,11 +146,43 @@ static void want_text(GArray *a, const hyocr_config *cfg)
         want(a, false, S2(t->vocab_size, H), "lm_head.weight");
 }
 
+/* The draft's own tensors, named as DFlashDraftModel's state dict; the embedding and the head
+ * are the target's. */
+static void want_draft(GArray *a, const hyocr_dflash_config *d)
+{
+    const int64_t H = d->hidden_size, D = d->head_dim, Q = (int64_t)d->num_heads * D;
+    const int64_t KV = (int64_t)d->num_kv_heads * D, F = d->intermediate_size;
+    want(a, false, S2(H, d->n_target_layers * H), "fc.weight");
+    want(a, false, S1(H), "hidden_norm.weight");
+    for (int i = 0; i < d->num_layers; i++) {
+        want(a, false, S1(H), "layers.%d.input_layernorm.weight", i);
+        want(a, false, S2(Q, H), "layers.%d.self_attn.q_proj.weight", i);
+        want(a, false, S2(KV, H), "layers.%d.self_attn.k_proj.weight", i);
+        want(a, false, S2(KV, H), "layers.%d.self_attn.v_proj.weight", i);
+        want(a, false, S2(H, Q), "layers.%d.self_attn.o_proj.weight", i);
+        want(a, false, S1(D), "layers.%d.self_attn.q_norm.weight", i);
+        want(a, false, S1(D), "layers.%d.self_attn.k_norm.weight", i);
+        want(a, false, S1(H), "layers.%d.post_attention_layernorm.weight", i);
+        want(a, false, S2(F, H), "layers.%d.mlp.gate_proj.weight", i);
+        want(a, false, S2(F, H), "layers.%d.mlp.up_proj.weight", i);
+        want(a, false, S2(H, F), "layers.%d.mlp.down_proj.weight", i);
+    }
+    want(a, false, S1(H), "norm.weight");
+}
+
 static GArray *expected_tensors(const hyocr_config *cfg)
 {
     GArray *a = g_array_new(FALSE, FALSE, sizeof(expect));
     want_vision(a, cfg);
     want_text(a, cfg);
+    return a;
+}
+
+static GArray *expected_of(const hyocr_checkpoint *ck)
+{
+    if (!ck->dcfg) return expected_tensors(ck->cfg);
+    GArray *a = g_array_new(FALSE, FALSE, sizeof(expect));
+    want_draft(a, ck->dcfg);
     return a;
 }
 
@@ -241,7 +276,7 @@ static void count_tensor(hyocr_checkpoint_stats *s, const expect *e, const hyocr
 
 static bool validate_tensors(hyocr_checkpoint *ck, GError **error)
 {
-    g_autoptr(GArray) a = expected_tensors(ck->cfg);
+    g_autoptr(GArray) a = expected_of(ck);
     for (guint i = 0; i < a->len; i++) {
         const expect *e = &g_array_index(a, expect, i);
         const hyocr_tensor *t = g_hash_table_lookup(ck->by_canon, e->name);
@@ -249,7 +284,7 @@ static bool validate_tensors(hyocr_checkpoint *ck, GError **error)
         if (!check_tensor(ck, e, t, error)) return false;
         count_tensor(&ck->stats, e, t);
     }
-    if (ck->cfg->text.tie_word_embeddings) {
+    if (ck->cfg && ck->cfg->text.tie_word_embeddings) {
         ck->stats.lm_head_tied = true;
         g_hash_table_replace(ck->by_canon, g_strdup("lm_head.weight"),
                              g_hash_table_lookup(ck->by_canon, "model.embed_tokens.weight"));
@@ -292,6 +327,9 @@ void hyocr_checkpoint_free(hyocr_checkpoint *ck)
     if (ck->other_canon) g_hash_table_destroy(ck->other_canon);
     hyocr_safetensors_free(ck->st);
     hyocr_config_free(ck->cfg);
+    g_free(ck->dcfg);
+    hyocr_checkpoint_free(ck->draft);
+    g_clear_error(&ck->draft_error);
     g_free(ck->dir);
     g_free(ck);
 }
@@ -312,6 +350,13 @@ static bool check_dir(const char *dir, GError **error)
     return true;
 }
 
+static void finish_stats(hyocr_checkpoint *ck)
+{
+    size_t total = hyocr_safetensors_count(ck->st) + hyocr_safetensors_count_other(ck->st);
+    ck->stats.n_ignored = total - ck->stats.n_tensors;
+    ck->stats.n_files = hyocr_safetensors_n_files(ck->st);
+}
+
 hyocr_checkpoint *hyocr_checkpoint_open(const char *dir, GError **error)
 {
     g_return_val_if_fail(dir != NULL, NULL);
@@ -323,11 +368,63 @@ hyocr_checkpoint *hyocr_checkpoint_open(const char *dir, GError **error)
     if (!(ck->cfg = hyocr_config_load(dir, error)) || !(ck->st = hyocr_safetensors_open_dir(dir, error)) ||
         !index_tensors(ck, error) || !validate_tensors(ck, error))
         return NULL;
-    size_t total = hyocr_safetensors_count(ck->st) + hyocr_safetensors_count_other(ck->st);
-    ck->stats.n_ignored = total - ck->stats.n_tensors;
-    ck->stats.n_files = hyocr_safetensors_n_files(ck->st);
+    finish_stats(ck);
+    /* The draft is optional: without one, or with a broken one, the model runs without
+     * speculation, and draft_error says why for inspect and the engine to report. */
+    g_autofree char *draft_dir = g_build_filename(dir, "dflash", NULL);
+    if (g_file_test(draft_dir, G_FILE_TEST_IS_DIR))
+        ck->draft = hyocr_checkpoint_open_draft(draft_dir, ck->cfg, &ck->draft_error);
     return g_steal_pointer(&ck);
 }
+
+/* The draft shares the model's embedding and head, and reads its layers: it must fit them. */
+static bool draft_fits(const char *dir, const hyocr_dflash_config *d, const hyocr_config *target, GError **error)
+{
+    const hyocr_text_config *t = &target->text;
+    g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+    const char *what = NULL;
+    int have = 0, want_v = 0;
+    if (d->hidden_size != t->hidden_size) what = "hidden_size", have = d->hidden_size, want_v = t->hidden_size;
+    else if (d->vocab_size != t->vocab_size) what = "vocab_size", have = d->vocab_size, want_v = t->vocab_size;
+    else if (d->num_target_layers && d->num_target_layers != t->num_layers)
+        what = "num_target_layers", have = d->num_target_layers, want_v = t->num_layers;
+    if (what) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
+                    "%s: '%s' is %d but the model's is %d: this draft was made for another model; download the "
+                    "model again", path, what, have, want_v);
+        return false;
+    }
+    for (int i = 0; i < d->n_target_layers; i++)
+        /* transformers gives the last layer's state after the final norm; no release reads it. */
+        if (d->target_layer_ids[i] >= t->num_layers - 1) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
+                        "%s: dflash_config 'target_layer_ids' names layer %d, but the model's layers that a draft "
+                        "can read are 0 to %d", path, d->target_layer_ids[i], t->num_layers - 2);
+            return false;
+        }
+    return true;
+}
+
+hyocr_checkpoint *hyocr_checkpoint_open_draft(const char *dir, const hyocr_config *target, GError **error)
+{
+    g_return_val_if_fail(dir != NULL && target != NULL, NULL);
+    if (!check_dir(dir, error)) return NULL;
+    g_autoptr(hyocr_checkpoint) ck = g_new0(hyocr_checkpoint, 1);
+    ck->dir = g_strdup(dir);
+    ck->dcfg = g_new0(hyocr_dflash_config, 1);
+    ck->by_canon = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    ck->other_canon = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    if (!hyocr_dflash_config_load(dir, ck->dcfg, error) || !draft_fits(dir, ck->dcfg, target, error) ||
+        !(ck->st = hyocr_safetensors_open_dir(dir, error)) || !index_tensors(ck, error) ||
+        !validate_tensors(ck, error))
+        return NULL;
+    finish_stats(ck);
+    return g_steal_pointer(&ck);
+}
+
+const hyocr_checkpoint *hyocr_checkpoint_draft(const hyocr_checkpoint *ck) { return ck->draft; }
+const GError *hyocr_checkpoint_draft_error(const hyocr_checkpoint *ck) { return ck->draft_error; }
+const hyocr_dflash_config *hyocr_checkpoint_dflash_config(const hyocr_checkpoint *ck) { return ck->dcfg; }
 
 const hyocr_config *hyocr_checkpoint_config(const hyocr_checkpoint *ck) { return ck->cfg; }
 hyocr_config *hyocr_checkpoint_config_mut(hyocr_checkpoint *ck) { return ck->cfg; }

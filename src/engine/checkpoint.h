@@ -33,6 +33,17 @@ hyocr_config       *hyocr_checkpoint_config_mut(hyocr_checkpoint *ck);
 const char         *hyocr_checkpoint_dir(const hyocr_checkpoint *ck);
 void                hyocr_checkpoint_get_stats(const hyocr_checkpoint *ck, hyocr_checkpoint_stats *out);
 
+/* The DFlash speculative-decoding draft in the model folder's dflash/ (issue 20), opened and
+ * checked with the model: NULL when the folder has none, or when it is unusable; then
+ * draft_error says why (the model itself is fine and runs without speculation). */
+const hyocr_checkpoint    *hyocr_checkpoint_draft(const hyocr_checkpoint *ck);
+const GError              *hyocr_checkpoint_draft_error(const hyocr_checkpoint *ck);
+/* Opens dir (a dflash/ folder: config.json + model.safetensors, F32, F16 or BF16) as the draft of
+ * a model with config target: its config, its fit to the target, and every tensor it needs. */
+hyocr_checkpoint          *hyocr_checkpoint_open_draft(const char *dir, const hyocr_config *target, GError **error);
+/* A draft's config; NULL for a model checkpoint (whose config is hyocr_checkpoint_config). */
+const hyocr_dflash_config *hyocr_checkpoint_dflash_config(const hyocr_checkpoint *ck);
+
 /* Canonical name, printf-style. Never NULL for tensors the model uses (validated
  * at open); "lm_head.weight" resolves to the embedding when tied. */
 const hyocr_tensor *hyocr_checkpoint_get(const hyocr_checkpoint *ck, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

@@ -876,3 +876,185 @@ bool hyocr_config_is_eos(const hyocr_config *cfg, int32_t id)
         if (cfg->generation.eos_ids[i] == id) return true;
     return false;
 }
+
+/* ------------------------------------------------------------------ dflash/config.json (the draft) */
+
+/* The rule of the reference (z-lab/dflash build_target_layer_ids) when the file names no layers:
+ * evenly from layer 1 to num_target_layers − 3. */
+static void default_target_layers(hyocr_dflash_config *d)
+{
+    int n = MIN(d->num_layers, HYOCR_DFLASH_MAX_TAPS);
+    d->n_target_layers = n;
+    if (n == 1) {
+        d->target_layer_ids[0] = d->num_target_layers / 2;
+        return;
+    }
+    int start = 1, span = d->num_target_layers - 3 - start;
+    for (int i = 0; i < n; i++) d->target_layer_ids[i] = (int)lround(start + (double)i * span / (n - 1));
+}
+
+static bool parse_dflash_block(const scope *s, hyocr_dflash_config *d, GError **error)
+{
+    bool ok;
+    JsonObject *dc = sc_object(s, "dflash_config", &ok, error);
+    if (!ok) return false;
+    if (!dc) return sc_missing(s, "dflash_config", error);
+    scope ds = { s->path, "dflash_config field", "", { dc, NULL } };
+    int64_t mask;
+    if (!sc_int64(&ds, "mask_token_id", true, 0, &mask, NULL, error) ||
+        !sc_int(s, "num_target_layers", false, 0, &d->num_target_layers, error))
+        return false;
+    if (mask < 0 || mask > INT32_MAX) return bad(error, s->path, "dflash_config 'mask_token_id' %lld is not a token id", (long long)mask);
+    d->mask_token_id = (int32_t)mask;
+    JsonNode *ids = sc_node(&ds, "target_layer_ids");
+    if (!ids) {
+        if (d->num_target_layers < 4)
+            return bad(error, s->path, "dflash_config 'target_layer_ids' missing and no usable 'num_target_layers' to "
+                       "derive them from; the draft cannot know which target layers it reads");
+        default_target_layers(d);
+        return true;
+    }
+    if (!JSON_NODE_HOLDS_ARRAY(ids)) return sc_type_error(&ds, "target_layer_ids", "a list of integers", ids, error);
+    JsonArray *a = json_node_get_array(ids);
+    guint len = json_array_get_length(a);
+    if (len < 1 || len > HYOCR_DFLASH_MAX_TAPS)
+        return bad(error, s->path, "dflash_config 'target_layer_ids' lists %u layers; 1 to %d are supported", len,
+                   HYOCR_DFLASH_MAX_TAPS);
+    for (guint i = 0; i < len; i++) {
+        JsonNode *e = json_array_get_element(a, i);
+        int64_t v;
+        if (!node_to_int64(e, &v) || v < 0 || v > 4096)
+            return sc_elem_error(&ds, "target_layer_ids", i, "a layer index (0 to 4096)", e, error);
+        d->target_layer_ids[i] = (int)v;
+    }
+    d->n_target_layers = (int)len;
+    return true;
+}
+
+/* RoPE: the release has rope_theta 10000 and rope_scaling null; a transformers-5 save has
+ * rope_parameters {rope_type default, rope_theta}. Anything scaled is not what hyocr runs. */
+static bool parse_dflash_rope(const scope *s, hyocr_dflash_config *d, GError **error)
+{
+    bool ok, found;
+    JsonObject *scaling = sc_object(s, "rope_scaling", &ok, error);
+    if (!ok) return false;
+    JsonObject *params = sc_object(s, "rope_parameters", &ok, error);
+    if (!ok) return false;
+    if (!sc_double(s, "rope_theta", 0.0, &d->rope_theta, &found, error)) return false;
+    JsonObject *dict = scaling ? scaling : params;
+    if (dict) {
+        scope rs = { s->path, scaling ? "rope_scaling field" : "rope_parameters field", "", { dict, NULL } };
+        const char *type = sc_string(&rs, "rope_type", &ok, error);
+        if (!ok) return false;
+        if (!type && !(type = sc_string(&rs, "type", &ok, error)) && !ok) return false;
+        if (type && strcmp(type, "default") != 0)
+            return bad(error, s->path, "%s type '%s': the DFlash draft uses plain RoPE and hyocr implements only that",
+                       scaling ? "rope_scaling" : "rope_parameters", type);
+        bool f2;
+        double theta;
+        if (!sc_double(&rs, "rope_theta", 0.0, &theta, &f2, error)) return false;
+        if (f2) {
+            d->rope_theta = theta;
+            found = true;
+        }
+    }
+    if (!found)
+        return bad(error, s->path, "'rope_theta' missing; the draft's RoPE base must be stated (the release says 10000)");
+    return true;
+}
+
+/* Sliding windows, biases and other activations change the arithmetic; refuse them by name. */
+static bool check_dflash_plain(const scope *s, GError **error)
+{
+    bool v;
+    if (!check_hidden_act(s, "silu", error) || !sc_bool(s, "attention_bias", false, &v, error)) return false;
+    if (v) return bad(error, s->path, "'attention_bias' is true; the DFlash draft has no biases and hyocr loads none");
+    if (!sc_bool(s, "use_sliding_window", false, &v, error)) return false;
+    if (v) return bad(error, s->path, "'use_sliding_window' is true; hyocr runs the draft with full attention only");
+    JsonNode *lt = sc_node(s, "layer_types");
+    if (!lt) return true;
+    if (!JSON_NODE_HOLDS_ARRAY(lt)) return sc_type_error(s, "layer_types", "a list of strings", lt, error);
+    JsonArray *a = json_node_get_array(lt);
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        JsonNode *e = json_array_get_element(a, i);
+        if (!JSON_NODE_HOLDS_VALUE(e) || json_node_get_value_type(e) != G_TYPE_STRING ||
+            strcmp(json_node_get_string(e), "full_attention") != 0)
+            return sc_elem_error(s, "layer_types", i, "\"full_attention\"", e, error);
+    }
+    return true;
+}
+
+static bool check_dflash_architecture(const scope *s, GError **error)
+{
+    JsonNode *n = sc_node(s, "architectures");
+    if (!n) return true;
+    if (!JSON_NODE_HOLDS_ARRAY(n)) return sc_type_error(s, "architectures", "a list of strings", n, error);
+    JsonArray *a = json_node_get_array(n);
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        JsonNode *e = json_array_get_element(a, i);
+        if (JSON_NODE_HOLDS_VALUE(e) && json_node_get_value_type(e) == G_TYPE_STRING &&
+            strcmp(json_node_get_string(e), "DFlashDraftModel") == 0)
+            return true;
+    }
+    return bad(error, s->path, "'architectures' does not name DFlashDraftModel: this folder holds another kind of "
+               "model, not the DFlash draft");
+}
+
+static bool validate_dflash(const char *p, const hyocr_dflash_config *d, GError **error)
+{
+    if (!in_range(d->hidden_size, 1, SIZE_LIMIT) || !in_range(d->num_layers, 1, 4096) ||
+        !in_range(d->num_heads, 1, 4096) || !in_range(d->num_kv_heads, 1, 4096) ||
+        !in_range(d->head_dim, 2, 256) || !in_range(d->intermediate_size, 1, SIZE_LIMIT) ||
+        !in_range(d->vocab_size, 1, VOCAB_LIMIT) || !in_range(d->num_target_layers, 0, 4096))
+        return bad(error, p, "draft sizes out of range (hidden_size %d, num_hidden_layers %d, num_attention_heads %d, "
+                   "num_key_value_heads %d, head_dim %d (2 to 256), intermediate_size %d, vocab_size %d, "
+                   "num_target_layers %d)", d->hidden_size, d->num_layers, d->num_heads, d->num_kv_heads,
+                   d->head_dim, d->intermediate_size, d->vocab_size, d->num_target_layers);
+    if (d->num_heads % d->num_kv_heads != 0)
+        return bad(error, p, "num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)", d->num_heads,
+                   d->num_kv_heads);
+    if (d->head_dim % 2 != 0) return bad(error, p, "head_dim %d must be even for RoPE", d->head_dim);
+    if (!in_range(d->block_size, 2, 64))
+        return bad(error, p, "'block_size' %d: a draft block holds the bonus token and 1 to 63 drafts", d->block_size);
+    if (d->mask_token_id >= d->vocab_size)
+        return bad(error, p, "dflash_config 'mask_token_id' %d is outside the vocabulary (%d)", d->mask_token_id,
+                   d->vocab_size);
+    if (!(d->rms_norm_eps > 0.0f) || !(d->rope_theta > 0.0) || !isfinite(d->rope_theta))
+        return bad(error, p, "rms_norm_eps (%g) and rope_theta (%g) must be positive", d->rms_norm_eps, d->rope_theta);
+    for (int i = 0; i < d->n_target_layers; i++)
+        if (d->num_target_layers > 0 && d->target_layer_ids[i] >= d->num_target_layers)
+            return bad(error, p, "dflash_config 'target_layer_ids' names layer %d but 'num_target_layers' is %d",
+                       d->target_layer_ids[i], d->num_target_layers);
+    return true;
+}
+
+bool hyocr_dflash_config_load(const char *dir, hyocr_dflash_config *out, GError **error)
+{
+    g_autofree char *path = g_build_filename(dir, "config.json", NULL);
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
+                    "%s: the DFlash draft folder has no config.json; download the model again", dir);
+        return false;
+    }
+    g_autoptr(JsonObject) top = json_load_object(path, error);
+    if (!top) return false;
+    hyocr_dflash_config d = { 0 };
+    scope s = { path, "field", "", { top, NULL } };
+    double eps;
+    if (!check_dflash_architecture(&s, error) || !check_dflash_plain(&s, error) ||
+        !sc_int(&s, "hidden_size", true, 0, &d.hidden_size, error) ||
+        !sc_int(&s, "intermediate_size", true, 0, &d.intermediate_size, error) ||
+        !sc_int(&s, "num_hidden_layers", true, 0, &d.num_layers, error) ||
+        !sc_int(&s, "num_attention_heads", true, 0, &d.num_heads, error) ||
+        !sc_int(&s, "num_key_value_heads", false, d.num_heads, &d.num_kv_heads, error) ||
+        !sc_int(&s, "head_dim", false, d.num_heads > 0 ? d.hidden_size / d.num_heads : 0, &d.head_dim, error) ||
+        !sc_int(&s, "vocab_size", true, 0, &d.vocab_size, error) ||
+        !sc_int(&s, "block_size", true, 0, &d.block_size, error) ||
+        !sc_double(&s, "rms_norm_eps", 1e-6, &eps, NULL, error) ||   /* Qwen3Config's default */
+        !parse_dflash_block(&s, &d, error) || !parse_dflash_rope(&s, &d, error))
+        return false;
+    d.rms_norm_eps = (float)eps;
+    if (!validate_dflash(path, &d, error)) return false;
+    *out = d;
+    return true;
+}

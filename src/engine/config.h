@@ -94,6 +94,32 @@ typedef struct {
     char   *chat_template;       /* NULL when absent */
 } hyocr_config;
 
+/* The DFlash speculative-decoding draft (issue 20): dflash/config.json of the 1.5 release, a
+ * Qwen3-style config with the draft's own fields (block_size, dflash_config). */
+#define HYOCR_DFLASH_MAX_TAPS 8
+
+typedef struct {
+    int     hidden_size;            /* 1024: the target's, since it shares the embedding and head */
+    int     intermediate_size;      /* 3584 */
+    int     num_layers;             /* 5 */
+    int     num_heads;              /* 16 */
+    int     num_kv_heads;           /* 8 */
+    int     head_dim;               /* 128 */
+    int     vocab_size;             /* 120818 */
+    int     block_size;             /* 16: the bonus token and block_size − 1 drafts */
+    int32_t mask_token_id;          /* 120817 */
+    int     target_layer_ids[HYOCR_DFLASH_MAX_TAPS];   /* 1, 8, 15, 22: the target layers it reads */
+    int     n_target_layers;
+    int     num_target_layers;      /* layers of the target it was made for; 0 when the file has none */
+    float   rms_norm_eps;           /* 1e-5 */
+    double  rope_theta;             /* 10000, 1-D positions */
+} hyocr_dflash_config;
+
+/* Reads dir/config.json as a DFlash draft config. Every field that sizes a tensor or changes the
+ * arithmetic is checked; what hyocr does not implement (a RoPE scaling, sliding windows, biases,
+ * another activation) is an error naming the file and key. */
+bool hyocr_dflash_config_load(const char *dir, hyocr_dflash_config *out, GError **error);
+
 /* Reads config.json, generation_config.json, preprocessor_config.json (or the
  * "image_processor" section of transformers-5's processor_config.json, which wins),
  * tokenizer_config.json and chat_template.jinja from dir. Missing optional files leave defaults;
