@@ -109,7 +109,11 @@ hyocr_dflash *hyocr_dflash_load(hyocr_backend *be, const hyocr_checkpoint *draft
     d->hidden_norm = load1(&ld, "hidden_norm.weight");
     d->final_norm = load1(&ld, "norm.weight");
     for (int i = 0; i < cfg->num_layers; i++) load_layer(&ld, &d->layers[i], i);
-    return ld.failed ? NULL : g_steal_pointer(&d);
+    if (ld.failed) return NULL;
+    /* From now on the target keeps what the draft reads, for the sequences that ask. */
+    memcpy(target->tap_layers, cfg->target_layer_ids, sizeof(int) * (size_t)cfg->n_target_layers);
+    target->n_tap_layers = cfg->n_target_layers;
+    return g_steal_pointer(&d);
 }
 
 void hyocr_dflash_free(hyocr_dflash *d)

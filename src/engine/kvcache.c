@@ -115,6 +115,13 @@ void hyocr_kv_seq_commit(hyocr_kv_seq *seq, int n_tokens)
     seq->n_tokens += n_tokens;
 }
 
+void hyocr_kv_seq_rewind(hyocr_kv_seq *seq, int n_tokens)
+{
+    g_return_if_fail(seq != NULL);
+    g_return_if_fail(n_tokens >= 0 && n_tokens <= seq->n_tokens);
+    seq->n_tokens = n_tokens;
+}
+
 /* The table memory is freed too: there is no separate seq destructor, and a
  * preempted sequence regrows its table on the next reserve. */
 void hyocr_kv_seq_release(hyocr_kv_pool *pool, hyocr_kv_seq *seq)

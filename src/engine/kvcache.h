@@ -32,6 +32,9 @@ void           hyocr_kv_seq_init(hyocr_kv_seq *seq);
  * nothing changes and the error says how many blocks were needed and free. */
 bool           hyocr_kv_seq_reserve(hyocr_kv_pool *pool, hyocr_kv_seq *seq, int n_more, GError **error);
 void           hyocr_kv_seq_commit(hyocr_kv_seq *seq, int n_tokens);   /* n_tokens += n */
+/* Forgets the tokens from n_tokens on (speculated rows the target rejected): the next forward
+ * writes over their slots. Their blocks stay reserved for it. */
+void           hyocr_kv_seq_rewind(hyocr_kv_seq *seq, int n_tokens);
 /* Returns all blocks to the pool and empties the table. */
 void           hyocr_kv_seq_release(hyocr_kv_pool *pool, hyocr_kv_seq *seq);
 

@@ -75,6 +75,12 @@ typedef struct hyocr_model {
     int            kv_max_blocks;          /* growth cap (0 = none) */
     GPtrArray     *live_seqs;              /* hyocr_kv_seq* created by hyocr_model_seq_new */
 
+    /* Layers whose outputs a forward keeps for sequences that ask (hyocr_text_seq.taps), in this
+     * order: the DFlash draft's target_layer_ids (hyocr_dflash_load sets them). Never the last
+     * layer, whose output transformers reports after the final norm. */
+    int        tap_layers[HYOCR_DFLASH_MAX_TAPS];
+    int        n_tap_layers;
+
     hyocr_buf *scratch[HYOCR_SCRATCH_COUNT];
     /* Rows per chunk of the row-wise parts of the ViT blocks and merger, and of
      * the prefill (memplan.h's defaults; tests lower them). Multiples of 512 keep
@@ -145,6 +151,8 @@ typedef struct {
     const hyocr_buf *image_embeds;   /* rows scattered, in order, over the ids == image_token_id; or NULL */
     int              n_image_rows;
     int32_t          image_token_id;
+    hyocr_buf       *taps;           /* or NULL: [n_new, n_tap_layers · hidden] (ACT) receives the outputs of
+                                      * the model's tap_layers for these rows (the DFlash draft's context) */
 } hyocr_text_seq;
 
 /* Runs the decoder over the new tokens of each sequence, appends their K/V to
@@ -153,6 +161,13 @@ typedef struct {
  * is polled between layers, so a long prefill stops early (HYOCR_ERROR_CANCELLED). */
 bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits,
                         hyocr_cancel_fn cancel, void *cancel_data, GError **error);
+
+/* Verification of speculated tokens (issue 20): one sequence brings n_new ≤ HYOCR_VERIFY_MAX_ROWS
+ * tokens (no positions, no image) after its cache, as a plain forward would, but the fp32 logits
+ * of every row come back, logits[n_new · vocab]. The cache grows by n_new; the caller rewinds it
+ * (hyocr_kv_seq_rewind) past the rows it rejects. */
+#define HYOCR_VERIFY_MAX_ROWS 64
+bool hyocr_text_verify(hyocr_model *m, hyocr_text_seq *q, float *logits, GError **error);
 
 /* ---- decoding on the device (decode.c; the step itself: text.c) --------------------
  * A pick slot holds one sequence's repetition-penalty set (its prompt ids and every

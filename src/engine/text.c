@@ -57,6 +57,13 @@ static bool check_seq(const hyocr_model *m, const hyocr_text_seq *q, int s, GErr
             return false;
         }
     }
+    size_t tap_w = (size_t)m->n_tap_layers * m->cfg.text.hidden_size;
+    if (q->taps && (!m->n_tap_layers || q->taps->n < (size_t)q->n_new * tap_w)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "text forward: sequence %d asks for the outputs of %d layers into %zu values, %zu needed", s,
+                    m->n_tap_layers, q->taps->n, (size_t)q->n_new * tap_w);
+        return false;
+    }
     int count = q->image_embeds ? count_image_tokens(q) : 0;
     if (q->image_embeds && count != q->n_image_rows) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
@@ -232,9 +239,10 @@ static bool text_layer_fused(hyocr_model *m, int l, const text_batch *b, const t
 }
 
 /* One decoder layer over the chunk's rows. As in the ViT, the MLP output stays
- * in delta and is added by the next add_rmsnorm (or the final norm). */
-static bool text_layer(hyocr_model *m, int l, const text_batch *b, const text_chunk *k, const text_bufs *t,
-                       GError **error)
+ * in delta and is added by the next add_rmsnorm (or the final norm); pending says
+ * whether delta holds one now (not before the first layer, nor after a tap). */
+static bool text_layer(hyocr_model *m, int l, bool pending, const text_batch *b, const text_chunk *k,
+                       const text_bufs *t, GError **error)
 {
     const hyocr_text_config *c = &m->cfg.text;
     const hyocr_text_layer *L = &m->layers[l];
@@ -243,7 +251,7 @@ static bool text_layer(hyocr_model *m, int l, const text_batch *b, const text_ch
     const float scale = (float)pow((double)D, -0.5);
 
     if (use_fused(m, M)) return text_layer_fused(m, l, b, k, t, error);
-    return OPS->add_rmsnorm(m->be, t->a, t->h, l == 0 ? NULL : t->delta, L->in_norm, M, H, c->rms_norm_eps, error) &&
+    return OPS->add_rmsnorm(m->be, t->a, t->h, pending ? t->delta : NULL, L->in_norm, M, H, c->rms_norm_eps, error) &&
            OPS->matmul(m->be, t->qkv, t->a, L->qkv_w, 0, NULL, M, (Hq + 2 * Hkv) * D, H, error) &&
            OPS->rope_qknorm(m->be, t->qkv, M, k->pos, b->n_axes, Hq, Hkv, &m->rope, L->q_norm, L->k_norm,
                             c->rms_norm_eps, error) &&
@@ -256,9 +264,37 @@ static bool text_layer(hyocr_model *m, int l, const text_batch *b, const text_ch
            OPS->matmul(m->be, t->delta, t->act, L->down_w, 0, NULL, M, H, I, error);
 }
 
+/* The output of layer l, when it is a tap layer, for the chunk's rows of each sequence that
+ * keeps taps (the DFlash draft's context). In the unfused layer the MLP output still waits in
+ * delta: it is added to h here (the same float adds add_rmsnorm would do), and the next layer
+ * then has nothing pending. */
+static bool keep_taps(hyocr_model *m, int l, const hyocr_text_seq *seqs, const text_batch *b, const text_chunk *k,
+                      const text_bufs *t, bool *pending, GError **error)
+{
+    int slot = -1;
+    for (int i = 0; i < m->n_tap_layers; i++)
+        if (m->tap_layers[i] == l) slot = i;
+    bool any = false;
+    for (int v = 0; v < k->n_views; v++) any |= seqs[k->seq[v]].taps != NULL;
+    if (slot < 0 || !any || l >= m->cfg.text.num_layers - 1) return true;
+    const size_t H = (size_t)m->cfg.text.hidden_size, W = (size_t)m->n_tap_layers * H;
+    if (*pending && !OPS->add(m->be, t->h, t->delta, (size_t)k->rows * H, error)) return false;
+    *pending = false;
+    for (int v = 0; v < k->n_views; v++) {
+        int s = k->seq[v];
+        if (!seqs[s].taps) continue;
+        int lo = MAX(k->r0, b->row0[s]), hi = MIN(k->r0 + k->rows, b->row0[s + 1]);
+        for (int r = lo; r < hi; r++)
+            if (!OPS->copy(m->be, seqs[s].taps, (size_t)(r - b->row0[s]) * W + (size_t)slot * H, t->h,
+                           (size_t)(r - k->r0) * H, H, error))
+                return false;
+    }
+    return true;
+}
+
 /* Final norm of the sequences whose last row is in this chunk, into their slot of last. */
 static bool text_last_rows(hyocr_model *m, const text_batch *b, const text_chunk *k, const text_bufs *t,
-                           GError **error)
+                           bool pending, GError **error)
 {
     const hyocr_text_config *c = &m->cfg.text;
     const size_t H = (size_t)c->hidden_size;
@@ -267,7 +303,7 @@ static bool text_last_rows(hyocr_model *m, const text_batch *b, const text_chunk
         if (row >= k->rows) continue;
         hyocr_buf out = hyocr_buf_view(t->last, (size_t)s * H, H), h = hyocr_buf_view(t->h, row * H, H),
                   d = hyocr_buf_view(t->delta, row * H, H);
-        if (!OPS->add_rmsnorm(m->be, &out, &h, use_fused(m, k->rows) ? NULL : &d, m->final_norm, 1, (int)H,
+        if (!OPS->add_rmsnorm(m->be, &out, &h, pending ? &d : NULL, m->final_norm, 1, (int)H,
                               c->rms_norm_eps, error))
             return false;
     }
@@ -317,13 +353,52 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
     for (int r0 = 0; ok && r0 < b.M; r0 += step) {
         text_chunk_set(&k, &b, seqs, n_seqs, r0, MIN(step, b.M - r0));
         ok = embed_rows(m, t.h, &b, seqs, &k, error);
-        for (int l = 0; ok && l < m->cfg.text.num_layers; l++)
-            ok = !layer_cancelled(cancel, cancel_data, error) && text_layer(m, l, &b, &k, &t, error);
-        ok = ok && text_last_rows(m, &b, &k, &t, error);
+        bool pending = false;
+        for (int l = 0; ok && l < m->cfg.text.num_layers; l++) {
+            ok = !layer_cancelled(cancel, cancel_data, error) && text_layer(m, l, pending, &b, &k, &t, error);
+            pending = !use_fused(m, k.rows);
+            ok = ok && keep_taps(m, l, seqs, &b, &k, &t, &pending, error);
+        }
+        ok = ok && text_last_rows(m, &b, &k, &t, pending, error);
     }
     ok = ok && text_logits(m, n_seqs, &t, logits, error);
     if (ok)
         for (int s = 0; s < n_seqs; s++) hyocr_kv_seq_commit(seqs[s].kv, seqs[s].n_new);
+    text_chunk_clear(&k);
+    text_batch_clear(&b);
+    return ok;
+}
+
+/* Like a one-sequence forward, with the final norm and the head on every row. */
+bool hyocr_text_verify(hyocr_model *m, hyocr_text_seq *q, float *logits, GError **error)
+{
+    if (!check_seqs(m, q, 1, error)) return false;
+    if (q->pos || q->image_embeds || q->n_new > HYOCR_VERIFY_MAX_ROWS) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "text verify: %d rows (at most %d) without positions or image rows", q->n_new,
+                    HYOCR_VERIFY_MAX_ROWS);
+        return false;
+    }
+    if (!reserve_all(m, q, 1, error)) return false;
+    const hyocr_text_config *c = &m->cfg.text;
+    text_batch b = { 0 };
+    text_batch_build(&b, q, 1);
+    text_chunk k;
+    text_chunk_init(&k, &b, 1, b.M);
+    text_chunk_set(&k, &b, q, 1, 0, b.M);
+    text_bufs t;
+    bool ok = text_bufs_get(m, b.M, b.M, &t, error) && embed_rows(m, t.h, &b, q, &k, error);
+    bool pending = false;
+    for (int l = 0; ok && l < c->num_layers; l++) {
+        ok = text_layer(m, l, pending, &b, &k, &t, error);
+        pending = !use_fused(m, b.M);
+        ok = ok && keep_taps(m, l, q, &b, &k, &t, &pending, error);
+    }
+    ok = ok &&
+         OPS->add_rmsnorm(m->be, t.last, t.h, pending ? t.delta : NULL, m->final_norm, b.M, c->hidden_size,
+                          c->rms_norm_eps, error) &&
+         text_logits(m, b.M, &t, logits, error);
+    if (ok) hyocr_kv_seq_commit(q->kv, q->n_new);
     text_chunk_clear(&k);
     text_batch_clear(&b);
     return ok;
@@ -367,7 +442,7 @@ static bool decode_ops(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs
     const hyocr_text_config *c = &m->cfg.text;
     const int n = k->rows, H = c->hidden_size, V = c->vocab_size;
     bool ok = embed_rows(m, t->h, b, seqs, k, error);
-    for (int l = 0; ok && l < c->num_layers; l++) ok = text_layer(m, l, b, k, t, error);
+    for (int l = 0; ok && l < c->num_layers; l++) ok = text_layer(m, l, l > 0, b, k, t, error);
     return ok &&
            OPS->add_rmsnorm(m->be, t->last, t->h, use_fused(m, n) ? NULL : t->delta, m->final_norm, n, H,
                             c->rms_norm_eps, error) &&
