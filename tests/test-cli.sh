@@ -199,7 +199,7 @@ check "memory refusal: --max-new-tokens $max_new then fits" quiet "$HYOCR" run -
 expect 1 "weights .* pass --gpu-memory-limit [0-9]+M or more" -- "$HYOCR" run "${tight[@]}" --gpu-memory-limit 1000K
 expect 1 "extract_fields needs .*--fields" -- "$HYOCR" run "${many[@]}" --image "$one" --task extract_fields
 expect 1 "single image" -- "$HYOCR" run "${many[@]}" --image "$one" --image "$two" --dump "$tmp/d"
-expect 1 "no PNG or JPEG" -- "$HYOCR" run "${many[@]}" "$tmp/broken"
+expect 1 "no image or document hyocr reads" -- "$HYOCR" run "${many[@]}" "$tmp/broken"
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -994,7 +994,7 @@ static void test_errors_files(Fixture *fx, gconstpointer data)
 
     g_autofree char *text = tmp_path(fx, "notes.png");
     put_bytes(text, "hello, world\n", 13);
-    expect_load_error(text, HYOCR_ERROR_IMAGE, "not a PNG or JPEG image (starts with 68 65 6c 6c");
+    expect_load_error(text, HYOCR_ERROR_IMAGE, "not a file hyocr can read (starts with 68 65 6c 6c");
     g_autofree char *gif = tmp_path(fx, "anim.png");
     put_bytes(gif, "GIF89a\x01\x00\x01\x00", 10);
     expect_load_error(gif, HYOCR_ERROR_IMAGE, "GIF");

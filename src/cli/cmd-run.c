@@ -6,6 +6,7 @@
  * aggregate tokens/s goes to stderr. */
 #include "cli.h"
 #include "error.h"
+#include "document.h"
 #include "hyocr.h"
 #include "hyocr-build-config.h"
 #include <glib/gi18n.h>
@@ -171,7 +172,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
     GOptionEntry entries[] = {
         { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model, N_("Model folder (config.json, tokenizer.json, weights)"), "DIR" },
         { "image", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->images,
-          N_("Input image (PNG or JPEG); repeat it, or give files and folders after the options, to run several"),
+          N_("Input image or document (PNG, JPEG, TIFF, WebP, HEIC, AVIF, PDF); repeat it, or give files and folders "
+             "after the options, to run several"),
           "FILE" },
         { "task", 't', 0, G_OPTION_ARG_STRING, &o->task, N_("Task preset (recognize, spotting, parse_document, …)"), "NAME" },
         { "fields", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->fields, N_("extract_fields: keys, comma-separated or repeated"), "KEYS" },
@@ -546,21 +548,12 @@ static bool cmd_run(run_opts *o, const char *image, hyocr_job_result *res, GErro
 
 /* ---- several images: one batched run ---------------------------------------------- */
 
-static bool is_image_name(const char *name)
-{
-    static const char *const ext[] = { ".png", ".jpg", ".jpeg" };
-    g_autofree char *lower = g_ascii_strdown(name, -1);
-    for (size_t i = 0; i < G_N_ELEMENTS(ext); i++)
-        if (g_str_has_suffix(lower, ext[i])) return true;
-    return false;
-}
-
 static int cmp_str(gconstpointer a, gconstpointer b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The PNG and JPEG files of a folder, by name. */
+/* The files of a folder whose names say a readable format (document.h), by name. */
 static bool add_folder(const char *dir, GPtrArray *out, GError **error)
 {
     g_autoptr(GDir) d = g_dir_open(dir, 0, error);
@@ -568,9 +561,10 @@ static bool add_folder(const char *dir, GPtrArray *out, GError **error)
     g_autoptr(GPtrArray) found = g_ptr_array_new_with_free_func(g_free);
     const char *name;
     while ((name = g_dir_read_name(d)))
-        if (is_image_name(name)) g_ptr_array_add(found, g_build_filename(dir, name, NULL));
+        if (hyocr_format_name_matches(name)) g_ptr_array_add(found, g_build_filename(dir, name, NULL));
     if (found->len == 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: the folder holds no PNG or JPEG files"), dir);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: the folder holds no image or document hyocr reads"),
+                    dir);
         return false;
     }
     g_ptr_array_sort(found, cmp_str);

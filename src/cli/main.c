@@ -317,7 +317,7 @@ int hyocr_cmd_prepare(int argc, char **argv)
     int max_side = 0;
     GOptionEntry entries[] = {
         { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model, N_("Checkpoint folder"), "DIR" },
-        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &image, N_("Input image (PNG or JPEG)"), "FILE" },
+        { "image", 'i', 0, G_OPTION_ARG_FILENAME, &image, N_("Input image or document (its first page)"), "FILE" },
         { "task", 't', 0, G_OPTION_ARG_STRING, &task, N_("Task preset (recognize, spotting, parse_document, …)"), "NAME" },
         { "fields", 0, 0, G_OPTION_ARG_STRING, &fields, N_("Keys for extract_fields, comma-separated"), "A,B" },
         { "prompt", 'p', 0, G_OPTION_ARG_STRING, &prompt, N_("Custom prompt text"), "TEXT" },

@@ -24,6 +24,7 @@ typedef enum {
     HYOCR_ERROR_BACKEND,     /* device/driver failure */
     HYOCR_ERROR_CANCELLED,
     HYOCR_ERROR_INVALID_ARGUMENT,
+    HYOCR_ERROR_PASSWORD,    /* the document is encrypted: no password, or not the right one */
 } HyocrError;
 
 typedef struct hyocr_memplan hyocr_memplan;   /* memplan.h */

@@ -17,6 +17,7 @@
 #include "image.h"
 #include "error.h"
 #include "i18n.h"
+#include "reader.h"
 
 #include <stdio.h>   /* jpeglib.h needs FILE */
 #include <jpeglib.h>
@@ -26,8 +27,6 @@
 #include <png.h>
 #include <setjmp.h>
 #include <string.h>
-
-#define HYOCR_DEFAULT_MAX_DECODE_PIXELS INT64_C(178956970)
 
 /* What a decoder may hold before it has read the data that fills it: the RGB buffer
  * (zeroed by calloc, so its pages cost nothing until rows land in them) and working
@@ -60,12 +59,7 @@ void hyocr_image_free(hyocr_image *img)
 
 /* ------------------------------------------------------------------------ shared checks */
 
-typedef struct {
-    const char *name;
-    int64_t     limit;         /* pixels */
-    int         code;          /* HyocrError to report */
-    char        msg[512];      /* set on failure, without the "name: " prefix */
-} decode_status;
+typedef hyocr_decode_status decode_status;
 
 static void status_set(decode_status *st, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 static void status_set(decode_status *st, int code, const char *fmt, ...)
@@ -588,41 +582,8 @@ bool hyocr_image_fit_size(int width, int height, int max_side, int *out_width, i
 
 /* ------------------------------------------------------------------------ entry points */
 
-static bool image_kind(const uint8_t *p, size_t len, const char **kind)
-{
-    static const struct { const char *magic; size_t n; const char *what; } known[] = {
-        { "GIF8", 4, N_("a GIF image") }, { "BM", 2, N_("a BMP image") }, { "II*\0", 4, N_("a TIFF image") },
-        { "MM\0*", 4, N_("a TIFF image") }, { "%PDF", 4, N_("a PDF document") }, { "\0\0\1\0", 4, N_("an ICO image") },
-    };
-    if (len >= 8 && memcmp(p, "\x89PNG\r\n\x1a\n", 8) == 0) { *kind = "png"; return true; }
-    if (len >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF) { *kind = "jpeg"; return true; }
-    *kind = NULL;
-    if (len >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WEBP", 4) == 0) *kind = N_("a WebP image");
-    for (size_t i = 0; !*kind && i < G_N_ELEMENTS(known); i++)
-        if (len >= known[i].n && memcmp(p, known[i].magic, known[i].n) == 0)
-            *kind = known[i].what;
-    return false;
-}
-
-static void set_not_image(const uint8_t *p, size_t len, const char *name, const char *kind, GError **error)
-{
-    GString *hex = g_string_new(NULL);
-    for (size_t i = 0; i < len && i < 8; i++)
-        g_string_append_printf(hex, "%s%02x", i ? " " : "", p[i]);
-    const char *more = len > 8 ? " …" : "";
-    if (kind)
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE,
-                    _("%s: not a PNG or JPEG image (starts with %s%s), looks like %s; convert it to PNG or JPEG"),
-                    name, hex->str, more, _(kind));
-    else
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE,
-                    _("%s: not a PNG or JPEG image (starts with %s%s); convert it to PNG or JPEG"), name,
-                    hex->str, more);
-    g_string_free(hex, TRUE);
-}
-
-static hyocr_image *finish_image(hyocr_image *img, int orientation, const hyocr_image_options *opts,
-                                 const char *name, GError **error)
+hyocr_image *hyocr_image_finish(hyocr_image *img, int orientation, const hyocr_image_options *opts,
+                                const char *name, GError **error)
 {
     if (!opts->ignore_exif && orientation >= 2 && orientation <= 8) {
         hyocr_image *up = hyocr_image_orient(img, orientation);
@@ -643,6 +604,8 @@ static hyocr_image *finish_image(hyocr_image *img, int orientation, const hyocr_
     return img;
 }
 
+/* Every format goes through the document readers; a PNG or JPEG is a document of one page
+ * whose render is decode_png / decode_jpeg above. A document's first page for the others. */
 hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const char *name,
                                           const hyocr_image_options *opts, GError **error)
 {
@@ -653,23 +616,12 @@ hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const ch
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, _("%s: file is empty (0 bytes)"), name);
         return NULL;
     }
-    const char *kind;
-    if (!image_kind(data, len, &kind)) {
-        set_not_image(data, len, name, kind, error);
-        return NULL;
-    }
-    decode_status st = { .name = name, .code = HYOCR_ERROR_IMAGE,
-                         .limit = opts->max_decode_pixels > 0 ? opts->max_decode_pixels
-                                                              : HYOCR_DEFAULT_MAX_DECODE_PIXELS };
-    int orientation = 0;
-    hyocr_image *img = strcmp(kind, "png") == 0 ? decode_png(data, len, &st, &orientation)
-                                                : decode_jpeg(data, len, &st, &orientation);
-    if (!img) {
-        g_set_error(error, HYOCR_ERROR, st.code, "%s: %s", name,
-                    st.msg[0] ? st.msg : _("could not be decoded"));
-        return NULL;
-    }
-    return finish_image(img, orientation, opts, name, error);
+    g_autoptr(GBytes) bytes = g_bytes_new_static(data, len);
+    hyocr_document_options dopts = { .max_decode_pixels = opts->max_decode_pixels, .ignore_exif = opts->ignore_exif };
+    g_autoptr(hyocr_document) doc = hyocr_document_open_bytes(bytes, name, &dopts, error);
+    if (!doc) return NULL;
+    hyocr_render_options ro = { .max_side = opts->max_side };
+    return hyocr_document_render(doc, 0, &ro, error);
 }
 
 hyocr_image *hyocr_image_load(const char *path, const hyocr_image_options *opts, GError **error)
@@ -684,3 +636,47 @@ hyocr_image *hyocr_image_load(const char *path, const hyocr_image_options *opts,
     return hyocr_image_load_from_memory(g_mapped_file_get_contents(map), g_mapped_file_get_length(map),
                                         path, opts, error);
 }
+
+/* ------------------------------------------------------------------------ as readers */
+
+bool hyocr_decode_check_size(hyocr_decode_status *st, const char *kind, int64_t width, int64_t height)
+{
+    return check_size(st, kind, width, height);
+}
+
+typedef struct {
+    const uint8_t *data;
+    size_t         len;
+} raster_state;
+
+static void *raster_open(GBytes *bytes, const uint8_t *data, size_t len, const hyocr_document_options *opts,
+                         int *n_pages, hyocr_decode_status *st)
+{
+    raster_state *s = g_new(raster_state, 1);
+    s->data = data;
+    s->len = len;
+    *n_pages = 1;
+    return s;
+}
+
+static hyocr_image *png_render(void *state, int page, const hyocr_render_options *ro, int *orientation,
+                               hyocr_decode_status *st)
+{
+    raster_state *s = state;
+    return decode_png(s->data, s->len, st, orientation);
+}
+
+static hyocr_image *jpeg_render(void *state, int page, const hyocr_render_options *ro, int *orientation,
+                                hyocr_decode_status *st)
+{
+    raster_state *s = state;
+    return decode_jpeg(s->data, s->len, st, orientation);
+}
+
+const hyocr_reader hyocr_reader_png = {
+    .format = HYOCR_FORMAT_PNG, .open = raster_open, .close = g_free, .render = png_render,
+};
+
+const hyocr_reader hyocr_reader_jpeg = {
+    .format = HYOCR_FORMAT_JPEG, .open = raster_open, .close = g_free, .render = jpeg_render,
+};

@@ -27,7 +27,9 @@ void         hyocr_image_free(hyocr_image *img);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_image, hyocr_image_free)
 
 /* opts may be NULL. The name is used in messages. Alpha is dropped like Pillow's
- * convert("RGB"); gray replicated; palette expanded; 16-bit reduced to the high byte. */
+ * convert("RGB"); gray replicated; palette expanded; 16-bit reduced to the high byte.
+ * Any format of document.h is read (the content decides); of a document of several pages
+ * this is the first (hyocr_document_render reads the others). */
 hyocr_image *hyocr_image_load(const char *path, const hyocr_image_options *opts, GError **error);
 hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const char *name,
                                           const hyocr_image_options *opts, GError **error);
