@@ -4,7 +4,9 @@
  * recompute) and every job still finishes with the same tokens; a memory
  * budget for one job runs four; a bad image or a cancelled job does not stop
  * the others; each job's events come in order; NaN/Inf weights give a clear
- * error instead of text. */
+ * error instead of text. Jobs submitted while others decode join their decode
+ * steps; cancelling one frees its KV blocks within a step; the queue is bounded;
+ * many threads submit at once; freeing the engine ends what it still holds. */
 #include "error.h"
 #include "hyocr.h"
 #include "model.h"
@@ -772,6 +774,400 @@ static void test_busy_and_empty(void)
     job_set_clear(&s);
 }
 
+/* ---- jobs submitted at any time --------------------------------------------------------------- */
+
+/* Records what each token event says about its step and the engine's KV use,
+ * and can hold the engine's thread at one token until the test lets it go. */
+typedef struct gate {
+    hyocr_engine *eng;
+    GArray       *tokens, *batch, *kv_used;
+    int           end;              /* the end event's type, -1 before */
+    int           pause_at;         /* > 0: hold at this token */
+    GMutex        lock;
+    GCond         cond;
+    bool          reached, open;
+    int           other_tokens_at_end;   /* set by the test: the partner's count at this job's end */
+    struct gate  *partner;
+} gate;
+
+static void gate_init(gate *g, hyocr_engine *eng, int pause_at)
+{
+    memset(g, 0, sizeof *g);
+    g->eng = eng;
+    g->tokens = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    g->batch = g_array_new(FALSE, FALSE, sizeof(int));
+    g->kv_used = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    g->end = -1;
+    g->pause_at = pause_at;
+    g->other_tokens_at_end = -1;
+    g_mutex_init(&g->lock);
+    g_cond_init(&g->cond);
+}
+
+static void gate_clear(gate *g)
+{
+    g_array_unref(g->tokens);
+    g_array_unref(g->batch);
+    g_array_unref(g->kv_used);
+    g_mutex_clear(&g->lock);
+    g_cond_clear(&g->cond);
+}
+
+static void gate_event(const hyocr_event *ev, void *data)
+{
+    gate *g = data;
+    if (ev->type == HYOCR_EVENT_DONE || ev->type == HYOCR_EVENT_ERROR || ev->type == HYOCR_EVENT_CANCELLED) {
+        g->end = ev->type;
+        if (g->partner) g->other_tokens_at_end = (int)((gate *)g->partner)->tokens->len;
+        return;
+    }
+    if (ev->type != HYOCR_EVENT_TOKEN || ev->token < 0) return;
+    hyocr_mem_info mi;
+    hyocr_engine_mem_info(g->eng, &mi);
+    g_array_append_val(g->tokens, ev->token);
+    g_array_append_val(g->batch, ev->batch_size);
+    g_array_append_val(g->kv_used, mi.kv_used);
+    if ((int)g->tokens->len != g->pause_at) return;
+    g_mutex_lock(&g->lock);
+    g->reached = true;
+    g_cond_broadcast(&g->cond);
+    while (!g->open) g_cond_wait(&g->cond, &g->lock);
+    g_mutex_unlock(&g->lock);
+}
+
+static void gate_wait_reached(gate *g)
+{
+    g_mutex_lock(&g->lock);
+    while (!g->reached) g_cond_wait(&g->cond, &g->lock);
+    g_mutex_unlock(&g->lock);
+}
+
+static void gate_open(gate *g)
+{
+    g_mutex_lock(&g->lock);
+    g->open = true;
+    g_cond_broadcast(&g->cond);
+    g_mutex_unlock(&g->lock);
+}
+
+static void case_params(hyocr_job_params *jp, int c, const char *path, int max_new)
+{
+    hyocr_job_params_init(jp);
+    jp->image_path = path;
+    jp->task = cases[c].task;
+    jp->fields = fields;
+    jp->max_new_tokens = max_new;
+    jp->repetition_penalty = 1.0f;
+    jp->ignore_eos = true;
+}
+
+/* A job alone, recorded the same way. */
+static void run_gated_alone(hyocr_engine *eng, const hyocr_job_params *proto, gate *g)
+{
+    hyocr_job_params jp = *proto;
+    jp.on_event = gate_event;
+    jp.user_data = g;
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_engine_run(eng, &jp, NULL, &err));
+    g_assert_no_error(err);
+}
+
+static void assert_same_ids(const GArray *a, const GArray *b)
+{
+    g_assert_cmpuint(a->len, ==, b->len);
+    for (guint i = 0; i < a->len; i++) g_assert_cmpint(g_array_index(a, int32_t, i), ==, g_array_index(b, int32_t, i));
+}
+
+/* B is submitted while A decodes (A's thread held at its 4th token meanwhile):
+ * B joins A's decode steps (steps of two), and each gets its tokens alone. */
+static void test_submit_while_running(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .max_batch = 4 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    g_autofree char *pa = hyocr_test_data("images", cases[0].image, NULL);
+    g_autofree char *pb = hyocr_test_data("images", cases[1].image, NULL);
+    hyocr_job_params ja, jb;
+    case_params(&ja, 0, pa, 40);
+    case_params(&jb, 1, pb, 12);
+    gate alone_a, alone_b, a, b;
+    gate_init(&alone_a, eng, 0);
+    gate_init(&alone_b, eng, 0);
+    run_gated_alone(eng, &ja, &alone_a);
+    run_gated_alone(eng, &jb, &alone_b);
+
+    gate_init(&a, eng, 4);
+    gate_init(&b, eng, 0);
+    ja.on_event = gate_event;
+    ja.user_data = &a;
+    jb.on_event = gate_event;
+    jb.user_data = &b;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_request) ra = hyocr_engine_submit(eng, &ja, &err);
+    g_assert_no_error(err);
+    gate_wait_reached(&a);
+    g_autoptr(hyocr_request) rb = hyocr_engine_submit(eng, &jb, &err);
+    g_assert_no_error(err);
+    gate_open(&a);
+    hyocr_job_result res_a = { 0 }, res_b = { 0 };
+    g_assert_true(hyocr_request_wait(ra, &res_a, &err));
+    g_assert_true(hyocr_request_wait(rb, &res_b, &err));
+    g_assert_no_error(err);
+
+    assert_same_ids(a.tokens, alone_a.tokens);
+    assert_same_ids(b.tokens, alone_b.tokens);
+    assert_same_ids(res_b.token_ids, alone_b.tokens);
+    g_assert_cmpuint(b.tokens->len, ==, 12);
+    /* B's first token comes from its own prefill; every later one from a step it shared with A */
+    g_assert_cmpint(g_array_index(b.batch, int, 0), ==, 1);
+    for (guint i = 1; i < b.batch->len; i++) g_assert_cmpint(g_array_index(b.batch, int, i), ==, 2);
+    int shared = 0;
+    for (guint i = 0; i < a.batch->len; i++) {
+        shared += g_array_index(a.batch, int, i) == 2;
+        g_assert_cmpint(g_array_index(alone_a.batch, int, i), ==, 1);
+    }
+    g_assert_cmpint(shared, ==, 11);
+    hyocr_engine_stats st;
+    hyocr_engine_get_stats(eng, &st);
+    g_assert_cmpint(st.largest_batch, ==, 2);
+    g_assert_cmpint(st.running, ==, 0);
+    g_assert_cmpint(st.waiting, ==, 0);
+    hyocr_mem_info mi;
+    hyocr_engine_mem_info(eng, &mi);
+    g_assert_cmpint(mi.kv_reserved, ==, 0);   /* idle: the pool is gone */
+    hyocr_job_result_clear(&res_a);
+    hyocr_job_result_clear(&res_b);
+    gate_clear(&alone_a);
+    gate_clear(&alone_b);
+    gate_clear(&a);
+    gate_clear(&b);
+}
+
+/* A and B decode together; the test cancels B (from its own thread, while B's
+ * callback holds the engine at B's 3rd token). B ends with those 3 tokens, and
+ * A's very next step is A's alone: one row, and the engine's KV use is then
+ * exactly A's, as when A ran alone. A's tokens are unchanged. */
+static void test_cancel_frees_blocks(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .max_batch = 4 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    g_autofree char *pa = hyocr_test_data("images", cases[1].image, NULL);
+    g_autofree char *pb = hyocr_test_data("images", cases[0].image, NULL);
+    hyocr_job_params ja, jb;
+    case_params(&ja, 1, pa, 30);
+    case_params(&jb, 0, pb, 30);
+    gate alone, a, b;
+    gate_init(&alone, eng, 0);
+    run_gated_alone(eng, &ja, &alone);
+
+    gate_init(&a, eng, 0);
+    gate_init(&b, eng, 3);
+    b.partner = (struct gate *)&a;
+    ja.on_event = gate_event;
+    ja.user_data = &a;
+    jb.on_event = gate_event;
+    jb.user_data = &b;
+    const hyocr_job_params both[2] = { ja, jb };
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_request) ra = hyocr_engine_submit(eng, &both[0], &err);
+    g_autoptr(hyocr_request) rb = hyocr_engine_submit(eng, &both[1], &err);
+    g_assert_no_error(err);
+    gate_wait_reached(&b);
+    hyocr_request_cancel(rb);
+    gate_open(&b);
+    hyocr_job_result res_b = { 0 };
+    g_assert_false(hyocr_request_wait(rb, &res_b, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
+    g_clear_error(&err);
+    g_assert_cmpint(b.end, ==, HYOCR_EVENT_CANCELLED);
+    g_assert_cmpuint(res_b.token_ids->len, ==, 3);
+    g_assert_true(hyocr_request_is_done(rb));
+    g_assert_true(hyocr_request_wait(ra, NULL, &err));
+    g_assert_no_error(err);
+
+    assert_same_ids(a.tokens, alone.tokens);
+    int k = b.other_tokens_at_end;   /* A's tokens when B ended */
+    g_assert_cmpint(k, >, 0);
+    g_assert_cmpint(k, <, (int)a.tokens->len);
+    g_assert_cmpint(g_array_index(a.batch, int, k - 1), ==, 2);   /* they shared the step B ended in */
+    for (guint i = (guint)k; i < a.tokens->len; i++) {
+        g_assert_cmpint(g_array_index(a.batch, int, i), ==, 1);
+        g_assert_cmpint(g_array_index(a.kv_used, int64_t, i), ==, g_array_index(alone.kv_used, int64_t, i));
+    }
+    g_assert_cmpint(g_array_index(a.kv_used, int64_t, k - 1), >, g_array_index(alone.kv_used, int64_t, k - 1));
+    hyocr_job_result_clear(&res_b);
+    gate_clear(&alone);
+    gate_clear(&a);
+    gate_clear(&b);
+}
+
+/* max_queue 2: with one job running (held at its first token), two more wait and
+ * a third is refused with HYOCR_ERROR_BUSY; once the queue moves, all finish and
+ * the engine takes jobs again. */
+static void test_queue_bound(void)
+{
+    if (!require_fixtures()) return;
+    g_autofree char *dir = hyocr_test_data(CKPT, NULL);
+    hyocr_engine_params ep;
+    hyocr_engine_params_init(&ep);
+    ep.model_dir = dir;
+    ep.device = HYOCR_DEVICE_CPU;
+    ep.n_threads = 2;
+    ep.max_batch = 1;
+    ep.max_queue = 2;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, &err);
+    g_assert_no_error(err);
+    g_autofree char *path = hyocr_test_data("images", cases[2].image, NULL);
+    hyocr_job_params jp;
+    case_params(&jp, 2, path, 4);
+    gate first;
+    gate_init(&first, eng, 1);
+    hyocr_job_params held = jp;
+    held.on_event = gate_event;
+    held.user_data = &first;
+    hyocr_request *r[4] = { NULL };
+    r[0] = hyocr_engine_submit(eng, &held, &err);
+    g_assert_no_error(err);
+    gate_wait_reached(&first);
+    r[1] = hyocr_engine_submit(eng, &jp, &err);
+    r[2] = hyocr_engine_submit(eng, &jp, &err);
+    g_assert_no_error(err);
+    hyocr_engine_stats st;
+    hyocr_engine_get_stats(eng, &st);
+    g_assert_cmpint(st.running, ==, 1);
+    g_assert_cmpint(st.waiting, ==, 2);
+    r[3] = hyocr_engine_submit(eng, &jp, &err);
+    g_assert_null(r[3]);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_BUSY);
+    g_assert_nonnull(strstr(err->message, "queue is full"));
+    g_clear_error(&err);
+    gate_open(&first);
+    for (int i = 0; i < 3; i++) {
+        hyocr_job_result res = { 0 };
+        g_assert_true(hyocr_request_wait(r[i], &res, &err));
+        g_assert_cmpuint(res.token_ids->len, ==, 4);
+        hyocr_job_result_clear(&res);
+        hyocr_request_unref(r[i]);
+    }
+    r[3] = hyocr_engine_submit(eng, &jp, &err);
+    g_assert_no_error(err);
+    g_assert_true(hyocr_request_wait(r[3], NULL, &err));
+    hyocr_request_unref(r[3]);
+    gate_clear(&first);
+}
+
+/* Several threads submit and wait at once; every job gets the reference's tokens. */
+typedef struct {
+    hyocr_engine *eng;
+    int           first;   /* case index of its first job */
+    int           ok;
+} submitter;
+
+static gpointer submit_thread(gpointer data)
+{
+    submitter *t = data;
+    hyocr_request *r[3];
+    char *paths[3];
+    hyocr_job_params jp[3];
+    for (int i = 0; i < 3; i++) {
+        int c = (t->first + i) % N_CASES;
+        paths[i] = hyocr_test_data("images", cases[c].image, NULL);
+        case_params(&jp[i], c, paths[i], MAX_NEW);
+        jp[i].ignore_eos = false;
+        r[i] = hyocr_engine_submit(t->eng, &jp[i], NULL);
+    }
+    for (int i = 0; i < 3; i++) {
+        hyocr_job_result res = { 0 };
+        g_autoptr(GArray) want = reference_ids((t->first + i) % N_CASES);
+        if (r[i] && hyocr_request_wait(r[i], &res, NULL) && res.token_ids->len == want->len &&
+            memcmp(res.token_ids->data, want->data, want->len * sizeof(int32_t)) == 0)
+            t->ok++;
+        hyocr_job_result_clear(&res);
+        hyocr_request_unref(r[i]);
+        g_free(paths[i]);
+    }
+    return NULL;
+}
+
+static void test_submit_threads(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .max_batch = 4 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    enum { N_THREADS = 6 };
+    submitter t[N_THREADS];
+    GThread *th[N_THREADS];
+    for (int i = 0; i < N_THREADS; i++) {
+        t[i] = (submitter){ .eng = eng, .first = i };
+        th[i] = g_thread_new("submitter", submit_thread, &t[i]);
+    }
+    for (int i = 0; i < N_THREADS; i++) {
+        g_thread_join(th[i]);
+        g_assert_cmpint(t[i].ok, ==, 3);
+    }
+    hyocr_engine_stats st;
+    hyocr_engine_get_stats(eng, &st);
+    g_assert_cmpint(st.largest_batch, >=, 2);
+}
+
+/* Freeing the engine ends the jobs it still holds (running and queued) as
+ * cancelled and refuses new ones; the waiters wake, and the requests outlive
+ * the engine. The running job is held at its 2nd token until the engine has
+ * begun to close (a submission is refused). */
+static gpointer free_thread(gpointer data)
+{
+    hyocr_engine_free(data);
+    return NULL;
+}
+
+static void test_free_cancels(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .max_batch = 1 };
+    hyocr_engine *eng = open_engine(&o);
+    g_autofree char *path = hyocr_test_data("images", cases[0].image, NULL);
+    hyocr_job_params jp;
+    case_params(&jp, 0, path, 2000);
+    gate held;
+    gate_init(&held, eng, 2);
+    hyocr_job_params first = jp;
+    first.on_event = gate_event;
+    first.user_data = &held;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GPtrArray) reqs = g_ptr_array_new_with_free_func((GDestroyNotify)hyocr_request_unref);
+    g_ptr_array_add(reqs, hyocr_engine_submit(eng, &first, &err));
+    g_assert_no_error(err);
+    gate_wait_reached(&held);
+    g_ptr_array_add(reqs, hyocr_engine_submit(eng, &jp, &err));   /* one queued for sure */
+    g_assert_no_error(err);
+    GThread *th = g_thread_new("free", free_thread, eng);
+    hyocr_request *r;
+    while ((r = hyocr_engine_submit(eng, &jp, &err))) {
+        g_ptr_array_add(reqs, r);
+        g_thread_yield();
+    }
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
+    g_assert_nonnull(strstr(err->message, "being closed"));
+    g_clear_error(&err);
+    gate_open(&held);
+    g_thread_join(th);
+    for (guint i = 0; i < reqs->len; i++) {
+        hyocr_job_result res = { 0 };
+        g_assert_true(hyocr_request_is_done(reqs->pdata[i]));
+        g_assert_false(hyocr_request_wait(reqs->pdata[i], &res, &err));
+        g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
+        g_assert_nonnull(strstr(err->message, "closed"));
+        g_assert_cmpint(res.stop_reason, ==, HYOCR_STOP_CANCELLED);
+        g_clear_error(&err);
+        hyocr_job_result_clear(&res);
+    }
+    g_assert_cmpint(held.end, ==, HYOCR_EVENT_CANCELLED);
+    g_assert_cmpuint(held.tokens->len, ==, 2);
+    gate_clear(&held);
+}
+
 /* ---- swapping a sequence's K/V (model.c) ----------------------------------------------- */
 
 /* Token pos's K (w = 0) or V row of layer l, read through the sequence's table. */
@@ -885,5 +1281,10 @@ int main(int argc, char **argv)
     g_test_add_func("/batch/nonfinite-vision", test_nonfinite_vision);
     g_test_add_func("/batch/busy-and-empty", test_busy_and_empty);
     g_test_add_func("/batch/model-swap", test_model_swap);
+    g_test_add_func("/batch/submit-while-running", test_submit_while_running);
+    g_test_add_func("/batch/cancel-frees-blocks", test_cancel_frees_blocks);
+    g_test_add_func("/batch/queue-bound", test_queue_bound);
+    g_test_add_func("/batch/submit-threads", test_submit_threads);
+    g_test_add_func("/batch/free-cancels", test_free_cancels);
     return g_test_run();
 }

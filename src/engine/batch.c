@@ -1,16 +1,28 @@
-/* hyocr — the scheduler: continuous batching of many jobs over one KV pool.
+/* hyocr — the scheduler: one thread per engine loads the model and runs every
+ * job, continuously batched over one KV pool.
  *
- * Jobs wait in a queue; between decode steps the scheduler resumes preempted
- * jobs and admits queued ones while the pool has room for their prompt (their
- * vision + prefill run then), and every running job brings one token to a
- * shared decode step. When a step cannot get a block, the most recently
- * admitted job is preempted: its K/V go to host memory while the swap space
- * lasts, else its blocks are simply freed and its prefill (prompt + generated
- * tokens, with the image embeddings kept on the host) is redone on resume.
+ * Jobs are submitted from any thread at any time and wait in a FIFO queue
+ * (bounded by max_queue). Between decode steps the thread resumes preempted
+ * jobs and admits queued ones while memory allows (their preprocessing, vision
+ * and prefill run then), and every running job brings one token to a shared
+ * decode step. When a step cannot get a KV block, the most recently admitted
+ * job is preempted: its K/V go to host memory while the swap space lasts, else
+ * its blocks are simply freed and its prefill (prompt + generated tokens, with
+ * the image embeddings kept on the host) is redone on resume.
  *
- * One job (hyocr_engine_run), max_batch 1, or a memory budget too small for
- * two pools' worth run "per job": one job at a time with a pool sized to it
- * after its vision pass, exactly as the engine always ran a single job. */
+ * The KV pool follows the work, since the jobs to come are unknown. A job
+ * admitted while nothing runs gets a pool sized to it after its vision pass,
+ * exactly as the engine always ran a single job (under a tight budget its
+ * vision weights leave the device then, and it runs alone). A job admitted
+ * while others decode needs room for its vision pass next to the pool, and
+ * grows the pool by its share where the budget allows (the storage is copied
+ * whole, so the running jobs keep their blocks), else takes what is free and
+ * preemption sorts it out. When nothing runs, the pool, the scratch and the
+ * decode graphs go: an idle engine holds its weights only.
+ *
+ * A job whose FP16 result overflows is set aside; the queue stops admitting
+ * until the others have drained, the engine reloads in BF16 (fp32 on the CPU
+ * where the card has none), reruns those jobs, then goes back to FP16. */
 #include "engine-internal.h"
 #include "error.h"
 #include "i18n.h"
@@ -19,119 +31,216 @@
 
 #define DEFAULT_MAX_BATCH 16
 
-typedef struct {
-    hyocr_engine   *eng;
-    job_state      *st;            /* [n] */
-    int             n;
-    int             max_batch;
-    int64_t         swap_space, swap_used;   /* used: every pinned buffer held, spares included */
-    GArray         *spares;                  /* host_block: swap buffers free for the next preemption */
-    bool            per_job;       /* one job at a time, the pool sized to it */
-    bool            own_pool;      /* a fixed pool made for this run, dropped at its end */
-    int             next_order;
-    int             V;
-    float          *logits;        /* [max_batch · V] */
-    hyocr_text_seq *seqs;          /* [max_batch] */
-    job_state     **running;       /* [max_batch], admission order */
-    int             n_running;
-} batch;
-
-static hyocr_model *M(const batch *b)
-{
-    return b->eng->model;
-}
-
-static void publish_kv(batch *b)
-{
-    int blocks = 0;
-    for (int i = 0; i < b->n_running; i++) blocks += b->running[i]->seq->n_blocks;
-    g_atomic_int_set(&b->eng->live_kv_blocks, blocks);
-}
-
-/* ---- the running list -------------------------------------------------------- */
-
-static void running_add(batch *b, job_state *st)
-{
-    int i = b->n_running;
-    while (i > 0 && b->running[i - 1]->order > st->order) {
-        b->running[i] = b->running[i - 1];
-        i--;
-    }
-    b->running[i] = st;
-    b->n_running++;
-    st->phase = JOB_RUNNING;
-}
-
-static void running_remove(batch *b, job_state *st)
-{
-    for (int i = 0; i < b->n_running; i++) {
-        if (b->running[i] != st) continue;
-        memmove(&b->running[i], &b->running[i + 1], sizeof(job_state *) * (size_t)(b->n_running - i - 1));
-        b->n_running--;
-        return;
-    }
-}
-
-/* ---- swap buffers ------------------------------------------------------------------ */
+struct hyocr_request {
+    gint              ref;
+    GMutex            lock;
+    GCond             cond;
+    bool              done;          /* under lock: the end event has been sent */
+    gint              cancel;        /* atomic: hyocr_request_cancel */
+    bool              waiting;       /* counted in the queue bound (scheduler thread) */
+    bool              redo;          /* FP16 overflowed: rerun in the redo precision */
+    hyocr_job_params  params;        /* the strings below are ours */
+    char             *image_path, *custom_prompt;
+    char            **fields;
+    hyocr_job_result  res;
+    job_state         st;            /* the scheduler's */
+};
 
 typedef struct {
     void  *p;
     size_t bytes;
 } host_block;
 
+typedef struct hyocr_sched {
+    hyocr_engine       *eng;
+    GThread            *thread;
+    /* shared, under lock */
+    GMutex              lock;
+    GCond               cond;           /* a submission, quitting, the end of the load */
+    GQueue              incoming;       /* hyocr_request *, a reference each */
+    bool                quit;
+    int                 load_state;     /* 0 loading, 1 loaded, -1 failed (load_error) */
+    GError             *load_error;
+    hyocr_engine_stats  stats;
+    gint                n_waiting;      /* atomic: submitted, not yet admitted nor ended */
+    gint                max_batch;      /* atomic */
+    /* the thread's own */
+    GPtrArray          *jobs;           /* hyocr_request *: unfinished, in submission order */
+    GPtrArray          *ended;          /* ended this round: marked done once the round has settled */
+    int                 cap;            /* rows the arrays below hold */
+    float              *logits;         /* [cap · V] */
+    hyocr_text_seq     *seqs;           /* [cap] */
+    job_state         **running;        /* [cap], admission order */
+    int                 n_running;
+    int                 V;
+    int64_t             swap_space, swap_used;   /* used: every pinned buffer held, spares included */
+    GArray             *spares;         /* host_block: swap buffers free for the next preemption */
+    int                 next_order;
+    bool                exclusive;      /* the job running alone has the vision weights off the device */
+    bool                settled;        /* nothing holds device memory for jobs */
+    bool                in_redo;        /* running the FP16-overflowed jobs in redo_dtype */
+    bool                redo_failed;
+    hyocr_compute_dtype redo_dtype;
+} hyocr_sched;
+
+static hyocr_model *M(const hyocr_sched *s)
+{
+    return s->eng->model;
+}
+
+static const char *job_name(const job_state *st)
+{
+    return st->job->image_path ? st->job->image_path : "(decoded image)";
+}
+
+static bool own_pool(const hyocr_sched *s)
+{
+    return s->eng->kv_fixed_blocks <= 0;
+}
+
+static int max_batch(const hyocr_sched *s)
+{
+    return MIN(g_atomic_int_get(&s->max_batch), s->cap);
+}
+
+/* ---- figures for other threads ------------------------------------------------------ */
+
+static int count_phase(const hyocr_sched *s, job_phase a, job_phase b)
+{
+    int n = 0;
+    for (guint i = 0; i < s->jobs->len; i++) {
+        job_phase ph = ((hyocr_request *)s->jobs->pdata[i])->st.phase;
+        n += ph == a || ph == b;
+    }
+    return n;
+}
+
+static void publish(hyocr_sched *s)
+{
+    int blocks = 0;
+    for (int i = 0; i < s->n_running; i++) blocks += s->running[i]->seq->n_blocks;
+    g_atomic_int_set(&s->eng->live_kv_blocks, blocks);
+    const hyocr_kv_pool *pool = s->eng->model ? M(s)->kv_pool : NULL;
+    g_mutex_lock(&s->lock);
+    s->stats.running = s->n_running;
+    s->stats.waiting = g_atomic_int_get(&s->n_waiting) + count_phase(s, JOB_SWAPPED, JOB_RECOMPUTE);
+    s->stats.kv_blocks_used = blocks;
+    s->stats.kv_blocks_total = pool ? hyocr_kv_pool_n_blocks(pool) : 0;
+    g_mutex_unlock(&s->lock);
+}
+
+static void note_step(hyocr_sched *s, int rows)
+{
+    g_mutex_lock(&s->lock);
+    s->stats.last_batch = rows;
+    s->stats.largest_batch = MAX(s->stats.largest_batch, rows);
+    s->stats.decode_steps++;
+    g_mutex_unlock(&s->lock);
+}
+
+/* ---- the running list -------------------------------------------------------- */
+
+static void running_add(hyocr_sched *s, job_state *st)
+{
+    int i = s->n_running;
+    while (i > 0 && s->running[i - 1]->order > st->order) {
+        s->running[i] = s->running[i - 1];
+        i--;
+    }
+    s->running[i] = st;
+    s->n_running++;
+    st->phase = JOB_RUNNING;
+    s->settled = false;
+    g_atomic_int_set(&s->eng->busy, 1);
+}
+
+static void running_remove(hyocr_sched *s, job_state *st)
+{
+    for (int i = 0; i < s->n_running; i++) {
+        if (s->running[i] != st) continue;
+        memmove(&s->running[i], &s->running[i + 1], sizeof(job_state *) * (size_t)(s->n_running - i - 1));
+        s->n_running--;
+        return;
+    }
+}
+
+/* Room for max_batch rows (it may have been raised since the last round). */
+static bool ensure_rows(hyocr_sched *s, int rows)
+{
+    if (rows <= s->cap) return true;
+    float *logits = g_try_renew(float, s->logits, (size_t)rows * s->V);
+    if (!logits) return false;
+    s->logits = logits;
+    s->seqs = g_renew(hyocr_text_seq, s->seqs, rows);
+    s->running = g_renew(job_state *, s->running, rows);
+    s->cap = rows;
+    return true;
+}
+
+/* ---- swap buffers ------------------------------------------------------------------ */
+
 /* Pinned host memory is slow to get (its pages are locked one by one: ~0.1 s for
- * a 2048² page's K/V), so a run keeps the buffers of resumed jobs for the next
- * preemption. NULL without error when swap_space cannot hold it. */
-static void *swap_take(batch *b, size_t need, size_t *cap, GError **error)
+ * a 2048² page's K/V), so the buffers of resumed jobs are kept for the next
+ * preemption until nothing runs. NULL without error when swap_space cannot
+ * hold it. */
+static void *swap_take(hyocr_sched *s, size_t need, size_t *cap, GError **error)
 {
     int best = -1;
-    for (guint i = 0; i < b->spares->len; i++) {
-        const host_block *h = &g_array_index(b->spares, host_block, i);
-        if (h->bytes >= need && (best < 0 || h->bytes < g_array_index(b->spares, host_block, best).bytes))
+    for (guint i = 0; i < s->spares->len; i++) {
+        const host_block *h = &g_array_index(s->spares, host_block, i);
+        if (h->bytes >= need && (best < 0 || h->bytes < g_array_index(s->spares, host_block, best).bytes))
             best = (int)i;
     }
     if (best >= 0) {
-        host_block h = g_array_index(b->spares, host_block, best);
-        g_array_remove_index_fast(b->spares, (guint)best);
+        host_block h = g_array_index(s->spares, host_block, best);
+        g_array_remove_index_fast(s->spares, (guint)best);
         *cap = h.bytes;
         return h.p;
     }
-    while (b->spares->len > 0 && b->swap_used + (int64_t)need > b->swap_space) {
-        host_block h = g_array_index(b->spares, host_block, b->spares->len - 1);
-        g_array_set_size(b->spares, b->spares->len - 1);
-        hyocr_model_host_free(M(b), h.p, h.bytes);
-        b->swap_used -= (int64_t)h.bytes;
+    while (s->spares->len > 0 && s->swap_used + (int64_t)need > s->swap_space) {
+        host_block h = g_array_index(s->spares, host_block, s->spares->len - 1);
+        g_array_set_size(s->spares, s->spares->len - 1);
+        hyocr_model_host_free(M(s), h.p, h.bytes);
+        s->swap_used -= (int64_t)h.bytes;
     }
-    if (b->swap_space <= 0 || b->swap_used + (int64_t)need > b->swap_space) return NULL;
-    void *p = hyocr_model_host_alloc(M(b), need, error);
+    if (s->swap_space <= 0 || s->swap_used + (int64_t)need > s->swap_space) return NULL;
+    void *p = hyocr_model_host_alloc(M(s), need, error);
     if (!p) return NULL;
-    b->swap_used += (int64_t)need;
+    s->swap_used += (int64_t)need;
     *cap = need;
     return p;
 }
 
-static void swap_give(batch *b, void *p, size_t cap)
+static void swap_give(hyocr_sched *s, void *p, size_t cap)
 {
     host_block h = { p, cap };
-    if (p) g_array_append_val(b->spares, h);
+    if (p) g_array_append_val(s->spares, h);
 }
 
-static void swap_drop_spares(batch *b)
+static void swap_drop_spares(hyocr_sched *s)
 {
-    for (guint i = 0; b->spares && i < b->spares->len; i++) {
-        host_block *h = &g_array_index(b->spares, host_block, i);
-        hyocr_model_host_free(M(b), h->p, h->bytes);
-        b->swap_used -= (int64_t)h->bytes;
+    for (guint i = 0; i < s->spares->len; i++) {
+        host_block *h = &g_array_index(s->spares, host_block, i);
+        hyocr_model_host_free(M(s), h->p, h->bytes);
+        s->swap_used -= (int64_t)h->bytes;
     }
-    if (b->spares) g_array_set_size(b->spares, 0);
+    g_array_set_size(s->spares, 0);
 }
 
 /* ---- ending a job ----------------------------------------------------------------- */
 
-static void drop_kv(batch *b, job_state *st)
+static void not_waiting(hyocr_sched *s, hyocr_request *job)
 {
-    hyocr_model *m = M(b);
-    swap_give(b, g_steal_pointer(&st->swap), st->swap_bytes);
+    if (!job->waiting) return;
+    job->waiting = false;
+    g_atomic_int_add(&s->n_waiting, -1);
+}
+
+static void drop_kv(hyocr_sched *s, job_state *st)
+{
+    hyocr_model *m = M(s);
+    if (!m) return;
+    swap_give(s, g_steal_pointer(&st->swap), st->swap_bytes);
     hyocr_model_seq_free(m, st->seq);
     st->seq = NULL;
     hyocr_model_pick_slot_free(m, st->pick_slot);
@@ -139,30 +248,37 @@ static void drop_kv(batch *b, job_state *st)
 }
 
 /* Sends the job's last event and frees all but its result; err (taken) is NULL
- * on success. */
-static void end_job(batch *b, job_state *st, GError *err)
+ * on success. Waiters learn of it once the round has settled. */
+static void end_job(hyocr_sched *s, job_state *st, GError *err)
 {
-    running_remove(b, st);
+    hyocr_request *job = st->handle;
+    not_waiting(s, job);
+    running_remove(s, st);
+    if (job->redo) {
+        st->res->redone = !s->redo_failed;
+        st->res->redone_dtype = s->redo_dtype;
+    }
     hyocr_job_finish(st, err);
-    drop_kv(b, st);
+    drop_kv(s, st);
     hyocr_job_release(st);
     st->res->error = err;
-    publish_kv(b);
-    if (b->per_job) {
-        hyocr_model_trim_scratch(M(b));
-        /* An idle engine holds its weights only; the next job sizes its own pool. */
-        hyocr_model_kv_resize(M(b), 0, NULL);
-    }
+    g_ptr_array_remove(s->jobs, job);   /* the reference moves to ended */
+    g_ptr_array_add(s->ended, job);
+    publish(s);
 }
 
-static void stop_job(batch *b, job_state *st, hyocr_stop_reason stop)
+static GError *cancelled_error(const job_state *st)
+{
+    return g_error_new(HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled after %d tokens"), st->n_gen);
+}
+
+static void stop_job(hyocr_sched *s, job_state *st, hyocr_stop_reason stop)
 {
     GError *err = NULL;
     st->res->stop_reason = stop;
     hyocr_job_stage_done(st, &st->res->timings.decode_ms, &err);
-    if (!err && stop == HYOCR_STOP_CANCELLED)
-        err = g_error_new(HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled after %d tokens"), st->n_gen);
-    end_job(b, st, err);
+    if (!err && stop == HYOCR_STOP_CANCELLED) err = cancelled_error(st);
+    end_job(s, st, err);
 }
 
 /* ---- non-finite results ------------------------------------------------------------- */
@@ -174,50 +290,51 @@ static bool all_finite(const float *x, size_t n)
     return true;
 }
 
-static bool can_redo(const batch *b)
+static bool can_redo(const hyocr_sched *s)
 {
-    const hyocr_backend *be = b->eng->be;
+    const hyocr_backend *be = s->eng->be;
     return be->kind == HYOCR_BACKEND_CUDA && be->dtype == HYOCR_COMPUTE_F16;
 }
 
-/* FP16 overflow: the job is set aside and rerun in BF16 after the others; in
- * fp32 (or BF16) there is nothing to fall back to, so it is an error. */
-static void nonfinite(batch *b, job_state *st, const char *where)
+/* FP16 overflow: the job is set aside and rerun in BF16 once the others have
+ * drained; in fp32 (or BF16) there is nothing to fall back to, so it is an error. */
+static void nonfinite(hyocr_sched *s, job_state *st, const char *where)
 {
-    const char *name = st->job->image_path ? st->job->image_path : "(decoded image)";
-    if (can_redo(b)) {
-        hyocr_engine_log(b->eng, HYOCR_LOG_WARNING, "%s: FP16 overflowed (NaN/Inf in the %s); the job will be "
-                         "redone in BF16", name, where);
+    if (can_redo(s)) {
+        hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "%s: FP16 overflowed (NaN/Inf in the %s); the job will be "
+                         "redone in BF16", job_name(st), where);
         hyocr_job_emit_simple(st, HYOCR_EVENT_RESTART);
-        running_remove(b, st);
-        drop_kv(b, st);
+        running_remove(s, st);
+        drop_kv(s, st);
         hyocr_job_release(st);
         hyocr_job_result_clear(st->res);
         st->phase = JOB_REDO;
-        publish_kv(b);
+        st->prepared = false;
+        st->handle->redo = true;
+        publish(s);
         return;
     }
-    end_job(b, st, g_error_new(HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
+    end_job(s, st, g_error_new(HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
                                _("%s: the model produced NaN/Inf in the %s on the %s backend (%s); the checkpoint "
                                  "may be corrupt: download it again (hyocr download)"),
-                               name, where, b->eng->be->ops->name,
-                               b->eng->be->dtype == HYOCR_COMPUTE_F32 ? "fp32" : "bf16"));
+                               job_name(st), where, s->eng->be->ops->name,
+                               s->eng->be->dtype == HYOCR_COMPUTE_F32 ? "fp32" : "bf16"));
 }
 
 /* Takes the token of a logits row; false when the job ended with it. */
-static bool token_from(batch *b, job_state *st, float *logits)
+static bool token_from(hyocr_sched *s, job_state *st, float *logits)
 {
-    if (!all_finite(logits, (size_t)b->V)) {
-        nonfinite(b, st, "logits");
+    if (!all_finite(logits, (size_t)s->V)) {
+        nonfinite(s, st, "logits");
         return false;
     }
     hyocr_stop_reason stop = hyocr_job_take_token(st, logits, 0);
     if (stop == HYOCR_STOP_NONE) return true;
-    stop_job(b, st, stop);
+    stop_job(s, st, stop);
     return false;
 }
 
-/* ---- admission: vision + prefill ------------------------------------------------------ */
+/* ---- admission: preprocess, vision, prefill ------------------------------------------ */
 
 /* Result fields that need the pixels, so the pixels can go before decoding. */
 static void note_inputs(job_state *st)
@@ -231,14 +348,14 @@ static void note_inputs(job_state *st)
     r->grid_w = st->px->grid_w;
 }
 
-/* The merger output checked for NaN/Inf (FP16 overflow); while batching it is
- * also kept on the host, so a preempted job's prefill can be redone without
- * the tower. */
-static bool vision_host_copy(batch *b, job_state *st, bool *finite, GError **error)
+/* The merger output checked for NaN/Inf (FP16 overflow); where other jobs may
+ * come to share the pool it is also kept on the host, so a preempted job's
+ * prefill can be redone without the tower. */
+static bool vision_host_copy(hyocr_sched *s, job_state *st, bool *finite, GError **error)
 {
-    hyocr_backend *be = b->eng->be;
-    size_t n = (size_t)st->n_vision_rows * M(b)->cfg.text.hidden_size;
-    if (b->per_job) return hyocr_model_check_finite(M(b), st->vision, n, finite, error);
+    hyocr_backend *be = s->eng->be;
+    size_t n = (size_t)st->n_vision_rows * M(s)->cfg.text.hidden_size;
+    if (max_batch(s) <= 1) return hyocr_model_check_finite(M(s), st->vision, n, finite, error);
     float *h = g_try_new(float, n);
     if (!h) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate %zu floats of image embeddings", n);
@@ -254,35 +371,66 @@ static bool vision_host_copy(batch *b, job_state *st, bool *finite, GError **err
     return true;
 }
 
-static bool prefill(batch *b, job_state *st, GError **error)
+static int full_blocks(const hyocr_sched *s, const job_state *st)
 {
-    hyocr_model *m = M(b);
+    int bs = M(s)->kv_block_size;
+    return (st->kv_tokens + bs - 1) / bs;
+}
+
+/* A job alone: its own pool, sized now that its vision scratch is gone (the two
+ * never share the memory). */
+static bool pool_for_alone(hyocr_sched *s, job_state *st, GError **error)
+{
+    hyocr_model *m = M(s);
+    if (!own_pool(s)) return true;
+    return hyocr_model_kv_init(m, m->kv_block_size, full_blocks(s, st), 0, s->eng->max_model_len, error);
+}
+
+static bool prefill(hyocr_sched *s, job_state *st, bool alone, GError **error)
+{
+    hyocr_model *m = M(s);
     const hyocr_prompt *p = st->prompt;
-    /* Per job, the pool is sized now, once the vision scratch is gone, to what
-     * the job can ever hold: the two never share the memory. */
-    if (b->per_job && !hyocr_model_kv_resize(m, st->kv_tokens, error)) return false;
+    if (alone && !pool_for_alone(s, st, error)) return false;
     st->seq = hyocr_model_seq_new(m);
     hyocr_text_seq q = {
         .ids = p->ids, .pos = p->pos, .n_new = p->n, .kv = st->seq, .image_embeds = st->vision,
         .n_image_rows = st->n_vision_rows, .image_token_id = p->ids[p->image_start],
     };
-    bool ok = hyocr_text_forward(m, &q, 1, b->logits, hyocr_job_cancelled, st, error);
-    b->eng->be->ops->buf_free(b->eng->be, st->vision);
+    bool ok = hyocr_text_forward(m, &q, 1, s->logits, hyocr_job_cancelled, st, error);
+    s->eng->be->ops->buf_free(s->eng->be, st->vision);
     st->vision = NULL;
     if (!ok || !hyocr_job_stage_done(st, &st->res->timings.prefill_ms, error)) return false;
     hyocr_sampler_accept(st->sampler, p->ids, p->n);
     return true;
 }
 
-/* Preprocess (again, when the batch planned it), vision, prefill, first token. */
-static void start_job(batch *b, job_state *st, bool planned)
+/* Begin, preprocess (PREPROCESS event) and the memory check: the plan, known
+ * before anything is allocated for the job. False when the job ended here. */
+static bool prepare(hyocr_sched *s, job_state *st)
 {
     GError *err = NULL;
     st->t0 = st->t_stage = g_get_monotonic_time();
+    if (!s->eng->model) {
+        g_set_error(&err, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
+                    _("the engine lost its model when reloading it in another precision; open a new engine"));
+    } else if (hyocr_job_begin(st, &err) && hyocr_job_preprocess(st, true, &err) &&
+               hyocr_job_check_memory(st, &err)) {
+        st->prepared = true;
+        return true;
+    }
+    end_job(s, st, err);
+    return false;
+}
+
+/* Vision, prefill, first token. alone: nothing else holds KV blocks. */
+static void start_job(hyocr_sched *s, job_state *st, bool alone)
+{
+    GError *err = NULL;
+    not_waiting(s, st->handle);
+    s->settled = false;
+    g_atomic_int_set(&s->eng->busy, 1);
     bool finite = true;
-    bool ok = (planned || hyocr_job_begin(st, &err)) && hyocr_job_preprocess(st, true, &err) &&
-              (planned || hyocr_job_check_memory(st, &err)) && hyocr_job_vision(st, &err) &&
-              vision_host_copy(b, st, &finite, &err);
+    bool ok = hyocr_job_vision(st, &err) && vision_host_copy(s, st, &finite, &err);
     if (ok) {
         note_inputs(st);
         hyocr_pixels_free(st->px);
@@ -292,37 +440,40 @@ static void start_job(batch *b, job_state *st, bool planned)
         st->img = NULL;
     }
     if (ok && !finite) {
-        nonfinite(b, st, "vision output");
+        nonfinite(s, st, "vision output");
         return;
     }
-    /* One job at a time only: a batch may need the tower for the next job soon. */
-    if (ok && st->vision_offload && b->per_job && hyocr_model_vision_unload(M(b)))
-        hyocr_engine_log(b->eng, HYOCR_LOG_INFO, "memory is tight: the vision weights leave the device while "
+    /* Alone only: another job's vision pass would need the tower back. */
+    if (ok && alone && st->vision_offload && hyocr_model_vision_unload(M(s))) {
+        hyocr_engine_log(s->eng, HYOCR_LOG_INFO, "memory is tight: the vision weights leave the device while "
                          "this page is decoded");
-    if (!ok || !prefill(b, st, &err)) {
-        end_job(b, st, err);
+        s->exclusive = true;
+    }
+    if (!ok || !prefill(s, st, alone, &err)) {
+        end_job(s, st, err);
         return;
     }
-    st->order = b->next_order++;
-    running_add(b, st);
-    publish_kv(b);
+    st->order = s->next_order++;
+    running_add(s, st);
+    publish(s);
     hyocr_job_emit_simple(st, HYOCR_EVENT_PREFILL);
-    token_from(b, st, b->logits);
+    st->batch_size = 1;
+    token_from(s, st, s->logits);
 }
 
 /* ---- preemption and resumption -------------------------------------------------------- */
 
-static bool swap_out(batch *b, job_state *st)
+static bool swap_out(hyocr_sched *s, job_state *st)
 {
-    hyocr_model *m = M(b);
+    hyocr_model *m = M(s);
     size_t cap = 0;
     g_autoptr(GError) err = NULL;
-    void *host = swap_take(b, hyocr_model_kv_swap_bytes(m, st->seq), &cap, &err);
+    void *host = swap_take(s, hyocr_model_kv_swap_bytes(m, st->seq), &cap, &err);
     if (!host && !err) return false;   /* swap space full: recompute */
     if (!host || !hyocr_model_kv_swap_out(m, st->seq, host, &err)) {
-        hyocr_engine_log(b->eng, HYOCR_LOG_WARNING, "swapping out a preempted job failed (%s); it will be "
+        hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "swapping out a preempted job failed (%s); it will be "
                          "recomputed", err ? err->message : "?");
-        swap_give(b, host, cap);
+        swap_give(s, host, cap);
         return false;
     }
     st->swap = host;
@@ -331,32 +482,37 @@ static bool swap_out(batch *b, job_state *st)
     return true;
 }
 
-static void preempt(batch *b, job_state *st)
+static void preempt(hyocr_sched *s, job_state *st)
 {
-    running_remove(b, st);
+    running_remove(s, st);
     st->res->n_preempted++;
     int blocks = st->seq->n_blocks;
-    const char *name = st->job->image_path ? st->job->image_path : "(decoded image)";
-    if (swap_out(b, st)) {
-        hyocr_engine_log(b->eng, HYOCR_LOG_INFO, "KV cache full: %s preempted after %d tokens, %d blocks "
-                         "swapped out (%zu bytes)", name, st->n_gen, blocks,
-                         hyocr_model_kv_swap_bytes(M(b), st->seq));
+    if (swap_out(s, st)) {
+        hyocr_engine_log(s->eng, HYOCR_LOG_INFO, "KV cache full: %s preempted after %d tokens, %d blocks "
+                         "swapped out (%zu bytes)", job_name(st), st->n_gen, blocks,
+                         hyocr_model_kv_swap_bytes(M(s), st->seq));
     } else {
-        hyocr_kv_seq_release(M(b)->kv_pool, st->seq);
+        hyocr_kv_seq_release(M(s)->kv_pool, st->seq);
         st->phase = JOB_RECOMPUTE;
-        hyocr_engine_log(b->eng, HYOCR_LOG_INFO, "KV cache full: %s preempted after %d tokens, %d blocks "
-                         "freed (recomputed on resume)", name, st->n_gen, blocks);
+        hyocr_engine_log(s->eng, HYOCR_LOG_INFO, "KV cache full: %s preempted after %d tokens, %d blocks "
+                         "freed (recomputed on resume)", job_name(st), st->n_gen, blocks);
     }
-    publish_kv(b);
+    publish(s);
 }
 
 /* The prefill of prompt + generated tokens (all but the last, which the next
  * step feeds), over the image embeddings kept on the host. */
-static bool recompute(batch *b, job_state *st, GError **error)
+static bool recompute(hyocr_sched *s, job_state *st, GError **error)
 {
-    hyocr_model *m = M(b);
-    hyocr_backend *be = b->eng->be;
+    hyocr_model *m = M(s);
+    hyocr_backend *be = s->eng->be;
     const hyocr_prompt *p = st->prompt;
+    if (!st->host_vision) {
+        /* admitted while max_batch was 1 (no host copy), preempted after it was raised */
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    _("%s: preempted without its image embeddings kept; run it again"), job_name(st));
+        return false;
+    }
     int P = p->n, G = st->n_gen - 1, N = P + G;
     g_autofree int32_t *ids = g_new(int32_t, N);
     g_autofree int32_t *pos = g_new(int32_t, 4 * (size_t)N);
@@ -374,33 +530,35 @@ static bool recompute(batch *b, job_state *st, GError **error)
         .n_image_rows = st->n_vision_rows, .image_token_id = p->ids[p->image_start],
     };
     bool ok = be->ops->upload_f32(be, img, 0, st->host_vision, st->host_vision_n, error) &&
-              hyocr_text_forward(m, &q, 1, b->logits, hyocr_job_cancelled, st, error);
+              hyocr_text_forward(m, &q, 1, s->logits, hyocr_job_cancelled, st, error);
     be->ops->buf_free(be, img);
     return ok;
 }
 
-static void resume(batch *b, job_state *st)
+static void resume(hyocr_sched *s, job_state *st)
 {
     GError *err = NULL;
     bool ok;
     if (st->phase == JOB_SWAPPED) {
-        ok = hyocr_model_kv_swap_in(M(b), st->seq, st->swap, &err);
-        swap_give(b, g_steal_pointer(&st->swap), st->swap_bytes);
+        ok = hyocr_model_kv_swap_in(M(s), st->seq, st->swap, &err);
+        swap_give(s, g_steal_pointer(&st->swap), st->swap_bytes);
     } else {
-        ok = recompute(b, st, &err);
+        ok = recompute(s, st, &err);
     }
     if (!ok) {
-        end_job(b, st, err);
+        end_job(s, st, err);
         return;
     }
-    running_add(b, st);
-    publish_kv(b);
+    running_add(s, st);
+    publish(s);
 }
 
+/* ---- room -------------------------------------------------------------------------------- */
+
 /* Blocks a waiting job needs to (re)start and take one more token. */
-static int blocks_needed(const batch *b, const job_state *st)
+static int blocks_needed(const hyocr_sched *s, const job_state *st)
 {
-    const hyocr_kv_pool *pool = M(b)->kv_pool;
+    const hyocr_kv_pool *pool = M(s)->kv_pool;
     switch (st->phase) {
     case JOB_SWAPPED:   return hyocr_kv_pool_blocks_for(pool, st->seq->n_tokens + 1);
     case JOB_RECOMPUTE: return hyocr_kv_pool_blocks_for(pool, st->prompt->n + st->n_gen);
@@ -409,72 +567,178 @@ static int blocks_needed(const batch *b, const job_state *st)
 }
 
 /* A new job also leaves a block per running job, so the next step does not
- * preempt it (vision and prefill wasted) straight away. */
-static bool has_room(const batch *b, const job_state *st, bool *ever)
+ * preempt it (vision and prefill wasted) straight away. ever: the pool could
+ * hold it alone. */
+static bool has_room(const hyocr_sched *s, const job_state *st, bool *ever)
 {
-    const hyocr_kv_pool *pool = M(b)->kv_pool;
+    const hyocr_kv_pool *pool = M(s)->kv_pool;
     *ever = true;
-    if (!pool) return true;   /* per job: sized after the vision pass */
-    int need = blocks_needed(b, st), slack = st->phase == JOB_QUEUED ? b->n_running : 0;
-    *ever = need <= hyocr_kv_pool_n_blocks(pool);
+    if (!pool) return true;
+    int need = blocks_needed(s, st), slack = st->phase == JOB_QUEUED ? s->n_running : 0;
+    *ever = need <= hyocr_kv_pool_n_blocks(pool) || own_pool(s);
     return need + slack <= hyocr_kv_pool_n_free(pool);
 }
 
-/* Preempted jobs first (oldest admission first), then the queue in order. */
-static job_state *next_waiting(batch *b)
+static bool holds_kv(const job_state *st)
+{
+    return st->phase == JOB_RUNNING || st->phase == JOB_SWAPPED || st->phase == JOB_RECOMPUTE;
+}
+
+/* Blocks the pool may take next to the weights, the backend's scratch and the
+ * largest vision or prefill (or recompute) scratch of the jobs it serves and
+ * cand (a vision pass runs while the pool holds other jobs' K/V), and the
+ * decode step's rows; -1 without a budget. */
+static int64_t budget_blocks(hyocr_sched *s, const job_state *cand)
+{
+    int64_t budget = hyocr_engine_budget(s->eng);
+    if (budget <= 0) return -1;
+    int64_t scratch = 0, fixed = 0, per_block = 0;
+    for (guint i = 0; i <= s->jobs->len; i++) {
+        const job_state *st = i < s->jobs->len ? &((hyocr_request *)s->jobs->pdata[i])->st : cand;
+        if (!st || (st != cand && !holds_kv(st))) continue;
+        const hyocr_memplan *p = &st->plan;
+        /* a recompute runs the prefill over the prompt and what was generated */
+        hyocr_memplan again;
+        hyocr_engine_memory_plan(s->eng, p->grid_h, p->grid_w, st->kv_tokens, 1, &again);
+        scratch = MAX(scratch, MAX(p->vision, p->image_embeds + MAX(p->prefill, again.prefill)));
+        fixed = p->weights + p->backend + p->pick;   /* the pick slots stay while jobs run */
+        per_block = p->kv_per_block;
+    }
+    const hyocr_text_config *t = &M(s)->cfg.text;
+    scratch += (int64_t)max_batch(s) * ((int64_t)t->vocab_size * 4 + (int64_t)t->hidden_size * 8);
+    return per_block > 0 ? MAX(budget - fixed - scratch, 0) / per_block : -1;
+}
+
+/* Whether cand may start next to the running jobs: its vision pass and
+ * prefill must fit next to the pool as it is; then the pool grows towards
+ * what every job it serves, and cand, can ever hold, while the budget has room
+ * for the old and the new storage at once (the copy). */
+static bool make_way(hyocr_sched *s, job_state *cand)
+{
+    hyocr_model *m = M(s);
+    int64_t avail = budget_blocks(s, cand);
+    int have = m->kv_pool ? hyocr_kv_pool_n_blocks(m->kv_pool) : 0;
+    if (avail >= 0 && have > avail) return false;
+    if (!own_pool(s)) return true;
+    int64_t want = full_blocks(s, cand);
+    for (guint i = 0; i < s->jobs->len; i++) {
+        const job_state *st = &((hyocr_request *)s->jobs->pdata[i])->st;
+        if (holds_kv(st)) want += full_blocks(s, st);
+    }
+    if (avail >= 0) want = MIN(want, avail - have);
+    want = MIN(want, G_MAXINT / 2);
+    if (want <= have) return true;
+    g_autoptr(GError) err = NULL;
+    if (!hyocr_model_kv_grow(m, (int)want, &err))
+        hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "the KV cache could not grow for another job (%s); the jobs "
+                         "share what it has", err->message);
+    publish(s);
+    return true;
+}
+
+/* ---- admission ------------------------------------------------------------------------- */
+
+static void settle(hyocr_sched *s);
+
+/* Preempted jobs first (oldest admission first), then the queue in order. While
+ * FP16-overflowed jobs wait for their rerun, nothing new is admitted; during
+ * the rerun, only they are. */
+static job_state *next_waiting(hyocr_sched *s)
 {
     job_state *best = NULL;
-    for (int i = 0; i < b->n; i++) {
-        job_state *st = &b->st[i];
+    bool redo_waits = false;
+    for (guint i = 0; i < s->jobs->len; i++) {
+        job_state *st = &((hyocr_request *)s->jobs->pdata[i])->st;
+        redo_waits |= st->phase == JOB_REDO;
         if ((st->phase == JOB_SWAPPED || st->phase == JOB_RECOMPUTE) && (!best || st->order < best->order))
             best = st;
     }
-    if (best) return best;
-    for (int i = 0; i < b->n; i++)
-        if (b->st[i].phase == JOB_QUEUED) return &b->st[i];
+    if (best || redo_waits) return best;
+    for (guint i = 0; i < s->jobs->len; i++) {
+        hyocr_request *job = s->jobs->pdata[i];
+        if (job->st.phase == JOB_QUEUED && job->redo == s->in_redo) return &job->st;
+    }
     return NULL;
 }
 
-static GError *pool_too_small(const batch *b, const job_state *st)
+static GError *pool_too_small(const hyocr_sched *s, const job_state *st)
 {
-    const hyocr_kv_pool *pool = M(b)->kv_pool;
+    const hyocr_kv_pool *pool = M(s)->kv_pool;
     return g_error_new(HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
                        _("%s: the KV cache of %d blocks × %d tokens cannot hold this job's %d blocks even alone; "
                          "it needs a larger pool or fewer new tokens"),
-                       st->job->image_path ? st->job->image_path : "(decoded image)", hyocr_kv_pool_n_blocks(pool),
-                       hyocr_kv_pool_block_size(pool), blocks_needed(b, st));
+                       job_name(st), hyocr_kv_pool_n_blocks(pool), hyocr_kv_pool_block_size(pool),
+                       blocks_needed(s, st));
 }
 
-/* The queued job after st: a thread decodes its image and makes its pixels
- * while st's vision, prefill and the decode steps keep the GPU busy. */
-static void prefetch_next(batch *b, const job_state *st)
+/* The first queued job after st: a thread decodes its image and makes its
+ * pixels while st's vision, prefill and the decode steps keep the device busy. */
+static void prefetch_next(hyocr_sched *s, const job_state *st)
 {
-    for (int i = (int)(st - b->st) + 1; i < b->n; i++) {
-        if (b->st[i].phase != JOB_QUEUED) continue;
-        hyocr_job_prefetch(&b->st[i]);
+    for (guint i = 0; i < s->jobs->len; i++) {
+        job_state *o = &((hyocr_request *)s->jobs->pdata[i])->st;
+        if (o == st || o->phase != JOB_QUEUED || o->prepared) continue;
+        hyocr_job_prefetch(o);
         return;
     }
 }
 
-static void admit(batch *b)
+/* A queued job: false when it must wait for room (the queue waits with it). */
+static bool admit_queued(hyocr_sched *s, job_state *st)
+{
+    /* a job that ended at its first token leaves its pool behind: give it back
+     * before the next job's vision pass, which would have it alone */
+    settle(s);
+    if (!st->prepared && !prepare(s, st)) return true;
+    bool alone = s->n_running == 0 && count_phase(s, JOB_SWAPPED, JOB_RECOMPUTE) == 0;
+    bool ever = true;
+    if (!alone && !make_way(s, st)) return false;
+    if (!has_room(s, st, &ever)) {
+        if (ever && s->n_running > 0) return false;   /* wait for blocks to come free */
+        end_job(s, st, pool_too_small(s, st));
+        return true;
+    }
+    prefetch_next(s, st);
+    start_job(s, st, alone);
+    return true;
+}
+
+static bool admit_preempted(hyocr_sched *s, job_state *st)
+{
+    bool ever;
+    if (!has_room(s, st, &ever)) {
+        if (ever && s->n_running > 0) return false;
+        end_job(s, st, pool_too_small(s, st));
+        return true;
+    }
+    resume(s, st);
+    return true;
+}
+
+static void admit(hyocr_sched *s)
 {
     job_state *st;
-    while (b->n_running < b->max_batch && (st = next_waiting(b))) {
-        bool ever, queued = st->phase == JOB_QUEUED;
-        if (b->per_job && b->n_running > 0) return;
+    while (s->n_running < max_batch(s) && !s->exclusive && (st = next_waiting(s))) {
         if (hyocr_job_cancelled(st)) {
-            end_job(b, st, g_error_new(HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled after %d tokens"),
-                                       st->n_gen));
+            end_job(s, st, cancelled_error(st));
             continue;
         }
-        if (!has_room(b, st, &ever)) {
-            if (b->n_running > 0 && ever) return;   /* wait for blocks to come free */
-            end_job(b, st, pool_too_small(b, st));
+        bool went = st->phase == JOB_QUEUED ? admit_queued(s, st) : admit_preempted(s, st);
+        if (!went) return;
+    }
+}
+
+/* Jobs cancelled while they wait (queued, preempted, set aside for a redo) end
+ * now, so what they hold (pixels, swapped K/V) is given back at once. */
+static void reap_cancelled(hyocr_sched *s)
+{
+    for (guint i = 0; i < s->jobs->len;) {
+        job_state *st = &((hyocr_request *)s->jobs->pdata[i])->st;
+        if (st->phase != JOB_RUNNING && hyocr_job_cancelled(st)) {
+            end_job(s, st, cancelled_error(st));
             continue;
         }
-        if (queued) prefetch_next(b, st);
-        if (queued) start_job(b, st, b->n > 1);
-        else resume(b, st);
+        i++;
     }
 }
 
@@ -482,37 +746,37 @@ static void admit(batch *b)
 
 /* One more token's room for every running job, preempting the latest admitted
  * while a reservation fails. A job alone in a pool too small for it fails. */
-static void make_room(batch *b)
+static void make_room(hyocr_sched *s)
 {
-    hyocr_kv_pool *pool = M(b)->kv_pool;
-    for (int i = 0; i < b->n_running;) {
-        job_state *st = b->running[i];
+    hyocr_kv_pool *pool = M(s)->kv_pool;
+    for (int i = 0; i < s->n_running;) {
+        job_state *st = s->running[i];
         GError *err = NULL;
         if (hyocr_kv_seq_reserve(pool, st->seq, 1, &err)) {
             i++;
             continue;
         }
-        if (b->n_running == 1) {
-            g_prefix_error(&err, "%s: ", st->job->image_path ? st->job->image_path : "(decoded image)");
-            end_job(b, st, err);
+        if (s->n_running == 1) {
+            g_prefix_error(&err, "%s: ", job_name(st));
+            end_job(s, st, err);
             continue;
         }
         g_clear_error(&err);
-        preempt(b, b->running[b->n_running - 1]);
+        preempt(s, s->running[s->n_running - 1]);
     }
 }
 
-static void fail_running(batch *b, const GError *err)
+static void fail_running(hyocr_sched *s, const GError *err)
 {
-    while (b->n_running > 0) end_job(b, b->running[0], g_error_copy(err));
+    while (s->n_running > 0) end_job(s, s->running[0], g_error_copy(err));
 }
 
 /* The job's penalty set where the backend picks: its prompt and every token
  * so far (made again when host-chosen steps left it behind). */
-static bool sync_slot(batch *b, job_state *st)
+static bool sync_slot(hyocr_sched *s, job_state *st)
 {
     if (st->pick_slot >= 0 && st->pick_synced == st->n_gen) return true;
-    hyocr_model *m = M(b);
+    hyocr_model *m = M(s);
     hyocr_model_pick_slot_free(m, st->pick_slot);
     int P = st->prompt->n, n = P + st->n_gen;
     g_autofree int32_t *ids = g_new(int32_t, n);
@@ -527,17 +791,17 @@ static bool sync_slot(batch *b, job_state *st)
 
 /* The backend chooses the tokens (greedy or drawn; only ids then come back)
  * unless a running job wants the logits: then the host samplers do. */
-static bool pick_path(batch *b)
+static bool pick_path(hyocr_sched *s)
 {
-    if (!b->eng->be->ops->pick) return false;
-    for (int i = 0; i < b->n_running; i++)
-        if (b->running[i]->job->on_logits) return false;
-    for (int i = 0; i < b->n_running; i++)
-        if (!sync_slot(b, b->running[i])) return false;
+    if (!s->eng->be->ops->pick) return false;
+    for (int i = 0; i < s->n_running; i++)
+        if (s->running[i]->job->on_logits) return false;
+    for (int i = 0; i < s->n_running; i++)
+        if (!sync_slot(s, s->running[i])) return false;
     return true;
 }
 
-static bool forward_pick(batch *b, job_state **step, int n, GError **error)
+static bool forward_pick(hyocr_sched *s, job_state **step, int n, GError **error)
 {
     g_autofree hyocr_pick *picks = g_new(hyocr_pick, n);
     g_autofree int32_t *next = g_new(int32_t, n);
@@ -550,222 +814,64 @@ static bool forward_pick(batch *b, job_state **step, int n, GError **error)
         picks[i].draw = (hyocr_pick_draw){ .temperature = job->temperature, .top_k = job->top_k,
                                            .top_p = job->top_p, .u = hyocr_sampler_next_uniform(st->sampler) };
     }
-    if (!hyocr_text_decode(M(b), b->seqs, n, picks, next, nf, NULL, error)) return false;
-    publish_kv(b);
+    if (!hyocr_text_decode(M(s), s->seqs, n, picks, next, nf, NULL, error)) return false;
+    publish(s);
     for (int i = 0; i < n; i++) {
         job_state *st = step[i];
         st->pick_synced++;   /* the chosen token joined the slot's set */
         if (nf[i]) {
-            nonfinite(b, st, "logits");
+            nonfinite(s, st, "logits");
             continue;
         }
         hyocr_stop_reason stop = hyocr_job_take_token(st, NULL, next[i]);
-        if (stop != HYOCR_STOP_NONE) stop_job(b, st, stop);
+        if (stop != HYOCR_STOP_NONE) stop_job(s, st, stop);
     }
     return true;
 }
 
-static bool forward_logits(batch *b, job_state **step, int n, GError **error)
+static bool forward_logits(hyocr_sched *s, job_state **step, int n, GError **error)
 {
-    if (!hyocr_text_forward(M(b), b->seqs, n, b->logits, NULL, NULL, error)) return false;
-    publish_kv(b);
-    for (int i = 0; i < n; i++) token_from(b, step[i], b->logits + (size_t)i * b->V);
+    if (!hyocr_text_forward(M(s), s->seqs, n, s->logits, NULL, NULL, error)) return false;
+    publish(s);
+    for (int i = 0; i < n; i++) token_from(s, step[i], s->logits + (size_t)i * s->V);
     return true;
 }
 
-static void decode_step(batch *b)
+static void decode_step(hyocr_sched *s)
 {
-    make_room(b);
-    int n = b->n_running;
+    make_room(s);
+    int n = s->n_running;
     if (n <= 0) return;
     for (int i = 0; i < n; i++) {
-        job_state *st = b->running[i];
-        b->seqs[i] = (hyocr_text_seq){ .ids = &st->next_id, .n_new = 1, .kv = st->seq };
+        job_state *st = s->running[i];
+        st->batch_size = n;
+        s->seqs[i] = (hyocr_text_seq){ .ids = &st->next_id, .n_new = 1, .kv = st->seq };
     }
+    note_step(s, n);
     /* ending a job reorders the running list, so the step works on a copy */
-    g_autofree job_state **step = g_memdup2(b->running, sizeof(job_state *) * (size_t)n);
+    g_autofree job_state **step = g_memdup2(s->running, sizeof(job_state *) * (size_t)n);
     g_autoptr(GError) err = NULL;
-    bool ok = pick_path(b) ? forward_pick(b, step, n, &err) : forward_logits(b, step, n, &err);
-    if (!ok) fail_running(b, err);
+    bool ok = pick_path(s) ? forward_pick(s, step, n, &err) : forward_logits(s, step, n, &err);
+    if (!ok) fail_running(s, err);
 }
 
-static bool any_waiting(const batch *b)
+/* ---- the FP16 → BF16 redo ------------------------------------------------------------- */
+
+static bool any_phase(const hyocr_sched *s, job_phase ph)
 {
-    for (int i = 0; i < b->n; i++) {
-        job_phase ph = b->st[i].phase;
-        if (ph == JOB_QUEUED || ph == JOB_SWAPPED || ph == JOB_RECOMPUTE) return true;
-    }
-    return false;
+    return count_phase(s, ph, ph) > 0;
 }
 
-static void batch_loop(batch *b)
+/* The overflowed jobs go back to the queue (ahead of nothing: only they are
+ * admitted during the redo) once the engine runs in BF16; fp32 on the CPU on a
+ * card without BF16. */
+static void redo_begin(hyocr_sched *s)
 {
-    for (;;) {
-        admit(b);
-        if (b->n_running == 0 && !any_waiting(b)) return;
-        decode_step(b);
-    }
-}
-
-/* ---- planning: every job's plan, and the pool for the run ---------------------------------- */
-
-/* Preprocesses each job once to learn its plan (and refuse what cannot fit
- * even alone, or fails to decode) before anything runs; the inputs are made
- * again when the job starts, so a long queue does not hold its pixels. */
-static void plan_jobs(batch *b)
-{
-    for (int i = 0; i < b->n; i++) {
-        job_state *st = &b->st[i];
-        GError *err = NULL;
-        if (hyocr_job_begin(st, &err) && hyocr_job_preprocess(st, false, &err) &&
-            hyocr_job_check_memory(st, &err))
-            hyocr_job_drop_inputs(st);
-        else
-            end_job(b, st, err);
-    }
-}
-
-static int cmp_desc(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x < y) - (x > y);
-}
-
-/* Blocks the run's pool may take: the budget less weights, backend scratch,
- * the largest vision or prefill (or recompute) scratch and the decode step's
- * rows (a vision pass runs while the pool holds other jobs' K/V); -1 without
- * a budget. */
-static int64_t budget_blocks(batch *b)
-{
-    int64_t budget = hyocr_engine_budget(b->eng);
-    if (budget <= 0) return -1;
-    int64_t scratch = 0, fixed = 0, per_block = 0;
-    for (int i = 0; i < b->n; i++) {
-        const hyocr_memplan *p = &b->st[i].plan;
-        if (b->st[i].phase == JOB_FINISHED) continue;
-        /* a recompute runs the prefill over the prompt and what was generated */
-        hyocr_memplan again;
-        hyocr_engine_memory_plan(b->eng, p->grid_h, p->grid_w, b->st[i].kv_tokens, 1, &again);
-        scratch = MAX(scratch, MAX(p->vision, p->image_embeds + MAX(p->prefill, again.prefill)));
-        fixed = p->weights + p->backend + p->pick;   /* the pick slots stay for the run */
-        per_block = p->kv_per_block;
-    }
-    const hyocr_text_config *t = &M(b)->cfg.text;
-    scratch += (int64_t)b->max_batch * ((int64_t)t->vocab_size * 4 + (int64_t)t->hidden_size * 8);
-    return per_block > 0 ? MAX(budget - fixed - scratch, 0) / per_block : -1;
-}
-
-/* Sizes one fixed pool for the run: what the max_batch largest jobs can ever
- * hold, within the budget. A budget that cannot hold the largest job next to
- * another's vision pass runs the jobs one at a time instead. */
-static void plan_pool(batch *b)
-{
-    hyocr_model *m = M(b);
-    if (b->n == 1 || b->max_batch == 1) {
-        b->per_job = true;
-        return;
-    }
-    if (b->eng->kv_fixed_blocks > 0) return;   /* the engine's own fixed pool, as it is */
-    g_autofree int *need = g_new0(int, b->n);
-    int k = 0;
-    for (int i = 0; i < b->n; i++)
-        if (b->st[i].phase != JOB_FINISHED)
-            need[k++] = (b->st[i].kv_tokens + m->kv_block_size - 1) / m->kv_block_size;
-    if (k == 0) return;
-    qsort(need, (size_t)k, sizeof(int), cmp_desc);
-    int64_t want = 0;
-    for (int i = 0; i < MIN(k, b->max_batch); i++) want += need[i];
-    int64_t avail = budget_blocks(b);
-    if (avail >= 0 && avail < need[0]) {
-        hyocr_engine_log(b->eng, HYOCR_LOG_INFO, "memory budget leaves room for one job's KV cache only; "
-                         "running the jobs one at a time");
-        b->per_job = true;
-        return;
-    }
-    if (avail >= 0) want = MIN(want, avail);
-    g_autoptr(GError) err = NULL;
-    if (!hyocr_model_kv_init(m, m->kv_block_size, (int)MIN(want, G_MAXINT / 2), 0, b->eng->max_model_len, &err)) {
-        hyocr_engine_log(b->eng, HYOCR_LOG_WARNING, "KV cache for the batch: %s; running the jobs one at a time",
-                         err->message);
-        hyocr_model_kv_init(m, m->kv_block_size, 0, 0, b->eng->max_model_len, NULL);
-        b->per_job = true;
-        return;
-    }
-    b->own_pool = true;
-}
-
-/* ---- one run ------------------------------------------------------------------------------- */
-
-static bool batch_init(batch *b, hyocr_engine *eng, const hyocr_job_params *jobs, int n, hyocr_job_result *results)
-{
-    memset(b, 0, sizeof *b);
-    b->eng = eng;
-    b->n = n;
-    b->max_batch = MIN(eng->params.max_batch > 0 ? eng->params.max_batch : DEFAULT_MAX_BATCH, n);
-    b->swap_space = eng->params.swap_space;
-    b->spares = g_array_new(FALSE, FALSE, sizeof(host_block));
-    b->V = eng->model->cfg.text.vocab_size;
-    b->logits = g_try_new(float, (size_t)b->max_batch * b->V);
-    b->seqs = g_new0(hyocr_text_seq, b->max_batch);
-    b->running = g_new0(job_state *, b->max_batch);
-    b->st = g_try_new0(job_state, n);   /* a caller's job count is not trusted to fit */
-    for (int i = 0; b->st && i < n; i++) hyocr_job_state_init(&b->st[i], eng, &jobs[i], &results[i]);
-    return b->logits != NULL && b->st != NULL;
-}
-
-static void batch_clear(batch *b)
-{
-    swap_drop_spares(b);
-    if (b->spares) g_array_free(b->spares, TRUE);
-    for (int i = 0; b->st && i < b->n; i++)
-        if (b->st[i].prefetch) hyocr_job_drop_inputs(&b->st[i]);
-    if (b->own_pool)
-        hyocr_model_kv_init(M(b), M(b)->kv_block_size, 0, 0, b->eng->max_model_len, NULL);
-    hyocr_model_trim_scratch(M(b));
-    /* An idle engine holds its weights only: the pick slots' sets and captured
-     * decode graphs go too. */
-    hyocr_text_decode_release(M(b));
-    g_atomic_int_set(&b->eng->live_kv_blocks, 0);
-    g_free(b->logits);
-    g_free(b->seqs);
-    g_free(b->running);
-    g_free(b->st);
-}
-
-/* Runs the jobs; redo[i] says job i overflowed FP16 and was set aside. */
-static bool run_jobs(hyocr_engine *eng, const hyocr_job_params *jobs, int n, hyocr_job_result *results, bool *redo,
-                     GError **error)
-{
-    batch b;
-    if (!batch_init(&b, eng, jobs, n, results)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate the state of %d jobs", n);
-        batch_clear(&b);
-        return false;
-    }
-    if (n > 1) plan_jobs(&b);
-    plan_pool(&b);
-    batch_loop(&b);
-    for (int i = 0; i < n; i++) redo[i] = b.st[i].phase == JOB_REDO;
-    batch_clear(&b);
-    return true;
-}
-
-/* FP16 overflowed for some jobs: rerun them in BF16, then go back to FP16. */
-static void redo_in_bf16(hyocr_engine *eng, const hyocr_job_params *jobs, int n, hyocr_job_result *results,
-                         const bool *redo)
-{
-    g_autofree hyocr_job_params *sub = g_new(hyocr_job_params, n);
-    g_autofree hyocr_job_result *sub_res = g_new0(hyocr_job_result, n);
-    g_autofree int *idx = g_new(int, n);
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (redo[i]) {
-            idx[k] = i;
-            sub[k++] = jobs[i];
-        }
+    hyocr_engine *eng = s->eng;
+    int k = count_phase(s, JOB_REDO, JOB_REDO);
     hyocr_engine_log(eng, HYOCR_LOG_WARNING, "redoing %d job(s) in BF16 after an FP16 overflow", k);
+    swap_drop_spares(s);
     GError *err = NULL;
-    g_autofree bool *again = g_new0(bool, k);
     hyocr_compute_dtype dt = HYOCR_COMPUTE_BF16;
     bool ok = hyocr_engine_reload(eng, dt, &err);
     if (!ok && g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_BACKEND)) {
@@ -776,37 +882,356 @@ static void redo_in_bf16(hyocr_engine *eng, const hyocr_job_params *jobs, int n,
         dt = HYOCR_COMPUTE_F32;
         ok = hyocr_engine_reload(eng, dt, &err);
     }
-    ok = ok && run_jobs(eng, sub, k, sub_res, again, &err);
-    for (int j = 0; j < k; j++) {
-        hyocr_job_result *r = &results[idx[j]];
-        if (ok) *r = sub_res[j];
-        else r->error = g_error_copy(err);
-        r->redone = ok;
-        r->redone_dtype = dt;
+    s->in_redo = true;
+    s->redo_failed = !ok;
+    s->redo_dtype = dt;
+    for (guint i = 0; i < s->jobs->len;) {
+        job_state *st = &((hyocr_request *)s->jobs->pdata[i])->st;
+        if (st->phase != JOB_REDO) {
+            i++;
+            continue;
+        }
+        st->phase = JOB_QUEUED;
+        if (!ok) {
+            end_job(s, st, g_error_copy(err));
+            continue;
+        }
+        i++;
     }
     g_clear_error(&err);
-    if (!hyocr_engine_reload(eng, HYOCR_COMPUTE_F16, &err)) {
-        hyocr_engine_log(eng, HYOCR_LOG_WARNING, "going back to FP16 failed: %s", err->message);
-        g_clear_error(&err);
+}
+
+static void redo_end(hyocr_sched *s)
+{
+    g_autoptr(GError) err = NULL;
+    swap_drop_spares(s);
+    if (!hyocr_engine_reload(s->eng, HYOCR_COMPUTE_F16, &err))
+        hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "going back to FP16 failed: %s", err->message);
+    s->in_redo = false;
+}
+
+/* Between rounds, with nothing running: start or finish a redo. */
+static void redo_turn(hyocr_sched *s)
+{
+    if (s->n_running > 0 || any_phase(s, JOB_SWAPPED) || any_phase(s, JOB_RECOMPUTE)) return;
+    if (!s->in_redo && any_phase(s, JOB_REDO)) {
+        redo_begin(s);
+        return;
+    }
+    if (s->in_redo) {
+        for (guint i = 0; i < s->jobs->len; i++)
+            if (((hyocr_request *)s->jobs->pdata[i])->redo) return;
+        redo_end(s);
     }
 }
 
-static bool engine_take(hyocr_engine *eng, GError **error)
+/* ---- rounds ---------------------------------------------------------------------------- */
+
+/* Nothing runs or waits to resume: an idle engine holds its weights only, and
+ * the next job sizes its own pool. */
+static void settle(hyocr_sched *s)
 {
-    if (!g_atomic_int_compare_and_exchange(&eng->busy, 0, 1)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("the engine is already running a job; wait for it or use another engine"));
+    if (s->settled || s->n_running > 0 || any_phase(s, JOB_SWAPPED) || any_phase(s, JOB_RECOMPUTE)) return;
+    hyocr_model *m = M(s);
+    if (m) {
+        swap_drop_spares(s);
+        if (own_pool(s)) hyocr_model_kv_init(m, m->kv_block_size, 0, 0, s->eng->max_model_len, NULL);
+        hyocr_model_trim_scratch(m);
+        /* the pick slots' sets and captured decode graphs go too */
+        hyocr_text_decode_release(m);
+    }
+    s->exclusive = false;
+    s->settled = true;
+    g_atomic_int_set(&s->eng->busy, 0);
+    publish(s);
+}
+
+/* The jobs that ended this round are done for their waiters, now that the
+ * engine is in the state the next call finds. */
+static void release_ended(hyocr_sched *s)
+{
+    for (guint i = 0; i < s->ended->len; i++) {
+        hyocr_request *job = s->ended->pdata[i];
+        g_mutex_lock(&job->lock);
+        job->done = true;
+        g_cond_broadcast(&job->cond);
+        g_mutex_unlock(&job->lock);
+        hyocr_request_unref(job);
+    }
+    g_ptr_array_set_size(s->ended, 0);
+}
+
+static void take_job(hyocr_sched *s, hyocr_request *job)
+{
+    job_state *st = &job->st;
+    int gen = st->cancel_gen;
+    hyocr_job_state_init(st, s->eng, &job->params, &job->res);
+    st->handle = job;
+    st->cancel_gen = gen;
+    st->phase = JOB_QUEUED;
+    g_ptr_array_add(s->jobs, job);
+}
+
+/* Waits for work; false when the engine is being freed. */
+static bool take_incoming(hyocr_sched *s)
+{
+    g_mutex_lock(&s->lock);
+    while (!s->quit && g_queue_is_empty(&s->incoming) && s->jobs->len == 0) g_cond_wait(&s->cond, &s->lock);
+    hyocr_request *job;
+    while ((job = g_queue_pop_head(&s->incoming))) take_job(s, job);
+    bool quit = s->quit;
+    g_mutex_unlock(&s->lock);
+    return !quit;
+}
+
+static void cancel_everything(hyocr_sched *s)
+{
+    while (s->jobs->len > 0) {
+        job_state *st = &((hyocr_request *)s->jobs->pdata[0])->st;
+        end_job(s, st, g_error_new(HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled: the engine was closed")));
+    }
+}
+
+static void sched_loop(hyocr_sched *s)
+{
+    while (take_incoming(s)) {
+        if (!ensure_rows(s, g_atomic_int_get(&s->max_batch)))
+            hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "no memory for a decode step of %d rows; keeping %d",
+                             g_atomic_int_get(&s->max_batch), s->cap);
+        reap_cancelled(s);
+        admit(s);
+        if (s->n_running > 0) decode_step(s);
+        else redo_turn(s);
+        settle(s);
+        release_ended(s);
+    }
+    cancel_everything(s);
+    settle(s);
+    release_ended(s);
+}
+
+/* ---- the thread ------------------------------------------------------------------------ */
+
+static bool sched_init_rows(hyocr_sched *s)
+{
+    s->V = s->eng->model->cfg.text.vocab_size;
+    int rows = g_atomic_int_get(&s->max_batch);
+    s->cap = 0;
+    return ensure_rows(s, rows);
+}
+
+static gpointer sched_main(gpointer data)
+{
+    hyocr_sched *s = data;
+    GError *err = NULL;
+    bool ok = hyocr_engine_load(s->eng, &err);
+    if (ok && !sched_init_rows(s)) {
+        g_set_error(&err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate the logits of %d jobs",
+                    g_atomic_int_get(&s->max_batch));
+        ok = false;
+    }
+    g_mutex_lock(&s->lock);
+    s->load_state = ok ? 1 : -1;
+    s->load_error = err;
+    g_cond_broadcast(&s->cond);
+    g_mutex_unlock(&s->lock);
+    if (ok) sched_loop(s);
+    if (s->eng->model) swap_drop_spares(s);
+    hyocr_engine_unload(s->eng);
+    return NULL;
+}
+
+static void sched_free(hyocr_sched *s)
+{
+    g_clear_error(&s->load_error);
+    g_queue_clear(&s->incoming);
+    g_ptr_array_free(s->jobs, TRUE);
+    g_ptr_array_free(s->ended, TRUE);
+    if (s->spares) g_array_free(s->spares, TRUE);
+    g_free(s->logits);
+    g_free(s->seqs);
+    g_free(s->running);
+    g_mutex_clear(&s->lock);
+    g_cond_clear(&s->cond);
+    g_free(s);
+}
+
+bool hyocr_sched_start(hyocr_engine *eng, GError **error)
+{
+    hyocr_sched *s = g_new0(hyocr_sched, 1);
+    s->eng = eng;
+    g_mutex_init(&s->lock);
+    g_cond_init(&s->cond);
+    g_queue_init(&s->incoming);
+    s->jobs = g_ptr_array_new();
+    s->ended = g_ptr_array_new();
+    s->spares = g_array_new(FALSE, FALSE, sizeof(host_block));
+    s->max_batch = eng->params.max_batch > 0 ? eng->params.max_batch : DEFAULT_MAX_BATCH;
+    s->swap_space = eng->params.swap_space;
+    s->settled = true;
+    s->thread = g_thread_try_new("hyocr-engine", sched_main, s, error);
+    if (!s->thread) {
+        sched_free(s);
         return false;
     }
-    if (!eng->model) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                    _("the engine lost its model when reloading it in another precision; open a new engine"));
-        g_atomic_int_set(&eng->busy, 0);
+    g_mutex_lock(&s->lock);
+    while (s->load_state == 0) g_cond_wait(&s->cond, &s->lock);
+    bool ok = s->load_state > 0;
+    g_mutex_unlock(&s->lock);
+    if (!ok) {
+        g_thread_join(s->thread);
+        g_propagate_error(error, g_steal_pointer(&s->load_error));
+        sched_free(s);
         return false;
     }
-    g_atomic_int_set(&eng->cancel, 0);
+    eng->sched = s;
     return true;
 }
+
+void hyocr_sched_stop(hyocr_engine *eng)
+{
+    hyocr_sched *s = eng->sched;
+    if (!s) return;
+    g_mutex_lock(&s->lock);
+    s->quit = true;
+    g_cond_broadcast(&s->cond);
+    g_mutex_unlock(&s->lock);
+    /* enqueue refuses once quit is set, and the thread took (and ended) every job
+     * queued before: nothing is left behind */
+    g_thread_join(s->thread);
+    eng->sched = NULL;
+    sched_free(s);
+}
+
+/* ---- jobs: the public side ----------------------------------------------------------------- */
+
+static hyocr_request *job_new(const hyocr_job_params *params)
+{
+    hyocr_request *job = g_new0(hyocr_request, 1);
+    job->ref = 1;
+    g_mutex_init(&job->lock);
+    g_cond_init(&job->cond);
+    job->params = *params;
+    job->image_path = g_strdup(params->image_path);
+    job->custom_prompt = g_strdup(params->custom_prompt);
+    job->fields = g_strdupv((char **)params->fields);
+    job->params.image_path = job->image_path;
+    job->params.custom_prompt = job->custom_prompt;
+    job->params.fields = (const char *const *)job->fields;
+    if (params->cancellable) g_object_ref(params->cancellable);
+    return job;
+}
+
+hyocr_request *hyocr_request_ref(hyocr_request *job)
+{
+    g_return_val_if_fail(job != NULL, NULL);
+    g_atomic_int_inc(&job->ref);
+    return job;
+}
+
+void hyocr_request_unref(hyocr_request *job)
+{
+    if (!job || !g_atomic_int_dec_and_test(&job->ref)) return;
+    hyocr_job_result_clear(&job->res);
+    if (job->params.cancellable) g_object_unref(job->params.cancellable);
+    g_free(job->image_path);
+    g_free(job->custom_prompt);
+    g_strfreev(job->fields);
+    g_mutex_clear(&job->lock);
+    g_cond_clear(&job->cond);
+    g_free(job);
+}
+
+bool hyocr_request_is_cancelled(const hyocr_request *job)
+{
+    return g_atomic_int_get(&job->cancel) != 0;
+}
+
+void hyocr_request_cancel(hyocr_request *job)
+{
+    g_return_if_fail(job != NULL);
+    g_atomic_int_set(&job->cancel, 1);
+}
+
+bool hyocr_request_is_done(hyocr_request *job)
+{
+    g_mutex_lock(&job->lock);
+    bool done = job->done;
+    g_mutex_unlock(&job->lock);
+    return done;
+}
+
+bool hyocr_request_wait(hyocr_request *job, hyocr_job_result *out, GError **error)
+{
+    g_return_val_if_fail(job != NULL, false);
+    g_mutex_lock(&job->lock);
+    while (!job->done) g_cond_wait(&job->cond, &job->lock);
+    g_mutex_unlock(&job->lock);
+    bool ok = job->res.error == NULL;
+    if (!ok && error) g_propagate_error(error, g_error_copy(job->res.error));
+    if (out) {
+        *out = job->res;
+        memset(&job->res, 0, sizeof job->res);
+    }
+    return ok;
+}
+
+/* Queues jobs in order; bounded: the queue bound applies. */
+static bool enqueue(hyocr_engine *eng, hyocr_request **jobs, int n, bool bounded, GError **error)
+{
+    hyocr_sched *s = eng->sched;
+    int gen = g_atomic_int_get(&eng->cancel_gen);
+    g_mutex_lock(&s->lock);
+    int max_queue = eng->params.max_queue, waiting = g_atomic_int_get(&s->n_waiting);
+    bool ok = false;
+    if (s->quit) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("the engine is being closed"));
+    } else if (bounded && max_queue > 0 && waiting + n > max_queue) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BUSY,
+                    _("the queue is full: %d jobs are waiting (the limit is %d); try again later"), waiting,
+                    max_queue);
+    } else {
+        for (int i = 0; i < n; i++) {
+            jobs[i]->st.cancel_gen = gen;
+            jobs[i]->waiting = true;
+            g_queue_push_tail(&s->incoming, hyocr_request_ref(jobs[i]));
+        }
+        g_atomic_int_add(&s->n_waiting, n);
+        g_cond_signal(&s->cond);
+        ok = true;
+    }
+    g_mutex_unlock(&s->lock);
+    return ok;
+}
+
+hyocr_request *hyocr_engine_submit(hyocr_engine *eng, const hyocr_job_params *params, GError **error)
+{
+    g_return_val_if_fail(eng != NULL && params != NULL, NULL);
+    hyocr_request *job = job_new(params);
+    if (enqueue(eng, &job, 1, true, error)) return job;
+    hyocr_request_unref(job);
+    return NULL;
+}
+
+void hyocr_engine_get_stats(hyocr_engine *eng, hyocr_engine_stats *out)
+{
+    hyocr_sched *s = eng->sched;
+    g_mutex_lock(&s->lock);
+    *out = s->stats;
+    /* submissions the thread has not looked at yet wait too */
+    out->waiting = MAX(out->waiting, g_atomic_int_get(&s->n_waiting));
+    g_mutex_unlock(&s->lock);
+}
+
+void hyocr_engine_set_max_batch(hyocr_engine *eng, int max_batch)
+{
+    g_atomic_int_set(&eng->sched->max_batch, max_batch > 0 ? max_batch : DEFAULT_MAX_BATCH);
+    g_mutex_lock(&eng->sched->lock);
+    g_cond_signal(&eng->sched->cond);
+    g_mutex_unlock(&eng->sched->lock);
+}
+
+/* ---- run and run_batch: submit, then wait ---------------------------------------------------- */
 
 bool hyocr_engine_run_batch(hyocr_engine *eng, const hyocr_job_params *jobs, int n_jobs, hyocr_job_result *results,
                             GError **error)
@@ -817,13 +1242,19 @@ bool hyocr_engine_run_batch(hyocr_engine *eng, const hyocr_job_params *jobs, int
         return false;
     }
     if (n_jobs == 0) return true;
-    if (!engine_take(eng, error)) return false;
-    g_autofree bool *redo = g_new0(bool, n_jobs);
-    bool ok = run_jobs(eng, jobs, n_jobs, results, redo, error);
-    bool any = false;
-    for (int i = 0; ok && i < n_jobs; i++) any |= redo[i];
-    if (any) redo_in_bf16(eng, jobs, n_jobs, results, redo);
-    g_atomic_int_set(&eng->busy, 0);
+    /* a caller's job count is not trusted to fit */
+    hyocr_request **handles = g_try_new0(hyocr_request *, n_jobs);
+    if (!handles) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate the state of %d jobs", n_jobs);
+        return false;
+    }
+    for (int i = 0; i < n_jobs; i++) handles[i] = job_new(&jobs[i]);
+    bool ok = enqueue(eng, handles, n_jobs, false, error);
+    for (int i = 0; i < n_jobs; i++) {
+        if (ok) hyocr_request_wait(handles[i], &results[i], NULL);
+        hyocr_request_unref(handles[i]);
+    }
+    g_free(handles);
     return ok;
 }
 

@@ -1,5 +1,6 @@
 /* hyocr — what engine.c (loading, one job's stages) and batch.c (the
- * continuous-batching scheduler) share. Not installed; not part of the API. */
+ * scheduler: the engine's thread, continuous batching) share. Not installed;
+ * not part of the API. */
 #pragma once
 #include "hyocr.h"
 #include "memplan.h"
@@ -25,8 +26,10 @@ struct hyocr_engine {
     bool                lm_head_tied;
     int32_t             eos[2 * HYOCR_MAX_EOS + 1];
     int                 n_eos;
-    gint                cancel;           /* atomic */
-    gint                busy;             /* atomic */
+    gint                cancel_gen;       /* atomic: hyocr_engine_cancel bumps it; a job submitted before is
+                                           * cancelled */
+    gint                busy;             /* atomic: jobs hold device memory (the plan is not "at rest") */
+    struct hyocr_sched *sched;            /* batch.c: the thread that loads the model and runs every job */
     gint                live_kv_blocks;   /* atomic: KV blocks held by the running jobs, for mem_info */
     int64_t             kv_block_bytes;   /* fixed after load, so mem_info never touches the pool */
     GMutex              model_lock;       /* held while be/model are swapped (dtype reload) and by mem_info */
@@ -44,6 +47,8 @@ typedef enum {
 
 typedef struct {
     hyocr_engine           *eng;
+    hyocr_request          *handle;         /* the submitted job this state runs (NULL when only planning) */
+    int                     cancel_gen;     /* the engine's cancel generation when it was submitted */
     const hyocr_job_params *job;
     hyocr_job_result       *res;
     gint64                  t0, t_stage;
@@ -63,6 +68,8 @@ typedef struct {
     int                     n_gen;
     /* scheduling */
     job_phase               phase;
+    bool                    prepared;       /* preprocessed and its memory checked (plan set) */
+    int                     batch_size;     /* jobs in the forward pass that chose the next token */
     int                     order;          /* admission order: the latest is preempted first */
     int32_t                 next_id;        /* the token the next decode step feeds */
     int                     kv_tokens;      /* what its pool share must hold at most */
@@ -78,6 +85,16 @@ typedef struct {
     GThread                *prefetch;       /* joined before anything reads img/px */
     GError                 *prefetch_error;
 } job_state;
+
+/* engine.c: loading and unloading, on the scheduler's thread (a CUDA device is
+ * bound to the thread that selected it). */
+bool   hyocr_engine_load(hyocr_engine *eng, GError **error);
+void   hyocr_engine_unload(hyocr_engine *eng);
+/* batch.c: the scheduler's thread, started by hyocr_engine_init once the host
+ * side is open; it loads the model and says whether that worked. */
+bool   hyocr_sched_start(hyocr_engine *eng, GError **error);
+void   hyocr_sched_stop(hyocr_engine *eng);   /* ends every job (cancelled), unloads, joins */
+bool   hyocr_request_is_cancelled(const hyocr_request *job);
 
 /* engine.c: one job's stages, each false with error set on failure. */
 void   hyocr_engine_log(hyocr_engine *eng, hyocr_log_level level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);

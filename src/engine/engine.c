@@ -130,7 +130,8 @@ static bool check_model_dir(const char *dir, GError **error)
 
 static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error);
 
-static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
+/* The host side: checkpoint, tokenizer, what the jobs read of them. */
+static bool engine_open(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
 {
     eng->ck = hyocr_checkpoint_open(eng->model_dir, error);
     if (!eng->ck) return false;
@@ -138,12 +139,17 @@ static bool engine_load(hyocr_engine *eng, const hyocr_engine_params *p, GError 
     g_autofree char *tok_path = g_build_filename(eng->model_dir, "tokenizer.json", NULL);
     eng->tok = hyocr_tokenizer_load(tok_path, error);
     if (!eng->tok) return false;
-    if (!load_model(eng, p, error)) return false;
     hyocr_checkpoint_stats cs;
     hyocr_checkpoint_get_stats(eng->ck, &cs);
     eng->lm_head_tied = cs.lm_head_tied;
     collect_eos(eng);
     return true;
+}
+
+/* The device side, on the scheduler's thread. */
+bool hyocr_engine_load(hyocr_engine *eng, GError **error)
+{
+    return load_model(eng, &eng->params, error);
 }
 
 /* A memory limit below the weights is refused before a byte is uploaded, with
@@ -237,17 +243,24 @@ hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error)
     eng->log = p->log;
     eng->log_data = p->log_data;
     g_mutex_init(&eng->model_lock);
-    if (!engine_load(eng, p, error)) {
+    if (!engine_open(eng, p, error) || !hyocr_sched_start(eng, error)) {
         hyocr_engine_free(eng);
         return NULL;
     }
     return eng;
 }
 
+void hyocr_engine_unload(hyocr_engine *eng)
+{
+    g_mutex_lock(&eng->model_lock);
+    unload_model(eng);
+    g_mutex_unlock(&eng->model_lock);
+}
+
 void hyocr_engine_free(hyocr_engine *eng)
 {
     if (!eng) return;
-    unload_model(eng);
+    hyocr_sched_stop(eng);   /* its thread unloads the model */
     hyocr_tokenizer_free(eng->tok);
     hyocr_checkpoint_free(eng->ck);
     g_free(eng->model_dir);
@@ -267,7 +280,7 @@ const char *hyocr_engine_backend_name(const hyocr_engine *eng)
 
 void hyocr_engine_cancel(hyocr_engine *eng)
 {
-    g_atomic_int_set(&eng->cancel, 1);
+    g_atomic_int_inc(&eng->cancel_gen);
 }
 
 void hyocr_engine_mem_info(hyocr_engine *eng, hyocr_mem_info *out)
@@ -316,7 +329,8 @@ void hyocr_job_emit_simple(job_state *st, hyocr_event_type type)
 bool hyocr_job_cancelled(void *data)
 {
     job_state *st = data;
-    return g_atomic_int_get(&st->eng->cancel) ||
+    return g_atomic_int_get(&st->eng->cancel_gen) != st->cancel_gen ||
+           (st->handle && hyocr_request_is_cancelled(st->handle)) ||
            (st->job->cancellable && g_cancellable_is_cancelled(st->job->cancellable));
 }
 
@@ -624,7 +638,8 @@ static bool fits_without_vision_weights(job_state *st, const memcheck *mc)
 bool hyocr_job_check_memory(job_state *st, GError **error)
 {
     memcheck mc;
-    memcheck_init(&mc, st->eng, true);
+    /* at rest unless other jobs hold scratch now (the backend's workspace is then theirs too) */
+    memcheck_init(&mc, st->eng, !g_atomic_int_get(&st->eng->busy));
     hyocr_memplan *plan = &st->plan;
     memcheck_plan(&mc, st->grid_h, st->grid_w, st->prompt->n, st->job->max_new_tokens, plan);
     st->kv_tokens = hyocr_memplan_kv_tokens(st->prompt->n, st->job->max_new_tokens, st->eng->max_model_len);
@@ -681,7 +696,7 @@ hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
     g_string_append(st->text, piece);
     st->n_chars += g_utf8_strlen(piece, -1);
     if (st->n_gen == 1) st->res->timings.first_token_ms = ms_since(st->t0);
-    hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = id, .piece = piece };
+    hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = id, .piece = piece, .batch_size = st->batch_size };
     emit(st, &ev);
     st->next_id = id;
 

@@ -25,6 +25,7 @@ typedef enum {
     HYOCR_ERROR_CANCELLED,
     HYOCR_ERROR_INVALID_ARGUMENT,
     HYOCR_ERROR_PASSWORD,    /* the document is encrypted: no password, or not the right one */
+    HYOCR_ERROR_BUSY,        /* the engine's queue is full: try again later */
 } HyocrError;
 
 typedef struct hyocr_memplan hyocr_memplan;   /* memplan.h */

@@ -17,13 +17,17 @@
  *     hyocr_job_result_clear(&res);
  *     hyocr_engine_free(eng);
  *
- * An engine runs one call at a time, synchronously on the calling thread; the
- * callbacks are invoked on that thread. hyocr_engine_run_batch runs many jobs
- * at once (continuous batching): their decode steps are shared, a queued job's
- * vision + prefill runs between steps, and when the KV pool is full the latest
- * admitted job is preempted (its K/V swapped to host memory, or recomputed) and
- * resumed later. hyocr_engine_cancel may be called from any
- * thread. There is no global state: several engines may coexist. */
+ * An engine is a long-lived scheduler with a thread of its own: that thread
+ * loads the model (hyocr_engine_init waits for it) and runs every job, and the
+ * jobs' callbacks are invoked on it. Jobs may be submitted from any thread at
+ * any time (hyocr_engine_submit); they wait in a bounded FIFO queue and are
+ * admitted between decode steps while memory allows, so a job submitted while
+ * others decode joins them (continuous batching): their decode steps are
+ * shared, a new job's vision + prefill runs between steps, and when the KV pool
+ * is full the latest admitted job is preempted (its K/V swapped to host memory,
+ * or recomputed) and resumed later. hyocr_engine_run and hyocr_engine_run_batch
+ * submit jobs and wait for them. There is no global state: several engines may
+ * coexist. */
 #pragma once
 #include "backend.h"
 #include "config.h"
@@ -76,9 +80,11 @@ typedef struct {
     int                 vit_chunk_rows;   /* rows per chunk of the ViT's row-wise parts; 0 = 4096 */
     int                 text_chunk_rows;  /* prefill rows per chunk; 0 = 1024 (multiples of 512 keep the
                                            * CPU backend's results bit-identical) */
-    int                 max_batch;        /* run_batch: jobs decoding together at most; ≤ 0 = 16 */
-    int64_t             swap_space;       /* run_batch: bytes of (pinned) host memory for the K/V of
-                                           * preempted jobs; 0 = recompute them instead */
+    int                 max_batch;        /* jobs decoding together at most; ≤ 0 = 16 */
+    int64_t             swap_space;       /* bytes of (pinned) host memory for the K/V of preempted jobs;
+                                           * 0 = recompute them instead */
+    int                 max_queue;        /* hyocr_engine_submit: jobs waiting for admission at most
+                                           * (HYOCR_ERROR_BUSY beyond); ≤ 0 = no bound */
 } hyocr_engine_params;
 
 void hyocr_engine_params_init(hyocr_engine_params *p);
@@ -111,6 +117,8 @@ typedef struct {
     const char         *piece;         /* TOKEN: newly completed UTF-8 text (may be ""), special tokens
                                         * skipped; DONE: the final text */
     int                 n_generated;   /* tokens generated so far */
+    int                 batch_size;    /* TOKEN: jobs whose tokens the same forward pass chose (1 for the
+                                        * first token, which comes from the job's own prefill) */
     int                 prompt_tokens;
     const hyocr_prompt *prompt;        /* PREPROCESS */
     const hyocr_pixels *pixels;        /* PREPROCESS */
@@ -183,10 +191,10 @@ typedef struct {
 
 void hyocr_job_result_clear(hyocr_job_result *r);
 
-/* Runs one job to the end. Returns false with error set on failure (ERROR event
- * sent too) or on cancellation (HYOCR_ERROR_CANCELLED; out still holds what was
- * generated, stop_reason CANCELLED). The engine stays usable after either. out
- * may be NULL. */
+/* Runs one job to the end (submits it and waits). Returns false with error set
+ * on failure (ERROR event sent too) or on cancellation (HYOCR_ERROR_CANCELLED;
+ * out still holds what was generated, stop_reason CANCELLED). The engine stays
+ * usable after either. out may be NULL. Never call it from a job's callback. */
 bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_result *out, GError **error);
 
 /* Runs n_jobs jobs with continuous batching (see the top of this file), each
@@ -194,9 +202,11 @@ bool hyocr_engine_run(hyocr_engine *eng, const hyocr_job_params *job, hyocr_job_
  * jobs' events interleave. results[i] gets job i's result; a job that fails
  * (bad image, refused for memory, cancelled by its cancellable) has
  * results[i].error set and does not stop the others. Returns false with error
- * set only when the batch could not run at all (engine busy, bad arguments).
- * hyocr_engine_cancel cancels every job of the batch. hyocr_engine_run is the
- * one-job case. */
+ * set only when the batch could not run at all (bad arguments, the engine is
+ * closing). The jobs are queued together (max_queue does not apply: the caller
+ * holds them already) behind those submitted before, and share decode steps
+ * with any other job the engine runs meanwhile. hyocr_engine_cancel cancels
+ * every job of the batch. hyocr_engine_run is the one-job case. */
 bool hyocr_engine_run_batch(hyocr_engine *eng, const hyocr_job_params *jobs, int n_jobs, hyocr_job_result *results,
                             GError **error);
 
@@ -209,14 +219,56 @@ bool hyocr_engine_run_batch(hyocr_engine *eng, const hyocr_job_params *jobs, int
  * app does, while it shows "Loading"). hyocr_engine_cancel stops it. */
 bool hyocr_engine_warmup(hyocr_engine *eng, GError **error);
 
-/* Thread-safe: stops the job (or every job of the batch) running now within one
- * decode step (or ViT block). No effect when idle. */
+/* Thread-safe: stops every job submitted before the call (running, preempted or
+ * queued) within one decode step (or ViT block). No effect on later jobs; none
+ * when idle. */
 void hyocr_engine_cancel(hyocr_engine *eng);
 
-/* Thread-safe: the backend's live memory figures, with kv_used following the job
- * running now (0 when idle), so another thread can draw a gauge while a job runs.
+/* Thread-safe: the backend's live memory figures, with kv_used following the jobs
+ * running now (0 when idle), so another thread can draw a gauge while jobs run.
  * Must not race hyocr_engine_free. */
 void hyocr_engine_mem_info(hyocr_engine *eng, hyocr_mem_info *out);
+
+/* ---- jobs submitted at any time ------------------------------------------------- */
+
+typedef struct hyocr_request hyocr_request;   /* a submitted job: reference-counted, thread-safe */
+
+/* Thread-safe, also from a job's callback: queues a job behind those submitted
+ * before (FIFO); the engine's thread admits it between decode steps, so it joins
+ * the jobs decoding now when memory allows. Its events come on the engine's
+ * thread. The strings of params (image_path, fields, custom_prompt) are copied;
+ * image, the callbacks' data and cancellable must stay valid until the job has
+ * ended (its DONE, ERROR or CANCELLED event; hyocr_request_wait returns then).
+ * Fails with HYOCR_ERROR_BUSY when max_queue jobs wait for admission already,
+ * or HYOCR_ERROR_CANCELLED when the engine is being freed. */
+hyocr_request *hyocr_engine_submit(hyocr_engine *eng, const hyocr_job_params *params, GError **error);
+/* Blocks until the job has ended, then moves its result into out (may be NULL;
+ * a second wait gets an empty result). Returns false with error set as
+ * hyocr_engine_run does. Never call it from a callback of the same engine. */
+bool       hyocr_request_wait(hyocr_request *job, hyocr_job_result *out, GError **error);
+/* Thread-safe: stops the job within one decode step (or ViT block): its KV
+ * blocks go back to the pool then and the other jobs decode on; a queued or
+ * preempted job ends without running further. Ends with a CANCELLED event. */
+void       hyocr_request_cancel(hyocr_request *job);
+bool       hyocr_request_is_done(hyocr_request *job);   /* thread-safe */
+hyocr_request *hyocr_request_ref(hyocr_request *job);
+void       hyocr_request_unref(hyocr_request *job);     /* any thread; the engine holds its own while it runs */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_request, hyocr_request_unref)
+
+typedef struct {
+    int     running;         /* jobs decoding (holding KV blocks) */
+    int     waiting;         /* submitted and not yet admitted, or preempted and waiting to resume */
+    int     last_batch;      /* jobs in the latest decode step */
+    int     largest_batch;   /* the most jobs one decode step has run */
+    int64_t decode_steps;    /* shared decode steps run so far */
+    int64_t kv_blocks_total; /* the KV pool now (0 when idle) */
+    int64_t kv_blocks_used;
+} hyocr_engine_stats;
+
+/* Thread-safe: what the scheduler is doing now (for gauges and metrics). */
+void hyocr_engine_get_stats(hyocr_engine *eng, hyocr_engine_stats *out);
+/* Thread-safe: changes max_batch for the jobs admitted from now on. */
+void hyocr_engine_set_max_batch(hyocr_engine *eng, int max_batch);
 
 /* The memory plan of a job on this engine (memplan.h): weights, KV pool, vision
  * and prefill scratch, the peak; budget and fits say whether it fits the memory

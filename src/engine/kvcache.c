@@ -5,6 +5,7 @@
  * owns the pool. */
 #include "kvcache.h"
 #include "error.h"
+#include <string.h>
 
 struct hyocr_kv_pool {
     int      n_blocks;
@@ -55,6 +56,24 @@ int hyocr_kv_pool_n_free(const hyocr_kv_pool *pool)
 {
     g_return_val_if_fail(pool != NULL, 0);
     return pool->n_free;
+}
+
+bool hyocr_kv_pool_grow(hyocr_kv_pool *pool, int n_blocks)
+{
+    g_return_val_if_fail(pool != NULL, false);
+    if (n_blocks <= pool->n_blocks) return false;
+    int added = n_blocks - pool->n_blocks;
+    int32_t *stack = g_new(int32_t, n_blocks);
+    /* the new blocks go under the free ones, so recently freed blocks still come first */
+    for (int i = 0; i < added; i++) stack[i] = n_blocks - 1 - i;
+    memcpy(stack + added, pool->free_stack, sizeof(int32_t) * (size_t)pool->n_free);
+    g_free(pool->free_stack);
+    pool->free_stack = stack;
+    pool->in_use = g_renew(bool, pool->in_use, n_blocks);
+    memset(pool->in_use + pool->n_blocks, 0, sizeof(bool) * (size_t)added);
+    pool->n_free += added;
+    pool->n_blocks = n_blocks;
+    return true;
 }
 
 static int64_t blocks_for64(const hyocr_kv_pool *pool, int64_t n_tokens)

@@ -24,6 +24,9 @@ void           hyocr_kv_pool_free(hyocr_kv_pool *pool);
 int            hyocr_kv_pool_block_size(const hyocr_kv_pool *pool);
 int            hyocr_kv_pool_n_blocks(const hyocr_kv_pool *pool);
 int            hyocr_kv_pool_n_free(const hyocr_kv_pool *pool);
+/* Adds blocks n_blocks_old … n_blocks − 1 (free) to the pool; the blocks in use
+ * keep their ids. False when n_blocks is not larger. */
+bool           hyocr_kv_pool_grow(hyocr_kv_pool *pool, int n_blocks);
 /* Blocks needed to hold n_tokens. */
 int            hyocr_kv_pool_blocks_for(const hyocr_kv_pool *pool, int n_tokens);
 

@@ -431,6 +431,32 @@ bool hyocr_model_kv_resize(hyocr_model *m, int n_tokens, GError **error)
     return want == 0 || kv_set_blocks(m, want, error);
 }
 
+bool hyocr_model_kv_grow(hyocr_model *m, int n_blocks, GError **error)
+{
+    int have = m->kv_pool ? hyocr_kv_pool_n_blocks(m->kv_pool) : 0;
+    if (m->kv_block_size <= 0 || n_blocks <= have) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "KV cache: cannot grow from %d to %d blocks", have, n_blocks);
+        return false;
+    }
+    if (!m->kv_pool) return kv_set_blocks(m, n_blocks, error);
+    hyocr_buf **k2, **v2;
+    if (!kv_alloc_storage(m, n_blocks, &k2, &v2, error)) return false;
+    size_t n = (size_t)have * kv_block_elems(m);
+    for (int l = 0; l < m->cfg.text.num_layers; l++) {
+        if (!m->be->ops->copy(m->be, k2[l], 0, m->k_cache[l], 0, n, error) ||
+            !m->be->ops->copy(m->be, v2[l], 0, m->v_cache[l], 0, n, error)) {
+            free_kv_storage(m, k2, v2);
+            return false;
+        }
+    }
+    free_kv_storage(m, m->k_cache, m->v_cache);
+    m->k_cache = k2;
+    m->v_cache = v2;
+    hyocr_kv_pool_grow(m->kv_pool, n_blocks);
+    return true;
+}
+
 hyocr_kv_seq *hyocr_model_seq_new(hyocr_model *m)
 {
     hyocr_kv_seq *seq = g_new0(hyocr_kv_seq, 1);

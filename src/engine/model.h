@@ -122,6 +122,10 @@ int64_t       hyocr_model_kv_bytes_per_block(const hyocr_model *m);
  * 0 frees the storage), the old storage freed first so the two never coexist.
  * Fails while a sequence holds blocks. A fixed pool is left as it is. */
 bool          hyocr_model_kv_resize(hyocr_model *m, int n_tokens, GError **error);
+/* Gives the pool n_blocks blocks (more than now) while sequences hold theirs:
+ * the K/V storage is copied whole into the larger one, so every block keeps its
+ * id. Old and new storage coexist during the copy. */
+bool          hyocr_model_kv_grow(hyocr_model *m, int n_blocks, GError **error);
 
 /* Polled between ViT blocks and by the engine between decode steps. */
 typedef bool (*hyocr_cancel_fn)(void *data);
