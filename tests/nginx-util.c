@@ -201,6 +201,9 @@ static void build_repo(const hyocr_test_hub *h, const hyocr_test_hub_repo *r)
     add_literal(files, "README.md", "---\nlicense: other\n---\n# HunyuanOCR\n");
     add_literal(files, ".gitattributes", "*.safetensors filter=lfs diff=lfs merge=lfs -text\n");
     add_literal(files, "video_preprocessor_config.json", "{}\n");
+    add_literal(files, "dflash/tokenizer.json", "{}\n");
+    /* the 1.5 draft, which a 1.5 download fetches into dflash/ (a stand-in: tests/test-dflash.c
+     * loads the real format) */
     add_literal(files, "dflash/config.json", "{\"draft\": true}\n");
     add_literal(files, "dflash/model.safetensors", "not a real draft model");
     g_autofree char *commit = hyocr_test_hub_commit(r->repo);

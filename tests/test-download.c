@@ -184,7 +184,11 @@ static void assert_same_file(const char *a, const char *b)
     g_assert_cmpmem(x, nx, y, ny);
 }
 
-/* dest holds exactly src's files (plus the manifest), byte for byte, and loads. */
+/* The 1.5 root's draft files (tests/nginx-util.c serves them in dflash/). */
+static const char *const draft_files[] = { "config.json", "model.safetensors" };
+
+/* dest holds exactly src's files (plus the manifest, and for 1.5 the draft in dflash/), byte
+ * for byte, and loads. */
 static void assert_model(const char *dest, const char *src, bool partial_expected)
 {
     g_autoptr(GDir) d = g_dir_open(src, 0, NULL);
@@ -197,16 +201,33 @@ static void assert_model(const char *dest, const char *src, bool partial_expecte
     }
     g_autoptr(GDir) e = g_dir_open(dest, 0, NULL);
     int n_dest = 0;
+    bool draft = false;
     while ((name = g_dir_read_name(e))) {
-        if (strcmp(name, HYOCR_DOWNLOAD_MANIFEST)) n_dest++;
+        if (!strcmp(name, "dflash")) draft = true;
+        else if (strcmp(name, HYOCR_DOWNLOAD_MANIFEST)) n_dest++;
     }
     g_assert_cmpint(n_dest, ==, n_src);
+    if (draft) {   /* exactly the draft's two files, as served */
+        g_autofree char *dd = g_build_filename(dest, "dflash", NULL);
+        g_autoptr(GDir) f = g_dir_open(dd, 0, NULL);
+        int n = 0;
+        while ((name = g_dir_read_name(f))) {
+            g_assert_true(!strcmp(name, draft_files[0]) || !strcmp(name, draft_files[1]));
+            n++;
+        }
+        g_assert_cmpint(n, ==, 2);
+        g_autofree char *cfg = g_build_filename(dd, "config.json", NULL), *text = NULL;
+        g_assert_true(g_file_get_contents(cfg, &text, NULL, NULL));
+        g_assert_cmpstr(text, ==, "{\"draft\": true}\n");
+    }
     g_autofree char *partial = g_strconcat(dest, ".partial", NULL);
     g_assert_cmpint(g_file_test(partial, G_FILE_TEST_EXISTS), ==, partial_expected);
     g_autoptr(GError) err = NULL;
     g_autoptr(hyocr_checkpoint) ck = hyocr_checkpoint_open(dest, &err);
     g_assert_no_error(err);
     g_assert_nonnull(ck);
+    /* the served draft is a stand-in: found, said unusable, and the model loads all the same */
+    g_assert_true(draft == (hyocr_checkpoint_draft_error(ck) != NULL));
 }
 
 static void assert_installed(const char *dest, const char *src) { assert_model(dest, src, false); }
@@ -231,6 +252,12 @@ static int64_t total_size(const char *dir)
         sum += st.st_size;
     }
     return sum;
+}
+
+/* What a 1.5 download fetches: the served model and its stand-in draft. */
+static int64_t release_15_bytes(void)
+{
+    return total_size(srv.nested) + (int64_t)strlen("{\"draft\": true}\n") + (int64_t)strlen("not a real draft model");
 }
 
 static int64_t file_size_or_zero(const char *path)
@@ -286,13 +313,15 @@ static void test_full_download(void)
     g_assert_no_error(err);
     g_autofree char *commit = commit_of(MAIN_REPO);
     g_assert_cmpstr(s->commit, ==, commit);
-    g_assert_cmpint(s->n_files, ==, 8);
-    g_assert_cmpint(s->total_bytes, ==, total_size(srv.nested));
+    g_assert_cmpint(s->n_files, ==, 10);   /* the model's 8 and the draft's 2 */
+    g_assert_cmpint(s->total_bytes, ==, release_15_bytes());
     g_assert_cmpint(s->have_bytes, ==, 0);
     g_assert_cmpint(s->free_bytes, >, 0);
     g_assert_false(s->up_to_date);
     for (int i = 0; i < s->n_files; i++) {
-        g_assert_null(strchr(s->files[i].name, '/'));
+        const char *slash = strchr(s->files[i].name, '/');
+        g_assert_true(!slash || (g_str_has_prefix(s->files[i].name, "dflash/") &&
+                                 (!strcmp(slash + 1, draft_files[0]) || !strcmp(slash + 1, draft_files[1]))));
         g_assert_true(s->files[i].sha256 != NULL || s->files[i].git_oid != NULL);
     }
     g_assert_false(g_file_test(s->partial_dir, G_FILE_TEST_EXISTS));   /* planning writes nothing */
@@ -300,29 +329,31 @@ static void test_full_download(void)
     g_assert_no_error(err);
     assert_installed(dest, srv.nested);
     g_assert_cmpint(rec.last_done, ==, rec.last_total);
-    g_assert_cmpint(rec.last_fetched, ==, total_size(srv.nested));
-    g_assert_cmpint(rec.n_verified, ==, 8);
+    g_assert_cmpint(rec.last_fetched, ==, s->total_bytes);
+    g_assert_cmpint(rec.n_verified, ==, 10);
     g_assert_true(rec.done_seen);
     g_autofree char *mcommit = read_manifest_commit(dest);
     g_assert_cmpstr(mcommit, ==, commit);
 
     /* the token goes to the endpoint, never to the host a redirect points at */
-    g_autoptr(GPtrArray) lfs = log_since(mark, "/resolve/", 8);
-    g_autoptr(GPtrArray) cdn = log_since(mark, "/cdn/", 1);
-    g_assert_cmpuint(lfs->len, ==, 8);
+    g_autoptr(GPtrArray) lfs = log_since(mark, "/resolve/", 10);
+    g_autoptr(GPtrArray) cdn = log_since(mark, "/cdn/", 2);
+    g_assert_cmpuint(lfs->len, ==, 10);
     for (guint i = 0; i < lfs->len; i++) {
         log_line *l = lfs->pdata[i];
         g_assert_cmpstr(l->auth, ==, "Bearer hf_secret");
         g_assert_cmpint(l->status, ==, g_str_has_suffix(l->uri, ".safetensors") ? 302 : 200);
     }
-    g_assert_cmpuint(cdn->len, ==, 1);
-    g_assert_cmpint(((log_line *)cdn->pdata[0])->status, ==, 200);
-    g_assert_cmpstr(((log_line *)cdn->pdata[0])->auth, ==, "-");
+    g_assert_cmpuint(cdn->len, ==, 2);
+    for (guint i = 0; i < cdn->len; i++) {
+        g_assert_cmpint(((log_line *)cdn->pdata[i])->status, ==, 200);
+        g_assert_cmpstr(((log_line *)cdn->pdata[i])->auth, ==, "-");
+    }
 
     g_autoptr(hyocr_model_entry) e = hyocr_model_check(dest, TRUE, &err);
     g_assert_no_error(err);
     g_assert_cmpint(e->state, ==, HYOCR_MODEL_STATE_VERIFIED);
-    g_assert_cmpint(e->n_files, ==, 8);
+    g_assert_cmpint(e->n_files, ==, 10);   /* the draft's files are verified too */
     g_assert_cmpstr(e->version, ==, "1.5");
     g_assert_cmpstr(e->commit, ==, commit);
 
@@ -704,7 +735,7 @@ static void test_disk_full(void)
     g_assert_nonnull(strstr(err->message, "not enough disk space"));
     const hyocr_download_failure *f1 = hyocr_download_get_failure(dl1);
     g_assert_cmpint(f1->kind, ==, HYOCR_DOWNLOAD_FAILURE_NO_SPACE);
-    g_assert_cmpint(f1->need_bytes, ==, total_size(srv.nested));
+    g_assert_cmpint(f1->need_bytes, ==, release_15_bytes());
     g_assert_cmpint(f1->free_bytes, <, f1->need_bytes);
     g_clear_error(&err);
     g_autoptr(GPtrArray) fetched = log_since(mark, "/resolve/", 0);
@@ -806,7 +837,7 @@ static void test_models(void)
     g_assert_nonnull(strstr(e10->problem, "resume"));
     g_assert_cmpstr(e15->name, ==, "HunyuanOCR-1.5");
     g_assert_cmpint(e15->state, ==, HYOCR_MODEL_STATE_VERIFIED);
-    g_assert_cmpint(e15->size, ==, total_size(srv.nested));
+    g_assert_cmpint(e15->size, ==, release_15_bytes());
     g_assert_cmpstr(em->name, ==, "manual");
     g_assert_cmpint(em->state, ==, HYOCR_MODEL_STATE_UNMANAGED);
     /* where a version goes, and the free space of a folder not made yet (its parent's) */

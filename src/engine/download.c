@@ -611,9 +611,17 @@ static char *hex_or_null(const char *s, size_t len)
     return g_ascii_strdown(s, -1);
 }
 
+/* The 1.5 release's speculative-decoding draft (issue 20): optional, kept in dflash/ as in the
+ * repository. Its tokenizer and template copies are the model's own and are not needed. */
+static bool draft_file(const char *path)
+{
+    return !strcmp(path, "dflash/config.json") || !strcmp(path, "dflash/model.safetensors");
+}
+
 /* The local name of a repository file we need from the chosen folder, else NULL. */
 static const char *selected_name(const hyocr_download *dl, const char *path)
 {
+    if (!*dl->subfolder && draft_file(path)) return path;
     const char *name = path;
     if (*dl->subfolder) {
         size_t n = strlen(dl->subfolder);
@@ -1041,13 +1049,18 @@ static gboolean prepare_partial(hyocr_download *dl, GError **error)
         return failf(dl, error, HYOCR_DOWNLOAD_FAILURE_INVALID, NULL,
                      _("another download into %s is running (its files are in %s) — wait for it to finish or stop it"),
                      dl->dest_dir, dl->partial_dir);
-    g_autoptr(GDir) d = g_dir_open(dl->partial_dir, 0, NULL);
-    const char *name;
-    while (d && (name = g_dir_read_name(d))) {
-        if (planned_name(dl, name)) continue;
-        g_autofree char *p = g_build_filename(dl->partial_dir, name, NULL);
-        if (g_file_test(p, G_FILE_TEST_IS_REGULAR) && g_unlink(p) != 0)
-            return fail_errno(dl, error, errno, NULL, STEP_REMOVE, p);
+    static const char *const folders[] = { "", "dflash" };   /* the model's and its draft's */
+    for (size_t k = 0; k < G_N_ELEMENTS(folders); k++) {
+        g_autofree char *dir = g_build_filename(dl->partial_dir, folders[k], NULL);
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *entry;
+        while (d && (entry = g_dir_read_name(d))) {
+            g_autofree char *name = *folders[k] ? g_strconcat(folders[k], "/", entry, NULL) : g_strdup(entry);
+            if (planned_name(dl, name)) continue;
+            g_autofree char *p = g_build_filename(dl->partial_dir, name, NULL);
+            if (g_file_test(p, G_FILE_TEST_IS_REGULAR) && g_unlink(p) != 0)
+                return fail_errno(dl, error, errno, NULL, STEP_REMOVE, p);
+        }
     }
     return save_state(dl, error);
 }
@@ -1211,6 +1224,9 @@ static gboolean fetch_file(hyocr_download *dl, int index, GError **error)
     hyocr_download_file *f = &g_array_index(dl->files, hyocr_download_file, index);
     g_autofree char *final = g_build_filename(dl->partial_dir, f->name, NULL);
     g_autofree char *tmp = g_strconcat(final, INCOMPLETE, NULL);
+    g_autofree char *folder = g_path_get_dirname(final);   /* dflash/ for the draft's files */
+    if (g_mkdir_with_parents(folder, 0755) != 0)
+        return fail_errno(dl, error, errno, f->name, STEP_CREATE_FOLDER, folder);
     bool spliced = false, started_over = false;
     file_hash h = { 0 };
     int fd = -1;

@@ -117,7 +117,9 @@ static void note(hyocr_model_entry *e, hyocr_model_state s, char *problem)
 static void check_manifest_file(hyocr_model_entry *e, JsonObject *f, gboolean rehash)
 {
     const char *name = hyocr_json_str(f, "name");
-    if (!name || strchr(name, '/')) return;
+    /* the model's files, and the draft's in dflash/ (issue 20); nothing else outside the folder */
+    const char *slash = name ? strchr(name, '/') : NULL;
+    if (!name || (slash && (strncmp(name, "dflash/", 7) || strchr(slash + 1, '/') || !strcmp(slash + 1, "..")))) return;
     g_autofree char *path = g_build_filename(e->dir, name, NULL);
     int64_t want = hyocr_json_int(f, "size");
     GStatBuf st;
