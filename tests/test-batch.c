@@ -1168,6 +1168,49 @@ static void test_free_cancels(void)
     gate_clear(&held);
 }
 
+/* A job given its image as encoded bytes and its prompt as a rendered
+ * conversation (hyocr serve's jobs): Tencent's conversation gives the
+ * reference's tokens; bytes that are no image fail the job with an image error. */
+static void test_chat_job(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    g_autofree char *path = hyocr_test_data("images", cases[0].image, NULL);
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+    g_autoptr(GBytes) bytes = g_bytes_new(data, len);
+    g_autoptr(GError) err = NULL;
+    const hyocr_config *cfg = hyocr_engine_config(eng);
+    g_autofree char *task = hyocr_task_prompt(cases[0].task, cfg->version, NULL, NULL, &err);
+    const hyocr_chat_part parts[] = { { NULL }, { task } };
+    const hyocr_chat_message msgs[] = {
+        { .role = HYOCR_CHAT_SYSTEM, .content = "" },
+        { .role = HYOCR_CHAT_USER, .parts = parts, .n_parts = 2 },
+    };
+    int n_images = 0;
+    g_autofree char *rendered = hyocr_engine_render_chat(eng, msgs, 2, &n_images, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(n_images, ==, 1);
+    hyocr_job_params jp;
+    hyocr_job_params_init(&jp);
+    jp.image_data = bytes;
+    jp.rendered_chat = rendered;
+    jp.max_new_tokens = MAX_NEW;
+    jp.repetition_penalty = 1.0f;
+    hyocr_job_result res = { 0 };
+    g_assert_true(hyocr_engine_run(eng, &jp, &res, &err));
+    g_autoptr(GArray) want = reference_ids(0);
+    assert_ids(res.token_ids, want);
+    hyocr_job_result_clear(&res);
+
+    g_autoptr(GBytes) junk = g_bytes_new_static("not an image at all", 19);
+    jp.image_data = junk;
+    g_assert_false(hyocr_engine_run(eng, &jp, &res, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
+    hyocr_job_result_clear(&res);
+}
+
 /* ---- swapping a sequence's K/V (model.c) ----------------------------------------------- */
 
 /* Token pos's K (w = 0) or V row of layer l, read through the sequence's table. */
@@ -1286,5 +1329,6 @@ int main(int argc, char **argv)
     g_test_add_func("/batch/queue-bound", test_queue_bound);
     g_test_add_func("/batch/submit-threads", test_submit_threads);
     g_test_add_func("/batch/free-cancels", test_free_cancels);
+    g_test_add_func("/batch/chat-job", test_chat_job);
     return g_test_run();
 }

@@ -40,7 +40,7 @@ struct hyocr_request {
     bool              waiting;       /* counted in the queue bound (scheduler thread) */
     bool              redo;          /* FP16 overflowed: rerun in the redo precision */
     hyocr_job_params  params;        /* the strings below are ours */
-    char             *image_path, *custom_prompt;
+    char             *image_path, *custom_prompt, *rendered_chat;
     char            **fields;
     hyocr_job_result  res;
     job_state         st;            /* the scheduler's */
@@ -1114,10 +1114,13 @@ static hyocr_request *job_new(const hyocr_job_params *params)
     job->params = *params;
     job->image_path = g_strdup(params->image_path);
     job->custom_prompt = g_strdup(params->custom_prompt);
+    job->rendered_chat = g_strdup(params->rendered_chat);
     job->fields = g_strdupv((char **)params->fields);
     job->params.image_path = job->image_path;
     job->params.custom_prompt = job->custom_prompt;
+    job->params.rendered_chat = job->rendered_chat;
     job->params.fields = (const char *const *)job->fields;
+    if (params->image_data) g_bytes_ref(params->image_data);
     if (params->cancellable) g_object_ref(params->cancellable);
     return job;
 }
@@ -1134,8 +1137,10 @@ void hyocr_request_unref(hyocr_request *job)
     if (!job || !g_atomic_int_dec_and_test(&job->ref)) return;
     hyocr_job_result_clear(&job->res);
     if (job->params.cancellable) g_object_unref(job->params.cancellable);
+    if (job->params.image_data) g_bytes_unref(job->params.image_data);
     g_free(job->image_path);
     g_free(job->custom_prompt);
+    g_free(job->rendered_chat);
     g_strfreev(job->fields);
     g_mutex_clear(&job->lock);
     g_cond_clear(&job->cond);

@@ -278,6 +278,13 @@ const char *hyocr_engine_backend_name(const hyocr_engine *eng)
     return eng->be ? eng->be->ops->name : "none";
 }
 
+char *hyocr_engine_render_chat(hyocr_engine *eng, const hyocr_chat_message *msgs, int n_msgs, int *n_images,
+                               GError **error)
+{
+    g_return_val_if_fail(eng != NULL && (n_msgs == 0 || msgs != NULL), NULL);
+    return hyocr_chat_render(eng->tok, hyocr_checkpoint_config(eng->ck), msgs, n_msgs, n_images, error);
+}
+
 void hyocr_engine_cancel(hyocr_engine *eng)
 {
     g_atomic_int_inc(&eng->cancel_gen);
@@ -363,8 +370,8 @@ static hyocr_image *prescale(const hyocr_image *img, int max_side)
 static bool load_image(job_state *st, GError **error)
 {
     const hyocr_job_params *job = st->job;
-    if (!job->image && !job->image_path) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "job has no image (path or decoded)");
+    if (!job->image && !job->image_path && !job->image_data) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "job has no image (path, data or decoded)");
         return false;
     }
     if (job->image) {
@@ -373,7 +380,14 @@ static bool load_image(job_state *st, GError **error)
         return true;
     }
     hyocr_image_options opts = { .max_side = job->max_side };
-    st->img_owned = hyocr_image_load(job->image_path, &opts, error);
+    if (job->image_data) {
+        gsize len = 0;
+        const void *data = g_bytes_get_data(job->image_data, &len);
+        st->img_owned = hyocr_image_load_from_memory(data, len, job->image_path ? job->image_path : "image", &opts,
+                                                     error);
+    } else {
+        st->img_owned = hyocr_image_load(job->image_path, &opts, error);
+    }
     st->img = st->img_owned;
     return st->img != NULL;
 }
@@ -421,6 +435,16 @@ static bool check_fits(job_state *st, GError **error)
 
 static bool grid_for(const hyocr_config *cfg, int w, int h, int *gh, int *gw, GError **error);
 
+/* The job's conversation, rendered by the caller, or its task as Tencent's
+ * scripts send it. */
+static hyocr_prompt *job_prompt(hyocr_engine *eng, const hyocr_job_params *job, int gh, int gw, GError **error)
+{
+    const hyocr_config *cfg = hyocr_checkpoint_config(eng->ck);
+    if (job->rendered_chat) return hyocr_prompt_build_rendered(eng->tok, cfg, job->rendered_chat, gh, gw, error);
+    g_autofree char *text = hyocr_task_prompt(job->task, cfg->version, job->fields, job->custom_prompt, error);
+    return text ? hyocr_prompt_build(eng->tok, cfg, text, gh, gw, error) : NULL;
+}
+
 /* Planning (no event) needs the grid and the prompt, not the pixels: resizing and
  * packing a page is most of the preprocessing, so it waits for the real pass. */
 bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
@@ -438,9 +462,7 @@ bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
     } else if (!load_image(st, error) || !grid_for(cfg, st->img->width, st->img->height, &st->grid_h, &st->grid_w, error)) {
         return false;
     }
-    g_autofree char *text = hyocr_task_prompt(job->task, cfg->version, job->fields, job->custom_prompt, error);
-    if (!text) return false;
-    st->prompt = hyocr_prompt_build(st->eng->tok, cfg, text, st->grid_h, st->grid_w, error);
+    st->prompt = job_prompt(st->eng, job, st->grid_h, st->grid_w, error);
     if (!st->prompt || !check_fits(st, error)) return false;
     if (!emit_event) return true;
     if (!hyocr_job_stage_done(st, &st->res->timings.preprocess_ms, error)) return false;
@@ -857,12 +879,10 @@ bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr
     g_return_val_if_fail(eng != NULL && job != NULL && out != NULL, false);
     const hyocr_config *cfg = hyocr_checkpoint_config(eng->ck);
     job_state st = { .eng = eng, .job = job };
-    g_autofree char *text = NULL;
     g_autoptr(hyocr_prompt) prompt = NULL;
     bool ok = validate_job(job, error) && load_image(&st, error) &&
               grid_for(cfg, st.img->width, st.img->height, &st.grid_h, &st.grid_w, error) &&
-              (text = hyocr_task_prompt(job->task, cfg->version, job->fields, job->custom_prompt, error)) &&
-              (prompt = hyocr_prompt_build(eng->tok, cfg, text, st.grid_h, st.grid_w, error));
+              (prompt = job_prompt(eng, job, st.grid_h, st.grid_w, error));
     if (ok) {
         st.prompt = prompt;
         engine_plan(eng, &st, st.grid_h, st.grid_w, prompt->n, job->max_new_tokens, out);

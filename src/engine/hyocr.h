@@ -96,6 +96,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_engine, hyocr_engine_free)
 
 const hyocr_config *hyocr_engine_config(const hyocr_engine *eng);
 const char         *hyocr_engine_backend_name(const hyocr_engine *eng);
+/* A conversation as the release's chat template renders it (prompt.h,
+ * hyocr_chat_render), for hyocr_job_params.rendered_chat; *n_images gets its
+ * image parts (a job takes exactly one). Thread-safe. */
+char               *hyocr_engine_render_chat(hyocr_engine *eng, const hyocr_chat_message *msgs, int n_msgs,
+                                             int *n_images, GError **error);
 
 typedef enum {
     HYOCR_EVENT_PREPROCESS,   /* image decoded, pixels and prompt ready (prompt, pixels set) */
@@ -131,11 +136,14 @@ typedef void (*hyocr_event_fn)(const hyocr_event *ev, void *user_data);
 typedef void (*hyocr_logits_fn)(const float *logits, int n_vocab, int step, void *user_data);
 
 typedef struct {
-    const char         *image_path;        /* either a file … */
-    const hyocr_image  *image;             /* … or decoded RGB (not taken over) */
+    const char         *image_path;        /* either a file (its name in messages with image_data) … */
+    const hyocr_image  *image;             /* … or decoded RGB (not taken over) … */
+    GBytes             *image_data;        /* … or an encoded image in any format hyocr reads (referenced) */
     hyocr_task          task;
     const char *const  *fields;            /* EXTRACT_FIELDS: NULL-terminated */
     const char         *custom_prompt;     /* CUSTOM: the whole prompt text */
+    const char         *rendered_chat;     /* instead of the task: a conversation holding the one image, as
+                                            * hyocr_engine_render_chat renders it */
     int                 max_new_tokens;    /* default 8192 */
     float               temperature;       /* ≤ 0: greedy (default) */
     int                 top_k;
@@ -236,9 +244,10 @@ typedef struct hyocr_request hyocr_request;   /* a submitted job: reference-coun
 /* Thread-safe, also from a job's callback: queues a job behind those submitted
  * before (FIFO); the engine's thread admits it between decode steps, so it joins
  * the jobs decoding now when memory allows. Its events come on the engine's
- * thread. The strings of params (image_path, fields, custom_prompt) are copied;
- * image, the callbacks' data and cancellable must stay valid until the job has
- * ended (its DONE, ERROR or CANCELLED event; hyocr_request_wait returns then).
+ * thread. The strings of params (image_path, fields, custom_prompt,
+ * rendered_chat) are copied and image_data and cancellable referenced; image
+ * and the callbacks' data must stay valid until the job has ended (its DONE,
+ * ERROR or CANCELLED event; hyocr_request_wait returns then).
  * Fails with HYOCR_ERROR_BUSY when max_queue jobs wait for admission already,
  * or HYOCR_ERROR_CANCELLED when the engine is being freed. */
 hyocr_request *hyocr_engine_submit(hyocr_engine *eng, const hyocr_job_params *params, GError **error);

@@ -1,4 +1,4 @@
-/* hyocr — task presets and the prompt for one image + one task. */
+/* hyocr — task presets, the chat template, and the prompt for one image. */
 #include "prompt.h"
 #include "error.h"
 #include "i18n.h"
@@ -7,8 +7,9 @@
 
 /* Literal pieces of Tencent's chat template (spec §3.6). They are the template's
  * text, not ids: ids always come from the tokenizer. */
-#define TEMPLATE_SYSTEM_END "<｜hy_place▁holder▁no▁3｜>"
-#define TEMPLATE_USER_END   "<｜hy_User｜>"
+#define TEMPLATE_SYSTEM_END    "<｜hy_place▁holder▁no▁3｜>"
+#define TEMPLATE_USER_END      "<｜hy_User｜>"
+#define TEMPLATE_ASSISTANT_END "<｜hy_Assistant｜>"
 
 typedef struct {
     const char *name;
@@ -140,33 +141,93 @@ static const char *config_token(const hyocr_tokenizer *tok, int32_t id, const ch
     return s;
 }
 
-/* Renders the template with the image placeholder already expanded, as the
- * processor does (text-level replacement before tokenization). */
-static char *render(const hyocr_tokenizer *tok, const hyocr_config *cfg, const char *text,
-                    int n_image, GError **error)
+typedef struct {
+    const char *bos, *im_start, *im_end, *image;
+} template_tokens;
+
+static bool template_tokens_get(const hyocr_tokenizer *tok, const hyocr_config *cfg, template_tokens *t,
+                                GError **error)
 {
-    const char *bos = cfg->bos_token ? cfg->bos_token : config_token(tok, cfg->bos_id, "bos_token_id", error);
-    if (!bos) return NULL;
-    const char *im_start = config_token(tok, cfg->im_start_id, "im_start_id", error);
-    const char *im_end = im_start ? config_token(tok, cfg->im_end_id, "im_end_id", error) : NULL;
-    const char *image = im_end ? config_token(tok, cfg->image_token_id, "image_token_id", error) : NULL;
-    if (!image) return NULL;
-    GString *s = g_string_sized_new(strlen(text) + (size_t)n_image * strlen(image) + 256);
-    g_string_append(s, bos);
-    g_string_append(s, TEMPLATE_SYSTEM_END);   /* the empty system message of Tencent's scripts */
-    g_string_append(s, im_start);
-    for (int i = 0; i < n_image; i++) g_string_append(s, image);
-    g_string_append(s, im_end);
-    g_string_append(s, text);
-    g_string_append(s, TEMPLATE_USER_END);
+    int32_t id;
+    t->bos = cfg->bos_token ? cfg->bos_token : config_token(tok, cfg->bos_id, "bos_token_id", error);
+    t->im_start = t->bos ? config_token(tok, cfg->im_start_id, "im_start_id", error) : NULL;
+    t->im_end = t->im_start ? config_token(tok, cfg->im_end_id, "im_end_id", error) : NULL;
+    t->image = t->im_end ? config_token(tok, cfg->image_token_id, "image_token_id", error) : NULL;
+    return t->image && lookup_special(tok, TEMPLATE_SYSTEM_END, "system-end", &id, error) &&
+           lookup_special(tok, TEMPLATE_USER_END, "user-end", &id, error) &&
+           lookup_special(tok, TEMPLATE_ASSISTANT_END, "assistant-end", &id, error);
+}
+
+/* The template takes a system message's string, else its first part's text
+ * (nothing when that part is an image). */
+static const char *system_text(const hyocr_chat_message *m)
+{
+    if (m->content) return m->content;
+    return m->n_parts > 0 && m->parts[0].text ? m->parts[0].text : "";
+}
+
+/* A message's string or its parts in order; images only when n_images is given
+ * (the template prints an assistant's content as text). */
+static void render_content(GString *s, const template_tokens *t, const hyocr_chat_message *m, int *n_images)
+{
+    if (m->content) {
+        g_string_append(s, m->content);
+        return;
+    }
+    for (int i = 0; i < m->n_parts; i++) {
+        if (m->parts[i].text) {
+            g_string_append(s, m->parts[i].text);
+        } else if (n_images) {
+            g_string_append(s, t->im_start);
+            g_string_append(s, t->image);
+            g_string_append(s, t->im_end);
+            (*n_images)++;
+        }
+    }
+}
+
+char *hyocr_chat_render(const hyocr_tokenizer *tok, const hyocr_config *cfg, const hyocr_chat_message *msgs,
+                        int n_msgs, int *n_images, GError **error)
+{
+    template_tokens t;
+    if (!template_tokens_get(tok, cfg, &t, error)) return NULL;
+    int images = 0, first = 0;
+    GString *s = g_string_new(t.bos);
+    if (n_msgs > 0 && msgs[0].role == HYOCR_CHAT_SYSTEM) {
+        g_string_append(s, system_text(&msgs[0]));
+        g_string_append(s, TEMPLATE_SYSTEM_END);
+        first = 1;
+    }
+    for (int i = first; i < n_msgs; i++) {
+        if (msgs[i].role == HYOCR_CHAT_USER) {
+            render_content(s, &t, &msgs[i], &images);
+            g_string_append(s, TEMPLATE_USER_END);
+        } else if (msgs[i].role == HYOCR_CHAT_ASSISTANT) {
+            render_content(s, &t, &msgs[i], NULL);
+            g_string_append(s, TEMPLATE_ASSISTANT_END);
+        }
+    }
+    if (n_images) *n_images = images;
     return g_string_free(s, FALSE);
 }
 
-static bool check_specials(const hyocr_tokenizer *tok, GError **error)
+/* The processor's text-level expansion of the one image token into n copies. */
+static char *expand_image(const char *rendered, const char *image, int n, GError **error)
 {
-    int32_t id;
-    return lookup_special(tok, TEMPLATE_SYSTEM_END, "system-end", &id, error) &&
-           lookup_special(tok, TEMPLATE_USER_END, "user-end", &id, error);
+    size_t len = strlen(image);
+    const char *at = strstr(rendered, image);
+    int count = 0;
+    for (const char *p = at; p; p = strstr(p + len, image)) count++;
+    if (count != 1) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
+                    "the conversation holds %d image tokens; hyocr reads exactly one image", count);
+        return NULL;
+    }
+    GString *s = g_string_sized_new(strlen(rendered) + (size_t)n * len);
+    g_string_append_len(s, rendered, at - rendered);
+    for (int i = 0; i < n; i++) g_string_append_len(s, image, (gssize)len);
+    g_string_append(s, at + len);
+    return g_string_free(s, FALSE);
 }
 
 /* XD-RoPE positions (spec §5.4.3): sequence index on every axis, except the image
@@ -198,8 +259,8 @@ static int find_image_span(const hyocr_prompt *p, int32_t image_id, int *count)
     return start;
 }
 
-hyocr_prompt *hyocr_prompt_build(const hyocr_tokenizer *tok, const hyocr_config *cfg,
-                                 const char *text, int grid_h, int grid_w, GError **error)
+hyocr_prompt *hyocr_prompt_build_rendered(const hyocr_tokenizer *tok, const hyocr_config *cfg,
+                                          const char *rendered, int grid_h, int grid_w, GError **error)
 {
     int merge = cfg->vision.spatial_merge_size > 0 ? cfg->vision.spatial_merge_size : 2;
     if (grid_h <= 0 || grid_w <= 0 || grid_h % merge || grid_w % merge) {
@@ -207,14 +268,15 @@ hyocr_prompt *hyocr_prompt_build(const hyocr_tokenizer *tok, const hyocr_config 
                     "image grid %d×%d is not a positive multiple of the merge size %d", grid_h, grid_w, merge);
         return NULL;
     }
-    if (!check_specials(tok, error)) return NULL;
+    template_tokens t;
+    if (!template_tokens_get(tok, cfg, &t, error)) return NULL;
     int hm = grid_h / merge, wm = grid_w / merge;
     int n_image = hm * (wm + 1) + 2;
-    g_autofree char *rendered = render(tok, cfg, text, n_image, error);
-    if (!rendered) return NULL;
+    g_autofree char *expanded = expand_image(rendered, t.image, n_image, error);
+    if (!expanded) return NULL;
 
     g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    hyocr_tokenizer_encode(tok, rendered, -1, ids);
+    hyocr_tokenizer_encode(tok, expanded, -1, ids);
     hyocr_prompt *p = g_new0(hyocr_prompt, 1);
     p->n = (int)ids->len;
     p->ids = (int32_t *)g_array_free(g_steal_pointer(&ids), FALSE);
@@ -225,7 +287,7 @@ hyocr_prompt *hyocr_prompt_build(const hyocr_tokenizer *tok, const hyocr_config 
     p->image_start = find_image_span(p, cfg->image_token_id, &count);
     p->n_image = count;
     if (count != n_image) {
-        /* The task text itself contained image tokens, or the tokenizer merged them. */
+        /* The tokenizer merged the image tokens with the text around them. */
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
                     "the prompt holds %d image tokens where the image needs %d; "
                     "remove special tokens from the task text", count, n_image);
@@ -234,6 +296,18 @@ hyocr_prompt *hyocr_prompt_build(const hyocr_tokenizer *tok, const hyocr_config 
     }
     fill_positions(p);
     return p;
+}
+
+hyocr_prompt *hyocr_prompt_build(const hyocr_tokenizer *tok, const hyocr_config *cfg,
+                                 const char *text, int grid_h, int grid_w, GError **error)
+{
+    const hyocr_chat_part parts[] = { { NULL }, { text } };
+    const hyocr_chat_message msgs[] = {
+        { .role = HYOCR_CHAT_SYSTEM, .content = "" },   /* the empty system message of Tencent's scripts */
+        { .role = HYOCR_CHAT_USER, .parts = parts, .n_parts = 2 },
+    };
+    g_autofree char *rendered = hyocr_chat_render(tok, cfg, msgs, 2, NULL, error);
+    return rendered ? hyocr_prompt_build_rendered(tok, cfg, rendered, grid_h, grid_w, error) : NULL;
 }
 
 void hyocr_prompt_free(hyocr_prompt *p)
