@@ -12,6 +12,7 @@
  * the job, never the process. */
 #pragma once
 #include "config.h"
+#include "hyocr-types.h"
 #include "safetensors.h"
 #include <glib.h>
 #include <stdbool.h>
@@ -30,17 +31,6 @@ typedef enum {
     HYOCR_BUF_WEIGHT,   /* weights: converted once at upload */
     HYOCR_BUF_KV,       /* paged KV cache storage */
 } hyocr_buf_kind;
-
-typedef enum {
-    HYOCR_BACKEND_CPU,
-    HYOCR_BACKEND_CUDA,
-} hyocr_backend_kind;
-
-typedef enum {
-    HYOCR_COMPUTE_F32,   /* CPU */
-    HYOCR_COMPUTE_F16,
-    HYOCR_COMPUTE_BF16,
-} hyocr_compute_dtype;
 
 /* Backends allocate these (possibly inside a larger struct of their own). */
 struct hyocr_buf {
@@ -93,16 +83,6 @@ typedef struct {
     float  pad_;
     double u;
 } hyocr_pick_draw;
-
-typedef struct {
-    int64_t total;          /* device (or system RAM) total, bytes */
-    int64_t free;           /* device (or system) free, bytes */
-    int64_t weights;        /* this process: weights */
-    int64_t kv_reserved;    /* KV pool allocated */
-    int64_t kv_used;        /* KV blocks in use × block bytes (filled by the engine) */
-    int64_t workspace;      /* activations / scratch currently allocated */
-    int64_t peak;           /* high-water mark of everything this backend allocated */
-} hyocr_mem_info;
 
 typedef struct {
     const char *name;

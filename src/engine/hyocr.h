@@ -29,8 +29,8 @@
  * submit jobs and wait for them. There is no global state: several engines may
  * coexist. */
 #pragma once
-#include "backend.h"
 #include "config.h"
+#include "hyocr-types.h"
 #include "image.h"
 #include "memplan.h"
 #include "prompt.h"

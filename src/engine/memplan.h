@@ -12,8 +12,8 @@
  * decode over the KV pool. Its peak is weights + backend scratch + the larger
  * phase. */
 #pragma once
-#include "backend.h"
 #include "config.h"
+#include "hyocr-types.h"
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
