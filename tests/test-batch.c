@@ -8,6 +8,7 @@
  * steps; cancelling one frees its KV blocks within a step; the queue is bounded;
  * many threads submit at once; freeing the engine ends what it still holds. */
 #include "error.h"
+#include "hyocr-build-config.h"
 #include "hyocr.h"
 #include "model.h"
 #include "testutil.h"
@@ -15,6 +16,12 @@
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
+#if HYOCR_HAVE_TIFF
+#include <tiffio.h>
+#endif
+#if HYOCR_HAVE_PDF
+#include <cairo-pdf.h>
+#endif
 
 #define CKPT    "ckpt-flat"
 #define MAX_NEW 48
@@ -612,6 +619,144 @@ static void test_bad_image_among_good(void)
     job_set_clear(&s);
     hyocr_test_rmdir(tmp);
 }
+
+#if HYOCR_HAVE_TIFF
+static void tiff_page_rgb(TIFF *t, const hyocr_image *img)
+{
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, img->width);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, img->height);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 3);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_RGB);
+    TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_LZW);
+    TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    for (int y = 0; y < img->height; y++)
+        g_assert_cmpint(TIFFWriteScanline(t, img->rgb + (size_t)y * img->width * 3, (uint32_t)y, 0), ==, 1);
+    g_assert_true(TIFFWriteDirectory(t));
+}
+
+/* Floating-point samples: a page libtiff's RGBA interface refuses. */
+static void tiff_page_float(TIFF *t)
+{
+    float px[16 * 8] = { 0 };
+    TIFFSetField(t, TIFFTAG_IMAGEWIDTH, 16);
+    TIFFSetField(t, TIFFTAG_IMAGELENGTH, 8);
+    TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, 32);
+    TIFFSetField(t, TIFFTAG_SAMPLEFORMAT, SAMPLEFORMAT_IEEEFP);
+    TIFFSetField(t, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    for (int y = 0; y < 8; y++) g_assert_cmpint(TIFFWriteScanline(t, px + y * 16, (uint32_t)y, 0), ==, 1);
+    g_assert_true(TIFFWriteDirectory(t));
+}
+
+/* A document's pages as jobs: a 4-page TIFF holding the reference images (lossless, so the
+ * very same pixels) and a page that cannot be read. Each readable page gives the reference
+ * tokens; the unreadable one fails with its page named, and the others finish. */
+static void test_document_pages(void)
+{
+    if (!require_fixtures()) return;
+    g_autofree char *tmp = hyocr_test_tmpdir();
+    g_autofree char *path = g_build_filename(tmp, "scan.tif", NULL);
+    TIFF *t = TIFFOpen(path, "w");
+    static const int page_case[4] = { 0, -1, 2, 1 };
+    for (int p = 0; p < 4; p++) {
+        if (page_case[p] < 0) {
+            tiff_page_float(t);
+            continue;
+        }
+        g_autofree char *png = hyocr_test_data("images", cases[page_case[p]].image, NULL);
+        g_autoptr(hyocr_image) img = hyocr_image_load(png, NULL, NULL);
+        g_assert_nonnull(img);
+        tiff_page_rgb(t, img);
+    }
+    TIFFClose(t);
+    g_autoptr(hyocr_document) doc = hyocr_document_open(path, NULL, NULL);
+    g_assert_nonnull(doc);
+    g_assert_cmpint(hyocr_document_n_pages(doc), ==, 4);
+
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    job_set s;
+    job_set_init(&s, 4);
+    char *names[4];
+    for (int p = 0; p < 4; p++) {
+        int c = page_case[p] < 0 ? 0 : page_case[p];
+        s.jp[p].image_path = NULL;
+        s.jp[p].document = doc;
+        s.jp[p].page = p;
+        s.jp[p].task = cases[c].task;
+        names[p] = g_strdup_printf("scan.tif, page %d", p + 1);
+        s.jp[p].name = names[p];
+    }
+    run_set(eng, &s);
+    g_assert_error(s.res[1].error, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
+    g_assert_nonnull(strstr(s.res[1].error->message, "scan.tif, page 2: unsupported TIFF"));
+    for (int p = 0; p < 4; p++) {
+        if (page_case[p] < 0) continue;
+        g_assert_no_error(s.res[p].error);
+        g_autoptr(GArray) want = reference_ids(page_case[p]);
+        assert_ids(s.res[p].token_ids, want);
+        check_event_order(&s.rec[p], HYOCR_EVENT_DONE);
+    }
+    for (int p = 0; p < 4; p++) g_free(names[p]);
+    job_set_clear(&s);
+    hyocr_test_rmdir(tmp);
+}
+#endif
+
+#if HYOCR_HAVE_PDF
+/* A PDF page is rendered to the model's pixel budget (the fixture's max_pixels is 25 600):
+ * the job sees exactly what hyocr_document_render gives under that budget, and the planning
+ * of a queue of pages learns their size without rendering them. */
+static void test_pdf_page_budget(void)
+{
+    if (!require_fixtures()) return;
+    g_autofree char *tmp = hyocr_test_tmpdir();
+    g_autofree char *path = g_build_filename(tmp, "a4.pdf", NULL);
+    cairo_surface_t *surf = cairo_pdf_surface_create(path, 595, 842);
+    cairo_t *cr = cairo_create(surf);
+    for (int p = 0; p < 2; p++) {
+        cairo_set_source_rgb(cr, 0, 0, 0);
+        cairo_rectangle(cr, 60 + 100 * p, 80, 300, 40);
+        cairo_fill(cr);
+        cairo_show_page(cr);
+    }
+    cairo_destroy(cr);
+    cairo_surface_destroy(surf);
+    g_autoptr(hyocr_document) doc = hyocr_document_open(path, NULL, NULL);
+    g_assert_nonnull(doc);
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    const hyocr_config *cfg = hyocr_engine_config(eng);
+    hyocr_render_options ro = { .max_pixels = cfg->processor.max_pixels };
+    g_autoptr(hyocr_image) page2 = hyocr_document_render(doc, 1, &ro, NULL);
+    g_assert_nonnull(page2);
+    g_assert_cmpint((int64_t)page2->width * page2->height, <=, cfg->processor.max_pixels);
+
+    job_set s;
+    job_set_init(&s, 3);
+    for (int i = 0; i < 3; i++) {
+        s.jp[i].image_path = NULL;
+        s.jp[i].task = HYOCR_TASK_RECOGNIZE;
+    }
+    s.jp[0].document = doc;
+    s.jp[0].page = 1;
+    s.jp[1].image = page2;
+    s.jp[2].document = doc;
+    s.jp[2].page = 2;   /* past the end: named in the error */
+    run_set(eng, &s);
+    g_assert_no_error(s.res[0].error);
+    g_assert_no_error(s.res[1].error);
+    g_assert_cmpint(s.res[0].image_width, ==, page2->width);
+    g_assert_cmpint(s.res[0].image_height, ==, page2->height);
+    assert_ids(s.res[0].token_ids, s.res[1].token_ids);
+    g_assert_error(s.res[2].error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(s.res[2].error->message, "a4.pdf: there is no page 3 (the document has 2 pages)"));
+    hyocr_memplan plan;
+    g_assert_true(hyocr_engine_plan_job(eng, &s.jp[0], &plan, NULL));
+    g_assert_cmpint(plan.image_width, ==, page2->width);
+    job_set_clear(&s);
+    hyocr_test_rmdir(tmp);
+}
+#endif
 
 /* One job's cancellable stops that job alone. */
 static void test_cancel_one(void)
@@ -1318,6 +1463,12 @@ int main(int argc, char **argv)
     g_test_add_func("/batch/budget-preempts", test_budget_preempts);
     g_test_add_func("/batch/vision-offload", test_vision_offload);
     g_test_add_func("/batch/bad-image", test_bad_image_among_good);
+#if HYOCR_HAVE_TIFF
+    g_test_add_func("/batch/document-pages", test_document_pages);
+#endif
+#if HYOCR_HAVE_PDF
+    g_test_add_func("/batch/pdf-page-budget", test_pdf_page_budget);
+#endif
     g_test_add_func("/batch/cancel-one", test_cancel_one);
     g_test_add_func("/batch/cancel-all", test_cancel_all);
     g_test_add_func("/batch/nonfinite-logits", test_nonfinite_logits);

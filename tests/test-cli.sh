@@ -198,6 +198,72 @@ check "memory refusal: --max-new-tokens $max_new then fits" quiet "$HYOCR" run -
 # weights over the limit: refused at load, with a limit that would do
 expect 1 "weights .* pass --gpu-memory-limit [0-9]+M or more" -- "$HYOCR" run "${tight[@]}" --gpu-memory-limit 1000K
 expect 1 "extract_fields needs .*--fields" -- "$HYOCR" run "${many[@]}" --image "$one" --task extract_fields
+
+# documents: a PDF's pages are jobs, --pages selects, a folder mixes formats (names that lie are
+# read by their content), an encrypted PDF takes --password-file
+make_pdf() {   # make_pdf OUT N: N pages of 300×200 pt, page k with a bar at a different place
+    python3 - "$1" "$2" <<'PY'
+import sys
+out, n = sys.argv[1], int(sys.argv[2])
+objs = [b"<< /Type /Catalog /Pages 2 0 R >>", None]
+kids = []
+for k in range(n):
+    content = b"0 0 0 rg %d 80 120 30 re f" % (20 + 40 * k)
+    objs.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
+    objs.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents %d 0 R >>" % len(objs))
+    kids.append(b"%d 0 R" % len(objs))
+objs[1] = b"<< /Type /Pages /Kids [" + b" ".join(kids) + b"] /Count %d >>" % n
+pdf, offs = bytearray(b"%PDF-1.4\n"), []
+for i, o in enumerate(objs):
+    offs.append(len(pdf))
+    pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
+x = len(pdf)
+pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+pdf += b"".join(b"%010d 00000 n \n" % o for o in offs)
+pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, x)
+open(out, "wb").write(pdf)
+PY
+}
+make_pdf "$tmp/scan.pdf" 3
+"$HYOCR" run "${many[@]}" --format jsonl "$tmp/scan.pdf" >"$tmp/scan.jsonl" 2>"$tmp/scan.err"
+check "run a 3-page PDF exits 0" test $? -eq 0
+check "run a 3-page PDF: 3 jobs" grep -q "3 jobs (0 failed)" "$tmp/scan.err"
+check "run a 3-page PDF: no progress lines when stderr is not a terminal" test "$(grep -c '\[1/3\]' "$tmp/scan.err")" -eq 0
+"$HYOCR" run "${many[@]}" --format jsonl --pages 3,2 "$tmp/scan.pdf" >"$tmp/sel.jsonl" 2>/dev/null
+python3 - "$tmp/scan.jsonl" "$tmp/sel.jsonl" "$tmp/scan.pdf" <<'PY' >"$tmp/py.log" 2>&1
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+sel = [json.loads(l) for l in open(sys.argv[2], encoding="utf-8")]
+assert [r["page"] for r in rows] == [1, 2, 3], rows
+assert all(r["image"] == sys.argv[3] and "error" not in r and r["token_ids"] for r in rows), rows
+assert [r["page"] for r in sel] == [3, 2], sel
+assert sel[0]["token_ids"] == rows[2]["token_ids"] and sel[1]["token_ids"] == rows[1]["token_ids"]
+PY
+check "run a PDF: a JSON line per page; --pages 3,2 gives those pages, same tokens" test $? -eq 0 || cat "$tmp/py.log"
+expect 1 "scan.pdf: pages “5”: page 5 is past the end of the document \(3 pages\)" -- "$HYOCR" run "${many[@]}" --pages 5 "$tmp/scan.pdf"
+expect 1 "pages “2-1”: the range 2-1 runs backwards" -- "$HYOCR" run "${many[@]}" --pages 2-1 "$tmp/scan.pdf"
+script -qec "'$HYOCR' run --model '$flat' --device cpu --max-new-tokens 4 '$tmp/scan.pdf' >/dev/null" /dev/null >"$tmp/tty.txt" 2>&1
+check "run a PDF with stderr on a terminal: a progress line per page" test "$(grep -cE '\[[123]/3\] .*scan.pdf, page [123]: done, [0-9]+ tokens' "$tmp/tty.txt")" -eq 3
+mkdir -p "$tmp/mixed"
+cp "$one" "$tmp/mixed/a.png"
+cp "$tmp/scan.pdf" "$tmp/mixed/b.pdf"
+make_pdf "$tmp/mixed/c.jpg" 2          # a PDF named .jpg: read as the PDF it is
+"$HYOCR" run "${many[@]}" --format jsonl "$tmp/mixed" >"$tmp/mixed.jsonl" 2>"$tmp/mixed.err"
+check "run a folder of mixed formats: 1 + 3 + 2 pages" grep -q "6 jobs (0 failed)" "$tmp/mixed.err"
+if command -v qpdf >/dev/null; then
+    qpdf --encrypt open-sesame owner 256 -- "$tmp/scan.pdf" "$tmp/secret.pdf"
+    expect 1 "secret.pdf: the PDF is encrypted and needs a password to open \(give the password in a file with --password-file FILE\)" -- "$HYOCR" run "${many[@]}" "$tmp/secret.pdf"
+    printf 'wrong\n' >"$tmp/wrong.txt"; printf 'open-sesame\n' >"$tmp/right.txt"
+    expect 1 "the password given does not open this encrypted PDF" -- "$HYOCR" run "${many[@]}" --password-file "$tmp/wrong.txt" "$tmp/secret.pdf"
+    expect 1 "--password-file .*nope.txt" -- "$HYOCR" run "${many[@]}" --password-file "$tmp/nope.txt" "$tmp/secret.pdf"
+    "$HYOCR" run "${many[@]}" --format jsonl --password-file "$tmp/right.txt" --pages 2 "$tmp/secret.pdf" "$tmp/scan.pdf" >"$tmp/secret.jsonl" 2>/dev/null
+    check "run an encrypted PDF with --password-file: same tokens as the plain one" python3 -c "
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+assert len(r) == 2 and r[0]['token_ids'] == r[1]['token_ids'] and r[0]['page'] == 2, r" "$tmp/secret.jsonl"
+else
+    echo "# SKIP encrypted PDF: qpdf not installed (Debian package qpdf)"
+fi
 expect 1 "single image" -- "$HYOCR" run "${many[@]}" --image "$one" --image "$two" --dump "$tmp/d"
 expect 1 "no image or document hyocr reads" -- "$HYOCR" run "${many[@]}" "$tmp/broken"
 

@@ -2,6 +2,7 @@
  * process exit status and prints errors to stderr. */
 #pragma once
 #include <glib.h>
+#include "document.h"
 #include "image.h"
 #include "prompt.h"
 
@@ -20,3 +21,28 @@ gboolean        hyocr_cli_parse(GOptionContext *ctx, int *argc, char ***argv);
 
 /* Shared by prepare and run: writes input_ids.txt, position_ids.txt, grid_thw.txt, pixel_values.f32. */
 gboolean hyocr_cli_dump_inputs(const char *dir, const hyocr_prompt *prompt, const hyocr_pixels *px, GError **error);
+
+/* inputs.c: the pages one run reads. */
+#define HYOCR_CLI_MAX_JOBS 100000
+
+typedef struct {
+    char           *path;      /* the file */
+    hyocr_document *doc;       /* NULL when it could not be opened (error says why) */
+    int             page;      /* 0-based */
+    int             n_pages;   /* of its document */
+    char           *label;     /* how output and messages name it: "scan.pdf, page 3" */
+    GError         *error;
+} hyocr_cli_page;
+
+typedef struct {
+    char      **images;     /* --image values */
+    char      **rest;       /* files and folders after the options */
+    const char *pages;      /* --pages, for documents of several pages; NULL = all */
+    const char *password;   /* for encrypted PDFs */
+    int         repeat;
+} hyocr_cli_inputs;
+
+void       hyocr_cli_page_free(hyocr_cli_page *p);
+/* hyocr_cli_page, in order; NULL with error set for a bad folder, a page selection a document
+ * cannot satisfy, or too many jobs. */
+GPtrArray *hyocr_cli_collect_pages(const hyocr_cli_inputs *in, GError **error);

@@ -1,9 +1,10 @@
 /* hyocr run — OCR one image: text streams to stdout as it is generated, or one
  * JSON object at the end; --dump writes the model inputs and the logits.
- * Several images (repeated --image, files or folders after the options,
- * --repeat) run as one continuously batched run: each text is printed when its
- * job ends, JSON comes as an array (or JSON lines), and a summary line with the
- * aggregate tokens/s goes to stderr. */
+ * Several pages (repeated --image, files or folders after the options, the pages
+ * of a PDF or TIFF, --repeat) run as one continuously batched run: each text is
+ * printed when its job ends, JSON comes as an array (or JSON lines), a progress
+ * line per page goes to stderr when it is a terminal, and a summary line with the
+ * aggregate tokens/s ends the run. */
 #include "cli.h"
 #include "error.h"
 #include "document.h"
@@ -16,9 +17,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     char    *model, *task, *prompt, *device, *format, *dump, *rope, *posemb, *dtype, *mem_limit;
+    char    *pages, *password_file, *password;
     char   **fields, **images, **rest;
     int      max_new_tokens, threads, max_side, top_k, max_model_len, max_batch, repeat;
     double   temperature, top_p, repetition_penalty, swap_gib;
@@ -96,7 +99,10 @@ static char *refusal_words(const hyocr_memplan *plan, const char *model)
 static char *error_words(const GError *err, const char *model)
 {
     const hyocr_memplan *plan = hyocr_error_get_memplan(err);
-    return plan ? refusal_words(plan, model) : g_strdup(err->message);
+    if (plan) return refusal_words(plan, model);
+    if (g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_PASSWORD))
+        return g_strdup_printf(_("%s (give the password in a file with --password-file FILE)"), err->message);
+    return g_strdup(err->message);
 }
 
 /* Warnings only (e.g. the CUDA → CPU fallback); info lines would be noise. */
@@ -205,6 +211,10 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "swap-space", 0, 0, G_OPTION_ARG_DOUBLE, &o->swap_gib,
           N_("Several images: GiB of host memory for the KV cache of preempted jobs (0 = recompute them)"), "GIB" },
         { "repeat", 0, 0, G_OPTION_ARG_INT, &o->repeat, N_("Run every image N times, as N jobs (benchmarks)"), "N" },
+        { "pages", 0, 0, G_OPTION_ARG_STRING, &o->pages,
+          N_("Pages of each PDF or TIFF to read, as 1-3,7 or 5- (default: all)"), "PAGES" },
+        { "password-file", 0, 0, G_OPTION_ARG_FILENAME, &o->password_file,
+          N_("Encrypted PDFs: read the password from the first line of FILE"), "FILE" },
         { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->rest, NULL, NULL },
         { NULL },
     };
@@ -415,13 +425,19 @@ static char *json_escape_leftover_controls(const char *json)
     return g_string_free(out, FALSE);
 }
 
-/* One result as a JSON object; image and error only for several images. */
-static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job_result *r, const char *image)
+/* One result as a JSON object; image and error only for several images, page (1-based) only
+ * for a page of a document of several. */
+static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job_result *r, const char *image,
+                        int page)
 {
     json_builder_begin_object(b);
     if (image) {
         json_builder_set_member_name(b, "image");
         json_builder_add_string_value(b, image);
+    }
+    if (page > 0) {
+        json_builder_set_member_name(b, "page");
+        json_builder_add_int_value(b, page);
     }
     if (r->error) {
         g_autofree char *words = error_words(r->error, NULL);
@@ -473,7 +489,7 @@ static void print_node(JsonBuilder *b, bool pretty)
 static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
-    json_result(b, eng, r, NULL);
+    json_result(b, eng, r, NULL, 0);
     print_node(b, true);
 }
 
@@ -491,6 +507,10 @@ static void run_opts_clear(run_opts *o)
     g_free(o->dump);
     g_free(o->rope);
     g_free(o->posemb);
+    g_free(o->pages);
+    g_free(o->password_file);
+    if (o->password) memset(o->password, 0, strlen(o->password));
+    g_free(o->password);
     g_strfreev(o->fields);
 }
 
@@ -518,13 +538,15 @@ static bool run_job(run_ctx *ctx, hyocr_job_params *jp, hyocr_job_result *res, G
     return ok;
 }
 
-static bool cmd_run(run_opts *o, const char *image, hyocr_job_result *res, GError **error)
+static bool cmd_run(run_opts *o, const hyocr_cli_page *pg, hyocr_job_result *res, GError **error)
 {
     hyocr_engine_params ep;
     hyocr_job_params jp;
     g_auto(GStrv) fields = NULL;
     if (!fill_engine(o, &ep, error) || !fill_job(o, &jp, &fields, error)) return false;
-    jp.image_path = image;
+    jp.document = pg->doc;
+    jp.page = pg->page;
+    jp.name = pg->label;
     g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, error);
     if (!eng) return false;
 
@@ -546,87 +568,52 @@ static bool cmd_run(run_opts *o, const char *image, hyocr_job_result *res, GErro
     return ok;
 }
 
-/* ---- several images: one batched run ---------------------------------------------- */
+/* ---- several pages: one batched run ---------------------------------------------- */
 
-static int cmp_str(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The files of a folder whose names say a readable format (document.h), by name. */
-static bool add_folder(const char *dir, GPtrArray *out, GError **error)
-{
-    g_autoptr(GDir) d = g_dir_open(dir, 0, error);
-    if (!d) return false;
-    g_autoptr(GPtrArray) found = g_ptr_array_new_with_free_func(g_free);
-    const char *name;
-    while ((name = g_dir_read_name(d)))
-        if (hyocr_format_name_matches(name)) g_ptr_array_add(found, g_build_filename(dir, name, NULL));
-    if (found->len == 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: the folder holds no image or document hyocr reads"),
-                    dir);
-        return false;
-    }
-    g_ptr_array_sort(found, cmp_str);
-    for (guint i = 0; i < found->len; i++) g_ptr_array_add(out, g_strdup(found->pdata[i]));
-    return true;
-}
-
-static bool add_inputs(char **paths, GPtrArray *out, GError **error)
-{
-    for (char **p = paths; p && *p; p++) {
-        if (g_file_test(*p, G_FILE_TEST_IS_DIR)) {
-            if (!add_folder(*p, out, error)) return false;
-        } else {
-            g_ptr_array_add(out, g_strdup(*p));
-        }
-    }
-    return true;
-}
-
-#define MAX_JOBS 100000
-
-/* --image values, then the files and folders after the options, each --repeat times. */
-static bool collect_images(const run_opts *o, GPtrArray *out, GError **error)
-{
-    g_autoptr(GPtrArray) once = g_ptr_array_new_with_free_func(g_free);
-    if (!add_inputs(o->images, once, error) || !add_inputs(o->rest, once, error)) return false;
-    int repeat = MAX(o->repeat, 1);
-    /* every job keeps its result (text, ids) until the run ends */
-    if ((int64_t)once->len * repeat > MAX_JOBS) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("%u image(s) × --repeat %d make more than the %d jobs one run takes; split the run"),
-                    once->len, repeat, MAX_JOBS);
-        return false;
-    }
-    for (guint i = 0; i < once->len; i++)
-        for (int r = 0; r < repeat; r++) g_ptr_array_add(out, g_strdup(once->pdata[i]));
-    if (out->len > 1 && o->dump) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--dump takes a single image"));
-        return false;
-    }
-    return true;
-}
+/* A progress line per page on stderr, when it is a terminal (a log file gets the summary). */
+typedef struct {
+    bool   on;
+    guint  done, total;
+} progress;
 
 typedef struct {
-    bool        text;    /* print each text when its job ends */
-    const char *image;
+    bool                  text;    /* print each text when its job ends */
+    const hyocr_cli_page *page;
+    progress             *pr;
+    gint64                t0;
 } many_ctx;
+
+static void progress_line(many_ctx *c, const hyocr_event *ev)
+{
+    progress *pr = c->pr;
+    pr->done++;
+    double s = (double)(g_get_monotonic_time() - c->t0) / 1e6;
+    if (ev->type == HYOCR_EVENT_DONE)
+        fprintf(stderr, _("hyocr run: [%u/%u] %s: done, %d tokens, %.1f s since the run began\n"), pr->done,
+                pr->total, c->page->label, ev->n_generated, s);
+    else if (ev->type == HYOCR_EVENT_ERROR)
+        fprintf(stderr, _("hyocr run: [%u/%u] %s: failed\n"), pr->done, pr->total, c->page->label);
+    else
+        fprintf(stderr, _("hyocr run: [%u/%u] %s: cancelled\n"), pr->done, pr->total, c->page->label);
+}
 
 static void on_many_event(const hyocr_event *ev, void *data)
 {
-    const many_ctx *c = data;
+    many_ctx *c = data;
+    bool end = ev->type == HYOCR_EVENT_DONE || ev->type == HYOCR_EVENT_ERROR || ev->type == HYOCR_EVENT_CANCELLED;
+    if (end && c->pr->on) progress_line(c, ev);
     if (!c->text || ev->type != HYOCR_EVENT_DONE) return;
-    printf("==> %s <==\n%s\n\n", c->image, ev->piece ? ev->piece : "");
+    printf("==> %s <==\n%s\n\n", c->page->label, ev->piece ? ev->piece : "");
     fflush(stdout);
 }
 
-static void print_many_json(const hyocr_engine *eng, const hyocr_job_result *res, GPtrArray *images, bool lines)
+static void print_many_json(const hyocr_engine *eng, const hyocr_job_result *res, GPtrArray *pages, bool lines)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     if (!lines) json_builder_begin_array(b);
-    for (guint i = 0; i < images->len; i++) {
-        json_result(b, eng, &res[i], images->pdata[i]);
+    for (guint i = 0; i < pages->len; i++) {
+        const hyocr_cli_page *pg = pages->pdata[i];
+        json_result(b, eng, &res[i], pg->path, pg->n_pages > 1 ? pg->page + 1 : 0);
         if (!lines) continue;
         print_node(b, false);
         json_builder_reset(b);
@@ -636,101 +623,144 @@ static void print_many_json(const hyocr_engine *eng, const hyocr_job_result *res
     print_node(b, true);
 }
 
-/* Errors per image, then the summary: jobs, tokens, wall time, aggregate tokens/s. */
-static int report_many(const hyocr_job_result *res, GPtrArray *images, double wall_s)
+/* Errors per page, then the summary: jobs, tokens, wall time, aggregate tokens/s. */
+static int report_many(const hyocr_job_result *res, GPtrArray *pages, double wall_s)
 {
     int failed = 0, cancelled = 0;
     int64_t tokens = 0;
-    for (guint i = 0; i < images->len; i++) {
+    for (guint i = 0; i < pages->len; i++) {
         tokens += res[i].token_ids ? res[i].token_ids->len : 0;
         if (!res[i].error) continue;
         failed++;
         cancelled += g_error_matches(res[i].error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
         g_autofree char *msg = error_words(res[i].error, NULL);
-        const char *img = images->pdata[i];
-        if (strstr(msg, img)) fprintf(stderr, _("hyocr run: %s\n"), msg);
-        else fprintf(stderr, _("hyocr run: %s: %s\n"), img, msg);
+        const hyocr_cli_page *pg = pages->pdata[i];
+        if (strstr(msg, pg->path)) fprintf(stderr, _("hyocr run: %s\n"), msg);
+        else fprintf(stderr, _("hyocr run: %s: %s\n"), pg->label, msg);
     }
     fprintf(stderr, _("hyocr run: %u jobs (%d failed), %lld tokens in %.2f s: %.1f tokens/s\n"),
-            images->len, failed, (long long)tokens, wall_s, wall_s > 0 ? (double)tokens / wall_s : 0.0);
+            pages->len, failed, (long long)tokens, wall_s, wall_s > 0 ? (double)tokens / wall_s : 0.0);
     return cancelled ? 130 : failed ? 1 : 0;
 }
 
-/* wall_s: the batch alone, without loading the model. */
-static bool run_batch(run_opts *o, hyocr_engine *eng, GPtrArray *images, hyocr_job_result *res, double *wall_s,
+/* The pages that opened run as one batch; the others get their reason as result.
+ * wall_s: the batch alone, without loading the model. */
+static bool run_batch(run_opts *o, hyocr_engine *eng, GPtrArray *pages, hyocr_job_result *res, double *wall_s,
                       GError **error)
 {
     g_auto(GStrv) fields = NULL;
     hyocr_job_params proto;
     if (!fill_job(o, &proto, &fields, error)) return false;
-    guint n = images->len;
+    guint n = pages->len, n_jobs = 0;
     g_autofree hyocr_job_params *jobs = g_new(hyocr_job_params, n);
+    g_autofree hyocr_job_result *jres = g_new0(hyocr_job_result, n);
+    g_autofree guint *slot = g_new(guint, n);
     g_autofree many_ctx *ctx = g_new(many_ctx, n);
+    progress pr = { .on = isatty(fileno(stderr)), .total = n };
     bool text = !o->format || !strcmp(o->format, "text");
+    gint64 t0 = g_get_monotonic_time();
     for (guint i = 0; i < n; i++) {
-        ctx[i] = (many_ctx){ .text = text, .image = images->pdata[i] };
-        jobs[i] = proto;
-        jobs[i].image_path = images->pdata[i];
-        jobs[i].on_event = on_many_event;
-        jobs[i].user_data = &ctx[i];
+        const hyocr_cli_page *pg = pages->pdata[i];
+        if (pg->error) {
+            res[i].error = g_error_copy(pg->error);
+            continue;
+        }
+        ctx[n_jobs] = (many_ctx){ .text = text, .page = pg, .pr = &pr, .t0 = t0 };
+        jobs[n_jobs] = proto;
+        jobs[n_jobs].document = pg->doc;
+        jobs[n_jobs].page = pg->page;
+        jobs[n_jobs].name = pg->label;
+        jobs[n_jobs].on_event = on_many_event;
+        jobs[n_jobs].user_data = &ctx[n_jobs];
+        slot[n_jobs++] = i;
     }
+    pr.total = n_jobs;
     sigint_engine = eng;
     void (*prev)(int) = signal(SIGINT, on_sigint);
-    gint64 t0 = g_get_monotonic_time();
-    bool ok = hyocr_engine_run_batch(eng, jobs, (int)n, res, error);
+    bool ok = n_jobs == 0 || hyocr_engine_run_batch(eng, jobs, (int)n_jobs, jres, error);
     *wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
     signal(SIGINT, prev);
     sigint_engine = NULL;
+    for (guint j = 0; j < n_jobs; j++) res[slot[j]] = jres[j];   /* moved, not copied */
     return ok;
 }
 
-static int run_many(run_opts *o, GPtrArray *images)
+static int run_many(run_opts *o, GPtrArray *pages)
 {
     hyocr_engine_params ep;
     g_autoptr(GError) error = NULL;
     g_autoptr(hyocr_engine) eng = NULL;
-    guint n = images->len;
+    guint n = pages->len;
     g_autofree hyocr_job_result *res = g_new0(hyocr_job_result, n);
     double wall_s = 0;
     bool ok = fill_engine(o, &ep, &error) && (eng = hyocr_engine_init(&ep, &error)) &&
-              run_batch(o, eng, images, res, &wall_s, &error);
+              run_batch(o, eng, pages, res, &wall_s, &error);
     int status = 1;
     if (!ok) {
         g_autofree char *words = error_words(error, o->model);
         fprintf(stderr, _("hyocr run: %s\n"), words);
     } else {
-        if (o->format && strcmp(o->format, "text")) print_many_json(eng, res, images, !strcmp(o->format, "jsonl"));
+        if (o->format && strcmp(o->format, "text")) print_many_json(eng, res, pages, !strcmp(o->format, "jsonl"));
         fflush(stdout);
-        status = report_many(res, images, wall_s);
+        status = report_many(res, pages, wall_s);
     }
     for (guint i = 0; i < n; i++) hyocr_job_result_clear(&res[i]);
     return status;
 }
 
-static int run_one(run_opts *o, const char *image)
+static int run_one(run_opts *o, const hyocr_cli_page *pg)
 {
     hyocr_job_result res = { 0 };
     g_autoptr(GError) error = NULL;
-    bool ok = cmd_run(o, image, &res, &error);
+    /* A file that cannot be opened needs no model to say so. */
+    bool ok = !pg->error && cmd_run(o, pg, &res, &error);
     hyocr_job_result_clear(&res);
     if (ok) return 0;
-    g_autofree char *words = error ? error_words(error, o->model) : g_strdup(_("failed"));
+    const GError *why = pg->error ? pg->error : error;
+    g_autofree char *words = why ? error_words(why, o->model) : g_strdup(_("failed"));
     fprintf(stderr, _("hyocr run: %s\n"), words);
-    return error && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
+    return why && g_error_matches(why, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
+}
+
+/* The first line of the file, without its line end: a password does not belong on the
+ * command line, where every user of the machine can read it. */
+static bool read_password(run_opts *o, GError **error)
+{
+    if (!o->password_file) return true;
+    g_autofree char *text = NULL;
+    g_autoptr(GError) err = NULL;
+    if (!g_file_get_contents(o->password_file, &text, NULL, &err)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("--password-file %s: %s"), o->password_file, err->message);
+        return false;
+    }
+    text[strcspn(text, "\r\n")] = 0;
+    o->password = g_steal_pointer(&text);
+    return true;
 }
 
 int hyocr_cmd_run(int argc, char **argv)
 {
     run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0 };
     g_autoptr(GError) error = NULL;
-    g_autoptr(GPtrArray) images = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) pages = NULL;
     int status = 1;
-    if (!parse_args(argc, argv, &o, &error) || !collect_images(&o, images, &error))
+    bool ok = parse_args(argc, argv, &o, &error) && read_password(&o, &error);
+    if (ok) {
+        hyocr_cli_inputs in = { .images = o.images, .rest = o.rest, .pages = o.pages, .password = o.password,
+                                .repeat = o.repeat };
+        pages = hyocr_cli_collect_pages(&in, &error);
+        ok = pages != NULL;
+    }
+    if (ok && pages->len > 1 && o.dump) {
+        g_set_error(&error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--dump takes a single image"));
+        ok = false;
+    }
+    if (!ok)
         fprintf(stderr, _("hyocr run: %s\n"), error->message);
-    else if (images->len == 1)
-        status = run_one(&o, images->pdata[0]);
+    else if (pages->len == 1)
+        status = run_one(&o, pages->pdata[0]);
     else
-        status = run_many(&o, images);
+        status = run_many(&o, pages);
     run_opts_clear(&o);
     return status;
 }

@@ -90,7 +90,7 @@ static hyocr_model *M(const hyocr_sched *s)
 
 static const char *job_name(const job_state *st)
 {
-    return st->job->image_path ? st->job->image_path : "(decoded image)";
+    return hyocr_job_name(st->job);
 }
 
 static bool own_pool(const hyocr_sched *s)

@@ -56,6 +56,7 @@ typedef struct {
     const hyocr_image      *img;
     hyocr_pixels           *px;
     int                     grid_h, grid_w;   /* the patch grid (also when planning, without px) */
+    int                     img_w, img_h;     /* the image's size (also when planning, without img) */
     hyocr_prompt           *prompt;
     hyocr_buf              *vision;
     int                     n_vision_rows;
@@ -95,6 +96,14 @@ void   hyocr_engine_unload(hyocr_engine *eng);
 bool   hyocr_sched_start(hyocr_engine *eng, GError **error);
 void   hyocr_sched_stop(hyocr_engine *eng);   /* ends every job (cancelled), unloads, joins */
 bool   hyocr_request_is_cancelled(const hyocr_request *job);
+
+/* How messages name a job: its name, file, or what it is. */
+static inline const char *hyocr_job_name(const hyocr_job_params *job)
+{
+    return job->name ? job->name : job->image_path ? job->image_path
+                                                   : job->document ? hyocr_document_name(job->document)
+                                                                   : "(decoded image)";
+}
 
 /* engine.c: one job's stages, each false with error set on failure. */
 void   hyocr_engine_log(hyocr_engine *eng, hyocr_log_level level, const char *fmt, ...) G_GNUC_PRINTF(3, 4);

@@ -367,20 +367,34 @@ static hyocr_image *prescale(const hyocr_image *img, int max_side)
     return hyocr_image_resize_lanczos(img, w, h);
 }
 
+/* A document page is rendered for the model: a PDF page at the resolution that fits the
+ * processor's max_pixels (rendering larger would only be resized away). */
+static hyocr_render_options render_options(const job_state *st)
+{
+    const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
+    return (hyocr_render_options){ .max_pixels = cfg->processor.max_pixels, .max_side = st->job->max_side };
+}
+
 static bool load_image(job_state *st, GError **error)
 {
     const hyocr_job_params *job = st->job;
-    if (!job->image && !job->image_path && !job->image_data) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "job has no image (path, data or decoded)");
+    if (!job->image && !job->image_path && !job->image_data && !job->document) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "job has no image (path, data, decoded or document)");
         return false;
     }
     if (job->image) {
         st->img_owned = prescale(job->image, job->max_side);
         st->img = st->img_owned ? st->img_owned : job->image;
+        st->img_w = st->img->width;
+        st->img_h = st->img->height;
         return true;
     }
     hyocr_image_options opts = { .max_side = job->max_side };
-    if (job->image_data) {
+    if (job->document) {
+        hyocr_render_options ro = render_options(st);
+        st->img_owned = hyocr_document_render(job->document, job->page, &ro, error);
+    } else if (job->image_data) {
         gsize len = 0;
         const void *data = g_bytes_get_data(job->image_data, &len);
         st->img_owned = hyocr_image_load_from_memory(data, len, job->image_path ? job->image_path : "image", &opts,
@@ -389,7 +403,21 @@ static bool load_image(job_state *st, GError **error)
         st->img_owned = hyocr_image_load(job->image_path, &opts, error);
     }
     st->img = st->img_owned;
-    return st->img != NULL;
+    if (!st->img) return false;
+    st->img_w = st->img->width;
+    st->img_h = st->img->height;
+    return true;
+}
+
+/* What planning needs of the image: its size. A document tells a PDF page's size without
+ * rendering it (and a TIFF, WebP or HEIF page's from its header). */
+static bool image_size(job_state *st, GError **error)
+{
+    if (st->job->document && !st->job->image) {
+        hyocr_render_options ro = render_options(st);
+        return hyocr_document_render_size(st->job->document, st->job->page, &ro, &st->img_w, &st->img_h, error);
+    }
+    return load_image(st, error);
 }
 
 static bool make_pixels(job_state *st, GError **error)
@@ -459,7 +487,7 @@ bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
         if (!st->px && !make_pixels(st, error)) return false;
         st->grid_h = st->px->grid_h;
         st->grid_w = st->px->grid_w;
-    } else if (!load_image(st, error) || !grid_for(cfg, st->img->width, st->img->height, &st->grid_h, &st->grid_w, error)) {
+    } else if (!image_size(st, error) || !grid_for(cfg, st->img_w, st->img_h, &st->grid_h, &st->grid_w, error)) {
         return false;
     }
     st->prompt = job_prompt(st->eng, job, st->grid_h, st->grid_w, error);
@@ -666,8 +694,8 @@ bool hyocr_job_check_memory(job_state *st, GError **error)
     memcheck_plan(&mc, st->grid_h, st->grid_w, st->prompt->n, st->job->max_new_tokens, plan);
     st->kv_tokens = hyocr_memplan_kv_tokens(st->prompt->n, st->job->max_new_tokens, st->eng->max_model_len);
     bool fits = plan->fits || fits_without_vision_weights(st, &mc);
-    plan->image_width = st->img->width;
-    plan->image_height = st->img->height;
+    plan->image_width = st->img_w;
+    plan->image_height = st->img_h;
     if (fits) return true;
     memory_advice(st, &mc, plan);
     g_propagate_error(error, refusal_error(plan));
@@ -880,14 +908,14 @@ bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr
     const hyocr_config *cfg = hyocr_checkpoint_config(eng->ck);
     job_state st = { .eng = eng, .job = job };
     g_autoptr(hyocr_prompt) prompt = NULL;
-    bool ok = validate_job(job, error) && load_image(&st, error) &&
-              grid_for(cfg, st.img->width, st.img->height, &st.grid_h, &st.grid_w, error) &&
+    bool ok = validate_job(job, error) && image_size(&st, error) &&
+              grid_for(cfg, st.img_w, st.img_h, &st.grid_h, &st.grid_w, error) &&
               (prompt = job_prompt(eng, job, st.grid_h, st.grid_w, error));
     if (ok) {
         st.prompt = prompt;
         engine_plan(eng, &st, st.grid_h, st.grid_w, prompt->n, job->max_new_tokens, out);
-        out->image_width = st.img->width;
-        out->image_height = st.img->height;
+        out->image_width = st.img_w;
+        out->image_height = st.img_h;
     }
     hyocr_image_free(st.img_owned);
     return ok;

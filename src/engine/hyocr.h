@@ -30,6 +30,7 @@
  * coexist. */
 #pragma once
 #include "config.h"
+#include "document.h"
 #include "hyocr-types.h"
 #include "image.h"
 #include "memplan.h"
@@ -136,9 +137,15 @@ typedef void (*hyocr_event_fn)(const hyocr_event *ev, void *user_data);
 typedef void (*hyocr_logits_fn)(const float *logits, int n_vocab, int step, void *user_data);
 
 typedef struct {
-    const char         *image_path;        /* either a file (its name in messages with image_data) … */
+    const char         *image_path;        /* either a file (a document's first page; its name in
+                                            * messages with image_data) … */
     const hyocr_image  *image;             /* … or decoded RGB (not taken over) … */
-    GBytes             *image_data;        /* … or an encoded image in any format hyocr reads (referenced) */
+    GBytes             *image_data;        /* … or an encoded image in any format hyocr reads (referenced) … */
+    hyocr_document     *document;          /* … or page `page` (0-based) of a document (not taken
+                                            * over; a PDF page is rendered to fit the model's
+                                            * max_pixels, see hyocr_render_options) */
+    int                 page;
+    const char         *name;              /* how messages name the job; NULL: image_path */
     hyocr_task          task;
     const char *const  *fields;            /* EXTRACT_FIELDS: NULL-terminated */
     const char         *custom_prompt;     /* CUSTOM: the whole prompt text */
