@@ -5,13 +5,12 @@
  * (its ops) is the decoder's (text.c), handed in as a work function. */
 #include "model.h"
 #include "error.h"
+#include "memplan.h"
 #include <string.h>
 
 #define OPS (m->be->ops)
 
 /* ---- pick slots ---------------------------------------------------------------- */
-
-#define PICK_SLOTS 64   /* live jobs at once; the set of one slot is ceil(vocab/32) words */
 
 static size_t pick_words(const hyocr_model *m)
 {
@@ -22,11 +21,11 @@ int hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError 
 {
     const int V = m->cfg.text.vocab_size;
     const size_t W = pick_words(m);
-    if (!m->pick_seen) {
-        m->pick_seen = OPS->alloc(m->be, HYOCR_BUF_F32, PICK_SLOTS * W, error);
+    if (!m->pick_seen) {   /* the slots the memory plan counts, one per live job */
+        m->pick_seen = OPS->alloc(m->be, HYOCR_BUF_F32, HYOCR_MEMPLAN_PICK_SLOTS * W, error);
         if (!m->pick_seen) return -1;
-        m->pick_n_slots = PICK_SLOTS;
-        m->pick_used = g_new0(uint8_t, PICK_SLOTS);
+        m->pick_n_slots = HYOCR_MEMPLAN_PICK_SLOTS;
+        m->pick_used = g_new0(uint8_t, HYOCR_MEMPLAN_PICK_SLOTS);
     }
     int slot = 0;
     while (slot < m->pick_n_slots && m->pick_used[slot]) slot++;

@@ -31,7 +31,7 @@ G_BEGIN_DECLS
  * scratch_need does), plus 4 MiB for op metadata and decode partials. */
 #define HYOCR_MEMPLAN_CUDA_BACKEND ((int64_t)84 << 20)
 
-/* Token-choice slots of the device pick path (model.c): one penalty set of
+/* Token-choice slots of the device pick path (decode.c): one penalty set of
  * ceil(vocab/32) 32-bit words each, allocated at once on the first decode step. */
 #define HYOCR_MEMPLAN_PICK_SLOTS 64
 
