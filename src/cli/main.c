@@ -367,9 +367,7 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-#ifdef HYOCR_CLI_RUN
     { "run", hyocr_cmd_run, N_("read, parse or translate an image (streams the answer)") },
-#endif
 #ifdef HYOCR_CLI_DOWNLOAD
     { "download", hyocr_cmd_download, N_("download the model from Hugging Face or a mirror") },
     { "models", hyocr_cmd_models, N_("list installed models") },
