@@ -43,11 +43,11 @@ static void on_panel_changed(HyocrDownloadPanel *panel, GParamSpec *pspec, Hyocr
     show_download_status(self);
 }
 
-/* Runs after the window's own handler: the model page is set up by then. A device
- * problem is not solved by downloading, so the offer is only for a missing or bad model. */
-static void on_worker_state(HyocrWorker *worker, GParamSpec *pspec, HyocrWindow *self)
+/* A device problem is not solved by downloading, so the offer is only for a
+ * missing or bad model. */
+void hyocr_window_sync_download(HyocrWindow *self)
 {
-    if (hyocr_worker_get_state(worker) != HYOCR_WORKER_FAILED) return;
+    if (hyocr_worker_get_state(self->worker) != HYOCR_WORKER_FAILED) return;
     HyocrModelStatus *status = HYOCR_MODEL_STATUS(self->model_status);
     hyocr_model_status_set_download_visible(status,
                                             hyocr_model_status_get_problem(status) != HYOCR_MODEL_PROBLEM_DEVICE);
@@ -78,12 +78,15 @@ void hyocr_window_setup_download(HyocrWindow *self)
     g_signal_connect(self->download_panel, "notify::busy", G_CALLBACK(on_panel_changed), self);
     g_signal_connect(self->download_panel, "notify::fraction", G_CALLBACK(on_panel_changed), self);
     g_signal_connect(self->download_panel, "notify::status", G_CALLBACK(on_panel_changed), self);
-    g_signal_connect(self->worker, "notify::state", G_CALLBACK(on_worker_state), self);
 }
 
 #else
 
 void hyocr_window_setup_download(HyocrWindow *self)
+{
+}
+
+void hyocr_window_sync_download(HyocrWindow *self)
 {
 }
 

@@ -44,6 +44,8 @@ void hyocr_window_setup_drop(HyocrWindow *self);
 
 /* hyocr-window-download.c */
 void hyocr_window_setup_download(HyocrWindow *self);
+/* The worker's state changed; the model page already shows its problem. */
+void hyocr_window_sync_download(HyocrWindow *self);
 
 /* hyocr-window.c */
 HyocrJob *hyocr_window_get_selected_job(HyocrWindow *self);

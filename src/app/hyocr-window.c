@@ -108,6 +108,7 @@ static void on_worker_state(HyocrWorker *worker, GParamSpec *pspec, HyocrWindow 
                                        hyocr_worker_get_error(worker));
     update_page(self);
     update_subtitle(self);
+    hyocr_window_sync_download(self);   /* last: a download in progress owns the subtitle */
 }
 
 static void on_worker_notice(HyocrWorker *worker, const char *notice, HyocrWindow *self)
