@@ -170,22 +170,12 @@ static void hyocr_image_view_init(HyocrImageView *self)
     gtk_widget_add_controller(GTK_WIDGET(self), motion);
 }
 
-GtkWidget *hyocr_image_view_new(void)
-{
-    return g_object_new(HYOCR_TYPE_IMAGE_VIEW, NULL);
-}
-
 void hyocr_image_view_set_texture(HyocrImageView *self, GdkTexture *texture)
 {
     g_return_if_fail(HYOCR_IS_IMAGE_VIEW(self));
     if (!g_set_object(&self->texture, texture)) return;
     gtk_widget_queue_resize(GTK_WIDGET(self));
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_TEXTURE]);
-}
-
-GdkTexture *hyocr_image_view_get_texture(HyocrImageView *self)
-{
-    return self->texture;
 }
 
 void hyocr_image_view_set_lines(HyocrImageView *self, GPtrArray *lines)

@@ -9,9 +9,7 @@ G_BEGIN_DECLS
 #define HYOCR_TYPE_IMAGE_VIEW (hyocr_image_view_get_type())
 G_DECLARE_FINAL_TYPE(HyocrImageView, hyocr_image_view, HYOCR, IMAGE_VIEW, GtkWidget)
 
-GtkWidget  *hyocr_image_view_new(void);
 void        hyocr_image_view_set_texture(HyocrImageView *self, GdkTexture *texture);
-GdkTexture *hyocr_image_view_get_texture(HyocrImageView *self);
 /* lines: HyocrSpotLine items (kept by reference), or NULL for none. */
 void        hyocr_image_view_set_lines(HyocrImageView *self, GPtrArray *lines);
 guint       hyocr_image_view_get_n_boxes(HyocrImageView *self);

@@ -171,8 +171,3 @@ static void hyocr_model_status_init(HyocrModelStatus *self)
     g_autofree char *howto = howto_markup();
     gtk_label_set_markup(self->howto_label, howto);
 }
-
-GtkWidget *hyocr_model_status_new(void)
-{
-    return g_object_new(HYOCR_TYPE_MODEL_STATUS, NULL);
-}

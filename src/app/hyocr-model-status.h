@@ -16,7 +16,6 @@ typedef enum {
 #define HYOCR_TYPE_MODEL_STATUS (hyocr_model_status_get_type())
 G_DECLARE_FINAL_TYPE(HyocrModelStatus, hyocr_model_status, HYOCR, MODEL_STATUS, GtkWidget)
 
-GtkWidget        *hyocr_model_status_new(void);
 /* Describes the failed load of folder (error from the engine). */
 void              hyocr_model_status_set_problem(HyocrModelStatus *self, const char *folder, const GError *error);
 HyocrModelProblem hyocr_model_status_get_problem(HyocrModelStatus *self);

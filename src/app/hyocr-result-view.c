@@ -459,8 +459,3 @@ static void hyocr_result_view_init(HyocrResultView *self)
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.copy", FALSE);
     g_signal_connect(self->image_view, "notify::highlight", G_CALLBACK(on_highlight_changed), self);
 }
-
-GtkWidget *hyocr_result_view_new(void)
-{
-    return g_object_new(HYOCR_TYPE_RESULT_VIEW, NULL);
-}

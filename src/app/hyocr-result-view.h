@@ -10,7 +10,6 @@ G_BEGIN_DECLS
 #define HYOCR_TYPE_RESULT_VIEW (hyocr_result_view_get_type())
 G_DECLARE_FINAL_TYPE(HyocrResultView, hyocr_result_view, HYOCR, RESULT_VIEW, GtkWidget)
 
-GtkWidget      *hyocr_result_view_new(void);
 void            hyocr_result_view_set_job(HyocrResultView *self, HyocrJob *job);
 HyocrJob       *hyocr_result_view_get_job(HyocrResultView *self);
 HyocrImageView *hyocr_result_view_get_image_view(HyocrResultView *self);

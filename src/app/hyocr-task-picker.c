@@ -105,9 +105,6 @@ void hyocr_task_picker_set_settings(HyocrTaskPicker *self, GSettings *settings)
     show_options(self, (HyocrPreset)gtk_drop_down_get_selected(self->preset_dropdown));
 }
 
-GtkEntry *hyocr_task_picker_get_fields_entry(HyocrTaskPicker *self) { return self->fields_entry; }
-GtkEntry *hyocr_task_picker_get_prompt_entry(HyocrTaskPicker *self) { return self->prompt_entry; }
-
 /* ---- GObject ---- */
 
 static void hyocr_task_picker_dispose(GObject *object)
@@ -140,9 +137,4 @@ static void hyocr_task_picker_init(HyocrTaskPicker *self)
 {
     gtk_widget_init_template(GTK_WIDGET(self));
     g_signal_connect(self->preset_dropdown, "notify::selected", G_CALLBACK(on_preset_selected), self);
-}
-
-GtkWidget *hyocr_task_picker_new(void)
-{
-    return g_object_new(HYOCR_TYPE_TASK_PICKER, NULL);
 }

@@ -8,9 +8,6 @@ G_BEGIN_DECLS
 #define HYOCR_TYPE_TASK_PICKER (hyocr_task_picker_get_type())
 G_DECLARE_FINAL_TYPE(HyocrTaskPicker, hyocr_task_picker, HYOCR, TASK_PICKER, GtkWidget)
 
-GtkWidget *hyocr_task_picker_new(void);
-void       hyocr_task_picker_set_settings(HyocrTaskPicker *self, GSettings *settings);
-GtkEntry  *hyocr_task_picker_get_fields_entry(HyocrTaskPicker *self);
-GtkEntry  *hyocr_task_picker_get_prompt_entry(HyocrTaskPicker *self);
+void hyocr_task_picker_set_settings(HyocrTaskPicker *self, GSettings *settings);
 
 G_END_DECLS

@@ -131,8 +131,3 @@ static void hyocr_vram_gauge_init(HyocrVramGauge *self)
     gtk_widget_init_template(GTK_WIDGET(self));
     hyocr_vram_gauge_set_unavailable(self, _("No model is loaded"));
 }
-
-GtkWidget *hyocr_vram_gauge_new(void)
-{
-    return g_object_new(HYOCR_TYPE_VRAM_GAUGE, NULL);
-}

@@ -9,7 +9,6 @@ G_BEGIN_DECLS
 #define HYOCR_TYPE_VRAM_GAUGE (hyocr_vram_gauge_get_type())
 G_DECLARE_FINAL_TYPE(HyocrVramGauge, hyocr_vram_gauge, HYOCR, VRAM_GAUGE, GtkWidget)
 
-GtkWidget *hyocr_vram_gauge_new(void);
 /* cpu: the figures are system RAM (the CPU backend). limit: bytes, 0 = none. */
 void       hyocr_vram_gauge_set_figures(HyocrVramGauge *self, const hyocr_mem_info *mem, gboolean cpu, int64_t limit);
 /* No engine loaded: says so instead of figures. */

@@ -48,13 +48,12 @@ struct _HyocrWorker {
     HyocrWorkerState state;
     GError          *error;
     char            *model_dir;
-    char            *backend_name;
     gboolean         is_cpu;
 };
 
 G_DEFINE_FINAL_TYPE(HyocrWorker, hyocr_worker, G_TYPE_OBJECT)
 
-enum { PROP_0, PROP_STATE, PROP_BACKEND_NAME, N_PROPS };
+enum { PROP_0, PROP_STATE, N_PROPS };
 static GParamSpec *props[N_PROPS];
 
 enum { SIGNAL_NOTICE, N_SIGNALS };
@@ -78,7 +77,7 @@ typedef struct {
     GWeakRef         worker;
     HyocrWorkerState state;
     GError          *error;
-    char            *model_dir, *backend_name, *notice;
+    char            *model_dir, *notice;
     gboolean         cpu;
 } StatePost;
 
@@ -88,7 +87,6 @@ static void state_post_free(gpointer data)
     g_weak_ref_clear(&p->worker);
     g_clear_error(&p->error);
     g_free(p->model_dir);
-    g_free(p->backend_name);
     g_free(p->notice);
     g_free(p);
 }
@@ -102,11 +100,8 @@ static gboolean apply_state(gpointer data)
     self->error = g_steal_pointer(&p->error);
     g_free(self->model_dir);
     self->model_dir = g_steal_pointer(&p->model_dir);
-    g_free(self->backend_name);
-    self->backend_name = g_steal_pointer(&p->backend_name);
     self->is_cpu = p->cpu;
     self->state = p->state;
-    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_BACKEND_NAME]);
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATE]);
     if (p->notice) g_signal_emit(self, signals[SIGNAL_NOTICE], 0, p->notice);
     return G_SOURCE_REMOVE;
@@ -120,7 +115,6 @@ static void post_state(HyocrWorker *self, HyocrWorkerState state, const char *mo
     p->error = error ? g_error_copy(error) : NULL;
     p->model_dir = g_strdup(model_dir);
     if (state == HYOCR_WORKER_READY) {
-        p->backend_name = g_strdup(hyocr_engine_backend_name(self->engine));
         p->cpu = self->engine_cpu;
         if (self->load_notice->len) p->notice = g_strdup(self->load_notice->str);
     }
@@ -542,11 +536,6 @@ const GError *hyocr_worker_get_error(HyocrWorker *self) { return self->error; }
 const char *hyocr_worker_get_model_dir(HyocrWorker *self) { return self->model_dir; }
 gboolean hyocr_worker_is_cpu(HyocrWorker *self) { return self->is_cpu; }
 
-const char *hyocr_worker_get_backend_name(HyocrWorker *self)
-{
-    return self->state == HYOCR_WORKER_READY ? self->backend_name : NULL;
-}
-
 gboolean hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out)
 {
     g_mutex_lock(&self->lock);
@@ -582,7 +571,6 @@ static void hyocr_worker_finalize(GObject *object)
     g_ptr_array_free(self->current, TRUE);
     g_clear_error(&self->error);
     g_free(self->model_dir);
-    g_free(self->backend_name);
     G_OBJECT_CLASS(hyocr_worker_parent_class)->finalize(object);
 }
 
@@ -591,7 +579,6 @@ static void hyocr_worker_get_property(GObject *object, guint prop_id, GValue *va
     HyocrWorker *self = HYOCR_WORKER(object);
     switch (prop_id) {
     case PROP_STATE: g_value_set_enum(value, self->state); break;
-    case PROP_BACKEND_NAME: g_value_set_string(value, hyocr_worker_get_backend_name(self)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     }
 }
@@ -604,7 +591,6 @@ static void hyocr_worker_class_init(HyocrWorkerClass *klass)
     object_class->get_property = hyocr_worker_get_property;
     GParamFlags ro = G_PARAM_READABLE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
     props[PROP_STATE] = g_param_spec_enum("state", NULL, NULL, HYOCR_TYPE_WORKER_STATE, HYOCR_WORKER_IDLE, ro);
-    props[PROP_BACKEND_NAME] = g_param_spec_string("backend-name", NULL, NULL, NULL, ro);
     g_object_class_install_properties(object_class, N_PROPS, props);
     /* A warning from the engine while loading (e.g. the GPU was not usable). */
     signals[SIGNAL_NOTICE] = g_signal_new("notice", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,

@@ -47,7 +47,6 @@ int              hyocr_worker_get_largest_batch(HyocrWorker *self);   /* the mos
 HyocrWorkerState hyocr_worker_get_state(HyocrWorker *self);
 const GError    *hyocr_worker_get_error(HyocrWorker *self);
 const char      *hyocr_worker_get_model_dir(HyocrWorker *self);   /* of the last load */
-const char      *hyocr_worker_get_backend_name(HyocrWorker *self);/* "cpu", "cuda"; NULL unless READY */
 gboolean         hyocr_worker_is_cpu(HyocrWorker *self);
 /* Live figures from any thread; FALSE when no engine is loaded. */
 gboolean         hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out);
