@@ -1,4 +1,5 @@
-/* hyocr-gtk — shared between hyocr-application.c and hyocr-application-actions.c. */
+/* hyocr-gtk — shared between hyocr-application.c, hyocr-application-actions.c
+ * and the tests. */
 #pragma once
 #include "hyocr-application.h"
 #include "hyocr-window.h"
@@ -14,5 +15,7 @@ struct _HyocrApplication {
 void         hyocr_application_setup_actions(HyocrApplication *self);
 /* The window, created when there is none yet. */
 HyocrWindow *hyocr_application_ensure_window(HyocrApplication *self);
+/* Desktop notifications asked for so far (sent or not: tests have no session bus). */
+guint        hyocr_application_get_n_notifications(HyocrApplication *self);
 
 G_END_DECLS

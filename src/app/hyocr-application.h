@@ -18,6 +18,5 @@ void              hyocr_application_set_model_override(HyocrApplication *self, c
 
 /* Tells the desktop a job ended while the window was not focused. */
 void              hyocr_application_notify_job(HyocrApplication *self, HyocrJob *job);
-guint             hyocr_application_get_n_notifications(HyocrApplication *self);
 
 G_END_DECLS

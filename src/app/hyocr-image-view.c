@@ -1,5 +1,5 @@
 /* hyocr-gtk — preview with spotting boxes. */
-#include "hyocr-image-view.h"
+#include "hyocr-image-view-private.h"
 
 struct _HyocrImageView {
     GtkWidget   parent_instance;

@@ -12,10 +12,7 @@ G_DECLARE_FINAL_TYPE(HyocrImageView, hyocr_image_view, HYOCR, IMAGE_VIEW, GtkWid
 void        hyocr_image_view_set_texture(HyocrImageView *self, GdkTexture *texture);
 /* lines: HyocrSpotLine items (kept by reference), or NULL for none. */
 void        hyocr_image_view_set_lines(HyocrImageView *self, GPtrArray *lines);
-guint       hyocr_image_view_get_n_boxes(HyocrImageView *self);
 void        hyocr_image_view_set_highlight(HyocrImageView *self, int index);   /* -1: none */
 int         hyocr_image_view_get_highlight(HyocrImageView *self);
-/* Where box `index` is drawn, in widget coordinates; FALSE when there is no such box. */
-gboolean    hyocr_image_view_get_box_bounds(HyocrImageView *self, guint index, graphene_rect_t *out);
 
 G_END_DECLS

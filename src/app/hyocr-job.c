@@ -1,5 +1,5 @@
 /* hyocr-gtk — a job and its coalesced updates. */
-#include "hyocr-job.h"
+#include "hyocr-job-private.h"
 #include "hyocr-image-util.h"
 #include <glib/gi18n.h>
 

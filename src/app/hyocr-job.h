@@ -46,8 +46,6 @@ double                  hyocr_job_get_elapsed(HyocrJob *self);       /* seconds;
 const char             *hyocr_job_get_text(HyocrJob *self);
 int                     hyocr_job_get_n_tokens(HyocrJob *self);
 const char             *hyocr_job_get_message(HyocrJob *self);       /* why it failed or was refused */
-const char             *hyocr_job_get_prompt(HyocrJob *self);        /* the task text sent with the image */
-guint                   hyocr_job_get_n_updates(HyocrJob *self);     /* flushes so far */
 GCancellable           *hyocr_job_get_cancellable(HyocrJob *self);
 
 /* Stops the job: at once when still queued, within one decode step when running. */
@@ -61,7 +59,6 @@ void hyocr_job_ensure_preview(HyocrJob *self);
 gboolean     hyocr_job_claim(HyocrJob *self);
 /* The decoded pixels of a texture job (NULL for file jobs); the job keeps them. */
 const hyocr_image *hyocr_job_peek_image(HyocrJob *self);
-int          hyocr_job_get_live_tokens(HyocrJob *self);
 void         hyocr_job_post_state(HyocrJob *self, HyocrJobState state);
 void         hyocr_job_post_prompt(HyocrJob *self, const char *prompt);
 void         hyocr_job_post_preview(HyocrJob *self, GdkTexture *texture);

@@ -1,5 +1,5 @@
 /* hyocr-gtk — model problem page. */
-#include "hyocr-model-status.h"
+#include "hyocr-model-status-private.h"
 #include "error.h"
 #include <glib/gi18n.h>
 

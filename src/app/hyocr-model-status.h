@@ -19,8 +19,6 @@ G_DECLARE_FINAL_TYPE(HyocrModelStatus, hyocr_model_status, HYOCR, MODEL_STATUS, 
 /* Describes the failed load of folder (error from the engine). */
 void              hyocr_model_status_set_problem(HyocrModelStatus *self, const char *folder, const GError *error);
 HyocrModelProblem hyocr_model_status_get_problem(HyocrModelStatus *self);
-const char       *hyocr_model_status_get_title(HyocrModelStatus *self);
-const char       *hyocr_model_status_get_details(HyocrModelStatus *self);
 /* Hook for the model download flow: an empty, hidden vertical box below the
  * buttons. Whoever adds children shows it. */
 GtkBox           *hyocr_model_status_get_download_area(HyocrModelStatus *self);

@@ -1,5 +1,5 @@
 /* hyocr-gtk — result view. */
-#include "hyocr-result-view.h"
+#include "hyocr-result-view-private.h"
 #include "hyocr-json.h"
 #include "hyocr-spotting.h"
 #include <glib/gi18n.h>

@@ -12,15 +12,7 @@ G_DECLARE_FINAL_TYPE(HyocrResultView, hyocr_result_view, HYOCR, RESULT_VIEW, Gtk
 
 void            hyocr_result_view_set_job(HyocrResultView *self, HyocrJob *job);
 HyocrJob       *hyocr_result_view_get_job(HyocrResultView *self);
-HyocrImageView *hyocr_result_view_get_image_view(HyocrResultView *self);
-/* What Copy puts on the clipboard: the spotted lines' text, the "extract
- * fields" JSON re-indented, else the text as written. */
-char           *hyocr_result_view_get_display_text(HyocrResultView *self);
 /* The result for a file of this extension ("txt", "md", "json"). */
 char           *hyocr_result_view_export(HyocrResultView *self, const char *extension);
-/* Rows of the spotting list (tests hover them). */
-GtkListBox     *hyocr_result_view_get_lines_list(HyocrResultView *self);
-const char     *hyocr_result_view_get_visible_page(HyocrResultView *self);   /* "text", "lines", "message" */
-GtkTextView    *hyocr_result_view_get_text_view(HyocrResultView *self);
 
 G_END_DECLS

@@ -1,5 +1,5 @@
 /* hyocr-gtk — memory gauge. */
-#include "hyocr-vram-gauge.h"
+#include "hyocr-vram-gauge-private.h"
 #include <glib/gi18n.h>
 
 struct _HyocrVramGauge {

@@ -13,10 +13,5 @@ G_DECLARE_FINAL_TYPE(HyocrVramGauge, hyocr_vram_gauge, HYOCR, VRAM_GAUGE, GtkWid
 void       hyocr_vram_gauge_set_figures(HyocrVramGauge *self, const hyocr_mem_info *mem, gboolean cpu, int64_t limit);
 /* No engine loaded: says so instead of figures. */
 void       hyocr_vram_gauge_set_unavailable(HyocrVramGauge *self, const char *reason);
-/* For tests: how often figures were shown, and the last ones. */
-guint      hyocr_vram_gauge_get_n_updates(HyocrVramGauge *self);
-const hyocr_mem_info *hyocr_vram_gauge_get_figures(HyocrVramGauge *self);
-const char *hyocr_vram_gauge_get_summary(HyocrVramGauge *self);   /* the short label */
-const char *hyocr_vram_gauge_get_device_text(HyocrVramGauge *self);
 
 G_END_DECLS

@@ -1,5 +1,6 @@
 /* hyocr-gtk — the window's instance struct, shared by hyocr-window.c,
- * hyocr-window-actions.c and hyocr-window-dnd.c. */
+ * hyocr-window-actions.c, hyocr-window-dnd.c and hyocr-window-download.c, and
+ * what the tests and the screenshot tool read of the window. */
 #pragma once
 #include "hyocr-task-picker.h"
 #include "hyocr-window.h"
@@ -49,5 +50,23 @@ void hyocr_window_sync_download(HyocrWindow *self);
 
 /* hyocr-window.c */
 HyocrJob *hyocr_window_get_selected_job(HyocrWindow *self);
+
+/* For the tests and the screenshot tool. */
+/* Queues a job made elsewhere (options the settings cannot express, answers the test writes). */
+void             hyocr_window_add_job(HyocrWindow *self, HyocrJob *job);
+GListModel      *hyocr_window_get_jobs(HyocrWindow *self);
+HyocrWorker     *hyocr_window_get_worker(HyocrWindow *self);
+HyocrResultView *hyocr_window_get_result_view(HyocrWindow *self);
+HyocrVramGauge  *hyocr_window_get_gauge(HyocrWindow *self);
+GtkDropTarget   *hyocr_window_get_drop_target(HyocrWindow *self);
+GtkWidget       *hyocr_window_get_model_status(HyocrWindow *self);
+const char      *hyocr_window_get_page(HyocrWindow *self);            /* "empty", "model", "jobs" */
+gboolean         hyocr_window_is_drop_hovered(HyocrWindow *self);
+guint            hyocr_window_get_n_toasts(HyocrWindow *self);
+const char      *hyocr_window_get_last_toast(HyocrWindow *self);
+/* The model download panel on the model page and the window's bar for its progress;
+ * NULL in a build without the downloader. */
+GtkWidget       *hyocr_window_get_download_panel(HyocrWindow *self);
+GtkProgressBar  *hyocr_window_get_download_bar(HyocrWindow *self);
 
 G_END_DECLS

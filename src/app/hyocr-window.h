@@ -20,30 +20,13 @@ HyocrWindow *hyocr_window_new(HyocrApplication *app);
  * input (no field names) is refused with a toast. Return the jobs added. */
 guint        hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files);
 gboolean     hyocr_window_add_texture(HyocrWindow *self, GdkTexture *texture, const char *title);
-/* Queues a job made elsewhere (tests, benchmarks: options the settings cannot express). */
-void         hyocr_window_add_job(HyocrWindow *self, HyocrJob *job);
 void         hyocr_window_toast(HyocrWindow *self, const char *message);
 /* Reloads the engine from the settings (model folder, device, memory limit). */
 void         hyocr_window_reload_engine(HyocrWindow *self);
 
-/* For tests and the screenshot tool. */
-GListModel      *hyocr_window_get_jobs(HyocrWindow *self);
-HyocrWorker     *hyocr_window_get_worker(HyocrWindow *self);
-GSettings       *hyocr_window_get_settings(HyocrWindow *self);
-HyocrResultView *hyocr_window_get_result_view(HyocrWindow *self);
-HyocrVramGauge  *hyocr_window_get_gauge(HyocrWindow *self);
-GtkDropTarget   *hyocr_window_get_drop_target(HyocrWindow *self);
-GtkWidget       *hyocr_window_get_model_status(HyocrWindow *self);
-const char      *hyocr_window_get_page(HyocrWindow *self);            /* "empty", "model", "jobs" */
-gboolean         hyocr_window_is_drop_hovered(HyocrWindow *self);
-guint            hyocr_window_get_n_toasts(HyocrWindow *self);
-const char      *hyocr_window_get_last_toast(HyocrWindow *self);
-void             hyocr_window_select_job(HyocrWindow *self, HyocrJob *job);
+GSettings   *hyocr_window_get_settings(HyocrWindow *self);
+void         hyocr_window_select_job(HyocrWindow *self, HyocrJob *job);
 /* The job with this id (hyocr_job_get_id) and its place in the queue, or NULL. */
-HyocrJob        *hyocr_window_find_job(HyocrWindow *self, guint id, guint *position);
-/* The model download panel on the model page and the window's bar for its progress;
- * NULL in a build without the downloader. */
-GtkWidget       *hyocr_window_get_download_panel(HyocrWindow *self);
-GtkProgressBar  *hyocr_window_get_download_bar(HyocrWindow *self);
+HyocrJob    *hyocr_window_find_job(HyocrWindow *self, guint id, guint *position);
 
 G_END_DECLS

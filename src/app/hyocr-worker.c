@@ -1,5 +1,5 @@
 /* hyocr-gtk — inference thread. */
-#include "hyocr-worker.h"
+#include "hyocr-worker-private.h"
 #include "gpu-check.h"
 #include "error.h"
 #include "hyocr-image-util.h"

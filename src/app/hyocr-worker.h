@@ -38,11 +38,6 @@ void             hyocr_worker_push(HyocrWorker *self, HyocrJob *job);
 /* Cancels every job and stops the thread; waits for it (within one decode step,
  * or the end of an engine load). Called by dispose too. */
 void             hyocr_worker_shutdown(HyocrWorker *self);
-/* Jobs queued together run as one batch of up to n (continuous batching in the
- * engine); 0, the default: 8 on the GPU, 1 on the CPU (where a batch would delay
- * every first answer by the others' vision passes). */
-void             hyocr_worker_set_max_batch(HyocrWorker *self, int n);
-int              hyocr_worker_get_largest_batch(HyocrWorker *self);   /* the most jobs one engine call ran */
 
 HyocrWorkerState hyocr_worker_get_state(HyocrWorker *self);
 const GError    *hyocr_worker_get_error(HyocrWorker *self);

@@ -1,7 +1,15 @@
 /* Helpers for the hyocr-gtk UI tests: one registered application per test
  * program, windows on the fixture checkpoints, waiting on the main loop. */
 #pragma once
-#include "hyocr-window.h"
+/* The tests read what the app keeps private: its -private.h headers. */
+#include "hyocr-application-private.h"
+#include "hyocr-image-view-private.h"
+#include "hyocr-job-private.h"
+#include "hyocr-model-status-private.h"
+#include "hyocr-result-view-private.h"
+#include "hyocr-vram-gauge-private.h"
+#include "hyocr-window-private.h"
+#include "hyocr-worker-private.h"
 
 typedef gboolean (*AppTestCond)(gpointer data);
 

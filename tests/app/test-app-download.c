@@ -9,7 +9,6 @@
 #include "app-test.h"
 #include "download.h"
 #include "hyocr-download-panel.h"
-#include "hyocr-model-status.h"
 #include "nginx-util.h"
 #include "testutil.h"
 #include "hyocr-build-config.h"

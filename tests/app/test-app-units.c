@@ -6,7 +6,6 @@
 #include "hyocr-image-util.h"
 #include "hyocr-json.h"
 #include "hyocr-memory.h"
-#include "hyocr-model-status.h"
 #include "hyocr-spotting.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>

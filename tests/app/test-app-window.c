@@ -3,8 +3,6 @@
  * images, memory refusal, the gauge, the spotting and JSON views, dialogs and
  * the command line. */
 #include "app-test.h"
-#include "hyocr-model-status.h"
-#include "hyocr-task-picker.h"
 #include <glib/gstdio.h>
 
 /* A failure bound: a job here takes seconds, many times that under ASan on a busy machine. */

@@ -1,0 +1,16 @@
+/* hyocr-gtk — what the tests read of the result view. */
+#pragma once
+#include "hyocr-result-view.h"
+
+G_BEGIN_DECLS
+
+HyocrImageView *hyocr_result_view_get_image_view(HyocrResultView *self);
+/* What Copy puts on the clipboard: the spotted lines' text, the "extract
+ * fields" JSON re-indented, else the text as written. */
+char           *hyocr_result_view_get_display_text(HyocrResultView *self);
+/* Rows of the spotting list (tests hover them). */
+GtkListBox     *hyocr_result_view_get_lines_list(HyocrResultView *self);
+const char     *hyocr_result_view_get_visible_page(HyocrResultView *self);   /* "text", "lines", "message" */
+GtkTextView    *hyocr_result_view_get_text_view(HyocrResultView *self);
+
+G_END_DECLS
