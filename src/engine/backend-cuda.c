@@ -626,7 +626,7 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
 
 /* Single-row products go to hk_gemv: cuBLAS reads the weights below memory
  * speed there (batch 1 decode +5 %); from 2 rows on cuBLAS was faster (H200,
- * bench/results/2026-12-02-h200-s2). */
+ * session 2: git show 5acdb8e:bench/results/2026-12-02-h200-s2/README.md). */
 #define GEMV_ROWS 1
 static bool gemv_fits(const cuda_backend *cb, const hyocr_buf *x, const void *xp, const void *wp, const void *bp, int M,
                       int K)

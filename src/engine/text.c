@@ -206,9 +206,9 @@ static bool text_bufs_get(hyocr_model *m, int rows, int n_seqs, text_bufs *t, GE
 }
 
 /* Single rows (batch-1 decode) take the fused products: 7 launches a layer
- * instead of 10, batch-1 decode +14 % on an H200 (bench/results/2026-12-02-h200-s2,
- * fuse-*). On by default on CUDA only (the CPU gains nothing from them);
- * HYOCR_FUSE=0/1 overrides. */
+ * instead of 10, batch-1 decode +14 % on an H200 (session 2: git show
+ * 5acdb8e:bench/results/2026-12-02-h200-s2/fuse-README.md). On by default on
+ * CUDA only (the CPU gains nothing from them); HYOCR_FUSE=0/1 overrides. */
 static bool use_fused(const hyocr_model *m, int rows)
 {
     if (rows != 1 || !OPS->norm_matmul || !OPS->matmul_residual) return false;
