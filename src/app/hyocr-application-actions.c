@@ -19,8 +19,7 @@ static void preferences_activated(GSimpleAction *action, GVariant *param, gpoint
 {
     HyocrApplication *self = data;
     HyocrWindow *win = hyocr_application_ensure_window(self);
-    HyocrPreferences *prefs = hyocr_preferences_new(GTK_WINDOW(win), hyocr_window_get_settings(win),
-                                                    self->model_override);
+    HyocrPreferences *prefs = hyocr_preferences_new(win);
     gtk_window_present(GTK_WINDOW(prefs));
 }
 

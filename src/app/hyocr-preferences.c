@@ -13,8 +13,8 @@ struct _HyocrPreferences {
     GtkAdjustment  *tokens_adjustment;
     GtkAdjustment  *side_adjustment;
     GtkAdjustment  *penalty_adjustment;
+    HyocrWindow    *window;     /* transient-for: it outlives us */
     GSettings      *settings;
-    char           *model_override;
 };
 
 G_DEFINE_FINAL_TYPE(HyocrPreferences, hyocr_preferences, ADW_TYPE_PREFERENCES_WINDOW)
@@ -24,8 +24,11 @@ static void update_model_row(HyocrPreferences *self)
     g_autofree char *folder = g_settings_get_string(self->settings, "model-folder");
     g_autofree char *def = hyocr_model_folder_default();
     g_autofree char *subtitle = NULL;
-    if (self->model_override)
-        subtitle = g_strdup_printf(_("%s (given with --model for this session)"), self->model_override);
+    GtkApplication *app = gtk_window_get_application(GTK_WINDOW(self->window));
+    const char *override = HYOCR_IS_APPLICATION(app) ? hyocr_application_get_model_override(HYOCR_APPLICATION(app))
+                                                     : NULL;
+    if (override)
+        subtitle = g_strdup_printf(_("%s (given with --model for this session)"), override);
     else if (!*folder)
         subtitle = g_strdup_printf(_("%s (default)"), def);
     else
@@ -34,27 +37,9 @@ static void update_model_row(HyocrPreferences *self)
     gtk_widget_set_sensitive(self->reset_model_button, *folder != '\0');
 }
 
-static void on_folder_chosen(GtkNativeDialog *dialog, int response, gpointer data)
-{
-    HyocrPreferences *self = data;
-    if (response == GTK_RESPONSE_ACCEPT) {
-        g_autoptr(GFile) file = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(dialog));
-        g_autofree char *path = file ? g_file_get_path(file) : NULL;
-        if (path) g_settings_set_string(self->settings, "model-folder", path);
-    }
-    gtk_native_dialog_destroy(dialog);
-    g_object_unref(dialog);
-    g_object_unref(self);
-}
-
 static void choose_model_clicked(GtkButton *button, HyocrPreferences *self)
 {
-    GtkFileChooserNative *dialog = gtk_file_chooser_native_new(_("Choose the Model Folder"), GTK_WINDOW(self),
-                                                               GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
-                                                               _("_Select"), _("_Cancel"));
-    gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(dialog), TRUE);
-    g_signal_connect(dialog, "response", G_CALLBACK(on_folder_chosen), g_object_ref(self));
-    gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));
+    hyocr_window_choose_model_folder(self->window, GTK_WINDOW(self));
 }
 
 static void reset_model_clicked(GtkButton *button, HyocrPreferences *self)
@@ -93,7 +78,6 @@ static void hyocr_preferences_dispose(GObject *object)
 {
     HyocrPreferences *self = HYOCR_PREFERENCES(object);
     g_clear_object(&self->settings);
-    g_clear_pointer(&self->model_override, g_free);
     gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_PREFERENCES);
     G_OBJECT_CLASS(hyocr_preferences_parent_class)->dispose(object);
 }
@@ -121,11 +105,12 @@ static void hyocr_preferences_init(HyocrPreferences *self)
     g_signal_connect(self->reset_model_button, "clicked", G_CALLBACK(reset_model_clicked), self);
 }
 
-HyocrPreferences *hyocr_preferences_new(GtkWindow *parent, GSettings *settings, const char *model_override)
+HyocrPreferences *hyocr_preferences_new(HyocrWindow *window)
 {
-    HyocrPreferences *self = g_object_new(HYOCR_TYPE_PREFERENCES, "transient-for", parent, "modal", FALSE, NULL);
-    self->settings = g_object_ref(settings);
-    self->model_override = g_strdup(model_override);
+    HyocrPreferences *self = g_object_new(HYOCR_TYPE_PREFERENCES, "transient-for", window, "modal", FALSE,
+                                          "destroy-with-parent", TRUE, NULL);
+    self->window = window;
+    self->settings = g_object_ref(hyocr_window_get_settings(window));
     bind_settings(self);
     return self;
 }

@@ -236,14 +236,19 @@ static void on_model_folder_response(GtkNativeDialog *dialog, int response, gpoi
     g_object_unref(self);
 }
 
-static void choose_model_folder_action(GtkWidget *widget, const char *name, GVariant *param)
+void hyocr_window_choose_model_folder(HyocrWindow *self, GtkWindow *parent)
 {
-    GtkFileChooserNative *dialog = gtk_file_chooser_native_new(_("Choose the Model Folder"), GTK_WINDOW(widget),
+    GtkFileChooserNative *dialog = gtk_file_chooser_native_new(_("Choose the Model Folder"), parent,
                                                                GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
                                                                _("_Select"), _("_Cancel"));
     gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(dialog), TRUE);
-    g_signal_connect(dialog, "response", G_CALLBACK(on_model_folder_response), g_object_ref(widget));
+    g_signal_connect(dialog, "response", G_CALLBACK(on_model_folder_response), g_object_ref(self));
     gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));
+}
+
+static void choose_model_folder_action(GtkWidget *widget, const char *name, GVariant *param)
+{
+    hyocr_window_choose_model_folder(HYOCR_WINDOW(widget), GTK_WINDOW(widget));
 }
 
 static void preset_action(GtkWidget *widget, const char *name, GVariant *param)

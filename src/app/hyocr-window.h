@@ -23,6 +23,9 @@ gboolean     hyocr_window_add_texture(HyocrWindow *self, GdkTexture *texture, co
 void         hyocr_window_toast(HyocrWindow *self, const char *message);
 /* Reloads the engine from the settings (model folder, device, memory limit). */
 void         hyocr_window_reload_engine(HyocrWindow *self);
+/* Asks for a model folder (the dialog over parent) and uses it: remembered in
+ * the settings, and it replaces a --model folder of this session. */
+void         hyocr_window_choose_model_folder(HyocrWindow *self, GtkWindow *parent);
 
 GSettings   *hyocr_window_get_settings(HyocrWindow *self);
 void         hyocr_window_select_job(HyocrWindow *self, HyocrJob *job);
