@@ -9,6 +9,7 @@
  * memory limit and turns failure into HYOCR_ERROR_NO_MEMORY. The ops are not
  * thread-safe (one stream, one caller at a time); mem_info is. */
 #include "backend.h"
+#include "cuda-profile.h"
 #include "error.h"
 #include "hyocr-build-config.h"
 #include "../../kernels/hyocr-kernels.h"
@@ -74,18 +75,14 @@ typedef struct {
     size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens, o_draws;
     /* bumped whenever scratch a captured graph may point into moves */
     uint64_t         epoch;
-    /* HYOCR_PROFILE=1: per-op GPU time from events, resolved where the host waits anyway */
-    GArray          *prof_recs;     /* prof_rec, recorded but not yet read */
-    GPtrArray       *prof_free;     /* idle events */
-    GHashTable      *prof_stats;    /* interned op name → prof_stat */
-    hyocr_backend_ops prof_ops;
+    /* HYOCR_PROFILE=1: per-op GPU time (cuda-profile.c), resolved where the host waits anyway */
+    hyocr_cuda_profile *prof;
     bool             gemv;          /* our matrix-vector kernel for decode-sized GEMMs (HYOCR_NO_GEMV=1: cuBLAS) */
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
-static void prof_resolve(cuda_backend *cb);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -314,7 +311,7 @@ static void cuda_buf_free(hyocr_backend *be, hyocr_buf *b)
     cuda_backend *cb = CB(be);
     /* Queued kernels may still read it. */
     cudaStreamSynchronize(cb->stream);
-    prof_resolve(cb);
+    hyocr_cuda_profile_resolve(cb->prof);
     dev_free(cb, (int)b->kind, b->data, b->n * (size_t)b->elem_size);
     g_free(b);
 }
@@ -486,7 +483,8 @@ static bool cuda_download_f32(hyocr_backend *be, const hyocr_buf *src, size_t sr
     if (src->kind == HYOCR_BUF_F32)
         return ck(cudaMemcpyAsync(dst, at(src, src_off), n * 4, cudaMemcpyDeviceToHost, cb->stream), "download",
                   error) &&
-               ck(cudaStreamSynchronize(cb->stream), "download", error) && (prof_resolve(cb), true);
+               ck(cudaStreamSynchronize(cb->stream), "download", error) &&
+               (hyocr_cuda_profile_resolve(cb->prof), true);
     if (!scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
     size_t chunk = STAGE_BYTES / 4;
     for (size_t i = 0; i < n; i += chunk) {
@@ -1169,7 +1167,7 @@ static bool small_fetch(cuda_backend *cb, size_t bytes, GError **error)
     bool ok = ck(cudaMemcpyAsync(cb->pin_small, cb->small.ptr, bytes, cudaMemcpyDeviceToHost, cb->stream),
                  "result download", error) &&
               ck(cudaStreamSynchronize(cb->stream), "result download", error);
-    prof_resolve(cb);
+    hyocr_cuda_profile_resolve(cb->prof);
     return ok;
 }
 
@@ -1203,7 +1201,7 @@ static bool cuda_read_bytes(hyocr_backend *be, const hyocr_buf *src, size_t off,
     bool ok = (!bytes || ck(cudaMemcpyAsync(dst, (const uint8_t *)src->data + off, bytes, cudaMemcpyDeviceToHost,
                                             cb->stream), "read_bytes", error)) &&
               ck(cudaStreamSynchronize(cb->stream), "read_bytes", error);
-    prof_resolve(cb);
+    hyocr_cuda_profile_resolve(cb->prof);
     return ok;
 }
 
@@ -1457,201 +1455,6 @@ static void cuda_graph_free(hyocr_backend *be, void *graph)
     g_free(cg);
 }
 
-/* ---------------------------------------------------------------- profile (HYOCR_PROFILE=1) */
-
-typedef struct {
-    const char *name;
-    cudaEvent_t a, b;
-} prof_rec;
-
-typedef struct {
-    int64_t calls;
-    double  ms;
-} prof_stat;
-
-static cudaEvent_t prof_event(cuda_backend *cb)
-{
-    if (cb->prof_free->len) return g_ptr_array_steal_index_fast(cb->prof_free, cb->prof_free->len - 1);
-    cudaEvent_t e = NULL;
-    if (cudaEventCreate(&e) != cudaSuccess) {
-        cudaGetLastError();
-        return NULL;
-    }
-    return e;
-}
-
-/* Reads the finished records; called where the host has waited for the stream. */
-static void prof_resolve(cuda_backend *cb)
-{
-    if (!cb->prof_recs) return;
-    for (guint i = 0; i < cb->prof_recs->len; i++) {
-        prof_rec *r = &g_array_index(cb->prof_recs, prof_rec, i);
-        float ms = 0.0f;
-        if (cudaEventElapsedTime(&ms, r->a, r->b) != cudaSuccess) {
-            cudaGetLastError();
-            ms = 0.0f;
-        }
-        prof_stat *st = g_hash_table_lookup(cb->prof_stats, r->name);
-        if (!st) {
-            st = g_new0(prof_stat, 1);
-            g_hash_table_insert(cb->prof_stats, (gpointer)r->name, st);
-        }
-        st->calls++;
-        st->ms += ms;
-        g_ptr_array_add(cb->prof_free, r->a);
-        g_ptr_array_add(cb->prof_free, r->b);
-    }
-    g_array_set_size(cb->prof_recs, 0);
-}
-
-/* Nothing is timed inside a capture: event nodes of a graph gave no elapsed
- * times (H200, CUDA 12), so a graph counts as one op, "graph launch". */
-static cudaEvent_t prof_begin(cuda_backend *cb)
-{
-    if (cb->capturing) return NULL;
-    cudaEvent_t e = prof_event(cb);
-    if (e) cudaEventRecord(e, cb->stream);
-    return e;
-}
-
-static bool prof_end(cuda_backend *cb, cudaEvent_t a, const char *name, bool ok)
-{
-    if (!a) return ok;
-    cudaEvent_t b = prof_event(cb);
-    if (!b) {
-        g_ptr_array_add(cb->prof_free, a);
-        return ok;
-    }
-    cudaEventRecord(b, cb->stream);
-    prof_rec r = { name, a, b };
-    g_array_append_val(cb->prof_recs, r);
-    /* Bound the events in flight on long runs without a download. */
-    if (cb->prof_recs->len >= 65536 && cudaStreamSynchronize(cb->stream) == cudaSuccess) prof_resolve(cb);
-    return ok;
-}
-
-static gint prof_cmp(gconstpointer a, gconstpointer b, gpointer stats)
-{
-    const prof_stat *x = g_hash_table_lookup(stats, *(const char *const *)a);
-    const prof_stat *y = g_hash_table_lookup(stats, *(const char *const *)b);
-    return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : 0;
-}
-
-static void prof_print(cuda_backend *cb)
-{
-    prof_resolve(cb);
-    GPtrArray *names = g_ptr_array_new();
-    double total = 0.0;
-    GHashTableIter it;
-    gpointer k, v;
-    g_hash_table_iter_init(&it, cb->prof_stats);
-    while (g_hash_table_iter_next(&it, &k, &v)) {
-        g_ptr_array_add(names, k);
-        total += ((prof_stat *)v)->ms;
-    }
-    g_ptr_array_sort_with_data(names, prof_cmp, cb->prof_stats);
-    fprintf(stderr, "hyocr CUDA profile (%s): GPU time per op (event to event), %.3f ms in all\n", cb->gpu_name,
-            total);
-    fprintf(stderr, "%-44s %10s %12s %8s %10s\n", "op", "calls", "total ms", "%", "us/call");
-    for (guint i = 0; i < names->len; i++) {
-        const prof_stat *st = g_hash_table_lookup(cb->prof_stats, names->pdata[i]);
-        fprintf(stderr, "%-44s %10" G_GINT64_FORMAT " %12.3f %7.2f%% %10.2f\n", (const char *)names->pdata[i],
-                st->calls, st->ms, total > 0 ? 100.0 * st->ms / total : 0.0, st->calls ? 1e3 * st->ms / st->calls : 0.0);
-    }
-    g_ptr_array_free(names, TRUE);
-}
-
-static void prof_clear(cuda_backend *cb)
-{
-    if (!cb->prof_recs) return;
-    if (cb->stream) cudaStreamSynchronize(cb->stream);
-    prof_print(cb);
-    for (guint i = 0; i < cb->prof_free->len; i++) cudaEventDestroy(cb->prof_free->pdata[i]);
-    g_ptr_array_free(cb->prof_free, TRUE);
-    g_array_free(cb->prof_recs, TRUE);
-    g_hash_table_destroy(cb->prof_stats);
-    cb->prof_recs = NULL;
-}
-
-/* GEMMs by role: the caller-visible shape N×K, decode-sized (≤ 64 rows) or not. */
-static const char *prof_matmul_name(int M, int N, int K)
-{
-    char buf[96];
-    g_snprintf(buf, sizeof buf, "matmul N=%d K=%d %s", N, K, M <= 64 ? "(<=64 rows)" : "(>64 rows)");
-    return g_intern_string(buf);
-}
-
-/* The op table with every GPU op bracketed by events; used only when profiling. */
-#define PROF(name, call)                                          \
-    do {                                                          \
-        cudaEvent_t pa_ = prof_begin(CB(be));                     \
-        bool ok_ = (call);                                        \
-        return prof_end(CB(be), pa_, (name), ok_);                \
-    } while (0)
-
-static bool p_copy(hyocr_backend *be, hyocr_buf *d, size_t doff, const hyocr_buf *s, size_t soff, size_t n, GError **e)
-{ PROF("copy", cuda_copy(be, d, doff, s, soff, n, e)); }
-static bool p_upload_f32(hyocr_backend *be, hyocr_buf *d, size_t off, const float *s, size_t n, GError **e)
-{ PROF("upload_f32", cuda_upload_f32(be, d, off, s, n, e)); }
-static bool p_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, const hyocr_buf *w, size_t woff,
-                     const hyocr_buf *bias, int M, int N, int K, GError **e)
-{ PROF(prof_matmul_name(M, N, K), cuda_matmul(be, o, x, w, woff, bias, M, N, K, e)); }
-static bool p_add_layernorm(hyocr_backend *be, hyocr_buf *o, hyocr_buf *r, const hyocr_buf *d, const hyocr_buf *g,
-                            const hyocr_buf *b, int M, int N, float eps, GError **e)
-{ PROF("add_layernorm", cuda_add_layernorm(be, o, r, d, g, b, M, N, eps, e)); }
-static bool p_add_rmsnorm(hyocr_backend *be, hyocr_buf *o, hyocr_buf *r, const hyocr_buf *d, const hyocr_buf *w, int M,
-                          int N, float eps, GError **e)
-{ PROF(M <= 64 ? "add_rmsnorm (<=64 rows)" : "add_rmsnorm (>64 rows)", cuda_add_rmsnorm(be, o, r, d, w, M, N, eps, e)); }
-static bool p_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *y, size_t n, GError **e)
-{ PROF("add", cuda_add(be, x, y, n, e)); }
-static bool p_gelu(hyocr_backend *be, hyocr_buf *x, size_t n, GError **e)
-{ PROF("gelu", cuda_gelu(be, x, n, e)); }
-static bool p_swiglu(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *gu, int M, int I, GError **e)
-{ PROF(M <= 64 ? "swiglu (<=64 rows)" : "swiglu (>64 rows)", cuda_swiglu(be, o, gu, M, I, e)); }
-static bool p_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *t, size_t r0, int edge, int gh, int gw, int C,
-                         hyocr_posemb_interp in, GError **e)
-{ PROF("posemb_add", cuda_posemb_add(be, x, t, r0, edge, gh, gw, C, in, e)); }
-static bool p_merge_gather(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, int gh, int gw, int C, GError **e)
-{ PROF("merge_gather", cuda_merge_gather(be, o, x, gh, gw, C, e)); }
-static bool p_append_newline(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, const hyocr_buf *nl, int Hm, int Wm,
-                             int C, GError **e)
-{ PROF("append_newline", cuda_append_newline(be, o, x, nl, Hm, Wm, C, e)); }
-static bool p_attention_full(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *qkv, int n, int H, int D, float sc,
-                             GError **e)
-{ PROF("attention_full (vision)", cuda_attention_full(be, o, qkv, n, H, D, sc, e)); }
-static bool p_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int na, int Hq, int Hkv,
-                          const hyocr_rope_params *r, const hyocr_buf *qn, const hyocr_buf *kn, float eps, GError **e)
-{ PROF(M <= 64 ? "rope_qknorm (<=64 rows)" : "rope_qknorm (>64 rows)", cuda_rope_qknorm(be, qkv, M, pos, na, Hq, Hkv, r, qn, kn, eps, e)); }
-static bool p_attention_paged(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *qkv, hyocr_buf *kc, hyocr_buf *vc,
-                              int bs, const hyocr_seq_view *sv, int ns, int Hq, int Hkv, int D, float sc, GError **e)
-{
-    int rows = 0;
-    for (int i = 0; sv && i < ns; i++) rows += sv[i].n_new;
-    PROF(rows == ns ? "attention_paged (decode)" : "attention_paged (prefill)",
-         cuda_attention_paged(be, o, qkv, kc, vc, bs, sv, ns, Hq, Hkv, D, sc, e));
-}
-static bool p_embed(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *t, const int32_t *ids, int n, int C, GError **e)
-{ PROF("embed", cuda_embed(be, o, t, ids, n, C, e)); }
-static bool p_pick(hyocr_backend *be, const hyocr_buf *l, int n, int V, hyocr_buf *seen, const int32_t *sl,
-                   const float *pe, const hyocr_pick_draw *dr, GError **e)
-{ PROF("pick", cuda_pick(be, l, n, V, seen, sl, pe, dr, e)); }
-static bool p_norm_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *r, const hyocr_buf *nw, float eps,
-                          const hyocr_buf *w, int M, int N, int K, bool glu, GError **e)
-{
-    char buf[96];
-    g_snprintf(buf, sizeof buf, "norm_matmul%s N=%d K=%d", glu ? " glu" : "", N, K);
-    PROF(g_intern_string(buf), cuda_norm_matmul(be, o, r, nw, eps, w, M, N, K, glu, e));
-}
-static bool p_matmul_residual(hyocr_backend *be, hyocr_buf *r, const hyocr_buf *x, const hyocr_buf *w, int M, int N,
-                              int K, GError **e)
-{
-    char buf[96];
-    g_snprintf(buf, sizeof buf, "matmul_residual N=%d K=%d", N, K);
-    PROF(g_intern_string(buf), cuda_matmul_residual(be, r, x, w, M, N, K, e));
-}
-static bool p_graph_launch(hyocr_backend *be, void *g, bool *stale, GError **e)
-{ PROF("graph launch (whole decode step)", cuda_graph_launch(be, g, stale, e)); }
-
 
 static void cuda_mem_info(hyocr_backend *be, hyocr_mem_info *out)
 {
@@ -1675,7 +1478,7 @@ static void cuda_mem_info(hyocr_backend *be, hyocr_mem_info *out)
 static bool cuda_sync(hyocr_backend *be, GError **error)
 {
     bool ok = ck(cudaStreamSynchronize(CB(be)->stream), "stream synchronize", error);
-    prof_resolve(CB(be));
+    hyocr_cuda_profile_resolve(CB(be)->prof);
     return ok;
 }
 
@@ -1683,7 +1486,8 @@ static void cuda_free(hyocr_backend *be)
 {
     cuda_backend *cb = CB(be);
     if (cb->stream) cudaStreamSynchronize(cb->stream);
-    prof_clear(cb);
+    hyocr_cuda_profile_free(cb->prof);
+    cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
     scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->part, &cb->counters, &cb->conv_x, &cb->conv_bias,
                      &cb->small, &cb->dmeta };
@@ -1795,35 +1599,6 @@ static const hyocr_backend_ops cuda_ops = {
     .matmul_residual = cuda_matmul_residual,
 };
 
-static void prof_init(cuda_backend *cb)
-{
-    cb->prof_recs = g_array_new(FALSE, FALSE, sizeof(prof_rec));
-    cb->prof_free = g_ptr_array_new();
-    cb->prof_stats = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-    hyocr_backend_ops *o = &cb->prof_ops;
-    *o = cuda_ops;
-    o->copy = p_copy;
-    o->upload_f32 = p_upload_f32;
-    o->matmul = p_matmul;
-    o->add_layernorm = p_add_layernorm;
-    o->add_rmsnorm = p_add_rmsnorm;
-    o->add = p_add;
-    o->gelu = p_gelu;
-    o->swiglu = p_swiglu;
-    o->posemb_add = p_posemb_add;
-    o->merge_gather = p_merge_gather;
-    o->append_newline = p_append_newline;
-    o->attention_full = p_attention_full;
-    o->rope_qknorm = p_rope_qknorm;
-    o->attention_paged = p_attention_paged;
-    o->embed = p_embed;
-    o->pick = p_pick;
-    o->graph_launch = p_graph_launch;
-    o->norm_matmul = p_norm_matmul;
-    o->matmul_residual = p_matmul_residual;
-    cb->base.ops = o;
-}
-
 /* Picks the device and checks that this build can run on it. */
 static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError **error)
 {
@@ -1923,6 +1698,9 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     const char *split = g_getenv("HYOCR_DECODE_SPLIT");
     if (split) cb->split_override = CLAMP(atoi(split), 0, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     const char *prof = g_getenv("HYOCR_PROFILE");
-    if (prof && *prof && strcmp(prof, "0") != 0) prof_init(cb);
+    if (prof && *prof && strcmp(prof, "0") != 0) {
+        cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
+        cb->base.ops = hyocr_cuda_profile_ops(cb->prof);
+    }
     return &cb->base;
 }

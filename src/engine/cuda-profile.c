@@ -1,0 +1,270 @@
+/* hyocr — HYOCR_PROFILE=1: the CUDA backend's GPU time per op. The profiler
+ * wraps the backend's op table: every GPU op runs between two events recorded on
+ * the stream, the pairs are read where the host waits anyway (a download, a sync,
+ * a buffer freed), and the table (calls, ms, %, µs/call; GEMMs by N×K and rows)
+ * goes to stderr when the profiler is freed. Nothing of it runs unless profiling. */
+#include "cuda-profile.h"
+#include <stdio.h>
+
+struct hyocr_cuda_profile {
+    hyocr_backend_ops        ops;     /* first: the backend's ops pointer leads back here (P) */
+    const hyocr_backend_ops *inner;   /* the ops being timed */
+    cudaStream_t             stream;
+    bool                     capturing;
+    char                     gpu_name[256];
+    GArray                  *recs;    /* prof_rec, recorded but not yet read */
+    GPtrArray               *free;    /* idle events */
+    GHashTable              *stats;   /* interned op name → prof_stat */
+};
+
+/* The profiler whose ops a backend runs: its table is the profiler's first member. */
+static inline hyocr_cuda_profile *P(hyocr_backend *be)
+{
+    return (hyocr_cuda_profile *)be->ops;
+}
+
+typedef struct {
+    const char *name;
+    cudaEvent_t a, b;
+} prof_rec;
+
+typedef struct {
+    int64_t calls;
+    double  ms;
+} prof_stat;
+
+static cudaEvent_t prof_event(hyocr_cuda_profile *p)
+{
+    if (p->free->len) return g_ptr_array_steal_index_fast(p->free, p->free->len - 1);
+    cudaEvent_t e = NULL;
+    if (cudaEventCreate(&e) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return e;
+}
+
+void hyocr_cuda_profile_resolve(hyocr_cuda_profile *p)
+{
+    if (!p) return;
+    for (guint i = 0; i < p->recs->len; i++) {
+        prof_rec *r = &g_array_index(p->recs, prof_rec, i);
+        float ms = 0.0f;
+        if (cudaEventElapsedTime(&ms, r->a, r->b) != cudaSuccess) {
+            cudaGetLastError();
+            ms = 0.0f;
+        }
+        prof_stat *st = g_hash_table_lookup(p->stats, r->name);
+        if (!st) {
+            st = g_new0(prof_stat, 1);
+            g_hash_table_insert(p->stats, (gpointer)r->name, st);
+        }
+        st->calls++;
+        st->ms += ms;
+        g_ptr_array_add(p->free, r->a);
+        g_ptr_array_add(p->free, r->b);
+    }
+    g_array_set_size(p->recs, 0);
+}
+
+/* Nothing is timed inside a capture: event nodes of a graph gave no elapsed
+ * times (H200, CUDA 12), so a graph counts as one op, "graph launch". */
+static cudaEvent_t prof_begin(hyocr_cuda_profile *p)
+{
+    if (p->capturing) return NULL;
+    cudaEvent_t e = prof_event(p);
+    if (e) cudaEventRecord(e, p->stream);
+    return e;
+}
+
+static bool prof_end(hyocr_cuda_profile *p, cudaEvent_t a, const char *name, bool ok)
+{
+    if (!a) return ok;
+    cudaEvent_t b = prof_event(p);
+    if (!b) {
+        g_ptr_array_add(p->free, a);
+        return ok;
+    }
+    cudaEventRecord(b, p->stream);
+    prof_rec r = { name, a, b };
+    g_array_append_val(p->recs, r);
+    /* Bound the events in flight on long runs without a download. */
+    if (p->recs->len >= 65536 && cudaStreamSynchronize(p->stream) == cudaSuccess) hyocr_cuda_profile_resolve(p);
+    return ok;
+}
+
+static gint prof_cmp(gconstpointer a, gconstpointer b, gpointer stats)
+{
+    const prof_stat *x = g_hash_table_lookup(stats, *(const char *const *)a);
+    const prof_stat *y = g_hash_table_lookup(stats, *(const char *const *)b);
+    return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : 0;
+}
+
+static void prof_print(hyocr_cuda_profile *p)
+{
+    hyocr_cuda_profile_resolve(p);
+    GPtrArray *names = g_ptr_array_new();
+    double total = 0.0;
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, p->stats);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        g_ptr_array_add(names, k);
+        total += ((prof_stat *)v)->ms;
+    }
+    g_ptr_array_sort_with_data(names, prof_cmp, p->stats);
+    fprintf(stderr, "hyocr CUDA profile (%s): GPU time per op (event to event), %.3f ms in all\n", p->gpu_name,
+            total);
+    fprintf(stderr, "%-44s %10s %12s %8s %10s\n", "op", "calls", "total ms", "%", "us/call");
+    for (guint i = 0; i < names->len; i++) {
+        const prof_stat *st = g_hash_table_lookup(p->stats, names->pdata[i]);
+        fprintf(stderr, "%-44s %10" G_GINT64_FORMAT " %12.3f %7.2f%% %10.2f\n", (const char *)names->pdata[i],
+                st->calls, st->ms, total > 0 ? 100.0 * st->ms / total : 0.0, st->calls ? 1e3 * st->ms / st->calls : 0.0);
+    }
+    g_ptr_array_free(names, TRUE);
+}
+
+void hyocr_cuda_profile_free(hyocr_cuda_profile *p)
+{
+    if (!p) return;
+    if (p->stream) cudaStreamSynchronize(p->stream);
+    prof_print(p);
+    for (guint i = 0; i < p->free->len; i++) cudaEventDestroy(p->free->pdata[i]);
+    g_ptr_array_free(p->free, TRUE);
+    g_array_free(p->recs, TRUE);
+    g_hash_table_destroy(p->stats);
+    g_free(p);
+}
+
+/* GEMMs by role: the caller-visible shape N×K, decode-sized (≤ 64 rows) or not. */
+static const char *prof_matmul_name(int M, int N, int K)
+{
+    char buf[96];
+    g_snprintf(buf, sizeof buf, "matmul N=%d K=%d %s", N, K, M <= 64 ? "(<=64 rows)" : "(>64 rows)");
+    return g_intern_string(buf);
+}
+
+/* The op table with every GPU op bracketed by events; used only when profiling. */
+#define IN (P(be)->inner)
+#define PROF(name, call)                                          \
+    do {                                                          \
+        cudaEvent_t pa_ = prof_begin(P(be));                      \
+        bool ok_ = (call);                                        \
+        return prof_end(P(be), pa_, (name), ok_);                 \
+    } while (0)
+
+static bool p_copy(hyocr_backend *be, hyocr_buf *d, size_t doff, const hyocr_buf *s, size_t soff, size_t n, GError **e)
+{ PROF("copy", IN->copy(be, d, doff, s, soff, n, e)); }
+static bool p_upload_f32(hyocr_backend *be, hyocr_buf *d, size_t off, const float *s, size_t n, GError **e)
+{ PROF("upload_f32", IN->upload_f32(be, d, off, s, n, e)); }
+static bool p_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, const hyocr_buf *w, size_t woff,
+                     const hyocr_buf *bias, int M, int N, int K, GError **e)
+{ PROF(prof_matmul_name(M, N, K), IN->matmul(be, o, x, w, woff, bias, M, N, K, e)); }
+static bool p_add_layernorm(hyocr_backend *be, hyocr_buf *o, hyocr_buf *r, const hyocr_buf *d, const hyocr_buf *g,
+                            const hyocr_buf *b, int M, int N, float eps, GError **e)
+{ PROF("add_layernorm", IN->add_layernorm(be, o, r, d, g, b, M, N, eps, e)); }
+static bool p_add_rmsnorm(hyocr_backend *be, hyocr_buf *o, hyocr_buf *r, const hyocr_buf *d, const hyocr_buf *w, int M,
+                          int N, float eps, GError **e)
+{ PROF(M <= 64 ? "add_rmsnorm (<=64 rows)" : "add_rmsnorm (>64 rows)", IN->add_rmsnorm(be, o, r, d, w, M, N, eps, e)); }
+static bool p_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *y, size_t n, GError **e)
+{ PROF("add", IN->add(be, x, y, n, e)); }
+static bool p_gelu(hyocr_backend *be, hyocr_buf *x, size_t n, GError **e)
+{ PROF("gelu", IN->gelu(be, x, n, e)); }
+static bool p_swiglu(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *gu, int M, int I, GError **e)
+{ PROF(M <= 64 ? "swiglu (<=64 rows)" : "swiglu (>64 rows)", IN->swiglu(be, o, gu, M, I, e)); }
+static bool p_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *t, size_t r0, int edge, int gh, int gw, int C,
+                         hyocr_posemb_interp in, GError **e)
+{ PROF("posemb_add", IN->posemb_add(be, x, t, r0, edge, gh, gw, C, in, e)); }
+static bool p_merge_gather(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, int gh, int gw, int C, GError **e)
+{ PROF("merge_gather", IN->merge_gather(be, o, x, gh, gw, C, e)); }
+static bool p_append_newline(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, const hyocr_buf *nl, int Hm, int Wm,
+                             int C, GError **e)
+{ PROF("append_newline", IN->append_newline(be, o, x, nl, Hm, Wm, C, e)); }
+static bool p_attention_full(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *qkv, int n, int H, int D, float sc,
+                             GError **e)
+{ PROF("attention_full (vision)", IN->attention_full(be, o, qkv, n, H, D, sc, e)); }
+static bool p_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int na, int Hq, int Hkv,
+                          const hyocr_rope_params *r, const hyocr_buf *qn, const hyocr_buf *kn, float eps, GError **e)
+{ PROF(M <= 64 ? "rope_qknorm (<=64 rows)" : "rope_qknorm (>64 rows)", IN->rope_qknorm(be, qkv, M, pos, na, Hq, Hkv, r, qn, kn, eps, e)); }
+static bool p_attention_paged(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *qkv, hyocr_buf *kc, hyocr_buf *vc,
+                              int bs, const hyocr_seq_view *sv, int ns, int Hq, int Hkv, int D, float sc, GError **e)
+{
+    int rows = 0;
+    for (int i = 0; sv && i < ns; i++) rows += sv[i].n_new;
+    PROF(rows == ns ? "attention_paged (decode)" : "attention_paged (prefill)",
+         IN->attention_paged(be, o, qkv, kc, vc, bs, sv, ns, Hq, Hkv, D, sc, e));
+}
+static bool p_embed(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *t, const int32_t *ids, int n, int C, GError **e)
+{ PROF("embed", IN->embed(be, o, t, ids, n, C, e)); }
+static bool p_pick(hyocr_backend *be, const hyocr_buf *l, int n, int V, hyocr_buf *seen, const int32_t *sl,
+                   const float *pe, const hyocr_pick_draw *dr, GError **e)
+{ PROF("pick", IN->pick(be, l, n, V, seen, sl, pe, dr, e)); }
+static bool p_norm_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *r, const hyocr_buf *nw, float eps,
+                          const hyocr_buf *w, int M, int N, int K, bool glu, GError **e)
+{
+    char buf[96];
+    g_snprintf(buf, sizeof buf, "norm_matmul%s N=%d K=%d", glu ? " glu" : "", N, K);
+    PROF(g_intern_string(buf), IN->norm_matmul(be, o, r, nw, eps, w, M, N, K, glu, e));
+}
+static bool p_matmul_residual(hyocr_backend *be, hyocr_buf *r, const hyocr_buf *x, const hyocr_buf *w, int M, int N,
+                              int K, GError **e)
+{
+    char buf[96];
+    g_snprintf(buf, sizeof buf, "matmul_residual N=%d K=%d", N, K);
+    PROF(g_intern_string(buf), IN->matmul_residual(be, r, x, w, M, N, K, e));
+}
+static bool p_graph_launch(hyocr_backend *be, void *g, bool *stale, GError **e)
+{ PROF("graph launch (whole decode step)", IN->graph_launch(be, g, stale, e)); }
+
+/* Nothing is timed between these two (see prof_begin). */
+static bool p_graph_begin(hyocr_backend *be, GError **e)
+{
+    bool ok = IN->graph_begin(be, e);
+    P(be)->capturing = ok;
+    return ok;
+}
+static void *p_graph_end(hyocr_backend *be, GError **e)
+{
+    P(be)->capturing = false;
+    return IN->graph_end(be, e);
+}
+
+hyocr_cuda_profile *hyocr_cuda_profile_new(const hyocr_backend_ops *inner, cudaStream_t stream, const char *gpu_name)
+{
+    hyocr_cuda_profile *p = g_new0(hyocr_cuda_profile, 1);
+    p->inner = inner;
+    p->stream = stream;
+    g_strlcpy(p->gpu_name, gpu_name, sizeof p->gpu_name);
+    p->recs = g_array_new(FALSE, FALSE, sizeof(prof_rec));
+    p->free = g_ptr_array_new();
+    p->stats = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    hyocr_backend_ops *o = &p->ops;
+    *o = *inner;
+    o->copy = p_copy;
+    o->upload_f32 = p_upload_f32;
+    o->matmul = p_matmul;
+    o->add_layernorm = p_add_layernorm;
+    o->add_rmsnorm = p_add_rmsnorm;
+    o->add = p_add;
+    o->gelu = p_gelu;
+    o->swiglu = p_swiglu;
+    o->posemb_add = p_posemb_add;
+    o->merge_gather = p_merge_gather;
+    o->append_newline = p_append_newline;
+    o->attention_full = p_attention_full;
+    o->rope_qknorm = p_rope_qknorm;
+    o->attention_paged = p_attention_paged;
+    o->embed = p_embed;
+    o->pick = p_pick;
+    o->graph_launch = p_graph_launch;
+    o->norm_matmul = p_norm_matmul;
+    o->matmul_residual = p_matmul_residual;
+    o->graph_begin = p_graph_begin;
+    o->graph_end = p_graph_end;
+    return p;
+}
+
+const hyocr_backend_ops *hyocr_cuda_profile_ops(hyocr_cuda_profile *p)
+{
+    return &p->ops;
+}
