@@ -2,6 +2,7 @@
 #include "backend.h"
 #include "error.h"
 #include "hyocr-build-config.h"
+#include "i18n.h"
 #include <math.h>
 #include <string.h>
 
@@ -47,8 +48,8 @@ void hyocr_rope_params_init(hyocr_rope_params *rp, const hyocr_config *cfg)
 hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **error)
 {
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                "this build of hyocr was built without CUDA support; use the CPU backend "
-                "or rebuild with -Dcuda=enabled");
+                _("this build of hyocr was built without CUDA support; use the CPU backend "
+                  "or rebuild with -Dcuda=enabled"));
     return NULL;
 }
 #endif

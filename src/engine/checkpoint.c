@@ -228,16 +228,17 @@ static bool missing_error(const hyocr_checkpoint *ck, const expect *e, GError **
     const char *dt = g_hash_table_lookup(ck->other_canon, e->name);
     if (dt) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: tensor '%s' has dtype %s; hyocr needs F32, F16 or BF16 weights; convert the checkpoint "
-                    "or download the original release", ck->dir, e->name, dt);
+                    _("%s: tensor '%s' has dtype %s; hyocr needs F32, F16 or BF16 weights; convert the checkpoint "
+                      "or download the original release"), ck->dir, e->name, dt);
     } else if (strcmp(e->name, "lm_head.weight") == 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: tensor 'lm_head.weight' is missing, and config.json says tie_word_embeddings is false "
-                    "(so the head is not the embedding); the weights are incomplete; download the model again", ck->dir);
+                    _("%s: tensor 'lm_head.weight' is missing, and config.json says tie_word_embeddings is false "
+                      "(so the head is not the embedding); the weights are incomplete; download the model again"),
+                    ck->dir);
     } else {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: tensor '%s' is missing from the weights (looked for Tencent and transformers names); the "
-                    "download is incomplete or the folder holds a different model; download the model again",
+                    _("%s: tensor '%s' is missing from the weights (looked for Tencent and transformers names); the "
+                      "download is incomplete or the folder holds a different model; download the model again"),
                     ck->dir, e->name);
     }
     return false;
@@ -248,8 +249,8 @@ static bool check_tensor(const hyocr_checkpoint *ck, const expect *e, const hyoc
     g_autofree char *label = tensor_label(e->name, t);
     if (t->dtype != HYOCR_DTYPE_F32 && t->dtype != HYOCR_DTYPE_F16 && t->dtype != HYOCR_DTYPE_BF16) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: tensor %s has dtype %s; hyocr needs F32, F16 or BF16 weights. Convert the checkpoint "
-                    "or download the original release", t->file, label,
+                    _("%s: tensor %s has dtype %s; hyocr needs F32, F16 or BF16 weights. Convert the checkpoint "
+                      "or download the original release"), t->file, label,
                     hyocr_dtype_name(t->dtype));
         return false;
     }
@@ -258,8 +259,9 @@ static bool check_tensor(const hyocr_checkpoint *ck, const expect *e, const hyoc
     if (!same) {
         g_autofree char *have = shape_str(t->n_dims, t->shape), *need = shape_str(e->n_dims, e->shape);
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: tensor %s has shape %s, but config.json implies %s; the weights and config.json belong to "
-                    "different models; use the config.json that came with these weights", t->file, label, have, need);
+                    _("%s: tensor %s has shape %s, but config.json implies %s; the weights and config.json belong to "
+                      "different models; use the config.json that came with these weights"),
+                    t->file, label, have, need);
         return false;
     }
     return true;
@@ -303,8 +305,8 @@ static bool index_tensors(hyocr_checkpoint *ck, GError **error)
         const hyocr_tensor *prev = g_hash_table_lookup(ck->by_canon, canon);
         if (prev) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                        "%s: tensors '%s' and '%s' are the same weight under two naming schemes; remove one of "
-                        "the copies or download the model again", ck->dir, prev->name, t->name);
+                        _("%s: tensors '%s' and '%s' are the same weight under two naming schemes; remove one of "
+                          "the copies or download the model again"), ck->dir, prev->name, t->name);
             g_free(canon);
             return false;
         }
@@ -390,16 +392,16 @@ static bool draft_fits(const char *dir, const hyocr_dflash_config *d, const hyoc
         what = "num_target_layers", have = d->num_target_layers, want_v = t->num_layers;
     if (what) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: '%s' is %d but the model's is %d: this draft was made for another model; download the "
-                    "model again", path, what, have, want_v);
+                    _("%s: '%s' is %d but the model's is %d: this draft was made for another model; download the "
+                      "model again"), path, what, have, want_v);
         return false;
     }
     for (int i = 0; i < d->n_target_layers; i++)
         /* transformers gives the last layer's state after the final norm; no release reads it. */
         if (d->target_layer_ids[i] >= t->num_layers - 1) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                        "%s: dflash_config 'target_layer_ids' names layer %d, but the model's layers that a draft "
-                        "can read are 0 to %d", path, d->target_layer_ids[i], t->num_layers - 2);
+                        _("%s: dflash_config 'target_layer_ids' names layer %d, but the model's layers that a draft "
+                          "can read are 0 to %d"), path, d->target_layer_ids[i], t->num_layers - 2);
             return false;
         }
     return true;

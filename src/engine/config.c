@@ -16,6 +16,7 @@
 #include "config.h"
 #include "error.h"
 #include "json.h"
+#include "i18n.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -34,12 +35,12 @@ static JsonObject *json_load_object(const char *path, GError **error)
 {
     GStatBuf sb;
     if (g_stat(path, &sb) != 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot read: %s", path, g_strerror(errno));
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot read: %s"), path, g_strerror(errno));
         return NULL;
     }
     if (sb.st_size > JSON_FILE_LIMIT) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                    "%s: %lld bytes is far too large for a configuration file (limit %d MB)",
+                    _("%s: %lld bytes is far too large for a configuration file (limit %d MB)"),
                     path, (long long)sb.st_size, JSON_FILE_LIMIT >> 20);
         return NULL;
     }
@@ -47,17 +48,18 @@ static JsonObject *json_load_object(const char *path, GError **error)
     gsize len = 0;
     g_autoptr(GError) ioerr = NULL;
     if (!g_file_get_contents(path, &text, &len, &ioerr)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot read: %s", path, ioerr->message);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot read: %s"), path, ioerr->message);
         return NULL;
     }
     g_autoptr(GError) perr = NULL;
     g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, path, &perr);
     if (!root) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s (the file is not valid JSON; fix it or download the model again)", perr->message);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
+                    _("%s (the file is not valid JSON; fix it or download the model again)"), perr->message);
         return NULL;
     }
     if (!JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s: expected a JSON object at the top level", path);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s: expected a JSON object at the top level"), path);
         return NULL;
     }
     return json_object_ref(json_node_get_object(root));
@@ -65,14 +67,14 @@ static JsonObject *json_load_object(const char *path, GError **error)
 
 static const char *node_kind(JsonNode *n)
 {
-    if (!n || JSON_NODE_HOLDS_NULL(n)) return "null";
-    if (JSON_NODE_HOLDS_OBJECT(n)) return "an object";
-    if (JSON_NODE_HOLDS_ARRAY(n)) return "an array";
+    if (!n || JSON_NODE_HOLDS_NULL(n)) return _("null");
+    if (JSON_NODE_HOLDS_OBJECT(n)) return _("an object");
+    if (JSON_NODE_HOLDS_ARRAY(n)) return _("an array");
     GType t = json_node_get_value_type(n);
-    if (t == G_TYPE_STRING) return "a string";
-    if (t == G_TYPE_BOOLEAN) return "a boolean";
-    if (t == G_TYPE_INT64) return "an integer";
-    return "a number";
+    if (t == G_TYPE_STRING) return _("a string");
+    if (t == G_TYPE_BOOLEAN) return _("a boolean");
+    if (t == G_TYPE_INT64) return _("an integer");
+    return _("a number");
 }
 
 static bool node_is_number(JsonNode *n)
@@ -122,13 +124,13 @@ static JsonNode *sc_node(const scope *s, const char *key)
 
 static bool sc_missing(const scope *s, const char *key, GError **error)
 {
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s '%s' missing%s", s->path, s->label, key, s->looked);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, _("%s: %s '%s' missing%s"), s->path, s->label, key, s->looked);
     return false;
 }
 
 static bool sc_type_error(const scope *s, const char *key, const char *want, JsonNode *n, GError **error)
 {
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s '%s' must be %s, found %s",
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, _("%s: %s '%s' must be %s, found %s"),
                 s->path, s->label, key, want, node_kind(n));
     return false;
 }
@@ -139,7 +141,7 @@ static bool sc_elem_error(const scope *s, const char *key, guint i, const char *
     g_autofree char *found = NULL;
     if (JSON_NODE_HOLDS_VALUE(e) && json_node_get_value_type(e) == G_TYPE_INT64)
         found = g_strdup_printf("%" G_GINT64_FORMAT, json_node_get_int(e));
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s '%s': entry %u must be %s, found %s",
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, _("%s: %s '%s': entry %u must be %s, found %s"),
                 s->path, s->label, key, i, want, found ? found : node_kind(e));
     return false;
 }
@@ -154,7 +156,7 @@ static bool sc_int64(const scope *s, const char *key, bool required, int64_t def
         *out = def;
         return required ? sc_missing(s, key, error) : true;
     }
-    if (!node_to_int64(n, out)) return sc_type_error(s, key, "an integer", n, error);
+    if (!node_to_int64(n, out)) return sc_type_error(s, key, _("an integer"), n, error);
     return true;
 }
 
@@ -163,7 +165,7 @@ static bool sc_int(const scope *s, const char *key, bool required, int def, int 
     int64_t v;
     if (!sc_int64(s, key, required, def, &v, NULL, error)) return false;
     if (v < INT_MIN || v > INT_MAX) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s '%s' = %lld is out of range",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, _("%s: %s '%s' = %lld is out of range"),
                     s->path, s->label, key, (long long)v);
         return false;
     }
@@ -179,7 +181,7 @@ static bool sc_double(const scope *s, const char *key, double def, double *out, 
         *out = def;
         return true;
     }
-    if (!node_is_number(n)) return sc_type_error(s, key, "a number", n, error);
+    if (!node_is_number(n)) return sc_type_error(s, key, _("a number"), n, error);
     *out = json_node_get_double(n);
     return true;
 }
@@ -192,7 +194,7 @@ static bool sc_bool(const scope *s, const char *key, bool def, bool *out, GError
         return true;
     }
     if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_BOOLEAN)
-        return sc_type_error(s, key, "true or false", n, error);
+        return sc_type_error(s, key, _("true or false"), n, error);
     *out = json_node_get_boolean(n);
     return true;
 }
@@ -204,7 +206,7 @@ static const char *sc_string(const scope *s, const char *key, bool *ok, GError *
     *ok = true;
     if (!n) return NULL;
     if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING) {
-        *ok = sc_type_error(s, key, "a string", n, error);
+        *ok = sc_type_error(s, key, _("a string"), n, error);
         return NULL;
     }
     return json_node_get_string(n);
@@ -216,7 +218,7 @@ static JsonObject *sc_object(const scope *s, const char *key, bool *ok, GError *
     *ok = true;
     if (!n) return NULL;
     if (!JSON_NODE_HOLDS_OBJECT(n)) {
-        *ok = sc_type_error(s, key, "an object", n, error);
+        *ok = sc_type_error(s, key, _("an object"), n, error);
         return NULL;
     }
     return json_node_get_object(n);
@@ -233,18 +235,18 @@ static bool sc_id_list(const scope *s, const char *key, int32_t *ids, int n_max,
         ids[(*n)++] = (int32_t)CLAMP(v, INT32_MIN, INT32_MAX);
         return true;
     }
-    if (!JSON_NODE_HOLDS_ARRAY(node)) return sc_type_error(s, key, "an integer or a list of integers", node, error);
+    if (!JSON_NODE_HOLDS_ARRAY(node)) return sc_type_error(s, key, _("an integer or a list of integers"), node, error);
     JsonArray *a = json_node_get_array(node);
     guint len = json_array_get_length(a);
     if (len > (guint)n_max) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s '%s' lists %u ids; at most %d are supported",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, _("%s: %s '%s' lists %u ids; at most %d are supported"),
                     s->path, s->label, key, len, n_max);
         return false;
     }
     for (guint i = 0; i < len; i++) {
         JsonNode *e = json_array_get_element(a, i);
         if (!node_to_int64(e, &v) || v < 0 || v > INT32_MAX)
-            return sc_elem_error(s, key, i, "a non-negative integer", e, error);
+            return sc_elem_error(s, key, i, _("a non-negative integer"), e, error);
         ids[(*n)++] = (int32_t)v;
     }
     return true;
@@ -259,7 +261,7 @@ static bool check_hidden_act(const scope *s, const char *want, GError **error)
     if (!ok) return false;
     if (act && strcmp(act, want) != 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "%s: %s 'hidden_act' is '%s'; HunyuanOCR uses '%s' and hyocr implements only that",
+                    _("%s: %s 'hidden_act' is '%s'; HunyuanOCR uses '%s' and hyocr implements only that"),
                     s->path, s->label, act, want);
         return false;
     }
@@ -272,7 +274,7 @@ static bool check_no_bias(const scope *s, const char *key, GError **error)
     if (!sc_bool(s, key, false, &v, error)) return false;
     if (v) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "%s: %s '%s' is true; HunyuanOCR's language model has no biases and hyocr does not load them",
+                    _("%s: %s '%s' is true; HunyuanOCR's language model has no biases and hyocr does not load them"),
                     s->path, s->label, key);
         return false;
     }
@@ -291,8 +293,9 @@ static bool parse_text_sizes(const scope *s, hyocr_text_config *t, GError **erro
 
     const char *vocab_key = sc_node(s, "vocab_size") ? "vocab_size" : "org_vocab_size";
     if (!sc_node(s, vocab_key)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s 'vocab_size' missing (also looked for 'org_vocab_size')%s",
-                    s->path, s->label, s->looked);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
+                    _("%s: %s 'vocab_size' missing (also looked for 'org_vocab_size')%s"), s->path, s->label,
+                    s->looked);
         return false;
     }
     if (!sc_int(s, vocab_key, true, 0, &t->vocab_size, error)) return false;
@@ -312,12 +315,12 @@ static bool parse_text_sizes(const scope *s, hyocr_text_config *t, GError **erro
 /* Reads a section list (xdrope_section / mrope_section) into t. */
 static bool parse_sections(const scope *rs, const char *key, JsonNode *n, hyocr_text_config *t, GError **error)
 {
-    if (!JSON_NODE_HOLDS_ARRAY(n)) return sc_type_error(rs, key, "a list of integers", n, error);
+    if (!JSON_NODE_HOLDS_ARRAY(n)) return sc_type_error(rs, key, _("a list of integers"), n, error);
     JsonArray *a = json_node_get_array(n);
     guint len = json_array_get_length(a);
     if (len < 3 || len > 4) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "%s: %s '%s' has %u entries; HunyuanOCR's multimodal RoPE needs 3 or 4 axes",
+                    _("%s: %s '%s' has %u entries; HunyuanOCR's multimodal RoPE needs 3 or 4 axes"),
                     rs->path, rs->label, key, len);
         return false;
     }
@@ -325,7 +328,7 @@ static bool parse_sections(const scope *rs, const char *key, JsonNode *n, hyocr_
         int64_t v;
         JsonNode *e = json_array_get_element(a, i);
         if (!node_to_int64(e, &v) || v <= 0 || v > SIZE_LIMIT)
-            return sc_elem_error(rs, key, i, "a positive integer", e, error);
+            return sc_elem_error(rs, key, i, _("a positive integer"), e, error);
         t->rope_section[i] = (int)v;
     }
     t->n_rope_sections = (int)len;
@@ -356,7 +359,8 @@ static bool parse_rope_dict(const scope *ts, const char *dict_key, JsonObject *d
     bool ntk = strcmp(type, "xdrope") == 0 || strcmp(type, "dynamic") == 0;
     if (!ntk && strcmp(type, "default") != 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "%s: %s: RoPE type '%s' is not supported (HunyuanOCR uses 'xdrope', which transformers calls 'dynamic')",
+                    _("%s: %s: RoPE type '%s' is not supported (HunyuanOCR uses 'xdrope', which transformers calls "
+                      "'dynamic')"),
                     ts->path, dict_key, type);
         return false;
     }
@@ -372,7 +376,7 @@ static bool parse_rope_dict(const scope *ts, const char *dict_key, JsonObject *d
     JsonNode *xs = sc_node(&rs, "xdrope_section"), *ms = sc_node(&rs, "mrope_section");
     if (xs && ms && !sections_equal(xs, ms)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "%s: %s has both 'mrope_section' and 'xdrope_section' and they differ; keep one of them",
+                    _("%s: %s has both 'mrope_section' and 'xdrope_section' and they differ; keep one of them"),
                     ts->path, dict_key);
         return false;
     }
@@ -462,14 +466,14 @@ static bool parse_token_ids(const scope *ts, hyocr_config *cfg, int32_t *eos_lis
 
 static bool check_model_type(const char *path, JsonObject *top, GError **error)
 {
-    scope s = { path, "field", "", { top, NULL } };
+    scope s = { path, _("field"), "", { top, NULL } };
     bool ok;
     const char *mt = sc_string(&s, "model_type", &ok, error);
     if (!ok) return false;
     if (mt && !g_str_has_prefix(mt, "hunyuan")) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "%s: model_type is '%s', not 'hunyuan_vl': this folder holds a different model. "
-                    "Choose a HunyuanOCR checkpoint folder", path, mt);
+                    _("%s: model_type is '%s', not 'hunyuan_vl': this folder holds a different model. "
+                      "Choose a HunyuanOCR checkpoint folder"), path, mt);
         return false;
     }
     return true;
@@ -480,14 +484,14 @@ static bool parse_config_json(const char *dir, hyocr_config *cfg, int32_t *eos_l
     g_autofree char *path = g_build_filename(dir, "config.json", NULL);
     if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    "%s is not a HunyuanOCR checkpoint folder: config.json missing. Download the model with "
-                    "`hyocr download` or choose the folder that holds config.json", dir);
+                    _("%s is not a HunyuanOCR checkpoint folder: config.json missing. Download the model with "
+                      "`hyocr download` or choose the folder that holds config.json"), dir);
         return false;
     }
     g_autoptr(JsonObject) top = json_load_object(path, error);
     if (!top || !check_model_type(path, top, error)) return false;
 
-    scope ts0 = { path, "field", "", { top, NULL } };
+    scope ts0 = { path, _("field"), "", { top, NULL } };
     bool ok;
     JsonObject *text = sc_object(&ts0, "text_config", &ok, error);
     if (!ok) return false;
@@ -495,14 +499,14 @@ static bool parse_config_json(const char *dir, hyocr_config *cfg, int32_t *eos_l
     if (!ok) return false;
     if (!vision) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "%s: 'vision_config' missing; a HunyuanOCR config.json describes its vision tower there", path);
+                    _("%s: 'vision_config' missing; a HunyuanOCR config.json describes its vision tower there"), path);
         return false;
     }
     cfg->nested_layout = text != NULL;
 
     /* Top level first: transformers merges top-level text keys over text_config. */
-    scope ts = { path, "text field", text ? " (looked in text_config and top level)" : "", { top, text } };
-    scope vs = { path, "vision_config field", "", { vision, NULL } };
+    scope ts = { path, _("text field"), text ? _(" (looked in text_config and top level)") : "", { top, text } };
+    scope vs = { path, _("vision_config field"), "", { vision, NULL } };
     if (!parse_text_sizes(&ts, &cfg->text, error) || !parse_rope(&ts, &cfg->text, error) ||
         !parse_vision(&vs, &cfg->vision, error) || !parse_token_ids(&ts, cfg, eos_list, n_eos, error))
         return false;
@@ -519,7 +523,7 @@ static bool load_generation(const char *dir, hyocr_config *cfg, const int32_t *e
     if (g_file_test(path, G_FILE_TEST_EXISTS)) {
         g_autoptr(JsonObject) o = json_load_object(path, error);
         if (!o) return false;
-        scope s = { path, "field", "", { o, NULL } };
+        scope s = { path, _("field"), "", { o, NULL } };
         double rp, temp, top_p;
         int top_k;
         if (!sc_id_list(&s, "eos_token_id", g->eos_ids, HYOCR_MAX_EOS, &g->n_eos, error) ||
@@ -535,7 +539,7 @@ static bool load_generation(const char *dir, hyocr_config *cfg, const int32_t *e
         g->top_p = (float)top_p;
         if (rp < 0.0 || temp < 0.0 || top_k < 0 || top_p < 0.0 || top_p > 1.0) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                        "%s: invalid sampling values (repetition_penalty %g, temperature %g, top_k %d, top_p %g)",
+                        _("%s: invalid sampling values (repetition_penalty %g, temperature %g, top_k %d, top_p %g)"),
                         path, rp, temp, top_k, top_p);
             return false;
         }
@@ -561,16 +565,16 @@ static bool read_triplet(const scope *s, const char *key, const float *def, floa
         out[0] = out[1] = out[2] = (float)json_node_get_double(n);
         return true;
     }
-    if (!JSON_NODE_HOLDS_ARRAY(n)) return sc_type_error(s, key, "a list of 3 numbers (R, G, B)", n, error);
+    if (!JSON_NODE_HOLDS_ARRAY(n)) return sc_type_error(s, key, _("a list of 3 numbers (R, G, B)"), n, error);
     JsonArray *a = json_node_get_array(n);
     if (json_array_get_length(a) != 3) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "%s: %s '%s' must list 3 numbers (R, G, B), found %u",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, _("%s: %s '%s' must list 3 numbers (R, G, B), found %u"),
                     s->path, s->label, key, json_array_get_length(a));
         return false;
     }
     for (guint i = 0; i < 3; i++) {
         JsonNode *e = json_array_get_element(a, i);
-        if (!node_is_number(e)) return sc_elem_error(s, key, i, "a number", e, error);
+        if (!node_is_number(e)) return sc_elem_error(s, key, i, _("a number"), e, error);
         out[i] = (float)json_node_get_double(e);
     }
     return true;
@@ -585,15 +589,15 @@ static bool read_pixels(const scope *s, JsonObject *size, const char *key, const
     if (!sc_int64(s, key, false, 0, out, &found, error)) return false;
     if (found) return true;
     if (size) {
-        scope ss = { s->path, "'size' field", "", { size, NULL } };
+        scope ss = { s->path, _("'size' field"), "", { size, NULL } };
         if (!sc_int64(&ss, edge_key, false, 0, out, &found, error)) return false;
         if (found) return true;
         if (!sc_int64(&ss, key, false, 0, out, &found, error)) return false;
         if (found) return true;
     }
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                "%s: '%s' missing (looked for '%s' and 'size.%s'); the image size limits cannot be guessed; "
-                "use the preprocessor_config.json that came with the model", s->path, key, key, edge_key);
+                _("%s: '%s' missing (looked for '%s' and 'size.%s'); the image size limits cannot be guessed; "
+                  "use the preprocessor_config.json that came with the model"), s->path, key, key, edge_key);
     return false;
 }
 
@@ -601,7 +605,7 @@ static bool parse_processor(const char *path, JsonObject *o, hyocr_processor_con
 {
     static const float clip_mean[3] = { 0.48145466f, 0.4578275f, 0.40821073f };
     static const float clip_std[3] = { 0.26862954f, 0.26130258f, 0.27577711f };
-    scope s = { path, "field", "", { o, NULL } };
+    scope s = { path, _("field"), "", { o, NULL } };
     bool ok;
     JsonObject *size = sc_object(&s, "size", &ok, error);
     return ok && read_pixels(&s, size, "min_pixels", "shortest_edge", &p->min_pixels, error) &&
@@ -640,9 +644,9 @@ static bool load_processor(const char *dir, hyocr_config *cfg, GError **error)
     }
     if (!o) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    "%s: preprocessor_config.json missing (nor does a processor_config.json hold an image_processor "
-                    "section); it holds the image size limits and normalisation of this model. Download the "
-                    "complete model folder again", dir);
+                    _("%s: preprocessor_config.json missing (nor does a processor_config.json hold an image_processor "
+                      "section); it holds the image size limits and normalisation of this model. Download the "
+                      "complete model folder again"), dir);
         return false;
     }
     return parse_processor(path, o, &cfg->processor, error) && validate_processor(path, cfg, error);
@@ -660,14 +664,14 @@ static bool token_string(const scope *s, const char *key, char **out, GError **e
         return true;
     }
     if (JSON_NODE_HOLDS_OBJECT(n)) {
-        scope cs = { s->path, "token field", "", { json_node_get_object(n), NULL } };
+        scope cs = { s->path, _("token field"), "", { json_node_get_object(n), NULL } };
         bool ok;
         const char *c = sc_string(&cs, "content", &ok, error);
         if (!ok) return false;
         *out = g_strdup(c);
         return true;
     }
-    return sc_type_error(s, key, "a string or an object with 'content'", n, error);
+    return sc_type_error(s, key, _("a string or an object with 'content'"), n, error);
 }
 
 static const char *string_member(JsonObject *o, const char *key)
@@ -684,7 +688,7 @@ static bool template_from_node(const scope *s, JsonNode *n, char **out, GError *
         *out = g_strdup(json_node_get_string(n));
         return true;
     }
-    if (!JSON_NODE_HOLDS_ARRAY(n)) return sc_type_error(s, "chat_template", "a string", n, error);
+    if (!JSON_NODE_HOLDS_ARRAY(n)) return sc_type_error(s, "chat_template", _("a string"), n, error);
     JsonArray *a = json_node_get_array(n);
     const char *first = NULL;
     for (guint i = 0; i < json_array_get_length(a); i++) {
@@ -704,7 +708,7 @@ static bool load_tokenizer_config(const char *dir, hyocr_config *cfg, GError **e
     if (g_file_test(path, G_FILE_TEST_EXISTS)) {
         g_autoptr(JsonObject) o = json_load_object(path, error);
         if (!o) return false;
-        scope s = { path, "field", "", { o, NULL } };
+        scope s = { path, _("field"), "", { o, NULL } };
         JsonNode *t = sc_node(&s, "chat_template");
         if (!token_string(&s, "bos_token", &cfg->bos_token, error) ||
             !token_string(&s, "eos_token", &cfg->eos_token, error) ||
@@ -718,7 +722,7 @@ static bool load_tokenizer_config(const char *dir, hyocr_config *cfg, GError **e
     g_autofree char *text = NULL;
     g_autoptr(GError) ioerr = NULL;
     if (!g_file_get_contents(jpath, &text, NULL, &ioerr)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot read: %s", jpath, ioerr->message);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot read: %s"), jpath, ioerr->message);
         return false;
     }
     g_free(cfg->chat_template);
@@ -747,23 +751,24 @@ static bool validate_text(const char *p, const hyocr_text_config *t, GError **er
         !in_range(t->num_heads, 1, 4096) || !in_range(t->num_kv_heads, 1, 4096) ||
         !in_range(t->head_dim, 2, 4096) || !in_range(t->intermediate_size, 1, SIZE_LIMIT) ||
         !in_range(t->vocab_size, 1, VOCAB_LIMIT) || t->max_position_embeddings < 1)
-        return bad(error, p, "text sizes out of range (hidden_size %d, num_hidden_layers %d, num_attention_heads %d, "
-                   "num_key_value_heads %d, head_dim %d, intermediate_size %d, vocab_size %d, max_position_embeddings %d)",
+        return bad(error, p, _("text sizes out of range (hidden_size %d, num_hidden_layers %d, "
+                                 "num_attention_heads %d, num_key_value_heads %d, head_dim %d, "
+                                 "intermediate_size %d, vocab_size %d, max_position_embeddings %d)"),
                    t->hidden_size, t->num_layers, t->num_heads, t->num_kv_heads, t->head_dim,
                    t->intermediate_size, t->vocab_size, t->max_position_embeddings);
     if (t->num_heads % t->num_kv_heads != 0)
-        return bad(error, p, "num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)",
+        return bad(error, p, _("num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)"),
                    t->num_heads, t->num_kv_heads);
-    if (t->head_dim % 2 != 0) return bad(error, p, "head_dim %d must be even for RoPE", t->head_dim);
+    if (t->head_dim % 2 != 0) return bad(error, p, _("head_dim %d must be even for RoPE"), t->head_dim);
     if (!(t->rms_norm_eps > 0.0f) || !(t->rope_theta > 0.0) || !(t->rope_alpha >= 0.0) || !isfinite(t->rope_alpha))
-        return bad(error, p, "rms_norm_eps (%g), rope_theta (%g) must be positive and alpha (%g) non-negative",
+        return bad(error, p, _("rms_norm_eps (%g), rope_theta (%g) must be positive and alpha (%g) non-negative"),
                    t->rms_norm_eps, t->rope_theta, t->rope_alpha);
     if (t->n_rope_sections > 0) {
         int sum = 0;
         for (int i = 0; i < t->n_rope_sections; i++) sum += t->rope_section[i];
         if (sum != t->head_dim / 2)
-            return bad(error, p, "RoPE section sums to %d but head_dim/2 is %d (head_dim %d); the sections split "
-                       "half of each head across the position axes", sum, t->head_dim / 2, t->head_dim);
+            return bad(error, p, _("RoPE section sums to %d but head_dim/2 is %d (head_dim %d); the sections split "
+                         "half of each head across the position axes"), sum, t->head_dim / 2, t->head_dim);
     }
     return true;
 }
@@ -774,14 +779,17 @@ static bool validate_vision(const char *p, const hyocr_vision_config *v, GError 
         !in_range(v->num_layers, 1, 4096) || !in_range(v->num_heads, 1, 4096) ||
         !in_range(v->patch_size, 1, 1024) || !in_range(v->spatial_merge_size, 1, 64) ||
         !in_range(v->num_channels, 1, 16) || !in_range(v->max_image_size, 1, 65536) || !(v->eps > 0.0f))
-        return bad(error, p, "vision_config sizes out of range (hidden_size %d, intermediate_size %d, num_hidden_layers %d, "
-                   "num_attention_heads %d, patch_size %d, spatial_merge_size %d, num_channels %d, max_image_size %d, eps %g)",
+        return bad(error, p, _("vision_config sizes out of range (hidden_size %d, intermediate_size %d, "
+                                 "num_hidden_layers %d, num_attention_heads %d, patch_size %d, spatial_merge_size %d, "
+                                 "num_channels %d, max_image_size %d, eps %g)"),
                    v->hidden_size, v->intermediate_size, v->num_layers, v->num_heads, v->patch_size,
                    v->spatial_merge_size, v->num_channels, v->max_image_size, v->eps);
     if (v->hidden_size % v->num_heads != 0)
-        return bad(error, p, "vision hidden_size %d is not divisible by num_attention_heads %d", v->hidden_size, v->num_heads);
+        return bad(error, p, _("vision hidden_size %d is not divisible by num_attention_heads %d"), v->hidden_size,
+                   v->num_heads);
     if (v->max_image_size % v->patch_size != 0)
-        return bad(error, p, "vision max_image_size %d is not a multiple of patch_size %d (it sizes the position table)",
+        return bad(error, p,
+                   _("vision max_image_size %d is not a multiple of patch_size %d (it sizes the position table)"),
                    v->max_image_size, v->patch_size);
     return true;
 }
@@ -790,20 +798,21 @@ static bool validate_processor(const char *p, const hyocr_config *cfg, GError **
 {
     const hyocr_processor_config *pp = &cfg->processor;
     if (pp->min_pixels < 1 || pp->max_pixels < pp->min_pixels || pp->max_pixels > ((int64_t)1 << 34))
-        return bad(error, p, "min_pixels %lld / max_pixels %lld: need 0 < min_pixels <= max_pixels <= 2^34",
+        return bad(error, p, _("min_pixels %lld / max_pixels %lld: need 0 < min_pixels <= max_pixels <= 2^34"),
                    (long long)pp->min_pixels, (long long)pp->max_pixels);
     if (pp->patch_size != cfg->vision.patch_size || pp->merge_size != cfg->vision.spatial_merge_size)
-        return bad(error, p, "patch_size %d / merge_size %d disagree with config.json's vision patch_size %d / "
-                   "spatial_merge_size %d; the files come from different models",
+        return bad(error, p, _("patch_size %d / merge_size %d disagree with config.json's vision patch_size %d / "
+                                 "spatial_merge_size %d; the files come from different models"),
                    pp->patch_size, pp->merge_size, cfg->vision.patch_size, cfg->vision.spatial_merge_size);
     if (pp->temporal_patch_size != 1)
-        return bad(error, p, "temporal_patch_size is %d; HunyuanOCR's patch embedding is 2-D (temporal_patch_size 1)",
+        return bad(error, p,
+                   _("temporal_patch_size is %d; HunyuanOCR's patch embedding is 2-D (temporal_patch_size 1)"),
                    pp->temporal_patch_size);
     for (int i = 0; i < 3; i++)
         if (!(pp->image_std[i] != 0.0f) || !isfinite(pp->image_std[i]) || !isfinite(pp->image_mean[i]))
-            return bad(error, p, "image_mean/image_std must be finite and image_std non-zero");
+            return bad(error, p, _("image_mean/image_std must be finite and image_std non-zero"));
     if (!(pp->rescale_factor > 0.0) || !isfinite(pp->rescale_factor))
-        return bad(error, p, "rescale_factor %g must be positive", pp->rescale_factor);
+        return bad(error, p, _("rescale_factor %g must be positive"), pp->rescale_factor);
     return true;
 }
 
@@ -814,7 +823,8 @@ static bool validate_ids(const char *p, const hyocr_config *cfg, GError **error)
     };
     for (size_t i = 0; i < G_N_ELEMENTS(ids); i++)
         if (ids[i].v < 0 || ids[i].v >= cfg->text.vocab_size)
-            return bad(error, p, "%s %d is outside the vocabulary (vocab_size %d)", ids[i].key, ids[i].v, cfg->text.vocab_size);
+            return bad(error, p, _("%s %d is outside the vocabulary (vocab_size %d)"), ids[i].key, ids[i].v,
+                       cfg->text.vocab_size);
     return true;
 }
 
@@ -904,13 +914,15 @@ static bool parse_dflash_block(const scope *s, hyocr_dflash_config *d, GError **
     if (!sc_int64(&ds, "mask_token_id", true, 0, &mask, NULL, error) ||
         !sc_int(s, "num_target_layers", false, 0, &d->num_target_layers, error))
         return false;
-    if (mask < 0 || mask > INT32_MAX) return bad(error, s->path, "dflash_config 'mask_token_id' %lld is not a token id", (long long)mask);
+    if (mask < 0 || mask > INT32_MAX)
+        return bad(error, s->path, _("dflash_config 'mask_token_id' %lld is not a token id"), (long long)mask);
     d->mask_token_id = (int32_t)mask;
     JsonNode *ids = sc_node(&ds, "target_layer_ids");
     if (!ids) {
         if (d->num_target_layers < 4)
-            return bad(error, s->path, "dflash_config 'target_layer_ids' missing and no usable 'num_target_layers' to "
-                       "derive them from; the draft cannot know which target layers it reads");
+            return bad(error, s->path,
+                       _("dflash_config 'target_layer_ids' missing and no usable 'num_target_layers' to derive them "
+                         "from; the draft cannot know which target layers it reads"));
         default_target_layers(d);
         return true;
     }
@@ -918,7 +930,7 @@ static bool parse_dflash_block(const scope *s, hyocr_dflash_config *d, GError **
     JsonArray *a = json_node_get_array(ids);
     guint len = json_array_get_length(a);
     if (len < 1 || len > HYOCR_DFLASH_MAX_TAPS)
-        return bad(error, s->path, "dflash_config 'target_layer_ids' lists %u layers; 1 to %d are supported", len,
+        return bad(error, s->path, _("dflash_config 'target_layer_ids' lists %u layers; 1 to %d are supported"), len,
                    HYOCR_DFLASH_MAX_TAPS);
     for (guint i = 0; i < len; i++) {
         JsonNode *e = json_array_get_element(a, i);
@@ -948,7 +960,8 @@ static bool parse_dflash_rope(const scope *s, hyocr_dflash_config *d, GError **e
         if (!ok) return false;
         if (!type && !(type = sc_string(&rs, "type", &ok, error)) && !ok) return false;
         if (type && strcmp(type, "default") != 0)
-            return bad(error, s->path, "%s type '%s': the DFlash draft uses plain RoPE and hyocr implements only that",
+            return bad(error, s->path,
+                       _("%s type '%s': the DFlash draft uses plain RoPE and hyocr implements only that"),
                        scaling ? "rope_scaling" : "rope_parameters", type);
         bool f2;
         double theta;
@@ -959,7 +972,8 @@ static bool parse_dflash_rope(const scope *s, hyocr_dflash_config *d, GError **e
         }
     }
     if (!found)
-        return bad(error, s->path, "'rope_theta' missing; the draft's RoPE base must be stated (the release says 10000)");
+        return bad(error, s->path,
+                   _("'rope_theta' missing; the draft's RoPE base must be stated (the release says 10000)"));
     return true;
 }
 
@@ -968,9 +982,10 @@ static bool check_dflash_plain(const scope *s, GError **error)
 {
     bool v;
     if (!check_hidden_act(s, "silu", error) || !sc_bool(s, "attention_bias", false, &v, error)) return false;
-    if (v) return bad(error, s->path, "'attention_bias' is true; the DFlash draft has no biases and hyocr loads none");
+    if (v)
+        return bad(error, s->path, _("'attention_bias' is true; the DFlash draft has no biases and hyocr loads none"));
     if (!sc_bool(s, "use_sliding_window", false, &v, error)) return false;
-    if (v) return bad(error, s->path, "'use_sliding_window' is true; hyocr runs the draft with full attention only");
+    if (v) return bad(error, s->path, _("'use_sliding_window' is true; hyocr runs the draft with full attention only"));
     JsonNode *lt = sc_node(s, "layer_types");
     if (!lt) return true;
     if (!JSON_NODE_HOLDS_ARRAY(lt)) return sc_type_error(s, "layer_types", "a list of strings", lt, error);
@@ -996,8 +1011,8 @@ static bool check_dflash_architecture(const scope *s, GError **error)
             strcmp(json_node_get_string(e), "DFlashDraftModel") == 0)
             return true;
     }
-    return bad(error, s->path, "'architectures' does not name DFlashDraftModel: this folder holds another kind of "
-               "model, not the DFlash draft");
+    return bad(error, s->path, _("'architectures' does not name DFlashDraftModel: this folder holds another kind of "
+                 "model, not the DFlash draft"));
 }
 
 static bool validate_dflash(const char *p, const hyocr_dflash_config *d, GError **error)
@@ -1006,24 +1021,26 @@ static bool validate_dflash(const char *p, const hyocr_dflash_config *d, GError 
         !in_range(d->num_heads, 1, 4096) || !in_range(d->num_kv_heads, 1, 4096) ||
         !in_range(d->head_dim, 2, 256) || !in_range(d->intermediate_size, 1, SIZE_LIMIT) ||
         !in_range(d->vocab_size, 1, VOCAB_LIMIT) || !in_range(d->num_target_layers, 0, 4096))
-        return bad(error, p, "draft sizes out of range (hidden_size %d, num_hidden_layers %d, num_attention_heads %d, "
-                   "num_key_value_heads %d, head_dim %d (2 to 256), intermediate_size %d, vocab_size %d, "
-                   "num_target_layers %d)", d->hidden_size, d->num_layers, d->num_heads, d->num_kv_heads,
+        return bad(error, p, _("draft sizes out of range (hidden_size %d, num_hidden_layers %d, "
+                                 "num_attention_heads %d, num_key_value_heads %d, head_dim %d (2 to 256), "
+                                 "intermediate_size %d, vocab_size %d, num_target_layers %d)"), d->hidden_size, d->num_layers, d->num_heads, d->num_kv_heads,
                    d->head_dim, d->intermediate_size, d->vocab_size, d->num_target_layers);
     if (d->num_heads % d->num_kv_heads != 0)
-        return bad(error, p, "num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)", d->num_heads,
+        return bad(error, p, _("num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)"), d->num_heads,
                    d->num_kv_heads);
-    if (d->head_dim % 2 != 0) return bad(error, p, "head_dim %d must be even for RoPE", d->head_dim);
+    if (d->head_dim % 2 != 0) return bad(error, p, _("head_dim %d must be even for RoPE"), d->head_dim);
     if (!in_range(d->block_size, 2, 64))
-        return bad(error, p, "'block_size' %d: a draft block holds the bonus token and 1 to 63 drafts", d->block_size);
+        return bad(error, p, _("'block_size' %d: a draft block holds the bonus token and 1 to 63 drafts"),
+                   d->block_size);
     if (d->mask_token_id >= d->vocab_size)
-        return bad(error, p, "dflash_config 'mask_token_id' %d is outside the vocabulary (%d)", d->mask_token_id,
+        return bad(error, p, _("dflash_config 'mask_token_id' %d is outside the vocabulary (%d)"), d->mask_token_id,
                    d->vocab_size);
     if (!(d->rms_norm_eps > 0.0f) || !(d->rope_theta > 0.0) || !isfinite(d->rope_theta))
-        return bad(error, p, "rms_norm_eps (%g) and rope_theta (%g) must be positive", d->rms_norm_eps, d->rope_theta);
+        return bad(error, p, _("rms_norm_eps (%g) and rope_theta (%g) must be positive"), d->rms_norm_eps,
+                   d->rope_theta);
     for (int i = 0; i < d->n_target_layers; i++)
         if (d->num_target_layers > 0 && d->target_layer_ids[i] >= d->num_target_layers)
-            return bad(error, p, "dflash_config 'target_layer_ids' names layer %d but 'num_target_layers' is %d",
+            return bad(error, p, _("dflash_config 'target_layer_ids' names layer %d but 'num_target_layers' is %d"),
                        d->target_layer_ids[i], d->num_target_layers);
     return true;
 }
@@ -1033,7 +1050,7 @@ bool hyocr_dflash_config_load(const char *dir, hyocr_dflash_config *out, GError 
     g_autofree char *path = g_build_filename(dir, "config.json", NULL);
     if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    "%s: the DFlash draft folder has no config.json; download the model again", dir);
+                    _("%s: the DFlash draft folder has no config.json; download the model again"), dir);
         return false;
     }
     g_autoptr(JsonObject) top = json_load_object(path, error);

@@ -191,7 +191,7 @@ static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError *
     if (!eng->be || !check_weights_fit(eng, error)) return false;
     eng->model = hyocr_model_load(eng->be, eng->ck, error);
     if (!eng->model) {
-        g_prefix_error(error, "%s: loading weights on the %s backend: ", eng->model_dir, eng->be->ops->name);
+        g_prefix_error(error, _("%s: loading weights on the %s backend: "), eng->model_dir, eng->be->ops->name);
         return false;
     }
     const hyocr_config *cfg = hyocr_checkpoint_config(eng->ck);
@@ -380,7 +380,7 @@ static bool load_image(job_state *st, GError **error)
     const hyocr_job_params *job = st->job;
     if (!job->image && !job->image_path && !job->image_data && !job->document) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "job has no image (path, data, decoded or document)");
+                    _("job has no image (path, data, decoded or document)"));
         return false;
     }
     if (job->image) {
@@ -576,7 +576,8 @@ static bool grid_for(const hyocr_config *cfg, int w, int h, int *gh, int *gw, GE
     const hyocr_processor_config *pc = &cfg->processor;
     int rh, rw;
     if (pc->patch_size <= 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "preprocessor_config.json: patch size %d", pc->patch_size);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, _("preprocessor_config.json: patch size %d"),
+                    pc->patch_size);
         return false;
     }
     if (!hyocr_smart_resize(h, w, pc->patch_size * pc->merge_size, pc->min_pixels, pc->max_pixels, &rh, &rw, error))
@@ -764,11 +765,11 @@ static bool validate_job(const hyocr_job_params *job, GError **error)
 {
     if (job->max_new_tokens <= 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "max_new_tokens must be at least 1 (got %d)", job->max_new_tokens);
+                    _("max_new_tokens must be at least 1 (got %d)"), job->max_new_tokens);
         return false;
     }
     if ((int)job->task < 0 || (int)job->task >= HYOCR_TASK_COUNT) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "unknown task %d", (int)job->task);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("unknown task %d"), (int)job->task);
         return false;
     }
     return true;

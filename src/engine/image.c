@@ -76,25 +76,25 @@ static void status_set(decode_status *st, int code, const char *fmt, ...)
 static bool check_size(decode_status *st, const char *kind, int64_t w, int64_t h)
 {
     if (w < 1 || h < 1) {
-        status_set(st, HYOCR_ERROR_IMAGE, "%s header gives an empty image (%" G_GINT64_FORMAT "×%"
-                   G_GINT64_FORMAT ")", kind, w, h);
+        status_set(st, HYOCR_ERROR_IMAGE, _("%s header gives an empty image (%lld×%lld)"), kind, (long long)w,
+                   (long long)h);
         return false;
     }
     if (w > INT_MAX || h > INT_MAX || w > INT64_MAX / h) {
-        status_set(st, HYOCR_ERROR_IMAGE, "%s header gives an impossible size %" G_GINT64_FORMAT "×%"
-                   G_GINT64_FORMAT, kind, w, h);
+        status_set(st, HYOCR_ERROR_IMAGE, _("%s header gives an impossible size %lld×%lld"), kind, (long long)w,
+                   (long long)h);
         return false;
     }
     if (w * h > st->limit) {
-        status_set(st, HYOCR_ERROR_IMAGE, "image is %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " (%"
-                   G_GINT64_FORMAT " pixels), over the limit of %" G_GINT64_FORMAT
-                   " pixels (decompression-bomb guard); downscale it first or raise max_decode_pixels",
-                   w, h, w * h, st->limit);
+        status_set(st, HYOCR_ERROR_IMAGE,
+                   _("image is %lld×%lld (%lld pixels), over the limit of %lld pixels (decompression-bomb guard); "
+                     "downscale it first or raise max_decode_pixels"),
+                   (long long)w, (long long)h, (long long)(w * h), (long long)st->limit);
         return false;
     }
     if ((uint64_t)w * (uint64_t)h > SIZE_MAX / 4) {
-        status_set(st, HYOCR_ERROR_NO_MEMORY, "image is %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
-                   ", too large for this machine's address space", w, h);
+        status_set(st, HYOCR_ERROR_NO_MEMORY, _("image is %lld×%lld, too large for this machine's address space"),
+                   (long long)w, (long long)h);
         return false;
     }
     return true;
@@ -106,15 +106,16 @@ static bool check_work(decode_status *st, const char *kind, int64_t w, int64_t h
     if (work <= DECODE_WORK_LIMIT)
         return true;
     g_autofree char *need = g_format_size(work), *limit = g_format_size(DECODE_WORK_LIMIT);
-    status_set(st, HYOCR_ERROR_IMAGE, "%s of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " needs %s for %s before "
-               "its pixel data, more than the %s a decoder may take ahead of the data; not a usable image",
-               kind, w, h, need, what, limit);
+    status_set(st, HYOCR_ERROR_IMAGE,
+               _("%s of %lld×%lld needs %s for %s before its pixel data, more than the %s a decoder may take ahead "
+                 "of the data; not a usable image"),
+               kind, (long long)w, (long long)h, need, what, limit);
     return false;
 }
 
 static void status_no_memory(decode_status *st, int w, int h)
 {
-    status_set(st, HYOCR_ERROR_NO_MEMORY, "out of memory decoding a %d×%d image", w, h);
+    status_set(st, HYOCR_ERROR_NO_MEMORY, _("out of memory decoding a %d×%d image"), w, h);
 }
 
 /* ------------------------------------------------------------------------ PNG */
@@ -136,7 +137,7 @@ static void png_on_error(png_structp png, png_const_charp msg)
 {
     png_dec *d = png_get_error_ptr(png);
     if (!d->st.msg[0])
-        status_set(&d->st, HYOCR_ERROR_IMAGE, "invalid PNG: %s", msg);
+        status_set(&d->st, HYOCR_ERROR_IMAGE, _("invalid PNG: %s"), msg);
     png_longjmp(png, 1);
 }
 
@@ -186,14 +187,14 @@ static void png_on_info(png_structp png, png_infop info)
     int64_t w = png_get_image_width(png, info), h = png_get_image_height(png, info);
     if (!check_size(&d->st, "PNG", w, h))
         png_error(png, d->st.msg);
-    if (!check_work(&d->st, "PNG", w, h, png_row_work(w), "its row buffers"))
+    if (!check_work(&d->st, "PNG", w, h, png_row_work(w), _("its row buffers")))
         png_error(png, d->st.msg);
     png_setup_transforms(png, info);
     d->interlaced = png_set_interlace_handling(png) > 1;
     png_read_update_info(png, info);   /* libpng allocates its row buffers here */
     int channels = png_get_channels(png, info);
     if (png_get_bit_depth(png, info) != 8 || channels != 3 || png_get_rowbytes(png, info) != (size_t)w * 3) {
-        status_set(&d->st, HYOCR_ERROR_IMAGE, "unsupported PNG layout (%d channels, %d bits)",
+        status_set(&d->st, HYOCR_ERROR_IMAGE, _("unsupported PNG layout (%d channels, %d bits)"),
                    channels, png_get_bit_depth(png, info));
         png_error(png, d->st.msg);
     }
@@ -257,18 +258,18 @@ static hyocr_image *decode_png(const uint8_t *data, size_t len, decode_status *s
     if (len >= 24 && memcmp(data + 12, "IHDR", 4) == 0) {
         int64_t w = (int64_t)data[16] << 24 | data[17] << 16 | data[18] << 8 | data[19];
         int64_t h = (int64_t)data[20] << 24 | data[21] << 16 | data[22] << 8 | data[23];
-        if (!check_size(st, "PNG", w, h) || !check_work(st, "PNG", w, h, png_row_work(w), "its row buffers"))
+        if (!check_size(st, "PNG", w, h) || !check_work(st, "PNG", w, h, png_row_work(w), _("its row buffers")))
             return NULL;
     }
     d.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d, png_on_error, png_on_warning);
     d.info = d.png ? png_create_info_struct(d.png) : NULL;
     if (!d.info)
-        status_set(&d.st, HYOCR_ERROR_NO_MEMORY, "out of memory starting the PNG decoder");
+        status_set(&d.st, HYOCR_ERROR_NO_MEMORY, _("out of memory starting the PNG decoder"));
     bool ran = d.info && png_run(&d, data, len);
     bool ok = d.rows_done;   /* damage after the last row (trailer, IEND) is ignored, as by Pillow */
     if (ran && !ok)
-        status_set(&d.st, HYOCR_ERROR_IMAGE, "PNG file is truncated (%zu bytes, data ends before the "
-                   "image does); the file is incomplete — download or export it again", len);
+        status_set(&d.st, HYOCR_ERROR_IMAGE, _("PNG file is truncated (%zu bytes, data ends before the "
+                     "image does); the file is incomplete — download or export it again"), len);
     if (ok)
         *orientation = png_orientation(data, len);
     png_destroy_read_struct(d.png ? &d.png : NULL, d.info ? &d.info : NULL, NULL);
@@ -356,7 +357,7 @@ static bool jpeg_choose_output(jpeg_dec *d)
     case 3: c->out_color_space = JCS_RGB; return true;
     case 4: c->out_color_space = JCS_CMYK; return true;   /* libjpeg turns YCCK into CMYK */
     default:
-        status_set(&d->st, HYOCR_ERROR_IMAGE, "unsupported JPEG with %d colour components",
+        status_set(&d->st, HYOCR_ERROR_IMAGE, _("unsupported JPEG with %d colour components"),
                    c->num_components);
         return false;
     }
@@ -387,11 +388,12 @@ static bool jpeg_check_coefs(jpeg_dec *d)
     uint64_t coefs = jpeg_coef_bytes(c), limit = 3 * (uint64_t)d->st.limit;
     if (coefs > limit) {
         g_autofree char *need = g_format_size(coefs), *have = g_format_size(limit);
-        status_set(&d->st, HYOCR_ERROR_IMAGE, "%s JPEG of %u×%u needs %s for its coefficients before it has "
-                   "a pixel, more than the %s of the largest image allowed (%" G_GINT64_FORMAT " pixels); "
-                   "downscale it first or raise max_decode_pixels",
-                   c->progressive_mode ? "progressive" : "multi-scan", c->image_width, c->image_height,
-                   need, have, d->st.limit);
+        /* Translators: the first %s is "progressive" or "multi-scan" */
+        status_set(&d->st, HYOCR_ERROR_IMAGE,
+                   _("%s JPEG of %u×%u needs %s for its coefficients before it has a pixel, more than the %s of the "
+                     "largest image allowed (%lld pixels); downscale it first or raise max_decode_pixels"),
+                   c->progressive_mode ? _("progressive") : _("multi-scan"), c->image_width, c->image_height,
+                   need, have, (long long)d->st.limit);
         return false;
     }
     c->mem->max_memory_to_use = (long)MIN(coefs + DECODE_WORK_LIMIT, (uint64_t)LONG_MAX);
@@ -447,15 +449,15 @@ static hyocr_image *decode_jpeg(const uint8_t *data, size_t len, decode_status *
         ok = jpeg_run(d, data, len);
     }
     if (!ok && d->err.truncated) {
-        status_set(&d->st, HYOCR_ERROR_IMAGE, "JPEG file is truncated (%zu bytes, data ends before "
-                   "the image does); the file is incomplete — download or export it again", len);
+        status_set(&d->st, HYOCR_ERROR_IMAGE, _("JPEG file is truncated (%zu bytes, data ends before "
+                     "the image does); the file is incomplete — download or export it again"), len);
     } else if (!ok && !d->st.msg[0] && d->err.pub.msg_code == JERR_NO_BACKING_STORE) {
-        status_set(&d->st, HYOCR_ERROR_IMAGE, "JPEG needs more memory to decode than its header accounts for; "
-                   "not a usable image");
+        status_set(&d->st, HYOCR_ERROR_IMAGE, _("JPEG needs more memory to decode than its header accounts for; "
+                     "not a usable image"));
     } else if (!ok && !d->st.msg[0]) {
         char text[JMSG_LENGTH_MAX];
         d->err.pub.format_message((j_common_ptr)&d->cinfo, text);
-        status_set(&d->st, HYOCR_ERROR_IMAGE, "invalid JPEG: %s", text);
+        status_set(&d->st, HYOCR_ERROR_IMAGE, _("invalid JPEG: %s"), text);
     }
     if (d->created)
         jpeg_destroy_decompress(&d->cinfo);

@@ -4,6 +4,7 @@
  * C comments. Anything it does not understand it leaves to json-glib. */
 #include "json.h"
 #include "error.h"
+#include "i18n.h"
 
 #include <string.h>
 
@@ -54,7 +55,7 @@ static void set_at_error(GError **error, const scan *s, size_t at, const char *w
     size_t line = 1, col = 1;
     for (size_t i = 0; i < at; i++, col++)
         if (s->p[i] == '\n') line++, col = 0;
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s at byte %zu (line %zu, column %zu)", what, at, line, col);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s at byte %zu (line %zu, column %zu)"), what, at, line, col);
 }
 
 bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **error)
@@ -91,7 +92,7 @@ bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **erro
     }
     skip_blank(&s);
     if (s.at < s.n) {
-        set_at_error(error, &s, s.at, "trailing data after the JSON value");
+        set_at_error(error, &s, s.at, _("trailing data after the JSON value"));
         return false;
     }
     return true;
@@ -116,7 +117,7 @@ JsonNode *hyocr_json_parse(const char *data, size_t len, int max_depth, const ch
     }
     JsonNode *root = json_parser_steal_root(parser);
     if (!root)
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s%sempty, no JSON value", name ? name : "",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s%sempty, no JSON value"), name ? name : "",
                     name ? ": " : "");
     return root;
 }

@@ -5,6 +5,7 @@
  * owns the pool. */
 #include "kvcache.h"
 #include "error.h"
+#include "i18n.h"
 #include <string.h>
 
 struct hyocr_kv_pool {
@@ -107,15 +108,15 @@ bool hyocr_kv_seq_reserve(hyocr_kv_pool *pool, hyocr_kv_seq *seq, int n_more, GE
     g_return_val_if_fail(pool != NULL && seq != NULL, false);
     if (n_more < 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "KV cache: cannot reserve a negative number of tokens (%d)", n_more);
+                    _("KV cache: cannot reserve a negative number of tokens (%d)"), n_more);
         return false;
     }
     int64_t extra = blocks_for64(pool, (int64_t)seq->n_tokens + n_more) - seq->n_blocks;
     if (extra <= 0) return true;
     if (extra > pool->n_free) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "KV cache full: need %" G_GINT64_FORMAT " more blocks of %d tokens, %d free of %d",
-                    extra, pool->block_size, pool->n_free, pool->n_blocks);
+                    _("KV cache full: need %lld more blocks of %d tokens, %d free of %d"),
+                    (long long)extra, pool->block_size, pool->n_free, pool->n_blocks);
         return false;
     }
     seq_grow_table(seq, seq->n_blocks + (int)extra);

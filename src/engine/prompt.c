@@ -102,7 +102,7 @@ char *hyocr_task_prompt(hyocr_task task, hyocr_model_version version,
                         const char *const *fields, const char *custom, GError **error)
 {
     if (task < 0 || task >= HYOCR_TASK_COUNT) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT, "unknown task %d", (int)task);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT, _("unknown task %d"), (int)task);
         return NULL;
     }
     if (task == HYOCR_TASK_EXTRACT_FIELDS)
@@ -125,8 +125,8 @@ static bool lookup_special(const hyocr_tokenizer *tok, const char *str, const ch
     *id = str ? hyocr_tokenizer_find(tok, str) : -1;
     if (*id >= 0) return true;
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_TOKENIZER,
-                "tokenizer.json has no %s token \"%s\": the chat template cannot be rendered "
-                "(is this a HunyuanOCR tokenizer?)", what, str ? str : "(unset)");
+                _("tokenizer.json has no %s token \"%s\": the chat template cannot be rendered "
+                  "(is this a HunyuanOCR tokenizer?)"), what, str ? str : "(unset)");
     return false;
 }
 
@@ -136,7 +136,7 @@ static const char *config_token(const hyocr_tokenizer *tok, int32_t id, const ch
     const char *s = id >= 0 ? hyocr_tokenizer_token(tok, id) : NULL;
     if (!s)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "config.json: %s = %d is not a token of tokenizer.json (vocabulary has %d ids)",
+                    _("config.json: %s = %d is not a token of tokenizer.json (vocabulary has %d ids)"),
                     key, id, hyocr_tokenizer_n_vocab(tok));
     return s;
 }
@@ -220,7 +220,7 @@ static char *expand_image(const char *rendered, const char *image, int n, GError
     for (const char *p = at; p; p = strstr(p + len, image)) count++;
     if (count != 1) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
-                    "the conversation holds %d image tokens; hyocr reads exactly one image", count);
+                    _("the conversation holds %d image tokens; hyocr reads exactly one image"), count);
         return NULL;
     }
     GString *s = g_string_sized_new(strlen(rendered) + (size_t)n * len);
@@ -265,7 +265,7 @@ hyocr_prompt *hyocr_prompt_build_rendered(const hyocr_tokenizer *tok, const hyoc
     int merge = cfg->vision.spatial_merge_size > 0 ? cfg->vision.spatial_merge_size : 2;
     if (grid_h <= 0 || grid_w <= 0 || grid_h % merge || grid_w % merge) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "image grid %d×%d is not a positive multiple of the merge size %d", grid_h, grid_w, merge);
+                    _("image grid %d×%d is not a positive multiple of the merge size %d"), grid_h, grid_w, merge);
         return NULL;
     }
     template_tokens t;
@@ -289,8 +289,8 @@ hyocr_prompt *hyocr_prompt_build_rendered(const hyocr_tokenizer *tok, const hyoc
     if (count != n_image) {
         /* The tokenizer merged the image tokens with the text around them. */
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PROMPT,
-                    "the prompt holds %d image tokens where the image needs %d; "
-                    "remove special tokens from the task text", count, n_image);
+                    _("the prompt holds %d image tokens where the image needs %d; "
+                      "remove special tokens from the task text"), count, n_image);
         hyocr_prompt_free(p);
         return NULL;
     }

@@ -15,6 +15,7 @@
 
 #include "image.h"
 #include "error.h"
+#include "i18n.h"
 
 #include <math.h>
 #include <string.h>
@@ -319,19 +320,19 @@ bool hyocr_smart_resize(int height, int width, int factor, int64_t min_pixels, i
                         int *out_height, int *out_width, GError **error)
 {
     if (height < 1 || width < 1) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, "image is empty (%d×%d pixels)", width, height);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, _("image is empty (%d×%d pixels)"), width, height);
         return false;
     }
     if (factor < 1 || max_pixels < 1 || min_pixels < 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "smart_resize: bad parameters "
-                    "(factor %d, min_pixels %" G_GINT64_FORMAT ", max_pixels %" G_GINT64_FORMAT ")",
-                    factor, min_pixels, max_pixels);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("smart_resize: bad parameters (factor %d, min_pixels %lld, max_pixels %lld)"),
+                    factor, (long long)min_pixels, (long long)max_pixels);
         return false;
     }
     double ratio = (double)MAX(height, width) / MIN(height, width);
     if (ratio > 200) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, "image is %d×%d pixels: aspect ratio %.1f is "
-                    "over the model's limit of 200; crop it or pad the short side", width, height, ratio);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, _("image is %d×%d pixels: aspect ratio %.1f is "
+                      "over the model's limit of 200; crop it or pad the short side"), width, height, ratio);
         return false;
     }
     int64_t h = round_half_even((double)height / factor) * factor;
@@ -347,9 +348,9 @@ bool hyocr_smart_resize(int height, int width, int factor, int64_t min_pixels, i
         w = (int64_t)ceil((double)width * beta / factor) * factor;
     }
     if (h < 1 || w < 1 || h > INT_MAX || w > INT_MAX) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, "image is %d×%d pixels: cannot be resized "
-                    "within %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT " pixels (got %" G_GINT64_FORMAT "×%"
-                    G_GINT64_FORMAT ")", width, height, min_pixels, max_pixels, w, h);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE,
+                    _("image is %d×%d pixels: cannot be resized within %lld..%lld pixels (got %lld×%lld)"),
+                    width, height, (long long)min_pixels, (long long)max_pixels, (long long)w, (long long)h);
         return false;
     }
     *out_height = (int)h;
@@ -373,9 +374,9 @@ static bool check_processor(const hyocr_processor_config *pc, GError **error)
     for (int c = 0; ok && c < 3; c++)
         ok = pc->image_std[c] != 0.0f && isfinite(pc->image_std[c]) && isfinite(pc->image_mean[c]);
     if (!ok)
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, "image processor config is unusable "
-                    "(patch_size %d, merge_size %d, temporal_patch_size %d, image_std %g %g %g); check "
-                    "preprocessor_config.json", pc ? pc->patch_size : 0, pc ? pc->merge_size : 0,
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG, _("image processor config is unusable "
+                      "(patch_size %d, merge_size %d, temporal_patch_size %d, image_std %g %g %g); check "
+                      "preprocessor_config.json"), pc ? pc->patch_size : 0, pc ? pc->merge_size : 0,
                     pc ? pc->temporal_patch_size : 0, pc ? pc->image_std[0] : 0.0,
                     pc ? pc->image_std[1] : 0.0, pc ? pc->image_std[2] : 0.0);
     return ok;
@@ -436,8 +437,8 @@ hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_proces
     if (rh != img->height || rw != img->width) {
         resized = hyocr_image_resize_bicubic(img, rw, rh);
         if (!resized) {
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "out of memory resizing a %d×%d image "
-                        "to %d×%d", img->width, img->height, rw, rh);
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory resizing a %d×%d image "
+                          "to %d×%d"), img->width, img->height, rw, rh);
             return NULL;
         }
     }
@@ -448,8 +449,8 @@ hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_proces
                       ? NULL : g_try_new(float, n_patches * patch_dim);
     if (!data || n_patches > INT_MAX) {
         g_free(data);
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "out of memory for the pixel values of a "
-                    "%d×%d image (%zu patches)", rw, rh, n_patches);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory for the pixel values of a "
+                      "%d×%d image (%zu patches)"), rw, rh, n_patches);
         return NULL;
     }
     packing pk = { .img = src, .p = p, .tp = tp, .out = data };

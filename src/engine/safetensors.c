@@ -8,6 +8,7 @@
 #include "safetensors.h"
 #include "error.h"
 #include "json.h"
+#include "i18n.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -212,27 +213,27 @@ static st_file *map_file(const char *path, GError **error)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot open: %s", path, g_strerror(e));
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot open: %s"), path, g_strerror(e));
         return NULL;
     }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: not a regular file", path);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: not a regular file"), path);
         return NULL;
     }
     if (sb.st_size < 8) {
         close(fd);
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                    "%s: not a safetensors file: it is only %lld bytes (a safetensors file starts with an "
-                    "8-byte header length); download it again", path, (long long)sb.st_size);
+                    _("%s: not a safetensors file: it is only %lld bytes (a safetensors file starts with an "
+                      "8-byte header length); download it again"), path, (long long)sb.st_size);
         return NULL;
     }
     void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);   /* the mapping keeps the file alive */
     if (map == MAP_FAILED) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot map into memory: %s", path, g_strerror(e));
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot map into memory: %s"), path, g_strerror(e));
         return NULL;
     }
     st_file *f = g_new0(st_file, 1);
@@ -262,7 +263,7 @@ static bool entry_error(GError **error, const parse_ctx *c, const char *name, co
     va_start(ap, fmt);
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s: tensor '%s': %s", c->file->path, name, msg);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s: tensor '%s': %s"), c->file->path, name, msg);
     return false;
 }
 
@@ -279,18 +280,18 @@ static bool parse_shape(const parse_ctx *c, const char *name, JsonObject *e, int
                         uint64_t *numel, GError **error)
 {
     JsonNode *sn = json_object_get_member(e, "shape");
-    if (!sn || !JSON_NODE_HOLDS_ARRAY(sn)) return entry_error(error, c, name, "'shape' missing or not a list");
+    if (!sn || !JSON_NODE_HOLDS_ARRAY(sn)) return entry_error(error, c, name, _("'shape' missing or not a list"));
     JsonArray *a = json_node_get_array(sn);
     guint nd = json_array_get_length(a);
     if (nd > HYOCR_MAX_DIMS)
-        return entry_error(error, c, name, "shape has %u dimensions (at most %d supported)", nd, HYOCR_MAX_DIMS);
+        return entry_error(error, c, name, _("shape has %u dimensions (at most %d supported)"), nd, HYOCR_MAX_DIMS);
     *numel = 1;
     for (guint i = 0; i < nd; i++) {
         uint64_t d;
         if (!get_uint(json_array_get_element(a, i), &d))
-            return entry_error(error, c, name, "shape entry %u is not a non-negative integer", i);
+            return entry_error(error, c, name, _("shape entry %u is not a non-negative integer"), i);
         if (d > (uint64_t)INT64_MAX || __builtin_mul_overflow(*numel, d, numel))
-            return entry_error(error, c, name, "shape is too large (element count overflows)");
+            return entry_error(error, c, name, _("shape is too large (element count overflows)"));
         shape[i] = (int64_t)d;
     }
     *n_dims = (int)nd;
@@ -301,18 +302,19 @@ static bool parse_offsets(const parse_ctx *c, const char *name, JsonObject *e, r
 {
     JsonNode *on = json_object_get_member(e, "data_offsets");
     if (!on || !JSON_NODE_HOLDS_ARRAY(on) || json_array_get_length(json_node_get_array(on)) != 2)
-        return entry_error(error, c, name, "'data_offsets' missing or not a [begin, end] pair");
+        return entry_error(error, c, name, _("'data_offsets' missing or not a [begin, end] pair"));
     JsonArray *a = json_node_get_array(on);
     if (!get_uint(json_array_get_element(a, 0), &r->begin) || !get_uint(json_array_get_element(a, 1), &r->end))
-        return entry_error(error, c, name, "'data_offsets' must hold two non-negative integers");
+        return entry_error(error, c, name, _("'data_offsets' must hold two non-negative integers"));
     if (r->begin > r->end)
-        return entry_error(error, c, name, "data_offsets [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "] begin after they end",
-                           r->begin, r->end);
+        return entry_error(error, c, name, _("data_offsets [%llu, %llu] begin after they end"),
+                           (unsigned long long)r->begin, (unsigned long long)r->end);
     if (r->end > c->data_size)
         return entry_error(error, c, name,
-                           "data_offsets [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "] run past the end of the file "
-                           "(data section is %" G_GUINT64_FORMAT " bytes); the file is truncated; download it again",
-                           r->begin, r->end, c->data_size);
+                           _("data_offsets [%llu, %llu] run past the end of the file (data section is %llu "
+                             "bytes); the file is truncated; download it again"),
+                           (unsigned long long)r->begin, (unsigned long long)r->end,
+                           (unsigned long long)c->data_size);
     return true;
 }
 
@@ -348,33 +350,33 @@ static const char *add_tensor(hyocr_safetensors *st, const parse_ctx *c, const c
 static bool parse_entry(hyocr_safetensors *st, const parse_ctx *c, const char *name, JsonNode *node,
                         range *r, GError **error)
 {
-    if (!JSON_NODE_HOLDS_OBJECT(node)) return entry_error(error, c, name, "header entry is not a JSON object");
+    if (!JSON_NODE_HOLDS_OBJECT(node)) return entry_error(error, c, name, _("header entry is not a JSON object"));
     JsonObject *e = json_node_get_object(node);
     JsonNode *dn = json_object_get_member(e, "dtype");
     if (!dn || !JSON_NODE_HOLDS_VALUE(dn) || json_node_get_value_type(dn) != G_TYPE_STRING)
-        return entry_error(error, c, name, "'dtype' missing or not a string");
+        return entry_error(error, c, name, _("'dtype' missing or not a string"));
     const char *dname = json_node_get_string(dn);
     const dtype_info *di = dtype_lookup(dname);
     if (!di)
-        return entry_error(error, c, name, "unknown dtype '%s' (safetensors dtypes are F32, F16, BF16, I64, U8, ...); "
-                           "the file is corrupt or not a safetensors file", dname);
+        return entry_error(error, c, name, _("unknown dtype '%s' (safetensors dtypes are F32, F16, BF16, I64, U8, "
+                                             "...); the file is corrupt or not a safetensors file"), dname);
     int n_dims = 0;
     int64_t shape[HYOCR_MAX_DIMS] = { 0 };
     uint64_t numel = 0, bits = 0;
     if (!parse_shape(c, name, e, &n_dims, shape, &numel, error) || !parse_offsets(c, name, e, r, error))
         return false;
     if (__builtin_mul_overflow(numel, (uint64_t)di->bits, &bits) || bits % 8 != 0)
-        return entry_error(error, c, name, "shape does not fill a whole number of bytes of %s", dname);
+        return entry_error(error, c, name, _("shape does not fill a whole number of bytes of %s"), dname);
     if (bits / 8 != r->end - r->begin) {
         g_autoptr(GString) s = g_string_new("[");
         for (int i = 0; i < n_dims; i++) g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? ", " : "", shape[i]);
         g_string_append_c(s, ']');
-        return entry_error(error, c, name, "shape %s of %s needs %" G_GUINT64_FORMAT " bytes but data_offsets "
-                           "[%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "] hold %" G_GUINT64_FORMAT,
-                           s->str, dname, bits / 8, r->begin, r->end, r->end - r->begin);
+        return entry_error(error, c, name, _("shape %s of %s needs %llu bytes but data_offsets [%llu, %llu] hold %llu"),
+                           s->str, dname, (unsigned long long)(bits / 8), (unsigned long long)r->begin,
+                           (unsigned long long)r->end, (unsigned long long)(r->end - r->begin));
     }
     if (g_hash_table_contains(st->by_name, name)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s: tensor '%s' appears in more than one file",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s: tensor '%s' appears in more than one file"),
                     c->file->path, name);
         return false;
     }
@@ -401,9 +403,10 @@ static bool check_overlaps(const parse_ctx *c, GArray *ranges, GError **error)
         if (r->begin == r->end) continue;   /* empty tensors occupy nothing */
         if (prev && r->begin < prev->end) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                        "%s: tensors '%s' [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "] and '%s' [%" G_GUINT64_FORMAT
-                        ", %" G_GUINT64_FORMAT "] overlap in the data section; the file is corrupt; download it again",
-                        c->file->path, prev->name, prev->begin, prev->end, r->name, r->begin, r->end);
+                        _("%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] overlap in the data section; the file "
+                          "is corrupt; download it again"),
+                        c->file->path, prev->name, (unsigned long long)prev->begin, (unsigned long long)prev->end,
+                        r->name, (unsigned long long)r->begin, (unsigned long long)r->end);
             return false;
         }
         prev = r;
@@ -420,14 +423,14 @@ static bool read_header_len(const st_file *f, uint64_t *hlen, GError **error)
     *hlen = GUINT64_FROM_LE(v);
     if (*hlen > HEADER_LIMIT) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                    "%s: header length %" G_GUINT64_FORMAT " exceeds the 100 MB limit; not a usable safetensors file",
-                    f->path, *hlen);
+                    _("%s: header length %llu exceeds the 100 MB limit; not a usable safetensors file"),
+                    f->path, (unsigned long long)*hlen);
         return false;
     }
     if (*hlen > f->size - 8) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                    "%s: header length %" G_GUINT64_FORMAT " runs past the end of the file (%zu bytes); the file is "
-                    "truncated or not a safetensors file; download it again", f->path, *hlen, f->size);
+                    _("%s: header length %llu runs past the end of the file (%zu bytes); the file is truncated or "
+                      "not a safetensors file; download it again"), f->path, (unsigned long long)*hlen, f->size);
         return false;
     }
     return true;
@@ -439,12 +442,12 @@ static JsonObject *parse_header(const st_file *f, uint64_t hlen, GError **error)
     g_autoptr(JsonNode) root = hyocr_json_parse((const char *)f->map + 8, hlen, HYOCR_JSON_MAX_DEPTH, NULL, &perr);
     if (!root) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                    "%s: header is not valid JSON (%s); not a safetensors file, or it is corrupt", f->path,
+                    _("%s: header is not valid JSON (%s); not a safetensors file, or it is corrupt"), f->path,
                     perr->message);
         return NULL;
     }
     if (!JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s: header is not a JSON object", f->path);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s: header is not a JSON object"), f->path);
         return NULL;
     }
     return json_object_ref(json_node_get_object(root));
@@ -493,17 +496,18 @@ static JsonNode *load_weight_map(const char *index, JsonObject **wm, GError **er
     gsize len = 0;
     g_autoptr(GError) e = NULL;
     if (!g_file_get_contents(index, &text, &len, &e)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, "%s: cannot read: %s", index, e->message);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot read: %s"), index, e->message);
         return NULL;
     }
     g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, index, &e);
     if (!root) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s (not valid JSON; download the model again)", e->message);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s (not valid JSON; download the model again)"),
+                    e->message);
         return NULL;
     }
     JsonNode *n = JSON_NODE_HOLDS_OBJECT(root) ? json_object_get_member(json_node_get_object(root), "weight_map") : NULL;
     if (!n || !JSON_NODE_HOLDS_OBJECT(n) || json_object_get_size(json_node_get_object(n)) == 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s: no 'weight_map' object listing the tensors", index);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s: no 'weight_map' object listing the tensors"), index);
         return NULL;
     }
     *wm = json_node_get_object(n);
@@ -529,7 +533,7 @@ static GPtrArray *collect_shards(const char *index, JsonObject *wm, GError **err
                             ? json_node_get_string(node) : NULL;
         if (!shard || !shard_name_ok(shard)) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                        "%s: weight_map entry for tensor '%s' must be the file name of a shard in the same folder",
+                        _("%s: weight_map entry for tensor '%s' must be the file name of a shard in the same folder"),
                         index, name);
             return NULL;
         }
@@ -563,8 +567,8 @@ static bool check_weight_map(const hyocr_safetensors *st, const char *index, con
             file = ((const st_other *)g_hash_table_lookup(st->by_name, name))->file;
         if (!file || strcmp(file, want) != 0) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                        "%s lists tensor '%s' in %s, but that shard does not contain it; the files are from "
-                        "different downloads; download the model again", index, name, json_node_get_string(node));
+                        _("%s lists tensor '%s' in %s, but that shard does not contain it; the files are from "
+                          "different downloads; download the model again"), index, name, json_node_get_string(node));
             return false;
         }
     }
@@ -583,8 +587,8 @@ static hyocr_safetensors *open_index(const char *dir, const char *index, GError 
         g_autofree char *p = g_build_filename(dir, shards->pdata[i], NULL);
         if (!g_file_test(p, G_FILE_TEST_EXISTS)) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                        "%s names shard '%s', which is missing from %s; the download is incomplete; download "
-                        "the model again", index, (const char *)shards->pdata[i], dir);
+                        _("%s names shard '%s', which is missing from %s; the download is incomplete; download "
+                          "the model again"), index, (const char *)shards->pdata[i], dir);
             return NULL;
         }
     }
@@ -605,8 +609,8 @@ hyocr_safetensors *hyocr_safetensors_open_dir(const char *dir, GError **error)
     g_autofree char *single = g_build_filename(dir, "model.safetensors", NULL);
     if (g_file_test(single, G_FILE_TEST_EXISTS)) return hyocr_safetensors_open_file(single, error);
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                "no model.safetensors or model.safetensors.index.json in %s; the weights were not downloaded; "
-                "download the model with `hyocr download` or choose the folder that holds them", dir);
+                _("no model.safetensors or model.safetensors.index.json in %s; the weights were not downloaded; "
+                  "download the model with `hyocr download` or choose the folder that holds them"), dir);
     return NULL;
 }
 

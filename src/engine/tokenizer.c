@@ -36,6 +36,7 @@
 #include "tokenizer.h"
 #include "error.h"
 #include "json.h"
+#include "i18n.h"
 
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
@@ -239,7 +240,7 @@ static bool opt_bool(Loader *ld, JsonObject *o, const char *where, const char *k
     JsonNode *n = member(o, key);
     if (!n) return true;
     if (!node_is(n, G_TYPE_BOOLEAN))
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s.%s must be true or false", where, key);
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s.%s must be true or false"), where, key);
     *out = json_node_get_boolean(n);
     return true;
 }
@@ -251,7 +252,7 @@ static bool opt_string(Loader *ld, JsonObject *o, const char *where, const char 
     *out = NULL;
     if (!n) return true;
     if (!node_is(n, G_TYPE_STRING))
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s.%s must be a string", where, key);
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s.%s must be a string"), where, key);
     *out = json_node_get_string(n);
     return true;
 }
@@ -260,7 +261,7 @@ static JsonObject *need_object(Loader *ld, JsonObject *o, const char *where, con
 {
     JsonNode *n = member(o, key);
     if (!n || !JSON_NODE_HOLDS_OBJECT(n)) {
-        fail(ld, HYOCR_ERROR_TOKENIZER, "%s.%s is missing or not an object", where, key);
+        fail(ld, HYOCR_ERROR_TOKENIZER, _("%s.%s is missing or not an object"), where, key);
         return NULL;
     }
     return json_node_get_object(n);
@@ -270,7 +271,7 @@ static JsonArray *need_array(Loader *ld, JsonObject *o, const char *where, const
 {
     JsonNode *n = member(o, key);
     if (!n || !JSON_NODE_HOLDS_ARRAY(n)) {
-        fail(ld, HYOCR_ERROR_TOKENIZER, "%s.%s is missing or not an array", where, key);
+        fail(ld, HYOCR_ERROR_TOKENIZER, _("%s.%s is missing or not an array"), where, key);
         return NULL;
     }
     return json_node_get_array(n);
@@ -286,7 +287,7 @@ static const char *type_of(JsonObject *o)
 static bool parse_id(Loader *ld, JsonNode *n, const char *what, int32_t *out)
 {
     if (!node_is(n, G_TYPE_INT64) || json_node_get_int(n) < 0 || json_node_get_int(n) >= ID_LIMIT)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s: id must be an integer in [0, %d)", what, ID_LIMIT);
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s: id must be an integer in [0, %d)"), what, ID_LIMIT);
     *out = (int32_t)json_node_get_int(n);
     return true;
 }
@@ -295,12 +296,12 @@ static JsonNode *load_json(Loader *ld)
 {
     GStatBuf sb;
     if (g_stat(ld->path, &sb) != 0) {
-        fail(ld, HYOCR_ERROR_IO, "cannot read: %s (is this the model folder's tokenizer.json?)",
+        fail(ld, HYOCR_ERROR_IO, _("cannot read: %s (is this the model folder's tokenizer.json?)"),
              g_strerror(errno));
         return NULL;
     }
     if (sb.st_size > JSON_FILE_LIMIT) {
-        fail(ld, HYOCR_ERROR_PARSE, "%lld bytes is too large for a tokenizer (limit %d MB)",
+        fail(ld, HYOCR_ERROR_PARSE, _("%lld bytes is too large for a tokenizer (limit %d MB)"),
              (long long)sb.st_size, JSON_FILE_LIMIT >> 20);
         return NULL;
     }
@@ -308,13 +309,13 @@ static JsonNode *load_json(Loader *ld)
     gsize len = 0;
     g_autoptr(GError) err = NULL;
     if (!g_file_get_contents(ld->path, &text, &len, &err)) {
-        fail(ld, HYOCR_ERROR_IO, "cannot read: %s", err->message);
+        fail(ld, HYOCR_ERROR_IO, _("cannot read: %s"), err->message);
         return NULL;
     }
     /* the message already names the file: it goes out as is */
     JsonNode *r = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, ld->path, ld->error);
     if (r && !JSON_NODE_HOLDS_OBJECT(r)) {
-        fail(ld, HYOCR_ERROR_PARSE, "the top level is not a JSON object");
+        fail(ld, HYOCR_ERROR_PARSE, _("the top level is not a JSON object"));
         json_node_unref(r);
         return NULL;
     }
@@ -491,15 +492,15 @@ static bool parse_normalizer(Loader *ld, JsonObject *root)
 {
     JsonNode *n = member(root, "normalizer");
     if (!n) return true;
-    if (!JSON_NODE_HOLDS_OBJECT(n)) return fail(ld, HYOCR_ERROR_TOKENIZER, "normalizer must be an object or null");
+    if (!JSON_NODE_HOLDS_OBJECT(n)) return fail(ld, HYOCR_ERROR_TOKENIZER, _("normalizer must be an object or null"));
     JsonObject *o = json_node_get_object(n);
     JsonNode *list = member(o, "normalizers");
     if (g_strcmp0(type_of(o), "Sequence") == 0 && list && JSON_NODE_HOLDS_ARRAY(list) &&
         json_array_get_length(json_node_get_array(list)) == 0)
         return true;
     return fail(ld, HYOCR_ERROR_TOKENIZER,
-                "normalizer \"%s\" is not supported (only null or an empty Sequence, as in the "
-                "HunyuanOCR release)", type_of(o));
+                _("normalizer \"%s\" is not supported (only null or an empty Sequence, as in the "
+                  "HunyuanOCR release)"), type_of(o));
 }
 
 static bool compile_split(Loader *ld, hyocr_tokenizer *tok, JsonObject *s, guint index)
@@ -510,8 +511,8 @@ static bool compile_split(Loader *ld, hyocr_tokenizer *tok, JsonObject *s, guint
     if (!opt_string(ld, s, where, "behavior", &behavior) || !opt_bool(ld, s, where, "invert", &invert))
         return false;
     if (g_strcmp0(behavior, "Isolated") != 0 || invert)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s: only Split with behavior Isolated and invert false "
-                    "is supported (found behavior %s, invert %s)", where,
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s: only Split with behavior Isolated and invert false "
+                      "is supported (found behavior %s, invert %s)"), where,
                     behavior ? behavior : "(none)", invert ? "true" : "false");
     JsonObject *pat = need_object(ld, s, where, "pattern");
     if (!pat) return false;
@@ -519,15 +520,15 @@ static bool compile_split(Loader *ld, hyocr_tokenizer *tok, JsonObject *s, guint
     if (!opt_string(ld, pat, where, "Regex", &regex) || !opt_string(ld, pat, where, "String", &literal))
         return false;
     if (!regex && !literal)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s.pattern has neither Regex nor String", where);
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s.pattern has neither Regex nor String"), where);
     g_autofree char *why = NULL;
     g_autofree char *pcre = regex ? translate_regex(regex, &why) : g_regex_escape_string(literal, -1);
     if (!pcre)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s: regex /%s/ is not supported: %s", where, regex, why);
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s: regex /%s/ is not supported: %s"), where, regex, why);
     g_autoptr(GError) err = NULL;
     GRegex *re = g_regex_new(pcre, G_REGEX_OPTIMIZE | G_REGEX_MULTILINE | G_REGEX_NEWLINE_LF, 0, &err);
     if (!re)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s: cannot compile regex /%s/: %s", where,
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s: cannot compile regex /%s/: %s"), where,
                     regex ? regex : literal, err->message);
     g_ptr_array_add(tok->splits, re);
     return true;
@@ -539,8 +540,8 @@ static bool check_byte_level(Loader *ld, JsonObject *o, const char *where)
     if (!opt_bool(ld, o, where, "add_prefix_space", &prefix) || !opt_bool(ld, o, where, "use_regex", &use_regex))
         return false;
     if (prefix || use_regex)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s: ByteLevel needs add_prefix_space=false and "
-                    "use_regex=false (the release's setting); found %s/%s", where,
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s: ByteLevel needs add_prefix_space=false and "
+                      "use_regex=false (the release's setting); found %s/%s"), where,
                     prefix ? "true" : "false", use_regex ? "true" : "false");
     return true;
 }
@@ -552,8 +553,8 @@ static bool parse_pre_tokenizer(Loader *ld, hyocr_tokenizer *tok, JsonObject *ro
     if (!pt) return false;
     if (g_strcmp0(type_of(pt), "ByteLevel") == 0) return check_byte_level(ld, pt, "pre_tokenizer");
     if (g_strcmp0(type_of(pt), "Sequence") != 0)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "pre_tokenizer \"%s\" is not supported (expected a "
-                    "Sequence of Split then ByteLevel)", type_of(pt));
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("pre_tokenizer \"%s\" is not supported (expected a "
+                      "Sequence of Split then ByteLevel)"), type_of(pt));
     JsonArray *list = need_array(ld, pt, "pre_tokenizer", "pretokenizers");
     if (!list) return false;
     guint n = json_array_get_length(list);
@@ -564,11 +565,11 @@ static bool parse_pre_tokenizer(Loader *ld, hyocr_tokenizer *tok, JsonObject *ro
         g_autofree char *where = g_strdup_printf("pre_tokenizer.pretokenizers[%u]", i);
         if (i + 1 == n && g_strcmp0(type, "ByteLevel") == 0) return check_byte_level(ld, o, where);
         if (g_strcmp0(type, "Split") != 0)
-            return fail(ld, HYOCR_ERROR_TOKENIZER, "%s: \"%s\" is not supported here (expected Split, "
-                        "and ByteLevel last)", where, type);
+            return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s: \"%s\" is not supported here (expected Split, "
+                          "and ByteLevel last)"), where, type);
         if (!compile_split(ld, tok, o, i)) return false;
     }
-    return fail(ld, HYOCR_ERROR_TOKENIZER, "pre_tokenizer: the Sequence must end with ByteLevel");
+    return fail(ld, HYOCR_ERROR_TOKENIZER, _("pre_tokenizer: the Sequence must end with ByteLevel"));
 }
 
 static bool parse_decoder(Loader *ld, JsonObject *root)
@@ -576,7 +577,7 @@ static bool parse_decoder(Loader *ld, JsonObject *root)
     JsonNode *n = member(root, "decoder");
     JsonObject *o = n && JSON_NODE_HOLDS_OBJECT(n) ? json_node_get_object(n) : NULL;
     if (g_strcmp0(type_of(o), "ByteLevel") == 0) return true;
-    return fail(ld, HYOCR_ERROR_TOKENIZER, "decoder \"%s\" is not supported (only ByteLevel)",
+    return fail(ld, HYOCR_ERROR_TOKENIZER, _("decoder \"%s\" is not supported (only ByteLevel)"),
                 o ? type_of(o) : "null");
 }
 
@@ -647,7 +648,7 @@ static bool merge_halves(Loader *ld, JsonNode *e, guint i, char **a, char **b)
             return true;
         }
     }
-    return fail(ld, HYOCR_ERROR_TOKENIZER, "model.merges[%u] must be \"a b\" or [\"a\", \"b\"]", i);
+    return fail(ld, HYOCR_ERROR_TOKENIZER, _("model.merges[%u] must be \"a b\" or [\"a\", \"b\"]"), i);
 }
 
 static bool parse_merges(Loader *ld, hyocr_tokenizer *tok, JsonObject *model)
@@ -668,13 +669,13 @@ static bool parse_merges(Loader *ld, hyocr_tokenizer *tok, JsonObject *model)
             continue;   /* merges.txt header that legacy files may carry; it takes no rank */
         if (!merge_halves(ld, e, i, &a, &b)) return false;
         if (strlen(b) < plen || strncmp(b, tok->prefix ? tok->prefix : "", plen) != 0)
-            return fail(ld, HYOCR_ERROR_TOKENIZER, "model.merges[%u]: \"%s\" lacks the "
-                        "continuing_subword_prefix", i, b);
+            return fail(ld, HYOCR_ERROR_TOKENIZER, _("model.merges[%u]: \"%s\" lacks the "
+                          "continuing_subword_prefix"), i, b);
         g_autofree char *joined = g_strconcat(a, b + plen, NULL);
         int32_t ia = vocab_get(tok, a), ib = vocab_get(tok, b), ij = vocab_get(tok, joined);
         if (ia < 0 || ib < 0 || ij < 0)
-            return fail(ld, HYOCR_ERROR_TOKENIZER, "model.merges[%u] (\"%s\" + \"%s\"): \"%s\" is not "
-                        "in model.vocab", i, a, b, ia < 0 ? a : ib < 0 ? b : joined);
+            return fail(ld, HYOCR_ERROR_TOKENIZER, _("model.merges[%u] (\"%s\" + \"%s\"): \"%s\" is not "
+                          "in model.vocab"), i, a, b, ia < 0 ? a : ib < 0 ? b : joined);
         merge_put(tok, ia, ib, rank++, ij);
     }
     return true;
@@ -684,8 +685,8 @@ static bool parse_model_flags(Loader *ld, hyocr_tokenizer *tok, JsonObject *mode
 {
     JsonNode *d = member(model, "dropout");
     if (d && ((!node_is(d, G_TYPE_DOUBLE) && !node_is(d, G_TYPE_INT64)) || json_node_get_double(d) != 0.0))
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "model.dropout must be null or 0: BPE dropout makes "
-                    "encoding random and is only meant for training");
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("model.dropout must be null or 0: BPE dropout makes "
+                      "encoding random and is only meant for training"));
     const char *unk, *prefix, *suffix;
     if (!opt_string(ld, model, "model", "unk_token", &unk) ||
         !opt_string(ld, model, "model", "continuing_subword_prefix", &prefix) ||
@@ -706,12 +707,12 @@ static bool parse_model(Loader *ld, hyocr_tokenizer *tok, JsonObject *root)
     if (!model) return false;
     const char *type = type_of(model);
     if (*type && strcmp(type, "BPE") != 0)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "model type \"%s\" is not supported (only BPE)", type);
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("model type \"%s\" is not supported (only BPE)"), type);
     if (!parse_model_flags(ld, tok, model) || !parse_vocab(ld, tok, model) || !parse_merges(ld, tok, model))
         return false;
     tok->unk_id = tok->unk_token ? vocab_get(tok, tok->unk_token) : -1;
     if (tok->unk_token && tok->unk_id < 0)
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "model.unk_token \"%s\" is not in model.vocab", tok->unk_token);
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("model.unk_token \"%s\" is not in model.vocab"), tok->unk_token);
     bool all = true;
     for (int b = 0; b < 256; b++) {
         char s[8];
@@ -766,15 +767,15 @@ static bool parse_added_one(Loader *ld, JsonObject *o, guint i, AddedTok *a, int
     g_autofree char *where = g_strdup_printf("added_tokens[%u]", i);
     const char *content = NULL;
     a->normalized = true;   /* AddedToken's default */
-    if (!o) return fail(ld, HYOCR_ERROR_TOKENIZER, "%s must be an object", where);
+    if (!o) return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s must be an object"), where);
     if (!parse_id(ld, member(o, "id"), where, file_id) || !opt_string(ld, o, where, "content", &content) ||
         !opt_bool(ld, o, where, "single_word", &a->single_word) || !opt_bool(ld, o, where, "lstrip", &a->lstrip) ||
         !opt_bool(ld, o, where, "rstrip", &a->rstrip) || !opt_bool(ld, o, where, "normalized", &a->normalized) ||
         !opt_bool(ld, o, where, "special", &a->special))
         return false;
-    if (!content) return fail(ld, HYOCR_ERROR_TOKENIZER, "%s.content is missing", where);
+    if (!content) return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s.content is missing"), where);
     if (!utf8_valid((const guint8 *)content, strlen(content)))
-        return fail(ld, HYOCR_ERROR_TOKENIZER, "%s.content is not valid UTF-8", where);
+        return fail(ld, HYOCR_ERROR_TOKENIZER, _("%s.content is not valid UTF-8"), where);
     a->content = g_strdup(content);
     a->len = strlen(content);
     return true;
@@ -796,7 +797,7 @@ static bool parse_added_tokens(Loader *ld, hyocr_tokenizer *tok, JsonObject *roo
     tok->added_index = g_hash_table_new(g_str_hash, g_str_equal);
     for (int k = 0; k < 2; k++) tok->trie[k] = g_array_new(FALSE, FALSE, sizeof(TrieNode));
     if (!n) return true;
-    if (!JSON_NODE_HOLDS_ARRAY(n)) return fail(ld, HYOCR_ERROR_TOKENIZER, "added_tokens must be an array");
+    if (!JSON_NODE_HOLDS_ARRAY(n)) return fail(ld, HYOCR_ERROR_TOKENIZER, _("added_tokens must be an array"));
     JsonArray *arr = json_node_get_array(n);
     guint count = json_array_get_length(arr);
     tok->added = g_new0(AddedTok, count);
@@ -813,8 +814,8 @@ static bool parse_added_tokens(Loader *ld, hyocr_tokenizer *tok, JsonObject *roo
         gsize slot = GPOINTER_TO_SIZE(g_hash_table_lookup(tok->added_index, a.content));
         id = hf_added_id(tok, slot, a.content, &next_id);
         if (id != file_id) {
-            fail(ld, HYOCR_ERROR_TOKENIZER, "added_tokens[%u] \"%s\" has id %d but HF tokenizers would "
-                 "give it id %d (vocab id, or the next id after the vocab); the file is inconsistent",
+            fail(ld, HYOCR_ERROR_TOKENIZER, _("added_tokens[%u] \"%s\" has id %d but HF tokenizers would "
+                   "give it id %d (vocab id, or the next id after the vocab); the file is inconsistent"),
                  i, a.content, file_id, id);
             g_free(a.content);
             return false;
@@ -919,14 +920,14 @@ hyocr_tokenizer *hyocr_tokenizer_load(const char *tokenizer_json_path, GError **
     const char *version = NULL;
     if (!opt_string(&ld, root, "tokenizer", "version", &version)) return NULL;
     if (version && strcmp(version, "1.0") != 0) {
-        fail(&ld, HYOCR_ERROR_TOKENIZER, "tokenizer.json version \"%s\" is unknown (expected \"1.0\")", version);
+        fail(&ld, HYOCR_ERROR_TOKENIZER, _("tokenizer.json version \"%s\" is unknown (expected \"1.0\")"), version);
         return NULL;
     }
     if (!parse_normalizer(&ld, root) || !parse_pre_tokenizer(&ld, tok, root) || !parse_decoder(&ld, root) ||
         !parse_model(&ld, tok, root) || !parse_added_tokens(&ld, tok, root))
         return NULL;
     if (tok->n_ids == 0) {
-        fail(&ld, HYOCR_ERROR_TOKENIZER, "the vocabulary is empty");
+        fail(&ld, HYOCR_ERROR_TOKENIZER, _("the vocabulary is empty"));
         return NULL;
     }
     build_id_tables(tok);
