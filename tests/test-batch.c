@@ -128,7 +128,7 @@ static void record(const hyocr_event *ev, void *data)
     int t = ev->type;
     g_array_append_val(r->types, t);
     if (ev->type != HYOCR_EVENT_TOKEN) return;
-    g_string_append(r->pieces, ev->piece);
+    g_string_append_len(r->pieces, ev->piece, (gssize)ev->piece_len);   /* NUL bytes too */
     if (ev->token < 0) return;
     g_array_append_val(r->tokens, ev->token);
     g_assert_cmpint(ev->n_generated, ==, (int)r->tokens->len);
@@ -225,7 +225,7 @@ static void check_all_reference(const job_set *s)
         assert_ids(s->res[i].token_ids, want);
         assert_ids(s->rec[i].tokens, want);
         check_event_order(&s->rec[i], HYOCR_EVENT_DONE);
-        g_assert_cmpstr(s->rec[i].pieces->str, ==, s->res[i].raw_text);
+        g_assert_cmpmem(s->rec[i].pieces->str, s->rec[i].pieces->len, s->res[i].raw_text, s->res[i].raw_text_len);
         g_assert_true(s->res[i].stop_reason == HYOCR_STOP_EOS || s->res[i].stop_reason == HYOCR_STOP_MAX_NEW_TOKENS);
         g_assert_cmpint(s->res[i].prompt_tokens, >, 0);
         g_assert_cmpint(s->res[i].grid_h, >, 0);

@@ -121,6 +121,9 @@ back=$("$HYOCR" detokenize --model "$flat" $ids)
 check "detokenize round trip" test "$back" = "$text"
 back=$("$HYOCR" detokenize --model "$flat" --skip-special $ids)
 check "detokenize --skip-special drops <｜hy_User｜>" test "$back" = "提取图中的文字。 Total 42.00 "
+# ids 64 188 65 are "a", byte 0 and "b": the NUL byte is written, not where the text stops
+"$HYOCR" detokenize --model "$flat" 64 188 65 >"$tmp/nul"
+check "detokenize writes a NUL byte" cmp -s "$tmp/nul" <(printf 'a\0b\n')
 
 # errors: clear message, non-zero status, never a crash
 expect 1 "no-such-folder" -- "$HYOCR" inspect --model "$tmp/no-such-folder"

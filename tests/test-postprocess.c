@@ -95,9 +95,9 @@ static void test_clean_versions(void)
     g_assert_cmpuint(strlen(text), >, 8000);
     g_autofree char *want = prefix_plus(2940, "abcde", 1);
 
-    g_autofree char *c15 = hyocr_clean_repeated_substrings(text, HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *c15 = hyocr_clean_repeated_substrings(text, strlen(text), HYOCR_MODEL_VERSION_1_5, NULL);
     g_assert_cmpstr(c15, ==, want);
-    g_autofree char *c10 = hyocr_clean_repeated_substrings(text, HYOCR_MODEL_VERSION_1_0);
+    g_autofree char *c10 = hyocr_clean_repeated_substrings(text, strlen(text), HYOCR_MODEL_VERSION_1_0, NULL);
     g_assert_cmpstr(c10, ==, text);
 }
 
@@ -110,8 +110,8 @@ static void test_clean_thresholds(void)
         g_autofree char *at = prefix_plus(cases[k].min - 60, "xyz", 20);
         g_autofree char *at_want = prefix_plus(cases[k].min - 60, "xyz", 1);
         g_assert_cmpint(n_chars(below), ==, cases[k].min - 1);
-        g_autofree char *r1 = hyocr_clean_repeated_substrings(below, cases[k].v);
-        g_autofree char *r2 = hyocr_clean_repeated_substrings(at, cases[k].v);
+        g_autofree char *r1 = hyocr_clean_repeated_substrings(below, strlen(below), cases[k].v, NULL);
+        g_autofree char *r2 = hyocr_clean_repeated_substrings(at, strlen(at), cases[k].v, NULL);
         g_assert_cmpstr(r1, ==, below);
         g_assert_cmpstr(r2, ==, at_want);
     }
@@ -122,8 +122,8 @@ static void test_clean_needs_ten(void)
     g_autofree char *nine = prefix_plus(2500, "unit7", 9);
     g_autofree char *ten = prefix_plus(2500, "unit7", 10);
     g_autofree char *want = prefix_plus(2500, "unit7", 1);
-    g_autofree char *r9 = hyocr_clean_repeated_substrings(nine, HYOCR_MODEL_VERSION_1_5);
-    g_autofree char *r10 = hyocr_clean_repeated_substrings(ten, HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *r9 = hyocr_clean_repeated_substrings(nine, strlen(nine), HYOCR_MODEL_VERSION_1_5, NULL);
+    g_autofree char *r10 = hyocr_clean_repeated_substrings(ten, strlen(ten), HYOCR_MODEL_VERSION_1_5, NULL);
     g_assert_cmpstr(r9, ==, nine);
     g_assert_cmpstr(r10, ==, want);
 }
@@ -134,13 +134,13 @@ static void test_clean_shortest_unit(void)
 {
     g_autofree char *text = prefix_plus(2100, "ab", 40);
     g_autofree char *want = prefix_plus(2100, "ab", 1);
-    g_autofree char *r = hyocr_clean_repeated_substrings(text, HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *r = hyocr_clean_repeated_substrings(text, strlen(text), HYOCR_MODEL_VERSION_1_5, NULL);
     g_assert_cmpstr(r, ==, want);
 
     GString *all = g_string_new(NULL);
     add_repeat(all, "ab", 1000);
     g_autofree char *only = g_string_free(all, FALSE);
-    g_autofree char *r2 = hyocr_clean_repeated_substrings(only, HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *r2 = hyocr_clean_repeated_substrings(only, strlen(only), HYOCR_MODEL_VERSION_1_5, NULL);
     g_assert_cmpstr(r2, ==, "ab");
 }
 
@@ -155,13 +155,13 @@ static void test_clean_cjk(void)
     add_repeat(s, "重复文本", 12);
     g_autofree char *text = g_string_free(s, FALSE);
     g_autofree char *want = g_strconcat(head, "重复文本", NULL);
-    g_autofree char *r = hyocr_clean_repeated_substrings(text, HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *r = hyocr_clean_repeated_substrings(text, strlen(text), HYOCR_MODEL_VERSION_1_5, NULL);
     g_assert_cmpstr(r, ==, want);
     g_assert_true(g_utf8_validate(r, -1, NULL));
 
     g_autofree char *short_text = prefix_plus(700, "重复文本", 12);   /* 748 chars, 2244 bytes */
     g_assert_cmpuint(strlen(short_text), >=, 2000);
-    g_autofree char *r2 = hyocr_clean_repeated_substrings(short_text, HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *r2 = hyocr_clean_repeated_substrings(short_text, strlen(short_text), HYOCR_MODEL_VERSION_1_5, NULL);
     g_assert_cmpstr(r2, ==, short_text);
 }
 
@@ -171,7 +171,7 @@ static void test_clean_invalid_utf8(void)
     add_distinct(s, 2100, 0x4e00);
     add_repeat(s, "\xff\xfe", 15);
     g_autofree char *text = g_string_free(s, FALSE);
-    g_autofree char *r = hyocr_clean_repeated_substrings(text, HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *r = hyocr_clean_repeated_substrings(text, strlen(text), HYOCR_MODEL_VERSION_1_5, NULL);
     g_assert_true(g_utf8_validate(r, -1, NULL));
     g_assert_cmpint(n_chars(r), ==, 2102);   /* one copy of the two U+FFFD kept */
 }
@@ -189,8 +189,8 @@ static void test_clean_long(void)
     g_autofree char *want = g_strconcat(head, "末尾重复。", NULL);
 
     g_autoptr(GTimer) timer = g_timer_new();
-    g_autofree char *r = hyocr_clean_repeated_substrings(text, HYOCR_MODEL_VERSION_1_0);
-    g_autofree char *r2 = hyocr_clean_repeated_substrings(head, HYOCR_MODEL_VERSION_1_5);
+    g_autofree char *r = hyocr_clean_repeated_substrings(text, strlen(text), HYOCR_MODEL_VERSION_1_0, NULL);
+    g_autofree char *r2 = hyocr_clean_repeated_substrings(head, strlen(head), HYOCR_MODEL_VERSION_1_5, NULL);
     g_assert_cmpfloat(g_timer_elapsed(timer, NULL), <, 5.0);
     g_assert_cmpstr(r, ==, want);
     g_assert_cmpstr(r2, ==, head);
@@ -202,14 +202,14 @@ static void test_tail_copies(void)
 {
     g_autofree char *eight = prefix_plus(100, "xyzw", 8);
     g_autofree char *seven = prefix_plus(100, "xyzw", 7);
-    g_assert_true(hyocr_has_tail_repetition(eight));
-    g_assert_false(hyocr_has_tail_repetition(seven));
+    g_assert_true(hyocr_has_tail_repetition(eight, strlen(eight)));
+    g_assert_false(hyocr_has_tail_repetition(seven, strlen(seven)));
 
     GString *s = g_string_new(NULL);
     add_repeat(s, "a", 15);
-    g_assert_false(hyocr_has_tail_repetition(s->str));   /* needs ≥ 16 characters */
+    g_assert_false(hyocr_has_tail_repetition(s->str, strlen(s->str)));   /* needs ≥ 16 characters */
     g_string_append_c(s, 'a');
-    g_assert_true(hyocr_has_tail_repetition(s->str));
+    g_assert_true(hyocr_has_tail_repetition(s->str, strlen(s->str)));
     g_string_free(s, TRUE);
 }
 
@@ -221,7 +221,7 @@ static void test_tail_max_unit(void)
         GString *s = g_string_new(NULL);
         add_distinct(s, 50, 0x4e00);
         add_repeat(s, u->str, 8);
-        g_assert_cmpint(hyocr_has_tail_repetition(s->str), ==, unit <= 256);
+        g_assert_cmpint(hyocr_has_tail_repetition(s->str, strlen(s->str)), ==, unit <= 256);
         g_string_free(u, TRUE);
         g_string_free(s, TRUE);
     }
@@ -233,18 +233,18 @@ static void test_tail_whitespace(void)
     const char *blank[] = { " ", "\n", "\t", "\u3000", "\u00a0", "\x1c", "\r\n" };
     for (size_t i = 0; i < G_N_ELEMENTS(blank); i++) {
         g_autofree char *t = prefix_plus(100, blank[i], 64);
-        g_assert_false(hyocr_has_tail_repetition(t));
+        g_assert_false(hyocr_has_tail_repetition(t, strlen(t)));
     }
     /* U+200B is not whitespace for Python: it repeats like any other character. */
     g_autofree char *zw = prefix_plus(100, "\u200b", 64);
-    g_assert_true(hyocr_has_tail_repetition(zw));
+    g_assert_true(hyocr_has_tail_repetition(zw, strlen(zw)));
 
     /* A unit that mixes text and spaces counts. */
     g_autofree char *mixed = prefix_plus(100, "x   ", 8);
-    g_assert_true(hyocr_has_tail_repetition(mixed));
+    g_assert_true(hyocr_has_tail_repetition(mixed, strlen(mixed)));
     /* Trailing spaces after the copies break the period for every non-blank unit. */
     g_autofree char *trailing = g_strconcat(mixed, "     ", NULL);
-    g_assert_false(hyocr_has_tail_repetition(trailing));
+    g_assert_false(hyocr_has_tail_repetition(trailing, strlen(trailing)));
 }
 
 /* Only the end matters: an old loop followed by fresh text is not a stop. */
@@ -253,13 +253,13 @@ static void test_tail_only_end(void)
     GString *s = g_string_new(NULL);
     add_repeat(s, "ab", 5000);
     add_distinct(s, 8000, 0x4e00);
-    g_assert_false(hyocr_has_tail_repetition(s->str));
+    g_assert_false(hyocr_has_tail_repetition(s->str, strlen(s->str)));
     add_repeat(s, "loop", 8);
-    g_assert_true(hyocr_has_tail_repetition(s->str));
+    g_assert_true(hyocr_has_tail_repetition(s->str, strlen(s->str)));
     g_string_free(s, TRUE);
 
     g_autofree char *bad = g_strnfill(40, '\xff');   /* 40 × U+FFFD after repair */
-    g_assert_true(hyocr_has_tail_repetition(bad));
+    g_assert_true(hyocr_has_tail_repetition(bad, strlen(bad)));
 }
 
 /* First check at ≥ 4000 characters, then each ≥ 1000 after the last check. */
@@ -268,21 +268,21 @@ static void test_tail_schedule(void)
     hyocr_tail_check tc;
     hyocr_tail_check_init(&tc);
     g_autofree char *loop_3998 = prefix_plus(0, "ab", 1999);
-    g_assert_false(hyocr_tail_check_should_stop(&tc, loop_3998, 3998));   /* not checked yet */
+    g_assert_false(hyocr_tail_check_should_stop(&tc, loop_3998, strlen(loop_3998), 3998));   /* not checked yet */
 
     g_autofree char *fresh_4050 = prefix_plus(4050, "", 0);
-    g_assert_false(hyocr_tail_check_should_stop(&tc, fresh_4050, 4050));   /* checked: clean */
+    g_assert_false(hyocr_tail_check_should_stop(&tc, fresh_4050, strlen(fresh_4050), 4050));   /* checked: clean */
 
     g_autofree char *loop_5049 = prefix_plus(4049, "ab", 500);
-    g_assert_false(hyocr_tail_check_should_stop(&tc, loop_5049, n_chars(loop_5049)));
+    g_assert_false(hyocr_tail_check_should_stop(&tc, loop_5049, strlen(loop_5049), n_chars(loop_5049)));
     g_autofree char *loop_5050 = prefix_plus(4050, "ab", 500);
-    g_assert_true(hyocr_tail_check_should_stop(&tc, loop_5050, -1));   /* -1: counted here */
+    g_assert_true(hyocr_tail_check_should_stop(&tc, loop_5050, strlen(loop_5050), -1));   /* -1: counted here */
 
     /* The reference's own test: "ab" × 2000 in one piece stops at the first check. */
     hyocr_tail_check tc2;
     hyocr_tail_check_init(&tc2);
     g_autofree char *ab = prefix_plus(0, "ab", 2000);
-    g_assert_true(hyocr_tail_check_should_stop(&tc2, ab, 4000));
+    g_assert_true(hyocr_tail_check_should_stop(&tc2, ab, strlen(ab), 4000));
 }
 
 /* ---------- random texts against the oracle ---------- */
@@ -315,13 +315,13 @@ static void test_against_oracle(void)
         g_autofree char *utf8 = g_ucs4_to_utf8(t, n, NULL, NULL, NULL);
         glong tail_from = MAX(0, n - 8000);
         bool want_stop = oracle_tail(t + tail_from, n - tail_from);
-        g_assert_cmpint(hyocr_has_tail_repetition(utf8), ==, want_stop);
+        g_assert_cmpint(hyocr_has_tail_repetition(utf8, strlen(utf8)), ==, want_stop);
         stopped += want_stop;
         for (int v = 0; v < 2; v++) {
             hyocr_model_version ver = v ? HYOCR_MODEL_VERSION_1_5 : HYOCR_MODEL_VERSION_1_0;
             glong keep = oracle_clean(t, n, v ? 2000 : 8000);
             g_autofree char *want = g_ucs4_to_utf8(t, keep, NULL, NULL, NULL);
-            g_autofree char *got = hyocr_clean_repeated_substrings(utf8, ver);
+            g_autofree char *got = hyocr_clean_repeated_substrings(utf8, strlen(utf8), ver, NULL);
             g_assert_cmpstr(got, ==, want);
             cleaned += keep != n;
         }
@@ -330,6 +330,23 @@ static void test_against_oracle(void)
     g_assert_cmpint(cleaned, >, 10);
     g_assert_cmpint(stopped, >, 10);
     g_assert_cmpint(stopped, <, 140);
+}
+
+/* Generated text can hold NUL bytes (a token may decode to byte 0): characters like any other,
+ * counted and kept by length. */
+static void test_nul_bytes(void)
+{
+    g_autoptr(GString) s = g_string_new_len("head", 4);
+    for (int i = 0; i < 700; i++) g_string_append_len(s, "\0ab", 3);
+    size_t len = 0;
+    g_autofree char *clean = hyocr_clean_repeated_substrings(s->str, s->len, HYOCR_MODEL_VERSION_1_5, &len);
+    g_assert_cmpmem(clean, len, "head\0ab", 7);
+    g_assert_true(hyocr_has_tail_repetition(s->str, s->len));
+    g_autofree char *short_clean = hyocr_clean_repeated_substrings("a\0b\xff", 4, HYOCR_MODEL_VERSION_1_5, &len);
+    g_assert_cmpmem(short_clean, len, "a\0b\xEF\xBF\xBD", 6);
+    hyocr_tail_check tc;
+    hyocr_tail_check_init(&tc);
+    g_assert_true(hyocr_tail_check_should_stop(&tc, s->str, s->len, 4 + 2100 + 2000));
 }
 
 int main(int argc, char **argv)
@@ -348,5 +365,6 @@ int main(int argc, char **argv)
     g_test_add_func("/postprocess/tail/only-end", test_tail_only_end);
     g_test_add_func("/postprocess/tail/schedule", test_tail_schedule);
     g_test_add_func("/postprocess/against-oracle", test_against_oracle);
+    g_test_add_func("/postprocess/nul-bytes", test_nul_bytes);
     return g_test_run();
 }

@@ -251,26 +251,31 @@ static void check_ids_len(const hyocr_tokenizer *tok, const char *text, gssize l
 
 #define CHECK(tok, text, ...) check_ids_len(tok, text, -1, (const int32_t[]){ __VA_ARGS__, -1 })
 
-static char *stream_decode(const hyocr_tokenizer *tok, const int32_t *ids, size_t n, bool skip)
+/* Pieces put end to end, by their lengths (text can hold NUL bytes). */
+static char *stream_decode(const hyocr_tokenizer *tok, const int32_t *ids, size_t n, bool skip, size_t *len)
 {
     g_autoptr(hyocr_detokenizer) dt = hyocr_detokenizer_init(tok, skip);
     GString *s = g_string_new(NULL);
     for (size_t i = 0; i < n; i++) {
-        g_autofree char *part = hyocr_detokenizer_push(dt, ids[i]);
-        g_assert_true(g_utf8_validate(part, -1, NULL));
-        g_string_append(s, part);
+        size_t plen = 0;
+        g_autofree char *part = hyocr_detokenizer_push(dt, ids[i], &plen);
+        g_assert_cmpuint(plen, >=, strlen(part));
+        g_string_append_len(s, part, (gssize)plen);
     }
-    g_autofree char *tail = hyocr_detokenizer_flush(dt);
-    g_string_append(s, tail);
+    size_t tlen = 0;
+    g_autofree char *tail = hyocr_detokenizer_flush(dt, &tlen);
+    g_string_append_len(s, tail, (gssize)tlen);
+    if (len) *len = s->len;
     return g_string_free(s, FALSE);
 }
 
 static void check_decode(const hyocr_tokenizer *tok, const int32_t *ids, size_t n, bool skip, const char *want)
 {
-    g_autofree char *got = hyocr_tokenizer_decode(tok, ids, n, skip);
-    g_autofree char *streamed = stream_decode(tok, ids, n, skip);
-    g_assert_cmpstr(got, ==, want);
-    g_assert_cmpstr(streamed, ==, want);
+    size_t got_len = 0, streamed_len = 0;
+    g_autofree char *got = hyocr_tokenizer_decode(tok, ids, n, skip, &got_len);
+    g_autofree char *streamed = stream_decode(tok, ids, n, skip, &streamed_len);
+    g_assert_cmpmem(got, got_len, want, strlen(want));
+    g_assert_cmpmem(streamed, streamed_len, want, strlen(want));
 }
 
 #define DECODE(tok, skip, want, ...) do { \
@@ -310,8 +315,8 @@ static void check_case(const hyocr_tokenizer *tok, JsonObject *c)
     g_assert_cmpstr(got, ==, exp);
     const char *keys[2] = { "decoded", "decoded_skip" };
     for (int skip = 0; skip < 2; skip++) {
-        g_autofree char *d = hyocr_tokenizer_decode(tok, (int32_t *)wids->data, wids->len, skip);
-        g_autofree char *s = stream_decode(tok, (int32_t *)wids->data, wids->len, skip);
+        g_autofree char *d = hyocr_tokenizer_decode(tok, (int32_t *)wids->data, wids->len, skip, NULL);
+        g_autofree char *s = stream_decode(tok, (int32_t *)wids->data, wids->len, skip, NULL);
         if (strcmp(d, json_object_get_string_member(c, keys[skip])) != 0) g_test_message("case %s: %s", name, keys[skip]);
         g_assert_cmpstr(d, ==, json_object_get_string_member(c, keys[skip]));
         g_assert_cmpstr(s, ==, d);
@@ -488,9 +493,18 @@ static void test_decode(void)
     DECODE(tok, false, "\xEF\xBF\xBD<|s|>\xEF\xBF\xBD\xEF\xBF\xBD", 0xE4, T_S, 0xBD, 0xA0);
     DECODE(tok, true, "你", 0xE4, T_S, 0xBD, 0xA0);
     DECODE(tok, false, "ab", 'a', -5, 999999, 'b');   /* unknown ids are dropped */
+    /* A token may decode to byte 0; the text keeps it, whole and streamed (the decoder stopped
+     * at it: "a" whole, "a" + "" + "b" streamed). */
+    const int32_t nul[] = { 'a', 0, 'b' };
+    size_t len = 0, slen = 0;
+    g_autofree char *whole = hyocr_tokenizer_decode(tok, nul, 3, false, &len);
+    g_autofree char *streamed = stream_decode(tok, nul, 3, false, &slen);
+    g_assert_cmpmem(whole, len, "a\0b", 3);
+    g_assert_cmpmem(streamed, slen, "a\0b", 3);
+    g_assert_cmpint(whole[len], ==, '\0');
     const char *text = "Hello, 世界! 123 ab<|s|>\r\n [SW] é";
     g_autoptr(GArray) ids = encode(tok, text, -1);
-    g_autofree char *back = hyocr_tokenizer_decode(tok, (int32_t *)ids->data, ids->len, false);
+    g_autofree char *back = hyocr_tokenizer_decode(tok, (int32_t *)ids->data, ids->len, false, NULL);
     g_assert_cmpstr(back, ==, text);
 }
 
@@ -501,13 +515,13 @@ static void test_stream(void)
     const int32_t bytes[] = { 0xE4, 0xBD, 0xA0 };   /* 你 split over three tokens */
     const char *want[] = { "", "", "你" };
     for (int i = 0; i < 3; i++) {
-        g_autofree char *s = hyocr_detokenizer_push(dt, bytes[i]);
+        g_autofree char *s = hyocr_detokenizer_push(dt, bytes[i], NULL);
         g_assert_cmpstr(s, ==, want[i]);
     }
-    g_autofree char *a = hyocr_detokenizer_push(dt, 0xE4);
-    g_autofree char *b = hyocr_detokenizer_push(dt, 'b');   /* can never complete: U+FFFD now */
-    g_autofree char *c = hyocr_detokenizer_push(dt, 0xF0);
-    g_autofree char *d = hyocr_detokenizer_flush(dt);
+    g_autofree char *a = hyocr_detokenizer_push(dt, 0xE4, NULL);
+    g_autofree char *b = hyocr_detokenizer_push(dt, 'b', NULL);   /* can never complete: U+FFFD now */
+    g_autofree char *c = hyocr_detokenizer_push(dt, 0xF0, NULL);
+    g_autofree char *d = hyocr_detokenizer_flush(dt, NULL);
     g_assert_cmpstr(a, ==, "");
     g_assert_cmpstr(b, ==, "\xEF\xBF\xBD" "b");
     g_assert_cmpstr(c, ==, "");
@@ -517,15 +531,12 @@ static void test_stream(void)
     for (int round = 0; round < 300; round++) {
         int32_t ids[24];
         size_t n = (size_t)g_rand_int_range(r, 0, 24);
-        /* id 0 is the NUL byte, which a C string cannot carry: left out */
-        for (size_t i = 0; i < n; i++) {
-            do ids[i] = g_rand_int_range(r, -2, T_END + 2); while (ids[i] == 0);
-        }
+        for (size_t i = 0; i < n; i++) ids[i] = g_rand_int_range(r, -2, T_END + 2);   /* id 0 is byte 0 */
         for (int skip = 0; skip < 2; skip++) {
-            g_autofree char *one = hyocr_tokenizer_decode(tok, ids, n, skip);
-            g_autofree char *many = stream_decode(tok, ids, n, skip);
-            g_assert_true(g_utf8_validate(one, -1, NULL));
-            g_assert_cmpstr(many, ==, one);
+            size_t one_len = 0, many_len = 0;
+            g_autofree char *one = hyocr_tokenizer_decode(tok, ids, n, skip, &one_len);
+            g_autofree char *many = stream_decode(tok, ids, n, skip, &many_len);
+            g_assert_cmpmem(many, many_len, one, one_len);
         }
     }
     g_rand_free(r);
@@ -718,7 +729,7 @@ static void test_speed(void)
     double secs2 = (g_get_monotonic_time() - t0) / 1e6;
     g_test_message("100 KB mixed: %u ids in %.3f s; 100 KB single word: %u ids in %.3f s",
                    ids->len, secs, ids2->len, secs2);
-    g_autofree char *back = hyocr_tokenizer_decode(tok, (int32_t *)ids->data, ids->len, false);
+    g_autofree char *back = hyocr_tokenizer_decode(tok, (int32_t *)ids->data, ids->len, false, NULL);
     g_assert_cmpstr(back, ==, text->str);
 #if defined(__SANITIZE_ADDRESS__)
     const double limit = 10.0;   /* sanitizers slow everything down several times */

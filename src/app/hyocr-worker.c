@@ -242,13 +242,32 @@ static void thread_load(HyocrWorker *self, Msg *m)
 
 /* ---- one job (thread) ---- */
 
+/* The engine's text can hold NUL bytes (a token may decode to byte 0), which GTK's text
+ * cannot: the app shows, copies and saves each as ␀ (U+2400 SYMBOL FOR NULL). */
+char *hyocr_worker_displayable_text(const char *text, size_t len)
+{
+    GString *s = g_string_sized_new(len + 1);
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nul = memchr(p, 0, (size_t)(end - p));
+        g_string_append_len(s, p, (nul ? nul : end) - p);
+        if (!nul) break;
+        g_string_append(s, "\xE2\x90\x80");
+        p = nul + 1;
+    }
+    return g_string_free(s, FALSE);
+}
+
 static void on_event(const hyocr_event *ev, void *data)
 {
     HyocrJob *job = data;
     switch (ev->type) {
     case HYOCR_EVENT_PREPROCESS: hyocr_job_post_state(job, HYOCR_JOB_READING); break;
     case HYOCR_EVENT_PREFILL: hyocr_job_post_state(job, HYOCR_JOB_WRITING); break;
-    case HYOCR_EVENT_TOKEN: hyocr_job_post_piece(job, ev->piece, ev->n_generated); break;
+    case HYOCR_EVENT_TOKEN: {
+        g_autofree char *piece = hyocr_worker_displayable_text(ev->piece, ev->piece_len);
+        hyocr_job_post_piece(job, piece, ev->n_generated);
+        break;
+    }
     case HYOCR_EVENT_RESTART: hyocr_job_post_restart(job); break;
     default: break;
     }
@@ -334,8 +353,10 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
 
 static void post_result(HyocrJob *job, const hyocr_job_result *res, const GError *error)
 {
-    if (!error)
-        hyocr_job_post_finish(job, HYOCR_JOB_DONE, res->text, NULL);
+    if (!error) {
+        g_autofree char *text = hyocr_worker_displayable_text(res->text, res->text_len);
+        hyocr_job_post_finish(job, HYOCR_JOB_DONE, text, NULL);
+    }
     else if (g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)) {
         g_autofree char *msg = g_strdup_printf(_("Cancelled after %d tokens"), (int)(res->token_ids ? res->token_ids->len : 0));
         hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, msg);

@@ -48,4 +48,8 @@ gboolean         hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *ou
 /* The memory limit of the loaded engine, bytes (0 = none). */
 int64_t          hyocr_worker_get_memory_limit(HyocrWorker *self);
 
+/* The engine's text (len bytes, maybe with NUL bytes) as the app shows, copies and
+ * saves it: each NUL becomes ␀ (U+2400). */
+char            *hyocr_worker_displayable_text(const char *text, size_t len);
+
 G_END_DECLS

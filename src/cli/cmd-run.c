@@ -125,8 +125,8 @@ static void on_event(const hyocr_event *ev, void *data)
     if (ev->type == HYOCR_EVENT_PREPROCESS && ctx->dump_dir) {
         GError *err = NULL;
         if (!hyocr_cli_dump_inputs(ctx->dump_dir, ev->prompt, ev->pixels, &err)) dump_failed(ctx, err);
-    } else if (ev->type == HYOCR_EVENT_TOKEN && !ctx->json && ev->piece[0]) {
-        fputs(ev->piece, stdout);
+    } else if (ev->type == HYOCR_EVENT_TOKEN && !ctx->json && ev->piece_len) {
+        fwrite(ev->piece, 1, ev->piece_len, stdout);   /* NUL bytes too, as the reference prints them */
         fflush(stdout);
         ctx->printed = true;
     } else if (ev->type == HYOCR_EVENT_RESTART && !ctx->json && ctx->printed) {
@@ -405,16 +405,36 @@ static void json_memory(JsonBuilder *b, const hyocr_mem_info *m)
     json_builder_end_object(b);
 }
 
+/* Generated text can hold NUL bytes, which json-glib's C strings cannot carry: they reach
+ * the generator as 0xFF, a byte no UTF-8 text holds, and json_escape_leftover_controls
+ * writes them as \u0000. Every other string goes in as valid UTF-8 (json_add_string), so
+ * 0xFF means NUL and nothing else. */
+static void json_add_text(JsonBuilder *b, const char *text, size_t len)
+{
+    g_autofree char *copy = g_malloc(len + 1);
+    for (size_t i = 0; i < len; i++) copy[i] = text[i] ? text[i] : (char)0xFF;
+    copy[len] = '\0';
+    json_builder_add_string_value(b, copy);
+}
+
+/* Paths and messages may hold bytes that are not UTF-8 (file names on Linux). */
+static void json_add_string(JsonBuilder *b, const char *s)
+{
+    g_autofree char *valid = g_utf8_make_valid(s, -1);
+    json_builder_add_string_value(b, valid);
+}
+
 /* json-glib 1.6 stops escaping control characters once a string has had a
  * non-ASCII character, and models do emit control bytes; escape what is left raw
- * inside strings (quotes and backslashes it does escape, so string bounds are right). */
+ * inside strings (quotes and backslashes it does escape, so string bounds are right),
+ * and write json_add_text's NUL marks. */
 static char *json_escape_leftover_controls(const char *json)
 {
     GString *out = g_string_sized_new(strlen(json) + 16);
     bool in_string = false, escaped = false;
     for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
-        if (in_string && *p < 0x20) {
-            g_string_append_printf(out, "\\u%04x", *p);
+        if (in_string && (*p < 0x20 || *p == 0xFF)) {
+            g_string_append_printf(out, "\\u%04x", *p == 0xFF ? 0 : *p);
             continue;
         }
         if (in_string && !escaped && *p == '"') in_string = false;
@@ -433,7 +453,7 @@ static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job
     json_builder_begin_object(b);
     if (image) {
         json_builder_set_member_name(b, "image");
-        json_builder_add_string_value(b, image);
+        json_add_string(b, image);
     }
     if (page > 0) {
         json_builder_set_member_name(b, "page");
@@ -442,14 +462,14 @@ static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job
     if (r->error) {
         g_autofree char *words = error_words(r->error, NULL);
         json_builder_set_member_name(b, "error");
-        json_builder_add_string_value(b, words);
+        json_add_string(b, words);
     }
     if (r->redone) {
         json_builder_set_member_name(b, "redone_dtype");
         json_builder_add_string_value(b, r->redone_dtype == HYOCR_COMPUTE_BF16 ? "bf16" : "fp32");
     }
     json_builder_set_member_name(b, "text");
-    json_builder_add_string_value(b, r->text ? r->text : "");
+    json_add_text(b, r->text ? r->text : "", r->text ? r->text_len : 0);
     json_builder_set_member_name(b, "token_ids");
     json_builder_begin_array(b);
     for (guint i = 0; r->token_ids && i < r->token_ids->len; i++)
@@ -603,7 +623,9 @@ static void on_many_event(const hyocr_event *ev, void *data)
     bool end = ev->type == HYOCR_EVENT_DONE || ev->type == HYOCR_EVENT_ERROR || ev->type == HYOCR_EVENT_CANCELLED;
     if (end && c->pr->on) progress_line(c, ev);
     if (!c->text || ev->type != HYOCR_EVENT_DONE) return;
-    printf("==> %s <==\n%s\n\n", c->page->label, ev->piece ? ev->piece : "");
+    printf("==> %s <==\n", c->page->label);
+    if (ev->piece) fwrite(ev->piece, 1, ev->piece_len, stdout);
+    printf("\n\n");
     fflush(stdout);
 }
 

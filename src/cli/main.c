@@ -258,8 +258,10 @@ int hyocr_cmd_detokenize(int argc, char **argv)
         }
         ids[i - 1] = (int32_t)v;
     }
-    g_autofree char *text = hyocr_tokenizer_decode(tok, ids, (size_t)argc - 1, skip);
-    g_print("%s\n", text);
+    size_t len = 0;
+    g_autofree char *text = hyocr_tokenizer_decode(tok, ids, (size_t)argc - 1, skip, &len);
+    fwrite(text, 1, len, stdout);   /* NUL bytes too: a token may decode to byte 0 */
+    putchar('\n');
     return 0;
 }
 

@@ -743,11 +743,13 @@ hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
     hyocr_sampler_accept(st->sampler, &id, 1);
     g_array_append_val(st->res->token_ids, id);
     st->n_gen++;
-    g_autofree char *piece = hyocr_detokenizer_push(st->detok, id);
-    g_string_append(st->text, piece);
-    st->n_chars += g_utf8_strlen(piece, -1);
+    size_t piece_len = 0;
+    g_autofree char *piece = hyocr_detokenizer_push(st->detok, id, &piece_len);
+    g_string_append_len(st->text, piece, (gssize)piece_len);
+    for (size_t i = 0; i < piece_len; i++) st->n_chars += ((guchar)piece[i] & 0xc0) != 0x80;   /* NULs too */
     if (st->n_gen == 1) st->res->timings.first_token_ms = ms_since(st->t0);
-    hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = id, .piece = piece, .batch_size = st->batch_size };
+    hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = id, .piece = piece, .piece_len = piece_len,
+                       .batch_size = st->batch_size };
     emit(st, &ev);
     st->next_id = id;
 
@@ -755,7 +757,7 @@ hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
     if (st->n_gen >= job->max_new_tokens) return HYOCR_STOP_MAX_NEW_TOKENS;
     if (st->prompt->n + st->n_gen >= st->eng->max_model_len) return HYOCR_STOP_MAX_MODEL_LEN;
     if (cfg->version == HYOCR_MODEL_VERSION_1_5 && !job->no_tail_stop &&
-        hyocr_tail_check_should_stop(&st->tail, st->text->str, st->n_chars))
+        hyocr_tail_check_should_stop(&st->tail, st->text->str, st->text->len, st->n_chars))
         return HYOCR_STOP_REPETITION;
     if (hyocr_job_cancelled(st)) return HYOCR_STOP_CANCELLED;
     return HYOCR_STOP_NONE;
@@ -804,18 +806,20 @@ static void finish_result(job_state *st)
     hyocr_job_result *r = st->res;
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     if (st->detok) {
-        g_autofree char *rest = hyocr_detokenizer_flush(st->detok);
-        g_string_append(st->text, rest);
+        size_t rest_len = 0;
+        g_autofree char *rest = hyocr_detokenizer_flush(st->detok, &rest_len);
+        g_string_append_len(st->text, rest, (gssize)rest_len);
         /* bytes that never completed a character still reach the stream (as U+FFFD),
          * so the pieces always add up to raw_text */
-        if (*rest) {
-            hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = -1, .piece = rest,
+        if (rest_len) {
+            hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = -1, .piece = rest, .piece_len = rest_len,
                                .n_generated = st->n_gen };
             emit(st, &ev);
         }
     }
-    r->raw_text = st->text ? g_strdup(st->text->str) : g_strdup("");
-    r->text = hyocr_clean_repeated_substrings(r->raw_text, cfg->version);
+    r->raw_text_len = st->text ? st->text->len : 0;
+    r->raw_text = st->text ? g_memdup2(st->text->str, st->text->len + 1) : g_strdup("");   /* NULs kept */
+    r->text = hyocr_clean_repeated_substrings(r->raw_text, r->raw_text_len, cfg->version, &r->text_len);
     if (st->prompt) {
         r->prompt_tokens = st->prompt->n;
         r->n_image_tokens = st->prompt->n_image;
@@ -840,6 +844,7 @@ static void emit_end(job_state *st, const GError *err)
     hyocr_event ev = { .type = HYOCR_EVENT_DONE };
     if (!err) {
         ev.piece = st->res->text;
+        ev.piece_len = st->res->text_len;
     } else if (g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)) {
         ev.type = HYOCR_EVENT_CANCELLED;
         st->res->stop_reason = HYOCR_STOP_CANCELLED;

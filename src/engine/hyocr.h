@@ -122,6 +122,8 @@ typedef struct {
                                         * character (piece is then U+FFFD…) */
     const char         *piece;         /* TOKEN: newly completed UTF-8 text (may be ""), special tokens
                                         * skipped; DONE: the final text */
+    size_t              piece_len;     /* bytes of piece: text can hold NUL bytes (a token may decode to
+                                        * byte 0, as in the reference), so use this, not strlen */
     int                 n_generated;   /* tokens generated so far */
     int                 batch_size;    /* TOKEN: jobs whose tokens the same forward pass chose (1 for the
                                         * first token, which comes from the job's own prefill) */
@@ -189,6 +191,7 @@ typedef struct {
 typedef struct {
     char             *text;            /* final text (clean_repeated_substrings applied) */
     char             *raw_text;        /* concatenated streamed pieces, before clean-up */
+    size_t            text_len, raw_text_len;   /* their bytes: both can hold NUL bytes */
     GArray           *token_ids;       /* int32_t, generated ids including a final eos */
     int               prompt_tokens;
     int               n_image_tokens;

@@ -35,14 +35,49 @@ static bool py_isspace(gunichar c)
     }
 }
 
-/* Code points of text[0, len). Invalid UTF-8 (never produced by the
- * tokenizer's decoder, but this is public API) becomes U+FFFD per bad byte. */
-static gunichar *to_ucs4(const char *text, gssize len, glong *n)
+/* The text as valid UTF-8: NULL when it already is, else a copy with U+FFFD for every bad
+ * byte (*len updated). NUL bytes are text here (a token can decode to byte 0), and GLib's
+ * UTF-8 functions stop at them, so they work between the NULs. */
+static char *repair(const char *text, size_t *len)
 {
-    if (g_utf8_validate(text, len, NULL))
-        return g_utf8_to_ucs4_fast(text, len, n);
-    g_autofree char *valid = g_utf8_make_valid(text, len);
-    return g_utf8_to_ucs4_fast(valid, -1, n);
+    const char *end = text + *len;
+    bool valid = true;
+    for (const char *p = text; valid && p < end;) {
+        const char *nul = memchr(p, 0, (size_t)(end - p));
+        valid = g_utf8_validate(p, (nul ? nul : end) - p, NULL);
+        p = nul ? nul + 1 : end;
+    }
+    if (valid) return NULL;
+    GString *out = g_string_sized_new(*len + 16);
+    for (const char *p = text; p < end;) {
+        const char *nul = memchr(p, 0, (size_t)(end - p));
+        g_autofree char *part = g_utf8_make_valid(p, (nul ? nul : end) - p);
+        g_string_append(out, part);
+        if (!nul) break;
+        g_string_append_c(out, '\0');
+        p = nul + 1;
+    }
+    *len = out->len;
+    return g_string_free(out, FALSE);
+}
+
+/* Code points of valid UTF-8 text[0, len), NUL bytes included. */
+static gunichar *to_ucs4(const char *text, size_t len, glong *n)
+{
+    gunichar *u = g_new(gunichar, len + 1);
+    glong k = 0;
+    for (const char *p = text, *end = text + len; p < end; p = g_utf8_next_char(p))
+        u[k++] = g_utf8_get_char(p);
+    *n = k;
+    return u;
+}
+
+/* Characters of valid UTF-8 text[0, len), NUL bytes included. */
+static glong count_chars(const char *text, size_t len)
+{
+    glong n = 0;
+    for (size_t i = 0; i < len; i++) n += ((guchar)text[i] & 0xc0) != 0x80;
+    return n;
 }
 
 /* ---------- streaming tail check (1.5 clients) ---------- */
@@ -79,13 +114,14 @@ static const char *last_chars(const char *text, size_t len, glong max_chars)
     return p;
 }
 
-bool hyocr_has_tail_repetition(const char *text)
+bool hyocr_has_tail_repetition(const char *text, size_t len)
 {
-    g_return_val_if_fail(text != NULL, false);
-    size_t len = strlen(text);
+    g_return_val_if_fail(text != NULL || len == 0, false);
     const char *tail = last_chars(text, len, TAIL_WINDOW);
+    size_t tail_len = (size_t)(text + len - tail);
+    g_autofree char *repaired = repair(tail, &tail_len);
     glong n = 0;
-    g_autofree gunichar *u = to_ucs4(tail, (gssize)(text + len - tail), &n);
+    g_autofree gunichar *u = to_ucs4(repaired ? repaired : tail, tail_len, &n);
     glong skip = MAX(0, n - TAIL_WINDOW);   /* repaired bytes can add characters */
     return tail_repeats(u + skip, n - skip);
 }
@@ -98,13 +134,13 @@ void hyocr_tail_check_init(hyocr_tail_check *tc)
 
 /* Mirrors infer_stream: once the length reaches the next checkpoint, the next
  * one moves to length + 1000 whatever the outcome. */
-bool hyocr_tail_check_should_stop(hyocr_tail_check *tc, const char *text, glong n_chars)
+bool hyocr_tail_check_should_stop(hyocr_tail_check *tc, const char *text, size_t len, glong n_chars)
 {
-    g_return_val_if_fail(tc != NULL && text != NULL, false);
-    if (n_chars < 0) n_chars = g_utf8_strlen(text, -1);
+    g_return_val_if_fail(tc != NULL && (text != NULL || len == 0), false);
+    if (n_chars < 0) n_chars = count_chars(text, len);
     if (n_chars < tc->next_check_chars) return false;
     tc->next_check_chars = n_chars + CHECK_STEP;
-    return hyocr_has_tail_repetition(text);
+    return hyocr_has_tail_repetition(text, len);
 }
 
 /* ---------- clean_repeated_substrings ---------- */
@@ -134,17 +170,23 @@ static glong repeated_tail_keep(gunichar *s, glong n, int copies)
     return n;
 }
 
-char *hyocr_clean_repeated_substrings(const char *text, hyocr_model_version version)
+char *hyocr_clean_repeated_substrings(const char *text, size_t len, hyocr_model_version version, size_t *out_len)
 {
-    g_return_val_if_fail(text != NULL, NULL);
-    g_autofree char *repaired = g_utf8_validate(text, -1, NULL) ? NULL : g_utf8_make_valid(text, -1);
-    const char *valid = repaired ? repaired : text;
+    g_return_val_if_fail(text != NULL || len == 0, NULL);
+    g_autofree char *repaired = repair(text ? text : "", &len);
+    const char *valid = repaired ? repaired : text ? text : "";
 
+    size_t keep_bytes = len;
     glong min_len = version == HYOCR_MODEL_VERSION_1_0 ? CLEAN_MIN_1_0 : CLEAN_MIN_1_5;
-    if (g_utf8_strlen(valid, -1) < min_len) return g_strdup(valid);
-
-    glong n = 0;
-    g_autofree gunichar *u = g_utf8_to_ucs4_fast(valid, -1, &n);
-    glong keep = repeated_tail_keep(u, n, CLEAN_COPIES);
-    return g_strndup(valid, g_utf8_offset_to_pointer(valid, keep) - valid);
+    if (count_chars(valid, len) >= min_len) {
+        glong n = 0;
+        g_autofree gunichar *u = to_ucs4(valid, len, &n);
+        glong keep = repeated_tail_keep(u, n, CLEAN_COPIES);
+        keep_bytes = (size_t)(g_utf8_offset_to_pointer(valid, keep) - valid);
+    }
+    if (out_len) *out_len = keep_bytes;
+    char *out = g_malloc(keep_bytes + 1);
+    memcpy(out, valid, keep_bytes);
+    out[keep_bytes] = '\0';
+    return out;
 }

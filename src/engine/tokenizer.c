@@ -1237,14 +1237,22 @@ static void append_id(const hyocr_tokenizer *tok, int32_t id, bool skip_special,
     g_byte_array_append(buf, tok->dec->data + tok->dec_off[id], tok->dec_off[id + 1] - tok->dec_off[id]);
 }
 
-char *hyocr_tokenizer_decode(const hyocr_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special)
+/* A GString's text, handing its length out: decoded text can hold NUL bytes. */
+static char *text_steal(GString *s, size_t *len)
+{
+    if (len) *len = s->len;
+    return g_string_free(s, FALSE);
+}
+
+char *hyocr_tokenizer_decode(const hyocr_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special,
+                             size_t *len)
 {
     g_return_val_if_fail(tok != NULL && (ids != NULL || n == 0), NULL);
     g_autoptr(GByteArray) buf = g_byte_array_new();
     for (size_t i = 0; i < n; i++) append_id(tok, ids[i], skip_special, buf);
     GString *s = g_string_sized_new(buf->len + 1);
     utf8_append_lossy(s, buf->data, buf->len, true);
-    return g_string_free(s, FALSE);
+    return text_steal(s, len);
 }
 
 int hyocr_tokenizer_n_vocab(const hyocr_tokenizer *tok)
@@ -1297,21 +1305,21 @@ void hyocr_detokenizer_free(hyocr_detokenizer *dt)
 
 /* Lossy decoding only ever looks one sequence ahead, so emitting everything but an incomplete
  * tail gives exactly the one-shot result. */
-char *hyocr_detokenizer_push(hyocr_detokenizer *dt, int32_t id)
+char *hyocr_detokenizer_push(hyocr_detokenizer *dt, int32_t id, size_t *len)
 {
     g_return_val_if_fail(dt != NULL, NULL);
     append_id(dt->tok, id, dt->skip_special, dt->pending);
     GString *s = g_string_new(NULL);
     size_t used = utf8_append_lossy(s, dt->pending->data, dt->pending->len, false);
     g_byte_array_remove_range(dt->pending, 0, (guint)used);
-    return g_string_free(s, FALSE);
+    return text_steal(s, len);
 }
 
-char *hyocr_detokenizer_flush(hyocr_detokenizer *dt)
+char *hyocr_detokenizer_flush(hyocr_detokenizer *dt, size_t *len)
 {
     g_return_val_if_fail(dt != NULL, NULL);
     GString *s = g_string_new(NULL);
     utf8_append_lossy(s, dt->pending->data, dt->pending->len, true);
     g_byte_array_set_size(dt->pending, 0);
-    return g_string_free(s, FALSE);
+    return text_steal(s, len);
 }

@@ -18,8 +18,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_tokenizer, hyocr_tokenizer_free)
  * Python's bytes.decode(errors="replace") semantics (maximal subpart). */
 void        hyocr_tokenizer_encode(const hyocr_tokenizer *tok, const char *text, gssize len, GArray *out);
 /* Decoded text, newly allocated, valid UTF-8 (invalid bytes → U+FFFD like HF).
- * skip_special drops added tokens marked special; no clean-up of spaces. */
-char       *hyocr_tokenizer_decode(const hyocr_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special);
+ * skip_special drops added tokens marked special; no clean-up of spaces. The text
+ * can hold NUL bytes (a token may decode to byte 0, as in HF): *len gets its length,
+ * and a NUL follows it. */
+char       *hyocr_tokenizer_decode(const hyocr_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special,
+                                   size_t *len);
 
 int         hyocr_tokenizer_n_vocab(const hyocr_tokenizer *tok);            /* max id + 1 */
 int32_t     hyocr_tokenizer_find(const hyocr_tokenizer *tok, const char *token); /* -1 when absent */
@@ -27,14 +30,16 @@ const char *hyocr_tokenizer_token(const hyocr_tokenizer *tok, int32_t id);  /* r
 bool        hyocr_tokenizer_is_special(const hyocr_tokenizer *tok, int32_t id);
 
 /* Streaming decoder: push ids, get back only complete UTF-8 (incomplete
- * trailing bytes are held until the next push or flush). */
+ * trailing bytes are held until the next push or flush). The pieces of a push
+ * sequence and its flush, put end to end, are exactly hyocr_tokenizer_decode of
+ * the same ids, NUL bytes included: use the lengths. */
 typedef struct hyocr_detokenizer hyocr_detokenizer;
 hyocr_detokenizer *hyocr_detokenizer_init(const hyocr_tokenizer *tok, bool skip_special);
 void               hyocr_detokenizer_free(hyocr_detokenizer *dt);
-/* Returns newly allocated text (possibly ""), owned by the caller. */
-char              *hyocr_detokenizer_push(hyocr_detokenizer *dt, int32_t id);
+/* Returns newly allocated text (possibly ""), owned by the caller; *len gets its length. */
+char              *hyocr_detokenizer_push(hyocr_detokenizer *dt, int32_t id, size_t *len);
 /* Remaining held-back bytes, as U+FFFD where they never completed. */
-char              *hyocr_detokenizer_flush(hyocr_detokenizer *dt);
+char              *hyocr_detokenizer_flush(hyocr_detokenizer *dt, size_t *len);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_detokenizer, hyocr_detokenizer_free)
 
 G_END_DECLS

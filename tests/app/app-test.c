@@ -1,5 +1,6 @@
 /* hyocr-gtk UI test helpers. */
 #include "app-test.h"
+#include "hyocr-worker.h"
 #include "hyocr-build-config.h"
 #include <json-glib/json-glib.h>
 #include <stdarg.h>
@@ -202,15 +203,39 @@ void app_test_destroy_window(HyocrWindow *win)
     if (pair[1]) g_object_remove_weak_pointer(G_OBJECT(pair[1]), &pair[1]);
 }
 
+/* The command's output as the app shows text: hyocr run writes NUL bytes as they are (in
+ * JSON as \u0000), the app shows each as U+2400. */
 static char *run_cli(const char *const *argv)
 {
-    g_autofree char *out = NULL, *err = NULL;
-    int status = 0;
     g_autoptr(GError) error = NULL;
-    g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+    g_autoptr(GSubprocess) p = g_subprocess_newv(argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE,
+                                                 &error);
     g_assert_no_error(error);
-    if (!g_spawn_check_wait_status(status, NULL)) g_test_fail_printf("hyocr run failed: %s", err);
-    return g_steal_pointer(&out);
+    g_autoptr(GBytes) out = NULL, err = NULL;
+    g_assert_true(g_subprocess_communicate(p, NULL, NULL, &out, &err, &error));
+    g_assert_no_error(error);
+    if (!g_subprocess_get_successful(p))
+        g_test_fail_printf("hyocr run failed: %.*s", (int)g_bytes_get_size(err), (const char *)g_bytes_get_data(err, NULL));
+    gsize len = 0;
+    const char *data = g_bytes_get_data(out, &len);
+    return hyocr_worker_displayable_text(data ? data : "", len);
+}
+
+/* \u0000 in a JSON string (a NUL byte of the text) as \u2400, which json-glib can carry. */
+static char *json_nul_as_symbol(const char *json)
+{
+    GString *s = g_string_new(NULL);
+    for (const char *p = json; *p; p++) {
+        if (p[0] == '\\' && g_str_has_prefix(p + 1, "u0000")) {
+            g_string_append(s, "\\u2400");
+            p += 5;
+        } else if (p[0] == '\\' && p[1]) {
+            g_string_append_len(s, p++, 2);
+        } else {
+            g_string_append_c(s, *p);
+        }
+    }
+    return g_string_free(s, FALSE);
 }
 
 void app_test_cli_run(const char *ckpt, const char *image, const char *task, int max_new_tokens, char **streamed,
@@ -226,7 +251,8 @@ void app_test_cli_run(const char *ckpt, const char *image, const char *task, int
     gsize len = strlen(*streamed);
     if (len && (*streamed)[len - 1] == '\n') (*streamed)[len - 1] = '\0';   /* the CLI ends the stream with one */
     const char *json_argv[] = { cli, "run", "-m", model, "-i", img, "-t", task, "-n", n, "-f", "json", NULL };
-    g_autofree char *json = run_cli(json_argv);
+    g_autofree char *raw = run_cli(json_argv);
+    g_autofree char *json = json_nul_as_symbol(raw);
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) error = NULL;
     g_assert_true(json_parser_load_from_data(parser, json, -1, &error));

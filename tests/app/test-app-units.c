@@ -7,6 +7,7 @@
 #include "hyocr-json.h"
 #include "hyocr-memory.h"
 #include "hyocr-spotting.h"
+#include "hyocr-worker.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
@@ -72,6 +73,17 @@ static void test_spotting_invalid_utf8(void)
             g_assert_cmpint(s->y2, ==, 4 + 4 * (int)k);
         }
     }
+}
+
+/* Engine text can hold NUL bytes; GTK text cannot: the app shows each as ␀. */
+static void test_displayable_text(void)
+{
+    g_autofree char *a = hyocr_worker_displayable_text("a\0b\0", 4);
+    g_assert_cmpstr(a, ==, "a\xE2\x90\x80" "b\xE2\x90\x80");
+    g_autofree char *b = hyocr_worker_displayable_text("plain", 5);
+    g_assert_cmpstr(b, ==, "plain");
+    g_autofree char *c = hyocr_worker_displayable_text("", 0);
+    g_assert_cmpstr(c, ==, "");
 }
 
 static void test_json_prettify(void)
@@ -377,6 +389,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/units/job-coalesce", test_job_coalesce);
     g_test_add_func("/app/units/spotting-parse", test_spotting_parse);
     g_test_add_func("/app/units/spotting-invalid-utf8", test_spotting_invalid_utf8);
+    g_test_add_func("/app/units/displayable-text", test_displayable_text);
     g_test_add_func("/app/units/json-prettify", test_json_prettify);
     g_test_add_func("/app/units/fields-parse", test_fields_parse);
     g_test_add_func("/app/units/presets", test_presets);
