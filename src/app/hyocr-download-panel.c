@@ -705,7 +705,7 @@ static void folder_check_free(gpointer data)
 
 static gboolean check_files(FolderCheck *c)
 {
-    g_auto(GStrv) missing = hyocr_model_folder_missing_files(c->folder);
+    g_auto(GStrv) missing = hyocr_models_missing_files(c->folder);
     if (!missing[0]) return TRUE;
     g_autofree char *list = g_strjoinv(", ", missing);
     c->title = g_strdup(_("This Folder Holds No Model"));

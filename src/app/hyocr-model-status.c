@@ -1,6 +1,7 @@
 /* hyocr-gtk — model problem page. */
 #include "hyocr-model-status-private.h"
 #include "error.h"
+#include "models.h"
 #include <glib/gi18n.h>
 
 #define MODEL_URL "https://huggingface.co/tencent/HunyuanOCR"
@@ -17,51 +18,13 @@ struct _HyocrModelStatus {
 
 G_DEFINE_FINAL_TYPE(HyocrModelStatus, hyocr_model_status, GTK_TYPE_WIDGET)
 
-static gboolean has_weights(const char *folder)
-{
-    g_autoptr(GDir) dir = g_dir_open(folder, 0, NULL);
-    const char *name;
-    while (dir && (name = g_dir_read_name(dir)))
-        if (g_str_has_suffix(name, ".safetensors")) return TRUE;
-    return FALSE;
-}
-
-char **hyocr_model_folder_missing_files(const char *folder)
-{
-    static const char *const required[] = { "config.json", "tokenizer.json" };
-    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
-    for (gsize i = 0; i < G_N_ELEMENTS(required); i++) {
-        g_autofree char *path = g_build_filename(folder, required[i], NULL);
-        if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) g_strv_builder_add(b, required[i]);
-    }
-    if (!has_weights(folder)) g_strv_builder_add(b, "*.safetensors");
-    return g_strv_builder_end(b);
-}
-
-/* `hyocr download` writes HunyuanOCR-1.5 (or -1.0); HunyuanOCR is what earlier
- * versions asked for. A complete folder wins over one that merely exists. */
-char *hyocr_model_folder_default(void)
-{
-    static const char *const names[] = { "HunyuanOCR-1.5", "HunyuanOCR-1.0", "HunyuanOCR" };
-    g_autofree char *existing = NULL;
-    for (gsize i = 0; i < G_N_ELEMENTS(names); i++) {
-        g_autofree char *dir = g_build_filename(g_get_user_data_dir(), "hyocr", "models", names[i], NULL);
-        if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) continue;
-        g_auto(GStrv) missing = hyocr_model_folder_missing_files(dir);
-        if (!missing[0]) return g_steal_pointer(&dir);
-        if (!existing) existing = g_steal_pointer(&dir);
-    }
-    return existing ? g_steal_pointer(&existing)
-                    : g_build_filename(g_get_user_data_dir(), "hyocr", "models", names[0], NULL);
-}
-
 static HyocrModelProblem classify(const char *folder, const GError *error, char ***missing)
 {
     if (error && (g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND) ||
                   g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY)))
         return HYOCR_MODEL_PROBLEM_DEVICE;
     if (!folder || !*folder || !g_file_test(folder, G_FILE_TEST_IS_DIR)) return HYOCR_MODEL_PROBLEM_MISSING;
-    *missing = hyocr_model_folder_missing_files(folder);
+    *missing = hyocr_models_missing_files(folder);
     return (*missing)[0] ? HYOCR_MODEL_PROBLEM_INCOMPLETE : HYOCR_MODEL_PROBLEM_BROKEN;
 }
 
@@ -99,7 +62,7 @@ static char *problem_description(HyocrModelProblem p, const char *folder, char *
 
 static char *howto_markup(void)
 {
-    g_autofree char *def = hyocr_model_folder_default();
+    g_autofree char *def = hyocr_models_default_folder();
     g_autofree char *d = g_markup_escape_text(def, -1);
     /* Translators: the first %s is a command, the second a web address, the third a folder. */
     return g_strdup_printf(_("To get the model, run <tt>%s</tt> in a terminal, or download it from "

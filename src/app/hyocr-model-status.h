@@ -25,12 +25,4 @@ GtkBox           *hyocr_model_status_get_download_area(HyocrModelStatus *self);
 /* Shows the download area in place of the how-to text and the Choose Folder button. */
 void              hyocr_model_status_set_download_visible(HyocrModelStatus *self, gboolean visible);
 
-/* Files a model folder must hold, NULL-terminated ("config.json", …); the
- * weights are matched as *.safetensors. Missing ones are returned (caller frees). */
-char            **hyocr_model_folder_missing_files(const char *folder);
-/* The first complete folder of $XDG_DATA_HOME/hyocr/models/HunyuanOCR-1.5, -1.0 and
- * the legacy HunyuanOCR; else the first that exists; else HunyuanOCR-1.5, where
- * `hyocr download` and the app's download put the model. */
-char             *hyocr_model_folder_default(void);
-
 G_END_DECLS

@@ -1,6 +1,6 @@
 /* hyocr-gtk — preferences window. */
 #include "hyocr-preferences.h"
-#include "hyocr-model-status.h"
+#include "models.h"
 #include <glib/gi18n.h>
 
 struct _HyocrPreferences {
@@ -22,7 +22,7 @@ G_DEFINE_FINAL_TYPE(HyocrPreferences, hyocr_preferences, ADW_TYPE_PREFERENCES_WI
 static void update_model_row(HyocrPreferences *self)
 {
     g_autofree char *folder = g_settings_get_string(self->settings, "model-folder");
-    g_autofree char *def = hyocr_model_folder_default();
+    g_autofree char *def = hyocr_models_default_folder();
     g_autofree char *subtitle = NULL;
     GtkApplication *app = gtk_window_get_application(GTK_WINDOW(self->window));
     const char *override = HYOCR_IS_APPLICATION(app) ? hyocr_application_get_model_override(HYOCR_APPLICATION(app))

@@ -3,6 +3,7 @@
 #include "hyocr-build-config.h"
 #include "hyocr-job-row.h"
 #include "hyocr-model-status.h"
+#include "models.h"
 #include <glib/gi18n.h>
 
 #define GAUGE_INTERVAL_MS   250   /* the gauge is promised at least twice a second */
@@ -33,7 +34,7 @@ static char *model_folder(HyocrWindow *self)
                                                      : NULL;
     if (override) return g_strdup(override);
     g_autofree char *folder = g_settings_get_string(self->settings, "model-folder");
-    return *folder ? g_steal_pointer(&folder) : hyocr_model_folder_default();
+    return *folder ? g_steal_pointer(&folder) : hyocr_models_default_folder();
 }
 
 static hyocr_device device_setting(HyocrWindow *self)

@@ -21,6 +21,48 @@ char *hyocr_models_dest(const char *parent, hyocr_model_version version)
     return g_build_filename(root, version == HYOCR_MODEL_VERSION_1_0 ? "HunyuanOCR-1.0" : "HunyuanOCR-1.5", NULL);
 }
 
+static bool has_weights(const char *dir)
+{
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d)))
+        if (g_str_has_suffix(name, ".safetensors")) return true;
+    return false;
+}
+
+char **hyocr_models_missing_files(const char *dir)
+{
+    static const char *const required[] = { "config.json", "tokenizer.json" };
+    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+    for (gsize i = 0; i < G_N_ELEMENTS(required); i++) {
+        g_autofree char *path = g_build_filename(dir, required[i], NULL);
+        if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) g_strv_builder_add(b, required[i]);
+    }
+    if (!has_weights(dir)) g_strv_builder_add(b, "*.safetensors");
+    return g_strv_builder_end(b);
+}
+
+/* The downloader writes HunyuanOCR-1.5 (or -1.0); HunyuanOCR is what earlier
+ * versions asked for. A complete folder wins over one that merely exists. */
+char *hyocr_models_default_folder(void)
+{
+    static const char *const legacy = "HunyuanOCR";
+    g_autofree char *root = hyocr_models_dir();
+    char *names[] = { hyocr_models_dest(root, HYOCR_MODEL_VERSION_1_5),
+                      hyocr_models_dest(root, HYOCR_MODEL_VERSION_1_0), g_build_filename(root, legacy, NULL) };
+    int pick = -1, existing = -1;
+    for (int i = 0; i < 3 && pick < 0; i++) {
+        if (!g_file_test(names[i], G_FILE_TEST_IS_DIR)) continue;
+        g_auto(GStrv) missing = hyocr_models_missing_files(names[i]);
+        if (!missing[0]) pick = i;
+        else if (existing < 0) existing = i;
+    }
+    pick = pick >= 0 ? pick : existing >= 0 ? existing : 0;
+    for (int i = 0; i < 3; i++)
+        if (i != pick) g_free(names[i]);
+    return names[pick];
+}
+
 int64_t hyocr_models_free_space(const char *path)
 {
     g_autofree char *p = g_strdup(path);

@@ -23,6 +23,13 @@ G_BEGIN_DECLS
 char   *hyocr_models_dir(void);
 /* Where a version goes inside parent (NULL: hyocr_models_dir()): …/HunyuanOCR-1.5 or …/HunyuanOCR-1.0. */
 char   *hyocr_models_dest(const char *parent, hyocr_model_version version);
+/* The files a checkpoint folder lacks to load: "config.json", "tokenizer.json",
+ * "*.safetensors" (any weights file), in that order; an empty vector when none. */
+char  **hyocr_models_missing_files(const char *dir);
+/* The model folder to use when none was chosen: the first complete one of
+ * HunyuanOCR-1.5, HunyuanOCR-1.0 and the legacy HunyuanOCR in hyocr_models_dir();
+ * else the first that exists; else where HunyuanOCR-1.5 would go. */
+char   *hyocr_models_default_folder(void);
 /* Free bytes on the file system that holds path, or would hold it (that of its
  * nearest existing parent); -1 when unknown. */
 int64_t hyocr_models_free_space(const char *path);

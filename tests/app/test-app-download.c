@@ -246,21 +246,21 @@ static void test_default_folder(void)
     g_autofree char *v15 = models_path("HunyuanOCR-1.5"), *v10 = models_path("HunyuanOCR-1.0");
     g_autofree char *legacy = models_path("HunyuanOCR");
     g_autofree char *dl15 = hyocr_models_dest(NULL, HYOCR_MODEL_VERSION_1_5);
-    g_autofree char *none = hyocr_model_folder_default();
+    g_autofree char *none = hyocr_models_default_folder();
     g_assert_cmpstr(none, ==, dl15);   /* where `hyocr download` and the panel put it */
     g_assert_cmpstr(none, ==, v15);
 
     fake_model("HunyuanOCR-1.0", FALSE);
-    g_autofree char *partial = hyocr_model_folder_default();
+    g_autofree char *partial = hyocr_models_default_folder();
     g_assert_cmpstr(partial, ==, v10);   /* an existing folder is better named than a missing one */
     fake_model("HunyuanOCR", TRUE);
-    g_autofree char *old = hyocr_model_folder_default();
+    g_autofree char *old = hyocr_models_default_folder();
     g_assert_cmpstr(old, ==, legacy);    /* a complete folder wins */
     fake_model("HunyuanOCR-1.0", TRUE);
-    g_autofree char *one = hyocr_model_folder_default();
+    g_autofree char *one = hyocr_models_default_folder();
     g_assert_cmpstr(one, ==, v10);
     fake_model("HunyuanOCR-1.5", TRUE);
-    g_autofree char *best = hyocr_model_folder_default();
+    g_autofree char *best = hyocr_models_default_folder();
     g_assert_cmpstr(best, ==, v15);
     hyocr_test_rmdir(root);
 }

@@ -6,6 +6,7 @@
 #include "hyocr-image-util.h"
 #include "hyocr-json.h"
 #include "hyocr-memory.h"
+#include "models.h"
 #include "hyocr-spotting.h"
 #include "hyocr-worker.h"
 #include <glib/gstdio.h>
@@ -253,19 +254,19 @@ static void test_memory_refusal_engine(void)
 static void test_model_folder(void)
 {
     g_autofree char *good = app_test_data("ckpt-flat", NULL);
-    g_auto(GStrv) none = hyocr_model_folder_missing_files(good);
+    g_auto(GStrv) none = hyocr_models_missing_files(good);
     g_assert_cmpuint(g_strv_length(none), ==, 0);
     g_autofree char *tmp = g_dir_make_tmp("hyocr-units-XXXXXX", NULL);
-    g_auto(GStrv) all = hyocr_model_folder_missing_files(tmp);
+    g_auto(GStrv) all = hyocr_models_missing_files(tmp);
     const char *want[] = { "config.json", "tokenizer.json", "*.safetensors", NULL };
     g_assert_cmpstrv(all, want);
     g_autofree char *cfg = g_build_filename(tmp, "config.json", NULL);
     g_file_set_contents(cfg, "{}", -1, NULL);
-    g_auto(GStrv) two = hyocr_model_folder_missing_files(tmp);
+    g_auto(GStrv) two = hyocr_models_missing_files(tmp);
     g_assert_cmpuint(g_strv_length(two), ==, 2);
     g_remove(cfg);
     g_rmdir(tmp);
-    g_autofree char *def = hyocr_model_folder_default();
+    g_autofree char *def = hyocr_models_default_folder();
     g_assert_true(g_str_has_prefix(def, g_get_user_data_dir()));
     /* HunyuanOCR-1.5, -1.0 or the legacy name (test-app-download checks the order). */
     g_autofree char *models = g_build_filename(g_get_user_data_dir(), "hyocr", "models", "HunyuanOCR", NULL);
