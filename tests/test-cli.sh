@@ -253,6 +253,24 @@ cp "$tmp/scan.pdf" "$tmp/mixed/b.pdf"
 make_pdf "$tmp/mixed/c.jpg" 2          # a PDF named .jpg: read as the PDF it is
 "$HYOCR" run "${many[@]}" --format jsonl "$tmp/mixed" >"$tmp/mixed.jsonl" 2>"$tmp/mixed.err"
 check "run a folder of mixed formats: 1 + 3 + 2 pages" grep -q "6 jobs (0 failed)" "$tmp/mixed.err"
+"$HYOCR" run "${many[@]}" --task parse_document --output "$tmp/scan.md" --output "$tmp/scan-ocr.pdf" \
+    --output "$tmp/scan.json" --output "$tmp/scan.html" "$tmp/scan.pdf" >/dev/null 2>"$tmp/out.err"
+check "run --output .md .pdf .json .html exits 0" test $? -eq 0
+check "--output .md: a comment per page, in order" test "$(grep -c '^<!-- .*scan.pdf, page [123] -->$' "$tmp/scan.md")" -eq 3
+python3 - "$tmp/scan.json" "$tmp/scan.jsonl" <<'PY' >"$tmp/py.log" 2>&1
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+assert d["engine"].startswith("hyocr ") and d["model"] == "ckpt-flat" and d["backend"] == "cpu", d
+assert [p["page"] for p in d["pages"]] == [1, 2, 3] and all(p["task"] == "parse_document" for p in d["pages"])
+assert all(p["page_size_pt"] == [300, 200] and p["page_width_px"] == 834 for p in d["pages"]), d["pages"][0]
+PY
+check "--output .json: the pages, their task, model and engine" test $? -eq 0 || cat "$tmp/py.log"
+check "--output .html: a section per page" test "$(grep -c '<section class="page"' "$tmp/scan.html")" -eq 3
+if command -v pdfinfo >/dev/null; then
+    check "--output .pdf: 3 pages of 300 × 200 pt" test "$(pdfinfo "$tmp/scan-ocr.pdf" | grep -cE '^Pages: +3$|^Page size: +300 x 200 pts')" -eq 2
+fi
+expect 1 "--output .*scan.docx: the extension names no format hyocr writes \(.txt, .md" -- "$HYOCR" run "${many[@]}" --output "$tmp/scan.docx" "$tmp/scan.pdf"
+expect 1 "no-such-dir" -- "$HYOCR" run "${many[@]}" --output "$tmp/no-such-dir/x.md" "$tmp/scan.pdf"
 if command -v qpdf >/dev/null; then
     qpdf --encrypt open-sesame owner 256 -- "$tmp/scan.pdf" "$tmp/secret.pdf"
     expect 1 "secret.pdf: the PDF is encrypted and needs a password to open \(give the password in a file with --password-file FILE\)" -- "$HYOCR" run "${many[@]}" "$tmp/secret.pdf"

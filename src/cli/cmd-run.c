@@ -8,7 +8,9 @@
 #include "cli.h"
 #include "error.h"
 #include "document.h"
+#include "export.h"
 #include "hyocr.h"
+#include "json.h"
 #include "hyocr-build-config.h"
 #include <glib/gi18n.h>
 #include <errno.h>
@@ -22,7 +24,7 @@
 typedef struct {
     char    *model, *task, *prompt, *device, *format, *dump, *rope, *posemb, *dtype, *mem_limit;
     char    *pages, *password_file, *password;
-    char   **fields, **images, **rest;
+    char   **fields, **images, **rest, **outputs;
     int      max_new_tokens, threads, max_side, top_k, max_model_len, max_batch, repeat;
     double   temperature, top_p, repetition_penalty, swap_gib;
     gint64   seed;
@@ -213,6 +215,9 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "repeat", 0, 0, G_OPTION_ARG_INT, &o->repeat, N_("Run every image N times, as N jobs (benchmarks)"), "N" },
         { "pages", 0, 0, G_OPTION_ARG_STRING, &o->pages,
           N_("Pages of each PDF or TIFF to read, as 1-3,7 or 5- (default: all)"), "PAGES" },
+        { "output", 'o', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->outputs,
+          N_("Also write the pages' results to FILE, in the format its extension names (.txt, .md, .json, .jsonl, "
+             ".pdf searchable, .html); repeat for several"), "FILE" },
         { "password-file", 0, 0, G_OPTION_ARG_FILENAME, &o->password_file,
           N_("Encrypted PDFs: read the password from the first line of FILE"), "FILE" },
         { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->rest, NULL, NULL },
@@ -231,6 +236,13 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
     }
     if (o->task && o->prompt) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("give either --task or --prompt, not both"));
+        return false;
+    }
+    for (char **out = o->outputs; out && *out; out++) {
+        hyocr_export_format f;
+        if (hyocr_export_format_for_path(*out, &f)) continue;
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--output %s: the extension names no format hyocr writes (%s)"), *out, hyocr_export_extensions());
         return false;
     }
     if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") && strcmp(o->format, "jsonl")) {
@@ -406,8 +418,8 @@ static void json_memory(JsonBuilder *b, const hyocr_mem_info *m)
 }
 
 /* Generated text can hold NUL bytes, which json-glib's C strings cannot carry: they reach
- * the generator as 0xFF, a byte no UTF-8 text holds, and json_escape_leftover_controls
- * writes them as \u0000. Every other string goes in as valid UTF-8 (json_add_string), so
+ * the generator as 0xFF, a byte no UTF-8 text holds, and hyocr_json_to_data writes them
+ * as \u0000. Every other string goes in as valid UTF-8 (json_add_string), so
  * 0xFF means NUL and nothing else. */
 static void json_add_text(JsonBuilder *b, const char *text, size_t len)
 {
@@ -422,27 +434,6 @@ static void json_add_string(JsonBuilder *b, const char *s)
 {
     g_autofree char *valid = g_utf8_make_valid(s, -1);
     json_builder_add_string_value(b, valid);
-}
-
-/* json-glib 1.6 stops escaping control characters once a string has had a
- * non-ASCII character, and models do emit control bytes; escape what is left raw
- * inside strings (quotes and backslashes it does escape, so string bounds are right),
- * and write json_add_text's NUL marks. */
-static char *json_escape_leftover_controls(const char *json)
-{
-    GString *out = g_string_sized_new(strlen(json) + 16);
-    bool in_string = false, escaped = false;
-    for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
-        if (in_string && (*p < 0x20 || *p == 0xFF)) {
-            g_string_append_printf(out, "\\u%04x", *p == 0xFF ? 0 : *p);
-            continue;
-        }
-        if (in_string && !escaped && *p == '"') in_string = false;
-        else if (!in_string && *p == '"') in_string = true;
-        escaped = in_string && !escaped && *p == '\\';
-        g_string_append_c(out, (char)*p);
-    }
-    return g_string_free(out, FALSE);
 }
 
 /* One result as a JSON object; image and error only for several images, page (1-based) only
@@ -497,13 +488,9 @@ static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job
 
 static void print_node(JsonBuilder *b, bool pretty)
 {
-    g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, pretty);
-    g_autofree char *s = json_generator_to_data(gen, NULL);
-    g_autofree char *clean = json_escape_leftover_controls(s);
-    printf("%s\n", clean);
+    g_autofree char *text = hyocr_json_to_data(root, pretty);
+    printf("%s\n", text);
 }
 
 static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
@@ -528,6 +515,7 @@ static void run_opts_clear(run_opts *o)
     g_free(o->rope);
     g_free(o->posemb);
     g_free(o->pages);
+    g_strfreev(o->outputs);
     g_free(o->password_file);
     if (o->password) memset(o->password, 0, strlen(o->password));
     g_free(o->password);
@@ -558,6 +546,38 @@ static bool run_job(run_ctx *ctx, hyocr_job_params *jp, hyocr_job_result *res, G
     return ok;
 }
 
+/* --output: every page that ran (a file that could not be opened has no page to write), in
+ * order, with its answer or why it failed. */
+static bool write_outputs(const run_opts *o, const hyocr_engine *eng, hyocr_cli_page *const *pages, guint n_pages,
+                          const hyocr_job_result *res, GError **error)
+{
+    if (!o->outputs) return true;
+    g_autofree hyocr_export_page *ep = g_new0(hyocr_export_page, n_pages);
+    g_autoptr(GPtrArray) words = g_ptr_array_new_with_free_func(g_free);
+    hyocr_task task = HYOCR_TASK_RECOGNIZE;
+    if (o->prompt) task = HYOCR_TASK_CUSTOM;
+    else if (o->task) hyocr_task_from_name(o->task, &task);
+    int n = 0;
+    for (guint i = 0; i < n_pages; i++) {
+        const hyocr_cli_page *pg = pages[i];
+        if (!pg->doc) continue;
+        char *why = res[i].error ? error_words(res[i].error, NULL) : NULL;
+        if (why) g_ptr_array_add(words, why);
+        ep[n++] = (hyocr_export_page){ .document = pg->doc, .page = pg->page, .task = task,
+                                       .text = res[i].error ? NULL : res[i].text, .error = why,
+                                       .timings = &res[i].timings, .image_width = res[i].image_width,
+                                       .image_height = res[i].image_height };
+    }
+    g_autofree char *model = g_path_get_basename(o->model);
+    hyocr_export ex = { .pages = ep, .n_pages = n, .model = model, .backend = hyocr_engine_backend_name(eng) };
+    for (char **out = o->outputs; *out; out++) {
+        hyocr_export_format f;
+        hyocr_export_format_for_path(*out, &f);
+        if (!hyocr_export_write(&ex, f, *out, error)) return false;
+    }
+    return true;
+}
+
 static bool cmd_run(run_opts *o, const hyocr_cli_page *pg, hyocr_job_result *res, GError **error)
 {
     hyocr_engine_params ep;
@@ -580,6 +600,8 @@ static bool cmd_run(run_opts *o, const hyocr_cli_page *pg, hyocr_job_result *res
     bool cancelled = !ok && error && *error && g_error_matches(*error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
     if (ctx.json && (ok || cancelled)) print_json(eng, res);
     fflush(stdout);
+    hyocr_cli_page *const one[1] = { (hyocr_cli_page *)pg };
+    if (ok && !write_outputs(o, eng, one, 1, res, error)) return false;
     if (ok && !dump_ok) {
         g_propagate_error(error, dump_err);
         return false;
@@ -725,6 +747,11 @@ static int run_many(run_opts *o, GPtrArray *pages)
         if (o->format && strcmp(o->format, "text")) print_many_json(eng, res, pages, !strcmp(o->format, "jsonl"));
         fflush(stdout);
         status = report_many(res, pages, wall_s);
+        g_autoptr(GError) werr = NULL;
+        if (!write_outputs(o, eng, (hyocr_cli_page *const *)pages->pdata, pages->len, res, &werr)) {
+            fprintf(stderr, _("hyocr run: %s\n"), werr->message);
+            status = 1;
+        }
     }
     for (guint i = 0; i < n; i++) hyocr_job_result_clear(&res[i]);
     return status;

@@ -334,6 +334,21 @@ bool hyocr_document_page_size(hyocr_document *doc, int page, double *width, doub
     return true;
 }
 
+bool hyocr_document_draw(hyocr_document *doc, int page, struct _cairo *cr, GError **error)
+{
+    if (!check_page(doc, page, error)) return false;
+    if (!doc->reader->draw) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "%s: not a vector document", doc->name);
+        return false;
+    }
+    hyocr_decode_status st = status_for(doc);
+    g_mutex_lock(&doc->lock);
+    bool ok = doc->reader->draw(doc->state, page, cr, &st);
+    g_mutex_unlock(&doc->lock);
+    if (!ok) set_page_error(doc, page, st.code, st.msg, error);
+    return ok;
+}
+
 bool hyocr_document_render_size(hyocr_document *doc, int page, const hyocr_render_options *ro, int *width,
                                 int *height, GError **error)
 {

@@ -142,3 +142,31 @@ int64_t hyocr_json_int(JsonObject *o, const char *key)
     JsonNode *n = o ? json_object_get_member(o, key) : NULL;
     return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64 ? json_node_get_int(n) : -1;
 }
+
+/* Outside strings json-glib writes no control characters; inside, quotes and backslashes it
+ * does escape, so the string bounds found here are right. */
+static char *escape_leftover_controls(const char *json)
+{
+    GString *out = g_string_sized_new(strlen(json) + 16);
+    bool in_string = false, escaped = false;
+    for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
+        if (in_string && (*p < 0x20 || *p == 0xFF)) {
+            g_string_append_printf(out, "\\u%04x", *p == 0xFF ? 0 : *p);
+            continue;
+        }
+        if (in_string && !escaped && *p == '"') in_string = false;
+        else if (!in_string && *p == '"') in_string = true;
+        escaped = in_string && !escaped && *p == '\\';
+        g_string_append_c(out, (char)*p);
+    }
+    return g_string_free(out, FALSE);
+}
+
+char *hyocr_json_to_data(JsonNode *root, bool pretty)
+{
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, pretty);
+    g_autofree char *text = json_generator_to_data(gen, NULL);
+    return escape_leftover_controls(text);
+}

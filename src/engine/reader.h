@@ -58,6 +58,10 @@ extern const hyocr_reader hyocr_reader_pdf;
 hyocr_image *hyocr_image_finish(hyocr_image *img, int orientation, const hyocr_image_options *opts,
                                 const char *name, GError **error);
 
+/* document.c: draws a vector (PDF) page's own content into cr, in points; false with error
+ * set for a raster page. Thread-safe like hyocr_document_render. */
+bool hyocr_document_draw(hyocr_document *doc, int page, struct _cairo *cr, GError **error);
+
 /* reader-pdf.c: the pixel size of a page of wpt × hpt points under ro (resolution, budget,
  * max_side, at least 1 pixel a side); shared with the searchable-PDF export. */
 void hyocr_pdf_render_size(double wpt, double hpt, const hyocr_render_options *ro, int *width, int *height);
