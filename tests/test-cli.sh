@@ -76,7 +76,7 @@ for case_dir in "$DATA"/model/ckpt-*/*; do
     "$HYOCR" run "${args[@]}" >"$tmp/run.txt" 2>/dev/null
     python3 - "$tmp/run.json" "$case_dir/greedy_rp.txt" "$tmp/run.txt" <<'PY' >"$tmp/py.log" 2>&1
 import json, sys
-r = json.load(open(sys.argv[1], encoding="utf-8"))
+[r] = json.load(open(sys.argv[1], encoding="utf-8"))
 want = [int(x) for x in open(sys.argv[2]).read().split()]
 assert r["token_ids"] == want, (r["token_ids"], want)
 streamed = open(sys.argv[3], encoding="utf-8", errors="surrogateescape").read()
@@ -153,7 +153,7 @@ check "run two images: summary on stderr" grep -qE "2 jobs \(0 failed\), [0-9]+ 
 python3 - "$tmp/many.json" "$tmp/one.json" "$tmp/two.json" "$one" "$two" <<'PY' >"$tmp/py.log" 2>&1
 import json, sys
 many = json.load(open(sys.argv[1], encoding="utf-8"))
-alone = [json.load(open(p, encoding="utf-8")) for p in sys.argv[2:4]]
+alone = [json.load(open(p, encoding="utf-8"))[0] for p in sys.argv[2:4]]
 assert [m["image"] for m in many] == sys.argv[4:6], many
 for m, a in zip(many, alone):
     assert "error" not in m, m
@@ -161,6 +161,48 @@ for m, a in zip(many, alone):
     assert m["text"] == a["text"]
 PY
 check "run two images: tokens equal each image alone" test $? -eq 0 || cat "$tmp/py.log"
+
+# one shape for every count: json is an array, jsonl a line per image, each object naming its
+# image, for one image (given or the only one in a folder) as for several
+mkdir -p "$tmp/solo" && cp "$one" "$tmp/solo/"
+"$HYOCR" run "${many[@]}" --format jsonl --image "$one" >"$tmp/one.jsonl" 2>/dev/null
+"$HYOCR" run "${many[@]}" --format jsonl "$tmp/solo" >"$tmp/solo.jsonl" 2>/dev/null
+"$HYOCR" run "${many[@]}" --format json "$tmp/solo" >"$tmp/solo.json" 2>/dev/null
+python3 - "$tmp/one.json" "$tmp/one.jsonl" "$tmp/solo.jsonl" "$tmp/solo.json" "$one" "$tmp/solo/$(basename "$one")" <<'PY' >"$tmp/py.log" 2>&1
+import json, sys
+one, solo = sys.argv[5], sys.argv[6]
+arrays = [json.load(open(sys.argv[1])), json.load(open(sys.argv[4]))]
+lines = [[json.loads(l) for l in open(p)] for p in sys.argv[2:4]]
+for rows, image in zip(arrays + lines, [one, solo, one, solo]):
+    assert isinstance(rows, list) and len(rows) == 1, rows
+    assert rows[0]["image"] == image, rows[0]
+    assert rows[0]["token_ids"] == arrays[0][0]["token_ids"] and rows[0]["token_ids"], rows[0]
+PY
+check "run json/jsonl, one image: an array of one object / one line, with its image" test $? -eq 0 || cat "$tmp/py.log"
+
+# JSON is written as the pages end: the first page's line is there while the run goes on; SIGTERM
+# then cancels it, the cancelled pages still get theirs, and json closes its array (exit 130)
+slow=(--model "$flat" --device cpu --max-new-tokens 1500 --ignore-eos --max-batch 1 --image "$one" --repeat 4)
+for fmt in jsonl json; do
+    "$HYOCR" run "${slow[@]}" --format $fmt >"$tmp/slow.$fmt" 2>"$tmp/slow.err" &
+    pid=$!
+    want='"stop_reason"'   # in the first object, whichever way it is printed
+    for _ in $(seq 1200); do grep -q "$want" "$tmp/slow.$fmt" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+    kill -0 $pid 2>/dev/null
+    check "run --format $fmt: the first page is written while the others run" test $? -eq 0
+    kill -TERM $pid
+    wait $pid
+    check "run --format $fmt: SIGTERM ends the run as cancelled (130)" test $? -eq 130
+    python3 - "$tmp/slow.$fmt" "$fmt" <<'PY' >"$tmp/py.log" 2>&1
+import json, sys
+text = open(sys.argv[1]).read()
+rows = [json.loads(l) for l in text.splitlines()] if sys.argv[2] == "jsonl" else json.loads(text)
+assert len(rows) == 4, rows
+assert rows[0]["stop_reason"] == "max_new_tokens" and len(rows[0]["token_ids"]) == 1500, rows[0]
+assert rows[-1]["stop_reason"] == "cancelled" or "error" in rows[-1], rows[-1]
+PY
+    check "run --format $fmt: every page written, the first whole, the last cancelled" test $? -eq 0 || cat "$tmp/py.log"
+done
 
 # a folder (PNG/JPEG files by name) with a broken file, repeated, as JSON lines: the broken
 # one fails with its name, the others finish; exit status 1

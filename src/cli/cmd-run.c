@@ -1,10 +1,11 @@
-/* hyocr run — OCR one image: text streams to stdout as it is generated, or one
- * JSON object at the end; --dump writes the model inputs and the logits.
- * Several pages (repeated --image, files or folders after the options, the pages
- * of a PDF or TIFF, --repeat) run as one continuously batched run: each text is
- * printed when its job ends, JSON comes as an array (or JSON lines), a progress
- * line per page goes to stderr when it is a terminal, and a summary line with the
- * aggregate tokens/s ends the run. */
+/* hyocr run — OCR one image: text streams to stdout as it is generated;
+ * --dump writes the model inputs and the logits. Several pages (repeated
+ * --image, files or folders after the options, the pages of a PDF or TIFF,
+ * --repeat) run as one continuously batched run: each text is printed when its
+ * job ends, a progress line per page goes to stderr when it is a terminal, and
+ * a summary line with the aggregate tokens/s ends the run. JSON has one shape
+ * for any count of pages: an array (json) or a line per page (jsonl) of
+ * objects that each name their image, written as the pages end, in order. */
 #include "cli.h"
 #include "error.h"
 #include "document.h"
@@ -34,20 +35,38 @@ typedef struct {
 
 typedef struct {
     hyocr_engine *eng;
-    bool          json;
+    bool          json;         /* json or jsonl: nothing streams */
     const char   *dump_dir;
     FILE         *logits_file;
     GError       *dump_error;   /* first failure while dumping; cancels the job */
     bool          printed;      /* text mode: something went to stdout */
 } run_ctx;
 
-/* SIGINT → cancel: the store is a plain atomic, safe in a handler. */
+/* SIGINT, SIGTERM → cancel: the jobs end, what they wrote is reported and the
+ * JSON is closed. The store is a plain atomic, safe in a handler. */
 static hyocr_engine *volatile sigint_engine;
 
 static void on_sigint(int sig)
 {
     (void)sig;
     if (sigint_engine) hyocr_engine_cancel(sigint_engine);
+}
+
+typedef struct {
+    void (*intr)(int), (*term)(int);
+} cancel_handlers;
+
+static cancel_handlers cancel_on_signals(hyocr_engine *eng)
+{
+    sigint_engine = eng;
+    return (cancel_handlers){ signal(SIGINT, on_sigint), signal(SIGTERM, on_sigint) };
+}
+
+static void cancel_handlers_restore(cancel_handlers h)
+{
+    signal(SIGINT, h.intr);
+    signal(SIGTERM, h.term);
+    sigint_engine = NULL;
 }
 
 /* ---- the command's words for the engine's errors ----------------------------------- */
@@ -201,7 +220,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "max-side", 0, 0, G_OPTION_ARG_INT, &o->max_side, N_("Shrink the image so its long edge is at most PX"), "PX" },
         { "max-model-len", 0, 0, G_OPTION_ARG_INT, &o->max_model_len, N_("Prompt + output tokens at most"), "N" },
         { "format", 'f', 0, G_OPTION_ARG_STRING, &o->format,
-          N_("Output: text (streamed), json, or jsonl (one line per image)"), "FMT" },
+          N_("Output: text (streamed), json (an array of one object per image) or jsonl (a line per image); "
+             "JSON is written as each image ends"), "FMT" },
         { "dump", 0, 0, G_OPTION_ARG_FILENAME, &o->dump, N_("Write model inputs, logits.f32 and generated_ids.txt"), "DIR" },
         { "rope", 0, 0, G_OPTION_ARG_STRING, &o->rope, N_("XD-RoPE layout variant: r1 (transformers) or r2"), "V" },
         { "posemb", 0, 0, G_OPTION_ARG_STRING, &o->posemb, N_("Position-table interpolation: r1 or r2"), "V" },
@@ -436,22 +456,21 @@ static void json_add_string(JsonBuilder *b, const char *s)
     json_builder_add_string_value(b, valid);
 }
 
-/* One result as a JSON object; image and error only for several images, page (1-based) only
- * for a page of a document of several. */
-static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job_result *r, const char *image,
-                        int page)
+/* One result as a JSON object: its image, page (1-based) only for a page of a
+ * document of several, error (the result's unless given) only when it failed. */
+static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job_result *r, const GError *error,
+                        const hyocr_cli_page *pg)
 {
     json_builder_begin_object(b);
-    if (image) {
-        json_builder_set_member_name(b, "image");
-        json_add_string(b, image);
-    }
-    if (page > 0) {
+    json_builder_set_member_name(b, "image");
+    json_add_string(b, pg->path);
+    if (pg->n_pages > 1) {
         json_builder_set_member_name(b, "page");
-        json_builder_add_int_value(b, page);
+        json_builder_add_int_value(b, pg->page + 1);
     }
-    if (r->error) {
-        g_autofree char *words = error_words(r->error, NULL);
+    if (!error) error = r->error;
+    if (error) {
+        g_autofree char *words = error_words(error, NULL);
         json_builder_set_member_name(b, "error");
         json_add_string(b, words);
     }
@@ -480,24 +499,44 @@ static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job
     g_ascii_formatd(rp, sizeof rp, "%g", r->repetition_penalty);
     json_builder_add_double_value(b, g_ascii_strtod(rp, NULL));
     json_builder_set_member_name(b, "backend");
-    json_builder_add_string_value(b, hyocr_engine_backend_name(eng));
+    json_builder_add_string_value(b, eng ? hyocr_engine_backend_name(eng) : "");
     json_timings(b, &r->timings);
     json_memory(b, &r->memory);
     json_builder_end_object(b);
 }
 
-static void print_node(JsonBuilder *b, bool pretty)
+static char *node_text(JsonBuilder *b, bool pretty)
 {
     g_autoptr(JsonNode) root = json_builder_get_root(b);
-    g_autofree char *text = hyocr_json_to_data(root, pretty);
-    printf("%s\n", text);
+    return hyocr_json_to_data(root, pretty);
 }
 
-static void print_json(const hyocr_engine *eng, const hyocr_job_result *r)
+/* ---- JSON output: written page by page, in the pages' order ------------------------ */
+
+/* A jsonl line at a time, flushed; or the elements of one array, closed when
+ * the run ends (a cancelled run too). */
+typedef struct {
+    bool                lines;     /* jsonl */
+    const hyocr_engine *eng;
+    guint               written;
+} json_out;
+
+/* A page ended with this result (error: instead of the result's own). */
+static void json_out_put(json_out *out, const hyocr_cli_page *pg, const hyocr_job_result *r, const GError *error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
-    json_result(b, eng, r, NULL, 0);
-    print_node(b, true);
+    json_result(b, out->eng, r, error, pg);
+    g_autofree char *text = node_text(b, !out->lines);
+    if (out->lines) printf("%s\n", text);
+    else printf("%s%s", out->written ? ",\n" : "[\n", text);
+    out->written++;
+    fflush(stdout);
+}
+
+static void json_out_close(json_out *out)
+{
+    if (!out->lines) printf(out->written ? "\n]\n" : "[]\n");
+    fflush(stdout);
 }
 
 static void run_opts_clear(run_opts *o)
@@ -531,12 +570,10 @@ static bool run_job(run_ctx *ctx, hyocr_job_params *jp, hyocr_job_result *res, G
         jp->on_logits = on_logits;
         jp->logits_data = ctx;
     }
-    sigint_engine = ctx->eng;
-    void (*prev)(int) = signal(SIGINT, on_sigint);
+    cancel_handlers h = cancel_on_signals(ctx->eng);
     GError *err = NULL;
     bool ok = hyocr_engine_run(ctx->eng, jp, res, &err);
-    signal(SIGINT, prev);
-    sigint_engine = NULL;
+    cancel_handlers_restore(h);
     if (ctx->dump_error) {
         g_clear_error(&err);
         g_propagate_error(error, g_steal_pointer(&ctx->dump_error));
@@ -590,7 +627,7 @@ static bool cmd_run(run_opts *o, const hyocr_cli_page *pg, hyocr_job_result *res
     g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, error);
     if (!eng) return false;
 
-    run_ctx ctx = { .eng = eng, .json = o->format && !strcmp(o->format, "json"), .dump_dir = o->dump };
+    run_ctx ctx = { .eng = eng, .json = o->format && strcmp(o->format, "text"), .dump_dir = o->dump };
     if (!open_dump(&ctx, error)) return false;
     bool ok = run_job(&ctx, &jp, res, error);
     if (ctx.printed) putchar('\n');
@@ -598,7 +635,11 @@ static bool cmd_run(run_opts *o, const hyocr_cli_page *pg, hyocr_job_result *res
     bool dump_ok = close_dump(&ctx, res, &dump_err);
     /* A cancelled job still reports what it generated (stop_reason "cancelled"). */
     bool cancelled = !ok && error && *error && g_error_matches(*error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
-    if (ctx.json && (ok || cancelled)) print_json(eng, res);
+    if (ctx.json && (ok || cancelled)) {
+        json_out out = { .lines = !strcmp(o->format, "jsonl"), .eng = eng };
+        json_out_put(&out, pg, res, cancelled ? *error : NULL);
+        json_out_close(&out);
+    }
     fflush(stdout);
     hyocr_cli_page *const one[1] = { (hyocr_cli_page *)pg };
     if (ok && !write_outputs(o, eng, one, 1, res, error)) return false;
@@ -651,22 +692,6 @@ static void on_many_event(const hyocr_event *ev, void *data)
     fflush(stdout);
 }
 
-static void print_many_json(const hyocr_engine *eng, const hyocr_job_result *res, GPtrArray *pages, bool lines)
-{
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    if (!lines) json_builder_begin_array(b);
-    for (guint i = 0; i < pages->len; i++) {
-        const hyocr_cli_page *pg = pages->pdata[i];
-        json_result(b, eng, &res[i], pg->path, pg->n_pages > 1 ? pg->page + 1 : 0);
-        if (!lines) continue;
-        print_node(b, false);
-        json_builder_reset(b);
-    }
-    if (lines) return;
-    json_builder_end_array(b);
-    print_node(b, true);
-}
-
 /* Errors per page, then the summary: jobs, tokens, wall time, aggregate tokens/s. */
 static int report_many(const hyocr_job_result *res, GPtrArray *pages, double wall_s)
 {
@@ -687,46 +712,48 @@ static int report_many(const hyocr_job_result *res, GPtrArray *pages, double wal
     return cancelled ? 130 : failed ? 1 : 0;
 }
 
-/* The pages that opened run as one batch; the others get their reason as result.
- * wall_s: the batch alone, without loading the model. */
-static bool run_batch(run_opts *o, hyocr_engine *eng, GPtrArray *pages, hyocr_job_result *res, double *wall_s,
-                      GError **error)
+/* The pages that opened are submitted together (the engine batches them) and
+ * waited for in order, each written as JSON once it and those before it have
+ * ended; the others get their reason as result. wall_s: the batch alone,
+ * without loading the model. */
+static bool run_batch(run_opts *o, hyocr_engine *eng, GPtrArray *pages, hyocr_job_result *res, json_out *json,
+                      double *wall_s, GError **error)
 {
     g_auto(GStrv) fields = NULL;
     hyocr_job_params proto;
     if (!fill_job(o, &proto, &fields, error)) return false;
-    guint n = pages->len, n_jobs = 0;
-    g_autofree hyocr_job_params *jobs = g_new(hyocr_job_params, n);
-    g_autofree hyocr_job_result *jres = g_new0(hyocr_job_result, n);
-    g_autofree guint *slot = g_new(guint, n);
+    guint n = pages->len;
+    g_autofree hyocr_request **req = g_new0(hyocr_request *, n);
     g_autofree many_ctx *ctx = g_new(many_ctx, n);
-    progress pr = { .on = isatty(fileno(stderr)), .total = n };
+    progress pr = { .on = isatty(fileno(stderr)) };
     bool text = !o->format || !strcmp(o->format, "text");
     gint64 t0 = g_get_monotonic_time();
+    for (guint i = 0; i < n; i++) pr.total += !((hyocr_cli_page *)pages->pdata[i])->error;
+    cancel_handlers h = cancel_on_signals(eng);
     for (guint i = 0; i < n; i++) {
         const hyocr_cli_page *pg = pages->pdata[i];
-        if (pg->error) {
-            res[i].error = g_error_copy(pg->error);
-            continue;
-        }
-        ctx[n_jobs] = (many_ctx){ .text = text, .page = pg, .pr = &pr, .t0 = t0 };
-        jobs[n_jobs] = proto;
-        jobs[n_jobs].document = pg->doc;
-        jobs[n_jobs].page = pg->page;
-        jobs[n_jobs].name = pg->label;
-        jobs[n_jobs].on_event = on_many_event;
-        jobs[n_jobs].user_data = &ctx[n_jobs];
-        slot[n_jobs++] = i;
+        if (pg->error) continue;
+        ctx[i] = (many_ctx){ .text = text, .page = pg, .pr = &pr, .t0 = t0 };
+        hyocr_job_params jp = proto;
+        jp.document = pg->doc;
+        jp.page = pg->page;
+        jp.name = pg->label;
+        jp.on_event = on_many_event;
+        jp.user_data = &ctx[i];
+        GError *err = NULL;
+        req[i] = hyocr_engine_submit(eng, &jp, &err);
+        if (!req[i]) res[i].error = err;
     }
-    pr.total = n_jobs;
-    sigint_engine = eng;
-    void (*prev)(int) = signal(SIGINT, on_sigint);
-    bool ok = n_jobs == 0 || hyocr_engine_run_batch(eng, jobs, (int)n_jobs, jres, error);
+    for (guint i = 0; i < n; i++) {
+        const hyocr_cli_page *pg = pages->pdata[i];
+        if (pg->error) res[i].error = g_error_copy(pg->error);
+        else if (req[i]) hyocr_request_wait(req[i], &res[i], NULL);
+        if (json) json_out_put(json, pg, &res[i], NULL);
+    }
     *wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
-    signal(SIGINT, prev);
-    sigint_engine = NULL;
-    for (guint j = 0; j < n_jobs; j++) res[slot[j]] = jres[j];   /* moved, not copied */
-    return ok;
+    cancel_handlers_restore(h);
+    for (guint i = 0; i < n; i++) g_clear_pointer(&req[i], hyocr_request_unref);
+    return true;
 }
 
 static int run_many(run_opts *o, GPtrArray *pages)
@@ -737,15 +764,17 @@ static int run_many(run_opts *o, GPtrArray *pages)
     guint n = pages->len;
     g_autofree hyocr_job_result *res = g_new0(hyocr_job_result, n);
     double wall_s = 0;
-    bool ok = fill_engine(o, &ep, &error) && (eng = hyocr_engine_init(&ep, &error)) &&
-              run_batch(o, eng, pages, res, &wall_s, &error);
+    bool want_json = o->format && strcmp(o->format, "text");
+    json_out json = { .lines = want_json && !strcmp(o->format, "jsonl") };
+    bool ok = fill_engine(o, &ep, &error) && (eng = hyocr_engine_init(&ep, &error));
+    json.eng = eng;
+    ok = ok && run_batch(o, eng, pages, res, want_json ? &json : NULL, &wall_s, &error);
+    if (want_json && json.written) json_out_close(&json);
     int status = 1;
     if (!ok) {
         g_autofree char *words = error_words(error, o->model);
         fprintf(stderr, _("hyocr run: %s\n"), words);
     } else {
-        if (o->format && strcmp(o->format, "text")) print_many_json(eng, res, pages, !strcmp(o->format, "jsonl"));
-        fflush(stdout);
         status = report_many(res, pages, wall_s);
         g_autoptr(GError) werr = NULL;
         if (!write_outputs(o, eng, (hyocr_cli_page *const *)pages->pdata, pages->len, res, &werr)) {
@@ -804,10 +833,11 @@ int hyocr_cmd_run(int argc, char **argv)
         g_set_error(&error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--dump takes a single image"));
         ok = false;
     }
+    bool text = !o.format || !strcmp(o.format, "text");
     if (!ok)
         fprintf(stderr, _("hyocr run: %s\n"), error->message);
-    else if (pages->len == 1)
-        status = run_one(&o, pages->pdata[0]);
+    else if (pages->len == 1 && (text || o.dump))
+        status = run_one(&o, pages->pdata[0]);   /* streams the text; --dump */
     else
         status = run_many(&o, pages);
     run_opts_clear(&o);

@@ -256,5 +256,8 @@ void app_test_cli_run(const char *ckpt, const char *image, const char *task, int
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) error = NULL;
     g_assert_true(json_parser_load_from_data(parser, json, -1, &error));
-    *final_text = g_strdup(json_object_get_string_member(json_node_get_object(json_parser_get_root(parser)), "text"));
+    /* an array of one object per image */
+    JsonArray *all = json_node_get_array(json_parser_get_root(parser));
+    g_assert_cmpuint(json_array_get_length(all), ==, 1);
+    *final_text = g_strdup(json_object_get_string_member(json_array_get_object_element(all, 0), "text"));
 }

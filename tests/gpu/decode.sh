@@ -100,7 +100,7 @@ step "hyocr run 2048², batch 1: graphs vs HYOCR_NO_GRAPH=1 (second run of each 
 for mode in 0 1 0 1; do
     HYOCR_NO_GRAPH=$mode timeout 60 build-gpu/src/cli/hyocr run --device cuda --model $CKPT --image $IMG \
         --task recognize --max-new-tokens 256 --ignore-eos --format json >"$OUT/run-nograph$mode.json" 2>/dev/null
-    python3 -c "import json; r=json.load(open('$OUT/run-nograph$mode.json')); print('HYOCR_NO_GRAPH=$mode', r['timings'])" |
+    python3 -c "import json; r=json.load(open('$OUT/run-nograph$mode.json'))[0]; print('HYOCR_NO_GRAPH=$mode', r['timings'])" |
         tee -a "$OUT/run-graph-vs-nograph.txt"
 done
 

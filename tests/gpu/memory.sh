@@ -63,7 +63,7 @@ tail -c 800 "$OUT/mem3g.err"
 python3 - "$OUT/mem3g.json" $rc <<'EOF'
 import json, sys
 try:
-    r = json.load(open(sys.argv[1]))
+    r = json.load(open(sys.argv[1]))[0]
 except ValueError:
     print("FAIL 4096² under 3G (no result, exit %s)" % sys.argv[2]); sys.exit()
 peak = r["memory"]["peak"]

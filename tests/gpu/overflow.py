@@ -46,7 +46,7 @@ def run(*extra):
     if p.returncode != 0:
         print("FAIL %s: exit %d: %s" % (" ".join(extra), p.returncode, p.stderr.strip()[-600:]))
         sys.exit(1)
-    return json.loads(p.stdout), p.stderr
+    return json.loads(p.stdout)[0], p.stderr   # an array, one object per image
 
 
 f16, log = run()

@@ -19,5 +19,5 @@ for rep in 1 2; do
     build-gpu/src/cli/hyocr run --device cuda --model /tmp/hy-full --image $img --task recognize \
         --max-new-tokens 256 --ignore-eos --format json >"$OUT/hyocr_2048.json" 2>"$OUT/hyocr.err"
 done
-python3 -c "import json; r=json.load(open('$OUT/hyocr_2048.json')); print('2048 timings', r['timings']); print('2048 memory', r['memory'])" || tail -5 "$OUT/hyocr.err"
+python3 -c "import json; r=json.load(open('$OUT/hyocr_2048.json'))[0]; print('2048 timings', r['timings']); print('2048 memory', r['memory'])" || tail -5 "$OUT/hyocr.err"
 python3 tests/gpu/tiny_parity.py build-gpu/src/cli/hyocr tests/data f16

@@ -27,7 +27,7 @@ for ck in ("ckpt-flat", "ckpt-nested"):
                 print("FAIL %s %s %s: exit %d: %s" % (ck, case, fname, p.returncode, p.stderr.strip()[-400:]))
                 bad += 1
                 continue
-            got = json.loads(p.stdout)["token_ids"]
+            got = json.loads(p.stdout)[0]["token_ids"]
             if got == want:
                 print("ok   %s %s %s: %d tokens identical" % (ck, case, fname, len(got)))
                 continue
