@@ -38,6 +38,9 @@ void app_test_reset_settings(void)
     g_object_get(s, "settings-schema", &schema, NULL);
     g_auto(GStrv) keys = g_settings_schema_list_keys(schema);
     for (char **k = keys; *k; k++) g_settings_reset(s, *k);
+    /* GSettings tells of changes from an idle: heard by a window made later, they
+     * would reload its engine in the middle of the test. */
+    app_test_drain();
 }
 
 char *app_test_data(const char *first, ...)
@@ -174,6 +177,7 @@ HyocrWindow *app_test_window(const char *ckpt, gboolean ready)
 {
     g_autofree char *dir = ckpt[0] == '/' ? g_strdup(ckpt) : app_test_data(ckpt, NULL);
     g_settings_set_string(app_test_settings(), "model-folder", dir);
+    app_test_drain();   /* as in app_test_reset_settings: the window hears no change it was made with */
     HyocrWindow *win = hyocr_window_new(app);
     gtk_window_present(GTK_WINDOW(win));
     if (ready) {

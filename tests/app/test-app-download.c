@@ -85,6 +85,7 @@ static void wait_worker(HyocrWindow *win, HyocrWorkerState state)
 static HyocrWindow *window_without_model(const char *folder)
 {
     g_settings_set_string(app_test_settings(), "model-folder", folder);
+    app_test_drain();   /* the change is told from an idle: not to the window made now */
     HyocrWindow *win = hyocr_window_new(app_test_app());
     if (g_getenv("HYOCR_DOWNLOAD_SHOTS")) gtk_window_set_default_size(GTK_WINDOW(win), 1000, 1000);
     gtk_window_present(GTK_WINDOW(win));
