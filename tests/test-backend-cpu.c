@@ -636,7 +636,9 @@ static void test_rope_params(void)
     for (int i = 0; i < 4; i++) cfg.text.rope_section[i] = 16;
     cfg.rope_layout = HYOCR_ROPE_LAYOUT_R2;
     hyocr_rope_params rp;
-    hyocr_rope_params_init(&rp, &cfg);
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_rope_params_init(&rp, &cfg, &err));
+    g_assert_no_error(err);
     g_assert_cmpint(rp.head_dim, ==, 128);
     g_assert_cmpint(rp.n_sections, ==, 4);
     g_assert_cmpint(rp.section[3], ==, 16);
@@ -655,7 +657,7 @@ static void test_rope_params(void)
     cfg.text.rope_alpha = 0.0;
     cfg.text.n_rope_sections = 0;
     cfg.text.head_dim = 64;
-    hyocr_rope_params_init(&rp, &cfg);
+    g_assert_true(hyocr_rope_params_init(&rp, &cfg, &err));
     g_assert_cmpint(rp.n_sections, ==, 0);
     for (int i = 0; i < 32; i++) {
         double want = 1.0 / pow(10000.0, 2.0 * i / 64);
@@ -741,7 +743,8 @@ static float *run_rope(hyocr_backend *be, const float *qkv, int M, const int32_t
     return got;
 }
 
-static void rope_setup(hyocr_rope_params *rp, hyocr_rope_layout layout)
+/* head_dim 32, four sections; false with *err set where hyocr_rope_params_init refuses them. */
+static bool rope_setup_sections(hyocr_rope_params *rp, hyocr_rope_layout layout, const int sec[4], GError **err)
 {
     hyocr_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -749,10 +752,73 @@ static void rope_setup(hyocr_rope_params *rp, hyocr_rope_layout layout)
     cfg.text.rope_theta = 10000.0;
     cfg.text.rope_alpha = 1000.0;
     cfg.text.n_rope_sections = 4;
-    static const int sec[4] = { 4, 2, 6, 4 };   /* uneven on purpose */
-    memcpy(cfg.text.rope_section, sec, sizeof sec);
+    memcpy(cfg.text.rope_section, sec, 4 * sizeof(int));
     cfg.rope_layout = layout;
-    hyocr_rope_params_init(rp, &cfg);
+    return hyocr_rope_params_init(rp, &cfg, err);
+}
+
+static void rope_setup(hyocr_rope_params *rp, hyocr_rope_layout layout)
+{
+    static const int sec[4] = { 4, 2, 6, 4 };   /* uneven on purpose */
+    g_autoptr(GError) err = NULL;
+    g_assert_true(rope_setup_sections(rp, layout, sec, &err));
+    g_assert_no_error(err);
+}
+
+/* The axis table every backend reads: R1 gives chunks of 2·section over the D
+ * dims, R2 chunks of section over the D/2 frequencies, repeated for both halves;
+ * a section of 0 is an axis no dim reads, and the last dim belongs to the last
+ * section that has any. */
+static void test_rope_axes(void)
+{
+    hyocr_rope_params r1, r2, z;
+    rope_setup(&r1, HYOCR_ROPE_LAYOUT_R1);
+    rope_setup(&r2, HYOCR_ROPE_LAYOUT_R2);
+    static const uint8_t want1[32] = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+                                       2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3 };
+    static const uint8_t want2[32] = { 0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3,
+                                       0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3 };
+    g_assert_cmpmem(r1.axis, 32, want1, 32);
+    g_assert_cmpmem(r2.axis, 32, want2, 32);
+    for (int d = 32; d < HYOCR_ROPE_MAX_DIM; d++) g_assert_cmpint(r1.axis[d], ==, 0);
+
+    g_autoptr(GError) err = NULL;
+    static const int hole[4] = { 6, 0, 8, 2 }, tail[4] = { 10, 6, 0, 0 }, head[4] = { 0, 0, 0, 16 };
+    g_assert_true(rope_setup_sections(&z, HYOCR_ROPE_LAYOUT_R1, hole, &err));
+    for (int d = 0; d < 32; d++) g_assert_cmpint(z.axis[d], ==, d < 12 ? 0 : d < 28 ? 2 : 3);
+    g_assert_true(rope_setup_sections(&z, HYOCR_ROPE_LAYOUT_R2, tail, &err));
+    for (int d = 0; d < 32; d++) g_assert_cmpint(z.axis[d], ==, d % 16 < 10 ? 0 : 1);
+    g_assert_true(rope_setup_sections(&z, HYOCR_ROPE_LAYOUT_R1, head, &err));
+    for (int d = 0; d < 32; d++) g_assert_cmpint(z.axis[d], ==, 3);
+    g_assert_no_error(err);
+
+    /* sections that do not cover head_dim/2, or a negative one, are a config error */
+    static const int short_[4] = { 5, 2, 6, 4 }, neg[4] = { 6, -2, 10, 2 }, over[4] = { 4, 2, 6, 5 };
+    g_assert_false(rope_setup_sections(&z, HYOCR_ROPE_LAYOUT_R1, short_, &err));
+    expect_error(err, HYOCR_ERROR_CONFIG, "sections");
+    g_clear_error(&err);
+    g_assert_false(rope_setup_sections(&z, HYOCR_ROPE_LAYOUT_R1, over, &err));
+    expect_error(err, HYOCR_ERROR_CONFIG, "sections");
+    g_clear_error(&err);
+    g_assert_false(rope_setup_sections(&z, HYOCR_ROPE_LAYOUT_R2, neg, &err));
+    expect_error(err, HYOCR_ERROR_CONFIG, "non-negative");
+    g_clear_error(&err);
+
+    /* a head dim the table cannot hold, or an odd one */
+    hyocr_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.text.rope_theta = 10000.0;
+    cfg.text.head_dim = HYOCR_ROPE_MAX_DIM + 2;
+    g_assert_false(hyocr_rope_params_init(&z, &cfg, &err));
+    expect_error(err, HYOCR_ERROR_CONFIG, "head_dim");
+    g_clear_error(&err);
+    cfg.text.head_dim = 31;
+    g_assert_false(hyocr_rope_params_init(&z, &cfg, &err));
+    expect_error(err, HYOCR_ERROR_CONFIG, "head_dim");
+    g_clear_error(&err);
+    cfg.text.head_dim = HYOCR_ROPE_MAX_DIM;
+    g_assert_true(hyocr_rope_params_init(&z, &cfg, &err));
+    g_assert_no_error(err);
 }
 
 static void test_rope_qknorm(void)
@@ -811,26 +877,15 @@ static void test_rope_qknorm(void)
     ref_rope_qknorm(want, qkv, M, pos1, 1, Hq, Hkv, &r0, qn, kn, 1e-5);
     check_close("rope 1-D", p0, want, n, RTOL);
 
-    /* sections that do not cover head_dim/2 are a config error */
+    /* a section of 0 (an axis no dim reads) runs; bad sections never reach a backend
+     * (test_rope_axes: hyocr_rope_params_init refuses them) */
     g_autoptr(GError) err = NULL;
-    hyocr_rope_params bad = r1;
-    bad.section[0] = 5;
+    hyocr_rope_params hole;
+    g_assert_true(rope_setup_sections(&hole, HYOCR_ROPE_LAYOUT_R1, (const int[4]){ 6, 0, 8, 2 }, &err));
     hyocr_buf *b = buf_new(be, HYOCR_BUF_ACT, qkv, n);
     hyocr_buf *bq = buf_new(be, HYOCR_BUF_WEIGHT, qn, D);
-    g_assert_false(be->ops->rope_qknorm(be, b, M, pos, 4, Hq, Hkv, &bad, bq, bq, 1e-5f, &err));
-    expect_error(err, HYOCR_ERROR_CONFIG, "sections");
-    g_clear_error(&err);
-    bad = r1;   /* right sum, but a negative section */
-    bad.section[0] = 6;
-    bad.section[1] = 0;
-    bad.section[2] = 8;
-    bad.section[3] = 2;
-    g_assert_true(be->ops->rope_qknorm(be, b, M, pos, 4, Hq, Hkv, &bad, bq, bq, 1e-5f, &err));
-    bad.section[1] = -2;
-    bad.section[2] = 10;
-    g_assert_false(be->ops->rope_qknorm(be, b, M, pos, 4, Hq, Hkv, &bad, bq, bq, 1e-5f, &err));
-    expect_error(err, HYOCR_ERROR_CONFIG, "non-negative");
-    g_clear_error(&err);
+    g_assert_true(be->ops->rope_qknorm(be, b, M, pos, 4, Hq, Hkv, &hole, bq, bq, 1e-5f, &err));
+    g_assert_no_error(err);
     g_assert_false(be->ops->rope_qknorm(be, b, M, pos, 2, Hq, Hkv, &r1, bq, bq, 1e-5f, &err));
     expect_error(err, HYOCR_ERROR_INVALID_ARGUMENT, "axes");
     be->ops->buf_free(be, b);
@@ -1180,6 +1235,7 @@ int main(int argc, char **argv)
         { "merge-newline", test_merge_newline, false },
         { "attention-full", test_attention_full, true },
         { "rope-params", test_rope_params, false },
+        { "rope-axes", test_rope_axes, false },
         { "rope-qknorm", test_rope_qknorm, false },
         { "attention-paged", test_attention_paged, true },
         { "gqa-mapping", test_gqa_mapping, true },

@@ -1308,48 +1308,10 @@ static bool cpu_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_bu
 
 /* ---------------------------------------------------------------- rope + qk norm */
 
-/* axis[d] for every rotary dim d (spec §5.4.2). */
-static bool rope_axes(const hyocr_rope_params *rp, int n_axes, int *axis, GError **error)
-{
-    int D = rp->head_dim, half = D / 2;
-    if (rp->n_sections == 0) {
-        for (int d = 0; d < D; d++) axis[d] = 0;
-        return true;
-    }
-    int sum = 0;
-    bool bad = rp->n_sections < 0 || rp->n_sections > (int)G_N_ELEMENTS(rp->section);
-    for (int k = 0; !bad && k < rp->n_sections; k++) {
-        bad = rp->section[k] < 0;
-        sum += rp->section[k];
-    }
-    if (bad || sum != half) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "CPU backend: rope sections (%d of them) must be non-negative and sum to head_dim/2 = %d; "
-                    "fix the rope section config", rp->n_sections, half);
-        return false;
-    }
-    if (n_axes != 1 && n_axes < rp->n_sections) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: rope_qknorm: %d position axes given, %d rope sections need them",
-                    n_axes, rp->n_sections);
-        return false;
-    }
-    for (int d = 0; d < D; d++) {
-        /* R1 splits the full D dims into chunks of 2·section; R2 splits the
-         * D/2 frequencies into chunks of section, shared by both halves. */
-        int idx = rp->layout == HYOCR_ROPE_LAYOUT_R1 ? d : d % half;
-        int unit = rp->layout == HYOCR_ROPE_LAYOUT_R1 ? 2 : 1;
-        int k = 0, end = unit * rp->section[0];
-        while (idx >= end) end += unit * rp->section[++k];
-        axis[d] = k % rp->n_sections;
-    }
-    return true;
-}
-
 typedef struct {
     float                   *qkv;
     const int32_t           *pos;
-    const int               *axis;
+    const uint8_t           *axis;
     const hyocr_rope_params *rp;
     const float             *qn, *kn;
     int                      M, n_axes, Hq, Hkv;
@@ -1384,21 +1346,14 @@ static bool cpu_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int3
                             int Hq, int Hkv, const hyocr_rope_params *rope,
                             const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error)
 {
-    int D = rope ? rope->head_dim : 0;
-    if (!rope || M < 0 || Hq <= 0 || Hkv <= 0 || D <= 0 || D % 2 || D > ATT_DMAX || n_axes < 1 ||
-        (M > 0 && !pos)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: rope_qknorm: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes)",
-                    M, Hq, Hkv, D, n_axes);
-        return false;
-    }
+    int axes;
+    if (!hyocr_rope_check(be, "rope_qknorm", rope, M, pos, n_axes, Hq, Hkv, 1, ATT_DMAX, &axes, error)) return false;
+    int D = rope->head_dim;
     if (!need("rope_qknorm", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
         !need("rope_qknorm", "q_norm", q_norm, (size_t)D, error) ||
         !need("rope_qknorm", "k_norm", k_norm, (size_t)D, error))
         return false;
-    int axis[ATT_DMAX];
-    if (!rope_axes(rope, n_axes, axis, error)) return false;
-    rope_ctx c = { F(qkv), pos, axis, rope, F(q_norm), F(k_norm), M, n_axes, Hq, Hkv, eps };
+    rope_ctx c = { F(qkv), pos, rope->axis, rope, F(q_norm), F(k_norm), M, axes, Hq, Hkv, eps };
     run(be, M, 1, rope_task, &c);
     return true;
 }
@@ -1644,20 +1599,14 @@ static bool cpu_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const int3
                             int Hq, int Hkv, const hyocr_rope_params *rope,
                             const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error)
 {
-    int D = rope ? rope->head_dim : 0;
-    if (!rope || M < 0 || Hq < 0 || Hkv <= 0 || D <= 0 || D % 2 || D > ATT_DMAX || n_axes < 1 || (M > 0 && !pos)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes)",
-                    M, Hq, Hkv, D, n_axes);
-        return false;
-    }
+    int axes;
+    if (!hyocr_rope_check(be, "qknorm_rope", rope, M, pos, n_axes, Hq, Hkv, 0, ATT_DMAX, &axes, error)) return false;
+    int D = rope->head_dim;
     if (!need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
         (Hq > 0 && !need("qknorm_rope", "q_norm", q_norm, (size_t)D, error)) ||
         !need("qknorm_rope", "k_norm", k_norm, (size_t)D, error))
         return false;
-    int axis[ATT_DMAX];
-    if (!rope_axes(rope, n_axes, axis, error)) return false;
-    rope_ctx c = { F(qkv), pos, axis, rope, Hq > 0 ? F(q_norm) : NULL, F(k_norm), M, n_axes, Hq, Hkv, eps };
+    rope_ctx c = { F(qkv), pos, rope->axis, rope, Hq > 0 ? F(q_norm) : NULL, F(k_norm), M, axes, Hq, Hkv, eps };
     run(be, M, 1, qknorm_rope_task, &c);
     return true;
 }

@@ -897,31 +897,12 @@ static bool cuda_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_b
     return ck(hk_attention_full(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale), "attention_full", error);
 }
 
-/* axis[d] of every rotary dim (spec §5.4.2): R1 cuts the D dims into chunks of
- * 2·section, R2 cuts the D/2 frequencies into chunks of section for both halves. */
-static bool rope_table(const hyocr_rope_params *rp, int n_axes, hk_rope *out, GError **error)
+/* The model's table in the kernels' layout (hyocr_rope_params_init worked it out). */
+static void rope_table(const hyocr_rope_params *rp, hk_rope *out)
 {
-    int D = rp->head_dim, half = D / 2;
     memset(out, 0, sizeof *out);
-    for (int i = 0; i < half; i++) out->inv_freq[i] = rp->inv_freq[i];
-    if (rp->n_sections == 0) return true;
-    int sum = 0;
-    for (int k = 0; k < rp->n_sections; k++) sum += rp->section[k] > 0 ? rp->section[k] : 0;
-    if (sum != half) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "CUDA backend: rope sections sum to %d but head_dim/2 is %d; fix the rope section config", sum, half);
-        return false;
-    }
-    if (n_axes != 1 && n_axes < rp->n_sections)
-        return invalid(error, "rope_qknorm: %d position axes given, %d rope sections need them", n_axes,
-                       rp->n_sections);
-    bool r1 = rp->layout == HYOCR_ROPE_LAYOUT_R1;
-    for (int d = 0; d < D; d++) {
-        int idx = r1 ? d : d % half, k = 0, end = (r1 ? 2 : 1) * rp->section[0];
-        while (idx >= end && k + 1 < rp->n_sections) end += (r1 ? 2 : 1) * rp->section[++k];
-        out->axis[d] = (uint8_t)k;
-    }
-    return true;
+    memcpy(out->inv_freq, rp->inv_freq, sizeof(float) * (size_t)(rp->head_dim / 2));
+    memcpy(out->axis, rp->axis, (size_t)rp->head_dim);
 }
 
 static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
@@ -929,19 +910,17 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
                              GError **error)
 {
     cuda_backend *cb = CB(be);
-    int D = rope ? rope->head_dim : 0;
-    if (!rope || M < 0 || Hq <= 0 || Hkv <= 0 || D <= 0 || D % 2 || D > HK_ROPE_MAX_DIM || n_axes < 1 ||
-        (M > 0 && !pos))
-        return invalid(error, "rope_qknorm: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes)", M, Hq, Hkv, D,
-                       n_axes);
+    int axes;
+    if (!hyocr_rope_check(be, "rope_qknorm", rope, M, pos, n_axes, Hq, Hkv, 1, HK_ROPE_MAX_DIM, &axes, error))
+        return false;
+    int D = rope->head_dim;
     if (!need("rope_qknorm", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
         !need("rope_qknorm", "q_norm", q_norm, (size_t)D, error) ||
         !need("rope_qknorm", "k_norm", k_norm, (size_t)D, error) || !need_act("rope_qknorm", "qkv", qkv, error))
         return false;
-    hk_rope tab;
-    if (!rope_table(rope, n_axes, &tab, error)) return false;
     if (M == 0) return true;
-    int axes = rope->n_sections == 0 ? 1 : n_axes;
+    hk_rope tab;
+    rope_table(rope, &tab);
     const int32_t *dev_pos;
     if (cb->bound) {
         if (M != cb->bound_rows || n_axes != 1)
@@ -1516,20 +1495,20 @@ static bool cuda_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const int
                              GError **error)
 {
     cuda_backend *cb = CB(be);
-    int D = rope ? rope->head_dim : 0;
-    if (!rope || M < 0 || Hq < 0 || Hkv <= 0 || D <= 0 || D % 2 || D > HK_ROPE_MAX_DIM || n_axes < 1 ||
-        (M > 0 && !pos) || cb->bound)
-        return invalid(error, "qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes%s)", M, Hq, Hkv,
-                       D, n_axes, cb->bound ? ", inside a bound decode step" : "");
+    int axes;
+    if (cb->bound) return invalid(error, "qknorm_rope: called inside a bound decode step");
+    if (!hyocr_rope_check(be, "qknorm_rope", rope, M, pos, n_axes, Hq, Hkv, 0, HK_ROPE_MAX_DIM, &axes, error))
+        return false;
+    int D = rope->head_dim;
     if (!need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
         (Hq > 0 && !need("qknorm_rope", "q_norm", q_norm, (size_t)D, error)) ||
         !need("qknorm_rope", "k_norm", k_norm, (size_t)D, error) || !need_act("qknorm_rope", "qkv", qkv, error))
         return false;
-    hk_rope tab;
-    if (!rope_table(rope, n_axes, &tab, error)) return false;
     if (M == 0) return true;
+    hk_rope tab;
+    rope_table(rope, &tab);
     if (!meta_upload(cb, pos, (size_t)n_axes * M * sizeof(int32_t), error)) return false;
-    return ck(hk_qknorm_rope(cb->stream, qkv->data, cb->act, M, cb->meta.ptr, rope->n_sections == 0 ? 1 : n_axes, Hq,
+    return ck(hk_qknorm_rope(cb->stream, qkv->data, cb->act, M, cb->meta.ptr, axes, Hq,
                              Hkv, D, &tab, Hq > 0 ? q_norm->data : NULL, Hq > 0 ? buf_t(cb, q_norm) : HK_F32,
                              k_norm->data, buf_t(cb, k_norm), eps),
               "qknorm_rope", error);

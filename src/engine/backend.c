@@ -1,9 +1,11 @@
-/* hyocr — backend-independent parts of the compute seam: dispatch, RoPE tables. */
+/* hyocr — backend-independent parts of the compute seam: dispatch, the RoPE table,
+ * the argument checks every backend makes alike. */
 #include "backend.h"
 #include "error.h"
 #include "hyocr-build-config.h"
 #include "i18n.h"
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 void hyocr_backend_free(hyocr_backend *be)
@@ -12,29 +14,82 @@ void hyocr_backend_free(hyocr_backend *be)
         be->ops->free(be);
 }
 
+/* The backend's name at the head of its messages. */
+static const char *who(const hyocr_backend *be)
+{
+    return be && be->kind == HYOCR_BACKEND_CUDA ? _("CUDA backend") : _("CPU backend");
+}
+
+static bool invalid(const hyocr_backend *be, GError **error, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static bool invalid(const hyocr_backend *be, GError **error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "%s: %s", who(be), msg);
+    return false;
+}
+
+/* axis[d] of every rotary dim (spec §5.4.2): R1 cuts the D dims into chunks of
+ * 2·section, R2 cuts the D/2 frequencies into chunks of section that both
+ * halves share. Sections of 0 are allowed (an axis no dim reads). */
+static bool rope_axes(hyocr_rope_params *rp, GError **error)
+{
+    int D = rp->head_dim, half = D / 2, sum = 0;
+    if (rp->n_sections == 0) return true;   /* 1-D: every dim reads axis 0 */
+    bool bad = false;
+    for (int k = 0; k < rp->n_sections; k++) {
+        bad |= rp->section[k] < 0;
+        sum += rp->section[k];
+    }
+    if (bad || sum != half) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
+                    _("RoPE sections (%d of them) must be non-negative and sum to head_dim/2 = %d; "
+                      "fix the rope section config"), rp->n_sections, half);
+        return false;
+    }
+    /* The chunks cover exactly the dims, so the walk ends inside the last non-empty section. */
+    bool r1 = rp->layout == HYOCR_ROPE_LAYOUT_R1;
+    int unit = r1 ? 2 : 1;
+    for (int d = 0; d < D; d++) {
+        int idx = r1 ? d : d % half, k = 0, end = unit * rp->section[0];
+        while (idx >= end) end += unit * rp->section[++k];
+        rp->axis[d] = (uint8_t)k;
+    }
+    return true;
+}
+
 /* transformers builds inv_freq as 1.0 / (base ** (arange(0, dim, 2).float() / dim)):
  * base is a Python float but the exponent tensor is float32, so torch evaluates
  * pow in float32 with the base rounded to float32, and the reciprocal in float32.
  * Doing the same (rather than pow in double) reproduces its table to the ulp. */
-void hyocr_rope_params_init(hyocr_rope_params *rp, const hyocr_config *cfg)
+static void rope_inv_freq(hyocr_rope_params *rp, double base)
+{
+    int dim = rp->head_dim, half = MIN(dim / 2, (int)G_N_ELEMENTS(rp->inv_freq));
+    float base_f = (float)base;
+    for (int i = 0; i < half; i++)
+        rp->inv_freq[i] = 1.0f / powf(base_f, (float)(2 * i) / (float)dim);
+}
+
+bool hyocr_rope_params_init(hyocr_rope_params *rp, const hyocr_config *cfg, GError **error)
 {
     const hyocr_text_config *t = &cfg->text;
     memset(rp, 0, sizeof *rp);
     int dim = t->head_dim;
+    if (dim <= 0 || dim % 2 || dim > HYOCR_ROPE_MAX_DIM) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
+                    _("RoPE: head_dim %d must be even and at most %d"), dim, HYOCR_ROPE_MAX_DIM);
+        return false;
+    }
     rp->head_dim = dim;
     rp->layout = cfg->rope_layout;
 
+    /* NTK alpha scales the base (spec §5.4.1) */
     double base = t->rope_theta;
     if (t->rope_alpha != 0.0 && dim > 2)
         base = t->rope_theta * pow(t->rope_alpha, (double)dim / (double)(dim - 2));
-    float base_f = (float)base;
-    int half = dim / 2;
-    if (half > (int)G_N_ELEMENTS(rp->inv_freq))
-        half = (int)G_N_ELEMENTS(rp->inv_freq);
-    for (int i = 0; i < half; i++) {
-        float e = (float)(2 * i) / (float)dim;
-        rp->inv_freq[i] = 1.0f / powf(base_f, e);
-    }
+    rope_inv_freq(rp, base);
 
     int n = t->n_rope_sections;
     if (n < 0) n = 0;
@@ -42,6 +97,22 @@ void hyocr_rope_params_init(hyocr_rope_params *rp, const hyocr_config *cfg)
     rp->n_sections = n;
     for (int k = 0; k < n; k++)
         rp->section[k] = t->rope_section[k];
+    return rope_axes(rp, error);
+}
+
+bool hyocr_rope_check(const hyocr_backend *be, const char *op, const hyocr_rope_params *rp, int M,
+                      const int32_t *pos, int n_axes, int Hq, int Hkv, int min_hq, int max_dim, int *axes,
+                      GError **error)
+{
+    int D = rp ? rp->head_dim : 0;
+    if (!rp || M < 0 || Hq < min_hq || Hkv <= 0 || D <= 0 || D % 2 || D > max_dim || n_axes < 1 || (M > 0 && !pos))
+        return invalid(be, error, _("%s: invalid arguments (M %d, heads %d/%d, head dim %d, %d axes)"), op, M, Hq,
+                       Hkv, D, n_axes);
+    if (n_axes != 1 && n_axes < rp->n_sections)
+        return invalid(be, error, _("%s: %d position axes given, %d rope sections need them"), op, n_axes,
+                       rp->n_sections);
+    *axes = rp->n_sections == 0 ? 1 : n_axes;
+    return true;
 }
 
 #if !HYOCR_HAVE_CUDA
@@ -54,13 +125,11 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
 }
 #endif
 
-/* The same table as hyocr_rope_params_init for a plain base (no NTK alpha, no sections). */
+/* The same table as hyocr_rope_params_init for a plain base (no NTK alpha, no
+ * sections: every dim reads axis 0). */
 void hyocr_rope_params_init_plain(hyocr_rope_params *rp, int head_dim, double theta)
 {
     memset(rp, 0, sizeof *rp);
     rp->head_dim = head_dim;
-    float base_f = (float)theta;
-    int half = MIN(head_dim / 2, (int)G_N_ELEMENTS(rp->inv_freq));
-    for (int i = 0; i < half; i++)
-        rp->inv_freq[i] = 1.0f / powf(base_f, (float)(2 * i) / (float)head_dim);
+    rope_inv_freq(rp, theta);
 }

@@ -58,13 +58,17 @@ static inline hyocr_buf hyocr_buf_view(const hyocr_buf *b, size_t off, size_t n)
     return v;
 }
 
-/* Rotary embedding parameters, fixed per model (spec §5.4). */
+/* Rotary embedding parameters, fixed per model (spec §5.4): hyocr_rope_params_init
+ * works them out once, the position axis of every rotary dim included, and every
+ * backend reads the same table. */
+#define HYOCR_ROPE_MAX_DIM 512
 typedef struct {
     int               head_dim;
-    float             inv_freq[256];     /* head_dim/2 values, fp32 as the reference computes them */
+    float             inv_freq[HYOCR_ROPE_MAX_DIM / 2];  /* head_dim/2 values, fp32 as the reference computes them */
     int               section[4];        /* half-head units, sums to head_dim/2 */
     int               n_sections;        /* 0: plain 1-D RoPE */
     hyocr_rope_layout layout;
+    uint8_t           axis[HYOCR_ROPE_MAX_DIM];  /* position axis of rotary dim d (§5.4.2); all 0 for 1-D RoPE */
 } hyocr_rope_params;
 
 /* One sequence's view of the paged KV cache for an attention call. */
@@ -254,9 +258,17 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
 void           hyocr_backend_free(hyocr_backend *be);
 
 
-/* Fills rope params from the text config: NTK-alpha base, fp32 inv_freq, section layout. */
-void           hyocr_rope_params_init(hyocr_rope_params *rp, const hyocr_config *cfg);
+/* Fills rope params from the text config: NTK-alpha base, fp32 inv_freq, section layout
+ * and the axis table. False (HYOCR_ERROR_CONFIG) when the head dim is odd or larger than
+ * HYOCR_ROPE_MAX_DIM, or the sections are negative or do not sum to head_dim/2. */
+bool           hyocr_rope_params_init(hyocr_rope_params *rp, const hyocr_config *cfg, GError **error);
 /* Plain 1-D RoPE with base theta over head_dim dims (the DFlash draft), inv_freq as torch makes it. */
 void           hyocr_rope_params_init_plain(hyocr_rope_params *rp, int head_dim, double theta);
+/* The arguments of rope_qknorm and qknorm_rope (op) as every backend checks them: min_hq
+ * is the fewest q heads the op takes, max_dim the backend's largest head dim; *axes is
+ * the number of position axes the call reads (1 for 1-D RoPE). */
+bool           hyocr_rope_check(const hyocr_backend *be, const char *op, const hyocr_rope_params *rp, int M,
+                                const int32_t *pos, int n_axes, int Hq, int Hkv, int min_hq, int max_dim, int *axes,
+                                GError **error);
 
 G_END_DECLS

@@ -199,7 +199,7 @@ hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GEr
     m->live_seqs = g_ptr_array_new();
     m->vit_chunk_rows = HYOCR_VIT_CHUNK_ROWS;
     m->text_chunk_rows = HYOCR_TEXT_CHUNK_ROWS;
-    hyocr_rope_params_init(&m->rope, &m->cfg);
+    if (!hyocr_rope_params_init(&m->rope, &m->cfg, error)) return NULL;
 
     loader ld = { .m = m, .ck = ck, .error = error };
     load_vision(&ld);
