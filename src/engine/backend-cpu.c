@@ -1485,29 +1485,6 @@ static void paged_att_task(void *p, int64_t b, int64_t e)
     free(mem);
 }
 
-static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t cache_blocks, GError **error)
-{
-    for (int s = 0; s < n_seqs; s++) {
-        const hyocr_seq_view *sv = &seqs[s];
-        if (sv->n_past < 0 || sv->n_new < 0 || sv->n_past > INT_MAX - sv->n_new ||
-            (sv->n_past + sv->n_new > 0 && !sv->block_table)) {
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "CPU backend: attention_paged: sequence %d has invalid lengths (past %d, new %d)",
-                        s, sv->n_past, sv->n_new);
-            return false;
-        }
-        int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
-        for (int i = 0; i < nb; i++)
-            if (sv->block_table[i] < 0 || (size_t)sv->block_table[i] >= cache_blocks) {
-                g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                            "CPU backend: attention_paged: sequence %d, block table entry %d is block %d "
-                            "but the cache has %zu blocks", s, i, sv->block_table[i], cache_blocks);
-                return false;
-            }
-    }
-    return true;
-}
-
 /* Offsets of each sequence's rows and items; false when they overflow int. */
 static bool paged_layout(const hyocr_seq_view *seqs, int n_seqs, int qt, int G, int Hkv, int *row0, int *item0,
                          GError **error)
@@ -1533,18 +1510,13 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
                                 const hyocr_seq_view *seqs, int n_seqs,
                                 int Hq, int Hkv, int D, float scale, GError **error)
 {
-    if (n_seqs < 0 || (n_seqs > 0 && !seqs) || block_size <= 0 || Hq <= 0 || Hkv <= 0 || Hq % Hkv ||
-        D <= 0 || D > ATT_DMAX || Hq / Hkv > ATT_QMAX) {
+    if (!hyocr_paged_check(be, k_cache, v_cache, block_size, seqs, n_seqs, Hq, Hkv, D, NULL, error)) return false;
+    if (D > ATT_DMAX || Hq / Hkv > ATT_QMAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: attention_paged: invalid shape (%d sequences, block size %d, heads %d/%d, "
-                    "head dim %d)", n_seqs, block_size, Hq, Hkv, D);
+                    "CPU backend: attention_paged: head dim %d or %d query heads per KV head is more than this "
+                    "backend takes (%d, %d)", D, Hq / Hkv, ATT_DMAX, ATT_QMAX);
         return false;
     }
-    size_t block_elems = (size_t)block_size * Hkv * D;
-    if (!need("attention_paged", "k_cache", k_cache, block_elems, error) ||
-        !need("attention_paged", "v_cache", v_cache, k_cache->n, error) ||
-        !paged_check(seqs, n_seqs, block_size, k_cache->n / block_elems, error))
-        return false;
     g_autofree int *row0 = g_try_new(int, (size_t)n_seqs + 1);
     g_autofree int *item0 = g_try_new(int, (size_t)n_seqs + 1);
     if (!row0 || !item0) {

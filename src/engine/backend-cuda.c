@@ -936,23 +936,6 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
               "rope_qknorm", error);
 }
 
-static bool paged_check(const hyocr_seq_view *seqs, int n_seqs, int bs, size_t cache_blocks, GError **error)
-{
-    for (int s = 0; s < n_seqs; s++) {
-        const hyocr_seq_view *sv = &seqs[s];
-        if (sv->n_past < 0 || sv->n_new < 0 || sv->n_past > INT_MAX - sv->n_new ||
-            (sv->n_past + sv->n_new > 0 && !sv->block_table))
-            return invalid(error, "attention_paged: sequence %d has invalid lengths (past %d, new %d)", s, sv->n_past,
-                           sv->n_new);
-        int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
-        for (int i = 0; i < nb; i++)
-            if (sv->block_table[i] < 0 || (size_t)sv->block_table[i] >= cache_blocks)
-                return invalid(error, "attention_paged: sequence %d, block table entry %d is block %d but the cache "
-                               "has %zu blocks", s, i, sv->block_table[i], cache_blocks);
-    }
-    return true;
-}
-
 /* Work lists of one paged call: prefill tiles for multi-row sequences, context
  * splits for single-row (decode) sequences. */
 typedef struct {
@@ -1063,18 +1046,13 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
                                  int Hkv, int D, float scale, GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (n_seqs < 0 || (n_seqs > 0 && !seqs) || block_size <= 0 || Hq <= 0 || Hkv <= 0 || Hq % Hkv || D <= 0 ||
-        D > 256 || D % 8)
-        return invalid(error, "attention_paged: unsupported shape (%d sequences, block size %d, heads %d/%d, head dim "
-                       "%d; the CUDA kernels take head dims up to 256 in steps of 8)", n_seqs, block_size, Hq, Hkv, D);
-    size_t block_elems = (size_t)block_size * Hkv * D;
-    if (!need("attention_paged", "k_cache", k_cache, block_elems, error) ||
-        !need("attention_paged", "v_cache", v_cache, k_cache->n, error) ||
-        !need_act("attention_paged", "k_cache", k_cache, error) || !need_act("attention_paged", "v_cache", v_cache, error) ||
-        !paged_check(seqs, n_seqs, block_size, k_cache->n / block_elems, error))
+    int64_t rows;
+    if (!hyocr_paged_check(be, k_cache, v_cache, block_size, seqs, n_seqs, Hq, Hkv, D, &rows, error) ||
+        !need_act("attention_paged", "k_cache", k_cache, error) || !need_act("attention_paged", "v_cache", v_cache, error))
         return false;
-    int64_t rows = 0;
-    for (int s = 0; s < n_seqs; s++) rows += seqs[s].n_new;
+    if (D > 256 || D % 8)
+        return invalid(error, "attention_paged: unsupported head dim %d; the CUDA kernels take head dims up to 256 in "
+                       "steps of 8", D);
     if (rows > INT_MAX / 64) return invalid(error, "attention_paged: too many rows (%" G_GINT64_FORMAT ") in one call", rows);
     if (!need("attention_paged", "qkv", qkv, (size_t)rows * (Hq + 2 * Hkv) * D, error) ||
         !need("attention_paged", "out", out, (size_t)rows * Hq * D, error) || !need_act("attention_paged", "qkv", qkv, error) ||

@@ -4,6 +4,7 @@
 #include "error.h"
 #include "hyocr-build-config.h"
 #include "i18n.h"
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -112,6 +113,44 @@ bool hyocr_rope_check(const hyocr_backend *be, const char *op, const hyocr_rope_
         return invalid(be, error, _("%s: %d position axes given, %d rope sections need them"), op, n_axes,
                        rp->n_sections);
     *axes = rp->n_sections == 0 ? 1 : n_axes;
+    return true;
+}
+
+static bool cache_ok(const hyocr_backend *be, const char *what, const hyocr_buf *b, size_t n, GError **error)
+{
+    if (!b || !b->data) return invalid(be, error, _("attention_paged: buffer '%s' is missing"), what);
+    if (b->n < n)
+        return invalid(be, error, _("attention_paged: buffer '%s' holds %zu elements but %zu are needed"), what, b->n,
+                       n);
+    return true;
+}
+
+bool hyocr_paged_check(const hyocr_backend *be, const hyocr_buf *k_cache, const hyocr_buf *v_cache, int block_size,
+                       const hyocr_seq_view *seqs, int n_seqs, int Hq, int Hkv, int D, int64_t *rows, GError **error)
+{
+    if (n_seqs < 0 || (n_seqs > 0 && !seqs) || block_size <= 0 || Hq <= 0 || Hkv <= 0 || Hq % Hkv || D <= 0)
+        return invalid(be, error,
+                       _("attention_paged: invalid shape (%d sequences, block size %d, heads %d/%d, head dim %d)"),
+                       n_seqs, block_size, Hq, Hkv, D);
+    size_t block_elems = (size_t)block_size * Hkv * D;
+    if (!cache_ok(be, "k_cache", k_cache, block_elems, error) || !cache_ok(be, "v_cache", v_cache, k_cache->n, error))
+        return false;
+    size_t cache_blocks = k_cache->n / block_elems;
+    int64_t total = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        const hyocr_seq_view *sv = &seqs[s];
+        if (sv->n_past < 0 || sv->n_new < 0 || sv->n_past > INT_MAX - sv->n_new ||
+            (sv->n_past + sv->n_new > 0 && !sv->block_table))
+            return invalid(be, error, _("attention_paged: sequence %d has invalid lengths (past %d, new %d)"), s,
+                           sv->n_past, sv->n_new);
+        int nb = (sv->n_past + sv->n_new + block_size - 1) / block_size;
+        for (int i = 0; i < nb; i++)
+            if (sv->block_table[i] < 0 || (size_t)sv->block_table[i] >= cache_blocks)
+                return invalid(be, error, _("attention_paged: sequence %d, block table entry %d is block %d but the "
+                                            "cache has %zu blocks"), s, i, sv->block_table[i], cache_blocks);
+        total += sv->n_new;
+    }
+    if (rows) *rows = total;
     return true;
 }
 

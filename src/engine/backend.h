@@ -271,4 +271,12 @@ bool           hyocr_rope_check(const hyocr_backend *be, const char *op, const h
                                 const int32_t *pos, int n_axes, int Hq, int Hkv, int min_hq, int max_dim, int *axes,
                                 GError **error);
 
+/* attention_paged's arguments as every backend checks them: the shape, the caches
+ * (one block at least, v as large as k), each sequence's lengths and block table
+ * against the cache. *rows (when not NULL): the q rows the call packs. The backend's own limits
+ * (head dims, query heads per KV head) are its own check. */
+bool           hyocr_paged_check(const hyocr_backend *be, const hyocr_buf *k_cache, const hyocr_buf *v_cache,
+                                 int block_size, const hyocr_seq_view *seqs, int n_seqs, int Hq, int Hkv, int D,
+                                 int64_t *rows, GError **error);
+
 G_END_DECLS
