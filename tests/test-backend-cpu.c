@@ -473,6 +473,27 @@ static float *run_posemb(hyocr_backend *be, const float *x0, const float *table,
     return got;
 }
 
+/* The source scale both backends use: an edge×edge grid copies the table; R1 is
+ * in/out; R2 goes through the float32 factor (out + 0.1)/edge, so even an axis of
+ * size edge is resampled (by a scale just under 1). */
+static void test_posemb_scale(void)
+{
+    for (int i = 0; i < 2; i++) {
+        hyocr_posemb_interp in = i ? HYOCR_POSEMB_R2 : HYOCR_POSEMB_R1;
+        g_assert_cmpfloat(hyocr_posemb_scale(64, 64, true, in), ==, 1.0f);
+        g_assert_cmpfloat(hyocr_posemb_scale(7, 64, true, in), ==, 1.0f);
+    }
+    g_assert_cmpfloat(hyocr_posemb_scale(32, 64, false, HYOCR_POSEMB_R1), ==, 2.0f);
+    g_assert_cmpfloat(hyocr_posemb_scale(64, 64, false, HYOCR_POSEMB_R1), ==, 1.0f);
+    g_assert_cmpfloat(hyocr_posemb_scale(3, 64, false, HYOCR_POSEMB_R1), ==, 64.0f / 3.0f);
+    /* (64 + 0.1f)/64 is 1.00156248f; its reciprocal rounds to 0.998439968f */
+    g_assert_cmpfloat(hyocr_posemb_scale(64, 64, false, HYOCR_POSEMB_R2), ==, 0.998439968f);
+    g_assert_cmpfloat(hyocr_posemb_scale(64, 64, false, HYOCR_POSEMB_R2), <, 1.0f);
+    float sf = (32.0f + 0.1f) / 64.0f;
+    g_assert_cmpfloat(hyocr_posemb_scale(32, 64, false, HYOCR_POSEMB_R2), ==, (float)(1.0 / (double)sf));
+    g_assert_cmpfloat(hyocr_posemb_scale(32, 64, false, HYOCR_POSEMB_R2), <, 2.0f);
+}
+
 static void test_posemb(void)
 {
     hyocr_backend *be = cpu_new(2);
@@ -1231,6 +1252,7 @@ int main(int argc, char **argv)
         { "layernorm", test_layernorm, false },
         { "rmsnorm", test_rmsnorm, false },
         { "pointwise", test_pointwise, false },
+        { "posemb-scale", test_posemb_scale, false },
         { "posemb", test_posemb, false },
         { "merge-newline", test_merge_newline, false },
         { "attention-full", test_attention_full, true },

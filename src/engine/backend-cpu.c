@@ -861,18 +861,6 @@ static void lerp_taps(lerp_tap *t, int out, int in, float scale, bool copy)
     }
 }
 
-/* R1: explicit output size → scale = in/out in float. R2: scale_factor
- * sf = float32(out + 0.1) / edge (a float32 tensor in the original code, read
- * back with .item()), and torch's source scale is float(1.0 / sf). */
-static float posemb_scale(int out, int edge, hyocr_posemb_interp interp)
-{
-    if (interp == HYOCR_POSEMB_R2) {
-        float sf = ((float)out + 0.1f) / (float)edge;
-        return (float)(1.0 / (double)sf);
-    }
-    return (float)edge / (float)out;
-}
-
 typedef struct {
     float          *x;
     const float    *tab;
@@ -924,8 +912,8 @@ static bool cpu_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *tab
      * edge/(edge + 0.1): torch's CUDA kernel (where the R2 references run)
      * interpolates such an axis, its CPU kernel copies it; we follow CUDA. */
     bool copy = gh == edge && gw == edge;
-    lerp_taps(ty, gh, edge, posemb_scale(gh, edge, interp), copy);
-    lerp_taps(tx, gw, edge, posemb_scale(gw, edge, interp), copy);
+    lerp_taps(ty, gh, edge, hyocr_posemb_scale(gh, edge, copy, interp), copy);
+    lerp_taps(tx, gw, edge, hyocr_posemb_scale(gw, edge, copy, interp), copy);
     posemb_ctx c = { F(x), F(table) + table_row0 * C, ty, tx, edge, gw, C };
     run(be, (int64_t)gh * gw, 8, posemb_task, &c);
     g_free(ty);

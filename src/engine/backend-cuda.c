@@ -796,20 +796,6 @@ static bool cuda_swiglu(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *gu, 
 
 /* ---------------------------------------------------------------- vision helpers */
 
-/* Source scale per axis as torch computes it: R1 in/out in float; R2 from the
- * float32 scale factor (out + 0.1)/edge. An edge×edge grid takes the table
- * unchanged (scale 1 gives exactly that); otherwise R2 resamples even an axis
- * of size edge, as torch's CUDA kernel does. */
-static float posemb_scale(int out, int edge, bool copy, hyocr_posemb_interp interp)
-{
-    if (copy) return 1.0f;
-    if (interp == HYOCR_POSEMB_R2) {
-        float sf = ((float)out + 0.1f) / (float)edge;
-        return (float)(1.0 / (double)sf);
-    }
-    return (float)edge / (float)out;
-}
-
 static bool cuda_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *table, size_t table_row0, int edge,
                             int gh, int gw, int C, hyocr_posemb_interp interp, GError **error)
 {
@@ -821,7 +807,7 @@ static bool cuda_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *ta
         return false;
     bool copy = gh == edge && gw == edge;
     return ck(hk_posemb_add(cb->stream, x->data, buf_t(cb, x), at(table, table_row0 * C), buf_t(cb, table), edge, gh,
-                            gw, C, posemb_scale(gh, edge, copy, interp), posemb_scale(gw, edge, copy, interp)),
+                            gw, C, hyocr_posemb_scale(gh, edge, copy, interp), hyocr_posemb_scale(gw, edge, copy, interp)),
               "posemb_add", error);
 }
 

@@ -116,6 +116,19 @@ bool hyocr_rope_check(const hyocr_backend *be, const char *op, const hyocr_rope_
     return true;
 }
 
+/* R1: an explicit output size, so torch's source scale is in/out in float. R2: the
+ * original code's scale_factor, a float32 tensor (out + 0.1)/edge read back with
+ * .item(), whose reciprocal in double torch rounds to float. */
+float hyocr_posemb_scale(int out, int edge, bool copy, hyocr_posemb_interp interp)
+{
+    if (copy) return 1.0f;
+    if (interp == HYOCR_POSEMB_R2) {
+        float sf = ((float)out + 0.1f) / (float)edge;
+        return (float)(1.0 / (double)sf);
+    }
+    return (float)edge / (float)out;
+}
+
 static bool cache_ok(const hyocr_backend *be, const char *what, const hyocr_buf *b, size_t n, GError **error)
 {
     if (!b || !b->data) return invalid(be, error, _("attention_paged: buffer '%s' is missing"), what);

@@ -271,6 +271,11 @@ bool           hyocr_rope_check(const hyocr_backend *be, const char *op, const h
                                 const int32_t *pos, int n_axes, int Hq, int Hkv, int min_hq, int max_dim, int *axes,
                                 GError **error);
 
+/* posemb_add's source scale along an axis of out cells from an edge-cell table, as torch
+ * computes it; copy (the grid is edge×edge: torch takes the table unchanged) gives 1.
+ * With R2 an axis of size edge but not both is still resampled, as torch's CUDA kernel does. */
+float          hyocr_posemb_scale(int out, int edge, bool copy, hyocr_posemb_interp interp);
+
 /* attention_paged's arguments as every backend checks them: the shape, the caches
  * (one block at least, v as large as k), each sequence's lengths and block table
  * against the cache. *rows (when not NULL): the q rows the call packs. The backend's own limits
