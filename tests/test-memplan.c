@@ -638,7 +638,27 @@ static void test_backend_limit(void)
     g_assert_no_error(err);
     g_assert_null(be->ops->alloc(be, HYOCR_BUF_ACT, 1 << 20, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY);
+    /* the limit it enforces is the one it reports, resolved once */
+    hyocr_mem_info mi;
+    be->ops->mem_info(be, &mi);
+    g_assert_cmpint(mi.total, >, 0);
+    g_assert_cmpint(mi.limit, ==, hyocr_memory_limit_resolve(-1, mi.total));
+    g_assert_cmpint(mi.limit, >, 0);
     hyocr_backend_free(be);
+}
+
+/* Bytes stay bytes; a negative limit is millionths of the total, none when the
+ * total is unknown. */
+static void test_limit_resolve(void)
+{
+    g_assert_cmpint(hyocr_memory_limit_resolve(0, 1000), ==, 0);
+    g_assert_cmpint(hyocr_memory_limit_resolve(123, 1000), ==, 123);
+    g_assert_cmpint(hyocr_memory_limit_resolve(123, 0), ==, 123);
+    g_assert_cmpint(hyocr_memory_limit_resolve(-500000, 1000), ==, 500);
+    g_assert_cmpint(hyocr_memory_limit_resolve(-1000000, 1000), ==, 1000);
+    g_assert_cmpint(hyocr_memory_limit_resolve(-250000, (int64_t)141 << 30), ==, ((int64_t)141 << 30) / 4);
+    g_assert_cmpint(hyocr_memory_limit_resolve(-500000, 0), ==, 0);
+    g_assert_cmpint(hyocr_memory_limit_resolve(-1, 999999), ==, 0);
 }
 
 /* A limit below the weights: refused before any upload, naming the weights' size
@@ -710,5 +730,6 @@ int main(int argc, char **argv)
     g_test_add_func("/memplan/refusal", test_refusal);
     g_test_add_func("/memplan/refusal-max-new", test_refusal_max_new);
     g_test_add_func("/memplan/backend-limit", test_backend_limit);
+    g_test_add_func("/memplan/limit-resolve", test_limit_resolve);
     return g_test_run();
 }

@@ -1698,6 +1698,7 @@ static void cpu_mem_info(hyocr_backend *be, hyocr_mem_info *out)
     out->workspace = cb->bytes[HYOCR_BUF_ACT] + cb->bytes[HYOCR_BUF_F32];
     out->peak = cb->peak;
     g_mutex_unlock(&cb->mem_lock);
+    out->limit = cb->memory_limit;
 }
 
 static bool cpu_check_finite(hyocr_backend *be, const hyocr_buf *b, size_t n, bool *finite, GError **error)
@@ -1882,13 +1883,9 @@ hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **er
     cb->base.dtype = HYOCR_COMPUTE_F32;
     cb->n_threads = n;
     cb->pool = pool;
-    cb->memory_limit = p ? p->memory_limit : 0;
-    if (cb->memory_limit < 0) {
-        /* a fraction of the machine's RAM, in millionths (see backend.h) */
-        int64_t total = 0, avail = 0;
-        read_meminfo(&total, &avail);
-        cb->memory_limit = (int64_t)((double)total * (double)-cb->memory_limit / 1e6);
-    }
+    int64_t total = 0, avail = 0;
+    read_meminfo(&total, &avail);
+    cb->memory_limit = hyocr_memory_limit_resolve(p ? p->memory_limit : 0, total);   /* of the machine's RAM */
     /* HYOCR_CPU_GENERIC=1 selects the portable code paths (no OpenBLAS, no
      * AVX2), so tests and benchmarks can reach them on any machine. */
     bool generic = g_getenv("HYOCR_CPU_GENERIC") != NULL;

@@ -1416,6 +1416,7 @@ static void cuda_mem_info(hyocr_backend *be, hyocr_mem_info *out)
     out->workspace = cb->bytes[HYOCR_BUF_ACT] + cb->bytes[HYOCR_BUF_F32] + cb->bytes[BUCKET_SCRATCH];
     out->peak = cb->peak;
     g_mutex_unlock(&cb->mem_lock);
+    out->limit = cb->memory_limit;
 }
 
 static bool cuda_sync(hyocr_backend *be, GError **error)
@@ -1613,6 +1614,17 @@ static bool runtime_open(cuda_backend *cb, GError **error)
     return true;
 }
 
+/* The memory limit, a fraction of the card resolved now that the device is chosen,
+ * holds from the backend's own first allocation on. Never fails: a card whose size
+ * cannot be read gets no fractional limit. */
+static bool limit_open(cuda_backend *cb, const hyocr_backend_params *p)
+{
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) cudaGetLastError();
+    cb->memory_limit = hyocr_memory_limit_resolve(p ? p->memory_limit : 0, (int64_t)total_b);
+    return true;
+}
+
 hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **error)
 {
     cuda_backend *cb = g_new0(cuda_backend, 1);
@@ -1622,17 +1634,10 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     /* F32 (the zero value of the params) means "the default", FP16. */
     cb->base.dtype = p && p->dtype == HYOCR_COMPUTE_BF16 ? HYOCR_COMPUTE_BF16 : HYOCR_COMPUTE_F16;
     cb->act = cb->base.dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
-    cb->memory_limit = p ? p->memory_limit : 0;
     cb->plans = g_hash_table_new_full(plan_hash, plan_equal, g_free, plan_free);
-    if (!device_open(cb, p, error) || !runtime_open(cb, error)) {
+    if (!device_open(cb, p, error) || !limit_open(cb, p) || !runtime_open(cb, error)) {
         cuda_free(&cb->base);
         return NULL;
-    }
-    if (cb->memory_limit < 0) {
-        /* a fraction of the card, in millionths (see backend.h) */
-        size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
-        cb->memory_limit = (int64_t)((double)total_b * (double)-cb->memory_limit / 1e6);
     }
     const char *no_gemv = g_getenv("HYOCR_NO_GEMV");
     cb->gemv = !(no_gemv && *no_gemv && strcmp(no_gemv, "0") != 0);

@@ -116,6 +116,12 @@ bool hyocr_rope_check(const hyocr_backend *be, const char *op, const hyocr_rope_
     return true;
 }
 
+int64_t hyocr_memory_limit_resolve(int64_t limit, int64_t total)
+{
+    if (limit >= 0) return limit;
+    return total > 0 ? (int64_t)((double)total * (double)-limit / 1e6) : 0;
+}
+
 /* R1: an explicit output size, so torch's source scale is in/out in float. R2: the
  * original code's scale_factor, a float32 tensor (out + 0.1)/edge read back with
  * .item(), whose reciprocal in double torch rounds to float. */

@@ -271,6 +271,11 @@ bool           hyocr_rope_check(const hyocr_backend *be, const char *op, const h
                                 const int32_t *pos, int n_axes, int Hq, int Hkv, int min_hq, int max_dim, int *axes,
                                 GError **error);
 
+/* The bytes a memory_limit of hyocr_backend_params allows on a device (or machine) of
+ * total bytes: the limit itself, or a negative one as millionths of total; 0 = none
+ * (also when total is unknown). Each backend resolves its limit once, at init. */
+int64_t        hyocr_memory_limit_resolve(int64_t limit, int64_t total);
+
 /* posemb_add's source scale along an axis of out cells from an edge-cell table, as torch
  * computes it; copy (the grid is edge×edge: torch takes the table unchanged) gives 1.
  * With R2 an axis of size edge but not both is still resampled, as torch's CUDA kernel does. */

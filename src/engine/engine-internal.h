@@ -21,7 +21,6 @@ struct hyocr_engine {
     hyocr_backend      *be;
     hyocr_model        *model;            /* NULL only after a failed dtype reload */
     int                 max_model_len;
-    int64_t             memory_limit;     /* as given: bytes, or < 0 millionths of the device */
     int                 kv_fixed_blocks;  /* the engine's fixed pool, 0 when it grows per job */
     bool                lm_head_tied;
     int32_t             eos[2 * HYOCR_MAX_EOS + 1];

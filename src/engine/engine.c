@@ -159,8 +159,7 @@ static bool check_weights_fit(hyocr_engine *eng, GError **error)
 {
     hyocr_mem_info mi;
     eng->be->ops->mem_info(eng->be, &mi);
-    int64_t lim = eng->memory_limit;
-    if (lim < 0) lim = mi.total > 0 ? (int64_t)((double)mi.total * (double)-lim / 1e6) : 0;
+    int64_t lim = mi.limit;
     if (lim <= 0) return true;
     hyocr_checkpoint_stats cs;
     hyocr_checkpoint_get_stats(eng->ck, &cs);
@@ -239,7 +238,6 @@ hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error)
     eng->model_dir = g_strdup(p->model_dir);
     eng->params = *p;
     eng->params.model_dir = eng->model_dir;
-    eng->memory_limit = p->memory_limit;
     eng->log = p->log;
     eng->log_data = p->log_data;
     g_mutex_init(&eng->model_lock);
@@ -521,15 +519,13 @@ typedef struct {
     bool                 is_limit;   /* the budget is the memory limit (else the card's free memory) */
 } memcheck;
 
-/* What a job may take: the memory limit (a fraction resolved as the backends
- * do), or on CUDA what the card has free plus what we hold already. */
+/* What a job may take: the backend's memory limit, or on CUDA what the card
+ * has free plus what we hold already. */
 static void memcheck_budget(memcheck *mc, const hyocr_mem_info *mi)
 {
     hyocr_engine *eng = mc->eng;
-    int64_t lim = eng->memory_limit;
-    if (lim < 0) lim = mi->total > 0 ? (int64_t)((double)mi->total * (double)-lim / 1e6) : 0;
-    mc->is_limit = lim > 0;
-    mc->budget = lim;
+    mc->is_limit = mi->limit > 0;
+    mc->budget = mi->limit;
     if (!mc->is_limit && eng->be->kind == HYOCR_BACKEND_CUDA && mi->total > 0)
         mc->budget = mi->free + mi->weights + mi->kv_reserved + mi->workspace;
 }

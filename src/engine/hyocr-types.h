@@ -26,6 +26,7 @@ typedef struct {
     int64_t kv_used;        /* KV blocks in use × block bytes (filled by the engine) */
     int64_t workspace;      /* activations / scratch currently allocated */
     int64_t peak;           /* high-water mark of everything this backend allocated */
+    int64_t limit;          /* the memory limit it enforces, bytes (a fraction resolved at init); 0 = none */
 } hyocr_mem_info;
 
 G_END_DECLS
