@@ -567,6 +567,35 @@ static void test_bad_job(void)
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
 }
 
+/* max_side is one rule for a file and for decoded pixels (Pillow's thumbnail size:
+ * 137×91 at 70 is 70×47, where scaling and rounding would give 70×46). */
+static void test_max_side(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = open_engine(CKPT, 0, &err);
+    g_assert_no_error(err);
+    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
+    g_autoptr(hyocr_image) pixels = hyocr_image_load(img, NULL, &err);
+    g_assert_no_error(err);
+    hyocr_job_params jp;
+    for (int decoded = 0; decoded < 2; decoded++) {
+        job_init(&jp, decoded ? NULL : img, NULL);
+        jp.image = decoded ? pixels : NULL;
+        jp.on_event = NULL;
+        jp.max_side = 70;
+        hyocr_memplan plan;
+        g_assert_true(hyocr_engine_plan_job(eng, &jp, &plan, &err));
+        g_assert_no_error(err);
+        g_assert_cmpint(plan.image_width, ==, 70);
+        g_assert_cmpint(plan.image_height, ==, 47);
+        jp.max_side = 137;   /* fits already: untouched */
+        g_assert_true(hyocr_engine_plan_job(eng, &jp, &plan, &err));
+        g_assert_cmpint(plan.image_width, ==, 137);
+        g_assert_cmpint(plan.image_height, ==, 91);
+    }
+}
+
 /* The model default: generation_config's value when it has one (1.03 in the flat,
  * 1.0-style checkpoint), else 1.08 for 1.5 (the nested one has none). */
 static void check_default_penalty(const char *ckpt, float want)
@@ -610,6 +639,7 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/missing-model-dir", test_missing_model_dir);
     g_test_add_func("/engine/corrupt-image", test_corrupt_image);
     g_test_add_func("/engine/bad-job", test_bad_job);
+    g_test_add_func("/engine/max-side", test_max_side);
     g_test_add_func("/engine/default-penalty", test_default_penalty);
     return g_test_run();
 }

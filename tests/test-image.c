@@ -1,5 +1,6 @@
 /* Image decoding, orientation, Pillow-exact resampling, smart_resize and pixel_values. */
 #include "image.h"
+#include "resize.h"
 #include "config.h"
 #include "error.h"
 #include "testutil.h"
@@ -758,6 +759,41 @@ static void test_fit_size(void)
     g_assert_false(hyocr_image_fit_size(640, 480, 640, &w, &h));
     g_assert_cmpint(w, ==, 640);
     g_assert_false(hyocr_image_fit_size(640, 480, 0, &w, &h));
+    /* the edges: one pixel over, down to a single pixel, and the aspect picking ceil
+     * where rounding the scaled edge would floor it (137×91 at 70: 46.496 rounds to
+     * 46, but 70/47 is closer to 137/91 than 70/46) */
+    static const int edges[][5] = {
+        { 641, 480, 640, 640, 479 }, { 480, 641, 640, 479, 640 }, { 640, 480, 1, 1, 1 }, { 2, 1, 1, 1, 1 },
+        { 137, 91, 70, 70, 47 }, { 131, 64, 44, 44, 22 }, { 2, 2, 1, 1, 1 },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(edges); i++) {
+        g_assert_true(hyocr_image_fit_size(edges[i][0], edges[i][1], edges[i][2], &w, &h));
+        g_assert_cmpint(w, ==, edges[i][3]);
+        g_assert_cmpint(h, ==, edges[i][4]);
+    }
+    g_assert_false(hyocr_image_fit_size(1, 1, 1, &w, &h));
+    g_assert_false(hyocr_image_fit_size(5, 3, -4, &w, &h));
+    g_assert_cmpint(h, ==, 3);
+}
+
+/* hyocr_image_fit applies that size with LANCZOS, and leaves an image that fits alone. */
+static void test_fit(void)
+{
+    g_autoptr(hyocr_image) img = hyocr_image_new(137, 91);
+    for (size_t i = 0; i < (size_t)137 * 91 * 3; i++) img->rgb[i] = (uint8_t)(i * 7 % 251);
+    g_autoptr(GError) err = NULL;
+    hyocr_image *out = (hyocr_image *)1;
+    g_assert_true(hyocr_image_fit(img, 137, &out, &err));
+    g_assert_null(out);
+    g_assert_true(hyocr_image_fit(img, 0, &out, &err));
+    g_assert_null(out);
+    g_assert_true(hyocr_image_fit(img, 70, &out, &err));
+    g_assert_no_error(err);
+    g_autoptr(hyocr_image) small = out;
+    g_assert_cmpint(small->width, ==, 70);
+    g_assert_cmpint(small->height, ==, 47);
+    g_autoptr(hyocr_image) want = hyocr_image_resize_lanczos(img, 70, 47);
+    g_assert_cmpmem(small->rgb, 70 * 47 * 3, want->rgb, 70 * 47 * 3);
 }
 
 static void test_max_side(Fixture *fx, gconstpointer data)
@@ -1265,6 +1301,7 @@ int main(int argc, char **argv)
     g_test_add_func("/image/resize/reference", test_resize_reference);
     g_test_add_func("/image/resize/threads", test_resize_threads);
     g_test_add_func("/image/prescale/fit-size", test_fit_size);
+    g_test_add_func("/image/prescale/fit", test_fit);
     FX("/image/prescale/max-side", test_max_side);
     g_test_add_func("/image/smart-resize/table", test_smart_resize);
     g_test_add_func("/image/pixels/layout", test_pixels_layout);

@@ -4,7 +4,7 @@
  * (tests/data/chat/cases.json). */
 #include "testutil.h"
 #include "error.h"
-#include "image.h"
+#include "resize.h"
 #include "prompt.h"
 #include <json-glib/json-glib.h>
 

@@ -4,7 +4,7 @@
  * and 1.08, drafts right for their first k positions and wrong after), and with the real draft
  * every round proposes what the authors' dflash_generate proposed (blocks.txt). */
 #include "dflash.h"
-#include "image.h"
+#include "resize.h"
 #include "prompt.h"
 #include "speculate.h"
 #include "testutil.h"

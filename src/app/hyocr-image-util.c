@@ -50,12 +50,12 @@ static hyocr_image *image_from_pixbuf(GdkPixbuf *pb)
     return img;
 }
 
+/* The engine's max_side rule; out of memory keeps the full image (the engine
+ * then shrinks it, or says why it cannot). */
 static hyocr_image *prescale(hyocr_image *img, int max_side)
 {
-    int w, h;
-    if (max_side <= 0 || !hyocr_image_fit_size(img->width, img->height, max_side, &w, &h)) return img;
-    hyocr_image *scaled = hyocr_image_resize_lanczos(img, w, h);
-    if (!scaled) return img;
+    hyocr_image *scaled = NULL;
+    if (!hyocr_image_fit(img, max_side, &scaled, NULL) || !scaled) return img;
     hyocr_image_free(img);
     return scaled;
 }

@@ -296,12 +296,12 @@ static const hyocr_image *job_image(HyocrJob *job, hyocr_image **owned, GError *
     return *owned;
 }
 
-static void fill_params(HyocrJob *job, const hyocr_image *img, gboolean owned, hyocr_job_params *jp)
+static void fill_params(HyocrJob *job, const hyocr_image *img, hyocr_job_params *jp)
 {
     const HyocrJobOptions *o = hyocr_job_get_options(job);
     hyocr_job_params_init(jp);
     jp->image = img;
-    jp->max_side = owned ? 0 : o->max_side;   /* a decoded file already had it applied */
+    jp->max_side = o->max_side;   /* a file decoded here fits already: the engine's rule leaves it */
     jp->task = o->task;
     jp->fields = (const char *const *)o->fields;
     jp->custom_prompt = o->custom_prompt;
@@ -342,7 +342,7 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
         return FALSE;
     }
     hyocr_job_post_prompt(job, prompt);
-    fill_params(job, *img, *owned != NULL, jp);
+    fill_params(job, *img, jp);
     g_autofree char *refusal = check_memory(self, jp, &error);
     if (error || refusal) {
         fail_job(job, error ? error->message : refusal);

@@ -3,7 +3,7 @@
 #pragma once
 #include <glib.h>
 #include "document.h"
-#include "image.h"
+#include "resize.h"
 #include "prompt.h"
 
 int hyocr_cmd_inspect(int argc, char **argv);

@@ -5,6 +5,7 @@
 #include "hyocr-build-config.h"
 #include "i18n.h"
 #include "reader.h"
+#include "resize.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -311,9 +312,16 @@ hyocr_image *hyocr_document_render(hyocr_document *doc, int page, const hyocr_re
 {
     int orientation;
     hyocr_image *img = render_raw(doc, page, ro, &orientation, error);
-    if (!img) return NULL;
-    hyocr_image_options io = { .ignore_exif = doc->ignore_exif, .max_side = ro ? ro->max_side : 0 };
-    return hyocr_image_finish(img, orientation, &io, doc->name, error);
+    if (img && !doc->ignore_exif) img = hyocr_image_upright(img, orientation, doc->name, error);
+    /* A raster's max_side is the pre-scale; a PDF page was rendered to fit already. */
+    hyocr_image *small = NULL;
+    if (img && !hyocr_image_fit(img, ro ? ro->max_side : 0, &small, error)) {
+        g_prefix_error(error, "%s: ", doc->name);
+        g_clear_pointer(&img, hyocr_image_free);
+    }
+    if (!small) return img;
+    hyocr_image_free(img);
+    return small;
 }
 
 bool hyocr_document_page_size(hyocr_document *doc, int page, double *width, double *height, GError **error)

@@ -348,29 +348,30 @@ bool hyocr_job_stage_done(job_state *st, double *ms, GError **error)
     return true;
 }
 
-static bool prescale_size(int width, int height, int max_side, int *w, int *h)
-{
-    int long_edge = MAX(width, height);
-    if (max_side <= 0 || long_edge <= max_side) return false;
-    double s = (double)max_side / long_edge;
-    *w = MAX(1, (int)lround(width * s));
-    *h = MAX(1, (int)lround(height * s));
-    return true;
-}
-
-static hyocr_image *prescale(const hyocr_image *img, int max_side)
-{
-    int w, h;
-    if (!prescale_size(img->width, img->height, max_side, &w, &h)) return NULL;
-    return hyocr_image_resize_lanczos(img, w, h);
-}
-
 /* A document page is rendered for the model: a PDF page at the resolution that fits the
  * processor's max_pixels (rendering larger would only be resized away). */
 static hyocr_render_options render_options(const job_state *st)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     return (hyocr_render_options){ .max_pixels = cfg->processor.max_pixels, .max_side = st->job->max_side };
+}
+
+/* The job's file, bytes or document page, decoded; its reader applies max_side (a PDF
+ * page is rendered to fit). */
+static hyocr_image *decode_image(const job_state *st, GError **error)
+{
+    const hyocr_job_params *job = st->job;
+    hyocr_image_options opts = { .max_side = job->max_side };
+    if (job->document) {
+        hyocr_render_options ro = render_options(st);
+        return hyocr_document_render(job->document, job->page, &ro, error);
+    }
+    if (job->image_data) {
+        gsize len = 0;
+        const void *data = g_bytes_get_data(job->image_data, &len);
+        return hyocr_image_load_from_memory(data, len, job->image_path ? job->image_path : "image", &opts, error);
+    }
+    return hyocr_image_load(job->image_path, &opts, error);
 }
 
 static bool load_image(job_state *st, GError **error)
@@ -381,27 +382,16 @@ static bool load_image(job_state *st, GError **error)
                     _("job has no image (path, data, decoded or document)"));
         return false;
     }
-    if (job->image) {
-        st->img_owned = prescale(job->image, job->max_side);
-        st->img = st->img_owned ? st->img_owned : job->image;
-        st->img_w = st->img->width;
-        st->img_h = st->img->height;
-        return true;
+    if (!job->image && !(st->img_owned = decode_image(st, error))) return false;
+    /* Decoded pixels get the readers' max_side rule here; a decoded file fits already. */
+    const hyocr_image *src = job->image ? job->image : st->img_owned;
+    hyocr_image *small;
+    if (!hyocr_image_fit(src, job->max_side, &small, error)) return false;
+    if (small) {
+        hyocr_image_free(st->img_owned);
+        st->img_owned = small;
     }
-    hyocr_image_options opts = { .max_side = job->max_side };
-    if (job->document) {
-        hyocr_render_options ro = render_options(st);
-        st->img_owned = hyocr_document_render(job->document, job->page, &ro, error);
-    } else if (job->image_data) {
-        gsize len = 0;
-        const void *data = g_bytes_get_data(job->image_data, &len);
-        st->img_owned = hyocr_image_load_from_memory(data, len, job->image_path ? job->image_path : "image", &opts,
-                                                     error);
-    } else {
-        st->img_owned = hyocr_image_load(job->image_path, &opts, error);
-    }
-    st->img = st->img_owned;
-    if (!st->img) return false;
+    st->img = st->img_owned ? st->img_owned : job->image;
     st->img_w = st->img->width;
     st->img_h = st->img->height;
     return true;
@@ -591,9 +581,8 @@ static int fit_max_side(const job_state *st, const memcheck *mc, hyocr_memplan *
     const hyocr_image *src = st->job->image ? st->job->image : st->img;
     int long_edge = MAX(src->width, src->height), n_now = st->grid_h * st->grid_w;
     for (int side = (long_edge - 1) / 32 * 32; side >= 32; side -= 32) {
-        int w = src->width, h = src->height, gh, gw;
-        if (st->job->image) prescale_size(src->width, src->height, side, &w, &h);
-        else hyocr_image_fit_size(src->width, src->height, side, &w, &h);
+        int w, h, gh, gw;
+        hyocr_image_fit_size(src->width, src->height, side, &w, &h);
         if (!grid_for(cfg, w, h, &gh, &gw, NULL) || gh * gw >= n_now) continue;
         int prompt = st->prompt->n - st->prompt->n_image + hyocr_memplan_image_tokens(gh, gw);
         memcheck_plan(mc, gh, gw, prompt, st->job->max_new_tokens, out);

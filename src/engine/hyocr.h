@@ -32,7 +32,7 @@
 #include "config.h"
 #include "document.h"
 #include "hyocr-types.h"
-#include "image.h"
+#include "resize.h"
 #include "memplan.h"
 #include "prompt.h"
 #include <gio/gio.h>

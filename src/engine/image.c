@@ -1,6 +1,5 @@
 /* hyocr — image decoding: PNG (libpng) and JPEG (libjpeg-turbo) to packed RGB8, matching
- * Pillow's Image.open(p).convert("RGB") (spec §3.1), plus EXIF orientation and the optional
- * Lanczos pre-scale.
+ * Pillow's Image.open(p).convert("RGB") (spec §3.1), plus EXIF orientation.
  *
  * Deliberate departures from the reference (which is plain Pillow):
  *  - 16-bit grayscale PNG: Pillow opens it as "I;16" and convert("RGB") clips every value
@@ -546,64 +545,17 @@ hyocr_image *hyocr_image_orient(const hyocr_image *src, int orientation)
     return out;
 }
 
-/* ------------------------------------------------------------------------ pre-scale */
-
-/* Pillow's thumbnail keeps the long edge at the bound and picks floor or ceil for the other
- * edge, whichever gives the closer aspect (floor on a tie), never below 1. */
-static int closest_edge(double exact, double aspect, int fixed, bool other_is_width)
-{
-    double lo = floor(exact), hi = ceil(exact);
-    double dlo, dhi;
-    if (other_is_width) {
-        dlo = fabs(aspect - lo / fixed);
-        dhi = fabs(aspect - hi / fixed);
-    } else {
-        dlo = lo == 0 ? 0 : fabs(aspect - fixed / lo);
-        dhi = hi == 0 ? 0 : fabs(aspect - fixed / hi);
-    }
-    double pick = dhi < dlo ? hi : lo;
-    return pick < 1 ? 1 : (int)pick;
-}
-
-bool hyocr_image_fit_size(int width, int height, int max_side, int *out_width, int *out_height)
-{
-    *out_width = width;
-    *out_height = height;
-    if (max_side < 1 || (width <= max_side && height <= max_side))
-        return false;
-    double aspect = (double)width / height;
-    if (1.0 >= aspect) {   /* portrait or square: height is the long edge */
-        *out_height = max_side;
-        *out_width = closest_edge(max_side * aspect, aspect, max_side, true);
-    } else {
-        *out_width = max_side;
-        *out_height = closest_edge(max_side / aspect, aspect, max_side, false);
-    }
-    return *out_width != width || *out_height != height;
-}
-
 /* ------------------------------------------------------------------------ entry points */
 
-hyocr_image *hyocr_image_finish(hyocr_image *img, int orientation, const hyocr_image_options *opts,
-                                const char *name, GError **error)
+hyocr_image *hyocr_image_upright(hyocr_image *img, int orientation, const char *name, GError **error)
 {
-    if (!opts->ignore_exif && orientation >= 2 && orientation <= 8) {
-        hyocr_image *up = hyocr_image_orient(img, orientation);
-        hyocr_image_free(img);
-        img = up;
-    }
-    /* A plain LANCZOS resize to thumbnail()'s size: its reducing_gap shortcuts (JPEG draft
-     * mode, box reduce) are not reproduced, so this is the "fair" resample. */
-    int w, h;
-    if (img && opts->max_side > 0 && hyocr_image_fit_size(img->width, img->height, opts->max_side, &w, &h)) {
-        hyocr_image *small = hyocr_image_resize_lanczos(img, w, h);
-        hyocr_image_free(img);
-        img = small;
-    }
-    if (!img)
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("%s: out of memory orienting or "
-                      "scaling the image"), name);
-    return img;
+    if (orientation < 2 || orientation > 8) return img;
+    hyocr_image *up = hyocr_image_orient(img, orientation);
+    hyocr_image_free(img);
+    if (!up)
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("%s: out of memory turning the image upright"),
+                    name);
+    return up;
 }
 
 /* Every format goes through the document readers; a PNG or JPEG is a document of one page

@@ -7,7 +7,7 @@
 #pragma once
 #include "backend.h"
 #include "checkpoint.h"
-#include "image.h"
+#include "resize.h"
 #include "kvcache.h"
 #include <glib.h>
 #include <stdbool.h>

@@ -54,9 +54,9 @@ extern const hyocr_reader hyocr_reader_webp;
 extern const hyocr_reader hyocr_reader_heif;   /* HEIC and AVIF */
 extern const hyocr_reader hyocr_reader_pdf;
 
-/* image.c: orientation (unless ignore_exif) and the max_side pre-scale, as for PNG and JPEG. */
-hyocr_image *hyocr_image_finish(hyocr_image *img, int orientation, const hyocr_image_options *opts,
-                                const char *name, GError **error);
+/* image.c: img (taken over) turned upright for an orientation 1..8 (any other value: img
+ * itself); NULL with HYOCR_ERROR_NO_MEMORY (naming name) when out of memory. */
+hyocr_image *hyocr_image_upright(hyocr_image *img, int orientation, const char *name, GError **error);
 
 /* document.c: draws a vector (PDF) page's own content into cr, in points; false with error
  * set for a raster page. Thread-safe like hyocr_document_render. */

@@ -1,5 +1,6 @@
 /* hyocr — Pillow-exact 8-bit resampling (BICUBIC for the processor, LANCZOS for the optional
- * pre-scale), smart_resize and the processor's pixel_values (spec §3.2–3.4).
+ * max_side pre-scale, whose size rule lives here too), smart_resize and the processor's
+ * pixel_values (spec §3.2–3.4).
  *
  * Resampling follows Pillow's libImaging/Resample.c semantics: separable passes, horizontal
  * first, a pass skipped when its dimension is unchanged; per output index the filter is
@@ -13,7 +14,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include "image.h"
+#include "resize.h"
 #include "error.h"
 #include "i18n.h"
 
@@ -309,6 +310,56 @@ hyocr_image *hyocr_image_resize_bicubic(const hyocr_image *src, int width, int h
 hyocr_image *hyocr_image_resize_lanczos(const hyocr_image *src, int width, int height)
 {
     return resample(src, width, height, &LANCZOS);
+}
+
+/* ------------------------------------------------------------------------ the max_side pre-scale */
+
+/* Pillow's thumbnail keeps the long edge at the bound and picks floor or ceil for the other
+ * edge, whichever gives the closer aspect (floor on a tie), never below 1. */
+static int closest_edge(double exact, double aspect, int fixed, bool other_is_width)
+{
+    double lo = floor(exact), hi = ceil(exact);
+    double dlo, dhi;
+    if (other_is_width) {
+        dlo = fabs(aspect - lo / fixed);
+        dhi = fabs(aspect - hi / fixed);
+    } else {
+        dlo = lo == 0 ? 0 : fabs(aspect - fixed / lo);
+        dhi = hi == 0 ? 0 : fabs(aspect - fixed / hi);
+    }
+    double pick = dhi < dlo ? hi : lo;
+    return pick < 1 ? 1 : (int)pick;
+}
+
+bool hyocr_image_fit_size(int width, int height, int max_side, int *out_width, int *out_height)
+{
+    *out_width = width;
+    *out_height = height;
+    if (max_side < 1 || (width <= max_side && height <= max_side))
+        return false;
+    double aspect = (double)width / height;
+    if (1.0 >= aspect) {   /* portrait or square: height is the long edge */
+        *out_height = max_side;
+        *out_width = closest_edge(max_side * aspect, aspect, max_side, true);
+    } else {
+        *out_width = max_side;
+        *out_height = closest_edge(max_side / aspect, aspect, max_side, false);
+    }
+    return *out_width != width || *out_height != height;
+}
+
+/* A plain LANCZOS resize to thumbnail()'s size: its reducing_gap shortcuts (JPEG draft
+ * mode, box reduce) are not reproduced, so this is the "fair" resample. */
+bool hyocr_image_fit(const hyocr_image *src, int max_side, hyocr_image **out, GError **error)
+{
+    int w, h;
+    *out = NULL;
+    if (!hyocr_image_fit_size(src->width, src->height, max_side, &w, &h)) return true;
+    *out = hyocr_image_resize_lanczos(src, w, h);
+    if (!*out)
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory shrinking a %d×%d image to %d×%d"),
+                    src->width, src->height, w, h);
+    return *out != NULL;
 }
 
 /* ------------------------------------------------------------------------ smart_resize */
