@@ -87,6 +87,25 @@ static void test_trailing(void)
     g_assert_cmpstr(err->message, ==, "/m/config.json: trailing data after the JSON value at byte 9 (line 2, column 1)");
 }
 
+/* json-glib made bytes that are not UTF-8 of a lone low surrogate and cut a string at
+ * \u0000 (found by fuzz-json); a high surrogate alone it calls an unterminated string. */
+static void test_escapes(void)
+{
+    expect_refused("[\"\\udc00x\"]", 8, "an invalid \\u escape (it takes four hex digits naming a character "
+                   "other than \\u0000; surrogates come in pairs) at byte 2 (line 1, column 3)");
+    expect_refused("[\"a\\u0000b\"]", 8, "at byte 3");
+    expect_refused("{\"k\": \"\\ud83d\"}", 8, "at byte 7");
+    expect_refused("[\"\\uD83D\\u0041\"]", 8, "at byte 2");
+    expect_refused("[\"\\udc0*/1x\"]", 8, "at byte 2");   /* json-glib read \\udc0* as \\udbff */
+    expect_refused("[\"\\u12\"]", 8, "at byte 2");
+    expect_ok("[\"\\ud83d\\ude00 \\u00e9 \\\\u0000 \\\"\\u0041\"]", 1);   /* a pair, é, an escaped backslash */
+    expect_ok("['\\u0000']", 1);   /* single quotes: json-glib reads no escapes there */
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) pair = hyocr_json_parse("[\"\\ud83d\\ude00\"]", 16, 8, NULL, &err);
+    g_assert_no_error(err);
+    g_assert_cmpstr(json_array_get_string_element(json_node_get_array(pair), 0), ==, "\xF0\x9F\x98\x80");
+}
+
 static void test_parse_messages(void)
 {
     g_autoptr(GError) err = NULL;
@@ -95,6 +114,7 @@ static void test_parse_messages(void)
     g_assert_true(g_str_has_prefix(err->message, "x.json:1:7: "));
     g_clear_error(&err);
     g_autoptr(JsonNode) b = hyocr_json_parse("{\"a\": }", 7, 8, NULL, &err);
+    g_assert_null(b);
     g_assert_true(g_str_has_prefix(err->message, "1:7: "));
     g_clear_error(&err);
     g_autoptr(JsonNode) c = hyocr_json_parse(" \n", 2, 8, "x.json", &err);
@@ -116,6 +136,7 @@ int main(int argc, char **argv)
     g_test_add_func("/json/depth", test_depth);
     g_test_add_func("/json/brackets-that-are-not", test_brackets_that_are_not);
     g_test_add_func("/json/trailing", test_trailing);
+    g_test_add_func("/json/escapes", test_escapes);
     g_test_add_func("/json/parse-messages", test_parse_messages);
     return g_test_run();
 }

@@ -6,6 +6,7 @@
 #include "error.h"
 #include "i18n.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct {
@@ -31,14 +32,48 @@ static void skip_blank(scan *s)
     }
 }
 
-/* Past the closing quote (or to the end of an unterminated string). */
-static void skip_string(scan *s)
+/* The code unit of a \uXXXX escape at at, or -1. */
+static int escape_unit(const scan *s, size_t at)
+{
+    if (at + 6 > s->n || s->p[at] != '\\' || s->p[at + 1] != 'u') return -1;
+    int v = 0;
+    for (size_t i = at + 2; i < at + 6; i++) {
+        int d = g_ascii_xdigit_value(s->p[i]);
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* Past the closing quote (or to the end of an unterminated string). json-glib reads any
+ * four characters after \u as hex digits, turns a lone low surrogate (\udc00) into bytes
+ * that are not UTF-8 and cuts a string at \u0000, so a \u escape must be four hex digits
+ * naming a character other than U+0000, surrogates only in pairs: *bad gets the offset of
+ * one that is not. */
+static void skip_string(scan *s, size_t *bad)
 {
     char quote = s->p[s->at++];
     while (s->at < s->n) {
-        char c = s->p[s->at++];
-        if (c == quote) return;
-        if (c == '\\' && quote == '"' && s->at < s->n) s->at++;
+        char c = s->p[s->at];
+        if (c == quote) {
+            s->at++;
+            return;
+        }
+        if (quote != '"' || c != '\\' || s->at + 1 >= s->n) {
+            s->at++;
+            continue;
+        }
+        if (s->p[s->at + 1] != 'u') {
+            s->at += 2;
+            continue;
+        }
+        int u = escape_unit(s, s->at);
+        int low = u >= 0xD800 && u <= 0xDBFF ? escape_unit(s, s->at + 6) : -1;
+        if (u <= 0 || (u >= 0xDC00 && u <= 0xDFFF) || (u >= 0xD800 && u <= 0xDBFF && (low < 0xDC00 || low > 0xDFFF))) {
+            *bad = s->at;
+            return;
+        }
+        s->at += low >= 0 ? 12 : 6;
     }
 }
 
@@ -69,7 +104,7 @@ bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **erro
         char c = s.p[s.at];
         if (c == '[' || c == '{') {
             if (++depth > max_depth) {
-                g_autofree char *what = g_strdup_printf("JSON nested deeper than %d levels", max_depth);
+                g_autofree char *what = g_strdup_printf(_("JSON nested deeper than %d levels"), max_depth);
                 set_at_error(error, &s, s.at, what);
                 return false;
             }
@@ -81,7 +116,12 @@ bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **erro
             depth--;
             s.at++;
         } else if (c == '"' || c == '\'') {
-            skip_string(&s);
+            size_t bad = SIZE_MAX;
+            skip_string(&s, &bad);
+            if (bad != SIZE_MAX) {
+                set_at_error(error, &s, bad, _("an invalid \\u escape (it takes four hex digits naming a character other than \\u0000; surrogates come in pairs)"));
+                return false;
+            }
         } else if (c == ',' || c == ':') {
             s.at++;
             continue;
