@@ -5,6 +5,7 @@
 #include "document.h"
 #include "resize.h"
 #include "prompt.h"
+#include "hyocr.h"
 
 int hyocr_cmd_inspect(int argc, char **argv);
 int hyocr_cmd_tokenize(int argc, char **argv);
@@ -13,11 +14,19 @@ int hyocr_cmd_prepare(int argc, char **argv);
 int hyocr_cmd_run(int argc, char **argv);        /* cmd-run.c */
 int hyocr_cmd_download(int argc, char **argv);   /* cmd-download.c */
 int hyocr_cmd_models(int argc, char **argv);     /* cmd-download.c */
+int hyocr_cmd_serve(int argc, char **argv);      /* cmd-serve.c */
 
 /* A subcommand's option context: translated help, entries added. */
 GOptionContext *hyocr_cli_context_new(const char *parameter_string, const GOptionEntry *entries);
 /* Parses; on failure prints "hyocr: <why>" to stderr and returns FALSE. */
 gboolean        hyocr_cli_parse(GOptionContext *ctx, int *argc, char ***argv);
+
+/* options.c: values of the options of the commands that open an engine. */
+bool hyocr_cli_parse_device(const char *s, hyocr_device *out, GError **error);
+bool hyocr_cli_parse_dtype(const char *s, hyocr_compute_dtype *out, GError **error);
+/* "0.5": a fraction of the card (negative in the engine params); "8G", "2500M", "123456": bytes. */
+bool hyocr_cli_parse_memory_limit(const char *s, int64_t *out, GError **error);
+bool hyocr_cli_parse_bytes(const char *opt, const char *s, int64_t *out, GError **error);
 
 /* Shared by prepare and run: writes input_ids.txt, position_ids.txt, grid_thw.txt, pixel_values.f32. */
 gboolean hyocr_cli_dump_inputs(const char *dir, const hyocr_prompt *prompt, const hyocr_pixels *px, GError **error);

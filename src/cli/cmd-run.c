@@ -181,19 +181,6 @@ static bool parse_variant(const char *s, hyocr_variant *out, const char *opt, GE
     return true;
 }
 
-static bool parse_device(const char *s, hyocr_device *out, GError **error)
-{
-    if (!s || !strcmp(s, "auto")) *out = HYOCR_DEVICE_AUTO;
-    else if (!strcmp(s, "cpu")) *out = HYOCR_DEVICE_CPU;
-    else if (!strcmp(s, "cuda")) *out = HYOCR_DEVICE_CUDA;
-    else {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("--device: expected auto, cpu or cuda, got “%s”"), s);
-        return false;
-    }
-    return true;
-}
-
 static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
 {
     GOptionEntry entries[] = {
@@ -317,40 +304,6 @@ static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GE
     return true;
 }
 
-static bool parse_dtype(const char *s, hyocr_compute_dtype *out, GError **error)
-{
-    if (!s || !strcmp(s, "f16") || !strcmp(s, "fp16")) { *out = HYOCR_COMPUTE_F16; return true; }
-    if (!strcmp(s, "bf16")) { *out = HYOCR_COMPUTE_BF16; return true; }
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--dtype: expected f16 or bf16, got “%s”"), s);
-    return false;
-}
-
-/* "0.5" is a fraction of the card (negative in the engine params, resolved by the
- * backend once it knows the card); "8G", "2500M", "123456" are bytes. */
-static bool parse_memory_limit(const char *s, int64_t *out, GError **error)
-{
-    if (!s) return true;
-    char *end = NULL;
-    double v = g_ascii_strtod(s, &end);
-    double scale = 1;
-    if (end && *end) {
-        switch (g_ascii_toupper(*end)) {
-        case 'K': scale = 1024.0; break;
-        case 'M': scale = 1024.0 * 1024; break;
-        case 'G': scale = 1024.0 * 1024 * 1024; break;
-        default: scale = 0;
-        }
-        if (end[1] && g_ascii_strcasecmp(end + 1, "iB") && g_ascii_strcasecmp(end + 1, "B")) scale = 0;
-    }
-    if (end == s || scale == 0 || v <= 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("--gpu-memory-limit: expected bytes (8G, 2500M) or a fraction of the card (0.5), got “%s”"), s);
-        return false;
-    }
-    *out = (v < 1 && scale == 1) ? -(int64_t)(v * 1e6) : (int64_t)(v * scale);
-    return true;
-}
-
 static bool fill_engine(const run_opts *o, hyocr_engine_params *ep, GError **error)
 {
     hyocr_engine_params_init(ep);
@@ -360,9 +313,9 @@ static bool fill_engine(const run_opts *o, hyocr_engine_params *ep, GError **err
     if (o->max_batch > 0) ep->max_batch = o->max_batch;
     ep->swap_space = (int64_t)(o->swap_gib * 1024.0 * 1024.0 * 1024.0);
     ep->log = on_log;
-    return parse_device(o->device, &ep->device, error) &&
-           parse_dtype(o->dtype, &ep->cuda_dtype, error) &&
-           parse_memory_limit(o->mem_limit, &ep->memory_limit, error) &&
+    return hyocr_cli_parse_device(o->device, &ep->device, error) &&
+           hyocr_cli_parse_dtype(o->dtype, &ep->cuda_dtype, error) &&
+           hyocr_cli_parse_memory_limit(o->mem_limit, &ep->memory_limit, error) &&
            parse_variant(o->rope, &ep->rope_variant, "--rope", error) &&
            parse_variant(o->posemb, &ep->posemb_variant, "--posemb", error);
 }
@@ -437,18 +390,6 @@ static void json_memory(JsonBuilder *b, const hyocr_mem_info *m)
     json_builder_end_object(b);
 }
 
-/* Generated text can hold NUL bytes, which json-glib's C strings cannot carry: they reach
- * the generator as 0xFF, a byte no UTF-8 text holds, and hyocr_json_to_data writes them
- * as \u0000. Every other string goes in as valid UTF-8 (json_add_string), so
- * 0xFF means NUL and nothing else. */
-static void json_add_text(JsonBuilder *b, const char *text, size_t len)
-{
-    g_autofree char *copy = g_malloc(len + 1);
-    for (size_t i = 0; i < len; i++) copy[i] = text[i] ? text[i] : (char)0xFF;
-    copy[len] = '\0';
-    json_builder_add_string_value(b, copy);
-}
-
 /* Paths and messages may hold bytes that are not UTF-8 (file names on Linux). */
 static void json_add_string(JsonBuilder *b, const char *s)
 {
@@ -479,7 +420,7 @@ static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job
         json_builder_add_string_value(b, r->redone_dtype == HYOCR_COMPUTE_BF16 ? "bf16" : "fp32");
     }
     json_builder_set_member_name(b, "text");
-    json_add_text(b, r->text ? r->text : "", r->text ? r->text_len : 0);
+    hyocr_json_add_text(b, r->text ? r->text : "", r->text ? r->text_len : 0);
     json_builder_set_member_name(b, "token_ids");
     json_builder_begin_array(b);
     for (guint i = 0; r->token_ids && i < r->token_ids->len; i++)

@@ -370,6 +370,9 @@ typedef struct {
 
 static const command commands[] = {
     { "run", hyocr_cmd_run, N_("read, parse or translate an image (streams the answer)") },
+#ifdef HYOCR_CLI_SERVE
+    { "serve", hyocr_cmd_serve, N_("serve the model over an OpenAI-compatible HTTP API, as vLLM does") },
+#endif
 #ifdef HYOCR_CLI_DOWNLOAD
     { "download", hyocr_cmd_download, N_("download the model from Hugging Face or a mirror") },
     { "models", hyocr_cmd_models, N_("list installed models") },

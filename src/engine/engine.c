@@ -837,6 +837,7 @@ static void emit_end(job_state *st, const GError *err)
         ev.type = HYOCR_EVENT_ERROR;
         ev.error = err;
     }
+    ev.stop_reason = st->res->stop_reason;
     emit(st, &ev);
 }
 

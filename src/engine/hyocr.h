@@ -104,6 +104,17 @@ char               *hyocr_engine_render_chat(hyocr_engine *eng, const hyocr_chat
                                              int *n_images, GError **error);
 
 typedef enum {
+    HYOCR_STOP_NONE,            /* the job failed before generating */
+    HYOCR_STOP_EOS,
+    HYOCR_STOP_MAX_NEW_TOKENS,
+    HYOCR_STOP_MAX_MODEL_LEN,
+    HYOCR_STOP_REPETITION,      /* streaming tail-repetition check */
+    HYOCR_STOP_CANCELLED,
+} hyocr_stop_reason;
+
+const char *hyocr_stop_reason_name(hyocr_stop_reason r);   /* "eos", "max_new_tokens", … */
+
+typedef enum {
     HYOCR_EVENT_PREPROCESS,   /* image decoded, pixels and prompt ready (prompt, pixels set) */
     HYOCR_EVENT_VISION,       /* vision tower + merger done */
     HYOCR_EVENT_PREFILL,      /* prompt processed; first token about to be chosen */
@@ -131,6 +142,7 @@ typedef struct {
     const hyocr_prompt *prompt;        /* PREPROCESS */
     const hyocr_pixels *pixels;        /* PREPROCESS */
     const GError       *error;         /* ERROR */
+    hyocr_stop_reason   stop_reason;   /* DONE, CANCELLED: why it ended */
 } hyocr_event;
 
 typedef void (*hyocr_event_fn)(const hyocr_event *ev, void *user_data);
@@ -170,17 +182,6 @@ typedef struct {
 } hyocr_job_params;
 
 void hyocr_job_params_init(hyocr_job_params *p);
-
-typedef enum {
-    HYOCR_STOP_NONE,            /* the job failed before generating */
-    HYOCR_STOP_EOS,
-    HYOCR_STOP_MAX_NEW_TOKENS,
-    HYOCR_STOP_MAX_MODEL_LEN,
-    HYOCR_STOP_REPETITION,      /* streaming tail-repetition check */
-    HYOCR_STOP_CANCELLED,
-} hyocr_stop_reason;
-
-const char *hyocr_stop_reason_name(hyocr_stop_reason r);   /* "eos", "max_new_tokens", … */
 
 typedef struct {
     double preprocess_ms, vision_ms, prefill_ms, decode_ms, total_ms;

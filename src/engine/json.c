@@ -210,3 +210,11 @@ char *hyocr_json_to_data(JsonNode *root, bool pretty)
     g_autofree char *text = json_generator_to_data(gen, NULL);
     return escape_leftover_controls(text);
 }
+
+void hyocr_json_add_text(JsonBuilder *b, const char *text, size_t len)
+{
+    g_autofree char *copy = g_malloc(len + 1);
+    for (size_t i = 0; i < len; i++) copy[i] = text[i] ? text[i] : (char)0xFF;
+    copy[len] = '\0';
+    json_builder_add_string_value(b, copy);
+}

@@ -45,5 +45,9 @@ int64_t     hyocr_json_int(JsonObject *o, const char *key);
  * byte, which no UTF-8 text holds, is written as \u0000: how a writer passes a NUL byte of a
  * model's answer through json-glib's C strings. */
 char *hyocr_json_to_data(JsonNode *root, bool pretty);
+/* A string value of len bytes that may hold NUL bytes (a model's answer): they go
+ * in as 0xFF, written \u0000 by hyocr_json_to_data. Every other string added
+ * must be valid UTF-8 (which never holds 0xFF). */
+void  hyocr_json_add_text(JsonBuilder *b, const char *text, size_t len);
 
 G_END_DECLS

@@ -1,0 +1,162 @@
+/* hyocr serve — the OpenAI-compatible server (src/server/): options, the key
+ * (flag, file or environment), then the server until it is stopped. */
+#include "cli.h"
+#include "error.h"
+#include "server.h"
+#include <glib/gi18n.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_PORT         8000
+#define DEFAULT_MAX_QUEUE    256
+#define DEFAULT_REQUEST_SIZE "64M"
+
+typedef struct {
+    char   *model, *host, *api_key, *api_key_file, *media_dir, *mem_limit, *mem_fraction, *device, *dtype, *max_body;
+    char  **names;
+    int     port, max_queue, max_model_len, max_side, max_batch, threads;
+    double  swap_gib;
+} serve_opts;
+
+static void serve_opts_clear(serve_opts *o)
+{
+    g_free(o->model);
+    g_free(o->host);
+    g_free(o->api_key);
+    g_free(o->api_key_file);
+    g_free(o->media_dir);
+    g_free(o->mem_limit);
+    g_free(o->mem_fraction);
+    g_free(o->device);
+    g_free(o->dtype);
+    g_free(o->max_body);
+    g_strfreev(o->names);
+}
+
+static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
+{
+    GOptionEntry entries[] = {
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model, N_("Model folder (config.json, tokenizer.json, weights)"),
+          "DIR" },
+        { "host", 0, 0, G_OPTION_ARG_STRING, &o->host, N_("Address to listen on (127.0.0.1: this machine only)"),
+          "ADDR" },
+        { "port", 0, 0, G_OPTION_ARG_INT, &o->port, N_("Port to listen on (8000; 0: any free port)"), "N" },
+        { "api-key", 0, 0, G_OPTION_ARG_STRING, &o->api_key,
+          N_("Key clients must send (Authorization: Bearer KEY); also from HYOCR_API_KEY"), "KEY" },
+        { "api-key-file", 0, 0, G_OPTION_ARG_FILENAME, &o->api_key_file, N_("Read the key from this file"), "FILE" },
+        { "served-model-name", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->names,
+          N_("Model name clients ask for (default: --model as given); repeat it for several"), "NAME" },
+        { "max-queue", 0, 0, G_OPTION_ARG_INT, &o->max_queue,
+          N_("Requests waiting for the engine at most; beyond, 503 (256)"), "N" },
+        { "max-request-size", 0, 0, G_OPTION_ARG_STRING, &o->max_body, N_("Largest request body (64M)"), "SIZE" },
+        { "allowed-local-media-path", 0, 0, G_OPTION_ARG_FILENAME, &o->media_dir,
+          N_("Serve file:// images from under this folder"), "DIR" },
+        { "gpu-memory-limit", 0, 0, G_OPTION_ARG_STRING, &o->mem_limit,
+          N_("GPU memory this process may use: bytes (8G, 2500M) or a fraction of the card (0.5)"), "SIZE" },
+        { "gpu-memory-utilization", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &o->mem_fraction, NULL, NULL },
+        { "max-model-len", 0, 0, G_OPTION_ARG_INT, &o->max_model_len, N_("Prompt + output tokens at most"), "N" },
+        { "swap-space", 0, 0, G_OPTION_ARG_DOUBLE, &o->swap_gib,
+          N_("GiB of host memory for the KV cache of preempted requests (0: recompute them)"), "GIB" },
+        { "max-side", 0, 0, G_OPTION_ARG_INT, &o->max_side, N_("Shrink every image so its long edge is at most PX"),
+          "PX" },
+        { "max-batch", 0, 0, G_OPTION_ARG_INT, &o->max_batch, N_("Requests decoding together at most (16)"), "N" },
+        { "device", 'd', 0, G_OPTION_ARG_STRING, &o->device, N_("auto, cpu or cuda"), "DEV" },
+        { "threads", 0, 0, G_OPTION_ARG_INT, &o->threads, N_("CPU threads (0 = all cores)"), "N" },
+        { "dtype", 0, 0, G_OPTION_ARG_STRING, &o->dtype, N_("CUDA compute type: f16 (default) or bf16"), "T" },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— serve the model over an OpenAI-compatible HTTP API"),
+                                                          entries);
+    if (!g_option_context_parse(ctx, &argc, &argv, error)) return false;
+    if (!o->model) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--model DIR is required"));
+        return false;
+    }
+    if (o->port < 0 || o->port > 65535 || o->max_queue < 0 || o->max_batch < 0 || o->max_side < 0 ||
+        o->swap_gib < 0 || o->max_model_len < 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--port must be 0…65535, and --max-queue, --max-batch, --max-side, --max-model-len and "
+                      "--swap-space cannot be negative"));
+        return false;
+    }
+    if (o->mem_limit && o->mem_fraction) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("give --gpu-memory-limit or --gpu-memory-utilization, not both"));
+        return false;
+    }
+    return true;
+}
+
+/* --api-key, else --api-key-file (its first line), else HYOCR_API_KEY; NULL: none. */
+static bool find_key(const serve_opts *o, char **key, GError **error)
+{
+    if (o->api_key) {
+        *key = g_strdup(o->api_key);
+    } else if (o->api_key_file) {
+        g_autofree char *text = NULL;
+        if (!g_file_get_contents(o->api_key_file, &text, NULL, error)) return false;
+        char *nl = strpbrk(text, "\r\n");
+        if (nl) *nl = '\0';
+        *key = g_strdup(g_strstrip(text));
+    } else {
+        *key = g_strdup(g_getenv("HYOCR_API_KEY"));
+    }
+    if (*key && !**key) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("the API key is empty"));
+        g_clear_pointer(key, g_free);
+        return false;
+    }
+    return true;
+}
+
+static bool fill(const serve_opts *o, hyocr_server_options *so, GError **error)
+{
+    memset(so, 0, sizeof *so);
+    so->host = o->host ? o->host : "127.0.0.1";
+    so->port = o->port;
+    so->allowed_media_dir = o->media_dir;
+    so->max_side = o->max_side;
+    static const char *default_names[2];
+    default_names[0] = o->model;
+    so->served_names = o->names && o->names[0] ? o->names : (char **)default_names;
+    hyocr_engine_params *ep = &so->engine;
+    hyocr_engine_params_init(ep);
+    ep->model_dir = o->model;
+    ep->n_threads = o->threads;
+    ep->max_model_len = o->max_model_len;
+    if (o->max_batch > 0) ep->max_batch = o->max_batch;
+    ep->max_queue = o->max_queue > 0 ? o->max_queue : DEFAULT_MAX_QUEUE;
+    ep->swap_space = (int64_t)(o->swap_gib * 1024.0 * 1024.0 * 1024.0);
+    if (o->mem_fraction) {
+        double f = g_ascii_strtod(o->mem_fraction, NULL);
+        if (!(f > 0 && f <= 1)) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        _("--gpu-memory-utilization: expected a fraction in (0, 1], got “%s”"), o->mem_fraction);
+            return false;
+        }
+        ep->memory_limit = -(int64_t)(f * 1e6);
+    }
+    return hyocr_cli_parse_bytes("--max-request-size", o->max_body ? o->max_body : DEFAULT_REQUEST_SIZE,
+                                 &so->max_request_size, error) &&
+           hyocr_cli_parse_device(o->device, &ep->device, error) &&
+           hyocr_cli_parse_dtype(o->dtype, &ep->cuda_dtype, error) &&
+           hyocr_cli_parse_memory_limit(o->mem_limit, &ep->memory_limit, error);
+}
+
+int hyocr_cmd_serve(int argc, char **argv)
+{
+    serve_opts o = { .port = DEFAULT_PORT };
+    g_autoptr(GError) error = NULL;
+    hyocr_server_options so;
+    g_autofree char *key = NULL;
+    int status = 1;
+    if (parse_args(argc, argv, &o, &error) && find_key(&o, &key, &error) && fill(&o, &so, &error)) {
+        so.api_key = key;
+        status = hyocr_server_run(&so);
+    } else {
+        fprintf(stderr, _("hyocr serve: %s\n"), error->message);
+        status = 2;
+    }
+    serve_opts_clear(&o);
+    return status;
+}

@@ -1,0 +1,77 @@
+/* hyocr CLI — option values shared by the commands that open an engine (run,
+ * serve): device, compute type, memory limit. */
+#include "cli.h"
+#include "error.h"
+#include <glib/gi18n.h>
+#include <string.h>
+
+bool hyocr_cli_parse_device(const char *s, hyocr_device *out, GError **error)
+{
+    if (!s || !strcmp(s, "auto")) *out = HYOCR_DEVICE_AUTO;
+    else if (!strcmp(s, "cpu")) *out = HYOCR_DEVICE_CPU;
+    else if (!strcmp(s, "cuda")) *out = HYOCR_DEVICE_CUDA;
+    else {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--device: expected auto, cpu or cuda, got “%s”"), s);
+        return false;
+    }
+    return true;
+}
+
+bool hyocr_cli_parse_dtype(const char *s, hyocr_compute_dtype *out, GError **error)
+{
+    if (!s || !strcmp(s, "f16") || !strcmp(s, "fp16")) { *out = HYOCR_COMPUTE_F16; return true; }
+    if (!strcmp(s, "bf16")) { *out = HYOCR_COMPUTE_BF16; return true; }
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--dtype: expected f16 or bf16, got “%s”"), s);
+    return false;
+}
+
+/* "0.5" is a fraction of the card (negative in the engine params, resolved by the
+ * backend once it knows the card); "8G", "2500M", "123456" are bytes. */
+bool hyocr_cli_parse_memory_limit(const char *s, int64_t *out, GError **error)
+{
+    if (!s) return true;
+    char *end = NULL;
+    double v = g_ascii_strtod(s, &end);
+    double scale = 1;
+    if (end && *end) {
+        switch (g_ascii_toupper(*end)) {
+        case 'K': scale = 1024.0; break;
+        case 'M': scale = 1024.0 * 1024; break;
+        case 'G': scale = 1024.0 * 1024 * 1024; break;
+        default: scale = 0;
+        }
+        if (end[1] && g_ascii_strcasecmp(end + 1, "iB") && g_ascii_strcasecmp(end + 1, "B")) scale = 0;
+    }
+    if (end == s || scale == 0 || v <= 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--gpu-memory-limit: expected bytes (8G, 2500M) or a fraction of the card (0.5), got “%s”"), s);
+        return false;
+    }
+    *out = (v < 1 && scale == 1) ? -(int64_t)(v * 1e6) : (int64_t)(v * scale);
+    return true;
+}
+
+/* "64M", "1G", "500000": bytes, for opt (named in the message). */
+bool hyocr_cli_parse_bytes(const char *opt, const char *s, int64_t *out, GError **error)
+{
+    char *end = NULL;
+    double v = s ? g_ascii_strtod(s, &end) : 0;
+    double scale = 1;
+    if (end && *end) {
+        switch (g_ascii_toupper(*end)) {
+        case 'K': scale = 1024.0; break;
+        case 'M': scale = 1024.0 * 1024; break;
+        case 'G': scale = 1024.0 * 1024 * 1024; break;
+        default: scale = 0;
+        }
+        if (end[1] && g_ascii_strcasecmp(end + 1, "iB") && g_ascii_strcasecmp(end + 1, "B")) scale = 0;
+    }
+    if (!s || end == s || scale == 0 || v < 1 || v * scale > 9e18) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s: expected bytes (64M, 1G), got “%s”"), opt,
+                    s ? s : "");
+        return false;
+    }
+    *out = (int64_t)(v * scale);
+    return true;
+}

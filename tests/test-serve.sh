@@ -1,0 +1,389 @@
+#!/bin/bash
+# hyocr serve end to end, over HTTP with curl, on the fixture checkpoint (CPU,
+# loopback only): the answer equals hyocr run's, the SSE stream's format, every
+# error of the API (400 401 404 405 413 503) with its message and param, a
+# client that goes away cancels its job, /metrics, the request log, SIGTERM
+# drains what is in flight, and a second server on a busy port fails clearly.
+# TAP output.
+set -u
+HYOCR=$1
+DATA=$(cd "${HYOCR_TEST_DATA:?}" && pwd)
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+n=0
+failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name" "command: $*"; fi; }
+
+if ! command -v curl >/dev/null; then
+    echo "1..0 # SKIP curl is not installed (.ci/setup installs it)"
+    exit 0
+fi
+
+flat=$DATA/ckpt-flat
+img=$DATA/images/odd_137x91.png
+
+# start NAME ARGS…: a server on a free port; sets port_NAME and pid_NAME once it is ready
+start() {
+    local name=$1; shift
+    "$HYOCR" serve --model "$flat" --device cpu --threads 2 --port 0 "$@" 2>"$tmp/$name.log" &
+    local pid=$!
+    pids+=("$pid")
+    eval "pid_$name=$pid"
+    # wait for the line, not for time: grep exits at the first "ready" (or a failure)
+    timeout 120 grep -m1 -qE "ready|error|hyocr serve: [^l]" <(tail -n +1 -f --pid=$$ "$tmp/$name.log")
+    local p
+    p=$(grep -oE "listening on http://[0-9.]+:[0-9]+" "$tmp/$name.log" | grep -oE "[0-9]+$")
+    eval "port_$name=${p:-0}"
+}
+
+# post NAME BODYFILE [CURL ARGS…]: status in $status, body in $tmp/out, headers in $tmp/hdr
+post() {
+    local port=$1 body=$2; shift 2
+    status=$(curl -s -o "$tmp/out" -D "$tmp/hdr" -w '%{http_code}' -H 'Content-Type: application/json' \
+             --data-binary @"$body" "$@" "http://127.0.0.1:$port/v1/chat/completions")
+}
+
+get() {
+    local port=$1 path=$2; shift 2
+    status=$(curl -s -o "$tmp/out" -D "$tmp/hdr" -w '%{http_code}' "$@" "http://127.0.0.1:$port$path")
+}
+
+# py EXPR: EXPR over d (the JSON in $tmp/out), h (headers, lower-case keys), s (status)
+py() {
+    python3 - "$tmp/out" "$tmp/hdr" "$status" "$1" <<'PY'
+import json, sys
+raw = open(sys.argv[1], "rb").read().decode("utf-8")
+try:
+    d = json.loads(raw)
+except ValueError:
+    d = raw
+h = {}
+for line in open(sys.argv[2], encoding="latin-1"):
+    if ":" in line:
+        k, v = line.split(":", 1)
+        h[k.strip().lower()] = v.strip()
+s = int(sys.argv[3])
+ok = eval(sys.argv[4])
+if not ok:
+    print("# status", s, "body", raw[:600])
+sys.exit(0 if ok else 1)
+PY
+}
+
+# error STATUS PARAM PATTERN: an OpenAI-shaped error with that status, param and message
+error_is() {
+    py "s == $1 and set(d) == {'error'} and set(d['error']) == {'message', 'type', 'param', 'code'} and d['error']['param'] == $2 and __import__('re').search(r'''$3''', d['error']['message']) is not None"
+}
+
+# mkreq OUT [key=json …]: a request for the image with Tencent's conversation; IMAGE= and TEXT= change it
+mkreq() {
+    local out=$1; shift
+    python3 - "$img" "$out" "$@" <<'PY'
+import base64, json, sys
+img, out, *kv = sys.argv[1:]
+url = "data:image/png;base64," + base64.b64encode(open(img, "rb").read()).decode()
+opts = dict(a.split("=", 1) for a in kv)
+text = opts.pop("TEXT", "提取图中的文字。")
+if "IMAGE" in opts:
+    url = opts.pop("IMAGE")
+msgs = [{"role": "system", "content": ""},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}]}]
+req = {"model": "hyocr-test", "messages": msgs, "max_tokens": 24, "temperature": 0, "return_token_ids": True}
+for k, v in opts.items():
+    if v == "DELETE":
+        req.pop(k, None)
+    else:
+        req[k] = json.loads(v)
+open(out, "w").write(json.dumps(req, ensure_ascii=False))
+PY
+}
+
+start main --served-model-name hyocr-test --served-model-name other-name --max-queue 1 --max-batch 1 \
+    --allowed-local-media-path "$DATA/images"
+check "the server starts and says where it listens" test "$port_main" -gt 0
+
+# ---- plain routes
+get "$port_main" /health
+check "/health: 200 once warmed up" py 's == 200 and d == ""'
+get "$port_main" /v1/models
+check "/v1/models lists the served names" \
+    py 's == 200 and d["object"] == "list" and [m["id"] for m in d["data"]] == ["hyocr-test", "other-name"]'
+
+# ---- the answer equals hyocr run's, tokens and text
+"$HYOCR" run --model "$flat" --device cpu --image "$img" -n 24 --format json >"$tmp/run.json" 2>/dev/null
+mkreq "$tmp/r.json"
+post "$port_main" "$tmp/r.json"
+cp "$tmp/out" "$tmp/answer.json"
+check "chat completion: 200, the schema, and hyocr run's tokens and text" python3 - "$tmp/answer.json" "$tmp/run.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1], encoding="utf-8")); r = json.load(open(sys.argv[2], encoding="utf-8"))
+c = a["choices"][0]
+assert a["object"] == "chat.completion" and a["id"].startswith("chatcmpl-") and a["model"] == "hyocr-test"
+assert isinstance(a["created"], int) and c["index"] == 0 and c["message"]["role"] == "assistant"
+assert c["token_ids"] == r["token_ids"], (c["token_ids"], r["token_ids"])
+assert c["message"]["content"] == r["text"]
+assert c["finish_reason"] == ("length" if r["stop_reason"] == "max_new_tokens" else "stop")
+u = a["usage"]
+assert u["prompt_tokens"] == r["prompt_tokens"] == len(a["prompt_token_ids"])
+assert u["completion_tokens"] == len(r["token_ids"]) and u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+PY
+
+# ---- streaming: role first, the pieces, the finish, usage, [DONE]
+mkreq "$tmp/s.json" stream=true 'stream_options={"include_usage": true}'
+curl -s -N -D "$tmp/hdr" -H 'Content-Type: application/json' --data-binary @"$tmp/s.json" \
+    "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/stream.txt"
+check "streaming: chunks in OpenAI's schema add up to the answer, usage last, then [DONE]" \
+    python3 - "$tmp/stream.txt" "$tmp/answer.json" "$tmp/hdr" <<'PY'
+import json, sys
+raw = open(sys.argv[1], encoding="utf-8").read()
+want = json.load(open(sys.argv[2], encoding="utf-8"))
+assert "text/event-stream" in open(sys.argv[3]).read()
+events = [e for e in raw.split("\n\n") if e]
+assert all(e.startswith("data: ") for e in events), events[:3]
+assert events[-1] == "data: [DONE]"
+chunks = [json.loads(e[6:]) for e in events[:-1]]
+usage = chunks.pop()
+assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == want["usage"]["completion_tokens"]
+assert usage["usage"]["prompt_tokens"] == want["usage"]["prompt_tokens"]
+assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+assert all(c["object"] == "chat.completion.chunk" and c["id"] == chunks[0]["id"] for c in chunks)
+assert all("usage" in c and c["usage"] is None for c in chunks)
+assert chunks[-1]["choices"][0]["finish_reason"] == want["choices"][0]["finish_reason"]
+assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
+text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+ids = [i for c in chunks for i in c["choices"][0]["token_ids"]]
+assert ids == want["choices"][0]["token_ids"], (ids, want["choices"][0]["token_ids"])
+assert text == want["choices"][0]["message"]["content"], (text, want["choices"][0]["message"]["content"])
+PY
+
+# ---- 400: what the client sent
+printf '{"model": "hyocr-test", "messages": [' >"$tmp/bad.json"
+post "$port_main" "$tmp/bad.json"
+check "400 malformed JSON" error_is 400 None "not valid JSON"
+python3 -c "print('[' * 5000 + ']' * 5000)" >"$tmp/deep.json"
+post "$port_main" "$tmp/deep.json"
+check "400 JSON nested too deep (refused before json-glib recurses)" error_is 400 None "not valid JSON.*(deep|nest)"
+echo '[1, 2]' >"$tmp/arr.json"
+post "$port_main" "$tmp/arr.json"
+check "400 a body that is not an object" error_is 400 None "must be a JSON object"
+mkreq "$tmp/b64.json" IMAGE='data:image/png;base64,iVBORw0KGgo*AAAA'
+post "$port_main" "$tmp/b64.json"
+check "400 bad base64, named with its offset" error_is 400 "'messages'" "not valid base64: byte 11"
+mkreq "$tmp/junk.json" IMAGE="data:image/png;base64,$(printf 'certainly not an image' | base64 -w0)"
+post "$port_main" "$tmp/junk.json"
+check "400 an image that does not decode" py "s == 400 and d['error']['code'] == 'invalid_image' and 'could not be read' in d['error']['message']"
+python3 - "$tmp/huge.png" <<'PY'
+import struct, sys, zlib
+def chunk(t, b): return struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b) & 0xffffffff)
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)) \
+      + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+open(sys.argv[1], "wb").write(png)
+PY
+mkreq "$tmp/huge.json" IMAGE="data:image/png;base64,$(base64 -w0 "$tmp/huge.png")"
+post "$port_main" "$tmp/huge.json"
+check "400 an oversized image (refused from its header)" py "s == 400 and d['error']['code'] == 'invalid_image' and '60000' in d['error']['message']"
+python3 - "$img" "$tmp/none.json" "$tmp/two.json" <<'PY'
+import base64, json, sys
+url = "data:image/png;base64," + base64.b64encode(open(sys.argv[1], "rb").read()).decode()
+part = {"type": "image_url", "image_url": {"url": url}}
+none = {"messages": [{"role": "user", "content": "提取图中的文字。"}]}
+two = {"messages": [{"role": "user", "content": [part, part, {"type": "text", "text": "x"}]}]}
+json.dump(none, open(sys.argv[2], "w")); json.dump(two, open(sys.argv[3], "w"))
+PY
+post "$port_main" "$tmp/none.json"
+check "400 a request without an image" error_is 400 "'messages'" "no image"
+post "$port_main" "$tmp/two.json"
+check "400 two images in one request" error_is 400 "'messages'" "2 images.*one image per request"
+mkreq "$tmp/http.json" IMAGE="https://example.com/page.png"
+post "$port_main" "$tmp/http.json"
+check "400 a remote image URL, with what to send instead" error_is 400 "'messages'" "remote image URLs are not fetched.*data: URI"
+mkreq "$tmp/file.json" IMAGE="file://$img"
+post "$port_main" "$tmp/file.json"
+check "file:// under --allowed-local-media-path: the same answer" \
+    py "s == 200 and d['choices'][0]['token_ids'] == json.load(open('$tmp/answer.json'))['choices'][0]['token_ids']"
+mkreq "$tmp/file2.json" IMAGE="file://$DATA/images/../ckpt-flat/config.json"
+post "$port_main" "$tmp/file2.json"
+check "400 file:// outside that folder (.. resolved)" error_is 400 "'messages'" "not under the folder"
+mkreq "$tmp/n.json" n=2
+post "$port_main" "$tmp/n.json"
+check "400 n other than 1, param n" error_is 400 "'n'" "must be 1"
+mkreq "$tmp/t.json" 'temperature="hot"'
+post "$port_main" "$tmp/t.json"
+check "400 a parameter of the wrong type, param named" error_is 400 "'temperature'" "must be a number"
+mkreq "$tmp/mt.json" max_tokens=0
+post "$port_main" "$tmp/mt.json"
+check "400 max_tokens 0" error_is 400 "'max_tokens'" "at least 1"
+mkreq "$tmp/unknown.json" 'frequency_penalty=0.5' 'logit_bias={}' 'some_extension=[1,2]'
+post "$port_main" "$tmp/unknown.json"
+check "unknown fields are ignored, as vLLM does" py "s == 200"
+
+# ---- 404, 405
+mkreq "$tmp/m.json" 'model="gpt-4o"'
+post "$port_main" "$tmp/m.json"
+check "404 an unknown model" py "s == 404 and d['error']['code'] == 'model_not_found' and d['error']['param'] == 'model' and 'gpt-4o' in d['error']['message']"
+mkreq "$tmp/m2.json" 'model="other-name"'
+post "$port_main" "$tmp/m2.json"
+check "the second served name answers too" py "s == 200"
+mkreq "$tmp/m3.json" model=DELETE
+post "$port_main" "$tmp/m3.json"
+check "a request without a model goes to the served one" py "s == 200 and d['model'] == 'hyocr-test'"
+get "$port_main" /v1/completions
+check "404 an unknown path, in OpenAI's shape" error_is 404 None "nothing at /v1/completions"
+get "$port_main" /v1/chat/completions
+check "405 GET on chat completions, Allow: POST" py "s == 405 and h.get('allow') == 'POST' and 'error' in d"
+
+# ---- 413
+head -c 300000 /dev/zero | tr '\0' 'a' >"$tmp/big.txt"
+start small --max-request-size 100K
+post "$port_small" "$tmp/big.txt"
+check "413 a body over --max-request-size (Content-Length)" error_is 413 None "larger than the server's limit of 102400 bytes"
+post "$port_small" "$tmp/big.txt" -H 'Transfer-Encoding: chunked'
+check "413 a chunked body over the limit" error_is 413 None "larger than the server's limit"
+get "$port_small" /health
+check "the server takes requests after refusing a large one" py "s == 200"
+kill -TERM "$pid_small"; wait "$pid_small"
+check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+
+# ---- 401
+echo "s3cret-key" >"$tmp/key.txt"
+start keyed --api-key-file "$tmp/key.txt"
+mkreq "$tmp/k.json" model=DELETE
+post "$port_keyed" "$tmp/k.json"
+check "401 without a key, with WWW-Authenticate" py "s == 401 and d['error']['code'] == 'invalid_api_key' and h.get('www-authenticate') == 'Bearer'"
+post "$port_keyed" "$tmp/k.json" -H 'Authorization: Bearer wrong-key'
+check "401 a wrong key" error_is 401 None "API key"
+post "$port_keyed" "$tmp/k.json" -H 'Authorization: Bearer s3cret-key'
+check "200 with the key from --api-key-file" py "s == 200"
+get "$port_keyed" /v1/models
+check "401 /v1/models without the key" py "s == 401"
+get "$port_keyed" /health
+check "/health needs no key (as vLLM's)" py "s == 200"
+kill -TERM "$pid_keyed"; wait "$pid_keyed"
+check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+HYOCR_API_KEY=from-env start envkey
+post "$port_envkey" "$tmp/k.json" -H 'Authorization: Bearer from-env'
+check "the key from HYOCR_API_KEY" py "s == 200"
+kill -TERM "$pid_envkey"; wait "$pid_envkey"
+check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+
+# ---- 503 when the queue is full; a client that goes away cancels its job
+# (main runs one job at a time and queues one more)
+mkreq "$tmp/long.json" stream=true ignore_eos=true max_tokens=30000
+curl -s -N -H 'Content-Type: application/json' --data-binary @"$tmp/long.json" \
+    "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/long.txt" &
+long=$!
+timeout 60 grep -m1 -q "data:" <(tail -n +1 -f --pid=$$ "$tmp/long.txt")
+mkreq "$tmp/queued.json" max_tokens=4
+curl -s -o "$tmp/queued.out" -H 'Content-Type: application/json' --data-binary @"$tmp/queued.json" \
+    "http://127.0.0.1:$port_main/v1/chat/completions" &
+queued=$!
+metric() {   # metric NAME [LABEL=VALUE]: its value on /metrics now
+    curl -s "http://127.0.0.1:$port_main/metrics" | python3 -c '
+import re, sys
+name, want = sys.argv[1], sys.argv[2:]
+for line in sys.stdin:
+    m = re.fullmatch(r"([^{ ]+)\{([^}]*)\} (\S+)\n?", line)
+    if m and m.group(1) == name and all(w.replace("=", "=\"", 1) + "\"" in m.group(2) for w in want):
+        print(int(float(m.group(3)))); break' "$@"
+}
+wait_until() {   # wait_until CMD…: until it holds (a condition, polled; two minutes at most)
+    local end=$((SECONDS + 120))
+    until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.05; done
+}
+metric_is() { [ "$(metric "$1" "${@:3}")" = "$2" ]; }
+wait_until metric_is hyocr:num_requests_waiting 1
+post "$port_main" "$tmp/queued.json"
+check "503 with Retry-After when the queue is full" py "s == 503 and h.get('retry-after') == '1' and d['error']['code'] == 'queue_full'"
+kill -TERM "$long"; wait "$long" 2>/dev/null   # (background jobs ignore SIGINT)
+wait "$queued"
+check "the queued request runs once the one before went away" python3 -c "
+import json; d = json.load(open('$tmp/queued.out')); assert len(d['choices'][0]['token_ids']) == 4"
+wait_until metric_is hyocr:num_requests_running 0
+check "the disconnected stream's job was cancelled (finish reason abort), not run to 30000 tokens" \
+    metric_is hyocr:request_success_total 1 finished_reason=abort
+check "the log says the connection closed early" grep -qE "abort \(the connection closed before the response was complete\)" "$tmp/main.log"
+
+# ---- /metrics
+get "$port_main" /metrics
+check "/metrics: Prometheus text, hyocr: names, histograms" python3 - "$tmp/out" "$tmp/hdr" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+assert "text/plain; version=0.0.4" in open(sys.argv[2]).read()
+samples = {}
+for line in text.splitlines():
+    if line.startswith("# TYPE"):
+        assert line.split()[3] in ("gauge", "counter", "histogram"), line
+        continue
+    if line.startswith("#"):
+        continue
+    m = re.fullmatch(r'(hyocr:[a-z0-9_]+)\{([^}]*)\} (\S+)', line)
+    assert m, line
+    float(m.group(3))
+    samples.setdefault(m.group(1), []).append((m.group(2), float(m.group(3))))
+for name in ["hyocr:num_requests_running", "hyocr:num_requests_waiting", "hyocr:prompt_tokens_total",
+             "hyocr:generation_tokens_total", "hyocr:kv_cache_usage_perc", "hyocr:gpu_memory_used_bytes",
+             "hyocr:time_to_first_token_seconds_bucket", "hyocr:time_per_output_token_seconds_count",
+             "hyocr:e2e_request_latency_seconds_sum", "hyocr:request_success_total"]:
+    assert name in samples, name
+assert samples["hyocr:generation_tokens_total"][0][1] > 0
+assert samples["hyocr:gpu_memory_used_bytes"][0][1] > 0
+b = samples["hyocr:time_to_first_token_seconds_bucket"]
+assert [v for _, v in b] == sorted(v for _, v in b) and b[-1][0].endswith('le="+Inf"')
+assert b[-1][1] == samples["hyocr:time_to_first_token_seconds_count"][0][1] > 0
+PY
+check "one log line per request" test "$(grep -c '"POST /v1/chat/completions"' "$tmp/main.log")" -ge 20
+check "the log line has status, time and tokens" grep -qE '"POST /v1/chat/completions" 200 [0-9.]+ s; [0-9]+ prompt \+ 24 completion tokens, length' "$tmp/main.log"
+
+# ---- a second server on a busy port
+"$HYOCR" serve --model "$flat" --device cpu --port "$port_main" >/dev/null 2>"$tmp/busy.log"
+check "a second server on a busy port exits 1" test $? -eq 1
+check "… saying the port is in use and what to do" grep -q "port $port_main is already in use.*--port" "$tmp/busy.log"
+
+# ---- binding beyond loopback without a key warns (an address this machine does not have: nothing binds)
+"$HYOCR" serve --model "$flat" --device cpu --host 192.0.2.1 --port 0 >/dev/null 2>"$tmp/wide.log"
+check "a non-loopback --host without --api-key warns" grep -q "without --api-key" "$tmp/wide.log"
+
+# ---- SIGTERM drains: what is in flight completes, new requests get 503, exit 0. main runs one
+# job at a time: A streams (held running until the checks are done: its client leaves then), B
+# waits in the queue when the signal comes, and must still get its whole answer.
+mkreq "$tmp/a.json" stream=true ignore_eos=true max_tokens=30000
+curl -s -N -H 'Content-Type: application/json' --data-binary @"$tmp/a.json" \
+    "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/a.txt" &
+a=$!
+timeout 60 grep -m1 -q "data:" <(tail -n +1 -f --pid=$$ "$tmp/a.txt")
+mkreq "$tmp/drain.json" stream=true ignore_eos=true max_tokens=50
+curl -s -N -H 'Content-Type: application/json' --data-binary @"$tmp/drain.json" \
+    "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/drain.txt" &
+drain=$!
+wait_until metric_is hyocr:num_requests_waiting 1
+kill -TERM "$pid_main"
+timeout 60 grep -m1 -q "stopping: 2 request" <(tail -n +1 -f --pid=$$ "$tmp/main.log")
+check "SIGTERM with two requests in flight: the server says it lets them finish" grep -q "stopping: 2 request" "$tmp/main.log"
+get "$port_main" /health
+check "draining: /health says 503" py "s == 503"
+post "$port_main" "$tmp/r.json"
+check "draining: a new request gets 503" py "s == 503 and 'shutting down' in d['error']['message']"
+kill -TERM "$a"; wait "$a" 2>/dev/null
+wait "$drain"
+wait "$pid_main"
+status_main=$?
+check "the queued stream was served in full while draining: 50 tokens, then [DONE]" python3 - "$tmp/drain.txt" <<'PY'
+import json, sys
+ev = [e for e in open(sys.argv[1], encoding="utf-8").read().split("\n\n") if e]
+assert ev[-1] == "data: [DONE]", ev[-1:]
+chunks = [json.loads(e[6:]) for e in ev[:-1]]
+assert sum(len(c["choices"][0]["token_ids"]) for c in chunks) == 50
+assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+PY
+check "the server exited 0 after draining (under ASan: no leak)" test "$status_main" -eq 0
+check "… and said so" grep -q "hyocr serve: stopped" "$tmp/main.log"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
