@@ -29,15 +29,23 @@ fi
 flat=$DATA/ckpt-flat
 img=$DATA/images/odd_137x91.png
 
+# await FILE PATTERN: until a line of FILE (written by a background job) matches; the
+# file is made first, so tail never looks before the job's redirection creates it
+await() {
+    touch "$1"
+    timeout 120 grep -m1 -qE "$2" <(tail -n +1 -f --pid=$$ "$1")
+}
+
 # start NAME ARGS…: a server on a free port; sets port_NAME and pid_NAME once it is ready
 start() {
     local name=$1; shift
-    "$HYOCR" serve --model "$flat" --device cpu --threads 2 --port 0 "$@" 2>"$tmp/$name.log" &
+    : >"$tmp/$name.log"
+    "$HYOCR" serve --model "$flat" --device cpu --threads 2 --port 0 "$@" 2>>"$tmp/$name.log" &
     local pid=$!
     pids+=("$pid")
     eval "pid_$name=$pid"
-    # wait for the line, not for time: grep exits at the first "ready" (or a failure)
-    timeout 120 grep -m1 -qE "ready|error|hyocr serve: [^l]" <(tail -n +1 -f --pid=$$ "$tmp/$name.log")
+    # wait for the line, not for time: the first "ready" (or a failure)
+    await "$tmp/$name.log" "ready|error|hyocr serve: [^l]"
     local p
     p=$(grep -oE "listening on http://[0-9.]+:[0-9]+" "$tmp/$name.log" | grep -oE "[0-9]+$")
     eval "port_$name=${p:-0}"
@@ -279,7 +287,7 @@ mkreq "$tmp/long.json" stream=true ignore_eos=true max_tokens=30000
 curl -s -N -H 'Content-Type: application/json' --data-binary @"$tmp/long.json" \
     "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/long.txt" &
 long=$!
-timeout 60 grep -m1 -q "data:" <(tail -n +1 -f --pid=$$ "$tmp/long.txt")
+await "$tmp/long.txt" "data:"
 mkreq "$tmp/queued.json" max_tokens=4
 curl -s -o "$tmp/queued.out" -H 'Content-Type: application/json' --data-binary @"$tmp/queued.json" \
     "http://127.0.0.1:$port_main/v1/chat/completions" &
@@ -357,14 +365,14 @@ mkreq "$tmp/a.json" stream=true ignore_eos=true max_tokens=30000
 curl -s -N -H 'Content-Type: application/json' --data-binary @"$tmp/a.json" \
     "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/a.txt" &
 a=$!
-timeout 60 grep -m1 -q "data:" <(tail -n +1 -f --pid=$$ "$tmp/a.txt")
+await "$tmp/a.txt" "data:"
 mkreq "$tmp/drain.json" stream=true ignore_eos=true max_tokens=50
 curl -s -N -H 'Content-Type: application/json' --data-binary @"$tmp/drain.json" \
     "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/drain.txt" &
 drain=$!
 wait_until metric_is hyocr:num_requests_waiting 1
 kill -TERM "$pid_main"
-timeout 60 grep -m1 -q "stopping: 2 request" <(tail -n +1 -f --pid=$$ "$tmp/main.log")
+await "$tmp/main.log" "stopping: 2 request"
 check "SIGTERM with two requests in flight: the server says it lets them finish" grep -q "stopping: 2 request" "$tmp/main.log"
 get "$port_main" /health
 check "draining: /health says 503" py "s == 503"

@@ -19,7 +19,8 @@
 typedef struct {
     hyocr_event_type  type;
     int32_t           token;
-    char             *piece;
+    char             *piece;         /* piece_len bytes: a token may decode to a NUL byte */
+    size_t            piece_len;
     int               prompt_tokens;
     GArray           *prompt_ids;    /* PREPROCESS, when the client asked for token ids */
     GError           *error;
@@ -144,7 +145,7 @@ static char *finish_json(JsonBuilder *b)
     return hyocr_json_to_data(root, false);
 }
 
-static void reply_json(completion *c, const char *text, hyocr_stop_reason stop)
+static void reply_json(completion *c, const char *text, size_t len, hyocr_stop_reason stop)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     begin_object(c, b, "chat.completion");
@@ -158,7 +159,7 @@ static void reply_json(completion *c, const char *text, hyocr_stop_reason stop)
     json_builder_set_member_name(b, "role");
     json_builder_add_string_value(b, "assistant");
     json_builder_set_member_name(b, "content");
-    json_builder_add_string_value(b, text);
+    hyocr_json_add_text(b, text, len);
     json_builder_end_object(b);
     json_builder_set_member_name(b, "logprobs");
     json_builder_add_null_value(b);
@@ -176,8 +177,8 @@ static void reply_json(completion *c, const char *text, hyocr_stop_reason stop)
     soup_server_message_unpause(c->msg);
 }
 
-/* One chat.completion.chunk: a delta (role and/or content), or the finish. */
-static void send_chunk(completion *c, const char *content, int32_t token, const char *finish)
+/* One chat.completion.chunk: a delta (role and/or content of len bytes), or the finish. */
+static void send_chunk(completion *c, const char *content, size_t len, int32_t token, const char *finish)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     begin_object(c, b, "chat.completion.chunk");
@@ -194,7 +195,7 @@ static void send_chunk(completion *c, const char *content, int32_t token, const 
             json_builder_add_string_value(b, "assistant");
         }
         json_builder_set_member_name(b, "content");
-        json_builder_add_string_value(b, content ? content : "");
+        hyocr_json_add_text(b, content ? content : "", content ? len : 0);
     }
     json_builder_end_object(b);
     json_builder_set_member_name(b, "logprobs");
@@ -237,7 +238,7 @@ static void send_usage_chunk(completion *c)
 
 static void end_stream(completion *c, const char *finish)
 {
-    if (finish) send_chunk(c, NULL, -1, finish);
+    if (finish) send_chunk(c, NULL, 0, -1, finish);
     if (c->req.include_usage) send_usage_chunk(c);
     hyocr_sse_send(c->msg, "[DONE]");
     hyocr_sse_end(c->msg);
@@ -281,7 +282,8 @@ static void on_token(completion *c, post *p)
     if (p->token >= 0) g_array_append_val(c->token_ids, p->token);
     if (!c->t_first) c->t_first = g_get_monotonic_time();
     if (!c->req.stream || !c->msg || c->gone || c->closed) return;
-    if (*p->piece || p->token < 0 || c->req.return_token_ids || !c->started) send_chunk(c, p->piece, p->token, NULL);
+    if (p->piece_len || p->token < 0 || c->req.return_token_ids || !c->started)
+        send_chunk(c, p->piece, p->piece_len, p->token, NULL);
 }
 
 static void on_restart(completion *c)
@@ -303,11 +305,11 @@ static void on_end(completion *c, post *p)
     /* also for a client gone: the write fails, and libsoup lets the message go */
     if (c->msg && !c->closed) {
         if (p->type == HYOCR_EVENT_DONE && c->req.stream) {
-            if (!c->started) send_chunk(c, "", -1, NULL);
+            if (!c->started) send_chunk(c, "", 0, -1, NULL);
             end_stream(c, reason);
             c->closed = true;
         } else if (p->type == HYOCR_EVENT_DONE) {
-            reply_json(c, p->piece ? p->piece : "", p->stop);
+            reply_json(c, p->piece ? p->piece : "", p->piece ? p->piece_len : 0, p->stop);
             c->closed = true;
         } else {
             hyocr_api_error e = { 0 };
@@ -359,7 +361,12 @@ static void on_event(const hyocr_event *ev, void *data)
     post *p = g_new0(post, 1);
     p->type = ev->type;
     p->token = ev->token;
-    p->piece = g_strdup(ev->type == HYOCR_EVENT_TOKEN || ev->type == HYOCR_EVENT_DONE ? ev->piece : NULL);
+    if ((ev->type == HYOCR_EVENT_TOKEN || ev->type == HYOCR_EVENT_DONE) && ev->piece) {
+        p->piece = g_malloc(ev->piece_len + 1);
+        memcpy(p->piece, ev->piece, ev->piece_len);
+        p->piece[ev->piece_len] = '\0';
+        p->piece_len = ev->piece_len;
+    }
     p->prompt_tokens = ev->prompt_tokens;
     p->stop = ev->stop_reason;
     if (ev->error) p->error = g_error_copy(ev->error);
