@@ -64,7 +64,8 @@ function runCli(task, extra) {
   const out = execFileSync(hyocr, ['run', '--model', model, '--device', 'cpu', '--threads', '2', '--image', image,
                                    '--task', task, ...(extra || []), '-n', String(MAX_TOKENS), '--format', 'json'],
                            { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-  return JSON.parse(out);
+  const r = JSON.parse(out);
+  return Array.isArray(r) ? r[0] : r;   // hyocr run writes one result per image
 }
 
 const url = 'data:image/png;base64,' + readFileSync(image).toString('base64');
