@@ -39,11 +39,9 @@ static bool generic_mode;
 
 static hyocr_backend *cpu_new(int n_threads)
 {
-    hyocr_backend_params p = { .n_threads = n_threads };
+    hyocr_backend_params p = { .n_threads = n_threads, .tuning.cpu_generic = generic_mode };
     g_autoptr(GError) err = NULL;
-    if (generic_mode) g_setenv("HYOCR_CPU_GENERIC", "1", TRUE);
     hyocr_backend *be = hyocr_backend_cpu_init(&p, &err);
-    g_unsetenv("HYOCR_CPU_GENERIC");
     g_assert_no_error(err);
     g_assert_nonnull(be);
     return be;

@@ -13,7 +13,9 @@
 
 static hyocr_backend *open_backend(bool cuda)
 {
+    /* the switches as an engine reads them, so tests/gpu/decode.sh's HYOCR_* runs reach the benchmark */
     hyocr_backend_params bp = { .n_threads = 2 };
+    hyocr_tuning_from_env(&bp.tuning);
     g_autoptr(GError) err = NULL;
     hyocr_backend *be = cuda ? hyocr_backend_cuda_init(&bp, &err) : hyocr_backend_cpu_init(&bp, &err);
     if (!be) {
@@ -331,7 +333,7 @@ static int argmax_margin(const float *x, int V, float *margin)
     return best;
 }
 
-/* Batch-1 steps take the fused products (HYOCR_FUSE): sequence a fused and b
+/* Batch-1 steps take the fused products (m->fused_decode): sequence a fused and b
  * unfused bring their logits to the host, c (fused) chooses on the device, in
  * graphs on CUDA; all three are fed c's choice. The fused logits must match the
  * unfused ones (CPU: the same arithmetic; CUDA: up to the order of fp32 sums)
@@ -341,6 +343,7 @@ static void test_decode_fused(gconstpointer cuda)
     loaded l;
     if (!load(&l, GPOINTER_TO_INT(cuda))) return;
     hyocr_model *m = l.m;
+    const bool fused = m->fused_decode;
     const int V = m->cfg.text.vocab_size, len = 20;
     const double tol = GPOINTER_TO_INT(cuda) ? 5e-3 : 1e-6;
     g_autoptr(GError) err = NULL;
@@ -362,12 +365,12 @@ static void test_decode_fused(gconstpointer cuda)
         hyocr_text_seq qa = { .ids = &tok, .n_new = 1, .kv = kv[0] }, qb = { .ids = &tok, .n_new = 1, .kv = kv[1] };
         hyocr_text_seq qc = { .ids = &tok, .n_new = 1, .kv = kv[2] };
         int32_t next = -1;
-        g_setenv("HYOCR_FUSE", "1", TRUE);
+        m->fused_decode = true;
         g_assert_true(hyocr_text_decode(m, &qa, 1, NULL, NULL, NULL, la, &err));
         g_assert_true(hyocr_text_decode(m, &qc, 1, &pick, &next, NULL, NULL, &err));
-        g_setenv("HYOCR_FUSE", "0", TRUE);
+        m->fused_decode = false;
         g_assert_true(hyocr_text_decode(m, &qb, 1, NULL, NULL, NULL, lb, &err));
-        g_unsetenv("HYOCR_FUSE");
+        m->fused_decode = fused;
         g_assert_no_error(err);
         double num = 0.0, den = 0.0;
         for (int v = 0; v < V; v++) {
@@ -525,7 +528,8 @@ static double bench_run(hyocr_model *m, int n_seq, int ctx, int steps, bench_mod
     }
     hyocr_sampler_params sp = { .temperature = 0, .repetition_penalty = 1.08f };
     smp = hyocr_sampler_init(&sp, V);
-    g_setenv("HYOCR_NO_GRAPH", mode == BENCH_GRAPH ? "0" : "1", TRUE);
+    const bool no_graph = m->be->tuning.no_graph;
+    m->be->tuning.no_graph = mode != BENCH_GRAPH;
     gint64 t0 = 0;
     for (int step = -3; step < steps; step++) {   /* three untimed steps: capture, warm-up */
         if (step == 0) {
@@ -542,7 +546,7 @@ static double bench_run(hyocr_model *m, int n_seq, int ctx, int steps, bench_mod
         g_assert_no_error(err);
     }
     double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
-    g_unsetenv("HYOCR_NO_GRAPH");
+    m->be->tuning.no_graph = no_graph;
     for (int s = 0; s < n_seq; s++) {
         hyocr_model_pick_slot_free(m, picks[s].slot);
         hyocr_model_seq_free(m, kv[s]);

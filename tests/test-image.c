@@ -579,9 +579,9 @@ static const uint8_t pillow_lanczos_9x6_to_4x3[] = {
 static void test_resize_pillow_cases(void)
 {
     g_autoptr(hyocr_image) a = pattern_image(7, 5), b = pattern_image(9, 6);
-    g_autoptr(hyocr_image) r1 = hyocr_image_resize_bicubic(a, 4, 9);
-    g_autoptr(hyocr_image) r2 = hyocr_image_resize_bicubic(a, 11, 3);
-    g_autoptr(hyocr_image) r3 = hyocr_image_resize_lanczos(b, 4, 3);
+    g_autoptr(hyocr_image) r1 = hyocr_image_resize_bicubic(a, 4, 9, 0);
+    g_autoptr(hyocr_image) r2 = hyocr_image_resize_bicubic(a, 11, 3, 0);
+    g_autoptr(hyocr_image) r3 = hyocr_image_resize_lanczos(b, 4, 3, 0);
     g_assert_cmpmem(r1->rgb, 4 * 9 * 3, pillow_bicubic_7x5_to_4x9, sizeof pillow_bicubic_7x5_to_4x9);
     g_assert_cmpmem(r2->rgb, 11 * 3 * 3, pillow_bicubic_7x5_to_11x3, sizeof pillow_bicubic_7x5_to_11x3);
     g_assert_cmpmem(r3->rgb, 4 * 3 * 3, pillow_lanczos_9x6_to_4x3, sizeof pillow_lanczos_9x6_to_4x3);
@@ -590,11 +590,11 @@ static void test_resize_pillow_cases(void)
 static void test_resize_identity_constant(void)
 {
     g_autoptr(hyocr_image) a = pattern_image(23, 17);
-    g_autoptr(hyocr_image) same = hyocr_image_resize_bicubic(a, 23, 17);
+    g_autoptr(hyocr_image) same = hyocr_image_resize_bicubic(a, 23, 17, 0);
     g_assert_true(same != a && same->rgb != a->rgb);
     g_assert_cmpmem(same->rgb, 23 * 17 * 3, a->rgb, 23 * 17 * 3);
-    g_assert_null(hyocr_image_resize_bicubic(a, 0, 5));
-    g_assert_null(hyocr_image_resize_lanczos(a, 5, -1));
+    g_assert_null(hyocr_image_resize_bicubic(a, 0, 5, 0));
+    g_assert_null(hyocr_image_resize_lanczos(a, 5, -1, 0));
 
     g_autoptr(hyocr_image) flat = hyocr_image_new(31, 9);
     for (size_t i = 0; i < 31 * 9; i++) {
@@ -605,8 +605,8 @@ static void test_resize_identity_constant(void)
     static const int sizes[][2] = { { 1, 1 }, { 64, 3 }, { 7, 40 }, { 300, 200 }, { 31, 4 }, { 5, 9 } };
     for (size_t s = 0; s < G_N_ELEMENTS(sizes); s++)
         for (int f = 0; f < 2; f++) {
-            g_autoptr(hyocr_image) r = f ? hyocr_image_resize_lanczos(flat, sizes[s][0], sizes[s][1])
-                                         : hyocr_image_resize_bicubic(flat, sizes[s][0], sizes[s][1]);
+            g_autoptr(hyocr_image) r = f ? hyocr_image_resize_lanczos(flat, sizes[s][0], sizes[s][1], 0)
+                                         : hyocr_image_resize_bicubic(flat, sizes[s][0], sizes[s][1], 0);
             for (int i = 0; i < r->width * r->height; i++)
                 g_assert_true(r->rgb[3 * i] == 0 && r->rgb[3 * i + 1] == 77 && r->rgb[3 * i + 2] == 255);
         }
@@ -692,7 +692,7 @@ static void test_resize_reference(void)
         g_autoptr(hyocr_image) s = hyocr_image_new(cases[i][0], cases[i][1]);
         for (size_t k = 0; k < (size_t)s->width * s->height * 3; k++)
             s->rgb[k] = (k / 3) % 5 == 0 ? (uint8_t)g_rand_int_range(rng, 0, 256) : (uint8_t)(k % 3 ? 255 : 0);
-        g_autoptr(hyocr_image) got = hyocr_image_resize_bicubic(s, cases[i][2], cases[i][3]);
+        g_autoptr(hyocr_image) got = hyocr_image_resize_bicubic(s, cases[i][2], cases[i][3], 0);
         g_autoptr(hyocr_image) want = ref_bicubic(s, cases[i][2], cases[i][3]);
         g_assert_cmpmem(got->rgb, (size_t)got->width * got->height * 3, want->rgb, (size_t)want->width * want->height * 3);
     }
@@ -701,14 +701,13 @@ static void test_resize_reference(void)
 
 /* The passes split rows over threads; every thread count must give the same bytes
  * (one thread is the plain serial loop), for both passes, LANCZOS and the pixel_values. */
-static hyocr_image *resize_with_threads(const hyocr_image *src, int w, int h, bool lanczos, const char *threads)
+static hyocr_image *resize_with_threads(const hyocr_image *src, int w, int h, bool lanczos, int threads)
 {
-    g_setenv("HYOCR_RESIZE_THREADS", threads, TRUE);
     gint64 t0 = g_get_monotonic_time();
-    hyocr_image *r = lanczos ? hyocr_image_resize_lanczos(src, w, h) : hyocr_image_resize_bicubic(src, w, h);
-    g_test_message("%dx%d -> %dx%d %s, %s thread(s): %.3f s", src->width, src->height, w, h,
+    hyocr_image *r = lanczos ? hyocr_image_resize_lanczos(src, w, h, threads)
+                             : hyocr_image_resize_bicubic(src, w, h, threads);
+    g_test_message("%dx%d -> %dx%d %s, %d thread(s): %.3f s", src->width, src->height, w, h,
                    lanczos ? "lanczos" : "bicubic", threads, (g_get_monotonic_time() - t0) / 1e6);
-    g_unsetenv("HYOCR_RESIZE_THREADS");
     g_assert_nonnull(r);
     return r;
 }
@@ -722,8 +721,8 @@ static void test_resize_threads(void)
     g_rand_free(rng);
     static const int targets[][3] = { { 2048, 1536, 0 }, { 3008, 1900, 0 }, { 2600, 1024, 0 }, { 1300, 950, 1 } };
     for (size_t i = 0; i < G_N_ELEMENTS(targets); i++) {
-        g_autoptr(hyocr_image) one = resize_with_threads(big, targets[i][0], targets[i][1], targets[i][2], "1");
-        g_autoptr(hyocr_image) many = resize_with_threads(big, targets[i][0], targets[i][1], targets[i][2], "7");
+        g_autoptr(hyocr_image) one = resize_with_threads(big, targets[i][0], targets[i][1], targets[i][2], 1);
+        g_autoptr(hyocr_image) many = resize_with_threads(big, targets[i][0], targets[i][1], targets[i][2], 7);
         g_assert_cmpmem(one->rgb, (size_t)one->width * one->height * 3, many->rgb,
                         (size_t)many->width * many->height * 3);
     }
@@ -731,11 +730,8 @@ static void test_resize_threads(void)
                                   .min_pixels = 256 * 256, .max_pixels = 4096 * 4096, .rescale_factor = 1.0 / 255,
                                   .image_mean = { 0.5f, 0.4f, 0.3f }, .image_std = { 0.2f, 0.25f, 0.3f } };
     g_autoptr(GError) err = NULL;
-    g_setenv("HYOCR_RESIZE_THREADS", "1", TRUE);
-    g_autoptr(hyocr_pixels) p1 = hyocr_pixels_from_image(big, &pc, &err);
-    g_setenv("HYOCR_RESIZE_THREADS", "6", TRUE);
-    g_autoptr(hyocr_pixels) p6 = hyocr_pixels_from_image(big, &pc, &err);
-    g_unsetenv("HYOCR_RESIZE_THREADS");
+    g_autoptr(hyocr_pixels) p1 = hyocr_pixels_from_image(big, &pc, 1, &err);
+    g_autoptr(hyocr_pixels) p6 = hyocr_pixels_from_image(big, &pc, 6, &err);
     g_assert_no_error(err);
     g_assert_cmpint(p1->n_patches, ==, p6->n_patches);
     g_assert_cmpmem(p1->data, (size_t)p1->n_patches * p1->patch_dim * sizeof(float), p6->data,
@@ -783,16 +779,16 @@ static void test_fit(void)
     for (size_t i = 0; i < (size_t)137 * 91 * 3; i++) img->rgb[i] = (uint8_t)(i * 7 % 251);
     g_autoptr(GError) err = NULL;
     hyocr_image *out = (hyocr_image *)1;
-    g_assert_true(hyocr_image_fit(img, 137, &out, &err));
+    g_assert_true(hyocr_image_fit(img, 137, 0, &out, &err));
     g_assert_null(out);
-    g_assert_true(hyocr_image_fit(img, 0, &out, &err));
+    g_assert_true(hyocr_image_fit(img, 0, 0, &out, &err));
     g_assert_null(out);
-    g_assert_true(hyocr_image_fit(img, 70, &out, &err));
+    g_assert_true(hyocr_image_fit(img, 70, 0, &out, &err));
     g_assert_no_error(err);
     g_autoptr(hyocr_image) small = out;
     g_assert_cmpint(small->width, ==, 70);
     g_assert_cmpint(small->height, ==, 47);
-    g_autoptr(hyocr_image) want = hyocr_image_resize_lanczos(img, 70, 47);
+    g_autoptr(hyocr_image) want = hyocr_image_resize_lanczos(img, 70, 47, 0);
     g_assert_cmpmem(small->rgb, 70 * 47 * 3, want->rgb, 70 * 47 * 3);
 }
 
@@ -810,7 +806,7 @@ static void test_max_side(Fixture *fx, gconstpointer data)
     g_assert_cmpint(small->width, ==, 30);
     g_assert_cmpint(small->height, ==, 13);   /* 40/3 = 13.33 → 13 is the closer aspect */
     g_autoptr(hyocr_image) full = load_ok(p, NULL);
-    g_autoptr(hyocr_image) want = hyocr_image_resize_lanczos(full, 30, 13);
+    g_autoptr(hyocr_image) want = hyocr_image_resize_lanczos(full, 30, 13, 0);
     g_assert_cmpmem(small->rgb, 30 * 13 * 3, want->rgb, 30 * 13 * 3);
     o.max_side = 200;
     g_autoptr(hyocr_image) same = load_ok(p, &o);
@@ -870,7 +866,7 @@ static void test_pixels_layout(void)
     hyocr_processor_config pc = test_pc();
     g_autoptr(hyocr_image) img = pattern_image(96, 64);   /* multiple of 32: no resize */
     g_autoptr(GError) err = NULL;
-    g_autoptr(hyocr_pixels) p = hyocr_pixels_from_image(img, &pc, &err);
+    g_autoptr(hyocr_pixels) p = hyocr_pixels_from_image(img, &pc, 0, &err);
     g_assert_no_error(err);
     g_assert_cmpint(p->grid_t, ==, 1);
     g_assert_cmpint(p->grid_h, ==, 4);
@@ -895,28 +891,28 @@ static void test_pixels_resized(void)
     hyocr_processor_config pc = test_pc();
     g_autoptr(hyocr_image) img = pattern_image(137, 91);
     g_autoptr(GError) err = NULL;
-    g_autoptr(hyocr_pixels) p = hyocr_pixels_from_image(img, &pc, &err);
+    g_autoptr(hyocr_pixels) p = hyocr_pixels_from_image(img, &pc, 0, &err);
     g_assert_no_error(err);
     int h, w;
     g_assert_true(hyocr_smart_resize(91, 137, 32, pc.min_pixels, pc.max_pixels, &h, &w, NULL));
     g_assert_cmpint(p->resized_width, ==, w);
     g_assert_cmpint(p->resized_height, ==, h);
-    g_autoptr(hyocr_image) r = hyocr_image_resize_bicubic(img, w, h);
-    g_autoptr(hyocr_pixels) q = hyocr_pixels_from_image(r, &pc, &err);
+    g_autoptr(hyocr_image) r = hyocr_image_resize_bicubic(img, w, h, 0);
+    g_autoptr(hyocr_pixels) q = hyocr_pixels_from_image(r, &pc, 0, &err);
     g_assert_no_error(err);
     g_assert_cmpmem(p->data, (size_t)p->n_patches * 768 * 4, q->data, (size_t)q->n_patches * 768 * 4);
 
     g_autoptr(hyocr_image) thin = pattern_image(1, 150);   /* 1×N: handled, scaled up */
-    g_autoptr(hyocr_pixels) t = hyocr_pixels_from_image(thin, &pc, &err);
+    g_autoptr(hyocr_pixels) t = hyocr_pixels_from_image(thin, &pc, 0, &err);
     g_assert_no_error(err);
     g_assert_cmpint(t->resized_width % 32, ==, 0);
     g_autoptr(hyocr_image) thinner = pattern_image(1, 201);
-    g_assert_null(hyocr_pixels_from_image(thinner, &pc, &err));
+    g_assert_null(hyocr_pixels_from_image(thinner, &pc, 0, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
     g_assert_nonnull(strstr(err->message, "aspect ratio 201.0"));
     g_clear_error(&err);
     pc.patch_size = 0;
-    g_assert_null(hyocr_pixels_from_image(img, &pc, &err));
+    g_assert_null(hyocr_pixels_from_image(img, &pc, 0, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_CONFIG);
 }
 
@@ -933,7 +929,7 @@ static void check_fixture_case(const char *ckpt, const char *name, const hyocr_p
     hyocr_image_options o = { .ignore_exif = true };   /* the reference never rotates */
     g_autoptr(hyocr_image) img = load_ok(image, &o);
     g_autoptr(GError) err = NULL;
-    g_autoptr(hyocr_pixels) p = hyocr_pixels_from_image(img, pc, &err);
+    g_autoptr(hyocr_pixels) p = hyocr_pixels_from_image(img, pc, 0, &err);
     g_assert_no_error(err);
     GArray *grid = hyocr_test_read_ints(grid_f), *size = hyocr_test_read_ints(size_f);
     g_assert_cmpuint(grid->len, ==, 3);

@@ -103,7 +103,7 @@ static void check_case(const char *ckpt, const hyocr_config *cfg, const hyocr_to
     g_autofree char *img_path = hyocr_test_data("images", image, NULL);
     g_autoptr(hyocr_image) img = hyocr_image_load(img_path, NULL, &error);
     g_assert_no_error(error);
-    g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, &error);
+    g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, 0, &error);
     g_assert_no_error(error);
     g_autoptr(hyocr_prompt) p = hyocr_prompt_build(tok, cfg, text, px->grid_h, px->grid_w, &error);
     g_assert_no_error(error);

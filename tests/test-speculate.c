@@ -47,7 +47,7 @@ static void env_setup(void)
     g_autofree char *img_path = hyocr_test_data("images", "odd_137x91.png", NULL);
     g_autoptr(hyocr_image) img = hyocr_image_load(img_path, NULL, &err);
     g_assert_no_error(err);
-    g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, &err);
+    g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, 0, &err);
     g_assert_no_error(err);
     g_autofree char *tok_path = g_build_filename(dir, "tokenizer.json", NULL);
     g_autoptr(hyocr_tokenizer) tok = hyocr_tokenizer_load(tok_path, &err);

@@ -55,7 +55,7 @@ static hyocr_image *image_from_pixbuf(GdkPixbuf *pb)
 static hyocr_image *prescale(hyocr_image *img, int max_side)
 {
     hyocr_image *scaled = NULL;
-    if (!hyocr_image_fit(img, max_side, &scaled, NULL) || !scaled) return img;
+    if (!hyocr_image_fit(img, max_side, 0, &scaled, NULL) || !scaled) return img;
     hyocr_image_free(img);
     return scaled;
 }

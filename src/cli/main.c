@@ -350,7 +350,7 @@ int hyocr_cmd_prepare(int argc, char **argv)
     hyocr_image_options opts = { .max_side = max_side };
     g_autoptr(hyocr_image) img = hyocr_image_load(image, &opts, &error);
     if (!img) return fail(error);
-    g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, &error);
+    g_autoptr(hyocr_pixels) px = hyocr_pixels_from_image(img, &cfg->processor, 0, &error);
     if (!px) return fail(error);
     g_autoptr(hyocr_prompt) p = hyocr_prompt_build(tok, cfg, text, px->grid_h, px->grid_w, &error);
     if (!p) return fail(error);

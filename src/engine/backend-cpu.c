@@ -1886,9 +1886,10 @@ hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **er
     int64_t total = 0, avail = 0;
     read_meminfo(&total, &avail);
     cb->memory_limit = hyocr_memory_limit_resolve(p ? p->memory_limit : 0, total);   /* of the machine's RAM */
-    /* HYOCR_CPU_GENERIC=1 selects the portable code paths (no OpenBLAS, no
-     * AVX2), so tests and benchmarks can reach them on any machine. */
-    bool generic = g_getenv("HYOCR_CPU_GENERIC") != NULL;
+    if (p) cb->base.tuning = p->tuning;
+    /* cpu_generic selects the portable code paths (no OpenBLAS, no AVX2), so
+     * tests and benchmarks can reach them on any machine. */
+    bool generic = cb->base.tuning.cpu_generic;
     cb->use_blas = HYOCR_HAVE_BLAS && !generic;
     cb->avx2 = !generic && cpu_has_avx2();
     g_mutex_init(&cb->mem_lock);

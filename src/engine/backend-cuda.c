@@ -1634,19 +1634,17 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     /* F32 (the zero value of the params) means "the default", FP16. */
     cb->base.dtype = p && p->dtype == HYOCR_COMPUTE_BF16 ? HYOCR_COMPUTE_BF16 : HYOCR_COMPUTE_F16;
     cb->act = cb->base.dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    if (p) cb->base.tuning = p->tuning;
     cb->plans = g_hash_table_new_full(plan_hash, plan_equal, g_free, plan_free);
     if (!device_open(cb, p, error) || !limit_open(cb, p) || !runtime_open(cb, error)) {
         cuda_free(&cb->base);
         return NULL;
     }
-    const char *no_gemv = g_getenv("HYOCR_NO_GEMV");
-    cb->gemv = !(no_gemv && *no_gemv && strcmp(no_gemv, "0") != 0);
-    const char *pdl = g_getenv("HYOCR_PDL");   /* H200: batch-1 decode +4 % (fuse-* results); 0 turns it off */
-    cb->pdl = cb->cc >= 90 && !(pdl && *pdl && strcmp(pdl, "0") == 0);
-    const char *split = g_getenv("HYOCR_DECODE_SPLIT");
-    if (split) cb->split_override = CLAMP(atoi(split), 0, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
-    const char *prof = g_getenv("HYOCR_PROFILE");
-    if (prof && *prof && strcmp(prof, "0") != 0) {
+    const hyocr_tuning *t = &cb->base.tuning;
+    cb->gemv = !t->no_gemv;
+    cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
+    cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
+    if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);
     }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "hyocr-types.h"
 #include "safetensors.h"
+#include "tuning.h"
 #include <glib.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -242,6 +243,7 @@ struct hyocr_backend {
     const hyocr_backend_ops *ops;
     hyocr_backend_kind        kind;
     hyocr_compute_dtype       dtype;
+    hyocr_tuning              tuning;   /* as the params gave them; the model takes its own from here */
 };
 
 typedef struct {
@@ -250,6 +252,7 @@ typedef struct {
     hyocr_compute_dtype dtype;    /* CUDA: F16 (default) or BF16 */
     int64_t memory_limit;         /* bytes this process may take on the device; 0 = no limit;
                                    * negative: a fraction of the card in millionths (−500000 = half) */
+    hyocr_tuning tuning;          /* the switches (tuning.h); zero: every default */
 } hyocr_backend_params;
 
 hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **error);

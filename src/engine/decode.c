@@ -140,8 +140,7 @@ bool hyocr_decode_graphs_run(hyocr_model *m, hyocr_decode_meta *dm, uint64_t sig
 
 bool hyocr_decode_graphs_wanted(const hyocr_model *m)
 {
-    const char *off = g_getenv("HYOCR_NO_GRAPH");
-    return OPS->decode_bind && OPS->graph_begin && !(off && *off && strcmp(off, "0") != 0);
+    return OPS->decode_bind && OPS->graph_begin && !m->be->tuning.no_graph;
 }
 
 void hyocr_text_decode_release(hyocr_model *m)

@@ -315,7 +315,7 @@ hyocr_image *hyocr_document_render(hyocr_document *doc, int page, const hyocr_re
     if (img && !doc->ignore_exif) img = hyocr_image_upright(img, orientation, doc->name, error);
     /* A raster's max_side is the pre-scale; a PDF page was rendered to fit already. */
     hyocr_image *small = NULL;
-    if (img && !hyocr_image_fit(img, ro ? ro->max_side : 0, &small, error)) {
+    if (img && ro && !hyocr_image_fit(img, ro->max_side, ro->resize_threads, &small, error)) {
         g_prefix_error(error, "%s: ", doc->name);
         g_clear_pointer(&img, hyocr_image_free);
     }

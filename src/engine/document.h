@@ -68,6 +68,7 @@ typedef struct {
                           * ≤ 0 = HYOCR_PDF_DEFAULT_MAX_PIXELS (the engine passes the model's max_pixels) */
     int     max_side;    /* > 0: the long edge at most this (PDF rendered at that size, rasters
                           * Lanczos-scaled as hyocr_image_options.max_side) */
+    int     resize_threads;   /* of that scaling (resize.h); 0 = the cores */
 } hyocr_render_options;
 
 typedef struct hyocr_document hyocr_document;

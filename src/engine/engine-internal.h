@@ -14,6 +14,7 @@ G_BEGIN_DECLS
 struct hyocr_engine {
     char               *model_dir;
     hyocr_engine_params params;           /* as given (model_dir → ours), for a reload in another dtype */
+    hyocr_tuning        tuning;           /* the HYOCR_* switches, read once at init (tuning.h) */
     hyocr_log_fn        log;
     void               *log_data;
     hyocr_checkpoint   *ck;

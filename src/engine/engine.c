@@ -53,7 +53,7 @@ static hyocr_backend *open_backend(hyocr_engine *eng, const hyocr_engine_params 
 {
     hyocr_backend_params bp = {
         .n_threads = p->n_threads, .device = p->cuda_device, .dtype = p->cuda_dtype,
-        .memory_limit = p->memory_limit,
+        .memory_limit = p->memory_limit, .tuning = eng->tuning,
     };
     if (p->device == HYOCR_DEVICE_CPU) {
         bp.dtype = HYOCR_COMPUTE_F32;
@@ -238,6 +238,7 @@ hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error)
     eng->model_dir = g_strdup(p->model_dir);
     eng->params = *p;
     eng->params.model_dir = eng->model_dir;
+    hyocr_tuning_from_env(&eng->tuning);
     eng->log = p->log;
     eng->log_data = p->log_data;
     g_mutex_init(&eng->model_lock);
@@ -353,7 +354,8 @@ bool hyocr_job_stage_done(job_state *st, double *ms, GError **error)
 static hyocr_render_options render_options(const job_state *st)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
-    return (hyocr_render_options){ .max_pixels = cfg->processor.max_pixels, .max_side = st->job->max_side };
+    return (hyocr_render_options){ .max_pixels = cfg->processor.max_pixels, .max_side = st->job->max_side,
+                                   .resize_threads = st->eng->tuning.resize_threads };
 }
 
 /* The job's file, bytes or document page, decoded; its reader applies max_side (a PDF
@@ -361,7 +363,7 @@ static hyocr_render_options render_options(const job_state *st)
 static hyocr_image *decode_image(const job_state *st, GError **error)
 {
     const hyocr_job_params *job = st->job;
-    hyocr_image_options opts = { .max_side = job->max_side };
+    hyocr_image_options opts = { .max_side = job->max_side, .resize_threads = st->eng->tuning.resize_threads };
     if (job->document) {
         hyocr_render_options ro = render_options(st);
         return hyocr_document_render(job->document, job->page, &ro, error);
@@ -386,7 +388,7 @@ static bool load_image(job_state *st, GError **error)
     /* Decoded pixels get the readers' max_side rule here; a decoded file fits already. */
     const hyocr_image *src = job->image ? job->image : st->img_owned;
     hyocr_image *small;
-    if (!hyocr_image_fit(src, job->max_side, &small, error)) return false;
+    if (!hyocr_image_fit(src, job->max_side, st->eng->tuning.resize_threads, &small, error)) return false;
     if (small) {
         hyocr_image_free(st->img_owned);
         st->img_owned = small;
@@ -412,7 +414,7 @@ static bool make_pixels(job_state *st, GError **error)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     if (!load_image(st, error)) return false;
-    st->px = hyocr_pixels_from_image(st->img, &cfg->processor, error);
+    st->px = hyocr_pixels_from_image(st->img, &cfg->processor, st->eng->tuning.resize_threads, error);
     return st->px != NULL;
 }
 

@@ -574,7 +574,7 @@ hyocr_image *hyocr_image_load_from_memory(const void *data, size_t len, const ch
     hyocr_document_options dopts = { .max_decode_pixels = opts->max_decode_pixels, .ignore_exif = opts->ignore_exif };
     g_autoptr(hyocr_document) doc = hyocr_document_open_bytes(bytes, name, &dopts, error);
     if (!doc) return NULL;
-    hyocr_render_options ro = { .max_side = opts->max_side };
+    hyocr_render_options ro = { .max_side = opts->max_side, .resize_threads = opts->resize_threads };
     return hyocr_document_render(doc, 0, &ro, error);
 }
 

@@ -20,6 +20,7 @@ typedef struct {
     bool    ignore_exif;        /* default false: EXIF orientation is applied */
     int     max_side;           /* >0: the long edge at most max_side (hyocr_image_fit, or a PDF page
                                  * rendered at that size); 0 = off */
+    int     resize_threads;     /* of that scaling (resize.h); 0 = the cores */
 } hyocr_image_options;
 
 hyocr_image *hyocr_image_new(int width, int height);   /* zeroed; NULL if a size is < 1 or out of memory */

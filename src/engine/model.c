@@ -185,6 +185,17 @@ static bool check_shapes(const hyocr_config *cfg, const char *dir, GError **erro
     return true;
 }
 
+/* The fused single-row decode products: 7 launches a layer instead of 10, batch-1
+ * decode +14 % on an H200 (session 2: git show
+ * 5acdb8e:bench/results/2026-12-02-h200-s2/fuse-README.md). By default on CUDA
+ * only (the CPU gains nothing from them); the tuning's fuse overrides. */
+static bool fused_decode(const hyocr_backend *be)
+{
+    if (!be->ops->norm_matmul || !be->ops->matmul_residual) return false;
+    if (be->tuning.fuse == HYOCR_SWITCH_DEFAULT) return be->kind == HYOCR_BACKEND_CUDA;
+    return be->tuning.fuse == HYOCR_SWITCH_ON;
+}
+
 hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GError **error)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(ck);
@@ -199,6 +210,7 @@ hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GEr
     m->live_seqs = g_ptr_array_new();
     m->vit_chunk_rows = HYOCR_VIT_CHUNK_ROWS;
     m->text_chunk_rows = HYOCR_TEXT_CHUNK_ROWS;
+    m->fused_decode = fused_decode(be);
     if (!hyocr_rope_params_init(&m->rope, &m->cfg, error)) return NULL;
 
     loader ld = { .m = m, .ck = ck, .error = error };

@@ -87,6 +87,9 @@ typedef struct hyocr_model {
      * the CPU backend's results bit-identical to unchunked runs. */
     int        vit_chunk_rows;
     int        text_chunk_rows;
+    /* Single-row decode steps take the fused products (text.c): the backend's tuning
+     * (fuse; by default on CUDA only), resolved once at load. */
+    bool       fused_decode;
 
     /* decoding on the device (decode.c) */
     hyocr_buf *pick_seen;                  /* [pick_n_slots · ceil(vocab/32)] words of penalty sets */
@@ -204,8 +207,8 @@ void hyocr_text_decode_release(hyocr_model *m);
  * choice reads the slots, penalties and draws of the bound meta; else the step's own. */
 typedef bool (*hyocr_decode_work_fn)(void *data, bool captured, GError **error);
 
-/* Whether decode steps go through captured graphs (the backend has them and
- * HYOCR_NO_GRAPH is not set). */
+/* Whether decode steps go through captured graphs (the backend has them and its
+ * tuning does not say no_graph). */
 bool hyocr_decode_graphs_wanted(const hyocr_model *m);
 
 /* Runs one decode step of meta->n_rows rows bound to meta (its block_size and

@@ -75,12 +75,11 @@ static gpointer rows_thread(gpointer data)
     return NULL;
 }
 
-/* Runs fn over [0, n) in contiguous parts; bytes is the work's size, for the threshold. */
-static void parallel_rows(int n, size_t bytes, rows_fn fn, void *ctx)
+/* Runs fn over [0, n) in contiguous parts on up to n_threads threads (0: the cores);
+ * bytes is the work's size, for the threshold. */
+static void parallel_rows(int n, size_t bytes, int n_threads, rows_fn fn, void *ctx)
 {
-    /* HYOCR_RESIZE_THREADS overrides the core count (tests compare 1 against many) */
-    const char *env = g_getenv("HYOCR_RESIZE_THREADS");
-    int k = env ? (int)g_ascii_strtoll(env, NULL, 10) : (int)g_get_num_processors();
+    int k = n_threads > 0 ? n_threads : (int)g_get_num_processors();
     k = CLAMP(k, 1, PAR_MAX_THREADS);
     if (bytes < PAR_MIN_BYTES || k < 2 || n < 2 * k) {
         fn(ctx, 0, n);
@@ -258,7 +257,7 @@ static hyocr_image *image_copy(const hyocr_image *src)
 }
 
 /* The horizontal pass only produces the rows the vertical pass reads, as Pillow does. */
-static hyocr_image *resample(const hyocr_image *src, int w, int h, const resample_filter *f)
+static hyocr_image *resample(const hyocr_image *src, int w, int h, const resample_filter *f, int n_threads)
 {
     if (!src || w < 1 || h < 1)
         return NULL;
@@ -278,7 +277,7 @@ static hyocr_image *resample(const hyocr_image *src, int w, int h, const resampl
         mid = hyocr_image_new(w, last - first);
         if (!mid) goto done;
         hpass hp = { src->rgb, src->width, first, w, mid->rgb, &th };
-        parallel_rows(last - first, (size_t)(last - first) * w * 3, hpass_rows, &hp);
+        parallel_rows(last - first, (size_t)(last - first) * w * 3, n_threads, hpass_rows, &hp);
         if (!need_v) {
             out = mid;
             mid = NULL;
@@ -290,7 +289,7 @@ static hyocr_image *resample(const hyocr_image *src, int w, int h, const resampl
     out = hyocr_image_new(w, h);
     if (!out) goto done;
     vpass vp = { need_h ? mid->rgb : src->rgb, w, out->rgb, &tv, false };
-    parallel_rows(h, (size_t)w * h * 3, vpass_rows, &vp);
+    parallel_rows(h, (size_t)w * h * 3, n_threads, vpass_rows, &vp);
     if (vp.oom) {
         hyocr_image_free(out);
         out = NULL;
@@ -302,14 +301,14 @@ done:
     return out;
 }
 
-hyocr_image *hyocr_image_resize_bicubic(const hyocr_image *src, int width, int height)
+hyocr_image *hyocr_image_resize_bicubic(const hyocr_image *src, int width, int height, int n_threads)
 {
-    return resample(src, width, height, &BICUBIC);
+    return resample(src, width, height, &BICUBIC, n_threads);
 }
 
-hyocr_image *hyocr_image_resize_lanczos(const hyocr_image *src, int width, int height)
+hyocr_image *hyocr_image_resize_lanczos(const hyocr_image *src, int width, int height, int n_threads)
 {
-    return resample(src, width, height, &LANCZOS);
+    return resample(src, width, height, &LANCZOS, n_threads);
 }
 
 /* ------------------------------------------------------------------------ the max_side pre-scale */
@@ -350,12 +349,12 @@ bool hyocr_image_fit_size(int width, int height, int max_side, int *out_width, i
 
 /* A plain LANCZOS resize to thumbnail()'s size: its reducing_gap shortcuts (JPEG draft
  * mode, box reduce) are not reproduced, so this is the "fair" resample. */
-bool hyocr_image_fit(const hyocr_image *src, int max_side, hyocr_image **out, GError **error)
+bool hyocr_image_fit(const hyocr_image *src, int max_side, int n_threads, hyocr_image **out, GError **error)
 {
     int w, h;
     *out = NULL;
     if (!hyocr_image_fit_size(src->width, src->height, max_side, &w, &h)) return true;
-    *out = hyocr_image_resize_lanczos(src, w, h);
+    *out = hyocr_image_resize_lanczos(src, w, h, n_threads);
     if (!*out)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory shrinking a %d×%d image to %d×%d"),
                     src->width, src->height, w, h);
@@ -475,7 +474,8 @@ static void pack_rows(void *ctx, int r0, int r1)
     pack_patches(pk->img, pk->p, pk->tp, (const float (*)[256])pk->lut, pk->out, r0, r1);
 }
 
-hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, GError **error)
+hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
+                                      GError **error)
 {
     if (!check_processor(pc, error))
         return NULL;
@@ -486,7 +486,7 @@ hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_proces
         return NULL;
     g_autoptr(hyocr_image) resized = NULL;
     if (rh != img->height || rw != img->width) {
-        resized = hyocr_image_resize_bicubic(img, rw, rh);
+        resized = hyocr_image_resize_bicubic(img, rw, rh, n_threads);
         if (!resized) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory resizing a %d×%d image "
                           "to %d×%d"), img->width, img->height, rw, rh);
@@ -507,7 +507,7 @@ hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_proces
     packing pk = { .img = src, .p = p, .tp = tp, .out = data };
     build_lut(pc, pk.lut);
     /* the fresh buffer's page faults are most of this pass, and they parallelise too */
-    parallel_rows(rh / p, n_patches * patch_dim * sizeof(float), pack_rows, &pk);
+    parallel_rows(rh / p, n_patches * patch_dim * sizeof(float), n_threads, pack_rows, &pk);
     hyocr_pixels *px = g_new0(hyocr_pixels, 1);
     px->grid_t = 1;
     px->grid_h = rh / p;

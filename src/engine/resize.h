@@ -17,15 +17,19 @@ G_BEGIN_DECLS
  * never below 1. Returns false (size unchanged) when the image already fits or
  * max_side ≤ 0. */
 bool hyocr_image_fit_size(int width, int height, int max_side, int *out_width, int *out_height);
+/* n_threads, here and below: threads of the resampling and packing passes (0: the cores,
+ * at most 8; the engine passes its tuning's resize_threads). The result does not
+ * depend on it. */
+
 /* The pre-scale of a job's image: *out is src shrunk with LANCZOS to hyocr_image_fit_size's
  * size, or NULL when src already fits. False (HYOCR_ERROR_NO_MEMORY) when out of memory. */
-bool hyocr_image_fit(const hyocr_image *src, int max_side, hyocr_image **out, GError **error);
+bool hyocr_image_fit(const hyocr_image *src, int max_side, int n_threads, hyocr_image **out, GError **error);
 
 /* Pillow Image.resize(..., BICUBIC) on 8-bit RGB, bit-exact. NULL when a size is < 1
  * or out of memory. An unchanged size gives a copy. */
-hyocr_image *hyocr_image_resize_bicubic(const hyocr_image *src, int width, int height);
+hyocr_image *hyocr_image_resize_bicubic(const hyocr_image *src, int width, int height, int n_threads);
 /* Pillow LANCZOS (used only for the optional max_side pre-scale). */
-hyocr_image *hyocr_image_resize_lanczos(const hyocr_image *src, int width, int height);
+hyocr_image *hyocr_image_resize_lanczos(const hyocr_image *src, int width, int height, int n_threads);
 
 /* smart_resize (spec §3.2). Errors on aspect ratio > 200 or empty input. */
 bool hyocr_smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels,
@@ -39,7 +43,8 @@ typedef struct {
     float *data;                    /* [n_patches, patch_dim] */
 } hyocr_pixels;
 
-hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, GError **error);
+hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
+                                      GError **error);
 void          hyocr_pixels_free(hyocr_pixels *px);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_pixels, hyocr_pixels_free)
 

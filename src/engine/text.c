@@ -205,16 +205,11 @@ static bool text_bufs_get(hyocr_model *m, int rows, int n_seqs, text_bufs *t, GE
     return t->h && t->a && t->qkv && t->att && t->delta && t->gu && t->act && t->last && t->logits;
 }
 
-/* Single rows (batch-1 decode) take the fused products: 7 launches a layer
- * instead of 10, batch-1 decode +14 % on an H200 (session 2: git show
- * 5acdb8e:bench/results/2026-12-02-h200-s2/fuse-README.md). On by default on
- * CUDA only (the CPU gains nothing from them); HYOCR_FUSE=0/1 overrides. */
+/* Single rows (batch-1 decode) take the fused products when the model says so
+ * (m->fused_decode, hyocr_model_load). */
 static bool use_fused(const hyocr_model *m, int rows)
 {
-    if (rows != 1 || !OPS->norm_matmul || !OPS->matmul_residual) return false;
-    const char *v = g_getenv("HYOCR_FUSE");
-    if (!v || !*v) return m->be->kind == HYOCR_BACKEND_CUDA;
-    return strcmp(v, "0") != 0;
+    return rows == 1 && m->fused_decode;
 }
 
 /* The fused layer: the products add into the residual h themselves, so delta
@@ -455,13 +450,12 @@ static uint64_t mix(uint64_t h, const void *p)
     return (h ^ (uint64_t)(uintptr_t)p) * 1099511628211ull;
 }
 
-/* The graph key beyond the shape: the buffers, whether the step was fused
- * (HYOCR_FUSE may change between steps) and whether a row samples (the draw
- * kernel is then part of the step). */
-static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t, int rows, bool sampling)
+/* The graph key beyond the shape: the buffers and whether a row samples (the
+ * draw kernel is then part of the step). Whether a step is fused follows from
+ * its row count, which the key holds already. */
+static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t, bool sampling)
 {
     uint64_t h = 1469598103934665603ull;
-    h = mix(h, (const void *)(uintptr_t)(use_fused(m, rows) ? 1 : 2));
     h = mix(h, (const void *)(uintptr_t)(sampling ? 3 : 4));
     const hyocr_buf *bufs[] = { t->h, t->a, t->qkv, t->att, t->delta, t->gu, t->act, t->last, t->logits, m->pick_seen };
     for (size_t i = 0; i < G_N_ELEMENTS(bufs); i++) h = mix(h, bufs[i]->data);
@@ -518,7 +512,7 @@ bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const h
     if (ok && hyocr_decode_graphs_wanted(m)) {
         hyocr_decode_meta dm = { .n_rows = k.rows, .ids = b.ids, .views = k.views, .pick_slots = slots,
                                  .pick_penalties = pens, .pick_draws = draws };
-        ok = hyocr_decode_graphs_run(m, &dm, decode_signature(m, &t, k.rows, draws != NULL), decode_work_run, &w,
+        ok = hyocr_decode_graphs_run(m, &dm, decode_signature(m, &t, draws != NULL), decode_work_run, &w,
                                      error);
     } else if (ok) {
         ok = decode_work_run(&w, false, error);

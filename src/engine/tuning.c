@@ -1,0 +1,35 @@
+/* hyocr — reading the tuning switches (tuning.h), once. */
+#include "tuning.h"
+#include <stdlib.h>
+#include <string.h>
+
+static hyocr_switch env_switch(const char *name)
+{
+    const char *v = g_getenv(name);
+    if (!v || !*v) return HYOCR_SWITCH_DEFAULT;
+    return strcmp(v, "0") == 0 ? HYOCR_SWITCH_OFF : HYOCR_SWITCH_ON;
+}
+
+/* The count given, 0 when unset, empty or not a number (or negative). */
+static int env_count(const char *name)
+{
+    const char *v = g_getenv(name);
+    if (!v || !*v) return 0;
+    gint64 n = g_ascii_strtoll(v, NULL, 10);
+    return (int)CLAMP(n, 0, G_MAXINT);
+}
+
+void hyocr_tuning_from_env(hyocr_tuning *t)
+{
+    memset(t, 0, sizeof *t);
+    t->profile = env_switch("HYOCR_PROFILE") == HYOCR_SWITCH_ON;
+    t->no_graph = env_switch("HYOCR_NO_GRAPH") == HYOCR_SWITCH_ON;
+    t->no_gemv = env_switch("HYOCR_NO_GEMV") == HYOCR_SWITCH_ON;
+    t->cpu_generic = env_switch("HYOCR_CPU_GENERIC") == HYOCR_SWITCH_ON;
+    t->fuse = env_switch("HYOCR_FUSE");
+    t->pdl = env_switch("HYOCR_PDL");
+    t->decode_split = env_count("HYOCR_DECODE_SPLIT");
+    /* set but below 1 (or not a number): one thread, as it always meant */
+    const char *rt = g_getenv("HYOCR_RESIZE_THREADS");
+    t->resize_threads = rt && *rt ? MAX(env_count("HYOCR_RESIZE_THREADS"), 1) : 0;
+}

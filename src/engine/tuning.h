@@ -1,0 +1,39 @@
+/* hyocr — the tuning switches for diagnostics and A/B runs: the HYOCR_* environment
+ * variables of docs/HACKING.md, read once by hyocr_tuning_from_env when an engine
+ * starts and handed down from there (hyocr_backend_params → the backend, which
+ * keeps them → the model, which resolves its own at load; the image passes get
+ * resize_threads as an argument). Nothing else in the engine reads the environment
+ * for them. The zero value is every default. */
+#pragma once
+#include <glib.h>
+#include <stdbool.h>
+
+G_BEGIN_DECLS
+
+/* A switch whose default depends on where it applies (the backend, the card). */
+typedef enum {
+    HYOCR_SWITCH_DEFAULT,
+    HYOCR_SWITCH_OFF,
+    HYOCR_SWITCH_ON,
+} hyocr_switch;
+
+typedef struct {
+    bool         profile;         /* HYOCR_PROFILE: CUDA per-op timing table when the backend is freed */
+    bool         no_graph;        /* HYOCR_NO_GRAPH: decode steps op by op instead of as CUDA graphs */
+    bool         no_gemv;         /* HYOCR_NO_GEMV: single-row products through cuBLAS, not our GEMV */
+    bool         cpu_generic;     /* HYOCR_CPU_GENERIC: the CPU backend's portable paths (no OpenBLAS, no AVX2) */
+    hyocr_switch fuse;            /* HYOCR_FUSE: the fused single-row decode products; default on for CUDA */
+    hyocr_switch pdl;             /* HYOCR_PDL: programmatic dependent launch in captured decode steps;
+                                   * default on from sm_90, never below */
+    int          decode_split;    /* HYOCR_DECODE_SPLIT: keys per split of the graph's decode attention
+                                   * (rounded to what the kernels take); 0 = chosen per step */
+    int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
+                                   * 0 = the cores, at most 8 */
+} hyocr_tuning;
+
+/* Reads every switch. One rule for all: unset or empty is the default, "0" is off,
+ * anything else on (a number for the counts: a non-number there counts as 0, and
+ * HYOCR_RESIZE_THREADS below 1 as 1). */
+void hyocr_tuning_from_env(hyocr_tuning *t);
+
+G_END_DECLS

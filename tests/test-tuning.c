@@ -1,0 +1,138 @@
+/* The tuning switches (tuning.h): one parsing rule for every HYOCR_* variable
+ * (unset or empty: the default, "0": off, anything else: on), and an engine
+ * that reads them once at init and hands them to its backend and model. */
+#include "engine-internal.h"
+#include "testutil.h"
+#include "tuning.h"
+
+#include <string.h>
+
+static const char *const NAMES[] = {
+    "HYOCR_PROFILE", "HYOCR_NO_GRAPH", "HYOCR_NO_GEMV", "HYOCR_CPU_GENERIC",
+    "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS",
+};
+
+static void clear_env(void)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(NAMES); i++) g_unsetenv(NAMES[i]);
+}
+
+/* Every variable set to v. */
+static hyocr_tuning read_all(const char *v)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(NAMES); i++) g_setenv(NAMES[i], v, TRUE);
+    hyocr_tuning t;
+    hyocr_tuning_from_env(&t);
+    clear_env();
+    return t;
+}
+
+static void test_defaults(void)
+{
+    clear_env();
+    hyocr_tuning t, zero;
+    memset(&t, 0xff, sizeof t);
+    memset(&zero, 0, sizeof zero);
+    hyocr_tuning_from_env(&t);
+    g_assert_cmpmem(&t, sizeof t, &zero, sizeof zero);
+    /* empty is unset */
+    t = read_all("");
+    g_assert_cmpmem(&t, sizeof t, &zero, sizeof zero);
+}
+
+static void test_on(void)
+{
+    for (int i = 0; i < 2; i++) {
+        hyocr_tuning t = read_all(i ? "yes" : "1");
+        g_assert_true(t.profile);
+        g_assert_true(t.no_graph);
+        g_assert_true(t.no_gemv);
+        g_assert_true(t.cpu_generic);
+        g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_ON);
+    }
+}
+
+/* "0" is off for every switch: HYOCR_CPU_GENERIC=0 used to turn the portable
+ * paths on (only the variable's presence was checked). */
+static void test_zero_is_off(void)
+{
+    hyocr_tuning t = read_all("0");
+    g_assert_false(t.profile);
+    g_assert_false(t.no_graph);
+    g_assert_false(t.no_gemv);
+    g_assert_false(t.cpu_generic);
+    g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);
+    g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);
+    g_assert_cmpint(t.decode_split, ==, 0);
+    g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */
+    g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);
+    hyocr_tuning_from_env(&t);
+    clear_env();
+    g_assert_false(t.cpu_generic);
+}
+
+static void test_counts(void)
+{
+    static const struct { const char *v; int split, threads; } cases[] = {
+        { "96", 96, 96 }, { "3", 3, 3 }, { "-5", 0, 1 }, { "many", 0, 1 }, { "12abc", 12, 12 },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_setenv("HYOCR_DECODE_SPLIT", cases[i].v, TRUE);
+        g_setenv("HYOCR_RESIZE_THREADS", cases[i].v, TRUE);
+        hyocr_tuning t;
+        hyocr_tuning_from_env(&t);
+        clear_env();
+        g_assert_cmpint(t.decode_split, ==, cases[i].split);
+        g_assert_cmpint(t.resize_threads, ==, cases[i].threads);
+    }
+}
+
+/* What an engine read at init is what its backend and model run with. Each case
+ * runs in a subprocess that sets its environment before any thread exists (the
+ * engine starts one; setenv is not safe beside it). */
+static void engine_case(bool fuse)
+{
+    g_autofree char *dir = hyocr_test_data("ckpt-flat", NULL);
+    g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);
+    g_setenv("HYOCR_RESIZE_THREADS", "2", TRUE);
+    if (fuse) g_setenv("HYOCR_FUSE", "1", TRUE);
+    hyocr_engine_params ep;
+    hyocr_engine_params_init(&ep);
+    ep.model_dir = dir;
+    ep.device = HYOCR_DEVICE_CPU;
+    ep.n_threads = 2;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, &err);
+    g_assert_no_error(err);
+    g_assert_false(eng->tuning.cpu_generic);
+    g_assert_cmpint(eng->tuning.resize_threads, ==, 2);
+    g_assert_cmpmem(&eng->be->tuning, sizeof eng->be->tuning, &eng->tuning, sizeof eng->tuning);
+    /* the CPU's default is unfused; HYOCR_FUSE=1 fuses its single-row steps */
+    g_assert_cmpint(eng->model->fused_decode, ==, fuse);
+}
+
+static void test_engine_hands_down(gconstpointer fuse)
+{
+    g_autofree char *dir = hyocr_test_data("ckpt-flat", "config.json", NULL);
+    if (!hyocr_test_require(dir)) return;
+    if (g_test_subprocess()) {
+        engine_case(GPOINTER_TO_INT(fuse));
+        return;
+    }
+    clear_env();
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+    g_test_trap_assert_passed();
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/tuning/defaults", test_defaults);
+    g_test_add_func("/tuning/on", test_on);
+    g_test_add_func("/tuning/zero-is-off", test_zero_is_off);
+    g_test_add_func("/tuning/counts", test_counts);
+    g_test_add_data_func("/tuning/engine-hands-down/default", GINT_TO_POINTER(0), test_engine_hands_down);
+    g_test_add_data_func("/tuning/engine-hands-down/fused", GINT_TO_POINTER(1), test_engine_hands_down);
+    return g_test_run();
+}
