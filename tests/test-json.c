@@ -106,6 +106,25 @@ static void test_escapes(void)
     g_assert_cmpstr(json_array_get_string_element(json_node_get_array(pair), 0), ==, "\xF0\x9F\x98\x80");
 }
 
+/* json-glib wrapped integers past 64 bits (99999999999999999999 read as -1) and took 1e999 as
+ * infinity, printed as "inf" (found by fuzz-json). */
+static void test_numbers(void)
+{
+    expect_refused("{\"size\": 99999999999999999999}", 8, "a number beyond what 64-bit integers and doubles hold "
+                   "at byte 9 (line 1, column 10)");
+    expect_refused("[-9223372036854775809]", 8, "at byte 1");
+    expect_refused("[18446744073709551615]", 8, "at byte 1");
+    expect_refused("[0x8000000000000000]", 8, "at byte 1");
+    expect_refused("[1e999]", 8, "at byte 1");
+    expect_refused("[0, -1.5e309]", 8, "at byte 4");
+    expect_ok("[9223372036854775807, -9223372036854775808, 0x7fffffffffffffff, 1.5e308, 1e-999, -0.0]", 1);
+    expect_ok("[12abc, -]", 1);   /* not numbers: json-glib's to judge */
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) big = hyocr_json_parse("[9223372036854775807]", 21, 8, NULL, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(json_array_get_int_element(json_node_get_array(big), 0), ==, G_MAXINT64);
+}
+
 static void test_parse_messages(void)
 {
     g_autoptr(GError) err = NULL;
@@ -137,6 +156,7 @@ int main(int argc, char **argv)
     g_test_add_func("/json/brackets-that-are-not", test_brackets_that_are_not);
     g_test_add_func("/json/trailing", test_trailing);
     g_test_add_func("/json/escapes", test_escapes);
+    g_test_add_func("/json/numbers", test_numbers);
     g_test_add_func("/json/parse-messages", test_parse_messages);
     return g_test_run();
 }

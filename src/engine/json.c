@@ -6,6 +6,7 @@
 #include "error.h"
 #include "i18n.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -85,6 +86,34 @@ static void skip_literal(scan *s)
         s->at++;
 }
 
+/* json-glib keeps integers in 64 bits and wraps the larger ones without a word
+ * (99999999999999999999 reads as -1), and takes 1e999 as infinity, which it then prints
+ * as "inf". A number literal outside int64 or double is refused; anything else that is
+ * not a number is left to json-glib. */
+static bool number_in_range(const char *p, size_t n)
+{
+    if (n == 0 || !(g_ascii_isdigit(p[0]) || (p[0] == '-' && n > 1 && g_ascii_isdigit(p[1])))) return true;
+    g_autofree char *lit = g_strndup(p, n);
+    const char *digits = lit + (lit[0] == '-');
+    bool hex = g_ascii_strncasecmp(digits, "0x", 2) == 0;
+    g_autoptr(GError) err = NULL;
+    if (hex) {
+        guint64 v;
+        if (!g_ascii_string_to_unsigned(digits + 2, 16, 0, G_MAXINT64, &v, &err))
+            return !g_error_matches(err, G_NUMBER_PARSER_ERROR, G_NUMBER_PARSER_ERROR_OUT_OF_BOUNDS);
+        return true;
+    }
+    if (!strpbrk(lit, ".eE")) {
+        gint64 v;
+        if (!g_ascii_string_to_signed(lit, 10, G_MININT64, G_MAXINT64, &v, &err))
+            return !g_error_matches(err, G_NUMBER_PARSER_ERROR, G_NUMBER_PARSER_ERROR_OUT_OF_BOUNDS);
+        return true;
+    }
+    char *end = NULL;
+    double d = g_ascii_strtod(lit, &end);
+    return *end != '\0' || isfinite(d);
+}
+
 static void set_at_error(GError **error, const scan *s, size_t at, const char *what)
 {
     size_t line = 1, col = 1;
@@ -126,7 +155,12 @@ bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **erro
             s.at++;
             continue;
         } else {
+            size_t start = s.at;
             skip_literal(&s);
+            if (!number_in_range(s.p + start, s.at - start)) {
+                set_at_error(error, &s, start, _("a number beyond what 64-bit integers and doubles hold"));
+                return false;
+            }
         }
         if (depth == 0) break;   /* the first value is complete */
     }
