@@ -935,7 +935,9 @@ static void settle(hyocr_sched *s)
     hyocr_model *m = M(s);
     if (m) {
         swap_drop_spares(s);
-        if (own_pool(s)) hyocr_model_kv_init(m, m->kv_block_size, 0, 0, s->eng->max_model_len, NULL);
+        g_autoptr(GError) err = NULL;
+        if (own_pool(s) && !hyocr_model_kv_init(m, m->kv_block_size, 0, 0, s->eng->max_model_len, &err))
+            hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "the KV cache could not be given back: %s", err->message);
         hyocr_model_trim_scratch(m);
         /* the pick slots' sets and captured decode graphs go too */
         hyocr_text_decode_release(m);

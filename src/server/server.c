@@ -411,6 +411,21 @@ static bool is_loopback(GInetAddress *a)
     return g_inet_address_get_is_loopback(a);
 }
 
+/* The socket made here rather than by libsoup: its accept queue must hold a burst
+ * of clients (GSocket's default of 10 let the kernel reset the connections of the
+ * rest when 64 came at once). */
+#define LISTEN_BACKLOG 1024
+
+static bool listen_socket(hyocr_server *s, GSocketAddress *sa, GError **error)
+{
+    g_autoptr(GSocket) sock = g_socket_new(g_socket_address_get_family(sa), G_SOCKET_TYPE_STREAM,
+                                           G_SOCKET_PROTOCOL_TCP, error);
+    if (!sock) return false;
+    g_socket_set_listen_backlog(sock, LISTEN_BACKLOG);
+    return g_socket_bind(sock, sa, TRUE, error) && g_socket_listen(sock, error) &&
+           soup_server_listen_socket(s->soup, sock, 0, error);
+}
+
 static bool listen_on(hyocr_server *s, GError **error)
 {
     const char *host = s->opt->host;
@@ -424,7 +439,7 @@ static bool listen_on(hyocr_server *s, GError **error)
                           "who can reach the port can use the model\n"), host);
     g_autoptr(GSocketAddress) sa = g_inet_socket_address_new(addr, (guint16)s->opt->port);
     g_autoptr(GError) err = NULL;
-    if (!soup_server_listen(s->soup, sa, 0, &err)) {
+    if (!listen_socket(s, sa, &err)) {
         if (g_error_matches(err, G_IO_ERROR, G_IO_ERROR_ADDRESS_IN_USE))
             g_set_error(error, G_IO_ERROR, G_IO_ERROR_ADDRESS_IN_USE,
                         _("%s port %d is already in use (another hyocr serve, or vLLM?); stop it or choose another "
