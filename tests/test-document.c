@@ -1022,6 +1022,28 @@ static void test_extension_lies(Fixture *fx, gconstpointer data)
     }
 }
 
+/* Pixels as a document of one page: rendered back as they were. */
+static void test_pixels_document(void)
+{
+    g_autofree uint8_t *rgb = make_rgb(97, 61);
+    g_autoptr(hyocr_image) img = hyocr_image_new(97, 61);
+    memcpy(img->rgb, rgb, (size_t)97 * 61 * 3);
+    g_autoptr(hyocr_document) doc = hyocr_document_new_for_image(img, "Pasted image");
+    g_assert_nonnull(doc);
+    g_assert_cmpint(hyocr_document_format(doc), ==, HYOCR_FORMAT_PIXELS);
+    g_assert_null(hyocr_format_get(HYOCR_FORMAT_PIXELS));
+    g_assert_cmpstr(hyocr_document_name(doc), ==, "Pasted image");
+    g_assert_cmpint(hyocr_document_n_pages(doc), ==, 1);
+    double w, h;
+    g_assert_true(hyocr_document_page_size(doc, 0, &w, &h, NULL));
+    g_assert_cmpfloat(w, ==, 97);
+    g_autoptr(hyocr_image) back = render_ok(doc, 0, NULL);
+    assert_same_image(back, img, "pixels rendered back");
+    hyocr_render_options small = { .max_side = 40 };
+    g_autoptr(hyocr_image) s = render_ok(doc, 0, &small);
+    g_assert_cmpint(s->width, ==, 40);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1031,6 +1053,7 @@ int main(int argc, char **argv)
     FX("/document/formats/unreadable", test_formats_unreadable);
     FX("/document/formats/extension-lies", test_extension_lies);
     g_test_add_func("/document/pages/selection", test_page_selection);
+    g_test_add_func("/document/pixels", test_pixels_document);
 #if HYOCR_HAVE_PDF
     FX("/document/pdf/pages", test_pdf_pages);
     FX("/document/pdf/reference", test_pdf_reference);

@@ -4,6 +4,7 @@
 
 struct _HyocrJobRow {
     GtkListBoxRow   parent_instance;
+    GtkPicture     *thumbnail;
     GtkLabel       *title_label;
     GtkLabel       *state_label;
     GtkProgressBar *progress_bar;
@@ -44,6 +45,7 @@ static void hyocr_job_row_class_init(HyocrJobRowClass *klass)
     GtkWidgetClass *widget_class = GTK_WIDGET_CLASS(klass);
     object_class->dispose = hyocr_job_row_dispose;
     gtk_widget_class_set_template_from_resource(widget_class, "/io/github/hyocr/Hyocr/hyocr-job-row.ui");
+    gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, thumbnail);
     gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, title_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, state_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, progress_bar);
@@ -55,11 +57,32 @@ static void hyocr_job_row_init(HyocrJobRow *self)
     gtk_widget_init_template(GTK_WIDGET(self));
 }
 
+static void update_thumbnail(HyocrJobRow *self)
+{
+    gtk_picture_set_paintable(self->thumbnail, GDK_PAINTABLE(hyocr_job_get_preview(self->job)));
+}
+
+/* A page of a document of several is named by its number (the list's header names the
+ * document) and shown by a thumbnail. */
+static void show_page(HyocrJobRow *self)
+{
+    hyocr_document *doc = hyocr_job_get_document(self->job);
+    int n = doc ? hyocr_document_n_pages(doc) : 1;
+    if (n <= 1) return;
+    g_autofree char *title = g_strdup_printf(_("Page %d of %d"), hyocr_job_get_page(self->job) + 1, n);
+    gtk_label_set_text(self->title_label, title);
+    gtk_widget_set_visible(GTK_WIDGET(self->thumbnail), TRUE);
+    g_signal_connect_swapped(self->job, "notify::preview", G_CALLBACK(update_thumbnail), self);
+    update_thumbnail(self);
+    hyocr_job_ensure_preview(self->job);
+}
+
 GtkWidget *hyocr_job_row_new(HyocrJob *job)
 {
     HyocrJobRow *self = g_object_new(HYOCR_TYPE_JOB_ROW, NULL);
     self->job = g_object_ref(job);
     gtk_label_set_text(self->title_label, hyocr_job_get_title(job));
+    show_page(self);
     gtk_actionable_set_action_target(GTK_ACTIONABLE(self->remove_button), "u", hyocr_job_get_id(job));
     g_signal_connect_swapped(job, "notify::state", G_CALLBACK(update), self);
     g_signal_connect_swapped(job, "notify::n-tokens", G_CALLBACK(update), self);

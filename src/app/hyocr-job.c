@@ -39,6 +39,8 @@ struct _HyocrJob {
     GFile           *file;
     HyocrJobOptions *options;
     hyocr_image     *image;       /* texture jobs: pixels taken at creation */
+    hyocr_document  *document;    /* page jobs: the document, shared by its pages */
+    int              page;
     GCancellable    *cancellable;
     GMainContext    *main_context;
 
@@ -99,6 +101,7 @@ static void hyocr_job_finalize(GObject *object)
     g_clear_object(&self->file);
     hyocr_job_options_free(self->options);
     hyocr_image_free(self->image);
+    g_clear_pointer(&self->document, hyocr_document_unref);
     g_clear_object(&self->cancellable);
     g_main_context_unref(self->main_context);
     g_string_free(self->pending.text, TRUE);
@@ -177,6 +180,15 @@ HyocrJob *hyocr_job_new_for_file(GFile *file, const HyocrJobOptions *opts)
     return self;
 }
 
+HyocrJob *hyocr_job_new_for_page(GFile *file, hyocr_document *doc, int page, const HyocrJobOptions *opts)
+{
+    g_return_val_if_fail(G_IS_FILE(file) && doc && opts, NULL);
+    HyocrJob *self = hyocr_job_new_for_file(file, opts);
+    self->document = hyocr_document_ref(doc);
+    self->page = page;
+    return self;
+}
+
 HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, const HyocrJobOptions *opts,
                                     GError **error)
 {
@@ -196,6 +208,8 @@ HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, cons
 guint hyocr_job_get_id(HyocrJob *self) { return self->id; }
 const char *hyocr_job_get_title(HyocrJob *self) { return self->title; }
 GFile *hyocr_job_get_file(HyocrJob *self) { return self->file; }
+hyocr_document *hyocr_job_get_document(HyocrJob *self) { return self->document; }
+int hyocr_job_get_page(HyocrJob *self) { return self->page; }
 const HyocrJobOptions *hyocr_job_get_options(HyocrJob *self) { return self->options; }
 GdkTexture *hyocr_job_get_preview(HyocrJob *self) { return self->preview; }
 HyocrJobState hyocr_job_get_state(HyocrJob *self) { return self->state; }
@@ -491,11 +505,18 @@ void hyocr_job_cancel(HyocrJob *self)
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PROGRESS]);
 }
 
+/* A page is previewed at a size for the screen: its file may be a 10 000-page PDF. */
+#define PAGE_PREVIEW_SIDE 1600
+
 static void preview_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
 {
+    HyocrJob *self = HYOCR_JOB(source);
     g_autofree char *path = g_file_get_path(G_FILE(data));
     g_autoptr(GError) error = NULL;
-    g_autoptr(hyocr_image) img = path ? hyocr_app_load_image(path, 0, &error) : NULL;
+    hyocr_render_options ro = { .max_side = PAGE_PREVIEW_SIDE };
+    g_autoptr(hyocr_image) img = self->document ? hyocr_document_render(self->document, self->page, &ro, &error)
+                                 : path        ? hyocr_app_load_image(path, 0, &error)
+                                               : NULL;
     if (!img) {
         g_task_return_pointer(task, NULL, NULL);
         return;

@@ -29,6 +29,8 @@ const char *hyocr_job_state_get_label(HyocrJobState state);   /* translated */
 G_DECLARE_FINAL_TYPE(HyocrJob, hyocr_job, HYOCR, JOB, GObject)
 
 HyocrJob *hyocr_job_new_for_file(GFile *file, const HyocrJobOptions *opts);
+/* Page `page` (0-based) of a document of several pages (a PDF, a TIFF) opened from file. */
+HyocrJob *hyocr_job_new_for_page(GFile *file, hyocr_document *doc, int page, const HyocrJobOptions *opts);
 /* Converts the pixels now (the texture may not be usable from the worker thread). */
 HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, const HyocrJobOptions *opts,
                                     GError **error);
@@ -36,6 +38,8 @@ HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, cons
 guint                   hyocr_job_get_id(HyocrJob *self);            /* unique in the process, from 1 */
 const char             *hyocr_job_get_title(HyocrJob *self);
 GFile                  *hyocr_job_get_file(HyocrJob *self);          /* NULL for pasted/dropped pixels */
+hyocr_document         *hyocr_job_get_document(HyocrJob *self);      /* page jobs only, else NULL */
+int                     hyocr_job_get_page(HyocrJob *self);          /* 0-based; 0 but for page jobs */
 const HyocrJobOptions  *hyocr_job_get_options(HyocrJob *self);
 GdkTexture             *hyocr_job_get_preview(HyocrJob *self);
 HyocrJobState           hyocr_job_get_state(HyocrJob *self);

@@ -10,8 +10,10 @@ static void add_image_filter(GtkFileChooser *chooser)
 {
     g_autoptr(GtkFileFilter) filter = gtk_file_filter_new();
     gtk_file_filter_set_name(filter, _("Images"));
-    gtk_file_filter_add_mime_type(filter, "image/png");
-    gtk_file_filter_add_mime_type(filter, "image/jpeg");
+    size_t n;   /* what the engine reads (document.h): PDF and TIFF included */
+    const hyocr_format_info *formats = hyocr_formats(&n);
+    for (size_t i = 0; i < n; i++)
+        for (const char *const *m = formats[i].mime_types; *m; m++) gtk_file_filter_add_mime_type(filter, *m);
     gtk_file_filter_add_pixbuf_formats(filter);
     gtk_file_chooser_add_filter(chooser, filter);
 }
@@ -97,86 +99,11 @@ static void cancel_job_action(GtkWidget *widget, const char *name, GVariant *par
     if (job) hyocr_job_cancel(job);
 }
 
-typedef struct {
-    HyocrWindow *self;
-    char        *name;
-} SaveCtx;
-
-static void save_ctx_free(SaveCtx *c)
-{
-    g_object_unref(c->self);
-    g_free(c->name);
-    g_free(c);
-}
-
-static void on_saved(GObject *source, GAsyncResult *res, gpointer data)
-{
-    SaveCtx *c = data;
-    g_autoptr(GError) error = NULL;
-    if (g_file_replace_contents_finish(G_FILE(source), res, NULL, &error)) {
-        g_autofree char *msg = g_strdup_printf(_("Saved “%s”"), c->name);
-        hyocr_window_toast(c->self, msg);
-    } else {
-        g_autofree char *msg = g_strdup_printf(_("Could not save “%s”: %s"), c->name, error->message);
-        hyocr_window_toast(c->self, msg);
-    }
-    save_ctx_free(c);
-}
-
-static const char *extension_of(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    return dot ? dot + 1 : "txt";
-}
-
-static void on_save_response(GtkNativeDialog *dialog, int response, gpointer data)
-{
-    HyocrWindow *self = data;
-    g_autoptr(GFile) file = response == GTK_RESPONSE_ACCEPT ? gtk_file_chooser_get_file(GTK_FILE_CHOOSER(dialog)) : NULL;
-    if (file) {
-        SaveCtx *c = g_new0(SaveCtx, 1);
-        c->self = g_object_ref(self);
-        c->name = g_file_get_basename(file);
-        char *text = hyocr_result_view_export(self->result_view, extension_of(c->name));
-        g_autoptr(GBytes) bytes = g_bytes_new_take(text, strlen(text));
-        g_file_replace_contents_bytes_async(file, bytes, NULL, FALSE, G_FILE_CREATE_REPLACE_DESTINATION, NULL,
-                                            on_saved, c);
-    }
-    gtk_native_dialog_destroy(dialog);
-    g_object_unref(dialog);
-    g_object_unref(self);
-}
-
-static void add_save_filter(GtkFileChooser *chooser, const char *label, const char *pattern)
-{
-    g_autoptr(GtkFileFilter) filter = gtk_file_filter_new();
-    gtk_file_filter_set_name(filter, label);
-    gtk_file_filter_add_pattern(filter, pattern);
-    gtk_file_chooser_add_filter(chooser, filter);
-}
-
-static char *suggested_name(HyocrJob *job)
-{
-    g_autofree char *stem = g_strdup(hyocr_job_get_title(job));
-    char *dot = strrchr(stem, '.');
-    if (dot && dot != stem) *dot = '\0';
-    return g_strdup_printf("%s.%s", stem, hyocr_preset_get_extension(hyocr_job_get_options(job)->preset));
-}
-
 static void save_result_action(GtkWidget *widget, const char *name, GVariant *param)
 {
     HyocrJob *job = hyocr_window_get_selected_job(HYOCR_WINDOW(widget));
     if (!job || !*hyocr_job_get_text(job)) return;
-    GtkFileChooserNative *dialog = gtk_file_chooser_native_new(_("Save the Result"), GTK_WINDOW(widget),
-                                                               GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"), _("_Cancel"));
-    g_autofree char *suggested = suggested_name(job);
-    gtk_file_chooser_set_current_name(GTK_FILE_CHOOSER(dialog), suggested);
-    add_save_filter(GTK_FILE_CHOOSER(dialog), _("Text (.txt)"), "*.txt");
-    add_save_filter(GTK_FILE_CHOOSER(dialog), _("Markdown (.md)"), "*.md");
-    add_save_filter(GTK_FILE_CHOOSER(dialog), _("JSON (.json)"), "*.json");
-    gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(dialog), TRUE);
-    g_signal_connect(dialog, "response", G_CALLBACK(on_save_response), g_object_ref(widget));
-    gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));
+    hyocr_window_save(HYOCR_WINDOW(widget));
 }
 
 /* ---- queue ---- */

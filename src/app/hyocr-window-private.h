@@ -33,12 +33,20 @@ struct _HyocrWindow {
     guint            reload_timeout;
     guint            n_toasts;
     char            *last_toast;
+    GtkWidget       *password_dialog;   /* the one asking now (weak) */
 };
 
 /* hyocr-window-actions.c */
 void hyocr_window_install_actions(HyocrWindowClass *klass);
 void hyocr_window_setup_actions(HyocrWindow *self);
 void hyocr_window_update_actions(HyocrWindow *self);
+
+/* hyocr-window-save.c: "Save as…" (a dialog, then hyocr_window_save_to) */
+void     hyocr_window_save(HyocrWindow *self);
+/* Writes the selected job's result, or its whole document for a page, to file in the format
+ * its name's ending says, on a thread. */
+void     hyocr_window_save_to(HyocrWindow *self, GFile *file, GAsyncReadyCallback done, gpointer user_data);
+gboolean hyocr_window_save_finish(HyocrWindow *self, GAsyncResult *res, GError **error);
 
 /* hyocr-window-dnd.c */
 void hyocr_window_setup_drop(HyocrWindow *self);
@@ -64,6 +72,9 @@ const char      *hyocr_window_get_page(HyocrWindow *self);            /* "empty"
 gboolean         hyocr_window_is_drop_hovered(HyocrWindow *self);
 guint            hyocr_window_get_n_toasts(HyocrWindow *self);
 const char      *hyocr_window_get_last_toast(HyocrWindow *self);
+/* The dialog asking for an encrypted PDF's password, while it is open (an AdwMessageDialog
+ * whose extra child is the password entry). */
+GtkWidget       *hyocr_window_get_password_dialog(HyocrWindow *self);
 /* The model download panel on the model page and the window's bar for its progress;
  * NULL in a build without the downloader. */
 GtkWidget       *hyocr_window_get_download_panel(HyocrWindow *self);

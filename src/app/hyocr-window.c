@@ -3,6 +3,7 @@
 #include "hyocr-build-config.h"
 #include "hyocr-job-row.h"
 #include "hyocr-model-status.h"
+#include "error.h"
 #include "models.h"
 #include <glib/gi18n.h>
 
@@ -169,6 +170,55 @@ static GtkWidget *create_row(gpointer item, gpointer data)
     return hyocr_job_row_new(HYOCR_JOB(item));
 }
 
+/* The pages of a document are one entry: a header names the document and says how far its
+ * pages are, above the first of them. */
+static char *document_status(HyocrWindow *self, hyocr_document *doc)
+{
+    int done = 0, failed = 0;
+    for (guint i = 0, n = g_list_model_get_n_items(G_LIST_MODEL(self->jobs)); i < n; i++) {
+        g_autoptr(HyocrJob) job = g_list_model_get_item(G_LIST_MODEL(self->jobs), i);
+        if (hyocr_job_get_document(job) != doc) continue;
+        done += hyocr_job_get_state(job) == HYOCR_JOB_DONE;
+        failed += hyocr_job_get_state(job) == HYOCR_JOB_FAILED;
+    }
+    int pages = hyocr_document_n_pages(doc);
+    g_autofree char *head = g_strdup_printf(ngettext("%d page, %d done", "%d pages, %d done", (gulong)pages), pages, done);
+    if (!failed) return g_steal_pointer(&head);
+    return g_strdup_printf(ngettext("%s, %d failed", "%s, %d failed", (gulong)failed), head, failed);
+}
+
+static void set_header(GtkListBoxRow *row, GtkListBoxRow *before, gpointer data)
+{
+    HyocrWindow *self = data;
+    HyocrJob *job = hyocr_job_row_get_job(HYOCR_JOB_ROW(row));
+    hyocr_document *doc = hyocr_job_get_document(job);
+    hyocr_document *prev = before ? hyocr_job_get_document(hyocr_job_row_get_job(HYOCR_JOB_ROW(before))) : NULL;
+    if (!doc || hyocr_document_n_pages(doc) <= 1 || doc == prev) {
+        gtk_list_box_row_set_header(row, NULL);
+        return;
+    }
+    g_autofree char *status = document_status(self, doc);
+    GtkWidget *box = gtk_list_box_row_get_header(row);
+    if (!box) {
+        box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 0);
+        gtk_widget_add_css_class(box, "document-header");
+        gtk_widget_set_margin_top(box, 6);
+        gtk_widget_set_margin_start(box, 6);
+        GtkWidget *name = gtk_label_new(hyocr_job_get_title(job));
+        gtk_label_set_xalign(GTK_LABEL(name), 0);
+        gtk_label_set_ellipsize(GTK_LABEL(name), PANGO_ELLIPSIZE_MIDDLE);
+        gtk_widget_add_css_class(name, "heading");
+        GtkWidget *line = gtk_label_new(NULL);
+        gtk_label_set_xalign(GTK_LABEL(line), 0);
+        gtk_widget_add_css_class(line, "caption");
+        gtk_widget_add_css_class(line, "dim-label");
+        gtk_box_append(GTK_BOX(box), name);
+        gtk_box_append(GTK_BOX(box), line);
+        gtk_list_box_row_set_header(row, box);
+    }
+    gtk_label_set_text(GTK_LABEL(gtk_widget_get_last_child(box)), status);
+}
+
 static void maybe_notify(HyocrWindow *self, HyocrJob *job)
 {
     GtkApplication *app = gtk_window_get_application(GTK_WINDOW(self));
@@ -180,6 +230,7 @@ static void maybe_notify(HyocrWindow *self, HyocrJob *job)
 static void on_job_state(HyocrJob *job, GParamSpec *pspec, HyocrWindow *self)
 {
     hyocr_window_update_actions(self);
+    if (hyocr_job_get_document(job)) gtk_list_box_invalidate_headers(self->job_list);
     if (!hyocr_job_is_finished(job)) return;
     if (hyocr_job_get_state(job) == HYOCR_JOB_FAILED) {
         g_autofree char *msg = g_strdup_printf(_("“%s” failed: %s"), hyocr_job_get_title(job), hyocr_job_get_message(job));
@@ -221,6 +272,12 @@ static gboolean looks_like_image(GFile *file, char **why)
         return FALSE;
     }
     if (g_content_type_is_unknown(type) || g_str_has_prefix(type, "image/")) return TRUE;
+    /* the documents the engine reads (PDF) */
+    size_t n;
+    const hyocr_format_info *formats = hyocr_formats(&n);
+    for (size_t i = 0; i < n; i++)
+        for (const char *const *m = formats[i].mime_types; *m; m++)
+            if (g_content_type_is_mime_type(type, *m)) return TRUE;
     *why = g_strdup_printf(_("“%s” is not an image"), name);
     return FALSE;
 }
@@ -229,6 +286,35 @@ static void toast_if_waiting(HyocrWindow *self)
 {
     if (hyocr_worker_get_state(self->worker) == HYOCR_WORKER_FAILED)
         hyocr_window_toast(self, _("The image waits in the queue until a model is loaded"));
+}
+
+static void ask_password(HyocrWindow *self, GFile *file, gboolean wrong);
+
+/* A document of several pages (a PDF, a TIFF) becomes a job per page, queued together so the
+ * worker runs them as one batch; anything else is a job of its own, whose errors the worker
+ * reports. An encrypted PDF asks for its password first. Returns the jobs added. */
+static guint add_file(HyocrWindow *self, GFile *file, const HyocrJobOptions *opts, const char *password,
+                      gboolean select)
+{
+    g_autofree char *path = g_file_get_path(file);
+    hyocr_document_options o = { .password = password };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(hyocr_document) doc = path ? hyocr_document_open(path, &o, &error) : NULL;
+    if (!doc && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_PASSWORD)) {
+        ask_password(self, file, password != NULL);
+        return 0;
+    }
+    if (!doc || hyocr_document_n_pages(doc) <= 1) {
+        g_autoptr(HyocrJob) job = hyocr_job_new_for_file(file, opts);
+        add_job(self, job, select);
+        return 1;
+    }
+    int n = hyocr_document_n_pages(doc);
+    for (int p = 0; p < n; p++) {
+        g_autoptr(HyocrJob) job = hyocr_job_new_for_page(file, doc, p, opts);
+        add_job(self, job, select && p == 0);
+    }
+    return (guint)n;
 }
 
 guint hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files)
@@ -243,11 +329,66 @@ guint hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files)
             hyocr_window_toast(self, why);
             continue;
         }
-        g_autoptr(HyocrJob) job = hyocr_job_new_for_file(files[i], opts);
-        add_job(self, job, added++ == 0);
+        added += add_file(self, files[i], opts, NULL, added == 0);
     }
     if (added) toast_if_waiting(self);
     return added;
+}
+
+/* ---- passwords ---- */
+
+typedef struct {
+    HyocrWindow *self;
+    GFile       *file;
+    GtkEditable *entry;
+} PasswordAsk;
+
+static void on_password_response(AdwMessageDialog *dialog, const char *response, gpointer data)
+{
+    PasswordAsk *ask = data;
+    /* one answer per dialog: closing it after a response must not answer again */
+    g_signal_handlers_disconnect_by_func(dialog, on_password_response, ask);
+    /* this dialog is done asking (it closes itself); a wrong password opens the next one */
+    if (ask->self->password_dialog == GTK_WIDGET(dialog)) {
+        g_object_remove_weak_pointer(G_OBJECT(dialog), (gpointer *)&ask->self->password_dialog);
+        ask->self->password_dialog = NULL;
+    }
+    if (g_str_equal(response, "open")) {
+        g_autoptr(HyocrJobOptions) opts = current_options(ask->self);
+        if (opts && add_file(ask->self, ask->file, opts, gtk_editable_get_text(ask->entry), TRUE))
+            toast_if_waiting(ask->self);
+    }
+    g_object_unref(ask->file);
+    g_object_unref(ask->self);
+    g_free(ask);
+}
+
+/* Asks for the password of an encrypted PDF; a wrong one asks again, saying so. */
+static void ask_password(HyocrWindow *self, GFile *file, gboolean wrong)
+{
+    g_autofree char *name = g_file_get_basename(file);
+    g_autofree char *body = wrong ? g_strdup_printf(_("That password does not open “%s”. Try again."), name)
+                                  : g_strdup_printf(_("“%s” is protected by a password."), name);
+    GtkWidget *dialog = adw_message_dialog_new(GTK_WINDOW(self), _("Password Required"), body);
+    /* A plain entry, hidden: GTK 4.8's GtkPasswordEntry, destroyed with its dialog, leaves a
+     * handler that reads it after it is gone. */
+    GtkWidget *entry = gtk_entry_new();
+    gtk_entry_set_visibility(GTK_ENTRY(entry), FALSE);
+    gtk_entry_set_input_purpose(GTK_ENTRY(entry), GTK_INPUT_PURPOSE_PASSWORD);
+    adw_message_dialog_set_extra_child(ADW_MESSAGE_DIALOG(dialog), entry);
+    adw_message_dialog_add_responses(ADW_MESSAGE_DIALOG(dialog), "cancel", _("_Cancel"), "open", _("_Open"), NULL);
+    adw_message_dialog_set_response_appearance(ADW_MESSAGE_DIALOG(dialog), "open", ADW_RESPONSE_SUGGESTED);
+    adw_message_dialog_set_default_response(ADW_MESSAGE_DIALOG(dialog), "open");
+    adw_message_dialog_set_close_response(ADW_MESSAGE_DIALOG(dialog), "cancel");
+    g_object_set(entry, "activates-default", TRUE, NULL);
+    PasswordAsk *ask = g_new0(PasswordAsk, 1);
+    ask->self = g_object_ref(self);
+    ask->file = g_object_ref(file);
+    ask->entry = GTK_EDITABLE(entry);
+    g_signal_connect(dialog, "response", G_CALLBACK(on_password_response), ask);
+    self->password_dialog = dialog;
+    g_object_add_weak_pointer(G_OBJECT(dialog), (gpointer *)&self->password_dialog);
+    gtk_window_present(GTK_WINDOW(dialog));
 }
 
 gboolean hyocr_window_add_texture(HyocrWindow *self, GdkTexture *texture, const char *title)
@@ -297,6 +438,7 @@ static void restore_size(HyocrWindow *self)
 /* ---- accessors ---- */
 
 GListModel *hyocr_window_get_jobs(HyocrWindow *self) { return G_LIST_MODEL(self->jobs); }
+GtkWidget *hyocr_window_get_password_dialog(HyocrWindow *self) { return self->password_dialog; }
 HyocrWorker *hyocr_window_get_worker(HyocrWindow *self) { return self->worker; }
 GSettings *hyocr_window_get_settings(HyocrWindow *self) { return self->settings; }
 HyocrResultView *hyocr_window_get_result_view(HyocrWindow *self) { return self->result_view; }
@@ -368,6 +510,7 @@ static void hyocr_window_init(HyocrWindow *self)
     restore_size(self);
     hyocr_task_picker_set_settings(self->task_picker, self->settings);
     gtk_list_box_bind_model(self->job_list, G_LIST_MODEL(self->jobs), create_row, self, NULL);
+    gtk_list_box_set_header_func(self->job_list, set_header, self, NULL);
     g_signal_connect(self->job_list, "row-selected", G_CALLBACK(on_row_selected), self);
     g_signal_connect(self->jobs, "items-changed", G_CALLBACK(on_jobs_changed), self);
     g_signal_connect(self->worker, "notify::state", G_CALLBACK(on_worker_state), self);

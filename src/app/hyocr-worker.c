@@ -279,11 +279,19 @@ static void fail_job(HyocrJob *job, const char *message)
 }
 
 /* The image the engine will see: decoded here for file jobs so a corrupt file
- * fails with the decoder's message and the preview matches the pixels used. */
-static const hyocr_image *job_image(HyocrJob *job, hyocr_image **owned, GError **error)
+ * fails with the decoder's message and the preview matches the pixels used; a
+ * document's page rendered as the engine renders it (a PDF page to the model's
+ * pixel budget). */
+static const hyocr_image *job_image(HyocrWorker *self, HyocrJob *job, hyocr_image **owned, GError **error)
 {
     const hyocr_image *img = hyocr_job_peek_image(job);
     if (img) return img;
+    if (hyocr_job_get_document(job)) {
+        hyocr_render_options ro = { .max_pixels = hyocr_engine_config(self->engine)->processor.max_pixels,
+                                    .max_side = hyocr_job_get_options(job)->max_side };
+        *owned = hyocr_document_render(hyocr_job_get_document(job), hyocr_job_get_page(job), &ro, error);
+        return *owned;
+    }
     g_autofree char *path = g_file_get_path(hyocr_job_get_file(job));
     if (!path) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s is not a local file"), hyocr_job_get_title(job));
@@ -329,7 +337,7 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
 {
     const HyocrJobOptions *o = hyocr_job_get_options(job);
     g_autoptr(GError) error = NULL;
-    *img = job_image(job, owned, &error);
+    *img = job_image(self, job, owned, &error);
     if (!*img) {
         fail_job(job, error->message);
         return FALSE;

@@ -254,6 +254,54 @@ hyocr_document *hyocr_document_open(const char *path, const hyocr_document_optio
     return hyocr_document_open_bytes(bytes, path, opts, error);
 }
 
+/* The reader of a document made from pixels: its state is the image. */
+static hyocr_image *pixels_copy(const hyocr_image *img)
+{
+    hyocr_image *copy = hyocr_image_new(img->width, img->height);
+    if (copy) memcpy(copy->rgb, img->rgb, (size_t)img->width * img->height * 3);
+    return copy;
+}
+
+static hyocr_image *pixels_render(void *state, int page, const hyocr_render_options *ro, int *orientation,
+                                  hyocr_decode_status *st)
+{
+    hyocr_image *copy = pixels_copy(state);
+    if (!copy) hyocr_decode_fail(st, HYOCR_ERROR_NO_MEMORY, _("out of memory decoding a %d×%d image"),
+                                 ((hyocr_image *)state)->width, ((hyocr_image *)state)->height);
+    return copy;
+}
+
+static bool pixels_page_size(void *state, int page, double *width, double *height, hyocr_decode_status *st)
+{
+    *width = ((hyocr_image *)state)->width;
+    *height = ((hyocr_image *)state)->height;
+    return true;
+}
+
+static void pixels_close(void *state) { hyocr_image_free(state); }
+
+static const hyocr_reader pixels_reader = {
+    .format = HYOCR_FORMAT_PIXELS, .close = pixels_close, .render = pixels_render, .page_size = pixels_page_size,
+};
+
+hyocr_document *hyocr_document_new_for_image(const hyocr_image *img, const char *name)
+{
+    hyocr_image *copy = pixels_copy(img);
+    if (!copy) return NULL;
+    hyocr_document *doc = g_new0(hyocr_document, 1);
+    g_atomic_ref_count_init(&doc->ref);
+    doc->name = g_strdup(name ? name : "(image in memory)");
+    doc->bytes = g_bytes_new(NULL, 0);
+    doc->reader = &pixels_reader;
+    doc->format = HYOCR_FORMAT_PIXELS;
+    doc->state = copy;
+    doc->n_pages = 1;
+    doc->limit = HYOCR_DEFAULT_MAX_DECODE_PIXELS;
+    doc->ignore_exif = true;   /* pixels are upright already */
+    g_mutex_init(&doc->lock);
+    return doc;
+}
+
 hyocr_document *hyocr_document_ref(hyocr_document *doc)
 {
     g_atomic_ref_count_inc(&doc->ref);

@@ -29,6 +29,7 @@ typedef enum {
     HYOCR_FORMAT_HEIF,
     HYOCR_FORMAT_AVIF,
     HYOCR_FORMAT_PDF,
+    HYOCR_FORMAT_PIXELS,   /* hyocr_document_new_for_image: decoded pixels, no file */
 } hyocr_format;
 
 typedef struct {
@@ -80,6 +81,9 @@ hyocr_document *hyocr_document_open(const char *path, const hyocr_document_optio
 /* The same over bytes in memory (kept by reference). name is used in messages. */
 hyocr_document *hyocr_document_open_bytes(GBytes *bytes, const char *name, const hyocr_document_options *opts,
                                           GError **error);
+/* A document of one page holding a copy of img (a pasted picture, say), so what reads documents
+ * (the exports) reads it too. NULL only when out of memory. */
+hyocr_document *hyocr_document_new_for_image(const hyocr_image *img, const char *name);
 hyocr_document *hyocr_document_ref(hyocr_document *doc);
 void            hyocr_document_unref(hyocr_document *doc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_document, hyocr_document_unref)

@@ -265,3 +265,22 @@ void app_test_cli_run(const char *ckpt, const char *image, const char *task, int
     g_assert_cmpuint(json_array_get_length(all), ==, 1);
     *final_text = g_strdup(json_object_get_string_member(json_array_get_object_element(all, 0), "text"));
 }
+
+GPtrArray *app_test_cli_pages(const char *ckpt, const char *document, const char *task, int max_new_tokens)
+{
+    const char *cli = g_getenv("HYOCR_CLI");
+    g_assert_nonnull(cli);
+    g_autofree char *model = app_test_data(ckpt, NULL);
+    g_autofree char *n = g_strdup_printf("%d", max_new_tokens);
+    const char *argv[] = { cli, "run", "-m", model, "-t", task, "-n", n, "-f", "json", document, NULL };
+    g_autofree char *raw = run_cli(argv);
+    g_autofree char *json = json_nul_as_symbol(raw);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) error = NULL;
+    g_assert_true(json_parser_load_from_data(parser, json, -1, &error));
+    JsonArray *all = json_node_get_array(json_parser_get_root(parser));
+    GPtrArray *texts = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < json_array_get_length(all); i++)
+        g_ptr_array_add(texts, g_strdup(json_object_get_string_member(json_array_get_object_element(all, i), "text")));
+    return texts;
+}
