@@ -42,6 +42,7 @@ def expected_files(manifest, datadir, bindir, langs):
         'the GSettings schema': f'{datadir}/glib-2.0/schemas/{app_id}.gschema.xml',
         'the scalable icon': f'{datadir}/icons/hicolor/scalable/apps/{app_id}.svg',
         'the symbolic icon': f'{datadir}/icons/hicolor/symbolic/apps/{app_id}-symbolic.svg',
+        'the systemd user unit of hyocr serve': 'lib/systemd/user/hyocr-serve.service',
     }
     for lang in langs:
         files[f'the {lang} catalog'] = f'{datadir}/locale/{lang}/LC_MESSAGES/hyocr.mo'
@@ -124,6 +125,9 @@ def main():
             check_manifest(manifest, tree, datadir)
             check_schema_compiles(os.path.join(tree, datadir, 'glib-2.0', 'schemas'))
             check_cli_speaks_chinese(tree, bindir, os.path.join(tree, datadir, 'locale'))
+            unit = open(os.path.join(tree, 'lib/systemd/user/hyocr-serve.service'), encoding='utf-8').read()
+            check('the user unit runs the installed hyocr serve',
+                  f'ExecStart={os.path.join(prefix, bindir)}/hyocr serve ' in unit, unit)
         first = prefix.strip(os.sep).split(os.sep)[0]
         outside = [p for p in os.listdir(destdir) if p != first]
         check('nothing is installed outside the prefix', not outside, outside)

@@ -2,6 +2,7 @@
  * (flag, file or environment), then the server until it is stopped. */
 #include "cli.h"
 #include "error.h"
+#include "models.h"
 #include "server.h"
 #include <glib/gi18n.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #define DEFAULT_PORT         8000
 #define DEFAULT_MAX_QUEUE    256
 #define DEFAULT_REQUEST_SIZE "64M"
+#define DEFAULT_NAME         "tencent/HunyuanOCR"
 
 typedef struct {
     char   *model, *host, *api_key, *api_key_file, *media_dir, *mem_limit, *mem_fraction, *device, *dtype, *max_body;
@@ -36,8 +38,8 @@ static void serve_opts_clear(serve_opts *o)
 static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
 {
     GOptionEntry entries[] = {
-        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model, N_("Model folder (config.json, tokenizer.json, weights)"),
-          "DIR" },
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model,
+          N_("Model folder (default: the one hyocr download installed)"), "DIR" },
         { "host", 0, 0, G_OPTION_ARG_STRING, &o->host, N_("Address to listen on (127.0.0.1: this machine only)"),
           "ADDR" },
         { "port", 0, 0, G_OPTION_ARG_INT, &o->port, N_("Port to listen on (8000; 0: any free port)"), "N" },
@@ -45,7 +47,8 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
           N_("Key clients must send (Authorization: Bearer KEY); also from HYOCR_API_KEY"), "KEY" },
         { "api-key-file", 0, 0, G_OPTION_ARG_FILENAME, &o->api_key_file, N_("Read the key from this file"), "FILE" },
         { "served-model-name", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->names,
-          N_("Model name clients ask for (default: --model as given); repeat it for several"), "NAME" },
+          N_("Model name clients ask for (default: tencent/HunyuanOCR and --model as given); repeat it for several"),
+          "NAME" },
         { "max-queue", 0, 0, G_OPTION_ARG_INT, &o->max_queue,
           N_("Requests waiting for the engine at most; beyond, 503 (256)"), "N" },
         { "max-request-size", 0, 0, G_OPTION_ARG_STRING, &o->max_body, N_("Largest request body (64M)"), "SIZE" },
@@ -68,10 +71,6 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
     g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— serve the model over an OpenAI-compatible HTTP API"),
                                                           entries);
     if (!g_option_context_parse(ctx, &argc, &argv, error)) return false;
-    if (!o->model) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--model DIR is required"));
-        return false;
-    }
     if (o->port < 0 || o->port > 65535 || o->max_queue < 0 || o->max_batch < 0 || o->max_side < 0 ||
         o->swap_gib < 0 || o->max_model_len < 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
@@ -109,15 +108,18 @@ static bool find_key(const serve_opts *o, char **key, GError **error)
     return true;
 }
 
-static bool fill(const serve_opts *o, hyocr_server_options *so, GError **error)
+static bool fill(const serve_opts *o, bool model_given, hyocr_server_options *so, GError **error)
 {
     memset(so, 0, sizeof *so);
     so->host = o->host ? o->host : "127.0.0.1";
     so->port = o->port;
     so->allowed_media_dir = o->media_dir;
     so->max_side = o->max_side;
-    static const char *default_names[2];
-    default_names[0] = o->model;
+    /* scripts written for `vllm serve tencent/HunyuanOCR` ask for its Hub name; vLLM
+     * also answers to --model as given */
+    static const char *default_names[3];
+    default_names[0] = DEFAULT_NAME;
+    default_names[1] = model_given && strcmp(o->model, DEFAULT_NAME) ? o->model : NULL;
     so->served_names = o->names && o->names[0] ? o->names : (char **)default_names;
     hyocr_engine_params *ep = &so->engine;
     hyocr_engine_params_init(ep);
@@ -150,7 +152,10 @@ int hyocr_cmd_serve(int argc, char **argv)
     hyocr_server_options so;
     g_autofree char *key = NULL;
     int status = 1;
-    if (parse_args(argc, argv, &o, &error) && find_key(&o, &key, &error) && fill(&o, &so, &error)) {
+    bool ok = parse_args(argc, argv, &o, &error);
+    bool model_given = o.model != NULL;
+    if (ok && !model_given) o.model = hyocr_models_default_folder();
+    if (ok && find_key(&o, &key, &error) && fill(&o, model_given, &so, &error)) {
         so.api_key = key;
         status = hyocr_server_run(&so);
     } else {

@@ -123,7 +123,7 @@ static void begin_object(completion *c, JsonBuilder *b, const char *object)
     json_builder_set_member_name(b, "created");
     json_builder_add_int_value(b, c->created);
     json_builder_set_member_name(b, "model");
-    json_builder_add_string_value(b, hyocr_server_model_name(c->server));
+    json_builder_add_string_value(b, c->req.model ? c->req.model : hyocr_server_model_name(c->server));
 }
 
 static void add_usage(completion *c, JsonBuilder *b)
