@@ -206,8 +206,7 @@ static void test_warmup(void)
     /* the backend may keep the small scratch it grew (op metadata, decode partials):
      * within its planned share, never the job's activations */
     hyocr_memplan_params mp;
-    bool cuda = strcmp(hyocr_engine_backend_name(eng), "cuda") == 0;
-    hyocr_memplan_params_init(&mp, cuda ? HYOCR_BACKEND_CUDA : HYOCR_BACKEND_CPU);
+    hyocr_memplan_params_init(&mp, hyocr_engine_backend_kind(eng));
     g_assert_cmpint(after.workspace, <=, MAX(before.workspace, mp.backend_bytes));
     g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
     hyocr_job_params jp;

@@ -222,7 +222,7 @@ static void thread_load(HyocrWorker *self, Msg *m)
         post_state(self, HYOCR_WORKER_FAILED, m->settings.model_dir, error);
         return;
     }
-    gboolean cpu = strcmp(hyocr_engine_backend_name(eng), "cpu") == 0;
+    gboolean cpu = hyocr_engine_backend_kind(eng) == HYOCR_BACKEND_CPU;
     if (cpu) settle_blas_threads();
     if (cpu && m->settings.device != HYOCR_DEVICE_CPU) explain_cpu_fallback(self);
     /* The first GPU job pays ~0.2 s of module loading and plans: pay it while

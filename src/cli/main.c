@@ -191,7 +191,8 @@ int hyocr_cmd_inspect(int argc, char **argv)
     g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— describe a checkpoint folder"), entries);
     if (!hyocr_cli_parse(ctx, &argc, &argv)) return 2;
     if (!model) return usage_error(ctx, _("--model DIR is required"));
-    if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0)
+    hyocr_device dev = HYOCR_DEVICE_AUTO;
+    if (device && (!hyocr_cli_parse_device(device, &dev, NULL) || dev == HYOCR_DEVICE_AUTO))
         return usage_error(ctx, _("--device must be cpu or cuda"));
     if (max_new < 1) return usage_error(ctx, _("--max-new-tokens must be at least 1"));
 
@@ -205,7 +206,7 @@ int hyocr_cmd_inspect(int argc, char **argv)
     print_stats(&st);
     print_draft(ck);
     if (device)
-        print_memory_plan(ck, model, strcmp(device, "cuda") == 0 ? HYOCR_BACKEND_CUDA : HYOCR_BACKEND_CPU, max_new);
+        print_memory_plan(ck, model, dev == HYOCR_DEVICE_CUDA ? HYOCR_BACKEND_CUDA : HYOCR_BACKEND_CPU, max_new);
     return 0;
 }
 

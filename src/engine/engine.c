@@ -277,6 +277,14 @@ const char *hyocr_engine_backend_name(const hyocr_engine *eng)
     return eng->be ? eng->be->ops->name : "none";
 }
 
+hyocr_backend_kind hyocr_engine_backend_kind(hyocr_engine *eng)
+{
+    g_mutex_lock(&eng->model_lock);   /* a precision reload swaps the backend */
+    hyocr_backend_kind kind = eng->be ? eng->be->kind : HYOCR_BACKEND_NONE;
+    g_mutex_unlock(&eng->model_lock);
+    return kind;
+}
+
 char *hyocr_engine_render_chat(hyocr_engine *eng, const hyocr_chat_message *msgs, int n_msgs, int *n_images,
                                GError **error)
 {

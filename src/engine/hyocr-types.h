@@ -10,6 +10,7 @@ G_BEGIN_DECLS
 typedef enum {
     HYOCR_BACKEND_CPU,
     HYOCR_BACKEND_CUDA,
+    HYOCR_BACKEND_NONE,   /* hyocr_engine_backend_kind: the engine holds no backend */
 } hyocr_backend_kind;
 
 typedef enum {

@@ -96,7 +96,11 @@ void          hyocr_engine_free(hyocr_engine *eng);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_engine, hyocr_engine_free)
 
 const hyocr_config *hyocr_engine_config(const hyocr_engine *eng);
+/* The backend's name, for showing ("cpu", "cuda"; "none" after a failed precision reload). */
 const char         *hyocr_engine_backend_name(const hyocr_engine *eng);
+/* The kind of backend the engine runs on, for deciding by (HYOCR_BACKEND_NONE after a
+ * failed precision reload). Thread-safe. */
+hyocr_backend_kind  hyocr_engine_backend_kind(hyocr_engine *eng);
 /* A conversation as the release's chat template renders it (prompt.h,
  * hyocr_chat_render), for hyocr_job_params.rendered_chat; *n_images gets its
  * image parts (a job takes exactly one). Thread-safe. */
