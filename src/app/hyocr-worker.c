@@ -3,7 +3,6 @@
 #include "gpu-check.h"
 #include "error.h"
 #include "hyocr-image-util.h"
-#include "hyocr-build-config.h"
 #include "hyocr-memory.h"
 #include <glib/gi18n.h>
 #include <string.h>
@@ -181,22 +180,6 @@ static void requeue_waiting(HyocrWorker *self)
     }
 }
 
-#if HYOCR_HAVE_BLAS
-extern void openblas_set_num_threads(int n) __attribute__((weak));
-#endif
-
-/* The CPU backend runs OpenBLAS single-threaded inside its own pool and says so
- * before its first GEMM. OpenBLAS starts its thread server on that first call,
- * and the new thread spins (sched_yield) for ~0.1 s: on a two-core machine
- * that took the UI thread's core just as the first answer began to stream.
- * Making the call here moves that to the load, while the UI shows "Loading". */
-static void settle_blas_threads(void)
-{
-#if HYOCR_HAVE_BLAS
-    if (openblas_set_num_threads) openblas_set_num_threads(1);
-#endif
-}
-
 static void thread_load(HyocrWorker *self, Msg *m)
 {
     if (m->generation != (guint)g_atomic_int_get(&self->load_generation)) return;
@@ -223,7 +206,6 @@ static void thread_load(HyocrWorker *self, Msg *m)
         return;
     }
     gboolean cpu = hyocr_engine_backend_kind(eng) == HYOCR_BACKEND_CPU;
-    if (cpu) settle_blas_threads();
     if (cpu && m->settings.device != HYOCR_DEVICE_CPU) explain_cpu_fallback(self);
     /* The first GPU job pays ~0.2 s of module loading and plans: pay it while
      * "Loading" shows, so the user's first page streams as fast as the next. A

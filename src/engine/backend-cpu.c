@@ -567,6 +567,7 @@ static void blas_tile_task(void *p, int64_t b, int64_t e)
 
 #endif
 
+/* OpenBLAS runs single-threaded inside our own pool. */
 static void blas_single_thread(void)
 {
 #if HYOCR_HAVE_BLAS
@@ -1891,6 +1892,11 @@ hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **er
      * tests and benchmarks can reach them on any machine. */
     bool generic = cb->base.tuning.cpu_generic;
     cb->use_blas = HYOCR_HAVE_BLAS && !generic;
+    /* OpenBLAS starts its thread server on the first openblas_set_num_threads and the
+     * new thread spins (sched_yield) for ~0.1 s: at the first GEMM, on a two-core
+     * machine, that took the app's UI thread's core just as the first answer began to
+     * stream. Settled here, it happens while the model loads. */
+    if (cb->use_blas) blas_single_thread();
     cb->avx2 = !generic && cpu_has_avx2();
     g_mutex_init(&cb->mem_lock);
     return &cb->base;
