@@ -1,24 +1,30 @@
 /* hyocr — the DFlash draft's kernels (issue 20): per-head norm then RoPE (Qwen3's order), and
- * attention of a block over a contiguous context cache with no mask. The draft runs 16 rows a
- * round over a context of at most a page's tokens, so these are plain: one CTA per row for the
- * norm, one CTA per (row, query head) for the attention with an online softmax over chunks of
- * keys in shared memory. */
+ * attention of a block over a contiguous context cache with no mask. One CTA per row for the
+ * norm. The attention reads every cached key once per KV head: a CTA takes a split of the keys
+ * for one KV head and all the queries that share it (the block's rows × the group's heads), and
+ * a second kernel merges the splits' partial softmaxes (flash-decoding); shapes past its limits
+ * take one CTA per (row, query head). Where a round is captured, the grids are sized for the
+ * cache's capacity and the keys in use come from the cursor on the device. */
 #include "hk-common.h"
 #include <math.h>
 
 #define APPEND_THREADS 128
 #define APPEND_CHUNK   1024   /* keys whose scores sit in shared memory at once */
+#define SPLIT_KEYS     256    /* keys of one split-kernel CTA */
+#define SPLIT_CHUNK    16     /* keys in shared memory at once */
+#define SPLIT_MAXQ     32     /* queries of one KV head: rows × group heads */
+#define SPLIT_MAXD     128
 
-/* One CTA per row, one warp per head: the head's RMS over D, the weight, then the rotation. */
-static __global__ void k_qknorm_rope(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, int Hkv, int D,
-                                     hk_rope rope, const void *qn, int qnt, const void *kn, int knt, float eps)
+/* One CTA per row, one warp per head: the head's RMS over D, the weight, then the rotation.
+ * Row r sits at position cursor[0] + r: a replayed graph reads the cursor the host wrote. */
+static __global__ void k_qknorm_rope(void *qkv, int t, const int32_t *cursor, int Hq, int Hkv, int D, hk_rope rope,
+                                     const void *qn, int qnt, const void *kn, int knt, float eps)
 {
     __shared__ float cs[HK_ROPE_MAX_DIM], sn[HK_ROPE_MAX_DIM];
-    const int row = blockIdx.x, half = D / 2;
+    const int row = blockIdx.x, half = D / 2, pos = cursor[0] + row;
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        int a = n_axes > 1 ? rope.axis[d] : 0;
         float s, c;
-        sincosf(rope.inv_freq[d < half ? d : d - half] * (float)pos[(size_t)a * M + row], &s, &c);
+        sincosf(rope.inv_freq[d < half ? d : d - half] * (float)pos, &s, &c);
         cs[d] = hk_round(c, t);
         sn[d] = hk_round(s, t);
     }
@@ -52,13 +58,15 @@ static __global__ void k_qknorm_rope(void *qkv, int t, int M, const int32_t *pos
     }
 }
 
-/* k | v of row r (after Hq query heads) → cache rows n_past + r. */
-static __global__ void k_kv_append(const void *qkv, int t, void *kc, void *vc, int ct, int n_past, int M, int Hq,
-                                   int Hkv, int D)
+/* k | v of row r (after Hq query heads) → cache row cursor[0] + r, rows past cap dropped. */
+static __global__ void k_kv_append(const void *qkv, int t, void *kc, void *vc, int ct, const int32_t *cursor, int cap,
+                                   int M, int Hq, int Hkv, int D)
 {
+    const int n_past = cursor[0];
     size_t W = (size_t)Hkv * D, n = (size_t)M * W;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         size_t r = i / W, c = i % W, src = r * (Hq + 2 * Hkv) * D + (size_t)Hq * D + c;
+        if (n_past < 0 || (size_t)n_past + r >= (size_t)cap) continue;
         size_t dst = ((size_t)n_past + r) * W + c;
         hk_st(kc, ct, dst, hk_ld(qkv, t, src));
         hk_st(vc, ct, dst, hk_ld(qkv, t, src + W));
@@ -68,9 +76,10 @@ static __global__ void k_kv_append(const void *qkv, int t, void *kc, void *vc, i
 /* One CTA per (row, query head): scores of a chunk of keys into shared memory, the chunk's
  * maximum and sum folded into the running ones, then each thread's dims of the weighted values. */
 static __global__ void k_attention_append(void *out, int t, const void *qkv, const void *kc, const void *vc, int ct,
-                                          int n_keys, int Hq, int Hkv, int D, float scale)
+                                          const int32_t *cursor, int cap, int M, int Hq, int Hkv, int D, float scale)
 {
     __shared__ float q[HK_ROPE_MAX_DIM], s[APPEND_CHUNK], red[32];
+    const int n_keys = max(0, min(cursor[0] + M, cap));
     const int row = blockIdx.x / Hq, h = blockIdx.x % Hq, g = h / (Hq / Hkv);
     const size_t W = (size_t)Hkv * D, koff = (size_t)g * D;
     for (int d = threadIdx.x; d < D; d += blockDim.x)
@@ -113,30 +122,141 @@ static __global__ void k_attention_append(void *out, int t, const void *qkv, con
     }
 }
 
+/* Grid (splits, KV heads), APPEND_THREADS threads. The queries of KV head g are q = r·G + j for
+ * row r and head g·G + j. part[(split · Hkv + g) · Q + q] holds D accumulated values, then the
+ * split's maximum score and sum of weights. */
+static __global__ void __launch_bounds__(APPEND_THREADS)
+k_append_split(float *part, int t, const void *qkv, const void *kc, const void *vc, int ct, const int32_t *cursor,
+               int cap, int M, int Hq, int Hkv, int D, float scale)
+{
+    __shared__ float qs[SPLIT_MAXQ][SPLIT_MAXD];
+    __shared__ float ks[SPLIT_CHUNK][SPLIT_MAXD + 1], vs[SPLIT_CHUNK][SPLIT_MAXD];
+    __shared__ float ps[SPLIT_MAXQ][SPLIT_CHUNK], corr_s[SPLIT_MAXQ];
+    const int G = Hq / Hkv, Q = M * G, g = blockIdx.y, tid = threadIdx.x;
+    const int n_keys = max(0, min(cursor[0] + M, cap));
+    const int j0 = blockIdx.x * SPLIT_KEYS, j1 = min(j0 + SPLIT_KEYS, n_keys);
+    const size_t W = (size_t)Hkv * D, row_w = (size_t)(Hq + 2 * Hkv) * D;
+    float *out = part + ((size_t)blockIdx.x * Hkv + g) * Q * (D + 2);
+    for (int i = tid; i < Q * D; i += APPEND_THREADS) {
+        int q = i / D, d = i % D, r = q / G, h = g * G + q % G;
+        qs[q][d] = hk_ld(qkv, t, (size_t)r * row_w + (size_t)h * D + d) * scale;
+    }
+    float m = -INFINITY, l = 0.0f, acc[SPLIT_MAXQ];
+#pragma unroll
+    for (int q = 0; q < SPLIT_MAXQ; q++) acc[q] = 0.0f;
+    for (int c0 = j0; c0 < j1; c0 += SPLIT_CHUNK) {
+        const int nc = min(SPLIT_CHUNK, j1 - c0);
+        for (int i = tid; i < SPLIT_CHUNK * D; i += APPEND_THREADS) {
+            int j = i / D, d = i % D;
+            size_t at = (size_t)(c0 + j) * W + (size_t)g * D + d;
+            ks[j][d] = j < nc ? hk_ld(kc, ct, at) : 0.0f;
+            vs[j][d] = j < nc ? hk_ld(vc, ct, at) : 0.0f;
+        }
+        __syncthreads();   /* also publishes qs on the first chunk */
+        for (int i = tid; i < Q * SPLIT_CHUNK; i += APPEND_THREADS) {
+            int q = i / SPLIT_CHUNK, j = i % SPLIT_CHUNK;
+            float dot = 0.0f;
+            for (int d = 0; d < D; d++) dot += qs[q][d] * ks[j][d];
+            ps[q][j] = j < nc ? dot : -INFINITY;
+        }
+        __syncthreads();
+        if (tid < Q) {   /* thread q keeps query q's running maximum and sum */
+            float mb = m;
+            for (int j = 0; j < nc; j++) mb = fmaxf(mb, ps[tid][j]);
+            float c = expf(m - mb), sum = 0.0f;
+            for (int j = 0; j < SPLIT_CHUNK; j++) {
+                float p = j < nc ? expf(ps[tid][j] - mb) : 0.0f;
+                ps[tid][j] = p;
+                sum += p;
+            }
+            l = l * c + sum;
+            m = mb;
+            corr_s[tid] = c;
+        }
+        __syncthreads();
+        if (tid < D) {   /* thread d keeps dimension d of every query */
+#pragma unroll
+            for (int q = 0; q < SPLIT_MAXQ; q++) {
+                if (q >= Q) break;
+                float a = acc[q] * corr_s[q];
+                for (int j = 0; j < nc; j++) a += ps[q][j] * vs[j][tid];
+                acc[q] = a;
+            }
+        }
+        __syncthreads();   /* ks, vs, ps are rewritten by the next chunk */
+    }
+    if (tid < D) {
+#pragma unroll
+        for (int q = 0; q < SPLIT_MAXQ; q++) {
+            if (q >= Q) break;
+            out[(size_t)q * (D + 2) + tid] = acc[q];
+        }
+    }
+    if (tid < Q) {
+        out[(size_t)tid * (D + 2) + D] = m;
+        out[(size_t)tid * (D + 2) + D + 1] = l;
+    }
+}
+
+/* One CTA per (row, query head): the splits' partials weighed by exp(mₛ − max). */
+static __global__ void k_append_merge(void *o, int t, const float *part, int splits, int M, int Hq, int Hkv, int D)
+{
+    const int r = blockIdx.x / Hq, h = blockIdx.x % Hq, G = Hq / Hkv, g = h / G, Q = M * G, q = r * G + h % G;
+    float mx = -INFINITY;
+    for (int s = 0; s < splits; s++) mx = fmaxf(mx, part[(((size_t)s * Hkv + g) * Q + q) * (D + 2) + D]);
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float num = 0.0f, den = 0.0f;
+        for (int s = 0; s < splits; s++) {
+            const float *p = part + (((size_t)s * Hkv + g) * Q + q) * (D + 2);
+            if (p[D] == -INFINITY) continue;   /* a split past the keys in use */
+            float w = expf(p[D] - mx);
+            num += w * p[d];
+            den += w * p[D + 1];
+        }
+        hk_st(o, t, ((size_t)r * Hq + h) * D + d, den > 0.0f ? num / den : 0.0f);
+    }
+}
+
 extern "C" {
 
-cudaError_t hk_qknorm_rope(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes, int Hq,
-                           int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt, const void *kn,
-                           hk_dtype knt, float eps)
+size_t hk_append_part_floats(int cap, int M, int Hq, int Hkv, int D)
+{
+    if (Hq <= 0 || Hkv <= 0 || Hq % Hkv || D > SPLIT_MAXD || M * (Hq / Hkv) > SPLIT_MAXQ || cap <= 0) return 0;
+    size_t splits = ((size_t)cap + SPLIT_KEYS - 1) / SPLIT_KEYS;
+    return splits * Hkv * (size_t)M * (Hq / Hkv) * (D + 2);
+}
+
+cudaError_t hk_qknorm_rope(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *cursor, int Hq, int Hkv, int D,
+                           const hk_rope *rope, const void *qn, hk_dtype qnt, const void *kn, hk_dtype knt, float eps)
 {
     if (M <= 0 || Hq + Hkv <= 0) return cudaSuccess;
     if (D > HK_ROPE_MAX_DIM || D % 2) return cudaErrorInvalidValue;
-    k_qknorm_rope<<<(unsigned)M, 256, 0, s>>>(qkv, (int)t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, (int)qnt, kn,
-                                              (int)knt, eps);
+    k_qknorm_rope<<<(unsigned)M, 256, 0, s>>>(qkv, (int)t, cursor, Hq, Hkv, D, *rope, qn, (int)qnt, kn, (int)knt, eps);
     return cudaGetLastError();
 }
 
 cudaError_t hk_attention_append(cudaStream_t s, hk_dtype t, void *out, const void *qkv, void *k_cache,
-                                void *v_cache, hk_dtype ct, int n_past, int M, int Hq, int Hkv, int D, float scale)
+                                void *v_cache, hk_dtype ct, const int32_t *cursor, int cap, int M, int Hq, int Hkv,
+                                int D, float scale, float *part, size_t part_floats)
 {
     if (M <= 0) return cudaSuccess;
     if (D > HK_ROPE_MAX_DIM || Hkv <= 0 || (Hq > 0 && Hq % Hkv)) return cudaErrorInvalidValue;
     size_t n = (size_t)M * Hkv * D;
-    k_kv_append<<<hk_grid_1d(n, 256), 256, 0, s>>>(qkv, (int)t, k_cache, v_cache, (int)ct, n_past, M, Hq, Hkv, D);
+    k_kv_append<<<hk_grid_1d(n, 256), 256, 0, s>>>(qkv, (int)t, k_cache, v_cache, (int)ct, cursor, cap, M, Hq, Hkv, D);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || Hq == 0) return e;
+    size_t need = hk_append_part_floats(cap, M, Hq, Hkv, D);
+    if (need && part && part_floats >= need) {
+        unsigned splits = (unsigned)((cap + SPLIT_KEYS - 1) / SPLIT_KEYS);
+        k_append_split<<<dim3(splits, (unsigned)Hkv), APPEND_THREADS, 0, s>>>(part, (int)t, qkv, k_cache, v_cache,
+                                                                             (int)ct, cursor, cap, M, Hq, Hkv, D,
+                                                                             scale);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        k_append_merge<<<(unsigned)(M * Hq), 128, 0, s>>>(out, (int)t, part, (int)splits, M, Hq, Hkv, D);
+        return cudaGetLastError();
+    }
     k_attention_append<<<(unsigned)(M * Hq), APPEND_THREADS, 0, s>>>(out, (int)t, qkv, k_cache, v_cache, (int)ct,
-                                                                    n_past + M, Hq, Hkv, D, scale);
+                                                                    cursor, cap, M, Hq, Hkv, D, scale);
     return cudaGetLastError();
 }
 

@@ -303,6 +303,24 @@ static __global__ void k_embed(void *out, int ot, const void *table, int tt, con
         hk_st(out, ot, dst + c, hk_ld(table, tt, src + c));
 }
 
+/* As k_embed, the ids in device memory and checked: an id outside the table gives a zero row. */
+static __global__ void k_embed_ids(void *out, int ot, const void *table, int tt, const int32_t *ids, int C, int rows)
+{
+    const int id = ids[blockIdx.x];
+    const bool ok = id >= 0 && id < rows;
+    size_t src = ok ? (size_t)id * C : 0, dst = (size_t)blockIdx.x * C;
+    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < C; c += gridDim.y * blockDim.x)
+        hk_st(out, ot, dst + c, ok ? hk_ld(table, tt, src + c) : 0.0f);
+}
+
+/* Grid (rows, column blocks): one row of a 2-D copy per blockIdx.x. */
+static __global__ void k_copy_rows(void *dst, int dt, size_t ds, const void *src, int st, size_t ss, int cols)
+{
+    const size_t r = blockIdx.x;
+    for (int c = blockIdx.y * blockDim.x + threadIdx.x; c < cols; c += gridDim.y * blockDim.x)
+        hk_st(dst, dt, r * ds + c, hk_ld(src, st, r * ss + c));
+}
+
 /* Rotate-half RoPE with per-dim axis and frequency, rounded to the compute
  * type, then RMSNorm_HF over the head. The reference rounds cos/sin to the
  * model dtype; so do we. One block per row: the D cos/sin values of the row
@@ -476,6 +494,24 @@ cudaError_t hk_embed(cudaStream_t s, void *out, hk_dtype ot, const void *table, 
     if (n <= 0 || C <= 0) return cudaSuccess;
     dim3 grid((unsigned)n, (unsigned)((C + 255) / 256));
     k_embed<<<grid, 256, 0, s>>>(out, ot, table, tt, ids, C);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_embed_ids(cudaStream_t s, void *out, hk_dtype ot, const void *table, hk_dtype tt, const int32_t *ids,
+                         int n, int C, int rows)
+{
+    if (n <= 0 || C <= 0) return cudaSuccess;
+    dim3 grid((unsigned)n, (unsigned)((C + 255) / 256));
+    k_embed_ids<<<grid, 256, 0, s>>>(out, ot, table, tt, ids, C, rows);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_copy_rows(cudaStream_t s, void *dst, hk_dtype dt, size_t ds, const void *src, hk_dtype st, size_t ss,
+                         int rows, int cols)
+{
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    dim3 grid((unsigned)rows, (unsigned)min((cols + 255) / 256, 64));
+    k_copy_rows<<<grid, 256, 0, s>>>(dst, (int)dt, ds, src, (int)st, ss, cols);
     return cudaGetLastError();
 }
 

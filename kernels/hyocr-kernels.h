@@ -153,7 +153,9 @@ cudaError_t hk_nonfinite(cudaStream_t s, const void *x, hk_dtype t, size_t n, in
  * draws[i] (device memory; NULL: all greedy) has a temperature > 0 are drawn with
  * hyocr_sampler_draw's rules, which needs sample_work (hk_sample_work_bytes). Writes
  * ids[n] and nonfinite[n] (0/1) to device memory; the greedy rows split over several
- * CTAs that meet in work. */
+ * CTAs that meet in work. first (NULL: none): row i with first[i] ≥ 0 verifies speculated
+ * tokens: its penalty set also holds step_ids[first[i] + 1 .. i], and its choice is not set in
+ * the slot (see backend.h, pick). */
 typedef struct {
     float  temperature;
     int    top_k;
@@ -163,7 +165,7 @@ typedef struct {
 } hk_draw;
 cudaError_t hk_pick(cudaStream_t s, const float *logits, int n, int V, uint32_t *seen, const int32_t *slots,
                     const float *penalties, const hk_draw *draws, int reciprocal, int32_t *ids, int32_t *nonfinite,
-                    void *work, float *sample_work);
+                    void *work, float *sample_work, const int32_t *first, const int32_t *step_ids);
 size_t      hk_sample_work_bytes(int n, int V);
 /* Bytes of the work area hk_pick needs: zeroed before its first use, left zeroed. */
 size_t      hk_pick_work_bytes(int n, int V);
@@ -186,15 +188,31 @@ cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype o
                      const void *nw, hk_dtype nwt, float eps, const void *w, int N, int K, int pdl);
 
 /* ---- the DFlash draft (dflash.cu) ----
- * hk_qknorm_rope: per-head RMSNorm of q and k, then the rotation (Qwen3's order), in place on
- * qkv[M, (Hq + 2·Hkv)·D]; Hq may be 0 (qn unused). hk_attention_append: stores the k | v of qkv's
- * M rows at rows n_past.. of k_cache / v_cache ([rows, Hkv·D], type ct), then every query row
- * attends to all n_past + M rows, no mask, GQA, out[M, Hq·D] (type t); Hq = 0 only stores. */
-cudaError_t hk_qknorm_rope(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes, int Hq,
-                           int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt, const void *kn,
-                           hk_dtype knt, float eps);
+ * Both read the draft's cursor (cursor[0], device memory): a captured round reads, when
+ * replayed, what the host wrote since. hk_qknorm_rope: per-head RMSNorm of q and k, then the
+ * rotation at 1-D position cursor[0] + row (Qwen3's order), in place on qkv[M, (Hq + 2·Hkv)·D];
+ * Hq may be 0 (qn unused). hk_attention_append: stores the k | v of qkv's M rows at rows
+ * cursor[0].. of k_cache / v_cache ([cap rows, Hkv·D], type ct; rows past cap dropped), then every
+ * query row attends to all cursor[0] + M rows, no mask, GQA, out[M, Hq·D] (type t); Hq = 0 only
+ * stores. part (hk_append_part_floats floats; 0: the shape takes the plain kernel, part unused)
+ * holds the splits' partial results. */
+cudaError_t hk_qknorm_rope(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *cursor, int Hq, int Hkv, int D,
+                           const hk_rope *rope, const void *qn, hk_dtype qnt, const void *kn, hk_dtype knt, float eps);
+size_t      hk_append_part_floats(int cap, int M, int Hq, int Hkv, int D);
 cudaError_t hk_attention_append(cudaStream_t s, hk_dtype t, void *out, const void *qkv, void *k_cache,
-                                void *v_cache, hk_dtype ct, int n_past, int M, int Hq, int Hkv, int D, float scale);
+                                void *v_cache, hk_dtype ct, const int32_t *cursor, int cap, int M, int Hq, int Hkv,
+                                int D, float scale, float *part, size_t part_floats);
+
+/* ---- the draft's proposals and the steps that verify them ----
+ * hk_argmax: out[i] = the first maximum of row i of x[n, V] (fp32; a NaN wins, as torch.argmax)
+ * (pick.cu). hk_embed_ids: hk_embed with the ids in device memory; an id outside [0, rows) gives
+ * a zero row. hk_copy_rows: dst[r·ds + c] = src[r·ss + c] (element strides, converting between
+ * types) for r < rows, c < cols (elementwise.cu). */
+cudaError_t hk_argmax(cudaStream_t s, const float *x, int n, int V, int32_t *out);
+cudaError_t hk_embed_ids(cudaStream_t s, void *out, hk_dtype ot, const void *table, hk_dtype tt, const int32_t *ids,
+                         int n, int C, int rows);
+cudaError_t hk_copy_rows(cudaStream_t s, void *dst, hk_dtype dt, size_t ds, const void *src, hk_dtype st, size_t ss,
+                         int rows, int cols);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,25 @@ __device__ __forceinline__ Cand cand_shfl(const Cand &c, int o)
 #define PICK_THREADS 256
 #define PICK_PER_THREAD 16
 #define PICK_CHUNK (PICK_THREADS * PICK_PER_THREAD)
+#define PICK_MAX_EXTRA 64   /* a verify block's tokens before a row (HYOCR_DFLASH_MAX_BLOCK) */
+
+/* A verify row's penalty set beyond its slot: the tokens its block's rows before it fed
+ * (step_ids[first + 1 .. row]). Loaded by the whole CTA; *n = −1 for a plain row. */
+__device__ void load_extra(const int32_t *first, const int32_t *step_ids, int row, int *ex, int *n)
+{
+    const int f = first ? first[row] : -1;
+    const int k = f >= 0 ? min(row - f, PICK_MAX_EXTRA) : -1;
+    for (int i = threadIdx.x; i < k; i += blockDim.x) ex[i] = step_ids[f + 1 + i];
+    if (threadIdx.x == 0) *n = k;
+    __syncthreads();
+}
+
+__device__ __forceinline__ bool in_extra(const int *ex, int n, int v)
+{
+    for (int i = 0; i < n; i++)
+        if (ex[i] == v) return true;
+    return false;
+}
 
 struct PickPart {
     Cand c;
@@ -64,10 +83,11 @@ __device__ Cand pick_block_best(Cand best, Cand *sh)
  * penalty is spelled out (_rn intrinsics) so it matches torch whatever the flags. */
 static __global__ void __launch_bounds__(PICK_THREADS)
 k_pick(const float *logits, int V, uint32_t *seen, const int32_t *slots, const float *penalties, int reciprocal,
-       const hk_draw *draws, int32_t *ids, int32_t *nonfinite, unsigned *ctr, PickPart *parts)
+       const hk_draw *draws, int32_t *ids, int32_t *nonfinite, unsigned *ctr, PickPart *parts, const int32_t *first,
+       const int32_t *step_ids)
 {
     __shared__ Cand sh[PICK_THREADS / 32];
-    __shared__ int s_last;
+    __shared__ int s_last, ex[PICK_MAX_EXTRA], n_ex;
     const int row = blockIdx.y, nc = gridDim.x, words = (V + 31) / 32;
     const float *x = logits + (size_t)row * V;
     uint32_t *set = seen + (size_t)slots[row] * words;
@@ -81,6 +101,8 @@ k_pick(const float *logits, int V, uint32_t *seen, const int32_t *slots, const f
         int v = base + j * PICK_THREADS;
         l[j] = v < V ? __ldg(x + v) : -INFINITY;
     }
+    load_extra(first, step_ids, row, ex, &n_ex);
+    const int nx = n_ex;
     Cand best = { -INFINITY, INT_MAX, 0 };
     bool bad = false;
 #pragma unroll
@@ -89,7 +111,7 @@ k_pick(const float *logits, int V, uint32_t *seen, const int32_t *slots, const f
         if (v >= V) break;
         float y = l[j];
         bad |= !isfinite(y);
-        if (pen && (set[v >> 5] >> (v & 31) & 1u))
+        if (pen && ((set[v >> 5] >> (v & 31) & 1u) || (nx > 0 && in_extra(ex, nx, v))))
             y = y < 0.0f ? __fmul_rn(y, p) : reciprocal ? __fmul_rn(y, inv) : __fdiv_rn(y, p);
         Cand c = { y, v, y != y };
         if (cand_better(c, best)) best = c;
@@ -121,8 +143,8 @@ k_pick(const float *logits, int V, uint32_t *seen, const int32_t *slots, const f
     if (threadIdx.x == 0) {
         ids[row] = best.id;
         nonfinite[row] = any_bad;
-        /* a sampled row's bit is k_sample's to set */
-        if (!draws || !(draws[row].temperature > 0.0f && isfinite(draws[row].temperature)))
+        /* a sampled row's bit is k_sample's to set; a verify row's, the host's */
+        if (nx < 0 && (!draws || !(draws[row].temperature > 0.0f && isfinite(draws[row].temperature))))
             set[best.id >> 5] |= 1u << (best.id & 31);
         ctr[row] = 0;   /* ready for the next call */
     }
@@ -269,12 +291,16 @@ __device__ __forceinline__ bool sample_kept(float x, float wt, uint32_t lo, bool
 
 static __global__ void __launch_bounds__(SAMPLE_THREADS)
 k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const float *penalties, int reciprocal,
-         const hk_draw *draws, int32_t *ids, float *work)
+         const hk_draw *draws, int32_t *ids, float *work, const int32_t *first, const int32_t *step_ids)
 {
     __shared__ SampleSh sh;
+    __shared__ int ex[PICK_MAX_EXTRA], n_ex;
     const int row = blockIdx.x;
     const hk_draw d = draws[row];
     if (!(d.temperature > 0.0f && isfinite(d.temperature))) return;
+    load_extra(first, step_ids, row, ex, &n_ex);
+    const int nx = n_ex;
+    const bool mark = nx < 0;   /* a verify row's choice is the host's to add */
     uint32_t *set = seen + (size_t)slots[row] * ((V + 31) / 32);
     const float *x = logits + (size_t)row * V;
     float *v = work + (size_t)row * 2 * V, *w = v + V;
@@ -286,7 +312,7 @@ k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const
     unsigned long long cnt = 0;
     for (int i = threadIdx.x; i < V; i += SAMPLE_THREADS) {
         float y = x[i];
-        if (pen && (set[i >> 5] >> (i & 31) & 1u))
+        if (pen && ((set[i >> 5] >> (i & 31) & 1u) || (nx > 0 && in_extra(ex, nx, i))))
             y = y < 0.0f ? __fmul_rn(y, p) : reciprocal ? __fmul_rn(y, pinv) : __fdiv_rn(y, p);
         if (d.temperature != 1.0f) y = __fmul_rn(y, tinv);
         if (y != y) y = -INFINITY;
@@ -298,7 +324,7 @@ k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const
     unsigned long long n_ok;
     sample_scan(cnt, &n_ok, &sh);
     if (n_ok == 0) {   /* nothing drawable: the argmax k_pick left stays */
-        if (threadIdx.x == 0) set[ids[row] >> 5] |= 1u << (ids[row] & 31);
+        if (threadIdx.x == 0 && mark) set[ids[row] >> 5] |= 1u << (ids[row] & 31);
         return;
     }
     /* v == mx also keeps a +inf maximum finite (weight 1) */
@@ -347,10 +373,26 @@ k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const
         acc += wfix(w[i]);
         if (target < acc) {
             ids[row] = i;
-            set[i >> 5] |= 1u << (i & 31);
+            if (mark) set[i >> 5] |= 1u << (i & 31);
             return;
         }
     }
+}
+
+/* The draft's proposals: one CTA per row, torch.argmax order (pick_block_best's candidates). */
+#define ARGMAX_THREADS PICK_THREADS
+static __global__ void __launch_bounds__(ARGMAX_THREADS) k_argmax(const float *x, int V, int32_t *out)
+{
+    __shared__ Cand sh[ARGMAX_THREADS / 32];
+    const float *r = x + (size_t)blockIdx.x * V;
+    Cand best = { -INFINITY, INT_MAX, 0 };
+    for (int v = threadIdx.x; v < V; v += ARGMAX_THREADS) {
+        float y = __ldg(r + v);
+        Cand c = { y, v, y != y };
+        if (cand_better(c, best)) best = c;
+    }
+    best = pick_block_best(best, sh);
+    if (threadIdx.x == 0) out[blockIdx.x] = best.id;
 }
 
 extern "C" {
@@ -368,17 +410,24 @@ size_t hk_sample_work_bytes(int n, int V)
 
 cudaError_t hk_pick(cudaStream_t s, const float *logits, int n, int V, uint32_t *seen, const int32_t *slots,
                     const float *penalties, const hk_draw *draws, int reciprocal, int32_t *ids, int32_t *nonfinite,
-                    void *work, float *sample_work)
+                    void *work, float *sample_work, const int32_t *first, const int32_t *step_ids)
 {
     if (n <= 0 || V <= 0) return cudaSuccess;
     unsigned nc = (unsigned)((V + PICK_CHUNK - 1) / PICK_CHUNK);
     unsigned *ctr = (unsigned *)work;
     PickPart *parts = (PickPart *)((uint8_t *)work + ((size_t)n * sizeof(unsigned) + 15) / 16 * 16);
     k_pick<<<dim3(nc, (unsigned)n), PICK_THREADS, 0, s>>>(logits, V, seen, slots, penalties, reciprocal, draws, ids,
-                                                          nonfinite, ctr, parts);
+                                                          nonfinite, ctr, parts, first, step_ids);
     if (draws && sample_work)
         k_sample<<<(unsigned)n, SAMPLE_THREADS, 0, s>>>(logits, V, seen, slots, penalties, reciprocal, draws, ids,
-                                                        sample_work);
+                                                        sample_work, first, step_ids);
+    return cudaGetLastError();
+}
+
+cudaError_t hk_argmax(cudaStream_t s, const float *x, int n, int V, int32_t *out)
+{
+    if (n <= 0 || V <= 0) return cudaSuccess;
+    k_argmax<<<(unsigned)n, ARGMAX_THREADS, 0, s>>>(x, V, out);
     return cudaGetLastError();
 }
 

@@ -1218,6 +1218,222 @@ static void test_bench(gconstpointer data)
 #endif
 }
 
+/* ---------------------------------------------------------------- speculative decoding (issue 20) */
+
+/* A verify block: the rows of one sequence as decode rows with views of their own over the same
+ * block table, each seeing the rows before it (the backend stores all before any attends). */
+static void test_paged_verify(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    kv_fix f;
+    kv_init(&f, g, 16, 400, 16, 8, 128);
+    g_autofree int32_t *bt = kv_table(&f, 4200 + 16), *b2 = kv_table(&f, 300);
+    hyocr_seq_view pre[2] = { { bt, 0, 1024 }, { b2, 0, 250 } };
+    paged_step(c, &f, pre, 2, "verify: prefill");
+    hyocr_seq_view more = { bt, 1024, 1024 };
+    paged_step(c, &f, &more, 1, "verify: prefill 2");
+    /* 16 rows of the first sequence and one plain row of the second */
+    hyocr_seq_view v[17];
+    for (int r = 0; r < 16; r++) v[r] = (hyocr_seq_view){ bt, 2048 + r, 1 };
+    v[16] = (hyocr_seq_view){ b2, 250, 1 };
+    paged_step(c, &f, v, 17, "verify: a block of 16 rows and a plain row");
+    for (int t = 2048; t < 2064; t++) {
+        size_t w = (size_t)8 * 128, off = ((size_t)bt[t / f.bs] * f.bs + t % f.bs) * w;
+        cmp2(g, "verify: k cache slot", &f.k, off, w, -1);
+        cmp2(g, "verify: v cache slot", &f.v, off, w, -1);
+    }
+    kv_clear(&f);
+}
+
+/* The draft's cursor, a word of an F32 buffer. */
+static pair cursor2(hyocr_backend *g, int32_t at)
+{
+    float w;
+    memcpy(&w, &at, sizeof w);
+    return mk2(g, HYOCR_BUF_F32, &w, 1);
+}
+
+static void set_cursor(hyocr_backend *g, pair *p, int32_t at)
+{
+    float w;
+    memcpy(&w, &at, sizeof w);
+    OK(cpu()->ops->upload_f32(cpu(), p->c, 0, &w, 1, E));
+    OK(g->ops->upload_f32(g, p->g, 0, &w, 1, E));
+}
+
+/* Norm-then-rotate at the cursor's positions, q | k heads and k-only rows. */
+static void test_qknorm_rope(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    const int D = 128;
+    hyocr_rope_params rp;
+    hyocr_rope_params_init_plain(&rp, D, 10000.0);
+    g_autofree float *qn = rndq(g, D, 0.5, 1.5), *kn = rndq(g, D, 0.5, 1.5);
+    pair pq = mk2(g, HYOCR_BUF_WEIGHT, qn, D), pk = mk2(g, HYOCR_BUF_WEIGHT, kn, D), cur = cursor2(g, 4170);
+    const int shapes[][3] = { { 16, 16, 8 }, { 37, 0, 8 } };   /* rows, Hq, Hkv */
+    for (int i = 0; i < 2; i++) {
+        int M = shapes[i][0], Hq = shapes[i][1], Hkv = shapes[i][2];
+        size_t n = (size_t)M * (Hq + 2 * Hkv) * D;
+        g_autofree float *x = rndq(g, n, -3, 3);
+        pair px = mk2(g, HYOCR_BUF_ACT, x, n);
+        BOTH(g, cpu()->ops->qknorm_rope(cpu(), px.c, M, cur.c, Hq, Hkv, &rp, pq.c, pk.c, 1e-5f, E),
+             g->ops->qknorm_rope(g, px.g, M, cur.g, Hq, Hkv, &rp, pq.g, pk.g, 1e-5f, E));
+        g_autofree char *what = g_strdup_printf("qknorm_rope %d rows, %d/%d heads at 4170", M, Hq, Hkv);
+        cmp2(g, what, &px, 0, n, 1.5 * c->tol);
+        free2(g, &px);
+    }
+    free2(g, &pq);
+    free2(g, &pk);
+    free2(g, &cur);
+}
+
+/* A context filled through k-only rows at moving cursors, then a block attending to all of it:
+ * the split kernel (16 rows × 2 heads a group) and the plain one (40 rows), against the CPU. */
+static void run_append(const dt_case *c, hyocr_backend *g, int M, int Hq, int Hkv, int ctx, int cap)
+{
+    const int D = 128, W = Hkv * D;
+    pair kc = mk2(g, HYOCR_BUF_KV, NULL, (size_t)cap * W), vc = mk2(g, HYOCR_BUF_KV, NULL, (size_t)cap * W);
+    pair cur = cursor2(g, 0);
+    for (int at = 0; at < ctx; at += 500) {
+        int m = MIN(500, ctx - at);
+        size_t n = (size_t)m * 2 * W;
+        g_autofree float *kv = rndq(g, n, -2, 2);
+        pair pkv = mk2(g, HYOCR_BUF_ACT, kv, n);
+        set_cursor(g, &cur, at);
+        BOTH(g, cpu()->ops->attention_append(cpu(), NULL, pkv.c, kc.c, vc.c, cur.c, m, 0, Hkv, D, 0, E),
+             g->ops->attention_append(g, NULL, pkv.g, kc.g, vc.g, cur.g, m, 0, Hkv, D, 0, E));
+        free2(g, &pkv);
+    }
+    cmp2(g, "append: cached k", &kc, 0, (size_t)ctx * W, -1);
+    size_t nq = (size_t)M * (Hq + 2 * Hkv) * D, no = (size_t)M * Hq * D;
+    g_autofree float *qkv = rndq(g, nq, -2, 2);
+    pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+    set_cursor(g, &cur, ctx);
+    float scale = (float)pow(D, -0.5);
+    for (int rep = 0; rep < 2; rep++) {   /* twice: the partials of the first must not leak into the second */
+        BOTH(g, cpu()->ops->attention_append(cpu(), po.c, pq.c, kc.c, vc.c, cur.c, M, Hq, Hkv, D, scale, E),
+             g->ops->attention_append(g, po.g, pq.g, kc.g, vc.g, cur.g, M, Hq, Hkv, D, scale, E));
+        g_autofree char *what = g_strdup_printf("attention_append %d rows over %d keys (%d/%d heads, cap %d)", M,
+                                                ctx + M, Hq, Hkv, cap);
+        cmp2(g, what, &po, 0, no, c->tol);
+    }
+    cmp2(g, "append: the block's k", &kc, (size_t)ctx * W, (size_t)M * W, -1);
+    free2(g, &pq);
+    free2(g, &po);
+    free2(g, &kc);
+    free2(g, &vc);
+    free2(g, &cur);
+}
+
+static void test_attention_append(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    run_append(c, g, 16, 16, 8, 4162, 5300);   /* the release's draft at a 2048² page */
+    run_append(c, g, 16, 16, 8, 7, 300);       /* a short context, most splits idle */
+    run_append(c, g, 16, 4, 2, 900, 1100);     /* the tiny fixture's heads */
+    run_append(c, g, 40, 16, 8, 1000, 1200);   /* 80 queries a group: the plain kernel */
+}
+
+/* The draft's argmax into an ids buffer (ties to the first, a NaN wins), the ids read back by
+ * embed_ids, and rows of one buffer copied into columns of another, converting. */
+static void test_draft_small_ops(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    const int n = 15, V = 120818, C = 64;
+    g_autofree float *x = rnd((size_t)n * V, -4, 4);
+    for (int r = 0; r < n; r++) {
+        x[(size_t)r * V + 1000 + r] = 9.0f;   /* a tie: the lower id wins */
+        x[(size_t)r * V + 90000 + r] = 9.0f;
+    }
+    x[(size_t)3 * V + 77777] = NAN;
+    pair pl = mk2(g, HYOCR_BUF_F32, x, (size_t)n * V), pi = mk2(g, HYOCR_BUF_F32, NULL, (size_t)n + 5);
+    BOTH(g, cpu()->ops->argmax(cpu(), pl.c, n, V, pi.c, 5, E), g->ops->argmax(g, pl.g, n, V, pi.g, 5, E));
+    g_autofree float *ids = get(g, pi.g, 5, n);
+    for (int r = 0; r < n; r++) {
+        int32_t id;
+        memcpy(&id, &ids[r], sizeof id);
+        g_assert_cmpint(id, ==, r == 3 ? 77777 : 1000 + r);
+    }
+    /* the ids as the step's tokens */
+    g_autofree float *tab = rndq(g, (size_t)200000 * C / 1000, -1, 1);   /* 200 rows */
+    int32_t small[4] = { 3, 199, 0, 57 };
+    pair pt = mk2(g, HYOCR_BUF_WEIGHT, tab, (size_t)200 * C), ps = mk2(g, HYOCR_BUF_F32, (const float *)small, 4);
+    pair po = mk2(g, HYOCR_BUF_F32, NULL, (size_t)4 * C);
+    BOTH(g, cpu()->ops->embed_ids(cpu(), po.c, pt.c, ps.c, 0, 4, C, E), g->ops->embed_ids(g, po.g, pt.g, ps.g, 0, 4, C, E));
+    cmp2(g, "embed_ids", &po, 0, po.n, -1);
+    int32_t bad[1] = { 200 };   /* past the table: a zero row on CUDA, an error on the CPU */
+    OK(g->ops->upload_f32(g, ps.g, 0, (const float *)bad, 1, E));
+    OK(g->ops->embed_ids(g, po.g, pt.g, ps.g, 0, 1, C, E));
+    g_autofree float *zero = get(g, po.g, 0, C);
+    for (int i = 0; i < C; i++) g_assert_cmpfloat(zero[i], ==, 0.0f);
+    /* copy_rows: 5 rows of 64 from an F32 buffer (stride 100) into an ACT buffer (stride 256, at column 128) */
+    g_autofree float *src = rndq(g, 500, -3, 3);
+    pair pa = mk2(g, HYOCR_BUF_F32, src, 500), pb = mk2(g, HYOCR_BUF_ACT, NULL, 5 * 256);
+    BOTH(g, cpu()->ops->copy_rows(cpu(), pb.c, 128, 256, pa.c, 10, 100, 5, 64, E),
+         g->ops->copy_rows(g, pb.g, 128, 256, pa.g, 10, 100, 5, 64, E));
+    for (int r = 0; r < 5; r++) cmp2(g, "copy_rows F32 → ACT", &pb, (size_t)r * 256 + 128, 64, -1);
+    pair pc = mk2(g, HYOCR_BUF_ACT, NULL, 5 * 256);   /* ACT → ACT: a 2-D memcpy */
+    BOTH(g, cpu()->ops->copy_rows(cpu(), pc.c, 0, 256, pb.c, 128, 256, 5, 64, E),
+         g->ops->copy_rows(g, pc.g, 0, 256, pb.g, 128, 256, 5, 64, E));
+    for (int r = 0; r < 5; r++) cmp2(g, "copy_rows ACT → ACT", &pc, (size_t)r * 256, 64, -1);
+    pair *all[] = { &pl, &pi, &pt, &ps, &po, &pa, &pb, &pc };
+    for (size_t i = 0; i < G_N_ELEMENTS(all); i++) free2(g, all[i]);
+}
+
+/* pick with verify rows: a block of 6 rows and a plain row, penalty 1.08; each verify row's set
+ * holds the block's tokens before it, and only the plain row's choice joins its slot. Greedy,
+ * then sampled; the seen sets after must be the CPU's bit for bit. */
+static void test_pick_verify(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    const int V = 3000, n = 7, W = (V + 31) / 32;
+    g_autofree float *x = g_new(float, (size_t)n * V);
+    for (size_t i = 0; i < (size_t)n * V; i++) x[i] = (float)g_test_rand_int_range(-40, 41) * 0.25f;
+    /* the block's tokens are the strongest candidates, 500 first: each row's set (the slot's 500 and
+     * the block's tokens before it) decides which of them wins */
+    int32_t step[7] = { 11, 500, 501, 502, 503, 504, 42 };
+    for (int r = 0; r < 6; r++)
+        for (int j = 1; j <= 5; j++) x[(size_t)r * V + step[j]] = 10.25f - 0.01f * j;
+    g_autofree uint32_t *seen0 = g_new0(uint32_t, 2 * W);
+    seen0[500 >> 5] |= 1u << (500 & 31);   /* slot 0 already holds 500 */
+    int32_t slots[7] = { 0, 0, 0, 0, 0, 0, 1 }, first[7] = { 0, 0, 0, 0, 0, 0, -1 };
+    float pens[7] = { 1.08f, 1.08f, 1.08f, 1.08f, 1.08f, 1.08f, 1.08f };
+    for (int sampled = 0; sampled < 2; sampled++) {
+        pair pl = mk2(g, HYOCR_BUF_F32, x, (size_t)n * V), pseen = mk2(g, HYOCR_BUF_F32, (const float *)seen0, 2 * W);
+        pair pids = mk2(g, HYOCR_BUF_F32, (const float *)step, 7);
+        hyocr_pick_draw draws[7] = { 0 };
+        for (int r = 0; r < n; r++) draws[r] = (hyocr_pick_draw){ 0.9f, 0, 0.95f, 0, (r + 1) * 0.123 };
+        const hyocr_pick_draw *d = sampled ? draws : NULL;
+        BOTH(g, cpu()->ops->pick(cpu(), pl.c, n, V, pseen.c, slots, pens, d, first, pids.c, E),
+             g->ops->pick(g, pl.g, n, V, pseen.g, slots, pens, d, first, pids.g, E));
+        int32_t a[7], b[7];
+        bool nfa[7], nfb[7];
+        OK(cpu()->ops->pick_fetch(cpu(), n, a, nfa, E));
+        OK(g->ops->pick_fetch(g, n, b, nfb, E));
+        for (int r = 0; r < n; r++) {
+            g_assert_cmpint(a[r], ==, b[r]);
+            g_assert_false(nfb[r]);
+        }
+        for (int r = 0; r < 5 && !sampled; r++) g_assert_cmpint(a[r], ==, r < 2 ? 501 : 500 + r);
+        cmp2(g, "seen after a verify pick", &pseen, 0, 2 * W, -1);
+        g_autofree float *sw = get(g, pseen.g, 0, 2 * W);
+        g_assert_cmpmem(sw, W * 4, seen0, W * 4);   /* the block's slot is untouched */
+        free2(g, &pl);
+        free2(g, &pseen);
+        free2(g, &pids);
+    }
+}
+
 /* ---------------------------------------------------------------- main */
 
 static void add(const char *name, const dt_case *c, GTestDataFunc fn)
@@ -1247,6 +1463,11 @@ int main(int argc, char **argv)
         add("paged", c, test_paged);
         add("paged_long_decode", c, test_paged_long_decode);
         add("bench", c, test_bench);
+        add("paged_verify", c, test_paged_verify);
+        add("qknorm_rope", c, test_qknorm_rope);
+        add("attention_append", c, test_attention_append);
+        add("draft_small_ops", c, test_draft_small_ops);
+        add("pick_verify", c, test_pick_verify);
     }
     add("errors", &F16, test_errors);
     add("memory", &F16, test_memory);

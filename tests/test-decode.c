@@ -76,7 +76,7 @@ static void pick_op_case(hyocr_backend *be, int V, const float *pens, int n, int
     for (int step = 0; step < steps; step++) {
         for (int i = 0; i < n; i++) fill_logits(r, x + (size_t)i * V, V, specials);
         g_assert_true(o->upload_f32(be, logits, 0, x, (size_t)n * V, &err));
-        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, NULL, &err));
+        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, NULL, NULL, NULL, &err));
         int32_t ids[8];
         bool nf[8];
         g_assert_true(o->pick_fetch(be, n, ids, nf, &err));
@@ -153,7 +153,7 @@ static void sample_op_case(hyocr_backend *be, int V, int n, int steps, bool coar
             draws[i].u = hyocr_sampler_uniform(1000u + i, step);
         }
         g_assert_true(o->upload_f32(be, logits, 0, x, (size_t)n * V, &err));
-        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, draws, &err));
+        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, draws, NULL, NULL, &err));
         int32_t ids[8];
         bool nf[8];
         g_assert_true(o->pick_fetch(be, n, ids, nf, &err));

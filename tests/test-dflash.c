@@ -465,7 +465,7 @@ static void run_block_rounds(draft_env *e, double *rel)
     g_autoptr(GArray) ids = hyocr_test_read_ints(ids_path);
     g_assert_cmpuint(ids->len, ==, 4);
     const int V = 2023, B = 16;
-    hyocr_dflash_ctx *c = hyocr_dflash_ctx_new(e->d);
+    hyocr_dflash_ctx *c = hyocr_dflash_ctx_new(e->d, NULL);
     g_autoptr(GError) err = NULL;
     for (int round = 0; round < 2; round++) {
         int rows = (int)g_array_index(ids, int64_t, 2 * round);
@@ -528,7 +528,7 @@ static void test_misuse(void)
 {
     draft_env e = { 0 };
     env_open(&e, NULL);
-    hyocr_dflash_ctx *c = hyocr_dflash_ctx_new(e.d);
+    hyocr_dflash_ctx *c = hyocr_dflash_ctx_new(e.d, NULL);
     g_autoptr(GError) err = NULL;
     int32_t drafts[15];
     g_assert_false(hyocr_dflash_propose(e.d, c, 5, drafts, NULL, &err));   /* no context yet */

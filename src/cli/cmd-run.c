@@ -26,7 +26,7 @@ typedef struct {
     char    *model, *task, *prompt, *device, *format, *dump, *rope, *posemb, *dtype, *mem_limit;
     char    *pages, *password_file, *password;
     char   **fields, **images, **rest, **outputs;
-    int      max_new_tokens, threads, max_side, top_k, max_model_len, max_batch, repeat;
+    int      max_new_tokens, threads, max_side, top_k, max_model_len, max_batch, repeat, spec_tokens;
     double   temperature, top_p, repetition_penalty, swap_gib;
     gint64   seed;
     gboolean ignore_eos;
@@ -227,6 +227,9 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
              ".pdf searchable, .html); repeat for several"), "FILE" },
         { "password-file", 0, 0, G_OPTION_ARG_FILENAME, &o->password_file,
           N_("Encrypted PDFs: read the password from the first line of FILE"), "FILE" },
+        { "speculative-tokens", 0, 0, G_OPTION_ARG_INT, &o->spec_tokens,
+          N_("Speculative decoding with the model's DFlash draft: drafts a round (0 = off; default: the draft's "
+             "block size − 1, 15)"), "N" },
         { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->rest, NULL, NULL },
         { NULL },
     };
@@ -236,9 +239,9 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--model DIR and --image FILE are required"));
         return false;
     }
-    if (o->repeat < 0 || o->max_batch < 0 || o->swap_gib < 0) {
+    if (o->repeat < 0 || o->max_batch < 0 || o->swap_gib < 0 || o->spec_tokens < -1) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("--repeat, --max-batch and --swap-space cannot be negative"));
+                    _("--repeat, --max-batch, --swap-space and --speculative-tokens cannot be negative"));
         return false;
     }
     if (o->task && o->prompt) {
@@ -311,6 +314,7 @@ static bool fill_engine(const run_opts *o, hyocr_engine_params *ep, GError **err
     ep->n_threads = o->threads;
     ep->max_model_len = o->max_model_len;
     if (o->max_batch > 0) ep->max_batch = o->max_batch;
+    ep->speculative_tokens = o->spec_tokens;
     ep->swap_space = (int64_t)(o->swap_gib * 1024.0 * 1024.0 * 1024.0);
     ep->log = on_log;
     return hyocr_cli_parse_device(o->device, &ep->device, error) &&
@@ -434,6 +438,15 @@ static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job
     json_builder_add_string_value(b, hyocr_stop_reason_name(r->stop_reason));
     json_builder_set_member_name(b, "preempted");
     json_builder_add_int_value(b, r->n_preempted);
+    json_builder_set_member_name(b, "speculative");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "rounds");
+    json_builder_add_int_value(b, r->speculative_rounds);
+    json_builder_set_member_name(b, "tokens");
+    json_builder_add_int_value(b, r->speculative_tokens);
+    json_builder_set_member_name(b, "fallbacks");
+    json_builder_add_int_value(b, r->speculative_fallbacks);
+    json_builder_end_object(b);
     json_builder_set_member_name(b, "repetition_penalty");
     /* the double nearest the decimal given, not the float's binary expansion */
     char rp[G_ASCII_DTOSTR_BUF_SIZE];
@@ -759,7 +772,7 @@ static bool read_password(run_opts *o, GError **error)
 
 int hyocr_cmd_run(int argc, char **argv)
 {
-    run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0 };
+    run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0, .spec_tokens = -1 };
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) pages = NULL;
     int status = 1;

@@ -143,6 +143,10 @@ static void print_memory_plan(const hyocr_checkpoint *ck, const char *model, hyo
     hyocr_memplan_params_init(&p, kind);
     p.lm_head_tied = st.lm_head_tied;
     p.max_model_len = cfg->text.max_position_embeddings > 0 ? cfg->text.max_position_embeddings : 0;
+    /* the draft beside the model: its weights, and a context for every page (speculation is on by default) */
+    const hyocr_checkpoint *dr = hyocr_checkpoint_draft(ck);
+    p.draft = dr ? hyocr_checkpoint_dflash_config(dr) : NULL;
+    p.spec_tokens = p.draft ? p.draft->block_size - 1 : 0;
     g_autoptr(hyocr_tokenizer) tok = load_tokenizer(model, NULL);
     hyocr_memplan plan;
     hyocr_memplan_for_job(cfg, &p, 0, 0, 0, 1, &plan);
@@ -152,6 +156,10 @@ static void print_memory_plan(const hyocr_checkpoint *ck, const char *model, hyo
     g_print("  KV cache     %.1f MiB per 1K tokens (%" G_GINT64_FORMAT " bytes per token)\n",
             plan.kv_per_token * 1024 / 1048576.0, plan.kv_per_token);
     if (plan.backend) g_print("  backend      %.1f MiB of its own scratch\n", plan.backend / 1048576.0);
+    if (p.draft)
+        g_print("  draft        %.1f MiB of weights (in the weights above), its context %.1f MiB per 1K tokens: the "
+                "pages below speculate (--speculative-tokens 0 saves both)\n", plan.draft_weights / 1048576.0,
+                hyocr_memplan_draft_ctx_per_token(p.draft, p.act_elem) * 1024 / 1048576.0);
     g_print("  %-10s %8s %8s %8s %8s %8s %8s %8s %8s  GiB\n", "page", "patches", "prompt", "vision", "prefill", "KV",
             "peak-vis", "total", "tight");
     static const int sides[] = { 1024, 2048, 4096 };

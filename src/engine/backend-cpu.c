@@ -1305,6 +1305,7 @@ typedef struct {
     const float             *qn, *kn;
     int                      M, n_axes, Hq, Hkv;
     float                    eps;
+    int                      pos0;   /* qknorm_rope: the position of row 0 */
 } rope_ctx;
 
 static void rope_task(void *p, int64_t b, int64_t e)
@@ -1531,7 +1532,22 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
 
 /* ---------------------------------------------------------------- the DFlash draft's ops */
 
-/* Qwen3's order: each head normed, then rotated (rope_task does the reverse). */
+/* The draft's cursor: an int32 stored as raw bits in an F32 buffer. */
+static bool read_cursor(const char *op, const hyocr_buf *cursor, int *out, GError **error)
+{
+    if (!need(op, "cursor", cursor, 1, error)) return false;
+    int32_t v;
+    memcpy(&v, cursor->data, sizeof v);
+    if (v < 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "CPU backend: %s: cursor %d is negative", op, v);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Qwen3's order: each head normed, then rotated (rope_task does the reverse). Row t sits at
+ * position pos0 + t. */
 static void qknorm_rope_task(void *p, int64_t b, int64_t e)
 {
     const rope_ctx *c = p;
@@ -1539,8 +1555,7 @@ static void qknorm_rope_task(void *p, int64_t b, int64_t e)
     float cs[ATT_DMAX], sn[ATT_DMAX], tmp[ATT_DMAX];
     for (int64_t t = b; t < e; t++) {
         for (int d = 0; d < D; d++) {
-            int a = c->n_axes == 1 ? 0 : c->axis[d];
-            float angle = c->rp->inv_freq[d % half] * (float)c->pos[(size_t)a * c->M + t];
+            float angle = c->rp->inv_freq[d % half] * (float)(c->pos0 + t);
             cs[d] = cosf(angle);
             sn[d] = sinf(angle);
         }
@@ -1556,18 +1571,22 @@ static void qknorm_rope_task(void *p, int64_t b, int64_t e)
     }
 }
 
-static bool cpu_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes,
+static bool cpu_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const hyocr_buf *cursor,
                             int Hq, int Hkv, const hyocr_rope_params *rope,
                             const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error)
 {
-    int axes;
-    if (!hyocr_rope_check(be, "qknorm_rope", rope, M, pos, n_axes, Hq, Hkv, 0, ATT_DMAX, &axes, error)) return false;
-    int D = rope->head_dim;
-    if (!need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
+    int D = rope ? rope->head_dim : 0, pos0 = 0;
+    if (!rope || M < 0 || Hq < 0 || Hkv <= 0 || D <= 0 || D % 2 || D > ATT_DMAX) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d)", M, Hq, Hkv, D);
+        return false;
+    }
+    if (!read_cursor("qknorm_rope", cursor, &pos0, error) ||
+        !need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
         (Hq > 0 && !need("qknorm_rope", "q_norm", q_norm, (size_t)D, error)) ||
         !need("qknorm_rope", "k_norm", k_norm, (size_t)D, error))
         return false;
-    rope_ctx c = { F(qkv), pos, rope->axis, rope, Hq > 0 ? F(q_norm) : NULL, F(k_norm), M, axes, Hq, Hkv, eps };
+    rope_ctx c = { F(qkv), NULL, NULL, rope, Hq > 0 ? F(q_norm) : NULL, F(k_norm), M, 1, Hq, Hkv, eps, pos0 };
     run(be, M, 1, qknorm_rope_task, &c);
     return true;
 }
@@ -1623,15 +1642,16 @@ static void append_task(void *p, int64_t b, int64_t e)
 }
 
 static bool cpu_attention_append(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
-                                 hyocr_buf *v_cache, int n_past, int M, int Hq, int Hkv, int D, float scale,
-                                 GError **error)
+                                 hyocr_buf *v_cache, const hyocr_buf *cursor, int M, int Hq, int Hkv, int D,
+                                 float scale, GError **error)
 {
-    if (n_past < 0 || M < 0 || Hq < 0 || Hkv <= 0 || Hq % Hkv || D <= 0 || D > ATT_DMAX) {
+    int n_past = 0;
+    if (M < 0 || Hq < 0 || Hkv <= 0 || Hq % Hkv || D <= 0 || D > ATT_DMAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: attention_append: invalid shape (%d cached, %d rows, heads %d/%d, head dim %d)",
-                    n_past, M, Hq, Hkv, D);
+                    "CPU backend: attention_append: invalid shape (%d rows, heads %d/%d, head dim %d)", M, Hq, Hkv, D);
         return false;
     }
+    if (!read_cursor("attention_append", cursor, &n_past, error)) return false;
     size_t kv_row = (size_t)Hkv * D, row = (size_t)(Hq + 2 * Hkv) * D, n_keys = (size_t)n_past + M;
     if (!need("attention_append", "qkv", qkv, (size_t)M * row, error) ||
         !need("attention_append", "k_cache", k_cache, n_keys * kv_row, error) ||
@@ -1651,27 +1671,109 @@ static bool cpu_attention_append(hyocr_backend *be, hyocr_buf *out, const hyocr_
     return att_oom(&c.oom, "attention_append", D, error);
 }
 
-static bool cpu_embed(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
-                      GError **error)
+/* First maximum, as torch.argmax (a NaN wins). */
+static int32_t argmax_row(const float *x, int V)
+{
+    int32_t best = 0;
+    for (int v = 0; v < V; v++) {
+        if (isnan(x[v])) return v;
+        if (x[v] > x[best]) best = v;
+    }
+    return best;
+}
+
+static bool cpu_argmax(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *ids, size_t off,
+                       GError **error)
+{
+    (void)be;
+    if (n < 0 || V <= 0 || logits->kind != HYOCR_BUF_F32 || ids->kind != HYOCR_BUF_F32) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: argmax: invalid arguments (%d rows, vocabulary %d; F32 buffers)", n, V);
+        return false;
+    }
+    if (off > SIZE_MAX - (size_t)n || !need("argmax", "logits", logits, (size_t)n * V, error) ||
+        !need("argmax", "ids", ids, off + (size_t)n, error))
+        return false;
+    for (int i = 0; i < n; i++) {
+        int32_t id = argmax_row(F(logits) + (size_t)i * V, V);
+        memcpy(F(ids) + off + i, &id, sizeof id);
+    }
+    return true;
+}
+
+static bool embed_rows(const char *op, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
+                       GError **error)
 {
     if (n < 0 || C <= 0 || (n > 0 && !ids)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: embed: invalid arguments (%d ids, width %d)", n, C);
+                    "CPU backend: %s: invalid arguments (%d ids, width %d)", op, n, C);
         return false;
     }
-    if (!need("embed", "out", out, (size_t)n * C, error) || !need("embed", "table", table, (size_t)C, error))
-        return false;
+    if (!need(op, "out", out, (size_t)n * C, error) || !need(op, "table", table, (size_t)C, error)) return false;
     size_t rows = table->n / (size_t)C;
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= rows) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "CPU backend: embed: token id %d at position %d is outside the embedding table "
-                        "(%zu rows); the tokenizer and checkpoint do not match", ids[i], i, rows);
+                        "CPU backend: %s: token id %d at position %d is outside the embedding table "
+                        "(%zu rows); the tokenizer and checkpoint do not match", op, ids[i], i, rows);
             return false;
         }
     for (int i = 0; i < n; i++)
         memcpy(F(out) + (size_t)i * C, F(table) + (size_t)ids[i] * C, (size_t)C * sizeof(float));
     return true;
+}
+
+static bool cpu_embed_ids(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const hyocr_buf *ids,
+                          size_t off, int n, int C, GError **error)
+{
+    (void)be;
+    if (n < 0 || off > SIZE_MAX - (size_t)n) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "CPU backend: embed_ids: %d ids at %zu", n, off);
+        return false;
+    }
+    return need("embed_ids", "ids", ids, off + (size_t)n, error) &&
+           embed_rows("embed_ids", out, table, (const int32_t *)ids->data + off, n, C, error);
+}
+
+/* Elements [off, off + (rows − 1)·stride + cols) of b, without overflowing. */
+static bool rows_in(const char *what, const hyocr_buf *b, size_t off, size_t stride, int rows, int cols,
+                    GError **error)
+{
+    size_t last = (size_t)(rows - 1);
+    if ((stride && last > (SIZE_MAX - (size_t)cols) / stride) || off > SIZE_MAX - (size_t)cols - last * stride) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: copy_rows: %d rows of %d at %zu, stride %zu, overflow %s", rows, cols, off, stride,
+                    what);
+        return false;
+    }
+    return need("copy_rows", what, b, off + last * stride + (size_t)cols, error);
+}
+
+static bool cpu_copy_rows(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, size_t dst_stride, const hyocr_buf *src,
+                          size_t src_off, size_t src_stride, int rows, int cols, GError **error)
+{
+    (void)be;
+    if (rows < 0 || cols < 0 || (rows > 1 && (dst_stride < (size_t)cols || src_stride < (size_t)cols))) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "CPU backend: copy_rows: %d rows of %d with strides %zu and %zu", rows, cols, dst_stride,
+                    src_stride);
+        return false;
+    }
+    if (!rows || !cols) return true;
+    if (!rows_in("dst", dst, dst_off, dst_stride, rows, cols, error) ||
+        !rows_in("src", src, src_off, src_stride, rows, cols, error))
+        return false;
+    for (int r = 0; r < rows; r++)
+        memmove(F(dst) + dst_off + (size_t)r * dst_stride, F(src) + src_off + (size_t)r * src_stride,
+                (size_t)cols * sizeof(float));
+    return true;
+}
+
+static bool cpu_embed(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
+                      GError **error)
+{
+    (void)be;
+    return embed_rows("embed", out, table, ids, n, C, error);
 }
 
 static void read_meminfo(int64_t *total, int64_t *avail)
@@ -1712,9 +1814,24 @@ static bool cpu_check_finite(hyocr_backend *be, const hyocr_buf *b, size_t n, bo
     return true;
 }
 
+/* The ids a verify row's penalty set holds beyond its slot's: the tokens the rows of its
+ * block before it fed (see backend.h, pick). */
+typedef struct {
+    const int32_t *ids;
+    int            n;
+} pick_extra;
+
+static bool in_extra(const pick_extra *x, int v)
+{
+    for (int i = 0; i < x->n; i++)
+        if (x->ids[i] == v) return true;
+    return false;
+}
+
 /* The sampler's rules (sampler.c): penalty as torch on the CPU (ℓ/p), argmax with
- * the first maximum and a NaN winning. */
-static int32_t pick_row(const float *x, int V, uint32_t *seen, float p, const hyocr_pick_draw *d, bool *nonfinite)
+ * the first maximum and a NaN winning. mark: the choice joins the slot's set. */
+static int32_t pick_row(const float *x, int V, uint32_t *seen, float p, const hyocr_pick_draw *d,
+                        const pick_extra *extra, bool mark, bool *nonfinite)
 {
     bool pen = isfinite(p) && p > 0.0f && p != 1.0f, nf = false, nan_seen = false;
     bool sample = d && d->temperature > 0.0f && isfinite(d->temperature);
@@ -1724,7 +1841,7 @@ static int32_t pick_row(const float *x, int V, uint32_t *seen, float p, const hy
     for (int v = 0; v < V; v++) {
         float l = x[v];
         nf |= !isfinite(l);
-        if (pen && (seen[v >> 5] >> (v & 31) & 1u)) l = l < 0.0f ? l * p : l / p;
+        if (pen && ((seen[v >> 5] >> (v & 31) & 1u) || in_extra(extra, v))) l = l < 0.0f ? l * p : l / p;
         if (y) y[v] = l;
         if (nan_seen) continue;
         if (l != l) {
@@ -1739,34 +1856,51 @@ static int32_t pick_row(const float *x, int V, uint32_t *seen, float p, const hy
         hyocr_sampler_params sp = { .temperature = d->temperature, .top_k = d->top_k, .top_p = d->top_p };
         best = hyocr_sampler_draw(&sp, y, V, d->u);
     }
-    seen[best >> 5] |= 1u << (best & 31);
+    if (mark) seen[best >> 5] |= 1u << (best & 31);
     *nonfinite = nf;
     return best;
 }
 
+static bool pick_args_ok(const hyocr_buf *seen, size_t words, int n, const int32_t *slots, const int32_t *first,
+                         const hyocr_buf *step_ids, GError **error)
+{
+    for (int i = 0; i < n; i++) {
+        if (slots[i] < 0 || (size_t)(slots[i] + 1) * words > seen->n)
+            return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                               "CPU backend: pick: row %d uses slot %d but the seen buffer holds %zu slots", i,
+                               slots[i], seen->n / words), false;
+        if (first && first[i] >= 0 && (first[i] > i || !step_ids || step_ids->n < (size_t)i + 1))
+            return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                               "CPU backend: pick: row %d verifies a block from row %d without the step's ids", i,
+                               first[i]), false;
+    }
+    return true;
+}
+
 static bool cpu_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen, const int32_t *slots,
-                     const float *penalties, const hyocr_pick_draw *draws, GError **error)
+                     const float *penalties, const hyocr_pick_draw *draws, const int32_t *first,
+                     const hyocr_buf *step_ids, GError **error)
 {
     cpu_backend *cb = CB(be);
     size_t words = ((size_t)V + 31) / 32;
     if (n < 0 || V <= 0 || (n > 0 && (!slots || !penalties)))
         return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                            "CPU backend: pick: invalid arguments (%d rows, vocabulary %d)", n, V), false;
-    if (!need("pick", "logits", logits, (size_t)n * V, error) || !need("pick", "seen", seen, words, error))
+    if (!need("pick", "logits", logits, (size_t)n * V, error) || !need("pick", "seen", seen, words, error) ||
+        !pick_args_ok(seen, words, n, slots, first, step_ids, error))
         return false;
-    for (int i = 0; i < n; i++)
-        if (slots[i] < 0 || (size_t)(slots[i] + 1) * words > seen->n)
-            return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                               "CPU backend: pick: row %d uses slot %d but the seen buffer holds %zu slots", i,
-                               slots[i], seen->n / words), false;
     if (n > cb->pick_cap) {
         cb->pick_cap = n;
         cb->pick_ids = g_renew(int32_t, cb->pick_ids, n);
         cb->pick_nf = g_renew(bool, cb->pick_nf, n);
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        bool verify = first && first[i] >= 0;
+        pick_extra extra = { NULL, 0 };
+        if (verify) extra = (pick_extra){ (const int32_t *)step_ids->data + first[i] + 1, i - first[i] };
         cb->pick_ids[i] = pick_row(F(logits) + (size_t)i * V, V, (uint32_t *)seen->data + (size_t)slots[i] * words,
-                                   penalties[i], draws ? &draws[i] : NULL, &cb->pick_nf[i]);
+                                   penalties[i], draws ? &draws[i] : NULL, &extra, !verify, &cb->pick_nf[i]);
+    }
     cb->pick_n = n;
     return true;
 }
@@ -1857,6 +1991,9 @@ static const hyocr_backend_ops cpu_ops = {
     .attention_paged = cpu_attention_paged,
     .qknorm_rope = cpu_qknorm_rope,
     .attention_append = cpu_attention_append,
+    .argmax = cpu_argmax,
+    .embed_ids = cpu_embed_ids,
+    .copy_rows = cpu_copy_rows,
     .embed = cpu_embed,
     .mem_info = cpu_mem_info,
     .sync = cpu_sync,

@@ -70,9 +70,9 @@ typedef struct {
     uint8_t         *dmeta_host;
     size_t           dmeta_host_cap;
     cudaEvent_t      dmeta_done;
-    bool             bound, bound_sampling, capturing;
+    bool             bound, bound_sampling, bound_shared, bound_first, capturing;
     int              bound_rows, bound_maxb;
-    size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens, o_draws;
+    size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens, o_draws, o_first;
     /* bumped whenever scratch a captured graph may point into moves */
     uint64_t         epoch;
     /* HYOCR_PROFILE=1: per-op GPU time (cuda-profile.c), resolved where the host waits anyway */
@@ -1010,6 +1010,9 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     int split_len = bound_split_len(cb, Hq, Hkv, block_size);
     int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
     if (D == 128 && !decode_scratch_n(cb, parts, rows, Hq, Hkv, D, error)) return false;
+    /* rows of one verify block read each other's new K/V: all are stored before any attends, and
+     * the attention (which would stream the cache early as a programmatic dependent) waits */
+    bool shared = cb->bound_shared;
     hk_paged_args a = {
         .t = cb->act, .qkv = qkv->data, .out = out->data, .k_cache = k_cache->data, .v_cache = v_cache->data,
         .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
@@ -1018,13 +1021,24 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .counters = cb->counters.ptr, .part_acc = cb->part.ptr,
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
         .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
-        .decode_kv_write = 1, .pdl = cb->pdl,
+        .decode_kv_write = !shared, .pdl = shared ? 0 : cb->pdl,
     };
     if (D != 128)
         return ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
                ck(hk_attention_paged_generic(cb->stream, &a), "paged attention (generic head dim)", error);
     /* every row decodes: the decode kernel stores the new k/v itself (one launch less a layer) */
-    return ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+    return (!shared || ck(hk_kv_write(cb->stream, &a), "KV write", error)) &&
+           ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+}
+
+/* Views of one sequence (the rows of a verify block) read each other's new K/V: the decode
+ * kernel must not store them itself while others read. */
+static bool views_share(const hyocr_seq_view *seqs, int n_seqs)
+{
+    for (int i = 1; i < n_seqs; i++)
+        for (int j = 0; j < i; j++)
+            if (seqs[i].block_table == seqs[j].block_table) return true;
+    return false;
 }
 
 static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
@@ -1068,7 +1082,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
             .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
-            .split_max = pp.split_len, .decode_kv_write = pp.tiles->len == 0,
+            .split_max = pp.split_len, .decode_kv_write = pp.tiles->len == 0 && !views_share(seqs, n_seqs),
         };
         /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
          * the kernel may follow the upload of its own work list directly. */
@@ -1192,7 +1206,8 @@ static bool any_draw(const hyocr_pick_draw *d, int n)
 }
 
 static bool cuda_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen, const int32_t *slots,
-                      const float *penalties, const hyocr_pick_draw *draws, GError **error)
+                      const float *penalties, const hyocr_pick_draw *draws, const int32_t *first,
+                      const hyocr_buf *step_ids, GError **error)
 {
     cuda_backend *cb = CB(be);
     size_t words = ((size_t)V + 31) / 32;
@@ -1202,11 +1217,17 @@ static bool cuda_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, 
         return false;
     if (logits->kind != HYOCR_BUF_F32 || seen->kind != HYOCR_BUF_F32)
         return invalid(error, "pick: logits and seen must be F32 buffers");
+    bool verify = cb->bound ? cb->bound_first : first != NULL;
+    if (verify && (!step_ids || step_ids->kind != HYOCR_BUF_F32 || step_ids->n < (size_t)n))
+        return invalid(error, "pick: rows that verify need the step's ids (%d rows)", n);
     size_t n_slots = seen->n / words;
-    for (int i = 0; !cb->bound && i < n; i++)
+    for (int i = 0; !cb->bound && i < n; i++) {
         if (slots[i] < 0 || (size_t)slots[i] >= n_slots)
             return invalid(error, "pick: row %d uses slot %d but the seen buffer holds %zu slots", i, slots[i],
                            n_slots);
+        if (first && first[i] > i)
+            return invalid(error, "pick: row %d verifies a block from row %d", i, first[i]);
+    }
     if (cb->bound && n != cb->bound_rows)
         return invalid(error, "pick: %d rows but the bound decode step has %d", n, cb->bound_rows);
     if (!n) return true;
@@ -1214,29 +1235,33 @@ static bool cuda_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, 
     size_t work_off = ((size_t)n * 8 + 15) / 16 * 16;
     size_t sample_off = (work_off + hk_pick_work_bytes(n, V) + 255) / 256 * 256;
     if (!small_ready(cb, sample_off + (sampling ? hk_sample_work_bytes(n, V) : 0), error)) return false;
-    const int32_t *d_slots;
+    const int32_t *d_slots, *d_first = NULL;
     const float *d_pens;
     const hk_draw *d_draws = NULL;
     if (cb->bound) {
         d_slots = bound_ptr(cb, cb->o_slots);
         d_pens = bound_ptr(cb, cb->o_pens);
         if (sampling) d_draws = bound_ptr(cb, cb->o_draws);
+        if (verify) d_first = bound_ptr(cb, cb->o_first);
     } else {
         meta_pack mp = { g_byte_array_new() };
         size_t o_s = meta_add(&mp, slots, (size_t)n * sizeof(int32_t));
         size_t o_p = meta_add(&mp, penalties, (size_t)n * sizeof(float));
         size_t o_d = sampling ? meta_add(&mp, draws, (size_t)n * sizeof(hyocr_pick_draw)) : 0;
+        size_t o_f = verify ? meta_add(&mp, first, (size_t)n * sizeof(int32_t)) : 0;
         bool ok = meta_upload(cb, mp.b->data, mp.b->len, error);
         g_byte_array_free(mp.b, TRUE);
         if (!ok) return false;
         d_slots = meta_ptr(cb, o_s);
         d_pens = meta_ptr(cb, o_p);
         if (sampling) d_draws = meta_ptr(cb, o_d);
+        if (verify) d_first = meta_ptr(cb, o_f);
     }
     int32_t *d_ids = cb->small.ptr;
     uint8_t *small = cb->small.ptr;
     return ck(hk_pick(cb->stream, logits->data, n, V, seen->data, d_slots, d_pens, d_draws, 1, d_ids, d_ids + n,
-                      small + work_off, sampling ? (float *)(small + sample_off) : NULL),
+                      small + work_off, sampling ? (float *)(small + sample_off) : NULL, d_first,
+                      verify ? (const int32_t *)step_ids->data : NULL),
               "pick", error);
 }
 
@@ -1269,6 +1294,7 @@ static size_t bound_layout(cuda_backend *cb, int rows, int maxb)
     PLACE(o_slots, (size_t)rows * 4);
     PLACE(o_pens, (size_t)rows * 4);
     PLACE(o_draws, (size_t)rows * sizeof(hyocr_pick_draw));
+    PLACE(o_first, (size_t)rows * 4);
 #undef PLACE
     return off;
 }
@@ -1294,6 +1320,8 @@ static void bound_fill(cuda_backend *cb, uint8_t *h, const hyocr_decode_meta *dm
     hyocr_pick_draw *draws = (hyocr_pick_draw *)(h + cb->o_draws);
     if (dm->pick_draws) memcpy(draws, dm->pick_draws, (size_t)R * sizeof *draws);
     else memset(draws, 0, (size_t)R * sizeof *draws);
+    int32_t *first = (int32_t *)(h + cb->o_first);
+    for (int r = 0; r < R; r++) first[r] = dm->pick_first ? dm->pick_first[r] : -1;
 }
 
 static bool bound_check(const hyocr_decode_meta *dm, GError **error)
@@ -1309,6 +1337,8 @@ static bool bound_check(const hyocr_decode_meta *dm, GError **error)
         if (v->n_past / dm->block_size + 1 > dm->max_blocks)
             return invalid(error, "decode_bind: row %d needs %d blocks, more than the bound %d", r,
                            v->n_past / dm->block_size + 1, dm->max_blocks);
+        if (dm->pick_first && (dm->pick_first[r] > r || dm->pick_first[r] < -1))
+            return invalid(error, "decode_bind: row %d verifies a block from row %d", r, dm->pick_first[r]);
     }
     return true;
 }
@@ -1337,6 +1367,8 @@ static bool cuda_decode_bind(hyocr_backend *be, const hyocr_decode_meta *dm, GEr
         return false;
     cb->bound = true;
     cb->bound_sampling = any_draw(dm->pick_draws, dm->n_rows);
+    cb->bound_shared = dm->shared;
+    cb->bound_first = dm->pick_first != NULL;
     cb->bound_rows = dm->n_rows;
     cb->bound_maxb = dm->max_blocks;
     return true;
@@ -1455,49 +1487,119 @@ static void cuda_free(hyocr_backend *be)
 
 /* ---------------------------------------------------------------- the DFlash draft's ops */
 
-static bool cuda_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
+/* The draft's cursor: one word of an F32 buffer, read by the kernels on the device. */
+static bool cursor_ok(const char *op, const hyocr_buf *cursor, GError **error)
+{
+    if (!need(op, "cursor", cursor, 1, error)) return false;
+    if (cursor->kind != HYOCR_BUF_F32) return invalid(error, "%s: the cursor must be an F32 buffer (raw int32)", op);
+    return true;
+}
+
+static bool cuda_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const hyocr_buf *cursor, int Hq, int Hkv,
                              const hyocr_rope_params *rope, const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps,
                              GError **error)
 {
     cuda_backend *cb = CB(be);
-    int axes;
-    if (cb->bound) return invalid(error, "qknorm_rope: called inside a bound decode step");
-    if (!hyocr_rope_check(be, "qknorm_rope", rope, M, pos, n_axes, Hq, Hkv, 0, HK_ROPE_MAX_DIM, &axes, error))
-        return false;
-    int D = rope->head_dim;
-    if (!need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
+    int D = rope ? rope->head_dim : 0;
+    if (!rope || M < 0 || Hq < 0 || Hkv <= 0 || D <= 0 || D % 2 || D > HK_ROPE_MAX_DIM)
+        return invalid(error, "qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d)", M, Hq, Hkv, D);
+    if (!cursor_ok("qknorm_rope", cursor, error) ||
+        !need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
         (Hq > 0 && !need("qknorm_rope", "q_norm", q_norm, (size_t)D, error)) ||
         !need("qknorm_rope", "k_norm", k_norm, (size_t)D, error) || !need_act("qknorm_rope", "qkv", qkv, error))
         return false;
-    if (M == 0) return true;
     hk_rope tab;
     rope_table(rope, &tab);
-    if (!meta_upload(cb, pos, (size_t)n_axes * M * sizeof(int32_t), error)) return false;
-    return ck(hk_qknorm_rope(cb->stream, qkv->data, cb->act, M, cb->meta.ptr, axes, Hq,
-                             Hkv, D, &tab, Hq > 0 ? q_norm->data : NULL, Hq > 0 ? buf_t(cb, q_norm) : HK_F32,
-                             k_norm->data, buf_t(cb, k_norm), eps),
+    if (M == 0) return true;
+    return ck(hk_qknorm_rope(cb->stream, qkv->data, cb->act, M, cursor->data, Hq, Hkv, D, &tab,
+                             Hq > 0 ? q_norm->data : NULL, Hq > 0 ? buf_t(cb, q_norm) : HK_F32, k_norm->data,
+                             buf_t(cb, k_norm), eps),
               "qknorm_rope", error);
 }
 
 static bool cuda_attention_append(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
-                                  hyocr_buf *v_cache, int n_past, int M, int Hq, int Hkv, int D, float scale,
-                                  GError **error)
+                                  hyocr_buf *v_cache, const hyocr_buf *cursor, int M, int Hq, int Hkv, int D,
+                                  float scale, GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (n_past < 0 || M < 0 || Hq < 0 || Hkv <= 0 || Hq % Hkv || D <= 0 || D > HK_ROPE_MAX_DIM)
-        return invalid(error, "attention_append: invalid shape (%d cached, %d rows, heads %d/%d, head dim %d)", n_past,
-                       M, Hq, Hkv, D);
-    size_t kv_row = (size_t)Hkv * D, n_keys = (size_t)n_past + M;
-    if (!need("attention_append", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
-        !need("attention_append", "k_cache", k_cache, n_keys * kv_row, error) ||
-        !need("attention_append", "v_cache", v_cache, n_keys * kv_row, error) ||
+    if (M < 0 || Hq < 0 || Hkv <= 0 || Hq % Hkv || D <= 0 || D > HK_ROPE_MAX_DIM)
+        return invalid(error, "attention_append: invalid shape (%d rows, heads %d/%d, head dim %d)", M, Hq, Hkv, D);
+    size_t kv_row = (size_t)Hkv * D;
+    if (!cursor_ok("attention_append", cursor, error) ||
+        !need("attention_append", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
+        !need("attention_append", "k_cache", k_cache, kv_row, error) ||
+        !need("attention_append", "v_cache", v_cache, k_cache->n, error) ||
         (Hq > 0 && !need("attention_append", "out", out, (size_t)M * Hq * D, error)) ||
         !need_act("attention_append", "qkv", qkv, error) || (Hq > 0 && !need_act("attention_append", "out", out, error)))
         return false;
     if (k_cache->kind != v_cache->kind) return invalid(error, "attention_append: k and v caches of different kinds");
+    size_t rows = k_cache->n / kv_row;
+    if (rows > INT_MAX) return invalid(error, "attention_append: a cache of %zu rows", rows);
+    size_t part = hk_append_part_floats((int)rows, M, Hq, Hkv, D);
+    if (part && !scratch_need(cb, &cb->part, part * sizeof(float), error)) return false;
     return ck(hk_attention_append(cb->stream, cb->act, Hq > 0 ? out->data : NULL, qkv->data, k_cache->data,
-                                  v_cache->data, buf_t(cb, k_cache), n_past, M, Hq, Hkv, D, scale),
+                                  v_cache->data, buf_t(cb, k_cache), cursor->data, (int)rows, M, Hq, Hkv, D, scale,
+                                  cb->part.ptr, cb->part.cap / sizeof(float)),
               "attention_append", error);
+}
+
+static bool cuda_argmax(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *ids, size_t off,
+                        GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (n < 0 || V <= 0 || logits->kind != HYOCR_BUF_F32 || ids->kind != HYOCR_BUF_F32)
+        return invalid(error, "argmax: invalid arguments (%d rows, vocabulary %d; F32 buffers)", n, V);
+    if (off > SIZE_MAX - (size_t)n || !need("argmax", "logits", logits, (size_t)n * V, error) ||
+        !need("argmax", "ids", ids, off + (size_t)n, error))
+        return false;
+    return ck(hk_argmax(cb->stream, logits->data, n, V, (int32_t *)ids->data + off), "argmax", error);
+}
+
+static bool cuda_embed_ids(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const hyocr_buf *ids, size_t off,
+                           int n, int C, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (n < 0 || C <= 0 || ids->kind != HYOCR_BUF_F32 || off > SIZE_MAX - (size_t)n)
+        return invalid(error, "embed_ids: invalid arguments (%d ids, width %d; an F32 buffer of ids)", n, C);
+    if (!need("embed_ids", "ids", ids, off + (size_t)n, error) || !need("embed_ids", "out", out, (size_t)n * C, error) ||
+        !need("embed_ids", "table", table, (size_t)C, error))
+        return false;
+    size_t rows = table->n / (size_t)C;
+    return ck(hk_embed_ids(cb->stream, out->data, buf_t(cb, out), table->data, buf_t(cb, table),
+                           (const int32_t *)ids->data + off, n, C, rows > INT_MAX ? INT_MAX : (int)rows),
+              "embed_ids", error);
+}
+
+/* Elements [off, off + (rows − 1)·stride + cols) of b, without overflowing. */
+static bool rows_in(const char *what, const hyocr_buf *b, size_t off, size_t stride, int rows, int cols,
+                    GError **error)
+{
+    size_t last = (size_t)(rows - 1);
+    if ((stride && last > (SIZE_MAX - (size_t)cols) / stride) || off > SIZE_MAX - (size_t)cols - last * stride)
+        return invalid(error, "copy_rows: %d rows of %d at %zu, stride %zu, overflow %s", rows, cols, off, stride,
+                       what);
+    return need("copy_rows", what, b, off + last * stride + (size_t)cols, error);
+}
+
+static bool cuda_copy_rows(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, size_t dst_stride, const hyocr_buf *src,
+                           size_t src_off, size_t src_stride, int rows, int cols, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (rows < 0 || cols < 0 || (rows > 1 && (dst_stride < (size_t)cols || src_stride < (size_t)cols)))
+        return invalid(error, "copy_rows: %d rows of %d with strides %zu and %zu", rows, cols, dst_stride, src_stride);
+    if (!rows || !cols) return true;
+    if (!rows_in("dst", dst, dst_off, dst_stride, rows, cols, error) ||
+        !rows_in("src", src, src_off, src_stride, rows, cols, error))
+        return false;
+    hk_dtype dt = buf_t(cb, dst), st = buf_t(cb, src);
+    if (dt == st) {
+        size_t e = (size_t)dst->elem_size;
+        return ck(cudaMemcpy2DAsync(at(dst, dst_off), dst_stride * e, at(src, src_off), src_stride * e, (size_t)cols * e,
+                                    (size_t)rows, cudaMemcpyDeviceToDevice, cb->stream),
+                  "copy_rows", error);
+    }
+    return ck(hk_copy_rows(cb->stream, at(dst, dst_off), dt, dst_stride, at(src, src_off), st, src_stride, rows, cols),
+              "copy_rows", error);
 }
 
 static const hyocr_backend_ops cuda_ops = {
@@ -1523,6 +1625,9 @@ static const hyocr_backend_ops cuda_ops = {
     .attention_paged = cuda_attention_paged,
     .qknorm_rope = cuda_qknorm_rope,
     .attention_append = cuda_attention_append,
+    .argmax = cuda_argmax,
+    .embed_ids = cuda_embed_ids,
+    .copy_rows = cuda_copy_rows,
     .embed = cuda_embed,
     .mem_info = cuda_mem_info,
     .sync = cuda_sync,

@@ -151,18 +151,37 @@ typedef struct {
                               int Hq, int Hkv, int D, float scale, GError **error);
 
     /* ---- the DFlash draft (dflash.c), whose layers attend to a context cache without a mask ----
-     * qknorm_rope: per-head RMSNorm of q and k, THEN the rotary embedding (Qwen3's order; the
-     * target's rope_qknorm rotates first), in place on qkv[M, (Hq + 2·Hkv)·D]. Hq may be 0 (rows
-     * of k | v only; q_norm unused). */
-    bool   (*qknorm_rope)(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_t *pos, int n_axes,
+     * Both take the draft's cursor from a buffer, cursor[0] (an int32 as raw bits in an F32
+     * buffer, as the pick slots hold their words): a round captured once reads, when replayed,
+     * the cursor the host has written since.
+     * qknorm_rope: per-head RMSNorm of q and k, THEN the rotary embedding at the 1-D position
+     * cursor[0] + i of row i (Qwen3's order; the target's rope_qknorm rotates first), in place on
+     * qkv[M, (Hq + 2·Hkv)·D]. Hq may be 0 (rows of k | v only; q_norm unused). */
+    bool   (*qknorm_rope)(hyocr_backend *be, hyocr_buf *qkv, int M, const hyocr_buf *cursor,
                           int Hq, int Hkv, const hyocr_rope_params *rope,
                           const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error);
-    /* Stores the k and v of qkv's M rows at rows n_past.. of a contiguous cache (k_cache, v_cache:
-     * [rows, Hkv·D]), then every q row attends to all n_past + M cached rows with no mask, GQA,
-     * out[M, Hq·D]. Hq = 0: the rows are only stored (out unused). */
+    /* Stores the k and v of qkv's M rows at rows n_past = cursor[0].. of a contiguous cache
+     * (k_cache, v_cache: [rows, Hkv·D]), then every q row attends to all n_past + M cached rows
+     * with no mask, GQA, out[M, Hq·D]. Hq = 0: the rows are only stored (out unused). Rows past
+     * the cache's end are neither stored nor read (the CPU backend fails instead). */
     bool   (*attention_append)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv,
-                               hyocr_buf *k_cache, hyocr_buf *v_cache, int n_past, int M,
+                               hyocr_buf *k_cache, hyocr_buf *v_cache, const hyocr_buf *cursor, int M,
                                int Hq, int Hkv, int D, float scale, GError **error);
+    /* ids[off + i] = the first maximum of row i of logits[n, V] (F32; a NaN wins, as
+     * torch.argmax), written as raw int32 words into an F32 buffer: the draft's proposals,
+     * written where the target's step reads its tokens. */
+    bool   (*argmax)(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *ids, size_t off,
+                     GError **error);
+    /* out[n, C] = table[ids[off + i]] with the ids raw int32 words of a buffer (written by the
+     * host or by argmax). An id outside the table fails on the CPU and gives a zero row on CUDA
+     * (which cannot look before it reads). */
+    bool   (*embed_ids)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const hyocr_buf *ids, size_t off,
+                        int n, int C, GError **error);
+    /* dst[dst_off + r·dst_stride + c] = src[src_off + r·src_stride + c], r < rows, c < cols
+     * (same or convertible kinds, as copy): rows of one buffer into columns of another in one op
+     * (the tapped layers' outputs of a step into the draft's context rows). */
+    bool   (*copy_rows)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, size_t dst_stride, const hyocr_buf *src,
+                        size_t src_off, size_t src_stride, int rows, int cols, GError **error);
 
     /* out[n, C] = table[ids[i]] */
     bool   (*embed)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table, const int32_t *ids, int n, int C,
@@ -193,16 +212,23 @@ typedef struct {
      * greedy) gives row i a temperature > 0, hyocr_sampler_draw's rules with draws[i].u. The
      * chosen id's bit is then set in the slot. The results stay with the backend until
      * pick_fetch, which waits for them: ids[i] and nonfinite[i] (row i held a NaN or ±Inf
-     * before the penalty). */
+     * before the penalty).
+     * first (NULL: every row plain) marks the rows that verify speculated tokens (speculate.c):
+     * where first[i] ≥ 0, row i belongs to a block whose first row is first[i], its penalty set
+     * is the slot's plus step_ids[first[i] + 1 .. i] (the tokens the block's rows before it fed,
+     * raw int32 words) as plain decoding would have had it, and its choice is not marked in the
+     * slot (the caller marks the tokens it keeps). */
     bool   (*pick)(hyocr_backend *be, const hyocr_buf *logits, int n, int V, hyocr_buf *seen,
-                   const int32_t *slots, const float *penalties, const hyocr_pick_draw *draws, GError **error);
+                   const int32_t *slots, const float *penalties, const hyocr_pick_draw *draws,
+                   const int32_t *first, const hyocr_buf *step_ids, GError **error);
     bool   (*pick_fetch)(hyocr_backend *be, int n, int32_t *ids, bool *nonfinite, GError **error);
 
     /* ---- graph-friendly decode (optional: NULL where the backend has none) ----
      * decode_bind copies one step's metadata to fixed device memory in one transfer; until
      * decode_unbind, embed, rope_qknorm, attention_paged and pick take their
-     * metadata from there (their host arguments must describe the same step), so work
-     * captured between graph_begin and graph_end replays correctly on later steps. */
+     * metadata from there (their host arguments must describe the same step; embed_ids,
+     * copy_rows and the draft's ops need none), so work captured between graph_begin and
+     * graph_end replays correctly on later steps. */
     bool   (*decode_bind)(hyocr_backend *be, const struct hyocr_decode_meta *meta, GError **error);
     void   (*decode_unbind)(hyocr_backend *be);
     bool   (*graph_begin)(hyocr_backend *be, GError **error);
@@ -237,6 +263,9 @@ typedef struct hyocr_decode_meta {
     const int32_t        *pick_slots;   /* [n_rows] or NULL */
     const float          *pick_penalties;
     const hyocr_pick_draw *pick_draws;  /* [n_rows] or NULL: all greedy */
+    const int32_t        *pick_first;   /* [n_rows] or NULL: see pick's first */
+    bool                  shared;       /* rows of one sequence (a verify block) read each other's new
+                                         * K/V: they are all stored before the attention reads */
 } hyocr_decode_meta;
 
 struct hyocr_backend {

@@ -81,6 +81,7 @@ typedef struct hyocr_sched {
     bool                in_redo;        /* running the FP16-overflowed jobs in redo_dtype */
     bool                redo_failed;
     hyocr_compute_dtype redo_dtype;
+    hyocr_spec_costs    costs;          /* step times by batch size: the speculation fallback's threshold */
 } hyocr_sched;
 
 static hyocr_model *M(const hyocr_sched *s)
@@ -386,19 +387,62 @@ static bool pool_for_alone(hyocr_sched *s, job_state *st, GError **error)
     return hyocr_model_kv_init(m, m->kv_block_size, full_blocks(s, st), 0, s->eng->max_model_len, error);
 }
 
+/* The job's draft state, its context sized for every token it may hold; NULL (with a notice) when
+ * there is no room: the job then decodes plainly. */
+static hyocr_spec_job *spec_job_for(hyocr_sched *s, job_state *st)
+{
+    int k = hyocr_job_spec_tokens(st);
+    if (k <= 0) return NULL;
+    g_autoptr(GError) err = NULL;
+    hyocr_spec_job *j = hyocr_spec_job_new(s->eng->draft, k, st->kv_tokens + k + 1, &err);
+    if (!j)
+        hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "%s: no room for speculative decoding (%s); decoding plainly",
+                         job_name(st), err->message);
+    return j;
+}
+
+/* The prompt's tapped rows for the draft's context: a buffer of them, NULL (the job then decodes
+ * plainly) when it cannot be had. */
+static hyocr_buf *prompt_taps(hyocr_sched *s, job_state *st)
+{
+    hyocr_backend *be = s->eng->be;
+    const hyocr_dflash_config *dc = &s->eng->draft->cfg;
+    g_autoptr(GError) err = NULL;
+    hyocr_buf *taps = be->ops->alloc(be, HYOCR_BUF_ACT, (size_t)st->prompt->n * dc->n_target_layers * dc->hidden_size,
+                                     &err);
+    if (!taps) {
+        hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "%s: no room for the prompt's draft context (%s); decoding plainly",
+                         job_name(st), err->message);
+        hyocr_spec_job_free(s->eng->draft, g_steal_pointer(&st->spec));
+    }
+    return taps;
+}
+
 static bool prefill(hyocr_sched *s, job_state *st, bool alone, GError **error)
 {
     hyocr_model *m = M(s);
+    hyocr_backend *be = s->eng->be;
     const hyocr_prompt *p = st->prompt;
     if (alone && !pool_for_alone(s, st, error)) return false;
     st->seq = hyocr_model_seq_new(m);
+    st->spec = spec_job_for(s, st);
+    hyocr_buf *taps = st->spec ? prompt_taps(s, st) : NULL;
     hyocr_text_seq q = {
         .ids = p->ids, .pos = p->pos, .n_new = p->n, .kv = st->seq, .image_embeds = st->vision,
-        .n_image_rows = st->n_vision_rows, .image_token_id = p->ids[p->image_start],
+        .n_image_rows = st->n_vision_rows, .image_token_id = p->ids[p->image_start], .taps = taps,
     };
     bool ok = hyocr_text_forward(m, &q, 1, s->logits, hyocr_job_cancelled, st, error);
-    s->eng->be->ops->buf_free(s->eng->be, st->vision);
+    be->ops->buf_free(be, st->vision);
     st->vision = NULL;
+    if (ok && st->spec) {
+        g_autoptr(GError) err = NULL;
+        if (!hyocr_spec_job_prefill(s->eng->draft, st->spec, taps, p->n, &err)) {
+            hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "%s: the draft's context failed (%s); decoding plainly",
+                             job_name(st), err->message);
+            hyocr_spec_job_free(s->eng->draft, g_steal_pointer(&st->spec));
+        }
+    }
+    if (taps) be->ops->buf_free(be, taps);
     if (!ok || !hyocr_job_stage_done(st, &st->res->timings.prefill_ms, error)) return false;
     hyocr_sampler_accept(st->sampler, p->ids, p->n);
     return true;
@@ -744,16 +788,32 @@ static void reap_cancelled(hyocr_sched *s)
 
 /* ---- decode steps ------------------------------------------------------------------------ */
 
-/* One more token's room for every running job, preempting the latest admitted
- * while a reservation fails. A job alone in a pool too small for it fails. */
+/* Drafts the job's next round would verify: none while its fallback keeps it plain, and no
+ * more than it may still generate (max_new_tokens) or hold (max_model_len). */
+static int drafts_wanted(const hyocr_sched *s, job_state *st)
+{
+    if (!st->spec || !hyocr_spec_policy_speculate(&st->spec->policy)) return 0;
+    int left_new = st->job->max_new_tokens - st->n_gen - 1;
+    int left_len = s->eng->max_model_len - st->prompt->n - st->n_gen;
+    return MAX(0, MIN(st->spec->k, MIN(left_new, left_len)));
+}
+
+/* Room for every running job's rows (one, or a round's block), preempting the latest
+ * admitted while a reservation fails; a round that does not fit becomes a plain step first.
+ * A job alone in a pool too small for it fails. */
 static void make_room(hyocr_sched *s)
 {
     hyocr_kv_pool *pool = M(s)->kv_pool;
     for (int i = 0; i < s->n_running;) {
         job_state *st = s->running[i];
         GError *err = NULL;
-        if (hyocr_kv_seq_reserve(pool, st->seq, 1, &err)) {
+        if (hyocr_kv_seq_reserve(pool, st->seq, 1 + st->n_drafts, &err)) {
             i++;
+            continue;
+        }
+        if (st->n_drafts > 0) {
+            g_clear_error(&err);
+            st->n_drafts = 0;
             continue;
         }
         if (s->n_running == 1) {
@@ -772,18 +832,21 @@ static void fail_running(hyocr_sched *s, const GError *err)
 }
 
 /* The job's penalty set where the backend picks: its prompt and every token
- * so far (made again when host-chosen steps left it behind). */
+ * so far (made again when host-chosen steps or a round left it behind). */
 static bool sync_slot(hyocr_sched *s, job_state *st)
 {
     if (st->pick_slot >= 0 && st->pick_synced == st->n_gen) return true;
     hyocr_model *m = M(s);
-    hyocr_model_pick_slot_free(m, st->pick_slot);
     int P = st->prompt->n, n = P + st->n_gen;
     g_autofree int32_t *ids = g_new(int32_t, n);
     memcpy(ids, st->prompt->ids, sizeof(int32_t) * P);
     memcpy(ids + P, st->res->token_ids->data, sizeof(int32_t) * st->n_gen);
     g_autoptr(GError) err = NULL;
-    st->pick_slot = hyocr_model_pick_slot_new(m, ids, n, &err);
+    if (st->pick_slot >= 0 && !hyocr_model_pick_slot_set(m, st->pick_slot, ids, n, &err)) {
+        hyocr_model_pick_slot_free(m, st->pick_slot);
+        st->pick_slot = -1;
+    }
+    if (st->pick_slot < 0) st->pick_slot = hyocr_model_pick_slot_new(m, ids, n, &err);
     st->pick_synced = st->n_gen;
     if (st->pick_slot < 0) g_debug("no token-choice slot (%s); choosing on the host", err->message);
     return st->pick_slot >= 0;
@@ -799,6 +862,15 @@ static bool pick_path(hyocr_sched *s)
     for (int i = 0; i < s->n_running; i++)
         if (!sync_slot(s, s->running[i])) return false;
     return true;
+}
+
+/* A token the device chose for the job; false when the job ended with it. */
+static bool take_picked(hyocr_sched *s, job_state *st, int32_t id)
+{
+    hyocr_stop_reason stop = hyocr_job_take_token(st, NULL, id);
+    if (stop == HYOCR_STOP_NONE) return true;
+    stop_job(s, st, stop);
+    return false;
 }
 
 static bool forward_pick(hyocr_sched *s, job_state **step, int n, GError **error)
@@ -819,39 +891,110 @@ static bool forward_pick(hyocr_sched *s, job_state **step, int n, GError **error
     for (int i = 0; i < n; i++) {
         job_state *st = step[i];
         st->pick_synced++;   /* the chosen token joined the slot's set */
-        if (nf[i]) {
-            nonfinite(s, st, "logits");
-            continue;
-        }
-        hyocr_stop_reason stop = hyocr_job_take_token(st, NULL, next[i]);
-        if (stop != HYOCR_STOP_NONE) stop_job(s, st, stop);
+        if (nf[i]) nonfinite(s, st, "logits");
+        else take_picked(s, st, next[i]);
     }
+    return true;
+}
+
+/* The stand-in's drafts for a round of the job (tests and benchmarks). */
+static const int32_t *standin_drafts(hyocr_sched *s, job_state *st, int32_t *buf)
+{
+    const hyocr_spec_standin *si = s->eng->standin;
+    if (!si) return NULL;
+    hyocr_spec_standin_drafts(si, (const int32_t *)st->res->token_ids->data, st->n_gen, st->spec->rounds,
+                              s->V, buf, st->n_drafts);
+    return buf;
+}
+
+/* The tokens a round (or a plain step) committed for the job, in order, until one ends it. */
+static void take_round(hyocr_sched *s, job_state *st, const hyocr_spec_seq *q, int batch)
+{
+    if (q->nonfinite) {
+        nonfinite(s, st, "logits");
+        return;
+    }
+    if (q->n_drafts == 0) st->pick_synced++;   /* a plain row's choice joined the slot's set */
+    else {
+        hyocr_spec_policy_round(&st->spec->policy, q->n_out, hyocr_spec_costs_threshold(&s->costs, batch));
+        st->res->speculative_rounds = st->spec->rounds;
+        st->res->speculative_tokens = st->spec->round_tokens;
+        st->res->speculative_fallbacks = st->spec->policy.fallbacks;
+        /* the rows after the first drew with the u of the tokens they stood for */
+        if (!hyocr_sampler_is_greedy(st->sampler)) hyocr_sampler_skip_draws(st->sampler, (uint64_t)q->n_out - 1);
+    }
+    for (int i = 0; i < q->n_out; i++)
+        if (!take_picked(s, st, q->out[i])) return;
+}
+
+/* One step where some jobs speculate (speculate.c): each brings its round's block, or its one
+ * row; the jobs with draft state keep the tapped rows the draft's context needs. */
+static bool forward_spec(hyocr_sched *s, job_state **step, int n, GError **error)
+{
+    g_autofree hyocr_spec_seq *q = g_new0(hyocr_spec_seq, n);
+    g_autofree int32_t *given = g_new(int32_t, (size_t)n * HYOCR_DFLASH_MAX_BLOCK);
+    for (int i = 0; i < n; i++) {
+        job_state *st = step[i];
+        q[i] = (hyocr_spec_seq){ .kv = st->seq, .job = st->spec, .bonus = st->next_id, .n_drafts = st->n_drafts };
+        if (st->n_drafts) q[i].drafts = standin_drafts(s, st, given + (size_t)i * HYOCR_DFLASH_MAX_BLOCK);
+        q[i].no_draft = s->eng->standin_no_draft;
+        q[i].pick = (hyocr_pick){ .slot = st->pick_slot, .penalty = st->res->repetition_penalty };
+        if (hyocr_sampler_is_greedy(st->sampler)) continue;
+        const hyocr_job_params *job = st->job;
+        q[i].pick.seed = job->seed;
+        q[i].pick.n_draw = hyocr_sampler_draw_index(st->sampler);
+        q[i].pick.draw = (hyocr_pick_draw){ .temperature = job->temperature, .top_k = job->top_k,
+                                            .top_p = job->top_p, .u = hyocr_sampler_next_uniform(st->sampler) };
+    }
+    if (!hyocr_spec_step(M(s), s->eng->draft, q, n, error)) return false;
+    publish(s);
+    for (int i = 0; i < n; i++) take_round(s, step[i], &q[i], n);
     return true;
 }
 
 static bool forward_logits(hyocr_sched *s, job_state **step, int n, GError **error)
 {
+    for (int i = 0; i < n; i++) s->seqs[i].taps = step[i]->spec ? step[i]->spec->taps : NULL;
     if (!hyocr_text_forward(M(s), s->seqs, n, s->logits, NULL, NULL, error)) return false;
     publish(s);
-    for (int i = 0; i < n; i++) token_from(s, step[i], s->logits + (size_t)i * s->V);
+    for (int i = 0; i < n; i++) {
+        job_state *st = step[i];
+        g_autoptr(GError) err = NULL;
+        if (st->spec && !hyocr_spec_job_keep_row(s->eng->draft, st->spec, &err)) {
+            hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "%s: the draft's context failed (%s); decoding plainly",
+                             job_name(st), err->message);
+            hyocr_spec_job_free(s->eng->draft, g_steal_pointer(&st->spec));
+        }
+        token_from(s, st, s->logits + (size_t)i * s->V);
+    }
     return true;
 }
 
 static void decode_step(hyocr_sched *s)
 {
+    bool pick = pick_path(s);
+    for (int i = 0; i < s->n_running; i++) s->running[i]->n_drafts = pick ? drafts_wanted(s, s->running[i]) : 0;
     make_room(s);
-    int n = s->n_running;
+    int n = s->n_running, rounds = 0;
+    bool any_spec = false;
     if (n <= 0) return;
     for (int i = 0; i < n; i++) {
         job_state *st = s->running[i];
         st->batch_size = n;
         s->seqs[i] = (hyocr_text_seq){ .ids = &st->next_id, .n_new = 1, .kv = st->seq };
+        rounds += st->n_drafts > 0;
+        any_spec |= st->spec != NULL;
     }
     note_step(s, n);
     /* ending a job reorders the running list, so the step works on a copy */
     g_autofree job_state **step = g_memdup2(s->running, sizeof(job_state *) * (size_t)n);
     g_autoptr(GError) err = NULL;
-    bool ok = pick_path(s) ? forward_pick(s, step, n, &err) : forward_logits(s, step, n, &err);
+    gint64 t0 = g_get_monotonic_time();
+    bool ok = !pick ? forward_logits(s, step, n, &err)
+              : any_spec ? forward_spec(s, step, n, &err) : forward_pick(s, step, n, &err);
+    /* steps where every job or none ran a round measure what a round costs */
+    if (ok && (rounds == 0 || rounds == n))
+        hyocr_spec_costs_note(&s->costs, n, rounds > 0, (double)(g_get_monotonic_time() - t0) / 1000.0);
     if (!ok) fail_running(s, err);
 }
 
@@ -939,6 +1082,7 @@ static void settle(hyocr_sched *s)
         if (own_pool(s) && !hyocr_model_kv_init(m, m->kv_block_size, 0, 0, s->eng->max_model_len, &err))
             hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "the KV cache could not be given back: %s", err->message);
         hyocr_model_trim_scratch(m);
+        hyocr_dflash_trim_scratch(s->eng->draft);
         /* the pick slots' sets and captured decode graphs go too */
         hyocr_text_decode_release(m);
     }

@@ -1029,7 +1029,7 @@ static bool validate_dflash(const char *p, const hyocr_dflash_config *d, GError 
         return bad(error, p, _("num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)"), d->num_heads,
                    d->num_kv_heads);
     if (d->head_dim % 2 != 0) return bad(error, p, _("head_dim %d must be even for RoPE"), d->head_dim);
-    if (!in_range(d->block_size, 2, 64))
+    if (!in_range(d->block_size, 2, HYOCR_DFLASH_MAX_BLOCK))
         return bad(error, p, _("'block_size' %d: a draft block holds the bonus token and 1 to 63 drafts"),
                    d->block_size);
     if (d->mask_token_id >= d->vocab_size)

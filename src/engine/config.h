@@ -97,6 +97,7 @@ typedef struct {
 /* The DFlash speculative-decoding draft (issue 20): dflash/config.json of the 1.5 release, a
  * Qwen3-style config with the draft's own fields (block_size, dflash_config). */
 #define HYOCR_DFLASH_MAX_TAPS 8
+#define HYOCR_DFLASH_MAX_BLOCK 64   /* the bonus token and up to 63 drafts: a verify block's rows */
 
 typedef struct {
     int     hidden_size;            /* 1024: the target's, since it shares the embedding and head */

@@ -197,8 +197,25 @@ static bool p_attention_paged(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *
 static bool p_embed(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *t, const int32_t *ids, int n, int C, GError **e)
 { PROF("embed", IN->embed(be, o, t, ids, n, C, e)); }
 static bool p_pick(hyocr_backend *be, const hyocr_buf *l, int n, int V, hyocr_buf *seen, const int32_t *sl,
-                   const float *pe, const hyocr_pick_draw *dr, GError **e)
-{ PROF("pick", IN->pick(be, l, n, V, seen, sl, pe, dr, e)); }
+                   const float *pe, const hyocr_pick_draw *dr, const int32_t *fi, const hyocr_buf *ids, GError **e)
+{ PROF("pick", IN->pick(be, l, n, V, seen, sl, pe, dr, fi, ids, e)); }
+static bool p_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const hyocr_buf *c, int Hq, int Hkv,
+                          const hyocr_rope_params *r, const hyocr_buf *qn, const hyocr_buf *kn, float eps, GError **e)
+{ PROF("draft qknorm_rope", IN->qknorm_rope(be, qkv, M, c, Hq, Hkv, r, qn, kn, eps, e)); }
+static bool p_attention_append(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *qkv, hyocr_buf *kc, hyocr_buf *vc,
+                               const hyocr_buf *c, int M, int Hq, int Hkv, int D, float sc, GError **e)
+{
+    PROF(Hq ? "draft attention_append" : "draft context store",
+         IN->attention_append(be, o, qkv, kc, vc, c, M, Hq, Hkv, D, sc, e));
+}
+static bool p_argmax(hyocr_backend *be, const hyocr_buf *l, int n, int V, hyocr_buf *ids, size_t off, GError **e)
+{ PROF("draft argmax", IN->argmax(be, l, n, V, ids, off, e)); }
+static bool p_embed_ids(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *t, const hyocr_buf *ids, size_t off, int n,
+                        int C, GError **e)
+{ PROF("embed_ids", IN->embed_ids(be, o, t, ids, off, n, C, e)); }
+static bool p_copy_rows(hyocr_backend *be, hyocr_buf *d, size_t doff, size_t ds, const hyocr_buf *s, size_t soff,
+                        size_t ss, int rows, int cols, GError **e)
+{ PROF("copy_rows (taps)", IN->copy_rows(be, d, doff, ds, s, soff, ss, rows, cols, e)); }
 static bool p_norm_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *r, const hyocr_buf *nw, float eps,
                           const hyocr_buf *w, int M, int N, int K, bool glu, GError **e)
 {
@@ -256,6 +273,11 @@ hyocr_cuda_profile *hyocr_cuda_profile_new(const hyocr_backend_ops *inner, cudaS
     o->attention_paged = p_attention_paged;
     o->embed = p_embed;
     o->pick = p_pick;
+    o->qknorm_rope = p_qknorm_rope;
+    o->attention_append = p_attention_append;
+    o->argmax = p_argmax;
+    o->embed_ids = p_embed_ids;
+    o->copy_rows = p_copy_rows;
     o->graph_launch = p_graph_launch;
     o->norm_matmul = p_norm_matmul;
     o->matmul_residual = p_matmul_residual;

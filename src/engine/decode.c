@@ -17,9 +17,26 @@ static size_t pick_words(const hyocr_model *m)
     return ((size_t)m->cfg.text.vocab_size + 31) / 32;
 }
 
-int hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError **error)
+/* Uploads the set of ids[0 .. n) into slot (the set travels as raw words; upload_f32 copies
+ * F32 buffers bit for bit). */
+static bool slot_upload(hyocr_model *m, int slot, const int32_t *ids, int n, GError **error)
 {
     const int V = m->cfg.text.vocab_size;
+    const size_t W = pick_words(m);
+    g_autofree uint32_t *words = g_new0(uint32_t, W);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= V) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        "token id %d at %d is outside the vocabulary (%d)", ids[i], i, V);
+            return false;
+        }
+        words[ids[i] >> 5] |= 1u << (ids[i] & 31);
+    }
+    return OPS->upload_f32(m->be, m->pick_seen, (size_t)slot * W, (const float *)words, W, error);
+}
+
+int hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError **error)
+{
     const size_t W = pick_words(m);
     if (!m->pick_seen) {   /* the slots the memory plan counts, one per live job */
         m->pick_seen = OPS->alloc(m->be, HYOCR_BUF_F32, HYOCR_MEMPLAN_PICK_SLOTS * W, error);
@@ -34,19 +51,31 @@ int hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError 
                     "all %d token-choice slots are taken: finish a job before starting another", m->pick_n_slots);
         return -1;
     }
-    /* The set travels as raw words; upload_f32 copies F32 buffers bit for bit. */
-    g_autofree uint32_t *words = g_new0(uint32_t, W);
-    for (int i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= V) {
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "token id %d at %d is outside the vocabulary (%d)", ids[i], i, V);
-            return -1;
-        }
-        words[ids[i] >> 5] |= 1u << (ids[i] & 31);
-    }
-    if (!OPS->upload_f32(m->be, m->pick_seen, (size_t)slot * W, (const float *)words, W, error)) return -1;
+    if (!slot_upload(m, slot, ids, n, error)) return -1;
     m->pick_used[slot] = 1;
     return slot;
+}
+
+bool hyocr_model_pick_slot_set(hyocr_model *m, int slot, const int32_t *ids, int n, GError **error)
+{
+    if (slot < 0 || slot >= m->pick_n_slots || !m->pick_used[slot]) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "token-choice slot %d is not open", slot);
+        return false;
+    }
+    return slot_upload(m, slot, ids, n, error);
+}
+
+/* Rounds are few rows; a generous first size keeps the buffer (which captured rounds point
+ * into) from moving. */
+#define STEP_IDS_MIN 1024
+
+bool hyocr_model_step_ids(hyocr_model *m, int rows, GError **error)
+{
+    size_t need = (size_t)rows + HYOCR_DFLASH_MAX_BLOCK;
+    if (m->step_ids && m->step_ids->n >= need) return true;
+    if (m->step_ids) OPS->buf_free(m->be, m->step_ids);
+    m->step_ids = OPS->alloc(m->be, HYOCR_BUF_F32, MAX(need, (size_t)STEP_IDS_MIN), error);
+    return m->step_ids != NULL;
 }
 
 void hyocr_model_pick_slot_free(hyocr_model *m, int slot)
@@ -152,6 +181,8 @@ void hyocr_text_decode_release(hyocr_model *m)
     }
     if (m->pick_seen) OPS->buf_free(m->be, m->pick_seen);
     m->pick_seen = NULL;
+    if (m->step_ids) OPS->buf_free(m->be, m->step_ids);
+    m->step_ids = NULL;
     g_free(m->pick_used);
     m->pick_used = NULL;
     m->pick_n_slots = 0;

@@ -133,6 +133,14 @@ void hyocr_dflash_free(hyocr_dflash *d)
     g_free(d);
 }
 
+void hyocr_dflash_trim_scratch(hyocr_dflash *d)
+{
+    for (int i = 0; d && i < HYOCR_DFLASH_SCRATCH_COUNT; i++) {
+        buf_free(d, d->scratch[i]);
+        d->scratch[i] = NULL;
+    }
+}
+
 static hyocr_buf *scratch(hyocr_dflash *d, int slot, hyocr_buf_kind kind, size_t n, GError **error)
 {
     if (error && *error) return NULL;   /* several asked in a row, checked once */
@@ -147,11 +155,16 @@ static hyocr_buf *scratch(hyocr_dflash *d, int slot, hyocr_buf_kind kind, size_t
 
 static size_t kv_width(const hyocr_dflash *d) { return (size_t)d->cfg.num_kv_heads * d->cfg.head_dim; }
 
-hyocr_dflash_ctx *hyocr_dflash_ctx_new(hyocr_dflash *d)
+hyocr_dflash_ctx *hyocr_dflash_ctx_new(hyocr_dflash *d, GError **error)
 {
     hyocr_dflash_ctx *c = g_new0(hyocr_dflash_ctx, 1);
     c->k = g_new0(hyocr_buf *, d->cfg.num_layers);
     c->v = g_new0(hyocr_buf *, d->cfg.num_layers);
+    c->io = OPS->alloc(d->be, HYOCR_BUF_F32, (size_t)1 + d->cfg.block_size, error);
+    if (!c->io) {
+        hyocr_dflash_ctx_free(d, c);
+        return NULL;
+    }
     return c;
 }
 
@@ -162,16 +175,18 @@ void hyocr_dflash_ctx_free(hyocr_dflash *d, hyocr_dflash_ctx *c)
         buf_free(d, c->k[l]);
         buf_free(d, c->v[l]);
     }
+    buf_free(d, c->io);
     g_free(c->k);
     g_free(c->v);
     g_free(c);
 }
 
-/* Room for rows rows: grows by doubling, the old rows copied over (the same on every backend). */
-static bool ctx_reserve(hyocr_dflash *d, hyocr_dflash_ctx *c, int rows, GError **error)
+/* Grows by doubling, the old rows copied over (the same on every backend). */
+bool hyocr_dflash_ctx_reserve(hyocr_dflash *d, hyocr_dflash_ctx *c, int rows, GError **error)
 {
+    rows += d->cfg.block_size;
     if (rows <= c->cap) return true;
-    int cap = MAX(rows, MAX(2 * c->cap, 256));
+    int cap = MAX(rows, MIN(MAX(2 * c->cap, 256), G_MAXINT / 2));
     size_t W = kv_width(d);
     for (int l = 0; l < d->cfg.num_layers; l++) {
         hyocr_buf **pair[2] = { &c->k[l], &c->v[l] };
@@ -190,15 +205,15 @@ static bool ctx_reserve(hyocr_dflash *d, hyocr_dflash_ctx *c, int rows, GError *
     return true;
 }
 
-static int32_t *positions(int from, int n)
+/* io[0 .. n) = words (int32 as raw bits). */
+static bool io_write(hyocr_dflash *d, hyocr_dflash_ctx *c, const int32_t *words, int n, GError **error)
 {
-    int32_t *pos = g_new(int32_t, n);
-    for (int i = 0; i < n; i++) pos[i] = from + i;
-    return pos;
+    return OPS->upload_f32(d->be, c->io, 0, (const float *)words, (size_t)n, error);
 }
 
-/* fc and hidden_norm over m rows of taps, then each layer's k | v of them into the cache. */
-static bool ctx_chunk(hyocr_dflash *d, hyocr_dflash_ctx *c, const hyocr_buf *taps, int r0, int m, GError **error)
+/* fc and hidden_norm over m rows of taps (from row r0), then each layer's k | v of them into the
+ * cache at the cursor. */
+static bool context_rows(hyocr_dflash *d, hyocr_dflash_ctx *c, const hyocr_buf *taps, int r0, int m, GError **error)
 {
     const hyocr_dflash_config *g = &d->cfg;
     const int H = g->hidden_size, W = g->n_target_layers * H, D = g->head_dim, Hq = g->num_heads;
@@ -211,35 +226,39 @@ static bool ctx_chunk(hyocr_dflash *d, hyocr_dflash_ctx *c, const hyocr_buf *tap
     if (!OPS->matmul(d->be, cb, &in, d->fc_w, 0, NULL, m, H, W, error) ||
         !OPS->add_rmsnorm(d->be, cn, cb, NULL, d->hidden_norm, m, H, g->rms_norm_eps, error))
         return false;
-    g_autofree int32_t *pos = positions(c->n + r0, m);
     for (int l = 0; l < g->num_layers; l++) {
         const hyocr_dflash_layer *L = &d->layers[l];
         if (!OPS->matmul(d->be, kv, cn, L->qkv_w, (size_t)Hq * D * H, NULL, m, 2 * Hkv * D, H, error) ||
-            !OPS->qknorm_rope(d->be, kv, m, pos, 1, 0, Hkv, &d->rope, NULL, L->k_norm, g->rms_norm_eps, error) ||
-            !OPS->attention_append(d->be, NULL, kv, c->k[l], c->v[l], c->n + r0, m, 0, Hkv, D, 0.0f, error))
+            !OPS->qknorm_rope(d->be, kv, m, c->io, 0, Hkv, &d->rope, NULL, L->k_norm, g->rms_norm_eps, error) ||
+            !OPS->attention_append(d->be, NULL, kv, c->k[l], c->v[l], c->io, m, 0, Hkv, D, 0.0f, error))
             return false;
     }
     return true;
 }
 
-bool hyocr_dflash_ctx_append(hyocr_dflash *d, hyocr_dflash_ctx *c, const hyocr_buf *taps, int n, GError **error)
+static bool taps_fit(const hyocr_dflash *d, const hyocr_buf *taps, int n, GError **error)
 {
     const size_t W = (size_t)d->cfg.n_target_layers * d->cfg.hidden_size;
-    if (n < 0 || !taps || taps->n < (size_t)n * W) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "DFlash draft: %d context rows need %zu tap values, %zu given", n, (size_t)n * W,
-                    taps ? taps->n : 0);
-        return false;
+    if (n >= 0 && taps && taps->n >= (size_t)n * W) return true;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                "DFlash draft: %d context rows need %zu tap values, %zu given", n, (size_t)MAX(n, 0) * W,
+                taps ? taps->n : 0);
+    return false;
+}
+
+bool hyocr_dflash_ctx_append(hyocr_dflash *d, hyocr_dflash_ctx *c, const hyocr_buf *taps, int n, GError **error)
+{
+    if (!taps_fit(d, taps, n, error) || !hyocr_dflash_ctx_reserve(d, c, c->n + n, error)) return false;
+    for (int r0 = 0; r0 < n; r0 += CTX_CHUNK) {
+        int32_t at = c->n + r0;
+        if (!io_write(d, c, &at, 1, error) || !context_rows(d, c, taps, r0, MIN(CTX_CHUNK, n - r0), error))
+            return false;
     }
-    /* Room for the block too, so a proposal never has to grow the cache. */
-    if (!ctx_reserve(d, c, c->n + n + d->cfg.block_size, error)) return false;
-    for (int r0 = 0; r0 < n; r0 += CTX_CHUNK)
-        if (!ctx_chunk(d, c, taps, r0, MIN(CTX_CHUNK, n - r0), error)) return false;
     c->n += n;
     return true;
 }
 
-/* ---------------------------------------------------------------- a proposal */
+/* ---------------------------------------------------------------- a round */
 
 typedef struct {
     hyocr_buf *x, *a, *qkv, *att, *delta, *gu, *act, *logits;
@@ -261,8 +280,7 @@ static bool block_bufs_get(hyocr_dflash *d, block_bufs *t, GError **error)
 }
 
 /* One layer over the block; its keys go after the context rows and are overwritten next time. */
-static bool block_layer(hyocr_dflash *d, hyocr_dflash_ctx *c, int l, const int32_t *pos, const block_bufs *t,
-                        GError **error)
+static bool block_layer(hyocr_dflash *d, hyocr_dflash_ctx *c, int l, const block_bufs *t, GError **error)
 {
     const hyocr_dflash_config *g = &d->cfg;
     const hyocr_dflash_layer *L = &d->layers[l];
@@ -271,8 +289,8 @@ static bool block_layer(hyocr_dflash *d, hyocr_dflash_ctx *c, int l, const int32
     const float eps = g->rms_norm_eps, scale = (float)pow((double)D, -0.5);
     return OPS->add_rmsnorm(d->be, t->a, t->x, l == 0 ? NULL : t->delta, L->in_norm, B, H, eps, error) &&
            OPS->matmul(d->be, t->qkv, t->a, L->qkv_w, 0, NULL, B, (Hq + 2 * Hkv) * D, H, error) &&
-           OPS->qknorm_rope(d->be, t->qkv, B, pos, 1, Hq, Hkv, &d->rope, L->q_norm, L->k_norm, eps, error) &&
-           OPS->attention_append(d->be, t->att, t->qkv, c->k[l], c->v[l], c->n, B, Hq, Hkv, D, scale, error) &&
+           OPS->qknorm_rope(d->be, t->qkv, B, c->io, Hq, Hkv, &d->rope, L->q_norm, L->k_norm, eps, error) &&
+           OPS->attention_append(d->be, t->att, t->qkv, c->k[l], c->v[l], c->io, B, Hq, Hkv, D, scale, error) &&
            OPS->matmul(d->be, t->delta, t->att, L->o_w, 0, NULL, B, H, Hq * D, error) &&
            OPS->add_rmsnorm(d->be, t->a, t->x, t->delta, L->post_norm, B, H, eps, error) &&
            OPS->matmul(d->be, t->gu, t->a, L->gate_up_w, 0, NULL, B, 2 * I, H, error) &&
@@ -280,44 +298,76 @@ static bool block_layer(hyocr_dflash *d, hyocr_dflash_ctx *c, int l, const int32
            OPS->matmul(d->be, t->delta, t->act, L->down_w, 0, NULL, B, H, I, error);
 }
 
-/* First maximum, as torch.argmax (a NaN wins). */
-static int32_t argmax_row(const float *x, int V)
+bool hyocr_dflash_round_begin(hyocr_dflash *d, hyocr_dflash_ctx *c, int32_t bonus, GError **error)
 {
-    int32_t best = 0;
-    for (int v = 0; v < V; v++) {
-        if (isnan(x[v])) return v;
-        if (x[v] > x[best]) best = v;
+    const hyocr_dflash_config *g = &d->cfg;
+    const int B = g->block_size;
+    if (bonus < 0 || bonus >= g->vocab_size || c->n < 1) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "DFlash draft: a proposal needs a token id (got %d of %d) after some context (%d rows)", bonus,
+                    g->vocab_size, c->n);
+        return false;
     }
-    return best;
+    if (!hyocr_dflash_ctx_reserve(d, c, c->n, error)) return false;
+    int32_t words[1 + HYOCR_DFLASH_MAX_BLOCK];
+    words[0] = c->n;
+    words[1] = bonus;
+    for (int i = 1; i < B; i++) words[1 + i] = g->mask_token_id;
+    return io_write(d, c, words, 1 + B, error);
+}
+
+bool hyocr_dflash_propose_ops(hyocr_dflash *d, hyocr_dflash_ctx *c, int n_drafts, hyocr_buf *ids, size_t off,
+                              GError **error)
+{
+    const hyocr_dflash_config *g = &d->cfg;
+    const int B = g->block_size, H = g->hidden_size, V = g->vocab_size;
+    if (n_drafts < 1 || n_drafts > B - 1) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "DFlash draft: %d drafts of a block of %d",
+                    n_drafts, B);
+        return false;
+    }
+    block_bufs t;
+    if (!block_bufs_get(d, &t, error)) return false;
+    bool ok = OPS->embed_ids(d->be, t.x, d->target->embed, c->io, 1, B, H, error);
+    for (int l = 0; ok && l < g->num_layers; l++) ok = block_layer(d, c, l, &t, error);
+    /* only the rows whose drafts are wanted go through the head */
+    hyocr_buf rows = hyocr_buf_view(t.a, (size_t)H, (size_t)n_drafts * H);
+    return ok && OPS->add_rmsnorm(d->be, t.a, t.x, t.delta, d->final_norm, B, H, g->rms_norm_eps, error) &&
+           OPS->matmul(d->be, t.logits, &rows, d->target->lm_head, 0, NULL, n_drafts, V, H, error) &&
+           OPS->argmax(d->be, t.logits, n_drafts, V, ids, off, error);
+}
+
+bool hyocr_dflash_extend_ops(hyocr_dflash *d, hyocr_dflash_ctx *c, const hyocr_buf *taps, int rows, GError **error)
+{
+    if (rows < 1 || rows > d->cfg.block_size) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    "DFlash draft: %d context rows in a round (1 to %d)", rows, d->cfg.block_size);
+        return false;
+    }
+    return taps_fit(d, taps, rows, error) && context_rows(d, c, taps, 0, rows, error);
+}
+
+static uint64_t mix(uint64_t h, const void *p)
+{
+    return (h ^ (uint64_t)(uintptr_t)p) * 1099511628211ull;
+}
+
+uint64_t hyocr_dflash_signature(const hyocr_dflash *d, const hyocr_dflash_ctx *c, uint64_t h)
+{
+    for (int i = 0; i < HYOCR_DFLASH_SCRATCH_COUNT; i++) h = mix(h, d->scratch[i] ? d->scratch[i]->data : NULL);
+    for (int l = 0; l < d->cfg.num_layers; l++) h = mix(mix(h, c->k[l] ? c->k[l]->data : NULL), c->v[l] ? c->v[l]->data : NULL);
+    return mix(h, c->io->data);
 }
 
 bool hyocr_dflash_propose(hyocr_dflash *d, hyocr_dflash_ctx *c, int32_t bonus, int32_t *drafts, float *logits,
                           GError **error)
 {
     const hyocr_dflash_config *g = &d->cfg;
-    const int B = g->block_size, H = g->hidden_size, V = g->vocab_size;
-    if (bonus < 0 || bonus >= V || c->n < 1) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "DFlash draft: a proposal needs a token id (got %d of %d) after some context (%d rows)", bonus, V,
-                    c->n);
+    const int B = g->block_size, V = g->vocab_size;
+    hyocr_buf *ids = scratch(d, HYOCR_DFLASH_IDS, HYOCR_BUF_F32, (size_t)B, error);
+    if (!ids || !hyocr_dflash_round_begin(d, c, bonus, error) ||
+        !hyocr_dflash_propose_ops(d, c, B - 1, ids, 0, error) ||
+        !OPS->download_f32(d->be, ids, 0, (float *)drafts, (size_t)(B - 1), error))
         return false;
-    }
-    if (!ctx_reserve(d, c, c->n + B, error)) return false;
-    block_bufs t;
-    if (!block_bufs_get(d, &t, error)) return false;
-    g_autofree int32_t *ids = g_new(int32_t, B);
-    ids[0] = bonus;
-    for (int i = 1; i < B; i++) ids[i] = g->mask_token_id;
-    g_autofree int32_t *pos = positions(c->n, B);
-    bool ok = OPS->embed(d->be, t.x, d->target->embed, ids, B, H, error);
-    for (int l = 0; ok && l < g->num_layers; l++) ok = block_layer(d, c, l, pos, &t, error);
-    hyocr_buf rows = hyocr_buf_view(t.a, (size_t)H, (size_t)(B - 1) * H);
-    g_autofree float *host = g_new(float, (size_t)(B - 1) * V);
-    ok = ok && OPS->add_rmsnorm(d->be, t.a, t.x, t.delta, d->final_norm, B, H, g->rms_norm_eps, error) &&
-         OPS->matmul(d->be, t.logits, &rows, d->target->lm_head, 0, NULL, B - 1, V, H, error) &&
-         OPS->download_f32(d->be, t.logits, 0, host, (size_t)(B - 1) * V, error);
-    if (!ok) return false;
-    for (int i = 0; i < B - 1; i++) drafts[i] = argmax_row(host + (size_t)i * V, V);
-    if (logits) memcpy(logits, host, sizeof(float) * (size_t)(B - 1) * V);
-    return true;
+    return !logits || OPS->download_f32(d->be, d->scratch[HYOCR_DFLASH_LOGITS], 0, logits, (size_t)(B - 1) * V, error);
 }

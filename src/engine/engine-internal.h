@@ -7,6 +7,7 @@
 #include "model.h"
 #include "postprocess.h"
 #include "sampler.h"
+#include "speculate.h"
 #include "tokenizer.h"
 
 G_BEGIN_DECLS
@@ -33,6 +34,10 @@ struct hyocr_engine {
     gint                live_kv_blocks;   /* atomic: KV blocks held by the running jobs, for mem_info */
     int64_t             kv_block_bytes;   /* fixed after load, so mem_info never touches the pool */
     GMutex              model_lock;       /* held while be/model are swapped (dtype reload) and by mem_info */
+    hyocr_dflash       *draft;            /* the DFlash draft on the backend, NULL: no speculation */
+    int                 spec_tokens;      /* drafts a round for the jobs that speculate (0 with no draft) */
+    hyocr_spec_standin *standin;          /* HYOCR_DRAFT_STANDIN (tests, benchmarks): proposes known text */
+    bool                standin_no_draft; /* … and the draft does not run */
 };
 
 /* Where a job of a batch is. */
@@ -81,6 +86,8 @@ typedef struct {
     size_t                  swap_bytes;
     int                     pick_slot;      /* -1: none */
     int                     pick_synced;    /* generated tokens the slot's penalty set holds */
+    hyocr_spec_job         *spec;           /* the job's draft state; NULL: it decodes one token a step */
+    int                     n_drafts;       /* this step: drafts its round verifies (0: a plain step) */
     bool                    vision_offload; /* its plan fits only with the vision weights off the device */
     /* decode + pixels done ahead on a thread while the GPU runs other jobs */
     GThread                *prefetch;       /* joined before anything reads img/px */
@@ -115,6 +122,9 @@ void   hyocr_job_drop_inputs(job_state *st);                    /* image, pixels
  * preprocess (or release) takes them. The caller must not touch img/px meanwhile. */
 void   hyocr_job_prefetch(job_state *st);
 bool   hyocr_job_check_memory(job_state *st, GError **error);   /* fills st->plan; refusal with advice */
+/* Drafts a round the job speculates with: 0 when the engine has no draft, the job asks for none or
+ * wants the logits (the host chooses its tokens then). */
+int    hyocr_job_spec_tokens(const job_state *st);
 bool   hyocr_job_vision(job_state *st, GError **error);
 bool   hyocr_job_cancelled(void *data);
 bool   hyocr_job_stage_done(job_state *st, double *ms, GError **error);

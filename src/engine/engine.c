@@ -19,6 +19,7 @@ void hyocr_engine_params_init(hyocr_engine_params *p)
     p->device = HYOCR_DEVICE_AUTO;
     p->cuda_dtype = HYOCR_COMPUTE_F16;
     p->max_batch = DEFAULT_MAX_BATCH;
+    p->speculative_tokens = -1;
 }
 
 void hyocr_job_params_init(hyocr_job_params *p)
@@ -28,6 +29,7 @@ void hyocr_job_params_init(hyocr_job_params *p)
     p->max_new_tokens = DEFAULT_MAX_NEW_TOKENS;
     p->top_p = 1.0f;
     p->repetition_penalty = -1.0f;
+    p->speculative_tokens = -1;
 }
 
 const char *hyocr_stop_reason_name(hyocr_stop_reason r)
@@ -130,6 +132,20 @@ static bool check_model_dir(const char *dir, GError **error)
 
 static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error);
 
+/* The test-only draft stand-in (speculate.h): the engine params', else the tuning switches
+ * (HYOCR_DRAFT_STANDIN*), for benchmarks through a front end. A file that does not read fails
+ * the engine. */
+static bool open_standin(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
+{
+    const hyocr_tuning *t = &eng->tuning;
+    bool given = p->draft_standin != NULL;
+    const char *path = given ? p->draft_standin : t->draft_standin;
+    eng->standin_no_draft = given ? p->draft_standin_no_draft : t->draft_standin_no_draft;
+    if (!*path) return true;
+    eng->standin = hyocr_spec_standin_load(path, given ? p->draft_standin_k : t->draft_standin_k, error);
+    return eng->standin != NULL;
+}
+
 /* The host side: checkpoint, tokenizer, what the jobs read of them. */
 static bool engine_open(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
 {
@@ -143,7 +159,7 @@ static bool engine_open(hyocr_engine *eng, const hyocr_engine_params *p, GError 
     hyocr_checkpoint_get_stats(eng->ck, &cs);
     eng->lm_head_tied = cs.lm_head_tied;
     collect_eos(eng);
-    return true;
+    return open_standin(eng, p, error);
 }
 
 /* The device side, on the scheduler's thread. */
@@ -183,6 +199,45 @@ static bool check_weights_fit(hyocr_engine *eng, GError **error)
     return false;
 }
 
+/* The DFlash draft beside the model, when speculation is on: optional, so a draft that is
+ * missing, broken, or does not fit the memory limit next to the model leaves the engine
+ * decoding plainly (with a warning where the user asked for it or it is broken). */
+static void load_draft(hyocr_engine *eng, const hyocr_engine_params *p)
+{
+    eng->draft = NULL;
+    eng->spec_tokens = 0;
+    const hyocr_checkpoint *dr = hyocr_checkpoint_draft(eng->ck);
+    if (p->speculative_tokens == 0) return;
+    if (!dr) {
+        const GError *why = hyocr_checkpoint_draft_error(eng->ck);
+        if (why)
+            hyocr_engine_log(eng, HYOCR_LOG_WARNING, "the DFlash draft is unusable (%s); decoding without speculation",
+                             why->message);
+        else if (p->speculative_tokens > 0)
+            hyocr_engine_log(eng, HYOCR_LOG_WARNING, "%s has no DFlash draft (dflash/); decoding without speculation",
+                             eng->model_dir);
+        return;
+    }
+    const hyocr_dflash_config *dc = hyocr_checkpoint_dflash_config(dr);
+    hyocr_mem_info mi;
+    eng->be->ops->mem_info(eng->be, &mi);
+    int elem = eng->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2;
+    if (mi.limit > 0 && mi.weights + hyocr_memplan_draft_weights(dc, elem) > mi.limit) {
+        hyocr_engine_log(eng, HYOCR_LOG_WARNING, "the DFlash draft does not fit the memory limit next to the model; "
+                         "decoding without speculation");
+        return;
+    }
+    g_autoptr(GError) err = NULL;
+    eng->draft = hyocr_dflash_load(eng->be, dr, eng->model, &err);
+    if (!eng->draft) {
+        hyocr_engine_log(eng, HYOCR_LOG_WARNING, "loading the DFlash draft failed (%s); decoding without speculation",
+                         err->message);
+        return;
+    }
+    int max = dc->block_size - 1;
+    eng->spec_tokens = p->speculative_tokens < 0 ? max : MIN(p->speculative_tokens, max);
+}
+
 /* Backend, weights and the (empty) KV pool: what a reload in another dtype redoes. */
 static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
 {
@@ -205,11 +260,15 @@ static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError *
     eng->kv_fixed_blocks = p->kv_n_blocks;
     if (p->vit_chunk_rows > 0) eng->model->vit_chunk_rows = p->vit_chunk_rows;
     if (p->text_chunk_rows > 0) eng->model->text_chunk_rows = p->text_chunk_rows;
+    load_draft(eng, p);
     return true;
 }
 
 static void unload_model(hyocr_engine *eng)
 {
+    hyocr_dflash_free(eng->draft);
+    eng->draft = NULL;
+    eng->spec_tokens = 0;
     hyocr_model_free(eng->model);
     eng->model = NULL;
     if (eng->be) hyocr_backend_free(eng->be);
@@ -239,6 +298,7 @@ hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error)
     eng->params = *p;
     eng->params.model_dir = eng->model_dir;
     hyocr_tuning_from_env(&eng->tuning);
+    eng->params.draft_standin = NULL;   /* read at open; not kept */
     eng->log = p->log;
     eng->log_data = p->log_data;
     g_mutex_init(&eng->model_lock);
@@ -262,6 +322,7 @@ void hyocr_engine_free(hyocr_engine *eng)
     hyocr_sched_stop(eng);   /* its thread unloads the model */
     hyocr_tokenizer_free(eng->tok);
     hyocr_checkpoint_free(eng->ck);
+    hyocr_spec_standin_free(eng->standin);
     g_free(eng->model_dir);
     g_mutex_clear(&eng->model_lock);
     g_free(eng);
@@ -544,6 +605,8 @@ static void memcheck_init(memcheck *mc, hyocr_engine *eng, bool at_rest)
     mc->p.max_model_len = eng->max_model_len;
     mc->p.vit_chunk_rows = eng->model->vit_chunk_rows;
     mc->p.text_chunk_rows = eng->model->text_chunk_rows;
+    mc->p.draft = eng->draft ? &eng->draft->cfg : NULL;
+    mc->p.spec_tokens = eng->spec_tokens;
     hyocr_mem_info mi;
     eng->be->ops->mem_info(eng->be, &mi);
     if (at_rest) mc->p.backend_bytes = MAX(mc->p.backend_bytes, mi.workspace);
@@ -686,6 +749,7 @@ bool hyocr_job_check_memory(job_state *st, GError **error)
     memcheck mc;
     /* at rest unless other jobs hold scratch now (the backend's workspace is then theirs too) */
     memcheck_init(&mc, st->eng, !g_atomic_int_get(&st->eng->busy));
+    mc.p.spec_tokens = hyocr_job_spec_tokens(st);
     hyocr_memplan *plan = &st->plan;
     memcheck_plan(&mc, st->grid_h, st->grid_w, st->prompt->n, st->job->max_new_tokens, plan);
     st->kv_tokens = hyocr_memplan_kv_tokens(st->prompt->n, st->job->max_new_tokens, st->eng->max_model_len);
@@ -704,6 +768,14 @@ bool hyocr_job_vision(job_state *st, GError **error)
     if (!st->vision || !hyocr_job_stage_done(st, &st->res->timings.vision_ms, error)) return false;
     hyocr_job_emit_simple(st, HYOCR_EVENT_VISION);
     return true;
+}
+
+int hyocr_job_spec_tokens(const job_state *st)
+{
+    const hyocr_engine *eng = st->eng;
+    int want = st->job->speculative_tokens;
+    if (!eng->draft || st->job->on_logits || want == 0) return 0;
+    return want < 0 ? eng->spec_tokens : MIN(want, eng->draft->cfg.block_size - 1);
 }
 
 static float pick_penalty(const hyocr_config *cfg, float requested)
@@ -862,6 +934,8 @@ void hyocr_job_finish(job_state *st, const GError *err)
 void hyocr_job_release(job_state *st)
 {
     hyocr_engine *eng = st->eng;
+    if (st->spec && eng->draft) hyocr_spec_job_free(eng->draft, st->spec);
+    st->spec = NULL;
     if (st->vision) eng->be->ops->buf_free(eng->be, st->vision);
     st->vision = NULL;
     g_clear_pointer(&st->host_vision, g_free);

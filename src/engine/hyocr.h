@@ -86,6 +86,18 @@ typedef struct {
                                            * 0 = recompute them instead */
     int                 max_queue;        /* hyocr_engine_submit: jobs waiting for admission at most
                                            * (HYOCR_ERROR_BUSY beyond); ≤ 0 = no bound */
+    int                 speculative_tokens;  /* speculative decoding with the model's DFlash draft (dflash/):
+                                              * drafts a round, at most the draft's block size − 1;
+                                              * 0 = off (the draft is not loaded); < 0 = the default
+                                              * (the block size − 1, 15 for the release) */
+    /* Tests and benchmarks only: instead of the draft's proposals, a round verifies the
+     * continuation (one a line of this file, token ids) that agrees with the job's tokens so far,
+     * right for draft_standin_k drafts (a mean when fractional) and wrong after; the draft still
+     * runs. NULL: the HYOCR_DRAFT_STANDIN* switches (tuning.h). */
+    const char         *draft_standin;
+    double              draft_standin_k;
+    bool                draft_standin_no_draft;  /* and the draft does not run (its cost, by difference);
+                                                  * HYOCR_DRAFT_STANDIN_NO_DRAFT=1 */
 } hyocr_engine_params;
 
 void hyocr_engine_params_init(hyocr_engine_params *p);
@@ -178,6 +190,8 @@ typedef struct {
     int                 max_side;          /* > 0: Lanczos pre-scale of the long edge */
     bool                ignore_eos;        /* benchmarks: generate max_new_tokens */
     bool                no_tail_stop;      /* disable the 1.5 streaming tail-repetition stop */
+    int                 speculative_tokens;  /* < 0: the engine's (default); 0: no speculation for this job;
+                                              * N: at most N drafts a round (speculation needs the engine's on) */
     hyocr_event_fn      on_event;
     void               *user_data;
     hyocr_logits_fn     on_logits;
@@ -210,6 +224,9 @@ typedef struct {
     bool              redone;          /* FP16 overflowed (NaN/Inf): the job was rerun in redone_dtype */
     hyocr_compute_dtype redone_dtype;
     int               n_preempted;     /* times the job was preempted (swapped out or recomputed) */
+    int               speculative_rounds;  /* speculative rounds (draft + verify) the job ran */
+    int               speculative_tokens;  /* tokens those rounds committed (their mean: tokens / rounds) */
+    int               speculative_fallbacks;  /* times the job went back to plain steps for low acceptance */
 } hyocr_job_result;
 
 void hyocr_job_result_clear(hyocr_job_result *r);

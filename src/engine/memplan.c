@@ -68,6 +68,43 @@ int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem)
     return (int64_t)t->num_layers * 2 * t->num_kv_heads * t->head_dim * elem;
 }
 
+int64_t hyocr_memplan_draft_weights(const hyocr_dflash_config *d, int elem)
+{
+    int64_t H = d->hidden_size, D = d->head_dim, I = d->intermediate_size;
+    int64_t q = (int64_t)d->num_heads * D, kv = (int64_t)d->num_kv_heads * D;
+    int64_t layer = H + (q + 2 * kv) * H + H * q + 2 * D + H + 2 * I * H + H * I;
+    return (H * d->n_target_layers * H + 2 * H + d->num_layers * layer) * elem;
+}
+
+int64_t hyocr_memplan_draft_ctx_per_token(const hyocr_dflash_config *d, int elem)
+{
+    return (int64_t)d->num_layers * 2 * d->num_kv_heads * d->head_dim * elem;
+}
+
+/* dflash.c and speculate.c: the context (its cache sized for every token the job may hold and
+ * a block, 256 rows at least; the cursor), the block's scratch and logits, a context chunk
+ * (CTX_CHUNK rows of the prompt at a time), the job's tapped rows (a block, the pending rows of
+ * plain steps), and the verify rows' logits and final norms beyond a plain step's. */
+static void plan_draft(const hyocr_config *cfg, const hyocr_memplan_params *p, hyocr_memplan *out)
+{
+    const hyocr_dflash_config *d = p->draft;
+    if (!d) return;
+    int64_t e = p->act_elem, B = d->block_size, H = d->hidden_size, D = d->head_dim, I = d->intermediate_size;
+    int64_t V = d->vocab_size, W = (int64_t)d->n_target_layers * H;
+    out->draft_weights = hyocr_memplan_draft_weights(d, e);
+    if (p->spec_tokens <= 0) return;
+    int64_t rows = MAX((int64_t)out->kv_tokens + B, 256);
+    out->draft_ctx = rows * hyocr_memplan_draft_ctx_per_token(d, e);
+    int64_t block = B * H * 4 + B * (H + ((int64_t)d->num_heads + 2 * d->num_kv_heads) * D + d->num_heads * D + H +
+                                     3 * I) * e + (B - 1) * V * 4 + B * 4;
+    int64_t chunk = MIN(MAX(out->prompt_tokens, 1), 512);
+    int64_t ctx_chunk = chunk * (H * 4 + H * e + 2 * (int64_t)d->num_kv_heads * D * e);
+    int64_t taps = (B + 64) * W * e + (1 + B) * 4;   /* and the cursor */
+    int64_t verify = (int64_t)p->spec_tokens * ((int64_t)cfg->text.vocab_size * 4 + cfg->text.hidden_size * e);
+    out->draft_scratch = block + ctx_chunk + taps + verify;
+    out->prefill_taps = (int64_t)out->prompt_tokens * W * e;
+}
+
 int hyocr_memplan_image_tokens(int grid_h, int grid_w)
 {
     return (grid_h / 2) * (grid_w / 2 + 1) + 2;
@@ -184,13 +221,15 @@ void hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *
 
     plan_vision(cfg, p, out);
     out->prefill = plan_prefill(cfg, p, out->prompt_tokens);
+    plan_draft(cfg, p, out);
+    out->weights += out->draft_weights;
     int64_t fixed = out->weights + out->backend;
     out->peak_vision = fixed + out->vision + (p->kv_fixed_blocks > 0 ? out->kv : 0);
     /* The pick slots' penalty sets (model.c) come with the first decode step,
      * after the prefill has freed the image embeddings; its scratch stays. */
     out->pick = (int64_t)HYOCR_MEMPLAN_PICK_SLOTS * ((cfg->text.vocab_size + 31) / 32) * 4;
     out->peak_text = fixed - (p->vision_offload ? out->vision_weights : 0) + out->kv + out->prefill +
-                     MAX(out->image_embeds, out->pick);
+                     MAX(out->image_embeds, out->pick) + out->draft_ctx + out->draft_scratch + out->prefill_taps;
     out->total = MAX(out->peak_vision, out->peak_text);
     out->fits = true;
 }
@@ -225,6 +264,8 @@ char *hyocr_memplan_describe(const hyocr_memplan *plan)
         g_string_append_printf(s, _(" (%d tokens)"), plan->kv_tokens);
         add_part(s, _("prefill"), plan->prefill);
         add_part(s, _("image embeddings"), plan->image_embeds);
+        if (plan->draft_ctx)
+            add_part(s, _("speculative decoding"), plan->draft_ctx + plan->draft_scratch + plan->prefill_taps);
     } else {
         add_part(s, _("vision tower"), plan->vision);
         if (fixed_kv) add_part(s, _("fixed KV pool"), plan->kv);

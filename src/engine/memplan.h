@@ -10,7 +10,8 @@
  * A job runs in two phases that never overlap in memory: the vision tower +
  * merger (its scratch is freed before the KV pool is allocated), then prefill and
  * decode over the KV pool. Its peak is weights + backend scratch + the larger
- * phase. */
+ * phase. A job that speculates adds the draft's context and scratch to the
+ * second phase; the draft's weights are part of the weights. */
 #pragma once
 #include "config.h"
 #include "hyocr-types.h"
@@ -45,6 +46,8 @@ typedef struct {
     int     vit_chunk_rows;
     int     text_chunk_rows;
     bool    vision_offload;   /* the vision weights leave the device after the vision pass */
+    const hyocr_dflash_config *draft;  /* the DFlash draft on the device, NULL: none (speculation off) */
+    int     spec_tokens;      /* drafts a round of this job; 0: it does not speculate */
 } hyocr_memplan_params;
 
 /* What would let a job that does not fit run, as data: each front end words it
@@ -85,6 +88,13 @@ typedef struct hyocr_memplan {
     int64_t image_embeds;       /* merger output, held until the prefill ends */
     int64_t prefill;            /* text scratch of the chunked prefill; decode reuses it */
     int64_t pick;               /* the device pick path's penalty sets, from the first decode step */
+    /* speculative decoding (speculate.c): 0 where the engine has no draft / the job does not speculate */
+    int64_t draft_weights;      /* the DFlash draft's own weights (its embedding and head are the target's) */
+    int64_t draft_ctx;          /* the job's draft context: every draft layer's k and v of its tokens (KV
+                                 * storage, like the pool: in kv_reserved) */
+    int64_t draft_scratch;      /* the draft's activations and logits, the job's tapped rows, the verify
+                                 * rows' logits beyond a plain step's */
+    int64_t prefill_taps;       /* the prompt's tapped rows, from the prefill until the context has them */
     int64_t peak_vision;        /* weights + backend + vision (+ kv for a fixed pool) */
     int64_t peak_text;          /* weights (less vision_weights when offloaded) + backend + kv + prefill
                                  * + max(image_embeds, pick) */
@@ -105,6 +115,9 @@ void    hyocr_memplan_params_init(hyocr_memplan_params *p, hyocr_backend_kind ki
 int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, bool lm_head_tied);
 int64_t hyocr_memplan_vision_weights(const hyocr_config *cfg, int elem);
 int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem);
+/* The DFlash draft's weights as dflash.c uploads them; one token's row of its context cache. */
+int64_t hyocr_memplan_draft_weights(const hyocr_dflash_config *d, int elem);
+int64_t hyocr_memplan_draft_ctx_per_token(const hyocr_dflash_config *d, int elem);
 /* Placeholder tokens of a grid_h × grid_w patch grid: (h/2)·(w/2 + 1) + 2. */
 int     hyocr_memplan_image_tokens(int grid_h, int grid_w);
 /* Tokens the KV pool must hold for a job: the decode loop feeds back all but

@@ -96,6 +96,7 @@ typedef struct hyocr_model {
     int        pick_n_slots;
     uint8_t   *pick_used;                  /* [pick_n_slots] */
     GPtrArray *decode_graphs;              /* captured decode steps, NULL until the first */
+    hyocr_buf *step_ids;                   /* a round's tokens as raw int32 words (hyocr_text_decode_round) */
 } hyocr_model;
 
 /* Uploads every tensor of the checkpoint the model uses. The config (including
@@ -169,25 +170,25 @@ typedef struct {
 bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits,
                         hyocr_cancel_fn cancel, void *cancel_data, GError **error);
 
-/* Verification of speculated tokens (issue 20): one sequence brings n_new ≤ HYOCR_VERIFY_MAX_ROWS
- * tokens (no positions, no image) after its cache, as a plain forward would, but the fp32 logits
- * of every row come back, logits[n_new · vocab]. The cache grows by n_new; the caller rewinds it
- * (hyocr_kv_seq_rewind) past the rows it rejects. */
-#define HYOCR_VERIFY_MAX_ROWS 64
-bool hyocr_text_verify(hyocr_model *m, hyocr_text_seq *q, float *logits, GError **error);
-
 /* ---- decoding on the device (decode.c; the step itself: text.c) --------------------
  * A pick slot holds one sequence's repetition-penalty set (its prompt ids and every
  * token chosen since) where the backend chooses tokens, so a greedy decode step
  * sends only token ids back to the host. Slots are few (one per live job); -1 with
  * an error when none is free. */
 int  hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError **error);
+/* The slot's set made again: exactly ids[0 .. n) (a round's kept tokens joined it). */
+bool hyocr_model_pick_slot_set(hyocr_model *m, int slot, const int32_t *ids, int n, GError **error);
 void hyocr_model_pick_slot_free(hyocr_model *m, int slot);
+/* m->step_ids with room for rows tokens and a block after them (where drafts nobody reads go);
+ * false with an error when it cannot grow. */
+bool hyocr_model_step_ids(hyocr_model *m, int rows, GError **error);
 
 typedef struct {
     int             slot;      /* from hyocr_model_pick_slot_new */
     float           penalty;   /* repetition penalty; 1 = off */
-    hyocr_pick_draw draw;      /* temperature 0: greedy; else this step's draw */
+    hyocr_pick_draw draw;      /* temperature 0: greedy; else this step's draw (of a block's first row) */
+    uint64_t        seed;      /* a block's rows i ≥ 1 draw with hyocr_sampler_uniform(seed, n_draw + i): */
+    uint64_t        n_draw;    /* the u plain decoding would have drawn their tokens with */
 } hyocr_pick;
 
 /* One decode step: each seqs[i] brings one token (n_new 1, pos NULL, no image).
@@ -196,16 +197,37 @@ typedef struct {
  * (hyocr_sampler_draw's rules); the token joins the slot's set; and
  * nonfinite[i] = the row's logits held NaN or ±Inf; logits may
  * be NULL and are not filled. With picks NULL it is hyocr_text_forward (logits
- * [n_seqs · vocab] filled; next, nonfinite untouched). Caches grow only on success. */
+ * [n_seqs · vocab] filled; next, nonfinite untouched). Caches grow only on success.
+ * A sequence's taps, when set, receive its row's tapped layer outputs. */
 bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
                        int32_t *next, bool *nonfinite, float *logits, GError **error);
 
+/* Work run inside a decode round, captured with it (see hyocr_decode_graphs_run). */
+typedef bool (*hyocr_decode_work_fn)(void *data, bool captured, GError **error);
+
+typedef struct {
+    hyocr_decode_work_fn before, after;   /* before the embedding (the draft's proposals), after the choice */
+    void                *data;
+    uint64_t             sig;             /* what else the hooks' captured work depends on (its buffers) */
+} hyocr_decode_hooks;
+
+/* A speculative decoding round (speculate.c): like hyocr_text_decode, but sequence i brings
+ * seqs[i].n_new tokens, 1 to HYOCR_DFLASH_MAX_BLOCK: one for a plain row, or a verify block (the
+ * last committed token, then drafts). Every row is a decode row at its own position; the rows
+ * of a block see each other causally, and each is chosen as plain decoding would have chosen
+ * the token after it: its penalty set also holds the block's tokens before it, and a sampled
+ * row draws with the u of the token it stands for (hyocr_pick seed, n_draw). A block's choices
+ * are not added to its slot: the caller adds the tokens it keeps (hyocr_model_pick_slot_set).
+ * next and nonfinite get one entry per row, rows in order. The rows' tokens go to m->step_ids
+ * (row r at word r) before the work, where hooks->before may overwrite drafts (the DFlash
+ * draft's argmax); fed (may be NULL) receives the tokens the rows ran with. Each cache grows by
+ * its n_new: the caller rewinds what it rejects (hyocr_kv_seq_rewind). */
+bool hyocr_text_decode_round(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
+                             const hyocr_decode_hooks *hooks, int32_t *next, bool *nonfinite, int32_t *fed,
+                             GError **error);
+
 /* Frees the pick slots' storage and the captured decode graphs (hyocr_model_free calls it). */
 void hyocr_text_decode_release(hyocr_model *m);
-
-/* One decode step's ops, run by hyocr_decode_graphs_run: captured, their token
- * choice reads the slots, penalties and draws of the bound meta; else the step's own. */
-typedef bool (*hyocr_decode_work_fn)(void *data, bool captured, GError **error);
 
 /* Whether decode steps go through captured graphs (the backend has them and its
  * tuning does not say no_graph). */

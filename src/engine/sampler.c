@@ -364,6 +364,16 @@ double hyocr_sampler_next_uniform(hyocr_sampler *s)
     return hyocr_sampler_uniform(s->p.seed, s->n_draws++);
 }
 
+uint64_t hyocr_sampler_draw_index(const hyocr_sampler *s)
+{
+    return s->n_draws;
+}
+
+void hyocr_sampler_skip_draws(hyocr_sampler *s, uint64_t n)
+{
+    s->n_draws += n;
+}
+
 int32_t hyocr_sampler_draw(const hyocr_sampler_params *p, const float *logits, int n_vocab, double u)
 {
     g_return_val_if_fail(p != NULL && logits != NULL && n_vocab > 0, 0);

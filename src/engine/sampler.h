@@ -50,6 +50,10 @@ bool           hyocr_sampler_is_greedy(const hyocr_sampler *s);
 /* The u of this sampler's next draw, counted as made: for a draw done elsewhere
  * (on the device) so that a later host draw continues the same sequence. */
 double         hyocr_sampler_next_uniform(hyocr_sampler *s);
+/* The counter of the next draw; draws made elsewhere (the rows of a speculative round after
+ * its first, which drew with the u of the tokens they stood for) counted as made. */
+uint64_t       hyocr_sampler_draw_index(const hyocr_sampler *s);
+void           hyocr_sampler_skip_draws(hyocr_sampler *s, uint64_t n);
 /* One draw with u from logits the penalty was already applied to: temperature,
  * top-k, top-p (HF's kept set), then the first kept id, walking ids upwards, at
  * which the cumulative weight exceeds u·Z. The device pick follows these rules. */

@@ -1,31 +1,117 @@
-/* hyocr — one speculative decoding round on the target (issue 20; dflash-notes §1): the target
- * runs the bonus token and the drafts as one forward, takes the drafts as long as each is the
- * token plain greedy decoding would have chosen there (the repetition penalty applied row by row,
- * over the history and the drafts taken before that row), adds its own token after them, and
- * forgets the K/V of the rows it did not take. The output is, token for token, what plain greedy
- * decoding gives; the drafts only decide how many tokens one forward commits. */
+/* hyocr — speculative decoding with the DFlash draft (issue 20; dflash-notes §1).
+ *
+ * A round: the draft proposes drafts after the last committed token (the bonus), the target
+ * runs [bonus, drafts] as one verify block, each row choosing the token plain decoding would
+ * have chosen there (the repetition penalty over the history and the block's tokens before the
+ * row; a sampled row drawing with the u of the token it stands for), and the drafts are taken
+ * while each equals the choice of the row before it; then the target's own choice follows. The
+ * output is, token for token, what plain decoding gives; the drafts only decide how many tokens
+ * one forward commits. Jobs that speculate and jobs that do not share a step: every sequence
+ * brings its own block (or its one row). The draft's context is the target's tapped layers of
+ * every token in the cache: a round extends it with the block's rows, a plain step keeps its
+ * row aside until the next round takes them in.
+ *
+ * The adaptive fallback: a job that speculates measures its acceptance over windows of rounds
+ * and goes back to plain steps when a round commits fewer tokens than it costs (the measured
+ * cost of a round over a plain step at the batch size), trying again after a backoff that
+ * doubles while it keeps failing. */
 #pragma once
 #include "dflash.h"
 #include "sampler.h"
 
 G_BEGIN_DECLS
 
-/* kv holds the sequence up to, not including, bonus (the last committed token, not yet run
- * through the target). sampler is greedy; its penalty set holds the prompt and every committed
- * token, bonus included. Runs [bonus, drafts[0..n_drafts)] (1 + n_drafts ≤ HYOCR_VERIFY_MAX_ROWS)
- * and writes the committed tokens to out (room for n_drafts + 1): the drafts taken, then the
- * target's own token; *n_out of them (1 to n_drafts + 1), each added to the sampler's set. kv
- * then holds bonus and the drafts taken. When taps is not NULL ([1 + n_drafts, taps · hidden]),
- * its first *n_out rows are the tap-layer outputs of the tokens now in kv (bonus and the drafts
- * taken): the draft's next context rows. */
-bool hyocr_spec_verify(hyocr_model *m, hyocr_kv_seq *kv, hyocr_sampler *sampler, int32_t bonus,
-                       const int32_t *drafts, int n_drafts, hyocr_buf *taps, int32_t *out, int *n_out,
-                       GError **error);
+#define HYOCR_SPEC_PENDING 64   /* tapped rows of plain steps gathered before the context takes them */
+#define HYOCR_SPEC_WINDOW  8    /* rounds over which acceptance is measured */
+#define HYOCR_SPEC_BACKOFF 32   /* plain steps after a first failed window; doubles to ... */
+#define HYOCR_SPEC_BACKOFF_MAX 1024
+#define HYOCR_SPEC_MIN_THRESHOLD 1.05   /* tokens a round must commit at least, whatever was measured */
 
-/* A whole round with the DFlash draft: proposes block_size − 1 tokens after bonus, verifies them
- * (hyocr_spec_verify) and feeds the kept rows' taps to the draft's context, which afterwards
- * covers exactly the tokens in kv. */
-bool hyocr_spec_round(hyocr_model *m, hyocr_dflash *d, hyocr_dflash_ctx *ctx, hyocr_kv_seq *kv,
-                      hyocr_sampler *sampler, int32_t bonus, int32_t *out, int *n_out, GError **error);
+/* The fallback's state for one job. */
+typedef struct {
+    bool on;                       /* speculating */
+    int  left;                     /* rounds left in this window (on), plain steps before the next try (off) */
+    int  window_rounds, window_tokens;
+    int  backoff;                  /* plain steps of the next fallback */
+    int  fallbacks;
+} hyocr_spec_policy;
+
+void hyocr_spec_policy_init(hyocr_spec_policy *p);
+/* Whether this step speculates; a plain step counts towards the next try. */
+bool hyocr_spec_policy_speculate(hyocr_spec_policy *p);
+/* A round committed tokens; threshold: tokens a round must commit on average to be worth it. */
+void hyocr_spec_policy_round(hyocr_spec_policy *p, int committed, double threshold);
+
+/* Step times of the engine, by batch size, for the fallback's threshold: the measured cost of a
+ * round over that of a plain step. */
+#define HYOCR_SPEC_COST_SAMPLES 16
+#define HYOCR_SPEC_COST_BUCKETS 6
+typedef struct {
+    double ms[2][HYOCR_SPEC_COST_BUCKETS][HYOCR_SPEC_COST_SAMPLES];   /* [plain, round][bucket] */
+    int    n[2][HYOCR_SPEC_COST_BUCKETS];
+} hyocr_spec_costs;
+
+/* A step of batch jobs took ms; round: every job of it speculated (plain: none did). */
+void   hyocr_spec_costs_note(hyocr_spec_costs *c, int batch, bool round, double ms);
+/* The median round over the median plain step at that batch size (2 until both are measured),
+ * and HYOCR_SPEC_MIN_THRESHOLD at least. */
+double hyocr_spec_costs_threshold(const hyocr_spec_costs *c, int batch);
+
+/* A job's draft state. */
+typedef struct {
+    hyocr_dflash_ctx *ctx;
+    hyocr_buf        *taps;        /* [block_size, taps · hidden]: the tapped rows of the job's last step */
+    hyocr_buf        *pending;     /* [HYOCR_SPEC_PENDING, taps · hidden]: rows of plain steps not in ctx yet */
+    int               n_pending;
+    int               k;           /* drafts a round */
+    hyocr_spec_policy policy;
+    int               rounds, round_tokens;   /* rounds run and the tokens they committed */
+} hyocr_spec_job;
+
+/* k drafts a round (1 to block_size − 1); the context sized for max_tokens tokens. */
+hyocr_spec_job *hyocr_spec_job_new(hyocr_dflash *d, int k, int max_tokens, GError **error);
+void            hyocr_spec_job_free(hyocr_dflash *d, hyocr_spec_job *j);
+/* taps[n] of the prompt (a prefill with taps) become the context. */
+bool            hyocr_spec_job_prefill(hyocr_dflash *d, hyocr_spec_job *j, const hyocr_buf *taps, int n,
+                                       GError **error);
+/* After a plain step of the job that was not a hyocr_spec_step (its taps row 0 set by it): the
+ * row joins the pending ones. */
+bool            hyocr_spec_job_keep_row(hyocr_dflash *d, hyocr_spec_job *j, GError **error);
+
+/* One sequence of a step. */
+typedef struct {
+    hyocr_kv_seq   *kv;            /* up to, not including, bonus */
+    hyocr_spec_job *job;           /* NULL: no draft state (no taps kept) */
+    int32_t         bonus;         /* the last committed token, not yet run through the target */
+    int             n_drafts;      /* 0: one plain row; else a verify block of 1 + n_drafts rows */
+    const int32_t  *drafts;        /* NULL: the draft proposes them (job set); else these are verified (the
+                                    * test-only stand-in; with a job the draft still runs, for its cost) */
+    bool            no_draft;      /* with drafts given: the draft does not run either (benchmarks: its cost by
+                                    * difference; the context is not extended, only counted) */
+    hyocr_pick      pick;          /* slot (its set: the prompt and every committed token), penalty, draw */
+    /* results */
+    int32_t         out[HYOCR_DFLASH_MAX_BLOCK];   /* committed: the drafts taken, then the target's choice */
+    int             n_out;
+    bool            nonfinite;     /* a committed row's logits held NaN or ±Inf */
+} hyocr_spec_seq;
+
+/* One step for every sequence: the draft's proposals, one forward of all their rows, the
+ * choices, the acceptance. Each kv then holds bonus and the drafts taken (n_out tokens more);
+ * a job's context covers the same tokens (or keeps the plain row pending). The slots are not
+ * updated: the caller adds out to them (hyocr_model_pick_slot_set). d may be NULL when no
+ * sequence has a job. */
+bool hyocr_spec_step(hyocr_model *m, hyocr_dflash *d, hyocr_spec_seq *seqs, int n, GError **error);
+
+/* The test-only draft stand-in (HYOCR_DRAFT_STANDIN): known continuations, one per line; a
+ * round proposes the continuation that agrees with the job's tokens so far for its first k
+ * positions (k may be fractional: rounds alternate so that k is the mean) and wrong tokens
+ * after, so the machinery is measured at a chosen acceptance. */
+typedef struct hyocr_spec_standin hyocr_spec_standin;
+hyocr_spec_standin *hyocr_spec_standin_load(const char *path, double k, GError **error);
+void                hyocr_spec_standin_free(hyocr_spec_standin *s);
+/* drafts[n] after the tokens gen[n_gen], for the job's round-th round. */
+void                hyocr_spec_standin_drafts(const hyocr_spec_standin *s, const int32_t *gen, int n_gen, int round,
+                                              int vocab, int32_t *drafts, int n);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_spec_standin, hyocr_spec_standin_free)
 
 G_END_DECLS

@@ -3,6 +3,7 @@
  * positions; decode rows use the 1-D position = cache length (spec §5.4.4). */
 #include "model.h"
 #include "error.h"
+#include "sampler.h"
 #include <math.h>
 #include <string.h>
 
@@ -260,29 +261,27 @@ static bool text_layer(hyocr_model *m, int l, bool pending, const text_batch *b,
 }
 
 /* The output of layer l, when it is a tap layer, for the chunk's rows of each sequence that
- * keeps taps (the DFlash draft's context). In the unfused layer the MLP output still waits in
- * delta: it is added to h here (the same float adds add_rmsnorm would do), and the next layer
- * then has nothing pending. */
-static bool keep_taps(hyocr_model *m, int l, const hyocr_text_seq *seqs, const text_batch *b, const text_chunk *k,
-                      const text_bufs *t, bool *pending, GError **error)
+ * keeps taps (the DFlash draft's context): one 2-D copy per sequence into its column of the
+ * taps. In the unfused layer the MLP output still waits in delta: it is added to h here (the
+ * same float adds add_rmsnorm would do), and the next layer then has nothing pending. */
+static bool keep_taps(hyocr_model *m, int l, const hyocr_text_seq *seqs, int n_seqs, const text_batch *b,
+                      const text_chunk *k, const text_bufs *t, bool *pending, GError **error)
 {
     int slot = -1;
     for (int i = 0; i < m->n_tap_layers; i++)
         if (m->tap_layers[i] == l) slot = i;
     bool any = false;
-    for (int v = 0; v < k->n_views; v++) any |= seqs[k->seq[v]].taps != NULL;
+    for (int s = 0; s < n_seqs; s++) any |= seqs[s].taps != NULL;
     if (slot < 0 || !any || l >= m->cfg.text.num_layers - 1) return true;
     const size_t H = (size_t)m->cfg.text.hidden_size, W = (size_t)m->n_tap_layers * H;
     if (*pending && !OPS->add(m->be, t->h, t->delta, (size_t)k->rows * H, error)) return false;
     *pending = false;
-    for (int v = 0; v < k->n_views; v++) {
-        int s = k->seq[v];
+    for (int s = 0; s < n_seqs; s++) {
         if (!seqs[s].taps) continue;
         int lo = MAX(k->r0, b->row0[s]), hi = MIN(k->r0 + k->rows, b->row0[s + 1]);
-        for (int r = lo; r < hi; r++)
-            if (!OPS->copy(m->be, seqs[s].taps, (size_t)(r - b->row0[s]) * W + (size_t)slot * H, t->h,
-                           (size_t)(r - k->r0) * H, H, error))
-                return false;
+        if (lo < hi && !OPS->copy_rows(m->be, seqs[s].taps, (size_t)(lo - b->row0[s]) * W + (size_t)slot * H, W,
+                                       t->h, (size_t)(lo - k->r0) * H, H, hi - lo, (int)H, error))
+            return false;
     }
     return true;
 }
@@ -352,7 +351,7 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
         for (int l = 0; ok && l < m->cfg.text.num_layers; l++) {
             ok = !layer_cancelled(cancel, cancel_data, error) && text_layer(m, l, pending, &b, &k, &t, error);
             pending = !use_fused(m, k.rows);
-            ok = ok && keep_taps(m, l, seqs, &b, &k, &t, &pending, error);
+            ok = ok && keep_taps(m, l, seqs, n_seqs, &b, &k, &t, &pending, error);
         }
         ok = ok && text_last_rows(m, &b, &k, &t, pending, error);
     }
@@ -364,53 +363,22 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
     return ok;
 }
 
-/* Like a one-sequence forward, with the final norm and the head on every row. */
-bool hyocr_text_verify(hyocr_model *m, hyocr_text_seq *q, float *logits, GError **error)
-{
-    if (!check_seqs(m, q, 1, error)) return false;
-    if (q->pos || q->image_embeds || q->n_new > HYOCR_VERIFY_MAX_ROWS) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "text verify: %d rows (at most %d) without positions or image rows", q->n_new,
-                    HYOCR_VERIFY_MAX_ROWS);
-        return false;
-    }
-    if (!reserve_all(m, q, 1, error)) return false;
-    const hyocr_text_config *c = &m->cfg.text;
-    text_batch b = { 0 };
-    text_batch_build(&b, q, 1);
-    text_chunk k;
-    text_chunk_init(&k, &b, 1, b.M);
-    text_chunk_set(&k, &b, q, 1, 0, b.M);
-    text_bufs t;
-    bool ok = text_bufs_get(m, b.M, b.M, &t, error) && embed_rows(m, t.h, &b, q, &k, error);
-    bool pending = false;
-    for (int l = 0; ok && l < c->num_layers; l++) {
-        ok = text_layer(m, l, pending, &b, &k, &t, error);
-        pending = !use_fused(m, b.M);
-        ok = ok && keep_taps(m, l, q, &b, &k, &t, &pending, error);
-    }
-    ok = ok &&
-         OPS->add_rmsnorm(m->be, t.last, t.h, pending ? t.delta : NULL, m->final_norm, b.M, c->hidden_size,
-                          c->rms_norm_eps, error) &&
-         text_logits(m, b.M, &t, logits, error);
-    if (ok) hyocr_kv_seq_commit(q->kv, q->n_new);
-    text_chunk_clear(&k);
-    text_batch_clear(&b);
-    return ok;
-}
-
-/* ---- decoding with the token chosen on the device ---------------------------------- */
+/* ---- decoding with the token chosen on the device ----------------------------------
+ * Every row of a step is a decode row at its own position, with a view of its own: a sequence
+ * that brings several rows (a verify block) has them at consecutive positions, each seeing the
+ * rows before it through the cache (the backend stores all of them before it attends). */
 
 static bool check_decode(const hyocr_model *m, const hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
-                         GError **error)
+                         int max_rows, GError **error)
 {
     if (!check_seqs(m, seqs, n_seqs, error)) return false;
     for (int s = 0; s < n_seqs; s++) {
         const hyocr_text_seq *q = &seqs[s];
         int slot = picks[s].slot;
-        if (q->n_new != 1 || q->pos || q->image_embeds) {
+        if (q->n_new > max_rows || q->pos || q->image_embeds) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "text decode: sequence %d must bring one token without positions or image rows", s);
+                        "text decode: sequence %d must bring 1 to %d tokens without positions or image rows", s,
+                        max_rows);
             return false;
         }
         if (slot < 0 || slot >= m->pick_n_slots || !m->pick_used[slot]) {
@@ -428,21 +396,107 @@ static bool check_decode(const hyocr_model *m, const hyocr_text_seq *seqs, int n
     return true;
 }
 
-/* Embedding, the layers, the final norm of every row (each is its sequence's
- * last), the head and the choice: the work of one step, captured as a whole. */
-static bool decode_ops(hyocr_model *m, text_batch *b, const hyocr_text_seq *seqs, const text_chunk *k,
-                       const text_bufs *t, const int32_t *slots, const float *pens, const hyocr_pick_draw *draws,
-                       GError **error)
+/* What the token choice of a step needs per row. */
+typedef struct {
+    int32_t         *slots, *first;   /* first NULL: no row verifies */
+    float           *pens;
+    hyocr_pick_draw *draws;           /* NULL: every row greedy */
+} pick_rows;
+
+static void pick_rows_clear(pick_rows *p)
 {
+    g_free(p->slots);
+    g_free(p->first);
+    g_free(p->pens);
+    g_free(p->draws);
+}
+
+/* Row i ≥ 1 of a block draws with the sampler's u of the token it stands for. */
+static void pick_rows_build(pick_rows *p, const hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
+                            const text_batch *b, bool block)
+{
+    p->slots = g_new(int32_t, (guint)b->M);
+    p->pens = g_new(float, (guint)b->M);
+    p->draws = g_new0(hyocr_pick_draw, (guint)b->M);
+    p->first = block ? g_new(int32_t, (guint)b->M) : NULL;
+    bool sampling = false;
+    for (int s = 0; s < n_seqs; s++) {
+        const hyocr_pick *k = &picks[s];
+        bool draw = k->draw.temperature > 0.0f;
+        sampling |= draw;
+        for (int i = 0; i < seqs[s].n_new; i++) {
+            int r = b->row0[s] + i;
+            p->slots[r] = k->slot;
+            p->pens[r] = k->penalty;
+            if (p->first) p->first[r] = seqs[s].n_new > 1 ? b->row0[s] : -1;
+            if (!draw) continue;
+            p->draws[r] = k->draw;
+            if (i > 0) p->draws[r].u = hyocr_sampler_uniform(k->seed, k->n_draw + (uint64_t)i);
+        }
+    }
+    if (!sampling) g_clear_pointer(&p->draws, g_free);
+}
+
+/* One view per row (see above); seq maps each to its sequence. */
+static void decode_views(text_chunk *c, const text_batch *b, const hyocr_text_seq *seqs, int n_seqs)
+{
+    c->r0 = 0;
+    c->rows = b->M;
+    memcpy(c->pos, b->pos, sizeof(int32_t) * (size_t)b->M);
+    c->n_views = 0;
+    for (int s = 0; s < n_seqs; s++)
+        for (int i = 0; i < seqs[s].n_new; i++) {
+            c->seq[c->n_views] = s;
+            c->views[c->n_views++] = (hyocr_seq_view){
+                .block_table = seqs[s].kv->blocks, .n_past = seqs[s].kv->n_tokens + i, .n_new = 1,
+            };
+        }
+}
+
+typedef struct {
+    hyocr_model              *m;
+    text_batch               *b;
+    const hyocr_text_seq     *seqs;
+    int                       n_seqs;
+    const text_chunk         *k;
+    const text_bufs          *t;
+    const pick_rows          *p;
+    bool                      block;   /* ids from the model's step_ids; the pick verifies */
+    const hyocr_decode_hooks *hooks;
+} decode_work;
+
+/* Embedding, the layers (and taps), the final norm of every row (each is the last of its
+ * position), the head and the choice: the work of one step, captured as a whole. Captured, the
+ * choice reads the slots, penalties, draws and blocks of the bound meta. */
+static bool decode_ops(const decode_work *w, bool captured, GError **error)
+{
+    hyocr_model *m = w->m;
+    const text_bufs *t = w->t;
     const hyocr_text_config *c = &m->cfg.text;
-    const int n = k->rows, H = c->hidden_size, V = c->vocab_size;
-    bool ok = embed_rows(m, t->h, b, seqs, k, error);
-    for (int l = 0; ok && l < c->num_layers; l++) ok = text_layer(m, l, l > 0, b, k, t, error);
+    const int n = w->k->rows, H = c->hidden_size, V = c->vocab_size;
+    bool ok = w->block ? OPS->embed_ids(m->be, t->h, m->embed, m->step_ids, 0, n, H, error)
+                       : embed_rows(m, t->h, w->b, w->seqs, w->k, error);
+    bool pending = false;
+    for (int l = 0; ok && l < c->num_layers; l++) {
+        ok = text_layer(m, l, pending, w->b, w->k, t, error);
+        pending = !use_fused(m, n);
+        ok = ok && keep_taps(m, l, w->seqs, w->n_seqs, w->b, w->k, t, &pending, error);
+    }
+    const pick_rows *p = w->p;
     return ok &&
-           OPS->add_rmsnorm(m->be, t->last, t->h, use_fused(m, n) ? NULL : t->delta, m->final_norm, n, H,
-                            c->rms_norm_eps, error) &&
+           OPS->add_rmsnorm(m->be, t->last, t->h, pending ? t->delta : NULL, m->final_norm, n, H, c->rms_norm_eps,
+                            error) &&
            OPS->matmul(m->be, t->logits, t->last, m->lm_head, 0, NULL, n, V, H, error) &&
-           OPS->pick(m->be, t->logits, n, V, m->pick_seen, slots, pens, draws, error);
+           OPS->pick(m->be, t->logits, n, V, m->pick_seen, captured ? NULL : p->slots, captured ? NULL : p->pens,
+                     captured ? NULL : p->draws, captured ? NULL : p->first, w->block ? m->step_ids : NULL, error);
+}
+
+static bool decode_work_run(void *data, bool captured, GError **error)
+{
+    const decode_work *w = data;
+    const hyocr_decode_hooks *h = w->hooks;
+    return (!h || !h->before || h->before(h->data, captured, error)) && decode_ops(w, captured, error) &&
+           (!h || !h->after || h->after(h->data, captured, error));
 }
 
 static uint64_t mix(uint64_t h, const void *p)
@@ -450,80 +504,79 @@ static uint64_t mix(uint64_t h, const void *p)
     return (h ^ (uint64_t)(uintptr_t)p) * 1099511628211ull;
 }
 
-/* The graph key beyond the shape: the buffers and whether a row samples (the
- * draw kernel is then part of the step). Whether a step is fused follows from
- * its row count, which the key holds already. */
-static uint64_t decode_signature(const hyocr_model *m, const text_bufs *t, bool sampling)
+/* The graph key beyond the shape: the buffers, whether a row samples (the draw
+ * kernel is then part of the step), the blocks' layout and the hooks. Whether a
+ * step is fused follows from its row count, which the key holds already. */
+static uint64_t decode_signature(const decode_work *w)
 {
+    const hyocr_model *m = w->m;
+    const text_bufs *t = w->t;
     uint64_t h = 1469598103934665603ull;
-    h = mix(h, (const void *)(uintptr_t)(sampling ? 3 : 4));
+    h = mix(h, (const void *)(uintptr_t)(w->p->draws ? 3 : 4));
     const hyocr_buf *bufs[] = { t->h, t->a, t->qkv, t->att, t->delta, t->gu, t->act, t->last, t->logits, m->pick_seen };
     for (size_t i = 0; i < G_N_ELEMENTS(bufs); i++) h = mix(h, bufs[i]->data);
     for (int l = 0; l < m->cfg.text.num_layers; l++) h = mix(mix(h, m->k_cache[l]->data), m->v_cache[l]->data);
-    return h;
+    for (int s = 0; s < w->n_seqs; s++) {
+        /* which rows form blocks, and where their taps go */
+        h = mix(mix(h, (const void *)(uintptr_t)w->seqs[s].n_new), w->seqs[s].taps ? w->seqs[s].taps->data : NULL);
+    }
+    if (w->block) h = mix(h, m->step_ids->data);
+    return w->hooks ? mix(h, (const void *)(uintptr_t)w->hooks->sig) : h;
 }
 
-/* One step's work as decode.c runs it: captured (the slots, penalties and draws
- * then come from the bound meta) or not. */
-typedef struct {
-    hyocr_model           *m;
-    text_batch            *b;
-    const hyocr_text_seq  *seqs;
-    const text_chunk      *k;
-    const text_bufs       *t;
-    const int32_t         *slots;
-    const float           *pens;
-    const hyocr_pick_draw *draws;
-} decode_work;
-
-static bool decode_work_run(void *data, bool captured, GError **error)
+static bool decode_run(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks, bool block,
+                       const hyocr_decode_hooks *hooks, int32_t *next, bool *nonfinite, int32_t *fed,
+                       GError **error)
 {
-    decode_work *w = data;
-    if (captured) return decode_ops(w->m, w->b, w->seqs, w->k, w->t, NULL, NULL, NULL, error);
-    return decode_ops(w->m, w->b, w->seqs, w->k, w->t, w->slots, w->pens, w->draws, error);
+    if (!check_decode(m, seqs, n_seqs, picks, block ? HYOCR_DFLASH_MAX_BLOCK : 1, error)) return false;
+    if (!reserve_all(m, seqs, n_seqs, error)) return false;
+
+    text_batch b = { 0 };
+    text_batch_build(&b, seqs, n_seqs);
+    const int R = b.M;
+    text_chunk k;
+    text_chunk_init(&k, &b, R, R);
+    decode_views(&k, &b, seqs, n_seqs);
+    pick_rows p = { 0 };
+    pick_rows_build(&p, seqs, n_seqs, picks, &b, block);
+    text_bufs t;
+    bool ok = text_bufs_get(m, R, R, &t, error);
+    /* the rows' tokens where the step (and the draft before it) reads and writes them */
+    ok = ok && (!block || (hyocr_model_step_ids(m, R, error) &&
+                           OPS->upload_f32(m->be, m->step_ids, 0, (const float *)b.ids, (size_t)R, error)));
+    decode_work w = { m, &b, seqs, n_seqs, &k, &t, &p, block, hooks };
+    if (ok && hyocr_decode_graphs_wanted(m)) {
+        hyocr_decode_meta dm = { .n_rows = R, .ids = b.ids, .views = k.views, .pick_slots = p.slots,
+                                 .pick_penalties = p.pens, .pick_draws = p.draws, .pick_first = p.first,
+                                 .shared = block && R > n_seqs };
+        ok = hyocr_decode_graphs_run(m, &dm, decode_signature(&w), decode_work_run, &w, error);
+    } else if (ok) {
+        ok = decode_work_run(&w, false, error);
+    }
+    g_autofree bool *nf = g_new(bool, (guint)R);
+    ok = ok && OPS->pick_fetch(m->be, R, next, nf, error) &&
+         (!fed || !block || OPS->download_f32(m->be, m->step_ids, 0, (float *)fed, (size_t)R, error));
+    if (ok) {
+        if (nonfinite) memcpy(nonfinite, nf, sizeof(bool) * (size_t)R);
+        if (fed && !block) memcpy(fed, b.ids, sizeof(int32_t) * (size_t)R);
+        for (int s = 0; s < n_seqs; s++) hyocr_kv_seq_commit(seqs[s].kv, seqs[s].n_new);
+    }
+    pick_rows_clear(&p);
+    text_chunk_clear(&k);
+    text_batch_clear(&b);
+    return ok;
 }
 
 bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks, int32_t *next,
                        bool *nonfinite, float *logits, GError **error)
 {
     if (!picks) return hyocr_text_forward(m, seqs, n_seqs, logits, NULL, NULL, error);
-    if (!check_decode(m, seqs, n_seqs, picks, error)) return false;
-    if (!reserve_all(m, seqs, n_seqs, error)) return false;
+    return decode_run(m, seqs, n_seqs, picks, false, NULL, next, nonfinite, NULL, error);
+}
 
-    text_batch b = { 0 };
-    text_batch_build(&b, seqs, n_seqs);
-    text_chunk k;
-    text_chunk_init(&k, &b, n_seqs, n_seqs);
-    text_chunk_set(&k, &b, seqs, n_seqs, 0, n_seqs);
-    g_autofree int32_t *slots = g_new(int32_t, (guint)n_seqs);
-    g_autofree float *pens = g_new(float, (guint)n_seqs);
-    g_autofree hyocr_pick_draw *draws = g_new(hyocr_pick_draw, (guint)n_seqs);
-    bool sampling = false;
-    for (int s = 0; s < n_seqs; s++) {
-        slots[s] = picks[s].slot;
-        pens[s] = picks[s].penalty;
-        draws[s] = picks[s].draw;
-        sampling |= draws[s].temperature > 0.0f;
-    }
-    if (!sampling) g_clear_pointer(&draws, g_free);
-    text_bufs t;
-    bool ok = text_bufs_get(m, n_seqs, n_seqs, &t, error);
-    decode_work w = { m, &b, seqs, &k, &t, slots, pens, draws };
-    if (ok && hyocr_decode_graphs_wanted(m)) {
-        hyocr_decode_meta dm = { .n_rows = k.rows, .ids = b.ids, .views = k.views, .pick_slots = slots,
-                                 .pick_penalties = pens, .pick_draws = draws };
-        ok = hyocr_decode_graphs_run(m, &dm, decode_signature(m, &t, draws != NULL), decode_work_run, &w,
-                                     error);
-    } else if (ok) {
-        ok = decode_work_run(&w, false, error);
-    }
-    g_autofree bool *nf = g_new(bool, (guint)n_seqs);
-    ok = ok && OPS->pick_fetch(m->be, n_seqs, next, nf, error);
-    if (ok) {
-        if (nonfinite) memcpy(nonfinite, nf, sizeof(bool) * n_seqs);
-        for (int s = 0; s < n_seqs; s++) hyocr_kv_seq_commit(seqs[s].kv, seqs[s].n_new);
-    }
-    text_chunk_clear(&k);
-    text_batch_clear(&b);
-    return ok;
+bool hyocr_text_decode_round(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
+                             const hyocr_decode_hooks *hooks, int32_t *next, bool *nonfinite, int32_t *fed,
+                             GError **error)
+{
+    return decode_run(m, seqs, n_seqs, picks, true, hooks, next, nonfinite, fed, error);
 }

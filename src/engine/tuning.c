@@ -32,4 +32,9 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     /* set but below 1 (or not a number): one thread, as it always meant */
     const char *rt = g_getenv("HYOCR_RESIZE_THREADS");
     t->resize_threads = rt && *rt ? MAX(env_count("HYOCR_RESIZE_THREADS"), 1) : 0;
+    const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
+    if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);
+    const char *k = g_getenv("HYOCR_DRAFT_STANDIN_K");
+    t->draft_standin_k = k && *k ? MAX(g_ascii_strtod(k, NULL), 0.0) : 0.0;   /* a non-number: 0 */
+    t->draft_standin_no_draft = env_switch("HYOCR_DRAFT_STANDIN_NO_DRAFT") == HYOCR_SWITCH_ON;
 }

@@ -29,6 +29,10 @@ typedef struct {
                                    * (rounded to what the kernels take); 0 = chosen per step */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
                                    * 0 = the cores, at most 8 */
+    /* Tests and benchmarks only (speculate.h, the draft stand-in): */
+    char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
+    double       draft_standin_k;         /* HYOCR_DRAFT_STANDIN_K: right drafts a round (a mean if fractional) */
+    bool         draft_standin_no_draft;  /* HYOCR_DRAFT_STANDIN_NO_DRAFT: and the draft does not run */
 } hyocr_tuning;
 
 /* Reads every switch. One rule for all: unset or empty is the default, "0" is off,
