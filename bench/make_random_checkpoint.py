@@ -7,7 +7,13 @@ the reference's init (normal, std = initializer_range 0.02; norms 1; biases 0; t
 begin/end/newline vectors std = hidden^-0.5). The tokenizer is a synthetic byte-level BPE with the
 release's size (120000 + 818 added tokens) and exact pre-tokenizer. Needs only numpy.
 
-    python3 bench/make_random_checkpoint.py OUT_DIR [--seed 0] [--layers-vision 27] [--layers-text 24]
+    python3 bench/make_random_checkpoint.py OUT_DIR [--seed 0] [--layers-vision 27] [--layers-text 24] [--draft]
+
+--draft also writes dflash/: a random DFlash speculative-decoding draft in the release's format
+(dflash-notes §3: 5 Qwen3-style layers, hidden 1024, 16/8 heads of 128, MLP 3584, block 16, mask
+token 120817, reading target layers 1, 8, 15, 22; F32 like the HF copy), for the engine's speed and
+memory with speculation. Random weights accept almost nothing: benchmarks choose the acceptance
+with the draft stand-in (HYOCR_DRAFT_STANDIN).
 """
 import argparse
 import json
@@ -142,6 +148,40 @@ def tensor_shapes(n_vit, n_text):
     yield "model.norm.weight", (T,)
 
 
+def draft_config(n_text):
+    return {"architectures": ["DFlashDraftModel"], "attention_bias": False, "attention_dropout": 0.0,
+            "auto_map": {"AutoModel": "dflash.DFlashDraftModel"}, "block_size": 16,
+            "dflash_config": {"mask_token_id": 120817, "target_layer_ids": [1, 8, 15, 22]},
+            "dtype": "float32", "eos_token_id": 120020, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+            "initializer_range": 0.02, "intermediate_size": 3584, "layer_types": ["full_attention"] * 5,
+            "max_position_embeddings": 32768, "max_window_layers": 5, "model_type": "qwen3",
+            "num_attention_heads": 16, "num_hidden_layers": 5, "num_key_value_heads": 8,
+            "num_target_layers": n_text, "pad_token_id": -1, "rms_norm_eps": 1e-5, "rope_scaling": None,
+            "rope_theta": 10000.0, "sliding_window": None, "tie_word_embeddings": True,
+            "transformers_version": "4.57.1", "use_cache": True, "use_sliding_window": False,
+            "vocab_size": 120818}
+
+
+def draft_shapes():
+    T = 1024
+    yield "fc.weight", (T, 4 * T)
+    yield "hidden_norm.weight", (T,)
+    for i in range(5):
+        p = "layers.%d." % i
+        yield p + "input_layernorm.weight", (T,)
+        yield p + "self_attn.q_proj.weight", (2048, T)
+        yield p + "self_attn.k_proj.weight", (1024, T)
+        yield p + "self_attn.v_proj.weight", (1024, T)
+        yield p + "self_attn.o_proj.weight", (T, 2048)
+        yield p + "self_attn.q_norm.weight", (128,)
+        yield p + "self_attn.k_norm.weight", (128,)
+        yield p + "post_attention_layernorm.weight", (T,)
+        yield p + "mlp.gate_proj.weight", (3584, T)
+        yield p + "mlp.up_proj.weight", (3584, T)
+        yield p + "mlp.down_proj.weight", (T, 3584)
+    yield "norm.weight", (T,)
+
+
 def init_values(name, shape, rng):
     if name.endswith("norm.weight") or "layernorm.weight" in name or name.endswith("_rms.weight"):
         return np.ones(shape, np.float32)
@@ -158,11 +198,11 @@ def to_bf16(a):
     return (rounded >> 16).astype(np.uint16)
 
 
-def write_safetensors(path, shapes, seed):
-    header, offset = {}, 0
+def write_safetensors(path, shapes, seed, f32=False):
+    header, offset, esz = {}, 0, 4 if f32 else 2
     for name, shape in shapes:
-        n = int(np.prod(shape)) * 2
-        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
+        n = int(np.prod(shape)) * esz
+        header[name] = {"dtype": "F32" if f32 else "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
         offset += n
     header["__metadata__"] = {"format": "pt"}
     hb = json.dumps(header, separators=(",", ":")).encode()
@@ -172,7 +212,8 @@ def write_safetensors(path, shapes, seed):
         f.write(struct.pack("<Q", len(hb)))
         f.write(hb)
         for name, shape in shapes:
-            f.write(to_bf16(init_values(name, shape, rng)).tobytes())
+            v = init_values(name, shape, rng)
+            f.write(v.astype("<f4").tobytes() if f32 else to_bf16(v).tobytes())
     return offset
 
 
@@ -182,6 +223,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--layers-vision", type=int, default=27)
     ap.add_argument("--layers-text", type=int, default=24)
+    ap.add_argument("--draft", action="store_true", help="also write a random DFlash draft into dflash/")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     dump = lambda name, obj: json.dump(obj, open(os.path.join(args.out, name), "w", encoding="utf-8"),
@@ -202,6 +244,13 @@ def main():
     shapes = list(tensor_shapes(args.layers_vision, args.layers_text))
     size = write_safetensors(os.path.join(args.out, "model.safetensors"), shapes, args.seed)
     print("wrote %s: %d tensors, %.2f GB BF16" % (args.out, len(shapes), size / 1e9))
+    if args.draft:
+        d = os.path.join(args.out, "dflash")
+        os.makedirs(d, exist_ok=True)
+        json.dump(draft_config(args.layers_text), open(os.path.join(d, "config.json"), "w"), indent=1)
+        ds = list(draft_shapes())
+        size = write_safetensors(os.path.join(d, "model.safetensors"), ds, args.seed + 1, f32=True)
+        print("wrote %s: %d tensors, %.2f GB F32" % (d, len(ds), size / 1e9))
 
 
 if __name__ == "__main__":

@@ -412,10 +412,12 @@ bool hyocr_document_render_size(hyocr_document *doc, int page, const hyocr_rende
     if (!ro) ro = &defaults;
     double w, h;
     if (!hyocr_document_page_size(doc, page, &w, &h, error)) return false;
+#if HYOCR_HAVE_PDF
     if (doc->format == HYOCR_FORMAT_PDF) {
         hyocr_pdf_render_size(w, h, ro, width, height);
         return true;
     }
+#endif
     hyocr_image_fit_size((int)w, (int)h, ro->max_side, width, height);
     return true;
 }
