@@ -26,7 +26,7 @@ step build
 ( python3 bench/make_random_checkpoint.py "$CKPT" --draft >"$RAW/ckpt.log" 2>&1
   python3 bench/make_images.py "$IMG" >/dev/null ) &
 if [ ! -f build-gpu/build.ninja ]; then
-    meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=disabled \
+    meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=disabled -Ddocuments=disabled \
         --buildtype=release >"$RAW/setup.log" 2>&1 || { tail -30 "$RAW/setup.log"; exit 1; }
 fi
 ninja -C build-gpu src/cli/hyocr tests/test-backend-cuda tests/test-dflash tests/test-speculate tests/test-decode \
