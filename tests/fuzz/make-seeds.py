@@ -2,7 +2,7 @@
 """Writes the seed corpora (tests/fuzz/corpus/<harness>/) from the test fixtures and a
 few hand-made files, so every seed can be remade and reviewed. Run from the source
 tree: python3 tests/fuzz/make-seeds.py (needs gcc and libjpeg's headers for the JPEG
-seeds). Seeds stay small: libFuzzer mutates them, it does not need them big."""
+seeds; cairo's, libtiff's, libwebp's and libheif's for the document seeds). Seeds stay small: libFuzzer mutates them, it does not need them big."""
 import hashlib
 import json
 import os
@@ -255,6 +255,126 @@ def seeds_jpeg():
                 put("jpeg", name, f.read())
 
 
+# ---------------------------------------------------------------- documents
+DOC_TOOL = r"""
+#include <cairo-pdf.h>
+#include <libheif/heif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tiffio.h>
+#include <webp/encode.h>
+static unsigned char px(int x, int y, int c) { return (unsigned char)(x * 17 + y * 29 + c * 80); }
+static void pdf(const char *out, int pages, int image) {
+    cairo_surface_t *s = cairo_pdf_surface_create(out, 90, 60);
+    cairo_t *cr = cairo_create(s);
+    for (int p = 0; p < pages; p++) {
+        cairo_rectangle(cr, 10 + 5 * p, 10, 30, 12); cairo_fill(cr);
+        cairo_select_font_face(cr, "DejaVu Sans", 0, 0); cairo_set_font_size(cr, 9);
+        cairo_move_to(cr, 10, 40); cairo_show_text(cr, "Ab 1");
+        if (image) {
+            cairo_surface_t *im = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 8, 8);
+            cairo_set_source_surface(cr, im, 60, 30); cairo_paint(cr); cairo_surface_destroy(im);
+        }
+        cairo_show_page(cr);
+    }
+    cairo_destroy(cr); cairo_surface_destroy(s);
+}
+/* pages of w x h: spp, bits, photometric, compression, orientation each */
+static void tiff(const char *out, int n, const int (*spec)[5]) {
+    TIFF *t = TIFFOpen(out, "w");
+    for (int p = 0; p < n; p++) {
+        int w = 12, h = 8, spp = spec[p][0], bits = spec[p][1];
+        TIFFSetField(t, TIFFTAG_IMAGEWIDTH, w); TIFFSetField(t, TIFFTAG_IMAGELENGTH, h);
+        TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, spp); TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, bits);
+        TIFFSetField(t, TIFFTAG_PHOTOMETRIC, spec[p][2]); TIFFSetField(t, TIFFTAG_COMPRESSION, spec[p][3]);
+        TIFFSetField(t, TIFFTAG_ORIENTATION, spec[p][4]); TIFFSetField(t, TIFFTAG_PLANARCONFIG, 1);
+        TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, 4);
+        if (spec[p][2] == PHOTOMETRIC_SEPARATED) TIFFSetField(t, TIFFTAG_INKSET, INKSET_CMYK);
+        unsigned char row[12 * 4 * 2];
+        for (int y = 0; y < h; y++) {
+            for (int i = 0; i < (int)sizeof row; i++) row[i] = px(i, y, p);
+            TIFFWriteScanline(t, row, (unsigned)y, 0);
+        }
+        TIFFWriteDirectory(t);
+    }
+    TIFFClose(t);
+}
+static void webp(const char *out, int lossless, int alpha) {
+    unsigned char rgba[16 * 12 * 4]; uint8_t *data = NULL; size_t n;
+    for (int i = 0; i < 16 * 12 * 4; i++) rgba[i] = (i % 4 == 3) ? (unsigned char)(i * 3) : px(i / 4 % 16, i / 64, i % 4);
+    n = lossless ? WebPEncodeLosslessRGBA(rgba, 16, 12, 64, &data) : alpha ? WebPEncodeRGBA(rgba, 16, 12, 64, 50, &data)
+                                                                            : WebPEncodeRGB(rgba, 16, 12, 48, 50, &data);
+    FILE *f = fopen(out, "wb"); fwrite(data, 1, n, f); fclose(f); WebPFree(data);
+}
+static void heif(const char *out, int av1, int orientation) {
+    struct heif_context *ctx = heif_context_alloc(); struct heif_encoder *enc; struct heif_image *img;
+    if (heif_context_get_encoder_for_format(ctx, av1 ? heif_compression_AV1 : heif_compression_HEVC, &enc).code) exit(1);
+    heif_encoder_set_lossy_quality(enc, 30);
+    if (av1) { heif_encoder_set_parameter(enc, "chroma", "420"); heif_encoder_set_parameter(enc, "speed", "9"); }
+    heif_image_create(16, 16, heif_colorspace_RGB, heif_chroma_interleaved_RGB, &img);
+    heif_image_add_plane(img, heif_channel_interleaved, 16, 16, 8);
+    int stride; uint8_t *p = heif_image_get_plane(img, heif_channel_interleaved, &stride);
+    for (int y = 0; y < 16; y++) for (int x = 0; x < 48; x++) p[y * stride + x] = px(x, y, 0);
+    struct heif_encoding_options *o = heif_encoding_options_alloc(); o->image_orientation = orientation;
+    heif_context_encode_image(ctx, img, enc, o, NULL); heif_context_write_to_file(ctx, out);
+}
+int main(int argc, char **argv) {
+    const char *kind = argv[1], *out = argv[2];
+    if (!strcmp(kind, "pdf")) pdf(out, atoi(argv[3]), atoi(argv[4]));
+    if (!strcmp(kind, "tiff-mixed")) {
+        static const int spec[4][5] = { { 3, 8, PHOTOMETRIC_RGB, COMPRESSION_LZW, 1 },
+                                        { 1, 1, PHOTOMETRIC_MINISWHITE, COMPRESSION_CCITTFAX4, 1 },
+                                        { 4, 8, PHOTOMETRIC_SEPARATED, COMPRESSION_PACKBITS, 6 },
+                                        { 3, 16, PHOTOMETRIC_RGB, COMPRESSION_ADOBE_DEFLATE, 8 } };
+        tiff(out, 4, spec);
+    }
+    if (!strcmp(kind, "tiff-gray")) {
+        static const int spec[1][5] = { { 1, 8, PHOTOMETRIC_MINISBLACK, COMPRESSION_NONE, 5 } };
+        tiff(out, 1, spec);
+    }
+    if (!strcmp(kind, "webp")) webp(out, atoi(argv[3]), atoi(argv[4]));
+    if (!strcmp(kind, "heif")) heif(out, atoi(argv[3]), atoi(argv[4]));
+    return 0;
+}
+"""
+
+
+def seeds_documents():
+    with tempfile.TemporaryDirectory() as tmp:
+        src, exe = os.path.join(tmp, "mk.c"), os.path.join(tmp, "mk")
+        with open(src, "w") as f:
+            f.write(DOC_TOOL)
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "cairo", "libtiff-4", "libwebp", "libheif"],
+                               check=True, capture_output=True, text=True).stdout.split()
+        subprocess.run(["gcc", src, "-o", exe] + flags, check=True)
+        cases = [("pdf", "two-pages", ["pdf", "2", "0"]), ("pdf", "text-image", ["pdf", "1", "1"]),
+                 ("tiff", "fax-cmyk-16bit-turned", ["tiff-mixed"]), ("tiff", "gray-transposed", ["tiff-gray"]),
+                 ("webp", "lossy", ["webp", "0", "0"]), ("webp", "lossy-alpha", ["webp", "0", "1"]),
+                 ("webp", "lossless-alpha", ["webp", "1", "1"]), ("heif", "heic", ["heif", "0", "1"]),
+                 ("heif", "heic-turned", ["heif", "0", "6"]), ("heif", "avif", ["heif", "1", "1"])]
+        for harness, name, args in cases:
+            out = os.path.join(tmp, name)
+            subprocess.run([exe, args[0], out] + args[1:], check=True)
+            with open(out, "rb") as f:
+                put(harness, name, f.read())
+    # PDF by hand: a cross-reference table poppler reads without repairing, an inline
+    # image, a rotated page
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+            None,
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 40 30] /Rotate 90 /Contents 3 0 R >>"]
+    content = b"q 20 0 0 10 5 5 cm BI /W 2 /H 1 /CS /G /BPC 8 ID \x00\xff EI Q"
+    objs[2] = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content)
+    pdf, offs = bytearray(b"%PDF-1.4\n"), []
+    for i, o in enumerate(objs):
+        offs.append(len(pdf))
+        pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
+    x = len(pdf)
+    pdf += b"xref\n0 5\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % o for o in offs)
+    pdf += b"trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % x
+    put("pdf", "rotated-inline-image", bytes(pdf))
+
+
 # ---------------------------------------------------------------- answers
 def seeds_postprocess():
     put("postprocess", "repeated-tail", "Invoice 2024\n" + "| a | b |\n" * 260)
@@ -293,5 +413,6 @@ def seeds_hub():
 
 if __name__ == "__main__":
     for fn in (seeds_json, seeds_config, seeds_tokenizer_load, seeds_tokenizer, seeds_safetensors,
-               seeds_safetensors_index, seeds_png, seeds_jpeg, seeds_postprocess, seeds_spotting, seeds_hub):
+               seeds_safetensors_index, seeds_png, seeds_jpeg, seeds_documents, seeds_postprocess, seeds_spotting,
+               seeds_hub):
         fn()
