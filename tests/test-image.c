@@ -1263,6 +1263,41 @@ static void test_errors_coefficient_budget(Fixture *fx, gconstpointer data)
     }
 }
 
+/* A progressive JPEG of many scans: each is a pass over all the coefficients, a few bytes in
+ * the file. One coefficient a band, then each refined: 128 scans, a valid file. */
+static void test_errors_many_scans(Fixture *fx, gconstpointer data)
+{
+    int w = 64, h = 64;
+    g_autofree uint8_t *gray = g_malloc((size_t)w * h);
+    for (int i = 0; i < w * h; i++) gray[i] = pattern(i % w, i / w, 0);
+    jpeg_scan_info scans[128];
+    for (int k = 0; k < 64; k++) {
+        scans[k] = (jpeg_scan_info){ 1, { 0 }, k, k, 0, 1 };
+        scans[64 + k] = (jpeg_scan_info){ 1, { 0 }, k, k, 1, 0 };
+    }
+    g_autofree char *path = tmp_path(fx, "scans.jpg");
+    FILE *f = fopen(path, "wb");
+    g_assert_nonnull(f);
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr err;
+    c.err = jpeg_std_error(&err);
+    jpeg_create_compress(&c);
+    jpeg_stdio_dest(&c, f);
+    c.image_width = w, c.image_height = h, c.input_components = 1, c.in_color_space = JCS_GRAYSCALE;
+    jpeg_set_defaults(&c);
+    c.scan_info = scans;
+    c.num_scans = 128;
+    jpeg_start_compress(&c, TRUE);
+    for (JSAMPROW row; c.next_scanline < (unsigned)h;) {
+        row = gray + (size_t)c.next_scanline * w;
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    fclose(f);
+    expect_load_error(path, HYOCR_ERROR_IMAGE, "JPEG has more than 100 scans");
+}
+
 static void test_errors_memory(void)
 {
     g_autoptr(GError) err = NULL;
@@ -1310,6 +1345,7 @@ int main(int argc, char **argv)
     g_test_add_func("/image/errors/decode-memory", test_errors_decode_memory);
     g_test_add_func("/image/errors/decode-memory/subprocess", test_errors_decode_memory_child);
     FX("/image/errors/coefficient-budget", test_errors_coefficient_budget);
+    FX("/image/errors/many-scans", test_errors_many_scans);
 #undef FX
     return g_test_run();
 }

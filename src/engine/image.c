@@ -289,10 +289,16 @@ typedef struct {
     bool                  finishing;   /* all scanlines read; only the EOI is left */
 } jpeg_err;
 
+/* Every scan of a progressive file is a pass over all of its coefficients, and a scan costs
+ * a few bytes: a small file of many scans holds the CPU for minutes. Encoders write about
+ * ten (libjpeg's simple progression) to twenty; TurboJPEG refuses more than 500. */
+#define JPEG_MAX_SCANS 100
+
 typedef struct {
     decode_status                 st;
     struct jpeg_decompress_struct cinfo;
     jpeg_err                      err;
+    struct jpeg_progress_mgr      progress;
     bool                          created;
     uint8_t                      *row;
     hyocr_image                  *img;
@@ -315,6 +321,18 @@ static void jpeg_on_message(j_common_ptr cinfo, int level)
         e->truncated = true;
         longjmp(e->jb, 1);
     }
+}
+
+/* libjpeg calls it as it reads the scans of a multi-scan file (jpeg_start_decompress). */
+static void jpeg_on_progress(j_common_ptr cinfo)
+{
+    j_decompress_ptr c = (j_decompress_ptr)cinfo;
+    jpeg_dec *d = cinfo->client_data;
+    if (c->input_scan_number <= JPEG_MAX_SCANS)
+        return;
+    status_set(&d->st, HYOCR_ERROR_IMAGE, _("JPEG has more than %d scans, each a pass over the whole image; "
+               "not a usable image (photos have about ten)"), JPEG_MAX_SCANS);
+    longjmp(d->err.jb, 1);
 }
 
 static int jpeg_find_orientation(j_decompress_ptr cinfo)
@@ -441,10 +459,13 @@ static hyocr_image *decode_jpeg(const uint8_t *data, size_t len, decode_status *
     d->cinfo.err = jpeg_std_error(&d->err.pub);
     d->err.pub.error_exit = jpeg_on_error;
     d->err.pub.emit_message = jpeg_on_message;
+    d->progress.progress_monitor = jpeg_on_progress;
     bool ok = false;
     if (!setjmp(d->err.jb)) {   /* jpeg_create_decompress can fail (out of memory) */
         jpeg_create_decompress(&d->cinfo);
         d->created = true;
+        d->cinfo.client_data = d;
+        d->cinfo.progress = &d->progress;
         ok = jpeg_run(d, data, len);
     }
     if (!ok && d->err.truncated) {

@@ -54,8 +54,10 @@ for h in "${harnesses[@]}"; do
     for d in "$here/corpus/$h" "$here/regressions/$h"; do
         [ -d "$d" ] && find "$d" -maxdepth 1 -type f ! -name '.*' -exec cp -n {} "$corpus"/ \;
     done
-    args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1
-          -artifact_prefix="$findings/")
+    # A unit slower than 120 s is a hang, not a machine shared with others running slow (the
+    # loaded CI machine runs ASan builds ten times slower than a quiet one).
+    args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=120 -report_slow_units=120
+          -print_final_stats=1 -artifact_prefix="$findings/")
     [ -f "$here/$h.dict" ] && args+=(-dict="$here/$h.dict")
     [ -f "$here/$h.options" ] && read -r -a extra <"$here/$h.options" && args+=("${extra[@]}")
     [ "$jobs" -gt 1 ] && args+=(-fork="$jobs" -ignore_crashes=0)
