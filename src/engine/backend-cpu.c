@@ -1305,9 +1305,20 @@ typedef struct {
     const float             *qn, *kn;
     int                      M, n_axes, Hq, Hkv;
     float                    eps;
-    int                      pos0;   /* qknorm_rope: the position of row 0 */
+    int                      pos0;   /* qknorm_rope: the position of row 0 (pos is NULL) */
+    bool                     norm_first;   /* qknorm_rope: Qwen3's order, each head normed, then rotated */
 } rope_ctx;
 
+/* out[D] = x[D] rotated by the row's angles (rotate_half form). */
+static void rope_rotate(const float *x, const float *cs, const float *sn, float *out, int half)
+{
+    for (int d = 0; d < half; d++) {
+        out[d] = x[d] * cs[d] - x[d + half] * sn[d];
+        out[d + half] = x[d + half] * cs[d + half] + x[d] * sn[d + half];
+    }
+}
+
+/* rope_qknorm (rotate, then norm each head) and qknorm_rope (the reverse). */
 static void rope_task(void *p, int64_t b, int64_t e)
 {
     const rope_ctx *c = p;
@@ -1316,18 +1327,22 @@ static void rope_task(void *p, int64_t b, int64_t e)
     for (int64_t t = b; t < e; t++) {
         for (int d = 0; d < D; d++) {
             int a = c->n_axes == 1 ? 0 : c->axis[d];
-            float angle = c->rp->inv_freq[d % half] * (float)c->pos[(size_t)a * c->M + t];
+            int64_t pos = c->pos ? c->pos[(size_t)a * c->M + t] : c->pos0 + t;
+            float angle = c->rp->inv_freq[d % half] * (float)pos;
             cs[d] = cosf(angle);
             sn[d] = sinf(angle);
         }
         float *row = c->qkv + (size_t)t * (nh + c->Hkv) * D;
         for (int h = 0; h < nh; h++) {
             float *x = row + (size_t)h * D;
-            for (int d = 0; d < half; d++) {
-                tmp[d] = x[d] * cs[d] - x[d + half] * sn[d];
-                tmp[d + half] = x[d + half] * cs[d + half] + x[d] * sn[d + half];
+            const float *w = h < c->Hq ? c->qn : c->kn;
+            if (c->norm_first) {
+                rmsnorm_row(x, w, tmp, D, c->eps);
+                rope_rotate(tmp, cs, sn, x, half);
+            } else {
+                rope_rotate(x, cs, sn, tmp, half);
+                rmsnorm_row(tmp, w, x, D, c->eps);
             }
-            rmsnorm_row(tmp, h < c->Hq ? c->qn : c->kn, x, D, c->eps);
         }
     }
 }
@@ -1546,31 +1561,6 @@ static bool read_cursor(const char *op, const hyocr_buf *cursor, int *out, GErro
     return true;
 }
 
-/* Qwen3's order: each head normed, then rotated (rope_task does the reverse). Row t sits at
- * position pos0 + t. */
-static void qknorm_rope_task(void *p, int64_t b, int64_t e)
-{
-    const rope_ctx *c = p;
-    int D = c->rp->head_dim, half = D / 2, nh = c->Hq + c->Hkv;
-    float cs[ATT_DMAX], sn[ATT_DMAX], tmp[ATT_DMAX];
-    for (int64_t t = b; t < e; t++) {
-        for (int d = 0; d < D; d++) {
-            float angle = c->rp->inv_freq[d % half] * (float)(c->pos0 + t);
-            cs[d] = cosf(angle);
-            sn[d] = sinf(angle);
-        }
-        float *row = c->qkv + (size_t)t * (nh + c->Hkv) * D;
-        for (int h = 0; h < nh; h++) {
-            float *x = row + (size_t)h * D;
-            rmsnorm_row(x, h < c->Hq ? c->qn : c->kn, tmp, D, c->eps);
-            for (int d = 0; d < half; d++) {
-                x[d] = tmp[d] * cs[d] - tmp[d + half] * sn[d];
-                x[d + half] = tmp[d + half] * cs[d + half] + tmp[d] * sn[d + half];
-            }
-        }
-    }
-}
-
 static bool cpu_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const hyocr_buf *cursor,
                             int Hq, int Hkv, const hyocr_rope_params *rope,
                             const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error)
@@ -1586,8 +1576,9 @@ static bool cpu_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const hyoc
         (Hq > 0 && !need("qknorm_rope", "q_norm", q_norm, (size_t)D, error)) ||
         !need("qknorm_rope", "k_norm", k_norm, (size_t)D, error))
         return false;
-    rope_ctx c = { F(qkv), NULL, NULL, rope, Hq > 0 ? F(q_norm) : NULL, F(k_norm), M, 1, Hq, Hkv, eps, pos0 };
-    run(be, M, 1, qknorm_rope_task, &c);
+    /* row t sits at position pos0 + t */
+    rope_ctx c = { F(qkv), NULL, NULL, rope, Hq > 0 ? F(q_norm) : NULL, F(k_norm), M, 1, Hq, Hkv, eps, pos0, true };
+    run(be, M, 1, rope_task, &c);
     return true;
 }
 
