@@ -87,12 +87,16 @@ static void test_trailing(void)
     g_assert_cmpstr(err->message, ==, "/m/config.json: trailing data after the JSON value at byte 9 (line 2, column 1)");
 }
 
-/* json-glib made bytes that are not UTF-8 of a lone low surrogate and cut a string at
- * \u0000 (found by fuzz-json); a high surrogate alone it calls an unterminated string. */
+/* json-glib made bytes that are not UTF-8 of a lone low surrogate and of C's octal escapes
+ * (\200), and cut a string at \u0000 (found by fuzz-json); a high surrogate alone it calls
+ * an unterminated string. */
 static void test_escapes(void)
 {
-    expect_refused("[\"\\udc00x\"]", 8, "an invalid \\u escape (it takes four hex digits naming a character "
-                   "other than \\u0000; surrogates come in pairs) at byte 2 (line 1, column 3)");
+    expect_refused("[\"\\udc00x\"]", 8, "an escape JSON does not have (it has \\\" \\\\ \\/ \\b \\f \\n \\r "
+                   "\\t and \\u with four hex digits naming a character other than \\u0000, surrogates in pairs) "
+                   "at byte 2 (line 1, column 3)");
+    expect_refused("{\"a\": \"b\\20000c\"}", 8, "at byte 8");   /* json-glib read \\200 as byte 0x80 */
+    expect_refused("[\"\\x41\"]", 8, "at byte 2");
     expect_refused("[\"a\\u0000b\"]", 8, "at byte 3");
     expect_refused("{\"k\": \"\\ud83d\"}", 8, "at byte 7");
     expect_refused("[\"\\uD83D\\u0041\"]", 8, "at byte 2");

@@ -46,11 +46,12 @@ static int escape_unit(const scan *s, size_t at)
     return v;
 }
 
-/* Past the closing quote (or to the end of an unterminated string). json-glib reads any
- * four characters after \u as hex digits, turns a lone low surrogate (\udc00) into bytes
- * that are not UTF-8 and cuts a string at \u0000, so a \u escape must be four hex digits
- * naming a character other than U+0000, surrogates only in pairs: *bad gets the offset of
- * one that is not. */
+/* Past the closing quote (or to the end of an unterminated string). json-glib reads C's
+ * octal escapes (\200, a byte that is not UTF-8), reads any four characters after \u as hex
+ * digits, turns a lone low surrogate (\udc00) into bytes that are not UTF-8 and cuts a
+ * string at \u0000; so an escape must be one of JSON's, a \u escape four hex digits naming
+ * a character other than U+0000, surrogates only in pairs: *bad gets the offset of one
+ * that is not. */
 static void skip_string(scan *s, size_t *bad)
 {
     char quote = s->p[s->at++];
@@ -65,6 +66,10 @@ static void skip_string(scan *s, size_t *bad)
             continue;
         }
         if (s->p[s->at + 1] != 'u') {
+            if (!s->p[s->at + 1] || !strchr("\"\\/bfnrt", s->p[s->at + 1])) {
+                *bad = s->at;
+                return;
+            }
             s->at += 2;
             continue;
         }
@@ -148,7 +153,8 @@ bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **erro
             size_t bad = SIZE_MAX;
             skip_string(&s, &bad);
             if (bad != SIZE_MAX) {
-                set_at_error(error, &s, bad, _("an invalid \\u escape (it takes four hex digits naming a character other than \\u0000; surrogates come in pairs)"));
+                set_at_error(error, &s, bad, _("an escape JSON does not have (it has \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\u with four hex "
+                                                     "digits naming a character other than \\u0000, surrogates in pairs)"));
                 return false;
             }
         } else if (c == ',' || c == ':') {
