@@ -667,6 +667,10 @@ static void test_limit_resolve(void)
     g_assert_cmpint(hyocr_memory_limit_resolve(-250000, (int64_t)141 << 30), ==, ((int64_t)141 << 30) / 4);
     g_assert_cmpint(hyocr_memory_limit_resolve(-500000, 0), ==, 0);
     g_assert_cmpint(hyocr_memory_limit_resolve(-1, 999999), ==, 0);
+    /* a fraction as the front ends give it comes back as that share */
+    g_assert_cmpint(hyocr_memory_limit_fraction(0.5), ==, -500000);
+    g_assert_cmpint(hyocr_memory_limit_resolve(hyocr_memory_limit_fraction(0.25), 4000), ==, 1000);
+    g_assert_cmpint(hyocr_memory_limit_resolve(hyocr_memory_limit_fraction(1.0), 4000), ==, 4000);
 }
 
 /* A limit below the weights: refused before any upload, naming the weights' size

@@ -136,7 +136,7 @@ static bool fill(const serve_opts *o, bool model_given, hyocr_server_options *so
                         _("--gpu-memory-utilization: expected a fraction in (0, 1], got “%s”"), o->mem_fraction);
             return false;
         }
-        ep->memory_limit = -(int64_t)(f * 1e6);
+        ep->memory_limit = hyocr_memory_limit_fraction(f);
     }
     return hyocr_cli_parse_bytes("--max-request-size", o->max_body ? o->max_body : DEFAULT_REQUEST_SIZE,
                                  &so->max_request_size, error) &&

@@ -48,7 +48,7 @@ bool hyocr_cli_parse_memory_limit(const char *s, int64_t *out, GError **error)
                     _("--gpu-memory-limit: expected bytes (8G, 2500M) or a fraction of the card (0.5), got “%s”"), s);
         return false;
     }
-    *out = (v < 1 && scale == 1) ? -(int64_t)(v * 1e6) : (int64_t)(v * scale);
+    *out = (v < 1 && scale == 1) ? hyocr_memory_limit_fraction(v) : (int64_t)(v * scale);
     return true;
 }
 

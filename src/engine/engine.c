@@ -22,6 +22,11 @@ void hyocr_engine_params_init(hyocr_engine_params *p)
     p->speculative_tokens = -1;
 }
 
+int64_t hyocr_memory_limit_fraction(double f)
+{
+    return -(int64_t)(f * 1e6);   /* millionths: hyocr_memory_limit_resolve reads them */
+}
+
 void hyocr_job_params_init(hyocr_job_params *p)
 {
     memset(p, 0, sizeof *p);

@@ -70,7 +70,8 @@ typedef struct {
     int                 n_threads;        /* CPU threads; 0 = all cores */
     int                 cuda_device;      /* ordinal */
     hyocr_compute_dtype cuda_dtype;       /* F16 (default) or BF16 */
-    int64_t             memory_limit;     /* bytes the backend may take; 0 = no limit; < 0: −millionths of the card */
+    int64_t             memory_limit;     /* bytes the backend may take; 0 = no limit; < 0: −millionths of the card
+                                           * (hyocr_memory_limit_fraction) */
     int                 max_model_len;    /* prompt + output tokens; 0 = the config's max_position_embeddings */
     int                 kv_block_size;    /* tokens per KV block; 0 = 16 */
     int                 kv_n_blocks;      /* fixed pool size; 0 = grow on demand up to max_model_len */
@@ -101,6 +102,9 @@ typedef struct {
 } hyocr_engine_params;
 
 void hyocr_engine_params_init(hyocr_engine_params *p);
+/* The memory_limit that stands for a fraction f ∈ (0, 1] of the device (or of the RAM
+ * for the CPU); the backend resolves it to bytes once it knows the size. */
+int64_t hyocr_memory_limit_fraction(double f);
 
 /* Loads config, tokenizer, checkpoint, backend and weights. */
 hyocr_engine *hyocr_engine_init(const hyocr_engine_params *p, GError **error);
