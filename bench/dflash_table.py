@@ -2,7 +2,8 @@
 """Tables of bench/dflash-bench.sh's outputs (issue 20).
 
     python3 bench/dflash_table.py lossless OUT   plain vs speculative tokens, per penalty
-    python3 bench/dflash_table.py speed OUT      decode tokens/s, acceptance, the draft's cost, memory"""
+    python3 bench/dflash_table.py speed OUT      decode tokens/s, acceptance, the draft's cost, memory
+    python3 bench/dflash_table.py check OUT      every job of the speed runs against the plain continuation"""
 import glob
 import json
 import os
@@ -74,6 +75,7 @@ def speed(out):
     rows = [("plain (--speculative-tokens 0)", "b1_plain"), ("stand-in k = 0 (fallback)", "b1_k0"),
             ("stand-in k = 3", "b1_k3"), ("stand-in k = 6.4 (Tencent's mean)", "b1_k6.4"),
             ("stand-in k = 15", "b1_k15"), ("k = 6.4, the draft not run", "b1_k6.4-nodraft"),
+            ("k = 6.4, verify blocks row by row (HYOCR_NO_VERIFY_KERNEL)", "b1_k6.4-rowwise"),
             ("the random draft (accepts ~nothing)", "b1_draft")]
     got = {}
     for label, key in rows:
@@ -112,7 +114,35 @@ def speed(out):
             "%.2f×" % (s / p) if p and s else "–", rounds, "%.2f" % (tokens / rounds) if rounds else "–"))
 
 
+def check(out):
+    """Every job of every speed run (both of a warm run, all of a batch) against the plain
+    continuation of its page at penalty 1.08."""
+    conts = {"b1": os.path.join(out, "cont_rp1.08.txt"), "batch": os.path.join(out, "cont_1024.txt")}
+    bad = 0
+    for path in sorted(glob.glob(os.path.join(out, "dflash_b*.json.all"))):
+        name = os.path.basename(path)[len("dflash_"):-len(".json.all")]
+        try:
+            want = [int(x) for x in open(conts["batch" if name.startswith("batch") else "b1"]).read().split()]
+        except OSError:
+            continue
+        jobs = load(path) or []
+        verdicts = []
+        for r in jobs:
+            got = r.get("token_ids", [])
+            if r.get("error"):
+                verdicts.append("error: " + r["error"][:60])
+            elif got == want[:len(got)] and len(got) == len(want):
+                verdicts.append("same")
+            else:
+                first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+                verdicts.append("differs at %d" % first)
+        bad += sum(v != "same" for v in verdicts)
+        print("%-22s %d jobs: %s" % (name, len(jobs), ", ".join(sorted(set(verdicts))) or "none"))
+    print("every job as plain decoding: %s" % ("yes" if bad == 0 else "NO (%d jobs)" % bad))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("lossless", "speed"):
+    modes = {"lossless": lossless, "speed": speed, "check": check}
+    if len(sys.argv) != 3 or sys.argv[1] not in modes:
         sys.exit(__doc__)
-    (lossless if sys.argv[1] == "lossless" else speed)(sys.argv[2])
+    modes[sys.argv[1]](sys.argv[2])

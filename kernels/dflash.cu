@@ -217,7 +217,142 @@ static __global__ void k_append_merge(void *o, int t, const float *part, int spl
     }
 }
 
+/* A verify block's attention over the paged cache (grid: splits, KV heads, blocks): as
+ * k_append_split with the keys addressed through the block table and a causal limit, row r of
+ * the block seeing the keys up to its own position n_past + r (all stored before). Partials at
+ * ((block · splits + split) · Hkv + g) · SPLIT_MAXQ + q. */
+static __global__ void __launch_bounds__(APPEND_THREADS)
+k_verify_split(float *part, int t, const void *qkv, const void *kc, const void *vc, int ct, int bs, const int32_t *bt,
+               const hk_block *blocks, int Hq, int Hkv, int D, float scale)
+{
+    __shared__ float qs[SPLIT_MAXQ][SPLIT_MAXD];
+    __shared__ float ks[SPLIT_CHUNK][SPLIT_MAXD + 1], vs[SPLIT_CHUNK][SPLIT_MAXD];
+    __shared__ float ps[SPLIT_MAXQ][SPLIT_CHUNK], corr_s[SPLIT_MAXQ];
+    const hk_block bk = blocks[blockIdx.z];
+    const int G = Hq / Hkv, Q = bk.n_rows * G, g = blockIdx.y, tid = threadIdx.x;
+    const int j0 = blockIdx.x * SPLIT_KEYS, j1 = min(j0 + SPLIT_KEYS, bk.n_past + bk.n_rows);
+    const size_t W = (size_t)Hkv * D, row_w = (size_t)(Hq + 2 * Hkv) * D;
+    float *out = part + (((size_t)blockIdx.z * gridDim.x + blockIdx.x) * Hkv + g) * SPLIT_MAXQ * (D + 2);
+    for (int i = tid; i < Q * D; i += APPEND_THREADS) {
+        int q = i / D, d = i % D, r = q / G, h = g * G + q % G;
+        qs[q][d] = hk_ld(qkv, t, (size_t)(bk.row0 + r) * row_w + (size_t)h * D + d) * scale;
+    }
+    float m = -INFINITY, l = 0.0f, acc[SPLIT_MAXQ];
+#pragma unroll
+    for (int q = 0; q < SPLIT_MAXQ; q++) acc[q] = 0.0f;
+    for (int c0 = j0; c0 < j1; c0 += SPLIT_CHUNK) {
+        const int nc = min(SPLIT_CHUNK, j1 - c0);
+        for (int i = tid; i < SPLIT_CHUNK * D; i += APPEND_THREADS) {
+            int j = i / D, d = i % D, key = c0 + j;
+            float kv = 0.0f, vv = 0.0f;
+            if (j < nc) {
+                size_t slot = (size_t)bt[bk.bt_off + key / bs] * bs + key % bs;
+                kv = hk_ld(kc, ct, slot * W + (size_t)g * D + d);
+                vv = hk_ld(vc, ct, slot * W + (size_t)g * D + d);
+            }
+            ks[j][d] = kv;
+            vs[j][d] = vv;
+        }
+        __syncthreads();   /* also publishes qs on the first chunk */
+        for (int i = tid; i < Q * SPLIT_CHUNK; i += APPEND_THREADS) {
+            int q = i / SPLIT_CHUNK, j = i % SPLIT_CHUNK;
+            float dot = 0.0f;
+            for (int d = 0; d < D; d++) dot += qs[q][d] * ks[j][d];
+            ps[q][j] = j < nc && c0 + j <= bk.n_past + q / G ? dot : -INFINITY;
+        }
+        __syncthreads();
+        if (tid < Q) {   /* a chunk past a row's position leaves it as it was */
+            float mb = m;
+            for (int j = 0; j < nc; j++) mb = fmaxf(mb, ps[tid][j]);
+            float c = mb == -INFINITY ? 1.0f : expf(m - mb), sum = 0.0f;
+            for (int j = 0; j < SPLIT_CHUNK; j++) {
+                float p = ps[tid][j] == -INFINITY ? 0.0f : expf(ps[tid][j] - mb);
+                ps[tid][j] = p;
+                sum += p;
+            }
+            l = l * c + sum;
+            m = mb;
+            corr_s[tid] = c;
+        }
+        __syncthreads();
+        if (tid < D) {
+#pragma unroll
+            for (int q = 0; q < SPLIT_MAXQ; q++) {
+                if (q >= Q) break;
+                float a = acc[q] * corr_s[q];
+                for (int j = 0; j < nc; j++) a += ps[q][j] * vs[j][tid];
+                acc[q] = a;
+            }
+        }
+        __syncthreads();
+    }
+    if (tid < D) {
+#pragma unroll
+        for (int q = 0; q < SPLIT_MAXQ; q++) {
+            if (q >= Q) break;
+            out[(size_t)q * (D + 2) + tid] = acc[q];
+        }
+    }
+    if (tid < Q) {
+        out[(size_t)tid * (D + 2) + D] = m;
+        out[(size_t)tid * (D + 2) + D + 1] = l;
+    }
+}
+
+/* Grid (SPLIT_MAXQ · Hq, blocks): a block's row × query head, its splits merged. */
+static __global__ void k_verify_merge(void *o, int t, const float *part, int splits, const hk_block *blocks, int Hq,
+                                      int Hkv, int D)
+{
+    const hk_block bk = blocks[blockIdx.y];
+    const int r = blockIdx.x / Hq, h = blockIdx.x % Hq, G = Hq / Hkv, g = h / G, q = r * G + h % G;
+    if (r >= bk.n_rows) return;
+    const float *base = part + ((size_t)blockIdx.y * splits * Hkv + g) * SPLIT_MAXQ * (D + 2);
+    const size_t step = (size_t)Hkv * SPLIT_MAXQ * (D + 2);   /* from one split to the next */
+    float mx = -INFINITY;
+    for (int s = 0; s < splits; s++) mx = fmaxf(mx, base[s * step + (size_t)q * (D + 2) + D]);
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float num = 0.0f, den = 0.0f;
+        for (int s = 0; s < splits; s++) {
+            const float *p = base + s * step + (size_t)q * (D + 2);
+            if (p[D] == -INFINITY) continue;
+            float w = expf(p[D] - mx);
+            num += w * p[d];
+            den += w * p[D + 1];
+        }
+        hk_st(o, t, ((size_t)(bk.row0 + r) * Hq + h) * D + d, den > 0.0f ? num / den : 0.0f);
+    }
+}
+
 extern "C" {
+
+size_t hk_verify_part_floats(int ctx_cap, int n_blocks, int Hq, int Hkv, int D)
+{
+    if (ctx_cap <= 0 || n_blocks <= 0 || Hkv <= 0 || Hq % Hkv || D > SPLIT_MAXD) return 0;
+    size_t splits = ((size_t)ctx_cap + SPLIT_KEYS - 1) / SPLIT_KEYS;
+    return (size_t)n_blocks * splits * Hkv * SPLIT_MAXQ * (D + 2);
+}
+
+int hk_verify_fits(int n_rows, int Hq, int Hkv, int D)
+{
+    return Hkv > 0 && Hq % Hkv == 0 && D <= SPLIT_MAXD && n_rows * (Hq / Hkv) <= SPLIT_MAXQ;
+}
+
+cudaError_t hk_attention_verify(cudaStream_t s, hk_dtype t, void *out, const void *qkv, const void *k_cache,
+                                const void *v_cache, int block_size, const int32_t *bt, const hk_block *blocks,
+                                int n_blocks, int ctx_cap, int Hq, int Hkv, int D, float scale, float *part)
+{
+    if (n_blocks <= 0) return cudaSuccess;
+    if (D > SPLIT_MAXD || Hkv <= 0 || Hq % Hkv || ctx_cap <= 0) return cudaErrorInvalidValue;
+    unsigned splits = (unsigned)((ctx_cap + SPLIT_KEYS - 1) / SPLIT_KEYS);
+    k_verify_split<<<dim3(splits, (unsigned)Hkv, (unsigned)n_blocks), APPEND_THREADS, 0, s>>>(
+        part, (int)t, qkv, k_cache, v_cache, (int)t, block_size, bt, blocks, Hq, Hkv, D, scale);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    k_verify_merge<<<dim3((unsigned)(SPLIT_MAXQ * Hq), (unsigned)n_blocks), 128, 0, s>>>(out, (int)t, part,
+                                                                                       (int)splits, blocks, Hq,
+                                                                                       Hkv, D);
+    return cudaGetLastError();
+}
 
 size_t hk_append_part_floats(int cap, int M, int Hq, int Hkv, int D)
 {

@@ -203,6 +203,21 @@ cudaError_t hk_attention_append(cudaStream_t s, hk_dtype t, void *out, const voi
                                 void *v_cache, hk_dtype ct, const int32_t *cursor, int cap, int M, int Hq, int Hkv,
                                 int D, float scale, float *part, size_t part_floats);
 
+/* A verify block of a bound decode step (speculative decoding): n_rows rows from qkv row row0 at
+ * positions n_past.., their block table at bt_off; row r attends causally to keys [0, n_past + r],
+ * all in the cache already (hk_kv_write). hk_attention_verify: one launch over n_blocks blocks
+ * (device memory), the keys read once per KV head and split (a grid sized for ctx_cap keys, those
+ * past a block's idle), then merged into out's rows; part: hk_verify_part_floats floats.
+ * hk_verify_fits: whether a block of n_rows takes it (its queries of a KV head fit one CTA). */
+typedef struct {
+    int row0, n_rows, n_past, bt_off;
+} hk_block;
+size_t      hk_verify_part_floats(int ctx_cap, int n_blocks, int Hq, int Hkv, int D);
+int         hk_verify_fits(int n_rows, int Hq, int Hkv, int D);
+cudaError_t hk_attention_verify(cudaStream_t s, hk_dtype t, void *out, const void *qkv, const void *k_cache,
+                                const void *v_cache, int block_size, const int32_t *bt, const hk_block *blocks,
+                                int n_blocks, int ctx_cap, int Hq, int Hkv, int D, float scale, float *part);
+
 /* ---- the draft's proposals and the steps that verify them ----
  * hk_argmax: out[i] = the first maximum of row i of x[n, V] (fp32; a NaN wins, as torch.argmax)
  * (pick.cu). hk_embed_ids: hk_embed with the ids in device memory; an id outside [0, rows) gives

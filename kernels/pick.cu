@@ -33,6 +33,10 @@ __device__ __forceinline__ Cand cand_shfl(const Cand &c, int o)
 #define PICK_PER_THREAD 16
 #define PICK_CHUNK (PICK_THREADS * PICK_PER_THREAD)
 #define PICK_MAX_EXTRA 64   /* a verify block's tokens before a row (HYOCR_DFLASH_MAX_BLOCK) */
+/* The election counters sit at the start of the work area for this many rows, whatever the
+ * call's row count, so a call of n rows never finds another call's partials (left where its
+ * counters are) in place of zeroed counters: each call leaves its own counters zero. */
+#define PICK_CTR_ROWS 8192
 
 /* A verify row's penalty set beyond its slot: the tokens its block's rows before it fed
  * (step_ids[first + 1 .. row]). Loaded by the whole CTA; *n = −1 for a plain row. */
@@ -379,20 +383,43 @@ k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const
     }
 }
 
-/* The draft's proposals: one CTA per row, torch.argmax order (pick_block_best's candidates). */
-#define ARGMAX_THREADS PICK_THREADS
+/* The draft's proposals: one CTA of 1024 threads per row, four loads in flight a thread, the
+ * candidates in torch.argmax order. */
+#define ARGMAX_THREADS 1024
 static __global__ void __launch_bounds__(ARGMAX_THREADS) k_argmax(const float *x, int V, int32_t *out)
 {
     __shared__ Cand sh[ARGMAX_THREADS / 32];
     const float *r = x + (size_t)blockIdx.x * V;
     Cand best = { -INFINITY, INT_MAX, 0 };
-    for (int v = threadIdx.x; v < V; v += ARGMAX_THREADS) {
-        float y = __ldg(r + v);
-        Cand c = { y, v, y != y };
-        if (cand_better(c, best)) best = c;
+    for (int v0 = threadIdx.x; v0 < V; v0 += 4 * ARGMAX_THREADS) {
+        float y[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int v = v0 + u * ARGMAX_THREADS;
+            y[u] = v < V ? __ldg(r + v) : -INFINITY;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int v = v0 + u * ARGMAX_THREADS;
+            Cand c = { y[u], v < V ? v : INT_MAX, y[u] != y[u] };
+            if (cand_better(c, best)) best = c;
+        }
     }
-    best = pick_block_best(best, sh);
-    if (threadIdx.x == 0) out[blockIdx.x] = best.id;
+    for (int o = 16; o > 0; o >>= 1) {
+        Cand other = cand_shfl(best, o);
+        if (cand_better(other, best)) best = other;
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) sh[warp] = best;
+    __syncthreads();
+    if (warp == 0) {
+        best = sh[lane];   /* 32 warps: one candidate a lane */
+        for (int o = 16; o > 0; o >>= 1) {
+            Cand other = cand_shfl(best, o);
+            if (cand_better(other, best)) best = other;
+        }
+        if (lane == 0) out[blockIdx.x] = best.id;
+    }
 }
 
 extern "C" {
@@ -400,7 +427,7 @@ extern "C" {
 size_t hk_pick_work_bytes(int n, int V)
 {
     size_t nc = ((size_t)V + PICK_CHUNK - 1) / PICK_CHUNK;
-    return ((size_t)n * sizeof(unsigned) + 15) / 16 * 16 + (size_t)n * nc * sizeof(PickPart);
+    return (size_t)PICK_CTR_ROWS * sizeof(unsigned) + (size_t)n * nc * sizeof(PickPart);
 }
 
 size_t hk_sample_work_bytes(int n, int V)
@@ -413,9 +440,10 @@ cudaError_t hk_pick(cudaStream_t s, const float *logits, int n, int V, uint32_t 
                     void *work, float *sample_work, const int32_t *first, const int32_t *step_ids)
 {
     if (n <= 0 || V <= 0) return cudaSuccess;
+    if (n > PICK_CTR_ROWS) return cudaErrorInvalidValue;
     unsigned nc = (unsigned)((V + PICK_CHUNK - 1) / PICK_CHUNK);
     unsigned *ctr = (unsigned *)work;
-    PickPart *parts = (PickPart *)((uint8_t *)work + ((size_t)n * sizeof(unsigned) + 15) / 16 * 16);
+    PickPart *parts = (PickPart *)((uint8_t *)work + (size_t)PICK_CTR_ROWS * sizeof(unsigned));
     k_pick<<<dim3(nc, (unsigned)n), PICK_THREADS, 0, s>>>(logits, V, seen, slots, penalties, reciprocal, draws, ids,
                                                           nonfinite, ctr, parts, first, step_ids);
     if (draws && sample_work)

@@ -1247,6 +1247,73 @@ static void test_paged_verify(gconstpointer data)
     kv_clear(&f);
 }
 
+#if HYOCR_HAVE_CUDA
+/* The block kernel of bound verify steps, called directly: two blocks (16 rows after 1500 keys,
+ * 9 rows after 37) against the CPU's attention of the same rows as decode rows. */
+static void verify_kernel_case(const dt_case *c, hyocr_backend *g, int ctx_cap)
+{
+    kv_fix f;
+    kv_init(&f, g, 16, 200, 16, 8, 128);
+    const int Hq = 16, Hkv = 8, D = 128, P1 = 1500, P2 = 37, R1 = 16, R2 = 9, R = R1 + R2;
+    g_autofree int32_t *bt1 = kv_table(&f, P1 + R1), *bt2 = kv_table(&f, P2 + R2);
+    hyocr_seq_view pre[2] = { { bt1, 0, P1 }, { bt2, 0, P2 } };
+    paged_step(c, &f, pre, 2, "verify kernel: prefill");
+    hyocr_seq_view v[25];
+    for (int r = 0; r < R1; r++) v[r] = (hyocr_seq_view){ bt1, P1 + r, 1 };
+    for (int r = 0; r < R2; r++) v[R1 + r] = (hyocr_seq_view){ bt2, P2 + r, 1 };
+    size_t nq = (size_t)R * (Hq + 2 * Hkv) * D, no = (size_t)R * Hq * D;
+    g_autofree float *qkv = rndq(g, nq, -2, 2);
+    pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+    float scale = (float)pow(D, -0.5);
+    /* both store the rows' K/V (and the CUDA side's output is overwritten below) */
+    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, f.bs, v, R, Hq, Hkv, D, scale, E),
+         g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, f.bs, v, R, Hq, Hkv, D, scale, E));
+    OK(g->ops->sync(g, E));
+    const int nb1 = (P1 + R1 + 15) / 16, nb2 = (P2 + R2 + 15) / 16, maxb = ctx_cap / 16;
+    g_autofree int32_t *bt = g_new0(int32_t, 2 * maxb);
+    memcpy(bt, bt1, (size_t)nb1 * 4);
+    memcpy(bt + maxb, bt2, (size_t)nb2 * 4);
+    hk_block blocks[2] = { { 0, R1, P1, 0 }, { R1, R2, P2, maxb } };
+    size_t parts = hk_verify_part_floats(ctx_cap, 2, Hq, Hkv, D);
+    g_assert_cmpuint(parts, >, 0);
+    g_assert_true(hk_verify_fits(R1, Hq, Hkv, D));
+    g_assert_false(hk_verify_fits(17, Hq, Hkv, D));
+    void *d_bt, *d_blk, *d_part;
+    CK(cudaMalloc(&d_bt, (size_t)2 * maxb * 4));
+    CK(cudaMalloc(&d_blk, sizeof blocks));
+    CK(cudaMalloc(&d_part, parts * 4));
+    CK(cudaMemcpy(d_bt, bt, (size_t)2 * maxb * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_blk, blocks, sizeof blocks, cudaMemcpyHostToDevice));
+    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    for (int rep = 0; rep < 2; rep++) {
+        CK(cudaMemset(po.g->data, 0xff, no * 2));   /* every row must be written */
+        CK(hk_attention_verify(NULL, t, po.g->data, pq.g->data, f.k.g->data, f.v.g->data, f.bs, d_bt, d_blk, 2,
+                               ctx_cap, Hq, Hkv, D, scale, d_part));
+        CK(cudaDeviceSynchronize());
+        g_autofree char *what = g_strdup_printf("verify kernel: blocks of 16 and 9 rows (cap %d, run %d)", ctx_cap,
+                                                rep + 1);
+        cmp2(g, what, &po, 0, no, c->tol);
+    }
+    cudaFree(d_bt);
+    cudaFree(d_blk);
+    cudaFree(d_part);
+    free2(g, &pq);
+    free2(g, &po);
+    kv_clear(&f);
+}
+#endif
+
+static void test_verify_kernel(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+#if HYOCR_HAVE_CUDA
+    verify_kernel_case(c, g, 2048);
+    verify_kernel_case(c, g, 1536);   /* just the splits the first block needs */
+#endif
+}
+
 /* The draft's cursor, a word of an F32 buffer. */
 static pair cursor2(hyocr_backend *g, int32_t at)
 {
@@ -1464,6 +1531,7 @@ int main(int argc, char **argv)
         add("paged_long_decode", c, test_paged_long_decode);
         add("bench", c, test_bench);
         add("paged_verify", c, test_paged_verify);
+        add("verify_kernel", c, test_verify_kernel);
         add("qknorm_rope", c, test_qknorm_rope);
         add("attention_append", c, test_attention_append);
         add("draft_small_ops", c, test_draft_small_ops);

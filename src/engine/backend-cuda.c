@@ -72,7 +72,9 @@ typedef struct {
     cudaEvent_t      dmeta_done;
     bool             bound, bound_sampling, bound_shared, bound_first, capturing;
     int              bound_rows, bound_maxb;
-    size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens, o_draws, o_first;
+    int              bound_blocks, bound_block_rows;   /* verify blocks of the step, the most rows of one */
+    int              bound_block_total;                /* rows in verify blocks */
+    size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens, o_draws, o_first, o_dseqs, o_blk;
     /* bumped whenever scratch a captured graph may point into moves */
     uint64_t         epoch;
     /* HYOCR_PROFILE=1: per-op GPU time (cuda-profile.c), resolved where the host waits anyway */
@@ -80,6 +82,7 @@ typedef struct {
     bool             gemv;          /* our matrix-vector kernel for decode-sized GEMMs (HYOCR_NO_GEMV=1: cuBLAS) */
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
+    bool             no_verify_kernel; /* HYOCR_NO_VERIFY_KERNEL: verify blocks row by row, as decode rows */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -1013,6 +1016,11 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     /* rows of one verify block read each other's new K/V: all are stored before any attends, and
      * the attention (which would stream the cache early as a programmatic dependent) waits */
     bool shared = cb->bound_shared;
+    /* the blocks by the block kernel (when each fits it), the other rows by the decode kernel */
+    bool blocks = shared && D == 128 && cb->bound_blocks > 0 && !cb->no_verify_kernel &&
+                  hk_verify_fits(cb->bound_block_rows, Hq, Hkv, D);
+    size_t vparts = blocks ? hk_verify_part_floats(cb->bound_maxb * block_size, cb->bound_blocks, Hq, Hkv, D) : 0;
+    if (vparts && !scratch_need(cb, &cb->part, vparts * sizeof(float), error)) return false;
     hk_paged_args a = {
         .t = cb->act, .qkv = qkv->data, .out = out->data, .k_cache = k_cache->data, .v_cache = v_cache->data,
         .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
@@ -1027,8 +1035,15 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         return ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
                ck(hk_attention_paged_generic(cb->stream, &a), "paged attention (generic head dim)", error);
     /* every row decodes: the decode kernel stores the new k/v itself (one launch less a layer) */
-    return (!shared || ck(hk_kv_write(cb->stream, &a), "KV write", error)) &&
-           ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+    if (!shared) return ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+    if (!ck(hk_kv_write(cb->stream, &a), "KV write", error)) return false;
+    if (!blocks) return ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+    a.seqs = bound_ptr(cb, cb->o_dseqs);
+    return (cb->bound_block_total == rows || ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error)) &&
+           ck(hk_attention_verify(cb->stream, cb->act, out->data, qkv->data, k_cache->data, v_cache->data, block_size,
+                                  bound_ptr(cb, cb->o_bt), bound_ptr(cb, cb->o_blk), cb->bound_blocks,
+                                  cb->bound_maxb * block_size, Hq, Hkv, D, scale, cb->part.ptr),
+              "paged attention (verify blocks)", error);
 }
 
 /* Views of one sequence (the rows of a verify block) read each other's new K/V: the decode
@@ -1232,7 +1247,8 @@ static bool cuda_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, 
         return invalid(error, "pick: %d rows but the bound decode step has %d", n, cb->bound_rows);
     if (!n) return true;
     bool sampling = cb->bound ? cb->bound_sampling : any_draw(draws, n);
-    size_t work_off = ((size_t)n * 8 + 15) / 16 * 16;
+    /* ids and flags for the most rows first: the work area (and its counters) never moves */
+    size_t work_off = (size_t)PICK_MAX * 8;
     size_t sample_off = (work_off + hk_pick_work_bytes(n, V) + 255) / 256 * 256;
     if (!small_ready(cb, sample_off + (sampling ? hk_sample_work_bytes(n, V) : 0), error)) return false;
     const int32_t *d_slots, *d_first = NULL;
@@ -1295,6 +1311,8 @@ static size_t bound_layout(cuda_backend *cb, int rows, int maxb)
     PLACE(o_pens, (size_t)rows * 4);
     PLACE(o_draws, (size_t)rows * sizeof(hyocr_pick_draw));
     PLACE(o_first, (size_t)rows * 4);
+    PLACE(o_dseqs, (size_t)rows * sizeof(hk_seq));
+    PLACE(o_blk, (size_t)rows * sizeof(hk_block));
 #undef PLACE
     return off;
 }
@@ -1322,6 +1340,23 @@ static void bound_fill(cuda_backend *cb, uint8_t *h, const hyocr_decode_meta *dm
     else memset(draws, 0, (size_t)R * sizeof *draws);
     int32_t *first = (int32_t *)(h + cb->o_first);
     for (int r = 0; r < R; r++) first[r] = dm->pick_first ? dm->pick_first[r] : -1;
+    /* Verify blocks (the rows of one sequence, marked by the pick's first): the decode kernel
+     * leaves their rows (n_past −1: no split) to the block kernel, which reads each key once. */
+    hk_seq *dseqs = (hk_seq *)(h + cb->o_dseqs);
+    hk_block *blk = (hk_block *)(h + cb->o_blk);
+    memcpy(dseqs, seqs, (size_t)R * sizeof *seqs);
+    cb->bound_blocks = cb->bound_block_rows = cb->bound_block_total = 0;
+    for (int r = 0; dm->shared && dm->pick_first && r < R;) {
+        int f = dm->pick_first[r], e = r + 1;
+        while (f >= 0 && e < R && dm->pick_first[e] == f) e++;
+        if (f == r && e - r > 1) {
+            blk[cb->bound_blocks++] = (hk_block){ r, e - r, dm->views[r].n_past, r * maxb };
+            cb->bound_block_rows = MAX(cb->bound_block_rows, e - r);
+            cb->bound_block_total += e - r;
+            for (int i = r; i < e; i++) dseqs[i].n_past = -1;
+        }
+        r = e;
+    }
 }
 
 static bool bound_check(const hyocr_decode_meta *dm, GError **error)
@@ -1749,6 +1784,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->gemv = !t->no_gemv;
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
+    cb->no_verify_kernel = t->no_verify_kernel;
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

@@ -843,6 +843,8 @@ static bool sync_slot(hyocr_sched *s, job_state *st)
     memcpy(ids + P, st->res->token_ids->data, sizeof(int32_t) * st->n_gen);
     g_autoptr(GError) err = NULL;
     if (st->pick_slot >= 0 && !hyocr_model_pick_slot_set(m, st->pick_slot, ids, n, &err)) {
+        g_debug("a token-choice slot could not be set again (%s)", err->message);
+        g_clear_error(&err);
         hyocr_model_pick_slot_free(m, st->pick_slot);
         st->pick_slot = -1;
     }
