@@ -82,7 +82,7 @@ typedef struct {
     bool             gemv;          /* our matrix-vector kernel for decode-sized GEMMs (HYOCR_NO_GEMV=1: cuBLAS) */
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
-    bool             no_verify_kernel; /* HYOCR_NO_VERIFY_KERNEL: verify blocks row by row, as decode rows */
+    bool             verify_kernel; /* HYOCR_VERIFY_KERNEL: verify blocks by the block kernel, not row by row */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -1016,8 +1016,9 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     /* rows of one verify block read each other's new K/V: all are stored before any attends, and
      * the attention (which would stream the cache early as a programmatic dependent) waits */
     bool shared = cb->bound_shared;
-    /* the blocks by the block kernel (when each fits it), the other rows by the decode kernel */
-    bool blocks = shared && D == 128 && cb->bound_blocks > 0 && !cb->no_verify_kernel &&
+    /* the blocks by the block kernel (when asked for and each fits it), the other rows by the decode
+     * kernel; row by row by default: the block kernel measured slower (docs/PERFORMANCE.md) */
+    bool blocks = shared && D == 128 && cb->bound_blocks > 0 && cb->verify_kernel &&
                   hk_verify_fits(cb->bound_block_rows, Hq, Hkv, D);
     size_t vparts = blocks ? hk_verify_part_floats(cb->bound_maxb * block_size, cb->bound_blocks, Hq, Hkv, D) : 0;
     if (vparts && !scratch_need(cb, &cb->part, vparts * sizeof(float), error)) return false;
@@ -1784,7 +1785,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->gemv = !t->no_gemv;
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
-    cb->no_verify_kernel = t->no_verify_kernel;
+    cb->verify_kernel = t->verify_kernel;
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

@@ -788,11 +788,16 @@ static void reap_cancelled(hyocr_sched *s)
 
 /* ---- decode steps ------------------------------------------------------------------------ */
 
-/* Drafts the job's next round would verify: none while its fallback keeps it plain, and no
+/* Drafts the job's next round would verify: none above speculative_max_batch jobs, none until
+ * the engine has measured plain steps at this batch size (the fallback's yardstick), none while
+ * its fallback keeps it plain, and no
  * more than it may still generate (max_new_tokens) or hold (max_model_len). */
 static int drafts_wanted(const hyocr_sched *s, job_state *st)
 {
-    if (!st->spec || !hyocr_spec_policy_speculate(&st->spec->policy)) return 0;
+    int max_batch = s->eng->params.speculative_max_batch > 0 ? s->eng->params.speculative_max_batch : 1;
+    if (!st->spec || s->n_running > max_batch || !hyocr_spec_costs_plain_known(&s->costs, s->n_running) ||
+        !hyocr_spec_policy_speculate(&st->spec->policy))
+        return 0;
     int left_new = st->job->max_new_tokens - st->n_gen - 1;
     int left_len = s->eng->max_model_len - st->prompt->n - st->n_gen;
     return MAX(0, MIN(st->spec->k, MIN(left_new, left_len)));

@@ -91,6 +91,9 @@ typedef struct {
                                               * drafts a round, at most the draft's block size − 1;
                                               * 0 = off (the draft is not loaded); < 0 = the default
                                               * (the block size − 1, 15 for the release) */
+    int                 speculative_max_batch;  /* jobs decoding together above which every job steps
+                                                 * plainly; ≤ 0 = 1 (on an H200 rounds of 4 and 16
+                                                 * jobs cost more than they saved, docs/PERFORMANCE.md) */
     /* Tests and benchmarks only: instead of the draft's proposals, a round verifies the
      * continuation (one a line of this file, token ids) that agrees with the job's tokens so far,
      * right for draft_standin_k drafts (a mean when fractional) and wrong after; the draft still

@@ -70,6 +70,11 @@ static double cost_median(const hyocr_spec_costs *c, int k, int b)
     return v[n / 2];
 }
 
+bool hyocr_spec_costs_plain_known(const hyocr_spec_costs *c, int batch)
+{
+    return c->n[0][cost_bucket(batch)] >= HYOCR_SPEC_COST_PLAIN;
+}
+
 double hyocr_spec_costs_threshold(const hyocr_spec_costs *c, int batch)
 {
     int b = cost_bucket(batch);

@@ -22,8 +22,11 @@
 G_BEGIN_DECLS
 
 #define HYOCR_SPEC_PENDING 64   /* tapped rows of plain steps gathered before the context takes them */
-#define HYOCR_SPEC_WINDOW  8    /* rounds over which acceptance is measured */
-#define HYOCR_SPEC_BACKOFF 32   /* plain steps after a first failed window; doubles to ... */
+/* The fallback's constants, from what a round cost on an H200 (6.4 plain steps, docs/PERFORMANCE.md):
+ * a draft that is always wrong costs a window a try, about 5.4 plain steps a round, and the tries
+ * of a 1024-token page (at 0, ~130, ~390, ~900) add about 4 % to its plain time. */
+#define HYOCR_SPEC_WINDOW  2    /* rounds over which acceptance is measured */
+#define HYOCR_SPEC_BACKOFF 128  /* plain steps after a first failed window; doubles to ... */
 #define HYOCR_SPEC_BACKOFF_MAX 1024
 #define HYOCR_SPEC_MIN_THRESHOLD 1.05   /* tokens a round must commit at least, whatever was measured */
 
@@ -56,6 +59,10 @@ void   hyocr_spec_costs_note(hyocr_spec_costs *c, int batch, bool round, double 
 /* The median round over the median plain step at that batch size (2 until both are measured),
  * and HYOCR_SPEC_MIN_THRESHOLD at least. */
 double hyocr_spec_costs_threshold(const hyocr_spec_costs *c, int batch);
+/* Whether plain steps at that batch size have been measured (HYOCR_SPEC_COST_PLAIN of them): until
+ * then jobs step plainly, so the first windows are judged against what a round really costs. */
+#define HYOCR_SPEC_COST_PLAIN 5
+bool   hyocr_spec_costs_plain_known(const hyocr_spec_costs *c, int batch);
 
 /* A job's draft state. */
 typedef struct {

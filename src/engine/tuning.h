@@ -29,7 +29,7 @@ typedef struct {
                                    * (rounded to what the kernels take); 0 = chosen per step */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
                                    * 0 = the cores, at most 8 */
-    bool         no_verify_kernel;  /* HYOCR_NO_VERIFY_KERNEL: CUDA verify blocks row by row (decode kernel) */
+    bool         verify_kernel;   /* HYOCR_VERIFY_KERNEL: CUDA verify blocks by the block kernel (not row by row) */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
     char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
     double       draft_standin_k;         /* HYOCR_DRAFT_STANDIN_K: right drafts a round (a mean if fractional) */
