@@ -23,8 +23,5 @@ char *hyocr_json_prettify(const char *text)
     if (!*body) return NULL;
     g_autoptr(JsonNode) root = hyocr_json_parse(body, strlen(body), HYOCR_JSON_MAX_DEPTH, NULL, NULL);
     if (!root) return NULL;
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    return json_generator_to_data(gen, NULL);
+    return hyocr_json_to_data(root, true);
 }

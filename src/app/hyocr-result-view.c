@@ -1,6 +1,7 @@
 /* hyocr-gtk — result view. */
 #include "hyocr-result-view-private.h"
 #include "hyocr-json.h"
+#include "json.h"
 #include "hyocr-spotting.h"
 #include <glib/gi18n.h>
 #include <json-glib/json-glib.h>
@@ -333,7 +334,7 @@ static char *text_as_json(const char *text)
     json_builder_add_string_value(b, text);
     json_builder_end_object(b);
     g_autoptr(JsonNode) root = json_builder_get_root(b);
-    return json_to_string(root, TRUE);
+    return hyocr_json_to_data(root, true);
 }
 
 char *hyocr_result_view_export(HyocrResultView *self, const char *extension)

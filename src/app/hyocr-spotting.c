@@ -1,5 +1,6 @@
 /* hyocr-gtk — spotting lines as JSON. */
 #include "hyocr-spotting.h"
+#include "json.h"
 #include <json-glib/json-glib.h>
 
 char *hyocr_spotting_to_json(const GPtrArray *lines)
@@ -22,8 +23,5 @@ char *hyocr_spotting_to_json(const GPtrArray *lines)
     }
     json_builder_end_array(b);
     g_autoptr(JsonNode) root = json_builder_get_root(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    return json_generator_to_data(gen, NULL);
+    return hyocr_json_to_data(root, true);
 }

@@ -940,12 +940,9 @@ static gboolean fsync_dir(const char *dir)
 
 static gboolean write_json(hyocr_download *dl, const char *path, JsonBuilder *b, GError **error)
 {
-    g_autoptr(JsonGenerator) gen = json_generator_new();
     g_autoptr(JsonNode) root = json_builder_get_root(b);
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    gsize len;
-    g_autofree char *text = json_generator_to_data(gen, &len);
+    g_autofree char *text = hyocr_json_to_data(root, true);
+    size_t len = strlen(text);
     g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return fail_errno(dl, error, errno, NULL, STEP_CREATE, tmp);

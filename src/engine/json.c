@@ -1,7 +1,7 @@
 /* hyocr — bounded JSON parsing (see json.h). The pre-scan follows json-glib 1.6's
  * lexer where it matters for counting brackets: double-quoted strings with
  * backslash escapes, single-quoted strings without (json-glib accepts them), and
- * C comments. Anything it does not understand it leaves to json-glib. */
+ * comments (from a slash to the next). Anything it does not understand it leaves to json-glib. */
 #include "json.h"
 #include "error.h"
 #include "i18n.h"
@@ -18,15 +18,18 @@ typedef struct {
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static bool is_structural(char c) { return c && strchr("[]{},:\"'", c) != NULL; }
 
-/* White space and block comments; an unclosed comment runs to the end. */
+/* White space and comments. json-glib 1.6 reads a comment from a '/' to the next '/'
+ * (its GScanner's one-character comment pair is "//"): a C comment is one, so are "//"
+ * and "/x/"; a comment left open runs to the end. Read any other way, the pre-scan and
+ * json-glib would see different values (found by fuzz-json). */
 static void skip_blank(scan *s)
 {
     while (s->at < s->n) {
         if (is_space(s->p[s->at])) {
             s->at++;
-        } else if (s->p[s->at] == '/' && s->at + 1 < s->n && s->p[s->at + 1] == '*') {
-            const char *end = g_strstr_len(s->p + s->at + 2, (gssize)(s->n - s->at - 2), "*/");
-            s->at = end ? (size_t)(end - s->p) + 2 : s->n;
+        } else if (s->p[s->at] == '/') {
+            const char *end = memchr(s->p + s->at + 1, '/', s->n - s->at - 1);
+            s->at = end ? (size_t)(end - s->p) + 1 : s->n;
         } else {
             return;
         }
@@ -86,25 +89,25 @@ static void skip_string(scan *s, size_t *bad)
 /* A number, true/false/null or anything else json-glib will judge. */
 static void skip_literal(scan *s)
 {
-    while (s->at < s->n && !is_space(s->p[s->at]) && !is_structural(s->p[s->at]) &&
-           !(s->p[s->at] == '/' && s->at + 1 < s->n && s->p[s->at + 1] == '*'))
+    while (s->at < s->n && !is_space(s->p[s->at]) && !is_structural(s->p[s->at]) && s->p[s->at] != '/')
         s->at++;
 }
 
 /* json-glib keeps integers in 64 bits and wraps the larger ones without a word
  * (99999999999999999999 reads as -1), and takes 1e999 as infinity, which it then prints
- * as "inf". A number literal outside int64 or double is refused; anything else that is
- * not a number is left to json-glib. */
+ * as "inf". Its scanner also reads ".5", "0x1F" and "0b11". A number literal outside
+ * int64 or double is refused; anything else that is not a number is left to json-glib. */
 static bool number_in_range(const char *p, size_t n)
 {
-    if (n == 0 || !(g_ascii_isdigit(p[0]) || (p[0] == '-' && n > 1 && g_ascii_isdigit(p[1])))) return true;
+    size_t sign = n > 0 && p[0] == '-';
+    if (sign >= n || !(g_ascii_isdigit(p[sign]) || p[sign] == '.')) return true;
     g_autofree char *lit = g_strndup(p, n);
-    const char *digits = lit + (lit[0] == '-');
-    bool hex = g_ascii_strncasecmp(digits, "0x", 2) == 0;
+    const char *digits = lit + sign;
+    int base = g_ascii_strncasecmp(digits, "0x", 2) == 0 ? 16 : g_ascii_strncasecmp(digits, "0b", 2) == 0 ? 2 : 10;
     g_autoptr(GError) err = NULL;
-    if (hex) {
+    if (base != 10) {
         guint64 v;
-        if (!g_ascii_string_to_unsigned(digits + 2, 16, 0, G_MAXINT64, &v, &err))
+        if (!g_ascii_string_to_unsigned(digits + 2, base, 0, G_MAXINT64, &v, &err))
             return !g_error_matches(err, G_NUMBER_PARSER_ERROR, G_NUMBER_PARSER_ERROR_OUT_OF_BOUNDS);
         return true;
     }
@@ -224,15 +227,25 @@ int64_t hyocr_json_int(JsonObject *o, const char *key)
 }
 
 /* Outside strings json-glib writes no control characters; inside, quotes and backslashes it
- * does escape, so the string bounds found here are right. */
-static char *escape_leftover_controls(const char *json)
+ * does escape, so the string bounds found here are right. Outside strings it has one more
+ * slip: a double printed with an exponent gets ".0" appended ("1e+30.0", not JSON), and
+ * an exponent is never followed by a '.' in JSON, so that ".0" is dropped. */
+static char *repair_generator_output(const char *json)
 {
     GString *out = g_string_sized_new(strlen(json) + 16);
-    bool in_string = false, escaped = false;
+    bool in_string = false, escaped = false, in_exponent = false;
     for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
         if (in_string && (*p < 0x20 || *p == 0xFF)) {
             g_string_append_printf(out, "\\u%04x", *p == 0xFF ? 0 : *p);
             continue;
+        }
+        if (!in_string) {
+            if (in_exponent && p[0] == '.' && p[1] == '0') {
+                p++;
+                continue;
+            }
+            in_exponent = (in_exponent && (g_ascii_isdigit(*p) || *p == '+' || *p == '-')) ||
+                          ((*p == 'e' || *p == 'E') && p > (const unsigned char *)json && g_ascii_isdigit(p[-1]));
         }
         if (in_string && !escaped && *p == '"') in_string = false;
         else if (!in_string && *p == '"') in_string = true;
@@ -248,7 +261,7 @@ char *hyocr_json_to_data(JsonNode *root, bool pretty)
     json_generator_set_root(gen, root);
     json_generator_set_pretty(gen, pretty);
     g_autofree char *text = json_generator_to_data(gen, NULL);
-    return escape_leftover_controls(text);
+    return repair_generator_output(text);
 }
 
 void hyocr_json_add_text(JsonBuilder *b, const char *text, size_t len)

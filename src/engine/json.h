@@ -41,7 +41,8 @@ int64_t     hyocr_json_int(JsonObject *o, const char *key);
 
 /* What we write: root as JSON text (pretty: indented). json-glib 1.6 stops escaping control
  * characters once a string has had a non-ASCII one, and model answers do hold control bytes;
- * what it leaves raw inside strings is escaped here, so the text is always valid JSON. A 0xFF
+ * what it leaves raw inside strings is escaped here, and the ".0" it appends to a double with an
+ * exponent ("1e+30.0") is dropped, so the text is always valid JSON. A 0xFF
  * byte, which no UTF-8 text holds, is written as \u0000: how a writer passes a NUL byte of a
  * model's answer through json-glib's C strings. */
 char *hyocr_json_to_data(JsonNode *root, bool pretty);
