@@ -328,6 +328,28 @@ else
     echo "# SKIP encrypted PDF: qpdf not installed (Debian package qpdf)"
 fi
 expect 1 "single image" -- "$HYOCR" run "${many[@]}" --image "$one" --image "$two" --dump "$tmp/d"
+
+# without --model, run uses the installed model (the app's rule: HunyuanOCR-1.5 under
+# $XDG_DATA_HOME/hyocr/models when complete), and says how to get one when there is none
+mkdir -p "$tmp/xdg/hyocr/models"
+ln -s "$flat" "$tmp/xdg/hyocr/models/HunyuanOCR-1.5"
+nomodel=(--device cpu --max-new-tokens 24 --repetition-penalty 1.08 --format json --image "$one")
+XDG_DATA_HOME=$tmp/xdg "$HYOCR" run "${nomodel[@]}" >"$tmp/default.json" 2>"$tmp/default.err"
+check "run without --model uses the installed model" python3 -c "
+import json, sys
+a, b = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
+assert a['token_ids'] == b['token_ids'] and a['token_ids'], (a, b)" "$tmp/default.json" "$tmp/one.json"
+expect 1 "no model is installed \(.*/empty-xdg/hyocr/models/HunyuanOCR-1.5 lacks config.json\): get one with .hyocr download." -- env XDG_DATA_HOME="$tmp/empty-xdg" "$HYOCR" run "${nomodel[@]}"
+# -n 0 is refused, not taken for the default
+expect 1 "--max-new-tokens: expected 1 or more, got 0" -- "$HYOCR" run --model "$flat" --image "$one" -n 0
+# run --help names every task and the default of --max-new-tokens
+"$HYOCR" run --help >"$tmp/help.txt"
+missing=""
+for t in recognize spotting parse_document parse_table parse_formula parse_chart translate_zh translate_en extract_fields subtitles; do
+    grep -qE -- "--task=NAME .*\b$t\b" "$tmp/help.txt" || missing="$missing $t"
+done
+check "run --help lists every task (missing:${missing:- none})" test -z "$missing"
+check "run --help gives the default of --max-new-tokens" grep -qE -- "--max-new-tokens=N .*default 8192" "$tmp/help.txt"
 expect 1 "no image or document hyocr reads" -- "$HYOCR" run "${many[@]}" "$tmp/broken"
 
 echo "1..$n"

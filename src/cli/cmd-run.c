@@ -10,6 +10,7 @@
 #include "error.h"
 #include "document.h"
 #include "export.h"
+#include "models.h"
 #include "hyocr.h"
 #include "json.h"
 #include "hyocr-build-config.h"
@@ -181,18 +182,49 @@ static bool parse_variant(const char *s, hyocr_variant *out, const char *opt, GE
     return true;
 }
 
+/* The task names, all of them, from the engine. */
+static char *task_names(void)
+{
+    GString *s = g_string_new(NULL);
+    for (int t = 0; t < HYOCR_TASK_CUSTOM; t++) g_string_append_printf(s, "%s%s", t ? ", " : "", hyocr_task_name(t));
+    return g_string_free(s, FALSE);
+}
+
+/* No --model: the installed model the app would use too, when it is complete. */
+static bool default_model(run_opts *o, GError **error)
+{
+    g_autofree char *dir = hyocr_models_default_folder();
+    g_auto(GStrv) missing = hyocr_models_missing_files(dir);
+    if (missing[0]) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("no model is installed (%s lacks %s): get one with `hyocr download`, or give its folder with "
+                      "--model DIR"), dir, missing[0]);
+        return false;
+    }
+    o->model = g_steal_pointer(&dir);
+    return true;
+}
+
 static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
 {
+    g_autofree char *names = task_names();
+    g_autofree char *task_help = g_strdup_printf(_("Task: %s (default recognize)"), names);
+    hyocr_job_params defaults;
+    hyocr_job_params_init(&defaults);
+    g_autofree char *tokens_help = g_strdup_printf(_("Generated tokens at most, 1 or more (default %d)"),
+                                                   defaults.max_new_tokens);
     GOptionEntry entries[] = {
-        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model, N_("Model folder (config.json, tokenizer.json, weights)"), "DIR" },
+        { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model,
+          N_("Model folder (config.json, tokenizer.json, weights); default: the installed one, as `hyocr models` "
+             "lists it"), "DIR" },
         { "image", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &o->images,
           N_("Input image or document (PNG, JPEG, TIFF, WebP, HEIC, AVIF, PDF); repeat it, or give files and folders "
              "after the options, to run several"),
           "FILE" },
-        { "task", 't', 0, G_OPTION_ARG_STRING, &o->task, N_("Task preset (recognize, spotting, parse_document, …)"), "NAME" },
+        { "task", 't', 0, G_OPTION_ARG_STRING, &o->task, task_help, "NAME" },
         { "fields", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->fields, N_("extract_fields: keys, comma-separated or repeated"), "KEYS" },
         { "prompt", 'p', 0, G_OPTION_ARG_STRING, &o->prompt, N_("Custom prompt instead of a task"), "TEXT" },
-        { "max-new-tokens", 'n', 0, G_OPTION_ARG_INT, &o->max_new_tokens, N_("Generated tokens at most (8192)"), "N" },
+        { "max-new-tokens", 'n', 0, G_OPTION_ARG_INT, &o->max_new_tokens, tokens_help, "N" },
         { "temperature", 0, 0, G_OPTION_ARG_DOUBLE, &o->temperature, N_("Sampling temperature (0 = greedy)"), "T" },
         { "top-k", 0, 0, G_OPTION_ARG_INT, &o->top_k, N_("Top-k sampling (0 = off)"), "K" },
         { "top-p", 0, 0, G_OPTION_ARG_DOUBLE, &o->top_p, N_("Top-p sampling (1 = off)"), "P" },
@@ -235,10 +267,17 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
     };
     g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— read, parse or translate the text in an image"), entries);
     if (!g_option_context_parse(ctx, &argc, &argv, error)) return false;
-    if (!o->model || (!o->images && !o->rest)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--model DIR and --image FILE are required"));
+    if (!o->images && !o->rest) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("no image given: --image FILE, or files and folders after the options"));
         return false;
     }
+    if (o->max_new_tokens != -1 && o->max_new_tokens < 1) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--max-new-tokens: expected 1 or more, got %d"), o->max_new_tokens);
+        return false;
+    }
+    if (!o->model && !default_model(o, error)) return false;
     if (o->repeat < 0 || o->max_batch < 0 || o->swap_gib < 0 || o->spec_tokens < -1) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     _("--repeat, --max-batch, --swap-space and --speculative-tokens cannot be negative"));
@@ -295,7 +334,7 @@ static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GE
                     _("--task extract_fields needs the keys to extract: --fields name,date,total"));
         return false;
     }
-    if (o->max_new_tokens) jp->max_new_tokens = o->max_new_tokens;
+    if (o->max_new_tokens > 0) jp->max_new_tokens = o->max_new_tokens;
     jp->temperature = (float)o->temperature;
     jp->top_k = o->top_k;
     jp->top_p = (float)o->top_p;
@@ -772,7 +811,8 @@ static bool read_password(run_opts *o, GError **error)
 
 int hyocr_cmd_run(int argc, char **argv)
 {
-    run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0, .spec_tokens = -1 };
+    /* -1: not given */
+    run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0, .spec_tokens = -1, .max_new_tokens = -1 };
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) pages = NULL;
     int status = 1;
