@@ -4,6 +4,7 @@
 #include "checkpoint.h"
 #include "error.h"
 #include "hyocr-build-config.h"
+#include "hyocr.h"
 #include "memplan.h"
 
 #include <errno.h>
@@ -403,10 +404,7 @@ static int print_usage(FILE *f)
 int main(int argc, char **argv)
 {
     setlocale(LC_ALL, "");
-    /* HYOCR_LOCALEDIR points an uninstalled build (tests, developers) at its own catalogs. */
-    const char *localedir = g_getenv("HYOCR_LOCALEDIR");
-    bindtextdomain(GETTEXT_PACKAGE, localedir && *localedir ? localedir : HYOCR_LOCALEDIR);
-    bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+    hyocr_i18n_bind();
     textdomain(GETTEXT_PACKAGE);
     if (argc < 2) return print_usage(stderr);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))

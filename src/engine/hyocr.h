@@ -336,4 +336,14 @@ void hyocr_engine_memory_plan(hyocr_engine *eng, int grid_h, int grid_w, int pro
  * carries the same plan (hyocr_error_get_memplan). Thread-safe. */
 bool hyocr_engine_plan_job(hyocr_engine *eng, const hyocr_job_params *job, hyocr_memplan *out, GError **error);
 
+/* ---- translations, for the programs ------------------------------------------- */
+
+/* The build tree this program was started from when it runs uninstalled
+ * (build/src/cli/hyocr, build/src/app/hyocr-gtk); NULL when installed. */
+char *hyocr_uninstalled_build_root(void);
+/* Binds the "hyocr" domain (the programs' and the engine's messages): to
+ * $HYOCR_LOCALEDIR when set, else to the build tree's catalogs when uninstalled,
+ * else to the install prefix's. */
+void  hyocr_i18n_bind(void);
+
 G_END_DECLS

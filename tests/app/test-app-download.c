@@ -594,9 +594,9 @@ int main(int argc, char **argv)
         g_autofree char *dead = g_strdup_printf("http://127.0.0.1:%d", closed_port());
         g_setenv("HF_ENDPOINT", dead, TRUE);
     }
-    if (g_getenv("HYOCR_DOWNLOAD_SHOTS_ZH") && g_getenv("HYOCR_LOCALE_DIR") && setlocale(LC_ALL, "zh_CN.UTF-8")) {
+    if (g_getenv("HYOCR_DOWNLOAD_SHOTS_ZH") && g_getenv("HYOCR_LOCALEDIR") && setlocale(LC_ALL, "zh_CN.UTF-8")) {
         g_setenv("LANGUAGE", "zh_CN", TRUE);
-        bindtextdomain(GETTEXT_PACKAGE, g_getenv("HYOCR_LOCALE_DIR"));
+        bindtextdomain(GETTEXT_PACKAGE, g_getenv("HYOCR_LOCALEDIR"));
         bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
         textdomain(GETTEXT_PACKAGE);
     }

@@ -215,10 +215,10 @@ static void test_spotting(void)
  * switches the process's locale. */
 static void test_empty_zh_cn(void)
 {
-    const char *catalogs = g_getenv("HYOCR_LOCALE_DIR");
+    const char *catalogs = g_getenv("HYOCR_LOCALEDIR");
     g_autofree char *mo = catalogs ? g_build_filename(catalogs, "zh_CN", "LC_MESSAGES", GETTEXT_PACKAGE ".mo", NULL) : NULL;
     if (!mo || !g_file_test(mo, G_FILE_TEST_EXISTS)) {
-        g_test_skip("no zh_CN catalog in this build (HYOCR_LOCALE_DIR)");
+        g_test_skip("no zh_CN catalog in this build (HYOCR_LOCALEDIR)");
         return;
     }
     if (!setlocale(LC_ALL, "zh_CN.UTF-8")) {
