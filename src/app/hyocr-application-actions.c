@@ -6,12 +6,13 @@
 
 static void quit_activated(GSimpleAction *action, GVariant *param, gpointer data)
 {
-    /* Closing windows first lets each stop its worker thread cleanly. */
-    GList *windows = gtk_application_get_windows(GTK_APPLICATION(data));
-    while (windows) {
-        gtk_window_destroy(GTK_WINDOW(windows->data));
-        windows = gtk_application_get_windows(GTK_APPLICATION(data));
-    }
+    /* Closed as by their close button: each remembers its size and stops its
+     * worker thread cleanly. */
+    GList *windows = NULL;
+    for (GList *w = gtk_application_get_windows(GTK_APPLICATION(data)); w; w = w->next)
+        windows = g_list_prepend(windows, g_object_ref(w->data));
+    for (GList *w = windows; w; w = w->next) gtk_window_close(w->data);
+    g_list_free_full(windows, g_object_unref);
     g_application_quit(G_APPLICATION(data));
 }
 

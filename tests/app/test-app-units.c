@@ -383,6 +383,26 @@ static void test_job_coalesce(void)
     g_assert_cmpint(t.wall[1] - t.loop_time[0], >=, 16000);
 }
 
+static gboolean is_null(gpointer data)
+{
+    return *(gpointer *)data == NULL;
+}
+
+/* Ctrl+Q (app.quit) closes the window as its close button does: its size is
+ * remembered, its worker stopped. Last: the application is told to quit. */
+static void test_quit_remembers_size(void)
+{
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    gtk_window_set_default_size(GTK_WINDOW(win), 777, 555);
+    gpointer alive = win;
+    g_object_add_weak_pointer(G_OBJECT(win), &alive);
+    g_action_group_activate_action(G_ACTION_GROUP(app_test_app()), "quit", NULL);
+    g_assert_true(app_test_wait(is_null, &alive, APP_TEST_WAIT_MS));
+    g_assert_cmpint(g_settings_get_int(app_test_settings(), "window-width"), ==, 777);
+    g_assert_cmpint(g_settings_get_int(app_test_settings(), "window-height"), ==, 555);
+}
+
 int main(int argc, char **argv)
 {
     app_test_init(&argc, &argv);
@@ -399,5 +419,6 @@ int main(int argc, char **argv)
     g_test_add_func("/app/units/model-folder", test_model_folder);
     g_test_add_func("/app/units/texture-roundtrip", test_texture_roundtrip);
     g_test_add_func("/app/units/load-image-errors", test_load_image_errors);
+    g_test_add_func("/app/units/zz-quit-remembers-size", test_quit_remembers_size);
     return g_test_run();
 }
