@@ -37,6 +37,13 @@ GdkTexture *hyocr_texture_from_image(const hyocr_image *img)
     return gdk_memory_texture_new(img->width, img->height, GDK_MEMORY_R8G8B8, bytes, stride);
 }
 
+GdkTexture *hyocr_texture_thumbnail(const hyocr_image *img, int max_side)
+{
+    g_autoptr(hyocr_image) small = NULL;
+    if (!hyocr_image_fit(img, max_side, 0, &small, NULL)) return NULL;
+    return hyocr_texture_from_image(small ? small : img);
+}
+
 static hyocr_image *image_from_pixbuf(GdkPixbuf *pb)
 {
     int w = gdk_pixbuf_get_width(pb), h = gdk_pixbuf_get_height(pb);

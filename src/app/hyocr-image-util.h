@@ -9,6 +9,8 @@ G_BEGIN_DECLS
 hyocr_image *hyocr_image_from_texture(GdkTexture *texture, GError **error);
 /* An immutable memory texture; safe to call on any thread. */
 GdkTexture  *hyocr_texture_from_image(const hyocr_image *img);
+/* The same, shrunk so its long side is at most max_side (any thread). */
+GdkTexture  *hyocr_texture_thumbnail(const hyocr_image *img, int max_side);
 /* The engine's decoder (PNG, JPEG, EXIF orientation, max_side as `hyocr run`
  * does it); other formats through gdk-pixbuf. The engine's message wins when
  * both fail, as it names the problem with the file. Any thread. */

@@ -1,6 +1,7 @@
 /* hyocr-gtk — a job and its coalesced updates. */
 #include "hyocr-job-private.h"
 #include "hyocr-image-util.h"
+#include "error.h"
 #include <glib/gi18n.h>
 
 #define FLUSH_INTERVAL_US 16000   /* one flush per 60 Hz frame at most */
@@ -505,18 +506,25 @@ void hyocr_job_cancel(HyocrJob *self)
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PROGRESS]);
 }
 
-/* A page is previewed at a size for the screen: its file may be a 10 000-page PDF. */
-#define PAGE_PREVIEW_SIDE 1600
+/* The job's image (its page of a document) with its long side at most max_side;
+ * any thread. A pasted or dropped image is the job's own. */
+hyocr_image *hyocr_job_render(HyocrJob *self, int max_side, GError **error)
+{
+    if (self->document) {
+        hyocr_render_options ro = { .max_side = max_side };
+        return hyocr_document_render(self->document, self->page, &ro, error);
+    }
+    g_autofree char *path = self->file ? g_file_get_path(self->file) : NULL;
+    if (!path) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s is not a local file"), self->title);
+        return NULL;
+    }
+    return hyocr_app_load_image(path, max_side, error);
+}
 
 static void preview_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
 {
-    HyocrJob *self = HYOCR_JOB(source);
-    g_autofree char *path = g_file_get_path(G_FILE(data));
-    g_autoptr(GError) error = NULL;
-    hyocr_render_options ro = { .max_side = PAGE_PREVIEW_SIDE };
-    g_autoptr(hyocr_image) img = self->document ? hyocr_document_render(self->document, self->page, &ro, &error)
-                                 : path        ? hyocr_app_load_image(path, 0, &error)
-                                               : NULL;
+    g_autoptr(hyocr_image) img = hyocr_job_render(HYOCR_JOB(source), HYOCR_JOB_PREVIEW_SIDE, NULL);
     if (!img) {
         g_task_return_pointer(task, NULL, NULL);
         return;

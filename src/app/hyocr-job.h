@@ -41,6 +41,9 @@ GFile                  *hyocr_job_get_file(HyocrJob *self);          /* NULL for
 hyocr_document         *hyocr_job_get_document(HyocrJob *self);      /* page jobs only, else NULL */
 int                     hyocr_job_get_page(HyocrJob *self);          /* 0-based; 0 but for page jobs */
 const HyocrJobOptions  *hyocr_job_get_options(HyocrJob *self);
+/* A file job's preview is small (the file is read again to show it larger);
+ * a pasted or dropped image's is the image itself. */
+#define HYOCR_JOB_PREVIEW_SIDE 512
 GdkTexture             *hyocr_job_get_preview(HyocrJob *self);
 HyocrJobState           hyocr_job_get_state(HyocrJob *self);
 gboolean                hyocr_job_is_finished(HyocrJob *self);
@@ -54,6 +57,9 @@ GCancellable           *hyocr_job_get_cancellable(HyocrJob *self);
 
 /* Stops the job: at once when still queued, within one decode step when running. */
 void hyocr_job_cancel(HyocrJob *self);
+/* The file job's image (the page of a document) read again, its long side at most
+ * max_side; any thread. */
+hyocr_image *hyocr_job_render(HyocrJob *self, int max_side, GError **error);
 /* Loads a preview of a queued file job in a thread, if it has none yet. */
 void hyocr_job_ensure_preview(HyocrJob *self);
 

@@ -12,5 +12,7 @@ char           *hyocr_result_view_get_display_text(HyocrResultView *self);
 GtkListBox     *hyocr_result_view_get_lines_list(HyocrResultView *self);
 const char     *hyocr_result_view_get_visible_page(HyocrResultView *self);   /* "text", "lines", "message" */
 GtkTextView    *hyocr_result_view_get_text_view(HyocrResultView *self);
+/* The shown file job's image, read again at display size; NULL until read. */
+GdkTexture     *hyocr_result_view_get_display_texture(HyocrResultView *self);
 
 G_END_DECLS

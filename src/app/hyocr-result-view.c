@@ -1,5 +1,6 @@
 /* hyocr-gtk — result view. */
 #include "hyocr-result-view-private.h"
+#include "hyocr-image-util.h"
 #include "hyocr-json.h"
 #include "json.h"
 #include "hyocr-spotting.h"
@@ -7,6 +8,7 @@
 #include <json-glib/json-glib.h>
 
 #define STATUS_TICK_MS 200
+#define DISPLAY_SIDE   2048   /* the shown job's image, read again from its file: sharp at 2× on a wide window */
 
 struct _HyocrResultView {
     GtkWidget       parent_instance;
@@ -29,6 +31,8 @@ struct _HyocrResultView {
     GPtrArray      *lines;        /* spotting: parsed so far */
     guint           status_tick;
     GString        *pending;       /* streamed text waiting for the next after-paint */
+    GdkTexture     *display;       /* the shown file job's image at display size; only this job's */
+    GCancellable   *display_load;
     gulong          after_paint;
     GdkFrameClock  *after_paint_clock;
 };
@@ -276,7 +280,43 @@ static void on_highlight_changed(HyocrImageView *iv, GParamSpec *pspec, HyocrRes
 
 static void on_preview_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *self)
 {
-    hyocr_image_view_set_texture(self->image_view, hyocr_job_get_preview(job));
+    if (!self->display) hyocr_image_view_set_texture(self->image_view, hyocr_job_get_preview(job));
+}
+
+/* ---- the shown image: a job keeps a small preview; the shown one is read again ---- */
+
+static void display_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+    g_autoptr(hyocr_image) img = hyocr_job_render(HYOCR_JOB(data), DISPLAY_SIDE, NULL);
+    g_task_return_pointer(task, img ? hyocr_texture_from_image(img) : NULL, g_object_unref);
+}
+
+static void display_loaded(GObject *source, GAsyncResult *res, gpointer data)
+{
+    /* NULL too when the view moved on to another job (the load was cancelled) */
+    g_autoptr(GdkTexture) tex = g_task_propagate_pointer(G_TASK(res), NULL);
+    if (!tex) return;
+    HyocrResultView *self = HYOCR_RESULT_VIEW(source);
+    g_set_object(&self->display, tex);
+    hyocr_image_view_set_texture(self->image_view, tex);
+}
+
+static void load_display(HyocrResultView *self)
+{
+    g_cancellable_cancel(self->display_load);
+    g_clear_object(&self->display_load);
+    g_clear_object(&self->display);
+    GFile *file = self->job ? hyocr_job_get_file(self->job) : NULL;
+    if (!file) return;
+    self->display_load = g_cancellable_new();
+    g_autoptr(GTask) task = g_task_new(self, self->display_load, display_loaded, NULL);
+    g_task_set_task_data(task, g_object_ref(self->job), g_object_unref);
+    g_task_run_in_thread(task, display_thread);
+}
+
+GdkTexture *hyocr_result_view_get_display_texture(HyocrResultView *self)
+{
+    return self->display;
 }
 
 static void on_tokens_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *self)
@@ -364,6 +404,7 @@ void hyocr_result_view_set_job(HyocrResultView *self, HyocrJob *job)
     clear_lines(self);
     hyocr_image_view_set_lines(self->image_view, NULL);
     hyocr_image_view_set_texture(self->image_view, job ? hyocr_job_get_preview(job) : NULL);
+    load_display(self);
     if (job) {
         gtk_label_set_text(self->title_label, hyocr_job_get_title(job));
         /* Markdown, HTML and JSON read better with aligned columns. */
@@ -385,6 +426,9 @@ static void hyocr_result_view_dispose(GObject *object)
 {
     HyocrResultView *self = HYOCR_RESULT_VIEW(object);
     g_clear_handle_id(&self->status_tick, g_source_remove);
+    g_cancellable_cancel(self->display_load);
+    g_clear_object(&self->display_load);
+    g_clear_object(&self->display);
     if (self->pending) cancel_pending(self);
     if (self->job_signals) g_signal_group_set_target(self->job_signals, NULL);
     g_clear_object(&self->job_signals);

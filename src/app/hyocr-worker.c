@@ -281,8 +281,8 @@ static const hyocr_image *job_image(HyocrWorker *self, HyocrJob *job, hyocr_imag
     }
     *owned = hyocr_app_load_image(path, hyocr_job_get_options(job)->max_side, error);
     if (!*owned) return NULL;
-    g_autoptr(GdkTexture) tex = hyocr_texture_from_image(*owned);
-    hyocr_job_post_preview(job, tex);
+    g_autoptr(GdkTexture) tex = hyocr_texture_thumbnail(*owned, HYOCR_JOB_PREVIEW_SIDE);
+    if (tex) hyocr_job_post_preview(job, tex);
     return *owned;
 }
 

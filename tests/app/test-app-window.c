@@ -687,6 +687,54 @@ static void test_gauge(void)
     app_test_destroy_window(win);
 }
 
+/* ---- memory: a photo's pixels are not kept for every job ---- */
+
+static gboolean display_is(gpointer data)
+{
+    gpointer *d = data;
+    GdkTexture *t = hyocr_result_view_get_display_texture(d[0]);
+    return t && MAX(gdk_texture_get_width(t), gdk_texture_get_height(t)) == GPOINTER_TO_INT(d[1]);
+}
+
+/* Two 12-megapixel photos: once done, each job keeps a preview of 512 px at most
+ * (not 37 MB of pixels); the shown one is read again from its file at display
+ * size, and let go when another job is shown. */
+static void test_photo_memory(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(4);
+    g_settings_set_int(app_test_settings(), "max-image-side", 512);   /* the engine's input, not the point here */
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autofree char *tmp = g_dir_make_tmp("hyocr-photo-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(tmp, "photo.png", NULL);
+    g_autoptr(GBytes) px = g_bytes_new_take(g_malloc0((gsize)4000 * 3000 * 3), (gsize)4000 * 3000 * 3);
+    g_autoptr(GdkTexture) big = gdk_memory_texture_new(4000, 3000, GDK_MEMORY_R8G8B8, px, 4000 * 3);
+    g_assert_true(gdk_texture_save_to_png(big, path));
+    g_autoptr(GFile) file = g_file_new_for_path(path);
+    GFile *files[2] = { file, file };
+    g_assert_cmpuint(hyocr_window_add_files(win, files, 2), ==, 2);
+    for (guint i = 0; i < 2; i++) {
+        HyocrJob *job = app_test_job_at(win, i);
+        app_test_wait_job(job, JOB_TIMEOUT_MS);
+        g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_DONE);
+        GdkTexture *preview = hyocr_job_get_preview(job);
+        g_assert_nonnull(preview);
+        g_assert_cmpint(MAX(gdk_texture_get_width(preview), gdk_texture_get_height(preview)), <=, HYOCR_JOB_PREVIEW_SIDE);
+    }
+    HyocrResultView *view = hyocr_window_get_result_view(win);
+    gpointer want[2] = { view, GINT_TO_POINTER(2048) };
+    g_assert_true(app_test_wait(display_is, want, APP_TEST_WAIT_MS));   /* the first job is shown */
+    gpointer first = hyocr_result_view_get_display_texture(view);
+    g_object_add_weak_pointer(first, &first);
+    hyocr_window_select_job(win, app_test_job_at(win, 1));
+    g_assert_true(app_test_wait(display_is, want, APP_TEST_WAIT_MS));
+    g_assert_null(first);   /* nobody holds the first job's large image any more */
+    if (first) g_object_remove_weak_pointer(first, &first);
+    app_test_destroy_window(win);
+    g_remove(path);
+    g_rmdir(tmp);
+}
+
 /* ---- result views ---- */
 
 /* A job whose answer the test writes itself (claimed, so the worker skips it):
@@ -911,6 +959,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/corrupt-image", test_corrupt_image);
     g_test_add_func("/app/window/memory-refusal", test_memory_refusal);
     g_test_add_func("/app/window/gauge", test_gauge);
+    g_test_add_func("/app/window/photo-memory", test_photo_memory);
     g_test_add_func("/app/window/spotting-view", test_spotting_view);
     g_test_add_func("/app/window/fields-view", test_fields_view);
     g_test_add_func("/app/window/dialogs", test_dialogs);
