@@ -36,6 +36,14 @@ static void about_activated(GSimpleAction *action, GVariant *param, gpointer dat
                                                   "handwriting — with the HunyuanOCR model, on this computer."),
                                     /* Translators: replace with your names, one per line */
                                     "translator-credits", _("translator-credits"), NULL);
+    /* Troubleshooting: where the engine runs, and why not on the GPU when it could not. */
+    HyocrWorker *worker = hyocr_window_get_worker(win);
+    const char *note = hyocr_worker_get_gpu_note(worker);
+    g_autofree char *debug = g_strdup_printf("hyocr %s\n%s\n%s%s", HYOCR_VERSION,
+                                             hyocr_worker_is_cpu(worker) ? _("The engine runs on the CPU.")
+                                                                         : _("The engine runs on the GPU."),
+                                             note ? note : "", note ? "\n" : "");
+    adw_about_window_set_debug_info(ADW_ABOUT_WINDOW(about), debug);
     adw_about_window_add_legal_section(ADW_ABOUT_WINDOW(about), _("HunyuanOCR model"),
                                        "Powered by Tencent Hunyuan", GTK_LICENSE_CUSTOM,
                                        _("The model is not part of this app; it is downloaded separately "

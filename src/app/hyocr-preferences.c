@@ -1,5 +1,5 @@
 /* hyocr-gtk — preferences window. */
-#include "hyocr-preferences.h"
+#include "hyocr-preferences-private.h"
 #include "models.h"
 #include <glib/gi18n.h>
 
@@ -8,6 +8,7 @@ struct _HyocrPreferences {
     AdwActionRow   *model_row;
     GtkWidget      *reset_model_button;
     GtkWidget      *choose_model_button;
+    AdwPreferencesGroup *device_group;
     AdwComboRow    *device_row;
     GtkAdjustment  *memory_adjustment;
     GtkAdjustment  *tokens_adjustment;
@@ -35,6 +36,17 @@ static void update_model_row(HyocrPreferences *self)
         subtitle = g_strdup(folder);
     adw_action_row_set_subtitle(self->model_row, subtitle);
     gtk_widget_set_sensitive(self->reset_model_button, *folder != '\0');
+}
+
+/* Why the GPU is not used, in full, under the device choice (NULL: it is, or was not wanted). */
+static void update_device_note(HyocrPreferences *self)
+{
+    adw_preferences_group_set_description(self->device_group, hyocr_worker_get_gpu_note(hyocr_window_get_worker(self->window)));
+}
+
+const char *hyocr_preferences_get_device_note(HyocrPreferences *self)
+{
+    return adw_preferences_group_get_description(self->device_group);
 }
 
 static void choose_model_clicked(GtkButton *button, HyocrPreferences *self)
@@ -72,6 +84,9 @@ static void bind_settings(HyocrPreferences *self)
     g_settings_bind(s, "repetition-penalty", self->penalty_adjustment, "value", G_SETTINGS_BIND_DEFAULT);
     g_signal_connect_object(s, "changed::model-folder", G_CALLBACK(update_model_row), self, G_CONNECT_SWAPPED);
     update_model_row(self);
+    g_signal_connect_object(hyocr_window_get_worker(self->window), "notify::state", G_CALLBACK(update_device_note), self,
+                            G_CONNECT_SWAPPED);
+    update_device_note(self);
 }
 
 static void hyocr_preferences_dispose(GObject *object)
@@ -91,6 +106,7 @@ static void hyocr_preferences_class_init(HyocrPreferencesClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, model_row);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, reset_model_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, choose_model_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, device_group);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, device_row);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, memory_adjustment);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, tokens_adjustment);

@@ -63,7 +63,6 @@ HyocrJob *hyocr_window_get_selected_job(HyocrWindow *self);
 /* Queues a job made elsewhere (options the settings cannot express, answers the test writes). */
 void             hyocr_window_add_job(HyocrWindow *self, HyocrJob *job);
 GListModel      *hyocr_window_get_jobs(HyocrWindow *self);
-HyocrWorker     *hyocr_window_get_worker(HyocrWindow *self);
 HyocrResultView *hyocr_window_get_result_view(HyocrWindow *self);
 HyocrVramGauge  *hyocr_window_get_gauge(HyocrWindow *self);
 GtkDropTarget   *hyocr_window_get_drop_target(HyocrWindow *self);

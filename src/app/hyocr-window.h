@@ -28,6 +28,7 @@ void         hyocr_window_reload_engine(HyocrWindow *self);
 void         hyocr_window_choose_model_folder(HyocrWindow *self, GtkWindow *parent);
 
 GSettings   *hyocr_window_get_settings(HyocrWindow *self);
+HyocrWorker *hyocr_window_get_worker(HyocrWindow *self);
 void         hyocr_window_select_job(HyocrWindow *self, HyocrJob *job);
 /* The job with this id (hyocr_job_get_id) and its place in the queue, or NULL. */
 HyocrJob    *hyocr_window_find_job(HyocrWindow *self, guint id, guint *position);

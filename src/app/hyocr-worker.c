@@ -42,12 +42,14 @@ struct _HyocrWorker {
 
     GQueue           waiting;           /* thread only: jobs that arrived with no engine */
     GString         *load_notice;       /* thread only: engine warnings during a load */
+    char            *gpu_why;           /* thread only: why the last load runs on the CPU though the GPU was wanted */
 
     /* main context */
     HyocrWorkerState state;
     GError          *error;
     char            *model_dir;
     gboolean         is_cpu;
+    char            *gpu_note;
 };
 
 G_DEFINE_FINAL_TYPE(HyocrWorker, hyocr_worker, G_TYPE_OBJECT)
@@ -76,7 +78,7 @@ typedef struct {
     GWeakRef         worker;
     HyocrWorkerState state;
     GError          *error;
-    char            *model_dir, *notice;
+    char            *model_dir, *notice, *gpu_note;
     gboolean         cpu;
 } StatePost;
 
@@ -87,6 +89,7 @@ static void state_post_free(gpointer data)
     g_clear_error(&p->error);
     g_free(p->model_dir);
     g_free(p->notice);
+    g_free(p->gpu_note);
     g_free(p);
 }
 
@@ -100,6 +103,8 @@ static gboolean apply_state(gpointer data)
     g_free(self->model_dir);
     self->model_dir = g_steal_pointer(&p->model_dir);
     self->is_cpu = p->cpu;
+    g_free(self->gpu_note);
+    self->gpu_note = g_steal_pointer(&p->gpu_note);
     self->state = p->state;
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATE]);
     if (p->notice) g_signal_emit(self, signals[SIGNAL_NOTICE], 0, p->notice);
@@ -116,6 +121,7 @@ static void post_state(HyocrWorker *self, HyocrWorkerState state, const char *mo
     if (state == HYOCR_WORKER_READY) {
         p->cpu = self->engine_cpu;
         if (self->load_notice->len) p->notice = g_strdup(self->load_notice->str);
+        p->gpu_note = g_strdup(self->gpu_why);
     }
     g_main_context_invoke_full(self->main_context, G_PRIORITY_DEFAULT, apply_state, p, state_post_free);
 }
@@ -152,12 +158,11 @@ static char *gpu_explanation(void)
     return g_strdup_printf("%s — %s", r->title, r->detail);
 }
 
+/* Not a toast at every load: Preferences and About say it (hyocr_worker_get_gpu_note). */
 static void explain_cpu_fallback(HyocrWorker *self)
 {
-    g_autofree char *why = gpu_explanation();
-    if (!why) return;
-    if (self->load_notice->len) g_string_append_c(self->load_notice, '\n');
-    g_string_append(self->load_notice, why);
+    g_free(self->gpu_why);
+    self->gpu_why = gpu_explanation();
 }
 
 static void retire_engine(HyocrWorker *self)
@@ -187,6 +192,7 @@ static void thread_load(HyocrWorker *self, Msg *m)
     /* Two copies of the weights may not fit on the card: the old one goes first. */
     retire_engine(self);
     g_string_truncate(self->load_notice, 0);
+    g_clear_pointer(&self->gpu_why, g_free);
     hyocr_engine_params ep;
     hyocr_engine_params_init(&ep);
     ep.model_dir = m->settings.model_dir;
@@ -546,6 +552,7 @@ HyocrWorkerState hyocr_worker_get_state(HyocrWorker *self) { return self->state;
 const GError *hyocr_worker_get_error(HyocrWorker *self) { return self->error; }
 const char *hyocr_worker_get_model_dir(HyocrWorker *self) { return self->model_dir; }
 gboolean hyocr_worker_is_cpu(HyocrWorker *self) { return self->is_cpu; }
+const char *hyocr_worker_get_gpu_note(HyocrWorker *self) { return self->gpu_note; }
 
 gboolean hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out)
 {
@@ -579,6 +586,8 @@ static void hyocr_worker_finalize(GObject *object)
     g_main_context_unref(self->main_context);
     g_mutex_clear(&self->lock);
     g_string_free(self->load_notice, TRUE);
+    g_free(self->gpu_why);
+    g_free(self->gpu_note);
     g_ptr_array_free(self->current, TRUE);
     g_clear_error(&self->error);
     g_free(self->model_dir);

@@ -43,6 +43,9 @@ HyocrWorkerState hyocr_worker_get_state(HyocrWorker *self);
 const GError    *hyocr_worker_get_error(HyocrWorker *self);
 const char      *hyocr_worker_get_model_dir(HyocrWorker *self);   /* of the last load */
 gboolean         hyocr_worker_is_cpu(HyocrWorker *self);
+/* Why the engine runs on the CPU though the GPU was wanted ("No NVIDIA driver —
+ * …", in full), or NULL: for Preferences and About, not a toast at every load. */
+const char      *hyocr_worker_get_gpu_note(HyocrWorker *self);
 /* Live figures from any thread; FALSE when no engine is loaded. */
 gboolean         hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out);
 /* The memory limit of the loaded engine, bytes (0 = none). */

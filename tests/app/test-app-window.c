@@ -3,6 +3,8 @@
  * images, memory refusal, the gauge, the spotting and JSON views, dialogs and
  * the command line. */
 #include "app-test.h"
+#include "gpu-check.h"
+#include "hyocr-preferences-private.h"
 #include <glib/gstdio.h>
 
 /* A failure bound: a job here takes seconds, many times that under ASan on a busy machine. */
@@ -899,6 +901,52 @@ static void test_dialogs(void)
     app_test_destroy_window(win);
 }
 
+/* ---- why not the GPU: said once, in full, where it belongs ---- */
+
+/* Without a usable GPU (this build, or no NVIDIA driver), loads say nothing in a
+ * toast; Preferences (under the device choice) and About (Troubleshooting) give
+ * the whole explanation. */
+static void test_gpu_note(void)
+{
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    HyocrWorker *worker = hyocr_window_get_worker(win);
+    g_autoptr(hyocr_gpu_report) r = hyocr_gpu_check(NULL);
+    const char *note = hyocr_worker_get_gpu_note(worker);
+    if (r->status == HYOCR_GPU_OK) {
+        g_assert_null(note);
+    } else {
+        g_autofree char *want = g_strdup_printf("%s — %s", r->title, r->detail);
+        g_assert_cmpstr(note, ==, want);
+    }
+    g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, 0);
+    /* A Preferences change reloads the engine: still no toast. */
+    g_settings_set_string(app_test_settings(), "device", "cpu");
+    wait_worker(win, HYOCR_WORKER_LOADING);
+    wait_worker(win, HYOCR_WORKER_READY);
+    g_assert_null(hyocr_worker_get_gpu_note(worker));   /* the CPU was asked for */
+    g_settings_set_string(app_test_settings(), "device", "auto");
+    wait_worker(win, HYOCR_WORKER_LOADING);
+    wait_worker(win, HYOCR_WORKER_READY);
+    g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, 0);
+    note = hyocr_worker_get_gpu_note(worker);
+
+    HyocrPreferences *prefs = hyocr_preferences_new(win);
+    gtk_window_present(GTK_WINDOW(prefs));
+    g_assert_cmpstr(hyocr_preferences_get_device_note(prefs), ==, note);
+    gtk_window_destroy(GTK_WINDOW(prefs));
+    g_action_group_activate_action(G_ACTION_GROUP(app_test_app()), "about", NULL);
+    GtkWindow *about = wait_toplevel(ADW_TYPE_ABOUT_WINDOW);
+    g_assert_nonnull(about);
+    if (about) {
+        const char *debug = adw_about_window_get_debug_info(ADW_ABOUT_WINDOW(about));
+        g_assert_nonnull(strstr(debug, "The engine runs on the CPU."));
+        if (note) g_assert_nonnull(strstr(debug, note));
+        gtk_window_destroy(about);
+    }
+    app_test_destroy_window(win);
+}
+
 /* ---- command line (last: it runs the application's main loop) ---- */
 
 static gboolean cmdline_checked;
@@ -963,6 +1011,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/spotting-view", test_spotting_view);
     g_test_add_func("/app/window/fields-view", test_fields_view);
     g_test_add_func("/app/window/dialogs", test_dialogs);
+    g_test_add_func("/app/window/gpu-note", test_gpu_note);
     g_test_add_func("/app/window/zz-command-line", test_command_line);
     return g_test_run();
 }
