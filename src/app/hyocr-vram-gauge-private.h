@@ -9,5 +9,6 @@ guint                 hyocr_vram_gauge_get_n_updates(HyocrVramGauge *self);
 const hyocr_mem_info *hyocr_vram_gauge_get_figures(HyocrVramGauge *self);
 const char           *hyocr_vram_gauge_get_summary(HyocrVramGauge *self);   /* the short label */
 const char           *hyocr_vram_gauge_get_device_text(HyocrVramGauge *self);
+int64_t               hyocr_vram_gauge_get_app_bytes(HyocrVramGauge *self);   /* "This app" */
 
 G_END_DECLS

@@ -7,9 +7,10 @@ struct _HyocrVramGauge {
     GtkWidget     *button;
     GtkLabel      *short_label;
     GtkLevelBar   *level_bar;
-    GtkLabel      *device_label, *used_value, *app_value, *weights_value, *kv_value, *workspace_value,
-                  *peak_value, *limit_label;
+    GtkLabel      *device_label, *used_value, *app_value, *engine_label, *weights_value, *kv_value,
+                  *workspace_value, *peak_value, *limit_label;
     hyocr_mem_info figures;
+    int64_t        app;
     guint          n_updates;
 };
 
@@ -34,18 +35,19 @@ static void set_pair(GtkLabel *label, int64_t a, int64_t b)
     gtk_label_set_text(label, s);
 }
 
-static int64_t app_bytes(const hyocr_mem_info *m)
+static int64_t engine_bytes(const hyocr_mem_info *m)
 {
     return m->weights + m->kv_reserved + m->workspace;
 }
 
+/* The header shows what this app holds, the bar its share of the RAM or the card. */
 static void set_short(HyocrVramGauge *self, const hyocr_mem_info *m, gboolean cpu)
 {
-    g_autofree char *used = fmt(m->total - m->free), *total = fmt(m->total);
-    /* Translators: the short gauge label, "GPU 3.1 / 24.0 GiB" or "RAM 3.1 / 16.0 GiB" */
-    g_autofree char *s = g_strdup_printf(cpu ? _("RAM %s / %s") : _("GPU %s / %s"), used, total);
+    g_autofree char *app = fmt(self->app);
+    /* Translators: the short gauge label: what this app holds, "RAM 430.2 MiB" or "GPU 2.1 GiB" */
+    g_autofree char *s = g_strdup_printf(cpu ? _("RAM %s") : _("GPU %s"), app);
     gtk_label_set_text(self->short_label, s);
-    gtk_level_bar_set_value(self->level_bar, m->total > 0 ? CLAMP((double)(m->total - m->free) / m->total, 0, 1) : 0);
+    gtk_level_bar_set_value(self->level_bar, m->total > 0 ? CLAMP((double)self->app / m->total, 0, 1) : 0);
 }
 
 static void set_limit_text(HyocrVramGauge *self, gboolean cpu, int64_t limit)
@@ -61,23 +63,31 @@ static void set_limit_text(HyocrVramGauge *self, gboolean cpu, int64_t limit)
     }
 }
 
-void hyocr_vram_gauge_set_figures(HyocrVramGauge *self, const hyocr_mem_info *m, gboolean cpu, int64_t limit)
+void hyocr_vram_gauge_set_figures(HyocrVramGauge *self, const hyocr_mem_info *m, gboolean cpu, int64_t limit,
+                                  int64_t resident)
 {
     g_return_if_fail(HYOCR_IS_VRAM_GAUGE(self));
     self->figures = *m;
+    self->app = cpu ? resident : engine_bytes(m);
     self->n_updates++;
     gtk_widget_set_sensitive(self->button, TRUE);
     set_short(self, m, cpu);
-    gtk_label_set_text(self->device_label, cpu ? _("CPU — system memory") : _("GPU memory"));
+    gtk_label_set_text(self->device_label, cpu ? _("RAM (running on the CPU)") : _("GPU memory"));
     set_pair(self->used_value, m->total - m->free, m->total);
-    set_bytes(self->app_value, app_bytes(m));
+    set_bytes(self->app_value, self->app);
+    g_autofree char *engine = fmt(engine_bytes(m));
+    g_autofree char *what = cpu ? g_strdup_printf(_("All this process holds; the engine's share is %s:"), engine)
+                                : g_strdup(_("What the engine holds on the card:"));
+    gtk_label_set_text(self->engine_label, what);
     set_bytes(self->weights_value, m->weights);
     set_pair(self->kv_value, m->kv_used, m->kv_reserved);
     set_bytes(self->workspace_value, m->workspace);
     set_bytes(self->peak_value, m->peak);
     set_limit_text(self, cpu, limit);
-    g_autofree char *app = fmt(app_bytes(m));
-    g_autofree char *tip = g_strdup_printf(_("Memory in use; %s of it by this app"), app);
+    g_autofree char *app = fmt(self->app), *used = fmt(m->total - m->free), *total = fmt(m->total);
+    g_autofree char *tip = g_strdup_printf(cpu ? _("This app holds %s of RAM; all programs %s of %s")
+                                               : _("This app holds %s on the GPU; all programs %s of %s"),
+                                           app, used, total);
     gtk_widget_set_tooltip_text(self->button, tip);
 }
 
@@ -85,6 +95,7 @@ void hyocr_vram_gauge_set_unavailable(HyocrVramGauge *self, const char *reason)
 {
     g_return_if_fail(HYOCR_IS_VRAM_GAUGE(self));
     self->figures = (hyocr_mem_info){ 0 };
+    self->app = 0;
     gtk_label_set_text(self->short_label, _("No model"));
     gtk_level_bar_set_value(self->level_bar, 0);
     gtk_widget_set_tooltip_text(self->button, reason);
@@ -93,6 +104,7 @@ void hyocr_vram_gauge_set_unavailable(HyocrVramGauge *self, const char *reason)
 
 guint hyocr_vram_gauge_get_n_updates(HyocrVramGauge *self) { return self->n_updates; }
 const hyocr_mem_info *hyocr_vram_gauge_get_figures(HyocrVramGauge *self) { return &self->figures; }
+int64_t hyocr_vram_gauge_get_app_bytes(HyocrVramGauge *self) { return self->app; }
 const char *hyocr_vram_gauge_get_summary(HyocrVramGauge *self) { return gtk_label_get_text(self->short_label); }
 const char *hyocr_vram_gauge_get_device_text(HyocrVramGauge *self) { return gtk_label_get_text(self->device_label); }
 
@@ -117,6 +129,7 @@ static void hyocr_vram_gauge_class_init(HyocrVramGaugeClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrVramGauge, device_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrVramGauge, used_value);
     gtk_widget_class_bind_template_child(widget_class, HyocrVramGauge, app_value);
+    gtk_widget_class_bind_template_child(widget_class, HyocrVramGauge, engine_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrVramGauge, weights_value);
     gtk_widget_class_bind_template_child(widget_class, HyocrVramGauge, kv_value);
     gtk_widget_class_bind_template_child(widget_class, HyocrVramGauge, workspace_value);

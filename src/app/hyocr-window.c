@@ -6,6 +6,8 @@
 #include "error.h"
 #include "models.h"
 #include <glib/gi18n.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #define GAUGE_INTERVAL_MS   250   /* the gauge is promised at least twice a second */
 #define RELOAD_DELAY_MS     400   /* settle spin buttons before reloading the engine */
@@ -120,13 +122,23 @@ static void on_worker_notice(HyocrWorker *worker, const char *notice, HyocrWindo
 
 /* ---- gauge ---- */
 
+/* The process's resident memory (/proc/self/statm), bytes; 0 when unknown. */
+static int64_t resident_bytes(void)
+{
+    g_autofree char *statm = NULL;
+    if (!g_file_get_contents("/proc/self/statm", &statm, NULL, NULL)) return 0;
+    long long size = 0, resident = 0;
+    if (sscanf(statm, "%lld %lld", &size, &resident) != 2) return 0;
+    return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
 static gboolean gauge_tick(gpointer data)
 {
     HyocrWindow *self = data;
     hyocr_mem_info mem;
     if (hyocr_worker_get_mem_info(self->worker, &mem))
         hyocr_vram_gauge_set_figures(self->gauge, &mem, hyocr_worker_is_cpu(self->worker),
-                                     hyocr_worker_get_memory_limit(self->worker));
+                                     hyocr_worker_get_memory_limit(self->worker), resident_bytes());
     else
         hyocr_vram_gauge_set_unavailable(self->gauge, hyocr_worker_get_state(self->worker) == HYOCR_WORKER_LOADING
                                                           ? _("Loading the model…") : _("No model is loaded"));

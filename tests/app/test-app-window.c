@@ -645,6 +645,16 @@ static gboolean tokens_reached(gpointer data)
     return hyocr_job_get_live_tokens(w->job) >= w->tokens || hyocr_job_is_finished(w->job);
 }
 
+/* This process's resident memory, as the kernel counts it. */
+static int64_t test_resident(void)
+{
+    g_autofree char *statm = NULL;
+    g_assert_true(g_file_get_contents("/proc/self/statm", &statm, NULL, NULL));
+    long long size = 0, resident = 0;
+    g_assert_cmpint(sscanf(statm, "%lld %lld", &size, &resident), ==, 2);
+    return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
 static gboolean gauge_shows_no_cache(gpointer gauge)
 {
     return hyocr_vram_gauge_get_figures(gauge)->kv_used == 0;
@@ -664,6 +674,17 @@ static void test_gauge(void)
     g_assert_cmpint(m->kv_used, ==, 0);
     g_assert_nonnull(strstr(hyocr_vram_gauge_get_device_text(gauge), "CPU"));
     g_assert_true(g_str_has_prefix(hyocr_vram_gauge_get_summary(gauge), "RAM"));
+    /* On the CPU "This app" is the whole process (resident), not the engine's buffers alone. */
+    int64_t before = test_resident();
+    next_gauge_update(gauge, NULL);
+    int64_t app = hyocr_vram_gauge_get_app_bytes(gauge), after = test_resident();
+    g_test_message("this app: %" G_GINT64_FORMAT " bytes (resident %" G_GINT64_FORMAT "…%" G_GINT64_FORMAT
+                   "), the engine's buffers %" G_GINT64_FORMAT, app, before, after, m->weights + m->workspace);
+    g_assert_cmpint(app, >=, MIN(before, after) * 9 / 10);
+    g_assert_cmpint(app, <=, MAX(before, after) * 11 / 10);
+    g_assert_cmpint(app, >, m->weights + m->kv_reserved + m->workspace);
+    g_autofree char *app_text = g_format_size_full((guint64)app, G_FORMAT_SIZE_IEC_UNITS);
+    g_assert_nonnull(strstr(hyocr_vram_gauge_get_summary(gauge), app_text));
 
     /* While a long answer is written, the cache in use grows and is shown: three
      * readings, each 200 tokens (a dozen 16-token blocks) after the one before. */
