@@ -12,6 +12,8 @@ char           *hyocr_result_view_get_display_text(HyocrResultView *self);
 GtkListBox     *hyocr_result_view_get_lines_list(HyocrResultView *self);
 const char     *hyocr_result_view_get_visible_page(HyocrResultView *self);   /* "text", "lines", "message" */
 GtkTextView    *hyocr_result_view_get_text_view(HyocrResultView *self);
+/* "cancel", "copy", "save", "back" or "image" (the header's buttons). */
+GtkWidget      *hyocr_result_view_get_button(HyocrResultView *self, const char *which);
 /* The shown file job's image, read again at display size; NULL until read. */
 GdkTexture     *hyocr_result_view_get_display_texture(HyocrResultView *self);
 

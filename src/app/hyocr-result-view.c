@@ -18,6 +18,9 @@ struct _HyocrResultView {
     GtkWidget      *cancel_button;
     GtkWidget      *copy_button;
     GtkWidget      *save_button;
+    GtkWidget      *back_button;
+    GtkToggleButton *image_button;
+    AdwFlap        *flap;
     GtkProgressBar *progress_bar;
     HyocrImageView *image_view;
     GtkStack       *content_stack;
@@ -32,6 +35,8 @@ struct _HyocrResultView {
     guint           status_tick;
     GString        *pending;       /* streamed text waiting for the next after-paint */
     GdkTexture     *display;       /* the shown file job's image at display size; only this job's */
+    gboolean        show_back;
+    guint           fold_sync;
     GCancellable   *display_load;
     gulong          after_paint;
     GdkFrameClock  *after_paint_clock;
@@ -314,6 +319,39 @@ static void load_display(HyocrResultView *self)
     g_task_run_in_thread(task, display_thread);
 }
 
+GtkWidget *hyocr_result_view_get_button(HyocrResultView *self, const char *which)
+{
+    if (g_str_equal(which, "cancel")) return self->cancel_button;
+    if (g_str_equal(which, "copy")) return self->copy_button;
+    if (g_str_equal(which, "save")) return self->save_button;
+    if (g_str_equal(which, "back")) return self->back_button;
+    if (g_str_equal(which, "image")) return GTK_WIDGET(self->image_button);
+    return NULL;
+}
+
+/* Folding is decided while the window is laid out; a button shown or hidden then
+ * would miss that layout ("snapshot … without a current allocation"): the
+ * header follows in the next frame. */
+static gboolean fold_sync(gpointer data)
+{
+    HyocrResultView *self = data;
+    self->fold_sync = 0;
+    gtk_widget_set_visible(GTK_WIDGET(self->image_button), adw_flap_get_folded(self->flap));
+    gtk_widget_set_visible(self->back_button, self->show_back);
+    return G_SOURCE_REMOVE;
+}
+
+static void queue_fold_sync(HyocrResultView *self)
+{
+    if (!self->fold_sync) self->fold_sync = g_idle_add_full(G_PRIORITY_HIGH_IDLE, fold_sync, self, NULL);
+}
+
+void hyocr_result_view_set_show_back(HyocrResultView *self, gboolean show)
+{
+    self->show_back = show;
+    queue_fold_sync(self);
+}
+
 GdkTexture *hyocr_result_view_get_display_texture(HyocrResultView *self)
 {
     return self->display;
@@ -426,6 +464,7 @@ static void hyocr_result_view_dispose(GObject *object)
 {
     HyocrResultView *self = HYOCR_RESULT_VIEW(object);
     g_clear_handle_id(&self->status_tick, g_source_remove);
+    g_clear_handle_id(&self->fold_sync, g_source_remove);
     g_cancellable_cancel(self->display_load);
     g_clear_object(&self->display_load);
     g_clear_object(&self->display);
@@ -478,6 +517,9 @@ static void hyocr_result_view_class_init(HyocrResultViewClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, cancel_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, copy_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, save_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, back_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, image_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, flap);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, progress_bar);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, image_view);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, content_stack);
@@ -503,4 +545,9 @@ static void hyocr_result_view_init(HyocrResultView *self)
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.cancel", FALSE);
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.copy", FALSE);
     g_signal_connect(self->image_view, "notify::highlight", G_CALLBACK(on_highlight_changed), self);
+    /* Narrow: the image folds away; its button slides it over the text. */
+    g_signal_connect_swapped(self->flap, "notify::folded", G_CALLBACK(queue_fold_sync), self);
+    g_object_bind_property(self->flap, "reveal-flap", self->image_button, "active",
+                           G_BINDING_SYNC_CREATE | G_BINDING_BIDIRECTIONAL);
+    gtk_widget_set_visible(GTK_WIDGET(self->image_button), FALSE);
 }

@@ -12,6 +12,8 @@ G_DECLARE_FINAL_TYPE(HyocrResultView, hyocr_result_view, HYOCR, RESULT_VIEW, Gtk
 
 void            hyocr_result_view_set_job(HyocrResultView *self, HyocrJob *job);
 HyocrJob       *hyocr_result_view_get_job(HyocrResultView *self);
+/* A back button to the job list (win.show-jobs), for a window too narrow for both. */
+void            hyocr_result_view_set_show_back(HyocrResultView *self, gboolean show);
 /* The result for a file of this extension ("txt", "md", "json"). */
 char           *hyocr_result_view_export(HyocrResultView *self, const char *extension);
 

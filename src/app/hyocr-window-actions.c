@@ -173,6 +173,11 @@ void hyocr_window_choose_model_folder(HyocrWindow *self, GtkWindow *parent)
     gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));
 }
 
+static void show_jobs_action(GtkWidget *widget, const char *name, GVariant *param)
+{
+    hyocr_window_show_jobs(HYOCR_WINDOW(widget));
+}
+
 static void choose_model_folder_action(GtkWidget *widget, const char *name, GVariant *param)
 {
     hyocr_window_choose_model_folder(HYOCR_WINDOW(widget), GTK_WINDOW(widget));
@@ -230,6 +235,7 @@ void hyocr_window_install_actions(HyocrWindowClass *klass)
     gtk_widget_class_install_action(wc, "win.next-job", NULL, next_job_action);
     gtk_widget_class_install_action(wc, "win.previous-job", NULL, previous_job_action);
     gtk_widget_class_install_action(wc, "win.choose-model-folder", NULL, choose_model_folder_action);
+    gtk_widget_class_install_action(wc, "win.show-jobs", NULL, show_jobs_action);
     gtk_widget_class_install_action(wc, "win.toast", "s", toast_action);
     gtk_widget_class_install_action(wc, "win.preset", "s", preset_action);
     add_bindings(wc);

@@ -19,6 +19,8 @@ struct _HyocrWindow {
     GtkStack        *main_stack;
     GtkWidget       *loading_box;
     GtkWidget       *model_status;
+    AdwLeaflet      *jobs_leaflet;
+    GtkWidget       *sidebar;
     GtkListBox      *job_list;
     HyocrResultView *result_view;
     GtkWidget       *drop_hint;
@@ -58,6 +60,7 @@ void hyocr_window_sync_download(HyocrWindow *self);
 
 /* hyocr-window.c */
 HyocrJob *hyocr_window_get_selected_job(HyocrWindow *self);
+void      hyocr_window_show_jobs(HyocrWindow *self);   /* the list, on a narrow window */
 
 /* For the tests and the screenshot tool. */
 /* Queues a job made elsewhere (options the settings cannot express, answers the test writes). */

@@ -169,12 +169,29 @@ void hyocr_window_select_job(HyocrWindow *self, HyocrJob *job)
     guint pos;
     if (!hyocr_window_find_job(self, hyocr_job_get_id(job), &pos)) return;
     gtk_list_box_select_row(self->job_list, gtk_list_box_get_row_at_index(self->job_list, (int)pos));
+    adw_leaflet_set_visible_child(self->jobs_leaflet, GTK_WIDGET(self->result_view));   /* narrow: the result */
 }
 
 static void on_row_selected(GtkListBox *list, GtkListBoxRow *row, HyocrWindow *self)
 {
     hyocr_result_view_set_job(self->result_view, row ? hyocr_job_row_get_job(HYOCR_JOB_ROW(row)) : NULL);
     hyocr_window_update_actions(self);
+}
+
+/* Narrow: a job clicked (or activated) opens its result in place of the list. */
+static void on_row_activated(GtkListBox *list, GtkListBoxRow *row, HyocrWindow *self)
+{
+    adw_leaflet_set_visible_child(self->jobs_leaflet, GTK_WIDGET(self->result_view));
+}
+
+static void on_folded(AdwLeaflet *leaflet, GParamSpec *pspec, HyocrWindow *self)
+{
+    hyocr_result_view_set_show_back(self->result_view, adw_leaflet_get_folded(leaflet));
+}
+
+void hyocr_window_show_jobs(HyocrWindow *self)
+{
+    adw_leaflet_set_visible_child(self->jobs_leaflet, self->sidebar);
 }
 
 static GtkWidget *create_row(gpointer item, gpointer data)
@@ -507,6 +524,8 @@ static void hyocr_window_class_init(HyocrWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, main_stack);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, loading_box);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, model_status);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, jobs_leaflet);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, sidebar);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, job_list);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, result_view);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, drop_hint);
@@ -524,6 +543,8 @@ static void hyocr_window_init(HyocrWindow *self)
     gtk_list_box_bind_model(self->job_list, G_LIST_MODEL(self->jobs), create_row, self, NULL);
     gtk_list_box_set_header_func(self->job_list, set_header, self, NULL);
     g_signal_connect(self->job_list, "row-selected", G_CALLBACK(on_row_selected), self);
+    g_signal_connect(self->job_list, "row-activated", G_CALLBACK(on_row_activated), self);
+    g_signal_connect(self->jobs_leaflet, "notify::folded", G_CALLBACK(on_folded), self);
     g_signal_connect(self->jobs, "items-changed", G_CALLBACK(on_jobs_changed), self);
     g_signal_connect(self->worker, "notify::state", G_CALLBACK(on_worker_state), self);
     g_signal_connect(self->worker, "notice", G_CALLBACK(on_worker_notice), self);

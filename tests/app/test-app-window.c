@@ -922,6 +922,81 @@ static void test_dialogs(void)
     app_test_destroy_window(win);
 }
 
+/* ---- small windows ---- */
+
+/* Inside the window, left to right: nothing cut off at its edge. */
+static gboolean inside(GtkWidget *w, GtkWidget *win)
+{
+    graphene_rect_t b;
+    if (!gtk_widget_get_mapped(w) || !gtk_widget_compute_bounds(w, win, &b)) return FALSE;
+    return b.origin.x >= 0 && b.origin.x + b.size.width <= gtk_widget_get_width(win) + 0.5 && b.size.width > 0;
+}
+
+static void check_header_inside(GtkWidget *w, GtkWidget *win, GString *bad)
+{
+    for (GtkWidget *c = gtk_widget_get_first_child(w); c; c = gtk_widget_get_next_sibling(c)) {
+        if (!gtk_widget_get_mapped(c)) continue;
+        if (GTK_IS_BUTTON(c) || GTK_IS_MENU_BUTTON(c) || HYOCR_IS_VRAM_GAUGE(c)) {
+            if (!inside(c, win)) g_string_append_printf(bad, " %s", G_OBJECT_TYPE_NAME(c));
+        } else {
+            check_header_inside(c, win, bad);
+        }
+    }
+}
+
+static gboolean leaflet_shows(gpointer data)
+{
+    gpointer *d = data;
+    return gtk_widget_get_mapped(d[0]) && inside(d[0], d[1]);
+}
+
+/* At 360 px (GNOME's smallest phone width) everything a running job needs is on
+ * screen: the job list and the result take turns, the image folds behind a
+ * button, and Cancel, Copy and Save stay inside the window. */
+static void test_narrow(void)
+{
+    app_test_reset_settings();
+    g_settings_set_int(app_test_settings(), "window-width", 360);
+    g_settings_set_int(app_test_settings(), "window-height", 640);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    GtkWidget *w = GTK_WIDGET(win);
+    int min = 0;
+    gtk_widget_measure(w, GTK_ORIENTATION_HORIZONTAL, -1, &min, NULL, NULL, NULL);
+    g_test_message("minimum width %d px", min);
+    g_assert_cmpint(min, <=, 360);
+    g_autoptr(HyocrJob) job = long_job(win, "big_420x300.png", 30000);
+    g_assert_true(app_test_wait(writing_many, job, JOB_TIMEOUT_MS));
+    app_test_wait_drawn(w);
+    /* A running job's result needs no more room than the empty window did. */
+    gtk_widget_measure(w, GTK_ORIENTATION_HORIZONTAL, -1, &min, NULL, NULL, NULL);
+    g_test_message("minimum width with a job running %d px; the window is %d px", min, gtk_widget_get_width(w));
+    g_assert_cmpint(min, <=, 360);
+    if (g_getenv("HYOCR_NARROW_SHOT")) {
+        g_autoptr(GdkTexture) t = app_test_render(w);
+        gdk_texture_save_to_png(t, g_getenv("HYOCR_NARROW_SHOT"));
+    }
+    HyocrResultView *view = hyocr_window_get_result_view(win);
+    static const char *const buttons[] = { "back", "image", "cancel", "copy", "save" };
+    for (gsize i = 0; i < G_N_ELEMENTS(buttons); i++) {
+        GtkWidget *b = hyocr_result_view_get_button(view, buttons[i]);
+        if (!inside(b, w)) g_test_fail_printf("the %s button is not inside the 360 px window", buttons[i]);
+    }
+    g_autoptr(GString) bad = g_string_new(NULL);
+    check_header_inside(w, w, bad);
+    if (bad->len) g_test_fail_printf("cut off in the header:%s", bad->str);
+    /* Back shows the job list, in full; the job opens its result again. */
+    gtk_widget_activate(hyocr_result_view_get_button(view, "back"));
+    GtkWidget *list = GTK_WIDGET(gtk_list_box_get_row_at_index(GTK_LIST_BOX(win->job_list), 0));
+    gpointer d[2] = { list, w };
+    g_assert_true(app_test_wait(leaflet_shows, d, APP_TEST_WAIT_MS));
+    g_signal_emit_by_name(win->job_list, "row-activated", list);
+    gpointer r[2] = { hyocr_result_view_get_button(view, "cancel"), w };
+    g_assert_true(app_test_wait(leaflet_shows, r, APP_TEST_WAIT_MS));
+    hyocr_job_cancel(job);
+    app_test_wait_job(job, JOB_TIMEOUT_MS);
+    app_test_destroy_window(win);
+}
+
 /* ---- why not the GPU: said once, in full, where it belongs ---- */
 
 /* Without a usable GPU (this build, or no NVIDIA driver), loads say nothing in a
@@ -1033,6 +1108,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/fields-view", test_fields_view);
     g_test_add_func("/app/window/dialogs", test_dialogs);
     g_test_add_func("/app/window/gpu-note", test_gpu_note);
+    g_test_add_func("/app/window/narrow", test_narrow);
     g_test_add_func("/app/window/zz-command-line", test_command_line);
     return g_test_run();
 }
