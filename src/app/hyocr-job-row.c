@@ -1,11 +1,14 @@
 /* hyocr-gtk — job row. */
-#include "hyocr-job-row.h"
+#include "hyocr-job-row-private.h"
 #include <glib/gi18n.h>
+#include <glib/gstdio.h>
+#include <string.h>
 
 struct _HyocrJobRow {
     GtkListBoxRow   parent_instance;
     GtkPicture     *thumbnail;
     GtkLabel       *title_label;
+    GtkLabel       *where_label;
     GtkLabel       *state_label;
     GtkProgressBar *progress_bar;
     GtkWidget      *remove_button;
@@ -47,6 +50,7 @@ static void hyocr_job_row_class_init(HyocrJobRowClass *klass)
     gtk_widget_class_set_template_from_resource(widget_class, "/io/github/hyocr/Hyocr/hyocr-job-row.ui");
     gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, thumbnail);
     gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, title_label);
+    gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, where_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, state_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, progress_bar);
     gtk_widget_class_bind_template_child(widget_class, HyocrJobRow, remove_button);
@@ -77,12 +81,38 @@ static void show_page(HyocrJobRow *self)
     hyocr_job_ensure_preview(self->job);
 }
 
+/* A file's folder and size, so that files of the same name can be told apart
+ * ("~/Scans/2024 · 2.3 MB"); its whole path in the tooltip. */
+static void show_where(HyocrJobRow *self)
+{
+    GFile *file = hyocr_job_get_file(self->job);
+    g_autofree char *path = file ? g_file_get_path(file) : NULL;
+    if (!path || hyocr_job_get_document(self->job)) return;
+    g_autofree char *dir = g_path_get_dirname(path);
+    const char *home = g_get_home_dir();
+    g_autofree char *shown = home && g_str_has_prefix(dir, home) && (dir[strlen(home)] == '/' || !dir[strlen(home)])
+                                 ? g_strconcat("~", dir + strlen(home), NULL) : g_strdup(dir);
+    GStatBuf st;
+    g_autofree char *size = g_stat(path, &st) == 0 ? g_format_size((guint64)st.st_size) : NULL;
+    /* Translators: a file's folder and size, "~/Scans · 2.3 MB" */
+    g_autofree char *text = size ? g_strdup_printf(_("%s · %s"), shown, size) : g_strdup(shown);
+    gtk_label_set_text(self->where_label, text);
+    gtk_widget_set_visible(GTK_WIDGET(self->where_label), TRUE);
+    gtk_widget_set_tooltip_text(GTK_WIDGET(self), path);
+}
+
+const char *hyocr_job_row_get_where(HyocrJobRow *self)
+{
+    return gtk_label_get_text(self->where_label);
+}
+
 GtkWidget *hyocr_job_row_new(HyocrJob *job)
 {
     HyocrJobRow *self = g_object_new(HYOCR_TYPE_JOB_ROW, NULL);
     self->job = g_object_ref(job);
     gtk_label_set_text(self->title_label, hyocr_job_get_title(job));
     show_page(self);
+    show_where(self);
     gtk_actionable_set_action_target(GTK_ACTIONABLE(self->remove_button), "u", hyocr_job_get_id(job));
     g_signal_connect_swapped(job, "notify::state", G_CALLBACK(update), self);
     g_signal_connect_swapped(job, "notify::n-tokens", G_CALLBACK(update), self);

@@ -204,6 +204,14 @@ HyocrJob *hyocr_job_new_for_texture(GdkTexture *texture, const char *title, cons
     return self;
 }
 
+HyocrJob *hyocr_job_new_again(HyocrJob *old, const HyocrJobOptions *opts, GError **error)
+{
+    g_return_val_if_fail(HYOCR_IS_JOB(old) && opts, NULL);
+    if (old->document) return hyocr_job_new_for_page(old->file, old->document, old->page, opts);
+    if (old->file) return hyocr_job_new_for_file(old->file, opts);
+    return hyocr_job_new_for_texture(old->preview, old->title, opts, error);
+}
+
 /* ---- getters ---- */
 
 guint hyocr_job_get_id(HyocrJob *self) { return self->id; }

@@ -29,6 +29,8 @@ const char *hyocr_job_state_get_label(HyocrJobState state);   /* translated */
 G_DECLARE_FINAL_TYPE(HyocrJob, hyocr_job, HYOCR, JOB, GObject)
 
 HyocrJob *hyocr_job_new_for_file(GFile *file, const HyocrJobOptions *opts);
+/* A new job for the same image (file, page, or pasted pixels) with these options. */
+HyocrJob *hyocr_job_new_again(HyocrJob *old, const HyocrJobOptions *opts, GError **error);
 /* Page `page` (0-based) of a document of several pages (a PDF, a TIFF) opened from file. */
 HyocrJob *hyocr_job_new_for_page(GFile *file, hyocr_document *doc, int page, const HyocrJobOptions *opts);
 /* Converts the pixels now (the texture may not be usable from the worker thread). */

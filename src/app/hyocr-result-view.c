@@ -19,6 +19,7 @@ struct _HyocrResultView {
     GtkWidget      *copy_button;
     GtkWidget      *save_button;
     GtkWidget      *back_button;
+    GtkWidget      *again_button;
     GtkToggleButton *image_button;
     AdwFlap        *flap;
     GtkProgressBar *progress_bar;
@@ -264,6 +265,7 @@ static void on_state_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *
     if (hyocr_job_get_state(job) == HYOCR_JOB_DONE && is_fields(self)) reload_text(self);
     gboolean active = hyocr_job_is_active(job) || hyocr_job_get_state(job) == HYOCR_JOB_QUEUED;
     gtk_widget_set_visible(self->cancel_button, active);
+    gtk_widget_set_visible(self->again_button, hyocr_job_is_finished(job));
     gtk_widget_set_visible(GTK_WIDGET(self->progress_bar), active);
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.cancel", active);
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.copy", *hyocr_job_get_text(job) != '\0');
@@ -325,6 +327,7 @@ GtkWidget *hyocr_result_view_get_button(HyocrResultView *self, const char *which
     if (g_str_equal(which, "copy")) return self->copy_button;
     if (g_str_equal(which, "save")) return self->save_button;
     if (g_str_equal(which, "back")) return self->back_button;
+    if (g_str_equal(which, "again")) return self->again_button;
     if (g_str_equal(which, "image")) return GTK_WIDGET(self->image_button);
     return NULL;
 }
@@ -518,6 +521,7 @@ static void hyocr_result_view_class_init(HyocrResultViewClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, copy_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, save_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, back_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, again_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, image_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, flap);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, progress_bar);

@@ -173,6 +173,18 @@ void hyocr_window_choose_model_folder(HyocrWindow *self, GtkWindow *parent)
     gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));
 }
 
+static void run_again_action(GtkWidget *widget, const char *name, GVariant *param)
+{
+    HyocrWindow *self = HYOCR_WINDOW(widget);
+    HyocrJob *job = hyocr_window_get_selected_job(self);
+    if (job) hyocr_window_run_again(self, job, g_str_equal(g_variant_get_string(param, NULL), "current"));
+}
+
+static void retry_failed_action(GtkWidget *widget, const char *name, GVariant *param)
+{
+    hyocr_window_retry_failed(HYOCR_WINDOW(widget));
+}
+
 static void show_jobs_action(GtkWidget *widget, const char *name, GVariant *param)
 {
     hyocr_window_show_jobs(HYOCR_WINDOW(widget));
@@ -203,6 +215,13 @@ void hyocr_window_update_actions(HyocrWindow *self)
     gtk_widget_action_set_enabled(w, "win.save-result", has_text);
     gtk_widget_action_set_enabled(w, "win.copy-result", has_text);
     gtk_widget_action_set_enabled(w, "win.cancel-job", job && !hyocr_job_is_finished(job));
+    gtk_widget_action_set_enabled(w, "win.run-again", job && hyocr_job_is_finished(job));
+    gboolean any_failed = FALSE;
+    for (guint i = 0, n = g_list_model_get_n_items(G_LIST_MODEL(self->jobs)); i < n && !any_failed; i++) {
+        g_autoptr(HyocrJob) j = g_list_model_get_item(G_LIST_MODEL(self->jobs), i);
+        any_failed = hyocr_job_get_state(j) == HYOCR_JOB_FAILED;
+    }
+    gtk_widget_action_set_enabled(w, "win.retry-failed", any_failed);
 }
 
 /* Bindings run in the bubble phase: a focused widget that wants the key
@@ -236,6 +255,8 @@ void hyocr_window_install_actions(HyocrWindowClass *klass)
     gtk_widget_class_install_action(wc, "win.previous-job", NULL, previous_job_action);
     gtk_widget_class_install_action(wc, "win.choose-model-folder", NULL, choose_model_folder_action);
     gtk_widget_class_install_action(wc, "win.show-jobs", NULL, show_jobs_action);
+    gtk_widget_class_install_action(wc, "win.run-again", "s", run_again_action);
+    gtk_widget_class_install_action(wc, "win.retry-failed", NULL, retry_failed_action);
     gtk_widget_class_install_action(wc, "win.toast", "s", toast_action);
     gtk_widget_class_install_action(wc, "win.preset", "s", preset_action);
     add_bindings(wc);

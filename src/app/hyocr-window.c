@@ -290,6 +290,44 @@ static HyocrJobOptions *current_options(HyocrWindow *self)
     return opts;
 }
 
+HyocrJob *hyocr_window_run_again(HyocrWindow *self, HyocrJob *job, gboolean current_task)
+{
+    g_autoptr(HyocrJobOptions) opts = current_task ? current_options(self)
+                                                   : hyocr_job_options_copy(hyocr_job_get_options(job));
+    if (!opts) return NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HyocrJob) again = hyocr_job_new_again(job, opts, &error);
+    if (!again) {
+        hyocr_window_toast(self, error->message);
+        return NULL;
+    }
+    add_job(self, again, TRUE);
+    return again;   /* the store keeps it */
+}
+
+/* Each failed job is queued again with its own task, in its place in the list. */
+guint hyocr_window_retry_failed(HyocrWindow *self)
+{
+    guint n = 0;
+    for (guint i = 0; i < g_list_model_get_n_items(G_LIST_MODEL(self->jobs)); i++) {
+        g_autoptr(HyocrJob) job = g_list_model_get_item(G_LIST_MODEL(self->jobs), i);
+        if (hyocr_job_get_state(job) != HYOCR_JOB_FAILED) continue;
+        g_autoptr(HyocrJobOptions) opts = hyocr_job_options_copy(hyocr_job_get_options(job));
+        g_autoptr(GError) error = NULL;
+        g_autoptr(HyocrJob) again = hyocr_job_new_again(job, opts, &error);
+        if (!again) {
+            hyocr_window_toast(self, error->message);
+            continue;
+        }
+        g_signal_connect_object(again, "notify::state", G_CALLBACK(on_job_state), self, 0);
+        g_list_store_splice(self->jobs, i, 1, (gpointer *)&again, 1);
+        hyocr_worker_push(self->worker, again);
+        n++;
+    }
+    hyocr_window_update_actions(self);
+    return n;
+}
+
 /* Only obvious non-images are turned away here; the decoder gives the real
  * verdict (and its message) for anything else. */
 static gboolean looks_like_image(GFile *file, char **why)

@@ -21,6 +21,11 @@ HyocrWindow *hyocr_window_new(HyocrApplication *app);
 guint        hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files);
 gboolean     hyocr_window_add_texture(HyocrWindow *self, GdkTexture *texture, const char *title);
 void         hyocr_window_toast(HyocrWindow *self, const char *message);
+/* Queues the image of job again, with its own task or the one picked now; the
+ * new job is selected. NULL (and a toast) when the current task lacks input. */
+HyocrJob    *hyocr_window_run_again(HyocrWindow *self, HyocrJob *job, gboolean current_task);
+/* Replaces every failed job with a new one of the same image and task. */
+guint        hyocr_window_retry_failed(HyocrWindow *self);
 /* Reloads the engine from the settings (model folder, device, memory limit). */
 void         hyocr_window_reload_engine(HyocrWindow *self);
 /* Asks for a model folder (the dialog over parent) and uses it: remembered in

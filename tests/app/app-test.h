@@ -5,6 +5,7 @@
 #include "hyocr-application-private.h"
 #include "hyocr-image-view-private.h"
 #include "hyocr-job-private.h"
+#include "hyocr-job-row-private.h"
 #include "hyocr-model-status-private.h"
 #include "hyocr-result-view-private.h"
 #include "hyocr-vram-gauge-private.h"

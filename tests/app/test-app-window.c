@@ -607,6 +607,92 @@ static void test_memory_refusal(void)
     app_test_destroy_window(win);
 }
 
+/* ---- run again ---- */
+
+/* A finished job runs again with its own task or the one picked now; a job
+ * refused for memory runs once the limit allows it (Retry Failed Jobs); rows
+ * tell files of the same name apart by their folder and size. */
+static void test_run_again(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(8);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autofree char *tmp = g_dir_make_tmp("hyocr-again-XXXXXX", NULL);
+    g_autofree char *a_dir = g_build_filename(tmp, "a", NULL), *b_dir = g_build_filename(tmp, "b", NULL);
+    g_mkdir(a_dir, 0755);
+    g_mkdir(b_dir, 0755);
+    g_autofree char *src = app_test_data("images", "tiny_40x30.png", NULL), *src2 = app_test_data("images", "square_200.png", NULL);
+    g_autofree char *a = g_build_filename(a_dir, "scan.png", NULL), *b = g_build_filename(b_dir, "scan.png", NULL);
+    g_autofree char *bytes = NULL, *bytes2 = NULL;
+    gsize len = 0, len2 = 0;
+    g_assert_true(g_file_get_contents(src, &bytes, &len, NULL) && g_file_set_contents(a, bytes, (gssize)len, NULL));
+    g_assert_true(g_file_get_contents(src2, &bytes2, &len2, NULL) && g_file_set_contents(b, bytes2, (gssize)len2, NULL));
+    g_autoptr(GFile) fa = g_file_new_for_path(a), fb = g_file_new_for_path(b);
+    GFile *files[2] = { fa, fb };
+    g_assert_cmpuint(hyocr_window_add_files(win, files, 2), ==, 2);
+    /* Same names, told apart. */
+    const char *wa = hyocr_job_row_get_where(HYOCR_JOB_ROW(gtk_list_box_get_row_at_index(win->job_list, 0)));
+    const char *wb = hyocr_job_row_get_where(HYOCR_JOB_ROW(gtk_list_box_get_row_at_index(win->job_list, 1)));
+    g_test_message("rows: “%s”, “%s”", wa, wb);
+    g_assert_cmpstr(wa, !=, wb);
+    g_assert_nonnull(strstr(wa, "/a · "));
+    g_assert_nonnull(strstr(wb, "/b · "));
+    g_autofree char *size_b = g_format_size(len2);
+    g_assert_nonnull(strstr(wb, size_b));
+    HyocrJob *first = app_test_job_at(win, 0);
+    app_test_wait_job(first, JOB_TIMEOUT_MS);
+    app_test_wait_job(app_test_job_at(win, 1), JOB_TIMEOUT_MS);
+
+    /* Run again, same task: the same prompt and image, a new job. */
+    hyocr_window_select_job(win, first);
+    g_assert_true(gtk_widget_get_visible(hyocr_result_view_get_button(hyocr_window_get_result_view(win), "again")));
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.run-again", "s", "same");
+    g_assert_cmpuint(n_jobs(win), ==, 3);
+    HyocrJob *again = app_test_job_at(win, 2);
+    g_assert_true(hyocr_window_get_selected_job(win) == again);
+    g_assert_true(g_file_equal(hyocr_job_get_file(again), fa));
+    app_test_wait_job(again, JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(again), ==, HYOCR_JOB_DONE);
+    g_assert_cmpstr(hyocr_job_get_prompt(again), ==, hyocr_job_get_prompt(first));
+    g_assert_cmpstr(hyocr_job_get_text(again), ==, hyocr_job_get_text(first));
+    /* … and with the task picked since. */
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.preset", "s", "spotting");
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.run-again", "s", "current");
+    HyocrJob *spot = app_test_job_at(win, 3);
+    g_assert_cmpint(hyocr_job_get_options(spot)->preset, ==, HYOCR_PRESET_SPOTTING);
+    app_test_wait_job(spot, JOB_TIMEOUT_MS);
+    g_autofree char *want = engine_prompt(HYOCR_TASK_SPOTTING, NULL, NULL);
+    g_assert_cmpstr(hyocr_job_get_prompt(spot), ==, want);
+    app_test_destroy_window(win);
+
+    /* Refused for memory, then the limit is raised: Retry Failed Jobs runs it in its place. */
+    app_test_reset_settings();
+    use_max_tokens(32768);
+    g_settings_set_int(app_test_settings(), "gpu-memory-limit", 8);
+    win = app_test_window("ckpt-flat", TRUE);
+    g_autoptr(GFile) big = app_test_image("big_420x300.png");
+    hyocr_window_add_files(win, &big, 1);
+    app_test_wait_job(app_test_job_at(win, 0), JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(app_test_job_at(win, 0)), ==, HYOCR_JOB_FAILED);
+    g_settings_set_int(app_test_settings(), "gpu-memory-limit", 0);
+    wait_worker(win, HYOCR_WORKER_LOADING);
+    wait_worker(win, HYOCR_WORKER_READY);
+    g_assert_true(gtk_widget_activate_action(GTK_WIDGET(win), "win.retry-failed", NULL));
+    g_assert_cmpuint(n_jobs(win), ==, 1);
+    HyocrJob *retried = app_test_job_at(win, 0);
+    g_assert_cmpint(hyocr_job_get_options(retried)->max_new_tokens, ==, 32768);
+    g_assert_true(app_test_wait(writing_many, retried, JOB_TIMEOUT_MS));   /* past the memory check, writing */
+    g_assert_cmpint(hyocr_job_get_state(retried), ==, HYOCR_JOB_WRITING);
+    hyocr_job_cancel(retried);   /* 32768 tokens would take a while */
+    app_test_wait_job(retried, JOB_TIMEOUT_MS);
+    app_test_destroy_window(win);
+    g_remove(a);
+    g_remove(b);
+    g_rmdir(a_dir);
+    g_rmdir(b_dir);
+    g_rmdir(tmp);
+}
+
 /* ---- gauge ---- */
 
 /* The gauge's next update after the wait began, and what it showed then. */
@@ -1102,6 +1188,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/device-preference", test_device_preference);
     g_test_add_func("/app/window/corrupt-image", test_corrupt_image);
     g_test_add_func("/app/window/memory-refusal", test_memory_refusal);
+    g_test_add_func("/app/window/run-again", test_run_again);
     g_test_add_func("/app/window/gauge", test_gauge);
     g_test_add_func("/app/window/photo-memory", test_photo_memory);
     g_test_add_func("/app/window/spotting-view", test_spotting_view);
