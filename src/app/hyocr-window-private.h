@@ -45,6 +45,11 @@ void hyocr_window_update_actions(HyocrWindow *self);
 
 /* hyocr-window-save.c: "Save as…" (a dialog, then hyocr_window_save_to) */
 void     hyocr_window_save(HyocrWindow *self);
+/* Where the dialog opens: the image's folder, else Documents (else home). */
+GFile   *hyocr_window_save_folder(HyocrJob *job);
+/* The path written for a name typed in the dialog: the chosen filter's ending when
+ * the user picked a filter (or the name has no ending hyocr writes), else the name's. */
+char    *hyocr_window_save_path(const char *path, const char *filter_ext, gboolean filter_chosen);
 /* Writes the selected job's result, or its whole document for a page, to file in the format
  * its name's ending says, on a thread. */
 void     hyocr_window_save_to(HyocrWindow *self, GFile *file, GAsyncReadyCallback done, gpointer user_data);

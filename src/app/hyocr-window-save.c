@@ -164,16 +164,38 @@ static const struct {
     { N_("Web Page (.html)"), "html" },
 };
 
-/* A name without a known ending gets the chosen filter's. */
+char *hyocr_window_save_path(const char *path, const char *filter_ext, gboolean filter_chosen)
+{
+    hyocr_export_format f;
+    gboolean known = hyocr_export_format_for_path(path, &f);
+    if (known && !filter_chosen) return g_strdup(path);   /* the name the user typed says it */
+    if (!filter_ext) return g_strdup(path);
+    const char *dot = known ? strrchr(path, '.') : NULL;
+    g_autofree char *stem = dot ? g_strndup(path, (gsize)(dot - path)) : g_strdup(path);
+    return g_strdup_printf("%s.%s", stem, filter_ext);
+}
+
+/* The format chosen in the dialog wins when the user picked one; else the name's ending. */
 static GFile *with_extension(GtkFileChooser *chooser, GFile *file)
 {
     g_autofree char *path = g_file_get_path(file);
-    hyocr_export_format f;
-    if (!path || hyocr_export_format_for_path(path, &f)) return g_object_ref(file);
+    if (!path) return g_object_ref(file);
     GtkFileFilter *filter = gtk_file_chooser_get_filter(chooser);
     const char *ext = filter ? g_object_get_data(G_OBJECT(filter), "extension") : NULL;
-    g_autofree char *named = g_strdup_printf("%s.%s", path, ext ? ext : "txt");
+    gboolean chosen = filter && filter != g_object_get_data(G_OBJECT(chooser), "first-filter");
+    g_autofree char *named = hyocr_window_save_path(path, ext ? ext : "txt", chosen);
     return g_file_new_for_path(named);
+}
+
+GFile *hyocr_window_save_folder(HyocrJob *job)
+{
+    GFile *file = hyocr_job_get_file(job);
+    if (file) {
+        GFile *parent = g_file_get_parent(file);
+        if (parent) return parent;
+    }
+    const char *docs = g_get_user_special_dir(G_USER_DIRECTORY_DOCUMENTS);
+    return g_file_new_for_path(docs && g_file_test(docs, G_FILE_TEST_IS_DIR) ? docs : g_get_home_dir());
 }
 
 static void on_save_response(GtkNativeDialog *dialog, int response, gpointer data)
@@ -204,7 +226,12 @@ void hyocr_window_save(HyocrWindow *self)
     GtkFileChooserNative *dialog = gtk_file_chooser_native_new(_("Save the Result"), GTK_WINDOW(self),
                                                                GTK_FILE_CHOOSER_ACTION_SAVE, _("_Save"), _("_Cancel"));
     g_autofree char *suggested = suggested_name(job);
+    /* Beside the image (a pasted one: in Documents), not wherever the app was started. */
+    g_autoptr(GFile) folder = hyocr_window_save_folder(job);
+    gtk_file_chooser_set_current_folder(GTK_FILE_CHOOSER(dialog), folder, NULL);
     gtk_file_chooser_set_current_name(GTK_FILE_CHOOSER(dialog), suggested);
+    const char *suggested_ext = strrchr(suggested, '.') ? strrchr(suggested, '.') + 1 : "txt";
+    GtkFileFilter *first = NULL;
     for (size_t i = 0; i < G_N_ELEMENTS(kinds); i++) {
         g_autofree char *probe = g_strdup_printf("x.%s", kinds[i].ext);
         hyocr_export_format f;
@@ -215,7 +242,11 @@ void hyocr_window_save(HyocrWindow *self)
         gtk_file_filter_add_pattern(filter, pattern);
         g_object_set_data(G_OBJECT(filter), "extension", (gpointer)kinds[i].ext);
         gtk_file_chooser_add_filter(GTK_FILE_CHOOSER(dialog), filter);
+        if (g_str_equal(kinds[i].ext, suggested_ext)) first = filter;
     }
+    /* The filter shown first matches the suggested name: choosing another one is a choice. */
+    if (first) gtk_file_chooser_set_filter(GTK_FILE_CHOOSER(dialog), first);
+    g_object_set_data(G_OBJECT(dialog), "first-filter", first ? first : gtk_file_chooser_get_filter(GTK_FILE_CHOOSER(dialog)));
     gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(dialog), TRUE);
     g_signal_connect(dialog, "response", G_CALLBACK(on_save_response), g_object_ref(self));
     gtk_native_dialog_show(GTK_NATIVE_DIALOG(dialog));

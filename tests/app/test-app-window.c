@@ -6,6 +6,7 @@
 #include "gpu-check.h"
 #include "hyocr-preferences-private.h"
 #include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
 
 /* A failure bound: a job here takes seconds, many times that under ASan on a busy machine. */
 #define JOB_TIMEOUT_MS (5 * APP_TEST_WAIT_MS)
@@ -947,6 +948,76 @@ static void test_fields_view(void)
     app_test_destroy_window(win);
 }
 
+/* ---- saving ---- */
+
+typedef struct {
+    gboolean done, ok;
+    GError  *error;
+} SaveWait;
+
+static void on_saved(GObject *source, GAsyncResult *res, gpointer data)
+{
+    SaveWait *w = data;
+    w->ok = hyocr_window_save_finish(HYOCR_WINDOW(source), res, &w->error);
+    w->done = TRUE;
+}
+
+static gboolean save_done(gpointer data)
+{
+    return ((SaveWait *)data)->done;
+}
+
+/* The dialog opens beside the image (a pasted one: in Documents); the format
+ * picked in it names the file; a saved JSON holds the result, not only its text. */
+static void test_save(void)
+{
+    /* The name's ending, unless another format was picked. */
+    g_autofree char *p1 = hyocr_window_save_path("/d/scan.txt", "json", TRUE);
+    g_assert_cmpstr(p1, ==, "/d/scan.json");
+    g_autofree char *p2 = hyocr_window_save_path("/d/notes.md", "txt", FALSE);
+    g_assert_cmpstr(p2, ==, "/d/notes.md");
+    g_autofree char *p3 = hyocr_window_save_path("/d/scan", "jsonl", FALSE);
+    g_assert_cmpstr(p3, ==, "/d/scan.jsonl");
+    g_autofree char *p4 = hyocr_window_save_path("/d/v1.2 scan", "md", TRUE);
+    g_assert_cmpstr(p4, ==, "/d/v1.2 scan.md");
+
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autoptr(GFile) image = app_test_image("tiny_40x30.png");
+    g_autoptr(HyocrJobOptions) opts = hyocr_job_options_new_from_settings(app_test_settings(), NULL);
+    g_autoptr(HyocrJob) file_job = hyocr_job_new_for_file(image, opts);
+    g_autoptr(GFile) folder = hyocr_window_save_folder(file_job);
+    g_autoptr(GFile) images = g_file_get_parent(image);
+    g_assert_true(g_file_equal(folder, images));
+    g_autoptr(HyocrJob) spot = staged(win, HYOCR_PRESET_SPOTTING, "Hello(100,100),(400,200)\nWorld(500,600),(900,800)\n");
+    g_autoptr(GFile) pasted_folder = hyocr_window_save_folder(spot);
+    const char *docs = g_get_user_special_dir(G_USER_DIRECTORY_DOCUMENTS);
+    g_autofree char *want = g_strdup(docs && g_file_test(docs, G_FILE_TEST_IS_DIR) ? docs : g_get_home_dir());
+    g_autofree char *got = g_file_get_path(pasted_folder);
+    g_assert_cmpstr(got, ==, want);
+
+    g_autofree char *tmp = g_dir_make_tmp("hyocr-save-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(tmp, "staged.json", NULL);
+    g_autoptr(GFile) out = g_file_new_for_path(path);
+    SaveWait w = { 0 };
+    hyocr_window_save_to(win, out, on_saved, &w);
+    g_assert_true(app_test_wait(save_done, &w, APP_TEST_WAIT_MS));
+    g_assert_no_error(w.error);
+    g_assert_true(w.ok);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_assert_true(json_parser_load_from_file(parser, path, NULL));
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, json_parser_get_root(parser));
+    g_autofree char *saved = json_generator_to_data(gen, NULL);
+    g_test_message("%s", saved);
+    g_assert_nonnull(strstr(saved, "\"World\""));       /* the lines, each with its box */
+    g_assert_nonnull(strstr(saved, "\"spotting\""));    /* the task */
+    g_assert_nonnull(strstr(saved, "900"));
+    g_remove(path);
+    g_rmdir(tmp);
+    app_test_destroy_window(win);
+}
+
 /* ---- dialogs ---- */
 
 static GtkWindow *find_toplevel(GType type)
@@ -1193,6 +1264,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/photo-memory", test_photo_memory);
     g_test_add_func("/app/window/spotting-view", test_spotting_view);
     g_test_add_func("/app/window/fields-view", test_fields_view);
+    g_test_add_func("/app/window/save", test_save);
     g_test_add_func("/app/window/dialogs", test_dialogs);
     g_test_add_func("/app/window/gpu-note", test_gpu_note);
     g_test_add_func("/app/window/narrow", test_narrow);
