@@ -1121,6 +1121,9 @@ static void test_errors_bomb(Fixture *fx, gconstpointer data)
     g_assert_null(hyocr_image_load(small, &o, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
     g_assert_nonnull(strstr(err->message, "limit of 255"));
+    /* What it says to do is something a user can do (no setting of that name exists). */
+    g_assert_null(strstr(err->message, "max_decode_pixels"));
+    g_assert_nonnull(strstr(err->message, "make it smaller"));
 }
 
 /* A chunk with its length and CRC. */

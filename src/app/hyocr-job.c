@@ -30,6 +30,7 @@ typedef struct {
     gboolean      scheduled;
     gint64        last_flush_us;
     gboolean      claimed;
+    HyocrJobFailure failure;
 } Pending;
 
 struct _HyocrJob {
@@ -53,6 +54,7 @@ struct _HyocrJob {
     GString         *text;
     int              n_tokens;
     char            *message;
+    HyocrJobFailure  failure;
     char            *prompt;
     GdkTexture      *preview;
     gint64           started_us, finished_us;
@@ -225,6 +227,7 @@ HyocrJobState hyocr_job_get_state(HyocrJob *self) { return self->state; }
 const char *hyocr_job_get_text(HyocrJob *self) { return self->text->str; }
 int hyocr_job_get_n_tokens(HyocrJob *self) { return self->n_tokens; }
 const char *hyocr_job_get_message(HyocrJob *self) { return self->message; }
+HyocrJobFailure hyocr_job_get_failure(HyocrJob *self) { return self->failure; }
 const char *hyocr_job_get_prompt(HyocrJob *self) { return self->prompt; }
 guint hyocr_job_get_n_updates(HyocrJob *self) { return self->n_updates; }
 GCancellable *hyocr_job_get_cancellable(HyocrJob *self) { return self->cancellable; }
@@ -286,6 +289,7 @@ typedef struct {
     gboolean      state_dirty;
     HyocrJobState state;
     char         *message, *prompt;
+    HyocrJobFailure failure;
     GdkTexture   *preview;
     gint64        started_us, finished_us;
 } Taken;
@@ -304,6 +308,7 @@ static void take_pending(HyocrJob *self, Taken *t)
     t->state = p->state;
     p->state_dirty = FALSE;
     t->message = g_steal_pointer(&p->message);
+    t->failure = p->failure;
     t->prompt = g_steal_pointer(&p->prompt);
     t->preview = g_steal_pointer(&p->preview);
     t->started_us = p->started_us;
@@ -346,6 +351,7 @@ static void apply_rest(HyocrJob *self, Taken *t)
         self->preview = g_steal_pointer(&t->preview);
         g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PREVIEW]);
     }
+    self->failure = t->failure;
     if (t->message) {
         set_string(&self->message, &t->message);
         g_object_notify_by_pspec(G_OBJECT(self), props[PROP_MESSAGE]);
@@ -491,6 +497,14 @@ void hyocr_job_post_finish(HyocrJob *self, HyocrJobState state, const char *fina
     p->finished_us = g_get_monotonic_time();
     schedule_flush_locked(self);
     g_mutex_unlock(&self->lock);
+}
+
+void hyocr_job_post_failure(HyocrJob *self, HyocrJobFailure failure, const char *message)
+{
+    g_mutex_lock(&self->lock);
+    self->pending.failure = failure;
+    g_mutex_unlock(&self->lock);
+    hyocr_job_post_finish(self, HYOCR_JOB_FAILED, NULL, message);
 }
 
 /* ---- main-context actions ---- */

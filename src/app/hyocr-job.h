@@ -21,6 +21,14 @@ typedef enum {
     HYOCR_JOB_CANCELLED,
 } HyocrJobState;
 
+/* Why a job failed: each has its own title and remedy where it is shown. */
+typedef enum {
+    HYOCR_JOB_FAILURE_NONE,
+    HYOCR_JOB_FAILURE_IMAGE,     /* the file could not be read as an image */
+    HYOCR_JOB_FAILURE_MEMORY,    /* the job does not fit in the memory allowed */
+    HYOCR_JOB_FAILURE_OTHER,
+} HyocrJobFailure;
+
 #define HYOCR_TYPE_JOB_STATE (hyocr_job_state_get_type())
 GType hyocr_job_state_get_type(void);
 const char *hyocr_job_state_get_label(HyocrJobState state);   /* translated */
@@ -55,6 +63,7 @@ double                  hyocr_job_get_elapsed(HyocrJob *self);       /* seconds;
 const char             *hyocr_job_get_text(HyocrJob *self);
 int                     hyocr_job_get_n_tokens(HyocrJob *self);
 const char             *hyocr_job_get_message(HyocrJob *self);       /* why it failed or was refused */
+HyocrJobFailure         hyocr_job_get_failure(HyocrJob *self);
 GCancellable           *hyocr_job_get_cancellable(HyocrJob *self);
 
 /* Stops the job: at once when still queued, within one decode step when running. */
@@ -79,5 +88,7 @@ void         hyocr_job_post_restart(HyocrJob *self);
 /* Ends the job: final_text replaces the streamed text when it differs (the
  * engine's clean-up of repeats); message explains FAILED or CANCELLED. */
 void         hyocr_job_post_finish(HyocrJob *self, HyocrJobState state, const char *final_text, const char *message);
+/* Ends the job as FAILED for this reason, message in the app's words. */
+void         hyocr_job_post_failure(HyocrJob *self, HyocrJobFailure failure, const char *message);
 
 G_END_DECLS

@@ -11,6 +11,7 @@ char           *hyocr_result_view_get_display_text(HyocrResultView *self);
 /* Rows of the spotting list (tests hover them). */
 GtkListBox     *hyocr_result_view_get_lines_list(HyocrResultView *self);
 const char     *hyocr_result_view_get_visible_page(HyocrResultView *self);   /* "text", "lines", "message" */
+const char     *hyocr_result_view_get_message_title(HyocrResultView *self);
 GtkTextView    *hyocr_result_view_get_text_view(HyocrResultView *self);
 /* "cancel", "copy", "save", "back" or "image" (the header's buttons). */
 GtkWidget      *hyocr_result_view_get_button(HyocrResultView *self, const char *which);

@@ -242,12 +242,28 @@ static void show_message(HyocrResultView *self, const char *icon, const char *ti
     gtk_stack_set_visible_child_name(self->content_stack, "message");
 }
 
+/* The real cause, as the page's title; the message under it says what to do. */
+static const char *failure_title(HyocrJobFailure f)
+{
+    switch (f) {
+    case HYOCR_JOB_FAILURE_IMAGE: return _("This Image Could Not Be Read");
+    case HYOCR_JOB_FAILURE_MEMORY: return _("Not Enough Memory for This Image");
+    default: return _("This Job Failed");
+    }
+}
+
+const char *hyocr_result_view_get_message_title(HyocrResultView *self)
+{
+    return adw_status_page_get_title(self->message_page);
+}
+
 static void update_page(HyocrResultView *self)
 {
     HyocrJobState st = hyocr_job_get_state(self->job);
     gboolean has_text = *hyocr_job_get_text(self->job) != '\0';
     if (st == HYOCR_JOB_FAILED)
-        show_message(self, "dialog-error-symbolic", _("This Image Could Not Be Read"), hyocr_job_get_message(self->job));
+        show_message(self, "dialog-error-symbolic", failure_title(hyocr_job_get_failure(self->job)),
+                     hyocr_job_get_message(self->job));
     else if (st == HYOCR_JOB_QUEUED)
         show_message(self, "content-loading-symbolic", _("Waiting"),
                      _("The job starts when the ones before it are done and the model is loaded."));

@@ -17,6 +17,8 @@ struct _HyocrWindow {
     GtkWidget       *loading_spinner;
     HyocrTaskPicker *task_picker;
     GtkStack        *main_stack;
+    GtkRevealer     *problem_revealer;
+    GtkLabel        *problem_label;
     GtkWidget       *loading_box;
     GtkWidget       *model_status;
     AdwLeaflet      *jobs_leaflet;
@@ -79,6 +81,8 @@ const char      *hyocr_window_get_page(HyocrWindow *self);            /* "empty"
 gboolean         hyocr_window_is_drop_hovered(HyocrWindow *self);
 guint            hyocr_window_get_n_toasts(HyocrWindow *self);
 const char      *hyocr_window_get_last_toast(HyocrWindow *self);
+/* The banner over the queue when the engine cannot start with the settings, or NULL. */
+const char      *hyocr_window_get_problem(HyocrWindow *self);
 /* The dialog asking for an encrypted PDF's password, while it is open (an AdwMessageDialog
  * whose extra child is the password entry). */
 GtkWidget       *hyocr_window_get_password_dialog(HyocrWindow *self);

@@ -80,10 +80,18 @@ static void on_settings_changed(GSettings *settings, const char *key, HyocrWindo
 static void update_page(HyocrWindow *self)
 {
     HyocrWorkerState st = hyocr_worker_get_state(self->worker);
-    const char *page = st == HYOCR_WORKER_FAILED ? "model"
+    /* A model that is missing or broken takes the window (the model page says how to
+     * get one); settings the engine cannot start with (the device, the memory limit)
+     * are a banner above the queue, which stays. */
+    gboolean settings_problem = st == HYOCR_WORKER_FAILED &&
+        hyocr_model_status_get_problem(HYOCR_MODEL_STATUS(self->model_status)) == HYOCR_MODEL_PROBLEM_DEVICE;
+    const char *page = st == HYOCR_WORKER_FAILED && !settings_problem ? "model"
                        : g_list_model_get_n_items(G_LIST_MODEL(self->jobs)) == 0 ? "empty"
                                                                                  : "jobs";
     gtk_stack_set_visible_child_name(self->main_stack, page);
+    const GError *error = hyocr_worker_get_error(self->worker);
+    gtk_label_set_text(self->problem_label, settings_problem && error ? error->message : "");
+    gtk_revealer_set_reveal_child(self->problem_revealer, settings_problem);
     gtk_widget_set_visible(self->loading_box, st == HYOCR_WORKER_LOADING);
     gtk_widget_set_visible(self->loading_spinner, st == HYOCR_WORKER_LOADING);
     gtk_spinner_set_spinning(GTK_SPINNER(self->loading_spinner), st == HYOCR_WORKER_LOADING);
@@ -516,6 +524,10 @@ const char *hyocr_window_get_page(HyocrWindow *self) { return gtk_stack_get_visi
 gboolean hyocr_window_is_drop_hovered(HyocrWindow *self) { return gtk_widget_get_visible(self->drop_hint); }
 guint hyocr_window_get_n_toasts(HyocrWindow *self) { return self->n_toasts; }
 const char *hyocr_window_get_last_toast(HyocrWindow *self) { return self->last_toast; }
+const char *hyocr_window_get_problem(HyocrWindow *self)
+{
+    return gtk_revealer_get_reveal_child(self->problem_revealer) ? gtk_label_get_text(self->problem_label) : NULL;
+}
 
 /* ---- GObject ---- */
 
@@ -560,6 +572,8 @@ static void hyocr_window_class_init(HyocrWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, loading_spinner);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, task_picker);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, main_stack);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, problem_revealer);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, problem_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, loading_box);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, model_status);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, jobs_leaflet);

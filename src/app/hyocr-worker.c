@@ -204,9 +204,16 @@ static void thread_load(HyocrWorker *self, Msg *m)
     g_autoptr(GError) error = NULL;
     hyocr_engine *eng = hyocr_engine_init(&ep, &error);
     if (!eng) {
-        g_autofree char *why = m->settings.device == HYOCR_DEVICE_CUDA && error->code == HYOCR_ERROR_BACKEND
-                               ? gpu_explanation() : NULL;
-        if (why) g_prefix_error(&error, "%s\n\n", why);
+        if (m->settings.device == HYOCR_DEVICE_CUDA && error->code == HYOCR_ERROR_BACKEND) {
+            /* The GPU was asked for: why it cannot be used, and the setting that helps. */
+            g_autoptr(hyocr_gpu_report) r = hyocr_gpu_check(NULL);
+            g_autoptr(GError) worded = g_error_new(HYOCR_ERROR, HYOCR_ERROR_BACKEND,
+                                                   _("hyocr is set to run on the GPU, which it cannot use here (%s). "
+                                                     "Choose “Automatic” or “CPU” under Device in Preferences."),
+                                                   r->status != HYOCR_GPU_OK ? r->title : error->message);
+            g_clear_error(&error);
+            error = g_steal_pointer(&worded);
+        }
         hyocr_memory_reword_error(error);
         post_state(self, HYOCR_WORKER_FAILED, m->settings.model_dir, error);
         return;
@@ -261,9 +268,17 @@ static void on_event(const hyocr_event *ev, void *data)
     }
 }
 
-static void fail_job(HyocrJob *job, const char *message)
+/* The engine's error, in the app's words, with what kind of failure it is. */
+static void fail_job(HyocrJob *job, const GError *error)
 {
-    hyocr_job_post_finish(job, HYOCR_JOB_FAILED, NULL, message);
+    g_autoptr(GError) worded = g_error_copy(error);
+    hyocr_memory_reword_error(worded);
+    HyocrJobFailure kind = hyocr_error_get_memplan(error) || g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY)
+                               ? HYOCR_JOB_FAILURE_MEMORY
+                           : error->domain == HYOCR_ERROR && (error->code == HYOCR_ERROR_IMAGE || error->code == HYOCR_ERROR_IO)
+                               ? HYOCR_JOB_FAILURE_IMAGE
+                               : HYOCR_JOB_FAILURE_OTHER;
+    hyocr_job_post_failure(job, kind, worded->message);
 }
 
 /* The image the engine will see: decoded here for file jobs so a corrupt file
@@ -327,21 +342,25 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
     g_autoptr(GError) error = NULL;
     *img = job_image(self, job, owned, &error);
     if (!*img) {
-        fail_job(job, error->message);
+        fail_job(job, error);
         return FALSE;
     }
     const hyocr_config *cfg = hyocr_engine_config(self->engine);
     g_autofree char *prompt = hyocr_task_prompt(o->task, cfg->version, (const char *const *)o->fields,
                                                 o->custom_prompt, &error);
     if (!prompt) {
-        fail_job(job, error->message);
+        fail_job(job, error);
         return FALSE;
     }
     hyocr_job_post_prompt(job, prompt);
     fill_params(job, *img, jp);
     g_autofree char *refusal = check_memory(self, jp, &error);
-    if (error || refusal) {
-        fail_job(job, error ? error->message : refusal);
+    if (error) {
+        fail_job(job, error);
+        return FALSE;
+    }
+    if (refusal) {
+        hyocr_job_post_failure(job, HYOCR_JOB_FAILURE_MEMORY, refusal);
         return FALSE;
     }
     return TRUE;
@@ -357,9 +376,7 @@ static void post_result(HyocrJob *job, const hyocr_job_result *res, const GError
         g_autofree char *msg = g_strdup_printf(_("Cancelled after %d tokens"), (int)(res->token_ids ? res->token_ids->len : 0));
         hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, msg);
     } else {
-        g_autoptr(GError) worded = g_error_copy(error);
-        hyocr_memory_reword_error(worded);
-        fail_job(job, worded->message);
+        fail_job(job, error);
     }
 }
 

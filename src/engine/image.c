@@ -87,7 +87,7 @@ static bool check_size(decode_status *st, const char *kind, int64_t w, int64_t h
     if (w * h > st->limit) {
         status_set(st, HYOCR_ERROR_IMAGE,
                    _("image is %lld×%lld (%lld pixels), over the limit of %lld pixels (decompression-bomb guard); "
-                     "downscale it first or raise max_decode_pixels"),
+                     "make it smaller with an image editor first"),
                    (long long)w, (long long)h, (long long)(w * h), (long long)st->limit);
         return false;
     }
@@ -408,7 +408,7 @@ static bool jpeg_check_coefs(jpeg_dec *d)
         /* Translators: the first %s is "progressive" or "multi-scan" */
         status_set(&d->st, HYOCR_ERROR_IMAGE,
                    _("%s JPEG of %u×%u needs %s for its coefficients before it has a pixel, more than the %s of the "
-                     "largest image allowed (%lld pixels); downscale it first or raise max_decode_pixels"),
+                     "largest image allowed (%lld pixels); make it smaller with an image editor first"),
                    c->progressive_mode ? _("progressive") : _("multi-scan"), c->image_width, c->image_height,
                    need, have, (long long)d->st.limit);
         return false;

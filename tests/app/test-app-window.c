@@ -3,6 +3,7 @@
  * images, memory refusal, the gauge, the spotting and JSON views, dialogs and
  * the command line. */
 #include "app-test.h"
+#include "error.h"
 #include "gpu-check.h"
 #include "hyocr-preferences-private.h"
 #include <glib/gstdio.h>
@@ -533,22 +534,49 @@ static void test_broken_model(void)
 static void test_device_preference(void)
 {
     app_test_reset_settings();
+    use_max_tokens(4);
     HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
     g_assert_true(hyocr_worker_is_cpu(hyocr_window_get_worker(win)));
+    g_autoptr(GFile) file = app_test_image("tiny_40x30.png");
+    hyocr_window_add_files(win, &file, 1);
+    app_test_wait_job(app_test_job_at(win, 0), JOB_TIMEOUT_MS);
+    g_assert_null(hyocr_window_get_problem(win));
     g_settings_set_string(app_test_settings(), "device", "gpu");
     wait_worker(win, HYOCR_WORKER_LOADING);
     wait_worker(win, HYOCR_WORKER_FAILED);
     HyocrModelStatus *status = HYOCR_MODEL_STATUS(hyocr_window_get_model_status(win));
-    if (hyocr_worker_get_error(hyocr_window_get_worker(win)) &&
-        strstr(hyocr_worker_get_error(hyocr_window_get_worker(win))->message, "CUDA")) {
+    const GError *error = hyocr_worker_get_error(hyocr_window_get_worker(win));
+    if (error && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND)) {
+        /* The model is fine: the queue stays, a banner names the cause and the setting. */
         g_assert_cmpint(hyocr_model_status_get_problem(status), ==, HYOCR_MODEL_PROBLEM_DEVICE);
-        g_assert_cmpstr(hyocr_window_get_page(win), ==, "model");
-        g_assert_nonnull(strstr(hyocr_model_status_get_details(status), "CUDA"));
+        g_assert_cmpstr(hyocr_window_get_page(win), ==, "jobs");
+        const char *problem = hyocr_window_get_problem(win);
+        g_test_message("%s", problem);
+        g_assert_nonnull(problem);
+        g_assert_nonnull(strstr(problem, "GPU"));
+        g_assert_nonnull(strstr(problem, "Preferences"));
+        g_assert_null(strstr(problem, "runs on the CPU"));
+        g_assert_null(strstr(problem, "download"));
     }
     g_settings_set_string(app_test_settings(), "device", "cpu");
     wait_worker(win, HYOCR_WORKER_LOADING);
     wait_worker(win, HYOCR_WORKER_READY);
-    g_assert_cmpstr(hyocr_window_get_page(win), ==, "empty");
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "jobs");
+    g_assert_null(hyocr_window_get_problem(win));
+
+    /* A memory limit below the weights: the same, with the limit that would do. */
+    g_settings_set_int(app_test_settings(), "gpu-memory-limit", 1);
+    wait_worker(win, HYOCR_WORKER_LOADING);
+    wait_worker(win, HYOCR_WORKER_FAILED);
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "jobs");
+    const char *limit = hyocr_window_get_problem(win);
+    g_test_message("%s", limit);
+    g_assert_nonnull(limit);
+    g_assert_nonnull(strstr(limit, "Memory limit"));
+    g_assert_nonnull(strstr(limit, "Preferences"));
+    g_settings_set_int(app_test_settings(), "gpu-memory-limit", 0);
+    wait_worker(win, HYOCR_WORKER_LOADING);
+    wait_worker(win, HYOCR_WORKER_READY);
     app_test_destroy_window(win);
 }
 
@@ -570,6 +598,9 @@ static void test_corrupt_image(void)
     /* The toast comes with the state change that ended the job. */
     g_assert_nonnull(strstr(hyocr_window_get_last_toast(win), "corrupt.png"));
     g_assert_cmpstr(hyocr_result_view_get_visible_page(hyocr_window_get_result_view(win)), ==, "message");
+    g_assert_cmpint(hyocr_job_get_failure(job), ==, HYOCR_JOB_FAILURE_IMAGE);
+    g_assert_cmpstr(hyocr_result_view_get_message_title(hyocr_window_get_result_view(win)), ==,
+                    "This Image Could Not Be Read");
 
     g_autoptr(GFile) good = app_test_image("tiny_40x30.png");
     hyocr_window_add_files(win, &good, 1);
@@ -600,6 +631,10 @@ static void test_memory_refusal(void)
     g_assert_nonnull(strstr(msg, "Maximum new tokens"));
     g_assert_nonnull(strstr(msg, "420 × 300"));
     g_assert_cmpint(hyocr_job_get_n_tokens(job), ==, 0);
+    /* Titled by its cause, not as an image that could not be read. */
+    g_assert_cmpint(hyocr_job_get_failure(job), ==, HYOCR_JOB_FAILURE_MEMORY);
+    g_assert_cmpstr(hyocr_result_view_get_message_title(hyocr_window_get_result_view(win)), ==,
+                    "Not Enough Memory for This Image");
     /* What the message says to change works. */
     use_max_tokens(32);
     hyocr_window_add_files(win, &file, 1);
