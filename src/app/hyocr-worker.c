@@ -13,7 +13,8 @@ G_DEFINE_ENUM_TYPE(HyocrWorkerState, hyocr_worker_state,
     G_DEFINE_ENUM_VALUE(HYOCR_WORKER_READY, "ready"),
     G_DEFINE_ENUM_VALUE(HYOCR_WORKER_FAILED, "failed"))
 
-typedef enum { MSG_LOAD, MSG_JOB, MSG_QUIT } MsgType;
+/* SLOT: a job the engine ran has ended, so another may be submitted. */
+typedef enum { MSG_LOAD, MSG_JOB, MSG_QUIT, MSG_SLOT } MsgType;
 
 typedef struct {
     MsgType             type;
@@ -30,17 +31,21 @@ struct _HyocrWorker {
     GMainContext    *main_context;
     guint            load_generation;   /* atomic */
 
-    /* Shared with the thread. The thread holds the lock only to publish or
-     * retire the engine, never while running a job, so the gauge never waits. */
+    /* Shared with the thread and the engine's thread (which sends the jobs' events).
+     * The lock is held only to publish or retire the engine and to note the jobs
+     * the engine runs, never while one runs, so the gauge never waits. */
     GMutex           lock;
     hyocr_engine    *engine;
     gboolean         engine_cpu;
     int64_t          engine_limit;
-    GPtrArray       *current;           /* HyocrJob: the jobs running now (shutdown cancels them) */
+    GPtrArray       *current;           /* Running: the jobs submitted to the engine (shutdown cancels them) */
     int              max_batch;         /* atomic; 0: 8 on the GPU, 1 on the CPU */
-    int              largest_batch;     /* atomic: the most jobs one engine call ran */
+    int              largest_batch;     /* atomic: the most jobs one decode step ran */
+    gboolean         hold;              /* under lock: tests' hyocr_worker_hold_until_submit */
+    GCond            held;
 
     GQueue           waiting;           /* thread only: jobs that arrived with no engine */
+    GQueue           backlog;           /* thread only: Msg (JOB, LOAD) in order, waiting for a slot */
     GString         *load_notice;       /* thread only: engine warnings during a load */
     char            *gpu_why;           /* thread only: why the last load runs on the CPU though the GPU was wanted */
 
@@ -181,8 +186,16 @@ static void requeue_waiting(HyocrWorker *self)
         Msg *m = g_new0(Msg, 1);
         m->type = MSG_JOB;
         m->job = job;
-        g_async_queue_push_front(self->queue, m);
+        g_queue_push_head(&self->backlog, m);
     }
+}
+
+/* Jobs queued together start together; 0, the default: 8 on the GPU, 1 on the
+ * CPU (where a batch would delay every first answer by the others' vision passes). */
+static int batch_size(HyocrWorker *self)
+{
+    int n = g_atomic_int_get(&self->max_batch);
+    return n > 0 ? n : self->engine_cpu ? 1 : 8;
 }
 
 static void thread_load(HyocrWorker *self, Msg *m)
@@ -230,6 +243,7 @@ static void thread_load(HyocrWorker *self, Msg *m)
     self->engine = eng;
     self->engine_cpu = cpu;
     self->engine_limit = m->settings.memory_limit;
+    hyocr_engine_set_max_batch(eng, batch_size(self));
     g_mutex_unlock(&self->lock);
     post_state(self, HYOCR_WORKER_READY, m->settings.model_dir, NULL);
     requeue_waiting(self);
@@ -252,22 +266,6 @@ char *hyocr_worker_displayable_text(const char *text, size_t len)
     return g_string_free(s, FALSE);
 }
 
-static void on_event(const hyocr_event *ev, void *data)
-{
-    HyocrJob *job = data;
-    switch (ev->type) {
-    case HYOCR_EVENT_PREPROCESS: hyocr_job_post_state(job, HYOCR_JOB_READING); break;
-    case HYOCR_EVENT_PREFILL: hyocr_job_post_state(job, HYOCR_JOB_WRITING); break;
-    case HYOCR_EVENT_TOKEN: {
-        g_autofree char *piece = hyocr_worker_displayable_text(ev->piece, ev->piece_len);
-        hyocr_job_post_piece(job, piece, ev->n_generated);
-        break;
-    }
-    case HYOCR_EVENT_RESTART: hyocr_job_post_restart(job); break;
-    default: break;
-    }
-}
-
 /* The engine's error, in the app's words, with what kind of failure it is. */
 static void fail_job(HyocrJob *job, const GError *error)
 {
@@ -279,6 +277,84 @@ static void fail_job(HyocrJob *job, const GError *error)
                                ? HYOCR_JOB_FAILURE_IMAGE
                                : HYOCR_JOB_FAILURE_OTHER;
     hyocr_job_post_failure(job, kind, worded->message);
+}
+
+/* A job submitted to the engine, with what the engine reads of it until its last event. */
+typedef struct {
+    HyocrWorker *worker;
+    HyocrJob    *job;
+    hyocr_image *owned;    /* the decoded page */
+} Running;
+
+/* Its last event came: the engine reads nothing of it any more. */
+static void running_end(Running *r)
+{
+    HyocrWorker *self = r->worker;
+    g_mutex_lock(&self->lock);
+    g_ptr_array_remove_fast(self->current, r);
+    g_mutex_unlock(&self->lock);
+    hyocr_image_free(r->owned);
+    release_job(self, r->job);
+    g_free(r);
+    Msg *slot = g_new0(Msg, 1);
+    slot->type = MSG_SLOT;
+    g_async_queue_push(self->queue, slot);
+}
+
+static void post_end(HyocrJob *job, const hyocr_event *ev)
+{
+    if (ev->type == HYOCR_EVENT_DONE) {
+        g_autofree char *text = hyocr_worker_displayable_text(ev->piece, ev->piece_len);
+        hyocr_job_post_finish(job, HYOCR_JOB_DONE, text, NULL);
+    } else if (ev->type == HYOCR_EVENT_CANCELLED) {
+        g_autofree char *msg = g_strdup_printf(_("Cancelled after %d tokens"), ev->n_generated);
+        hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, msg);
+    } else {
+        fail_job(job, ev->error);
+    }
+}
+
+/* The engine's thread waits here while a test holds it (never otherwise). */
+static void hold_point(HyocrWorker *self)
+{
+    g_mutex_lock(&self->lock);
+    while (self->hold) g_cond_wait(&self->held, &self->lock);
+    g_mutex_unlock(&self->lock);
+}
+
+static void release_hold(HyocrWorker *self)
+{
+    g_mutex_lock(&self->lock);
+    self->hold = FALSE;
+    g_cond_broadcast(&self->held);
+    g_mutex_unlock(&self->lock);
+}
+
+/* On the engine's thread. */
+static void on_event(const hyocr_event *ev, void *data)
+{
+    Running *r = data;
+    HyocrJob *job = r->job;
+    switch (ev->type) {
+    case HYOCR_EVENT_PREPROCESS: hyocr_job_post_state(job, HYOCR_JOB_READING); break;
+    case HYOCR_EVENT_PREFILL: hyocr_job_post_state(job, HYOCR_JOB_WRITING); break;
+    case HYOCR_EVENT_TOKEN: {
+        hold_point(r->worker);
+        if (ev->batch_size > g_atomic_int_get(&r->worker->largest_batch))
+            g_atomic_int_set(&r->worker->largest_batch, ev->batch_size);
+        g_autofree char *piece = hyocr_worker_displayable_text(ev->piece, ev->piece_len);
+        hyocr_job_post_piece(job, piece, ev->n_generated);
+        break;
+    }
+    case HYOCR_EVENT_RESTART: hyocr_job_post_restart(job); break;
+    case HYOCR_EVENT_DONE:
+    case HYOCR_EVENT_ERROR:
+    case HYOCR_EVENT_CANCELLED:
+        post_end(job, ev);
+        running_end(r);
+        break;
+    default: break;
+    }
 }
 
 /* The image the engine will see: decoded here for file jobs so a corrupt file
@@ -321,7 +397,6 @@ static void fill_params(HyocrJob *job, const hyocr_image *img, hyocr_job_params 
     jp->ignore_eos = o->ignore_eos;
     jp->cancellable = hyocr_job_get_cancellable(job);
     jp->on_event = on_event;
-    jp->user_data = job;
 }
 
 /* The engine plans a job's memory from the image and prompt alone and would
@@ -366,125 +441,105 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
     return TRUE;
 }
 
-static void post_result(HyocrJob *job, const hyocr_job_result *res, const GError *error)
-{
-    if (!error) {
-        g_autofree char *text = hyocr_worker_displayable_text(res->text, res->text_len);
-        hyocr_job_post_finish(job, HYOCR_JOB_DONE, text, NULL);
-    }
-    else if (g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)) {
-        g_autofree char *msg = g_strdup_printf(_("Cancelled after %d tokens"), (int)(res->token_ids ? res->token_ids->len : 0));
-        hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, msg);
-    } else {
-        fail_job(job, error);
-    }
-}
-
-/* The pages of one call to the engine: decoded images, parameters, results. */
-typedef struct {
-    HyocrJob         **jobs;
-    hyocr_image      **owned;
-    hyocr_job_params  *jp;
-    hyocr_job_result  *res;
-    int                n;
-} Batch;
-
-static void batch_init(Batch *b, int cap)
-{
-    b->jobs = g_new0(HyocrJob *, cap);
-    b->owned = g_new0(hyocr_image *, cap);
-    b->jp = g_new0(hyocr_job_params, cap);
-    b->res = g_new0(hyocr_job_result, cap);
-    b->n = 0;
-}
-
-static void batch_clear(Batch *b)
-{
-    for (int i = 0; i < b->n; i++) {
-        hyocr_image_free(b->owned[i]);
-        hyocr_job_result_clear(&b->res[i]);
-    }
-    g_free(b->jobs);
-    g_free(b->owned);
-    g_free(b->jp);
-    g_free(b->res);
-}
-
-/* Prepares a claimed job into the batch; a job that ends here is reported. */
-static void batch_add(HyocrWorker *self, Batch *b, HyocrJob *job)
+/* Decoded, prompted and within memory: the job's Running, or NULL when it ended
+ * here (reported). */
+static Running *prepare(HyocrWorker *self, HyocrJob *job, hyocr_job_params *jp)
 {
     hyocr_job_post_state(job, HYOCR_JOB_PREPARING);
     const hyocr_image *img = NULL;
     hyocr_image *owned = NULL;
-    if (!prepare_job(self, job, &img, &owned, &b->jp[b->n])) {
+    if (!prepare_job(self, job, &img, &owned, jp)) {
         hyocr_image_free(owned);
-        return;
+        return NULL;
     }
     if (g_cancellable_is_cancelled(hyocr_job_get_cancellable(job))) {
         hyocr_job_post_finish(job, HYOCR_JOB_CANCELLED, NULL, _("Cancelled before it started"));
         hyocr_image_free(owned);
+        return NULL;
+    }
+    Running *r = g_new0(Running, 1);
+    r->worker = self;
+    r->job = g_object_ref(job);
+    r->owned = owned;
+    jp->user_data = r;
+    return r;
+}
+
+/* Queued together, submitted together: the engine starts them in one round.
+ * The thread returns at once, so a page added while these decode is submitted
+ * as soon as it is ready and joins their decode steps. */
+static void submit(HyocrWorker *self, Running **runs, hyocr_job_params *jp, int n)
+{
+    if (n == 0) return;
+    g_mutex_lock(&self->lock);
+    for (int i = 0; i < n; i++) g_ptr_array_add(self->current, runs[i]);
+    g_mutex_unlock(&self->lock);
+    g_autofree hyocr_request **reqs = g_new0(hyocr_request *, n);
+    g_autoptr(GError) error = NULL;
+    gboolean queued = hyocr_engine_submit_many(self->engine, jp, n, reqs, &error);
+    release_hold(self);
+    if (queued) {
+        /* the engine keeps its own reference until each has ended */
+        for (int i = 0; i < n; i++) hyocr_request_unref(reqs[i]);
         return;
     }
-    b->jobs[b->n] = job;
-    b->owned[b->n++] = owned;
-}
-
-static void run_batch(HyocrWorker *self, Batch *b)
-{
-    if (b->n == 0) return;
-    g_mutex_lock(&self->lock);
-    for (int i = 0; i < b->n; i++) g_ptr_array_add(self->current, b->jobs[i]);
-    g_mutex_unlock(&self->lock);
-    g_autoptr(GError) error = NULL;
-    if (b->n > g_atomic_int_get(&self->largest_batch)) g_atomic_int_set(&self->largest_batch, b->n);
-    bool ran = hyocr_engine_run_batch(self->engine, b->jp, b->n, b->res, &error);
-    for (int i = 0; i < b->n; i++) post_result(b->jobs[i], &b->res[i], ran ? b->res[i].error : error);
-    g_mutex_lock(&self->lock);
-    g_ptr_array_set_size(self->current, 0);
-    g_mutex_unlock(&self->lock);
-}
-
-/* Jobs already queued behind the first join it, up to the batch size: on a GPU
- * they decode together (continuous batching) for several times the throughput.
- * Anything else in the queue (a load, quitting) stays first in line. */
-static int take_more(HyocrWorker *self, HyocrJob **more, int cap)
-{
-    int n = 0;
-    Msg *m;
-    while (n < cap && (m = g_async_queue_try_pop(self->queue))) {
-        if (m->type != MSG_JOB) {
-            g_async_queue_push_front(self->queue, m);
-            break;
-        }
-        more[n++] = g_steal_pointer(&m->job);
-        msg_free(m);
+    for (int i = 0; i < n; i++) {
+        fail_job(runs[i]->job, error);
+        running_end(runs[i]);
     }
+}
+
+static int n_current(HyocrWorker *self)
+{
+    g_mutex_lock(&self->lock);
+    int n = (int)self->current->len;
+    g_mutex_unlock(&self->lock);
     return n;
 }
 
-static int batch_size(HyocrWorker *self)
+/* Up to n jobs from the head of the backlog, prepared and submitted together. */
+static void submit_head(HyocrWorker *self, int n)
 {
-    int n = g_atomic_int_get(&self->max_batch);
-    return n > 0 ? n : self->engine_cpu ? 1 : 8;
+    g_autofree hyocr_job_params *jp = g_new0(hyocr_job_params, n);
+    g_autofree Running **runs = g_new0(Running *, n);
+    int k = 0;
+    for (int taken = 0; taken < n && !g_queue_is_empty(&self->backlog);) {
+        Msg *m = g_queue_peek_head(&self->backlog);
+        if (m->type != MSG_JOB) break;
+        g_queue_pop_head(&self->backlog);
+        if (hyocr_job_claim(m->job) && (runs[k] = prepare(self, m->job, &jp[k]))) {
+            k++;
+            taken++;
+        }
+        release_job(self, g_steal_pointer(&m->job));
+        msg_free(m);
+    }
+    submit(self, runs, jp, k);
 }
 
-static void thread_job(HyocrWorker *self, HyocrJob *job)
+/* Works through the backlog in order while the engine has room: jobs are
+ * prepared (their pages decoded) only when they can start, up to the batch size
+ * at a time, so a page added while others decode joins them; a load waits for
+ * the jobs queued before it to end. */
+static void advance(HyocrWorker *self)
 {
-    if (!self->engine) {
-        g_queue_push_tail(&self->waiting, job);
-        return;
+    Msg *m;
+    while ((m = g_queue_peek_head(&self->backlog))) {
+        if (m->type == MSG_LOAD) {
+            if (n_current(self) > 0) return;
+            g_queue_pop_head(&self->backlog);
+            thread_load(self, m);
+            msg_free(m);
+        } else if (!self->engine) {
+            g_queue_pop_head(&self->backlog);
+            g_queue_push_tail(&self->waiting, g_steal_pointer(&m->job));
+            msg_free(m);
+        } else {
+            int room = batch_size(self) - n_current(self);
+            if (room <= 0) return;
+            submit_head(self, room);
+        }
     }
-    int cap = batch_size(self);
-    g_autofree HyocrJob **all = g_new0(HyocrJob *, cap);
-    all[0] = job;
-    int n = 1 + take_more(self, all + 1, cap - 1);
-    Batch b;
-    batch_init(&b, n);
-    for (int i = 0; i < n; i++)
-        if (hyocr_job_claim(all[i])) batch_add(self, &b, all[i]);
-    run_batch(self, &b);
-    batch_clear(&b);
-    for (int i = 0; i < n; i++) release_job(self, all[i]);
 }
 
 static gpointer worker_thread(gpointer data)
@@ -496,11 +551,11 @@ static gpointer worker_thread(gpointer data)
             msg_free(m);
             break;
         }
-        if (m->type == MSG_LOAD) thread_load(self, m);
-        else thread_job(self, g_steal_pointer(&m->job));
-        msg_free(m);
+        if (m->type == MSG_SLOT) msg_free(m);
+        else g_queue_push_tail(&self->backlog, m);
+        advance(self);
     }
-    retire_engine(self);
+    retire_engine(self);   /* ends what it still runs (cancelled) */
     return NULL;
 }
 
@@ -542,8 +597,9 @@ void hyocr_worker_shutdown(HyocrWorker *self)
     if (!self->thread) return;
     g_mutex_lock(&self->lock);
     for (guint i = 0; i < self->current->len; i++)
-        g_cancellable_cancel(hyocr_job_get_cancellable(self->current->pdata[i]));
+        g_cancellable_cancel(hyocr_job_get_cancellable(((Running *)self->current->pdata[i])->job));
     g_mutex_unlock(&self->lock);
+    release_hold(self);
     Msg *quit = g_new0(Msg, 1);
     quit->type = MSG_QUIT;
     g_async_queue_push_front(self->queue, quit);
@@ -552,12 +608,28 @@ void hyocr_worker_shutdown(HyocrWorker *self)
     Msg *m;
     while ((m = g_async_queue_try_pop(self->queue))) msg_free(m);
     g_queue_clear_full(&self->waiting, g_object_unref);
+    g_queue_clear_full(&self->backlog, (GDestroyNotify)msg_free);
+}
+
+void hyocr_worker_hold_until_submit(HyocrWorker *self)
+{
+    g_return_if_fail(HYOCR_IS_WORKER(self));
+    g_mutex_lock(&self->lock);
+    self->hold = TRUE;
+    g_mutex_unlock(&self->lock);
 }
 
 void hyocr_worker_set_max_batch(HyocrWorker *self, int n)
 {
     g_return_if_fail(HYOCR_IS_WORKER(self));
     g_atomic_int_set(&self->max_batch, MAX(n, 0));
+    g_mutex_lock(&self->lock);
+    if (self->engine) hyocr_engine_set_max_batch(self->engine, batch_size(self));
+    g_mutex_unlock(&self->lock);
+    /* more room: the thread looks at its backlog again */
+    Msg *slot = g_new0(Msg, 1);
+    slot->type = MSG_SLOT;
+    push(self, slot);
 }
 
 int hyocr_worker_get_largest_batch(HyocrWorker *self)
@@ -602,6 +674,7 @@ static void hyocr_worker_finalize(GObject *object)
     g_async_queue_unref(self->queue);
     g_main_context_unref(self->main_context);
     g_mutex_clear(&self->lock);
+    g_cond_clear(&self->held);
     g_string_free(self->load_notice, TRUE);
     g_free(self->gpu_why);
     g_free(self->gpu_note);
@@ -639,7 +712,9 @@ static void hyocr_worker_init(HyocrWorker *self)
     self->queue = g_async_queue_new_full((GDestroyNotify)msg_free);
     self->main_context = g_main_context_ref_thread_default();
     g_mutex_init(&self->lock);
+    g_cond_init(&self->held);
     g_queue_init(&self->waiting);
+    g_queue_init(&self->backlog);
     self->current = g_ptr_array_new();
     self->load_notice = g_string_new(NULL);
 }

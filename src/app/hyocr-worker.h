@@ -1,7 +1,9 @@
 /* hyocr-gtk — the inference thread. It owns the engine (loads it, so the UI
- * never waits on a model load), takes jobs from an async queue one at a time and
- * reports through the jobs' thread-safe post functions. Load results come back
- * to the main context as property changes. */
+ * never waits on a model load), takes jobs from an async queue, prepares them
+ * (decode, prompt, memory) and submits them to the engine's scheduler, which
+ * runs them on its own thread: a page added while others decode joins their
+ * decode steps. Jobs report through their thread-safe post functions; load
+ * results come back to the main context as property changes. */
 #pragma once
 #include "hyocr-job.h"
 

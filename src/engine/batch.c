@@ -1371,6 +1371,16 @@ hyocr_request *hyocr_engine_submit(hyocr_engine *eng, const hyocr_job_params *pa
     return NULL;
 }
 
+bool hyocr_engine_submit_many(hyocr_engine *eng, const hyocr_job_params *params, int n, hyocr_request **out,
+                              GError **error)
+{
+    g_return_val_if_fail(eng != NULL && n >= 0 && (n == 0 || (params != NULL && out != NULL)), false);
+    for (int i = 0; i < n; i++) out[i] = job_new(&params[i]);
+    if (n == 0 || enqueue(eng, out, n, true, error)) return true;
+    for (int i = 0; i < n; i++) g_clear_pointer(&out[i], hyocr_request_unref);
+    return false;
+}
+
 void hyocr_engine_get_stats(hyocr_engine *eng, hyocr_engine_stats *out)
 {
     hyocr_sched *s = eng->sched;

@@ -290,6 +290,10 @@ typedef struct hyocr_request hyocr_request;   /* a submitted job: reference-coun
  * Fails with HYOCR_ERROR_BUSY when max_queue jobs wait for admission already,
  * or HYOCR_ERROR_CANCELLED when the engine is being freed. */
 hyocr_request *hyocr_engine_submit(hyocr_engine *eng, const hyocr_job_params *params, GError **error);
+/* n jobs queued together, in order: the scheduler sees them in the same round,
+ * so they start together (all or none are queued; out gets n requests). */
+bool       hyocr_engine_submit_many(hyocr_engine *eng, const hyocr_job_params *params, int n, hyocr_request **out,
+                                    GError **error);
 /* Blocks until the job has ended, then moves its result into out (may be NULL;
  * a second wait gets an empty result). Returns false with error set as
  * hyocr_engine_run does. Never call it from a callback of the same engine. */

@@ -381,6 +381,41 @@ static gboolean writing_many(gpointer job)
     return hyocr_job_get_n_tokens(job) >= 200 || hyocr_job_is_finished(job);
 }
 
+/* A page added while another is decoding joins it: the worker submits it to the
+ * engine at once, and it decodes in the same steps (the engine's batch size is 2
+ * while both run, 1 before), streaming what `hyocr run` prints for it alone. The
+ * engine waits at its next token until the page is submitted, so the running
+ * job's ~29800 remaining steps cannot end before the page's 200 have run. */
+static void test_join_running(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(200);
+    g_settings_set_string(app_test_settings(), "preset", "recognize");
+    HyocrWindow *win = app_test_window("ckpt-nested", TRUE);
+    HyocrWorker *worker = hyocr_window_get_worker(win);
+    hyocr_worker_set_max_batch(worker, 4);
+    g_autoptr(HyocrJob) running = long_job(win, "gray_120x90.png", 30000);
+    g_assert_true(app_test_wait(writing_many, running, JOB_TIMEOUT_MS));
+    g_assert_cmpint(hyocr_job_get_state(running), ==, HYOCR_JOB_WRITING);
+    g_assert_cmpint(hyocr_worker_get_largest_batch(worker), ==, 1);
+
+    g_autoptr(GFile) file = app_test_image("odd_137x91.png");
+    StreamLog *log = stream_log_new();
+    hyocr_worker_hold_until_submit(worker);
+    g_assert_cmpuint(hyocr_window_add_files(win, &file, 1), ==, 1);
+    HyocrJob *added = watch_last_job(win, log);
+    app_test_wait_job(added, JOB_TIMEOUT_MS);
+    g_assert_false(hyocr_job_is_finished(running));   /* it was still decoding all along */
+    g_assert_cmpint(hyocr_worker_get_largest_batch(worker), ==, 2);
+    assert_matches_cli(added, log, "ckpt-nested", "odd_137x91.png", "recognize", 200);
+    stream_log_free(log);
+
+    hyocr_job_cancel(running);
+    app_test_wait_job(running, APP_TEST_WAIT_MS);
+    g_assert_cmpint(hyocr_job_get_state(running), ==, HYOCR_JOB_CANCELLED);
+    app_test_destroy_window(win);
+}
+
 static void test_cancel(void)
 {
     app_test_reset_settings();
@@ -1289,6 +1324,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/preset-changes-prompt", test_preset_changes_prompt);
     g_test_add_func("/app/window/stream-matches-cli", test_stream_matches_cli);
     g_test_add_func("/app/window/batch-matches-cli", test_batch_matches_cli);
+    g_test_add_func("/app/window/join-running", test_join_running);
     g_test_add_func("/app/window/cancel", test_cancel);
     g_test_add_func("/app/window/broken-model", test_broken_model);
     g_test_add_func("/app/window/device-preference", test_device_preference);
