@@ -260,6 +260,61 @@ check "the server takes requests after refusing a large one" py "s == 200"
 kill -TERM "$pid_small"; wait "$pid_small"
 check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
 
+# ---- the web page (src/server/web.c): its files, their policy, the JSON it reads
+get "$port_main" /
+check "GET / is the page, with a strict Content-Security-Policy (this origin only, no inline script)" \
+    py "s == 200 and '<script type=\"module\" src=\"/web/app.js\">' in d and h['content-type'].startswith('text/html') and h['content-security-policy'].startswith(\"default-src 'self'\") and \"script-src 'self';\" in h['content-security-policy'] and 'unsafe' not in h['content-security-policy'] and h['x-content-type-options'] == 'nosniff'"
+get "$port_main" /web/app.js
+check "the page's script is served as JavaScript, under the same policy" \
+    py "s == 200 and h['content-type'].startswith('text/javascript') and 'content-security-policy' in h and 'strings.js' in d"
+get "$port_main" /web/..%2Fserver.c
+check "a page file that climbs out is refused (libsoup: 400)" py "s in (400, 404) and 'include' not in str(d)"
+get "$port_main" /web/a..b.js
+check "a name that is not one of the page's files: 404" error_is 404 None "the page has no file a..b.js"
+status=$(curl -s -o "$tmp/out" -D "$tmp/hdr" -w '%{http_code}' -X POST "http://127.0.0.1:$port_main/web/app.js")
+check "POST to a page file: 405" error_is 405 None "takes GET"
+get "$port_main" /web/api/tasks
+check "/web/api/tasks: the engine's tasks in its order, with the official prompts" \
+    py "s == 200 and [t['name'] for t in d['tasks']] == ['recognize', 'spotting', 'parse_document', 'parse_table', 'parse_formula', 'parse_chart', 'translate_zh', 'translate_en', 'extract_fields', 'subtitles', 'custom'] and d['tasks'][0]['prompt'] == '提取图中的文字。' and d['tasks'][8]['input'] == 'fields' and d['tasks'][8]['prompt'] is None and d['tasks'][10]['input'] == 'prompt' and d['tasks'][2]['markdown'] and not d['tasks'][1]['markdown']"
+webpost() {   # webpost PATH BODY: a POST to the page's API
+    status=$(curl -s -o "$tmp/out" -D "$tmp/hdr" -w '%{http_code}' --data-binary "$2" "http://127.0.0.1:$port_main$1")
+}
+webpost /web/api/prompt '{"task": "extract_fields", "fields": ["姓名", "it'"'"'s"]}'
+check "/web/api/prompt: the extract-fields prompt as the engine words it" \
+    py "s == 200 and d == {'prompt': '提取图片中的: [\'姓名\', \"it\'s\"] 的字段内容，并按照 JSON 格式返回。'}"
+webpost /web/api/prompt '{"task": "extract_fields", "fields": []}'
+check "/web/api/prompt: no field is a 400 with the engine's message" error_is 400 "'fields'" "at least one field name"
+webpost /web/api/prompt '{"task": "custom", "prompt": ""}'
+check "/web/api/prompt: an empty custom prompt is a 400" error_is 400 "'prompt'" "needs a prompt text"
+webpost /web/api/prompt '{"task": "nonsense"}'
+check "/web/api/prompt: an unknown task is a 400 naming it" error_is 400 "'task'" "unknown task “nonsense”"
+webpost /web/api/prompt '[1'
+check "/web/api/prompt: malformed JSON is a 400" error_is 400 None "not valid JSON"
+webpost /web/api/spotting $'Total (USD)(10,20),(300,40)\n王(900,5),(100,60)\nhalf(1,2),(3'
+check "/web/api/spotting: the engine's parser's lines (boxes ordered, the unfinished last item left out)" \
+    py "s == 200 and d == {'lines': [{'text': 'Total (USD)', 'box': [10, 20, 300, 40]}, {'text': '王', 'box': [100, 5, 900, 60]}]}"
+webpost /web/api/spotting $'\xff\xfe(1,2),(3,4)'
+check "/web/api/spotting: bytes that are not UTF-8 are repaired, not a crash" py "s == 200 and len(d['lines']) == 1"
+webpost /web/api/render $'| a | b |\n|---|---|\n| 1 | \\(x^2\\) |\n\n<script>alert(1)</script>'
+if grep -q "HYOCR_HAVE_HTML 1" "$(dirname "$HYOCR")/../../hyocr-build-config.h" 2>/dev/null; then
+    check "/web/api/render: Markdown as the .html export writes it (a table, formulas between \\( \\))" \
+        py "s == 200 and '<table>' in d and '<td>\\\\(x^2\\\\)</td>' in d and h['content-type'].startswith('text/html') and \"script-src 'self'\" in h['content-security-policy']"
+else
+    check "/web/api/render: 501 in a build without md4c" error_is 501 None "without md4c"
+fi
+get "$port_main" /web/api/status
+check "/web/api/status: state, model, backend, queue and memory" \
+    py "s == 200 and d['state'] == 'ready' and d['model'] == 'hyocr-test' and d['backend'] == 'cpu' and d['waiting'] == 0 and d['max_queue'] == 1 and d['memory_used'] > 0"
+get "$port_main" /web/api/status -X POST
+check "/web/api/status takes GET" error_is 405 None "takes GET"
+start noweb --no-web-ui
+for path in / /web/app.js /web/api/tasks; do
+    get "$port_noweb" "$path"
+    check "--no-web-ui: $path is 404" error_is 404 None "there is nothing at"
+done
+kill -TERM "$pid_noweb"; wait "$pid_noweb"
+check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+
 # ---- 401
 echo "s3cret-key" >"$tmp/key.txt"
 start keyed --api-key-file "$tmp/key.txt"
@@ -274,6 +329,12 @@ get "$port_keyed" /v1/models
 check "401 /v1/models without the key" py "s == 401"
 get "$port_keyed" /health
 check "/health needs no key (as vLLM's)" py "s == 200"
+get "$port_keyed" /web/api/tasks
+check "401 the page's API without the key" py "s == 401 and d['error']['code'] == 'invalid_api_key'"
+get "$port_keyed" /web/api/status -H 'Authorization: Bearer s3cret-key'
+check "200 the page's API with the key" py "s == 200 and d['state'] == 'ready'"
+get "$port_keyed" /
+check "the page itself needs no key (it asks for it)" py "s == 200 and 'app.js' in d"
 kill -TERM "$pid_keyed"; wait "$pid_keyed"
 check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
 HYOCR_API_KEY=from-env start envkey

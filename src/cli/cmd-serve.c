@@ -17,6 +17,7 @@ typedef struct {
     char   *model, *host, *api_key, *api_key_file, *media_dir, *mem_limit, *mem_fraction, *device, *dtype, *max_body;
     char  **names;
     int     port, max_queue, max_model_len, max_side, max_batch, threads;
+    gboolean no_web_ui;
     double  swap_gib;
 } serve_opts;
 
@@ -49,6 +50,8 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
         { "served-model-name", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->names,
           N_("Model name clients ask for (default: tencent/HunyuanOCR and --model as given); repeat it for several"),
           "NAME" },
+        { "no-web-ui", 0, 0, G_OPTION_ARG_NONE, &o->no_web_ui,
+          N_("Do not serve the web page at / (the API only)"), NULL },
         { "max-queue", 0, 0, G_OPTION_ARG_INT, &o->max_queue,
           N_("Requests waiting for the engine at most; beyond, 503 (256)"), "N" },
         { "max-request-size", 0, 0, G_OPTION_ARG_STRING, &o->max_body, N_("Largest request body (64M)"), "SIZE" },
@@ -115,6 +118,7 @@ static bool fill(const serve_opts *o, bool model_given, hyocr_server_options *so
     so->port = o->port;
     so->allowed_media_dir = o->media_dir;
     so->max_side = o->max_side;
+    so->no_web_ui = o->no_web_ui;
     /* scripts written for `vllm serve tencent/HunyuanOCR` ask for its Hub name; vLLM
      * also answers to --model as given */
     static const char *default_names[3];

@@ -239,12 +239,13 @@ static bool write_json(const hyocr_export *ex, bool lines, GString *out, GError 
 
 /* ------------------------------------------------------------------------ HTML */
 
-#if HYOCR_HAVE_HTML
-static bool is_markdown(hyocr_task t)
+bool hyocr_export_is_markdown(hyocr_task t)
 {
     return t == HYOCR_TASK_PARSE_DOCUMENT || t == HYOCR_TASK_PARSE_TABLE || t == HYOCR_TASK_PARSE_FORMULA ||
            t == HYOCR_TASK_PARSE_CHART || t == HYOCR_TASK_TRANSLATE_EN || t == HYOCR_TASK_TRANSLATE_ZH;
 }
+
+#if HYOCR_HAVE_HTML
 
 /* md4c reads $…$ and $$…$$ as LaTeX; the model also writes \(…\) and \[…\], whose backslashes
  * Markdown would eat. A backslash escaped itself (\\[ in a formula's line break) is left. */
@@ -293,6 +294,16 @@ static void mathjax_delimiters(GString *html, gsize from)
     }
 }
 
+char *hyocr_export_markdown_html(const char *markdown)
+{
+    g_autofree char *md = dollar_math(markdown);
+    GString *out = g_string_new(NULL);
+    md_html(md, (MD_SIZE)strlen(md), html_sink, out,
+            MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_LATEXMATHSPANS | MD_FLAG_NOINDENTEDCODEBLOCKS, 0);
+    mathjax_delimiters(out, 0);
+    return g_string_free(out, FALSE);
+}
+
 static void html_page(const hyocr_export_page *p, GString *out)
 {
     g_autofree char *label = hyocr_export_page_label(p);
@@ -303,12 +314,9 @@ static void html_page(const hyocr_export_page *p, GString *out)
         g_autofree char *why = g_markup_escape_text(p->error ? p->error : _("no answer"), -1);
         g_autofree char *line = g_strdup_printf(_("This page failed: %s"), why);
         g_string_append_printf(out, "<p class=\"page-error\">%s</p>\n", line);
-    } else if (is_markdown(p->task)) {
-        g_autofree char *md = dollar_math(p->text);
-        gsize from = out->len;
-        md_html(md, (MD_SIZE)strlen(md), html_sink, out,
-                MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_LATEXMATHSPANS | MD_FLAG_NOINDENTEDCODEBLOCKS, 0);
-        mathjax_delimiters(out, from);
+    } else if (hyocr_export_is_markdown(p->task)) {
+        g_autofree char *html = hyocr_export_markdown_html(p->text);
+        g_string_append(out, html);
     } else {
         g_autofree char *text = page_text(p);
         g_autofree char *esc = g_markup_escape_text(text, -1);
@@ -339,6 +347,14 @@ static bool write_html(const hyocr_export *ex, GString *out)
     for (int i = 0; i < ex->n_pages; i++) html_page(&ex->pages[i], out);
     g_string_append(out, "</body>\n</html>\n");
     return true;
+}
+#endif
+
+#if !HYOCR_HAVE_HTML
+char *hyocr_export_markdown_html(const char *markdown)
+{
+    (void)markdown;
+    return NULL;
 }
 #endif
 

@@ -53,6 +53,12 @@ typedef struct {
 bool        hyocr_export_format_for_path(const char *path, hyocr_export_format *out);
 /* ".txt, .md, .json, .jsonl, .pdf, .html" (the extensions this build writes). */
 const char *hyocr_export_extensions(void);
+/* Whether the task answers in Markdown (the .html export renders it; others are shown as text). */
+bool        hyocr_export_is_markdown(hyocr_task task);
+/* A parse-document answer (Markdown with HTML tables and LaTeX) as the HTML the .html export
+ * writes for it (md4c; formulas between \( \) and \[ \]); raw HTML in it is kept, so
+ * whoever shows it forbids scripts. NULL when this build has no md4c. */
+char       *hyocr_export_markdown_html(const char *markdown);
 /* Writes the whole file or nothing (a temporary file renamed into place). */
 bool        hyocr_export_write(const hyocr_export *ex, hyocr_export_format format, const char *path, GError **error);
 

@@ -1,7 +1,9 @@
 /* hyocr serve — the server: binds the port first (a taken port fails at once),
  * then loads and warms up the engine on a thread while /health answers 503;
- * routes /v1/chat/completions, /v1/models, /health and /metrics; checks the
- * key (Bearer, as vLLM) and the body's size before the body is read; logs one
+ * routes /v1/chat/completions, /v1/models, /health, /metrics and the web page
+ * (web.c: /, /web/…); checks the key (Bearer, as vLLM; for /v1/… and the page's
+ * /web/api/…, not for the page's files, which ask for it) and the body's size
+ * before the body is read; logs one
  * line per request; and on SIGTERM (or SIGINT) drains: new requests get 503,
  * the ones in flight finish, then it exits. A second signal cancels them. */
 #include "server.h"
@@ -36,6 +38,12 @@ struct hyocr_server {
 hyocr_engine *hyocr_server_engine(hyocr_server *s) { return s->engine; }
 hyocr_metrics *hyocr_server_metrics(hyocr_server *s) { return s->metrics; }
 int hyocr_server_max_side(hyocr_server *s) { return s->opt->max_side; }
+int hyocr_server_max_queue(hyocr_server *s) { return s->opt->engine.max_queue; }
+
+const char *hyocr_server_state_name(hyocr_server *s)
+{
+    return s->state == STATE_LOADING ? "loading" : s->state == STATE_READY ? "ready" : "draining";
+}
 
 const char *hyocr_server_model_name(hyocr_server *s)
 {
@@ -158,7 +166,7 @@ static void early(SoupServer *soup, SoupServerMessage *msg, const char *path, GH
     r->host = g_strdup(soup_server_message_get_remote_host(msg));
     r->body = g_byte_array_new();
     g_object_set_data_full(G_OBJECT(msg), "hyocr-request", r, (GDestroyNotify)request_state_free);
-    if (g_str_has_prefix(path, "/v1/") && !authorized(s, msg)) {
+    if ((g_str_has_prefix(path, "/v1/") || g_str_has_prefix(path, "/web/api/")) && !authorized(s, msg)) {
         hyocr_api_error e = { 0 };
         hyocr_api_error_set(&e, 401, NULL, _("a valid API key is needed: send the header "
                                              "\"Authorization: Bearer KEY\""));
@@ -336,6 +344,18 @@ static void on_completions(hyocr_server *s, SoupServerMessage *msg)
     g_task_run_in_thread(task, parse_thread);
 }
 
+/* The page and its helpers; their bodies are small, read to the same limit. */
+static bool on_web(hyocr_server *s, SoupServerMessage *msg, const char *path)
+{
+    request_state *r = state_of(msg);
+    if (r->too_big && g_str_has_prefix(path, "/web/api/")) {
+        too_large(s, msg);
+        return true;
+    }
+    g_autoptr(GBytes) body = g_byte_array_free_to_bytes(g_steal_pointer(&r->body));
+    return hyocr_web_route(s, msg, path, body);
+}
+
 static void route(SoupServer *soup, SoupServerMessage *msg, const char *path, GHashTable *query, gpointer data)
 {
     (void)soup;
@@ -345,6 +365,7 @@ static void route(SoupServer *soup, SoupServerMessage *msg, const char *path, GH
     else if (!strcmp(path, "/v1/models")) on_models(s, msg);
     else if (!strcmp(path, "/health")) on_health(s, msg);
     else if (!strcmp(path, "/metrics")) on_metrics(s, msg);
+    else if (!s->opt->no_web_ui && on_web(s, msg, path)) return;
     else reply_error(msg, 404, _("there is nothing at %s (this server answers /v1/chat/completions, /v1/models, "
                                  "/health and /metrics)"), path);
 }

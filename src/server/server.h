@@ -8,7 +8,8 @@
  *   completion.c  one chat completion: the job, its events, the reply (JSON or SSE)
  *   stream.c      server-sent events over a paused libsoup message
  *   metrics.c     Prometheus counters and histograms (/metrics)
- *   errors.c      OpenAI-shaped errors, and the engine's errors in the API's terms */
+ *   errors.c      OpenAI-shaped errors, and the engine's errors in the API's terms
+ *   web.c         the web page (GET /, GResources of web/) and the JSON it reads (/web/api/…) */
 #pragma once
 #include "hyocr.h"
 #include <json-glib/json-glib.h>
@@ -24,6 +25,7 @@ typedef struct {
     int64_t             max_request_size;  /* bytes of a request body */
     char               *allowed_media_dir; /* file:// images are read under it only; NULL: none */
     int                 max_side;          /* every image's long side at most (0: as sent) */
+    bool                no_web_ui;         /* GET / and /web/… answer 404 */
     hyocr_engine_params engine;            /* model_dir, memory, device, max_batch, max_queue, … */
 } hyocr_server_options;
 
@@ -112,6 +114,9 @@ typedef struct hyocr_server hyocr_server;
 hyocr_engine   *hyocr_server_engine(hyocr_server *s);
 const char     *hyocr_server_model_name(hyocr_server *s);
 int             hyocr_server_max_side(hyocr_server *s);
+int             hyocr_server_max_queue(hyocr_server *s);
+/* "loading", "ready" or "draining". */
+const char     *hyocr_server_state_name(hyocr_server *s);
 hyocr_metrics  *hyocr_server_metrics(hyocr_server *s);
 /* A completion holds the server (drain waits) until the job has ended and its
  * message is written. */
@@ -126,5 +131,12 @@ void            hyocr_server_note(hyocr_server *s, SoupServerMessage *msg, int p
  * (monotonic µs). */
 void hyocr_completion_start(hyocr_server *s, SoupServerMessage *msg, hyocr_chat_request *r,
                             const char *const *names, gint64 arrival);
+
+/* ---- web.c ----------------------------------------------------------------------------- */
+
+/* Answers GET / and /web/… (the page's files, and /web/api/…: tasks, prompt, spotting,
+ * render, status) with their Content-Security-Policy; body: the request's body (POST).
+ * False when path is none of the page's. */
+bool hyocr_web_route(hyocr_server *s, SoupServerMessage *msg, const char *path, GBytes *body);
 
 G_END_DECLS
