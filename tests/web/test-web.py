@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""The web page of hyocr serve in headless Chromium, driven over WebDriver (chromedriver),
+against the server on the CPU with the fixture checkpoint (loopback only). TAP output.
+
+It loads the page, uploads an image and runs presets (the streamed text equals `hyocr run`'s
+for the same image, task and length; the spotting boxes are the engine's lines; a
+parse-document answer is rendered as the render endpoint writes it), downloads the answer,
+cancels a run (the server counts the job as aborted), asks for the key with --api-key (kept
+in sessionStorage only), speaks Chinese to a Chinese browser, fits a 390 px screen, and words
+a non-image, an image over --max-request-size and a server that went away. The page's
+policy header is checked, and no request leaves the server's origin. Every wait is on a
+condition (the page marks its state on <body>), never on time.
+
+    python3 tests/web/test-web.py HYOCR DATA_DIR
+Screenshots go to $HYOCR_SCREENSHOTS when it is set (data/screenshots/web-*.png come from it).
+"""
+import http.client
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from webdriver import Driver, WebDriverError, find_chromium, find_driver  # noqa: E402
+
+HYOCR, DATA = sys.argv[1], os.path.abspath(sys.argv[2])
+IMAGE = os.path.join(DATA, "images", "big_420x300.png")
+TOKENS = 24
+MAX_BODY = 1024 * 1024
+SHOTS = os.environ.get("HYOCR_SCREENSHOTS")
+
+n = failed = 0
+
+
+def check(name, cond, detail=None):
+    global n, failed
+    n += 1
+    print(("ok" if cond else "not ok"), n, "-", name, flush=True)
+    if not cond:
+        failed += 1
+        for line in str(detail or "").splitlines()[:40]:
+            print("#", line, flush=True)
+
+
+def step(name, fn):
+    """check(name) on what fn returns (True, or (False, detail)); an exception fails it."""
+    try:
+        r = fn()
+        ok, detail = (r, None) if isinstance(r, bool) else r
+    except Exception as e:  # noqa: BLE001 — a failure of this check, reported, the rest go on
+        ok, detail = False, f"{type(e).__name__}: {e}"
+    check(name, ok, detail)
+    return ok
+
+
+if not find_chromium() or not find_driver():
+    print("1..0 # SKIP chromium and chromium-driver are not installed (.ci/setup installs them)")
+    sys.exit(0)
+
+tmp = tempfile.mkdtemp(prefix="hyocr-web-")
+servers = []
+
+
+def start_server(*extra):
+    log = open(os.path.join(tmp, f"serve-{len(servers)}.log"), "w+")
+    proc = subprocess.Popen([HYOCR, "serve", "--model", os.path.join(DATA, "ckpt-flat"), "--device", "cpu",
+                             "--threads", "2", "--port", "0", "--served-model-name", "hyocr-test", *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    servers.append(proc)
+    port, lines = 0, []
+    for line in proc.stderr:   # until it is ready (the engine loaded), or gone
+        lines.append(line)
+        log.write(line)
+        m = re.search(r"listening on http://[0-9.]+:(\d+)", line)
+        if m:
+            port = int(m.group(1))
+        if "ready" in line:
+            break
+    threading.Thread(target=lambda: [log.write(ln) or log.flush() for ln in proc.stderr], daemon=True).start()
+    if not port or proc.poll() is not None:
+        raise RuntimeError("hyocr serve did not start:\n" + "".join(lines))
+    return proc, port
+
+
+def http_get(port, path, headers=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read().decode()
+
+
+def metric(port, name, label):
+    _, _, text = http_get(port, "/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + "{") and label in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def until(cond, what, timeout=300):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.05)
+
+
+def reference(task, *extra):
+    """hyocr run's answer for IMAGE (and its export's spotting lines)."""
+    out = os.path.join(tmp, f"ref-{task}.json")
+    r = subprocess.run([HYOCR, "run", "--model", os.path.join(DATA, "ckpt-flat"), "--device", "cpu", "--threads", "2",
+                        "-t", task, "-n", str(TOKENS), "-f", "json", "-o", out, *extra, IMAGE],
+                       capture_output=True, text=True, check=True)
+    text = json.loads(r.stdout)[0]["text"]
+    exported = json.load(open(out))
+    return text, exported
+
+
+def noise_png(path, side):
+    """An image whose PNG is about side²·3 bytes (noise does not compress)."""
+    raw = b"".join(b"\0" + os.urandom(side * 3) for _ in range(side))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)) + \
+        chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
+    open(path, "wb").write(png)
+
+
+def shot(s, name):
+    if SHOTS:
+        os.makedirs(SHOTS, exist_ok=True)
+        s.screenshot(os.path.join(SHOTS, name))
+
+
+# ---- page state, as app.js marks it on <body> -----------------------------------------------
+
+def run_and_wait(s, item_state=None):
+    """Clicks Run; waits until the run's image has finished; returns "ID:STATE"."""
+    s.js("delete document.body.dataset.finished; delete document.body.dataset.lines;")
+    s.click("#run")
+    return s.wait("return document.body.dataset.finished", what="the run to finish")
+
+
+def output(s):
+    return s.js("return document.getElementById('output').textContent")
+
+
+def message(s):
+    return s.js("const m = document.getElementById('message'); return m.hidden ? '' : m.textContent")
+
+
+def load(s, port):
+    s.get(f"http://127.0.0.1:{port}/")
+    s.wait("return document.body.dataset.ready", what="the page to load its tasks")
+
+
+driver = Driver(os.path.join(tmp, "chromedriver.log"))
+try:
+    main, port = start_server("--max-batch", "1", "--max-request-size", str(MAX_BODY))
+    origin = f"http://127.0.0.1:{port}"
+    downloads = os.path.join(tmp, "downloads")
+    os.makedirs(downloads)
+
+    # ---- the policy, from the server
+    status, headers, body = http_get(port, "/")
+    csp = headers.get("Content-Security-Policy", "")
+    check("GET /: 200, the page, with a strict Content-Security-Policy header",
+          status == 200 and csp.startswith("default-src 'self'") and "script-src 'self';" in csp and
+          "unsafe" not in csp and "connect-src 'self'" in csp, f"{status} {csp}")
+
+    s = driver.session(lang="en-US", download_dir=downloads)
+    try:
+        # ---- load, the tasks from the engine
+        def loads():
+            load(s, port)
+            _, _, tasks = http_get(port, "/web/api/tasks")
+            names = [t["name"] for t in json.loads(tasks)["tasks"]]
+            got = s.js("return [...document.querySelectorAll('#task option')].map(o => o.value)")
+            labels = s.js("return [...document.querySelectorAll('#task option')].map(o => o.textContent)")
+            return (got == names and labels[0] == "Recognize text" and s.js("return document.documentElement.lang") == "en"
+                    and s.js("return document.getElementById('run').textContent") == "Run", f"{got} {labels}")
+        step("the page loads, in English, with the engine's task list", loads)
+        step("the page shows the server's state: model, backend, queue, memory",
+             lambda: (lambda t: (re.fullmatch(r"hyocr-test on CPU · 0 running, 0 waiting · memory [\d.]+ \w+", t)
+                                 is not None, t))(
+                 s.wait("const t = document.getElementById('status').textContent; return t.includes('running') && t",
+                        what="the status line")))
+
+        # ---- upload, two presets, the text equals hyocr run's
+        s.upload(IMAGE)
+        step("an uploaded image is queued and shown",
+             lambda: s.js("return document.querySelectorAll('#queue li').length === 1 && "
+                          "document.querySelector('#queue li').dataset.state === 'waiting' && "
+                          "document.getElementById('image').src.startsWith('blob:')"))
+        s.js("document.getElementById('max-tokens').value = arguments[0]", str(TOKENS))
+        want, _ = reference("recognize")
+        s.select("recognize")
+        step("preset recognize: the streamed text equals hyocr run's",
+             lambda: (run_and_wait(s) == "1:done" and output(s) == want, f"page {output(s)!r}\nrun  {want!r}"))
+        want, exported = reference("spotting")
+        s.select("spotting")
+        step("preset spotting (the same image again): the streamed text equals hyocr run's",
+             lambda: (run_and_wait(s) == "1:done" and output(s) == want, f"page {output(s)!r}\nrun  {want!r}"))
+        lines = exported["pages"][0].get("lines", []) if "pages" in exported else []
+        step("the spotting boxes drawn are the engine's lines (hyocr run's export)",
+             lambda: (s.wait("return document.body.dataset.lines", what="the spotting lines") and
+                      s.js("return document.querySelectorAll('#boxes .box').length") == len(lines),
+                      f"{s.js('return document.querySelectorAll(`#boxes .box`).length')} vs {len(lines)}"))
+        shot(s, "web-en.png")
+
+        want, _ = reference("parse_document")
+        s.select("parse_document")
+
+        def rendered():
+            if not (run_and_wait(s) == "1:done" and output(s) == want):
+                return False, f"page {output(s)!r}\nrun  {want!r}"
+            s.click("#tab-rendered")
+            got = s.wait("const d = document.getElementById('rendered').contentDocument;"
+                         "return d && d.body && d.body.childNodes.length && d.body.innerHTML", what="the render")
+            req = urllib.request.Request(origin + "/web/api/render", data=want.encode(), method="POST")
+            html = urllib.request.urlopen(req, timeout=120).read().decode()
+            same = s.js("const p = new DOMParser().parseFromString(arguments[0], 'text/html');"
+                        "return p.body.innerHTML === arguments[1]", html, got)
+            s.click("#tab-text")
+            return same and s.js("return document.getElementById('rendered').hidden"), f"{got!r}\n{html!r}"
+        step("preset parse_document: the same text, shown rendered as the engine renders it", rendered)
+
+        # ---- copy, downloads
+        def downloaded():
+            for ext in ("txt", "md", "json"):
+                s.click(f"#dl-{ext}")
+            files = {e: os.path.join(downloads, f"big_420x300.{e}") for e in ("txt", "md", "json")}
+            until(lambda: all(os.path.exists(f) for f in files.values()) and
+                  not any(f.endswith(".crdownload") for f in os.listdir(downloads)), "the downloads")
+            txt, md = open(files["txt"]).read(), open(files["md"]).read()
+            j = json.load(open(files["json"]))
+            return (txt == want and md == want and j["text"] == want and j["task"] == "parse_document" and
+                    j["image"] == "big_420x300.png", f"{txt!r} {j}")
+        step("download .txt, .md and .json: the answer, and in the JSON its task and image", downloaded)
+        s.click("#copy")
+        step("copy says it copied", lambda: bool(s.wait("return !document.getElementById('copied').hidden",
+                                                         what="the copied note")))
+
+        # ---- bad input
+        notes = os.path.join(tmp, "notes.txt")
+        open(notes, "w").write("not an image\n")
+        s.upload(notes)
+        s.select("recognize")
+        step("a file that is not an image: a clear message on the page, from the server's reason",
+             lambda: (run_and_wait(s) == "2:failed" and
+                      message(s).startswith("“notes.txt” is not an image hyocr can read: the image could not be read")
+                      and s.js("return document.querySelectorAll('#queue li').length") == 2, message(s)))
+        huge = os.path.join(tmp, "huge.png")
+        noise_png(huge, 700)
+        s.upload(huge)
+        step("an image over --max-request-size: a clear message on the page",
+             lambda: (run_and_wait(s) == "3:failed" and
+                      message(s).startswith("“huge.png” is larger than this server accepts (the request body is "
+                                            f"larger than the server's limit of {MAX_BODY} bytes"), message(s)))
+
+        # ---- cancel: the page's job waits behind one that holds the only batch slot
+        def cancels():
+            body = json.dumps({"max_tokens": 30000, "ignore_eos": True, "stream": True, "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," +
+                 __import__("base64").b64encode(open(IMAGE, "rb").read()).decode()}}, {"type": "text", "text": "x"}]}]})
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            resp.fp.readline()   # its first event: it is decoding
+            aborted = metric(port, "hyocr:request_success_total", 'finished_reason="abort"')
+            s.click("#queue li:first-child .name")
+            s.js("delete document.body.dataset.finished")
+            s.click("#run")
+            until(lambda: json.loads(http_get(port, "/web/api/status")[2])["waiting"] == 1, "the page's job to queue")
+            running = s.js("return document.body.dataset.running === '1' && "
+                           "!document.getElementById('cancel').disabled")
+            s.click("#cancel")
+            state = s.wait("return document.body.dataset.finished", what="the cancel")
+            until(lambda: metric(port, "hyocr:request_success_total", 'finished_reason="abort"') == aborted + 1,
+                  "the server to count the page's job as aborted")
+            conn.close()   # the long one goes away too
+            return (running and state == "1:cancelled" and message(s) == "Cancelled: “big_420x300.png” was not finished."
+                    and s.js("return document.getElementById('cancel').disabled"), f"{state} {message(s)}")
+        step("cancel: the page says so and the server cancels the job (its abort counter)", cancels)
+
+        # ---- no request left the origin
+        def same_origin():
+            urls = s.js("return [location.href, ...performance.getEntriesByType('resource').map(e => e.name)]")
+            other = [u for u in urls if not (u.startswith(origin + "/") or u.startswith("blob:" + origin + "/"))]
+            return (not other and len(urls) > 5, f"{other} of {urls}")
+        step("no request went to another origin (the page's resource entries)", same_origin)
+    finally:
+        s.quit()
+
+    # ---- Chinese, for a browser that asks for it
+    s = driver.session(lang="zh-CN")
+    try:
+        def chinese():
+            load(s, port)
+            s.upload(IMAGE)
+            s.js("document.getElementById('max-tokens').value = arguments[0]", str(TOKENS))
+            done = run_and_wait(s)
+            got = s.js("return [document.documentElement.lang, document.getElementById('run').textContent, "
+                       "document.querySelector('#task option').textContent, document.title, "
+                       "document.querySelector('#queue .state').textContent]")
+            return (done == "1:done" and got == ["zh-CN", "运行", "提取文字", "hyocr — 识别图片中的文字", "完成"], got)
+        step("zh-CN: the page in Simplified Chinese, following the browser's language", chinese)
+        shot(s, "web-zh_CN.png")
+    finally:
+        s.quit()
+
+    # ---- a phone: 390 px wide
+    want_spot, _ = reference("spotting")
+    s = driver.session(lang="en-US", width=390, height=844)
+    try:
+        def phone():
+            s.cdp("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1,
+                                                         "mobile": True})
+            load(s, port)
+            s.upload(IMAGE)
+            s.js("document.getElementById('max-tokens').value = arguments[0]", str(TOKENS))
+            s.select("spotting")
+            done = run_and_wait(s)
+            s.wait("return document.body.dataset.lines", what="the spotting lines")
+            widths = s.js("return [innerWidth, document.documentElement.scrollWidth, "
+                          "...['run', 'cancel', 'task', 'output', 'image', 'dl-json', 'status']"
+                          ".map(id => Math.ceil(document.getElementById(id).getBoundingClientRect().right))]")
+            return (done == "1:done" and widths[0] == 390 and max(widths[1:]) <= 390, widths)
+        step("390 px wide: nothing wider than the screen, every control on it", phone)
+        shot(s, "web-390.png")
+
+        def paste_and_drop():
+            # a pasted image and a dropped one (the events a browser sends, with their files) queue
+            # up behind the first, then run one after the other
+            data = list(open(IMAGE, "rb").read())
+            s.js("""const file = (name) => new File([new Uint8Array(arguments[0])], name, {type: 'image/png'});
+                    const pasted = new DataTransfer(); pasted.items.add(file('pasted.png'));
+                    document.dispatchEvent(new ClipboardEvent('paste', {clipboardData: pasted, bubbles: true}));
+                    const dropped = new DataTransfer(); dropped.items.add(file('dropped.png'));
+                    document.getElementById('drop').dispatchEvent(new DragEvent('drop', {dataTransfer: dropped,
+                                                                                      bubbles: true, cancelable: true}));""",
+                 data)
+            queued = s.js("return [...document.querySelectorAll('#queue li')].map(l => "
+                          "l.querySelector('.name').textContent + ':' + l.dataset.state)")
+            s.js("delete document.body.dataset.finished")
+            s.click("#run")
+            s.wait("return document.body.dataset.finished === '3:done'", what="both to run")
+            states = s.js("return [...document.querySelectorAll('#queue li')].map(l => l.dataset.state)")
+            return (queued == ["big_420x300.png:done", "pasted.png:waiting", "dropped.png:waiting"] and
+                    states == ["done", "done", "done"] and output(s) == want_spot, f"{queued} {states} {output(s)!r}")
+        step("paste and drop queue images, which then run one after another", paste_and_drop)
+    finally:
+        s.quit()
+
+    # ---- the key
+    key = os.path.join(tmp, "key.txt")
+    open(key, "w").write("s3cret\n")
+    keyed, kport = start_server("--api-key-file", key)
+    s = driver.session(lang="en-US")
+    try:
+        def asks_key():
+            s.get(f"http://127.0.0.1:{kport}/")
+            s.wait("return document.getElementById('key-dialog').open", what="the key dialog")
+            s.type("#key", "wrong")
+            s.click("#key-ok")
+            s.wait("return !document.getElementById('key-error').hidden && document.getElementById('key-dialog').open",
+                   what="the refusal")
+            s.clear("#key")
+            s.type("#key", "s3cret")
+            s.click("#key-ok")
+            s.wait("return document.body.dataset.ready", what="the page with the key")
+            kept = s.js("return [sessionStorage.getItem('hyocr-api-key'), localStorage.length, document.cookie]")
+            s.get(f"http://127.0.0.1:{kport}/")   # the same tab: asked once
+            s.wait("return document.body.dataset.ready", what="the page again")
+            again = s.js("return document.getElementById('key-dialog').open")
+            return kept == ["s3cret", 0, ""] and not again, f"{kept} {again}"
+        step("--api-key: the page asks once, says when a key is refused, keeps it in sessionStorage only",
+             asks_key)
+    finally:
+        s.quit()
+    keyed.terminate()
+    check("the keyed server exits 0 on SIGTERM after the page's requests (under ASan: no leak)", keyed.wait() == 0)
+
+    # ---- a server that went away
+    s = driver.session(lang="en-US")
+    try:
+        def gone():
+            load(s, port)
+            s.upload(IMAGE)
+            main.kill()
+            main.wait()
+            state = run_and_wait(s)
+            status = s.wait("const e = document.getElementById('status'); "
+                            "return e.dataset.state === 'gone' && e.textContent", what="the status line")
+            return (state == "1:failed" and message(s).startswith("The server cannot be reached") and
+                    status == "The server cannot be reached." and
+                    s.js("return document.querySelectorAll('#queue li').length") == 1, f"{state} {message(s)}")
+        step("a server that went away: a clear message, the image kept, the status line says so", gone)
+    finally:
+        s.quit()
+finally:
+    driver.close()
+    for p in servers:
+        if p.poll() is None:
+            p.terminate()
+            p.wait()
+    if failed:
+        for f in sorted(os.listdir(tmp)):
+            if f.endswith(".log"):
+                print(f"# --- {f}")
+                for line in open(os.path.join(tmp, f), errors="replace").read().splitlines()[-30:]:
+                    print("#", line)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+print(f"1..{n}")
+sys.exit(1 if failed else 0)
