@@ -191,6 +191,20 @@ try:
             return (got == names and labels[0] == "Recognize text" and s.js("return document.documentElement.lang") == "en"
                     and s.js("return document.getElementById('run').textContent") == "Run", f"{got} {labels}")
         step("the page loads, in English, with the engine's task list", loads)
+        def translated():
+            # the page's string table (one file): every English string has its Chinese one, with
+            # the same {placeholders}
+            got = s.js_async("import('/web/strings.js').then(m => arguments[arguments.length - 1]("
+                             "[m.strings.en, m.strings['zh-CN']]))")
+            en, zh = got
+            holes = lambda t: sorted(re.findall(r"\{\w+\}", t))  # noqa: E731
+            bad = [k for k in en if k not in zh or not zh[k] or holes(en[k]) != holes(zh[k])]
+            extra = [k for k in zh if k not in en]
+            return (not bad and not extra and len(en) > 50, f"missing or unlike: {bad}; unknown: {extra}")
+        step("strings.js: every English string is translated into zh-CN, with the same placeholders", translated)
+        step("the page's icon is the app's, and no request asked for /favicon.ico",
+             lambda: s.js("return document.querySelector('link[rel=icon]').href.endsWith('/web/icon.svg') && "
+                          "!performance.getEntriesByType('resource').some(e => e.name.endsWith('/favicon.ico'))"))
         step("the page shows the server's state: model, backend, queue, memory",
              lambda: (lambda t: (re.fullmatch(r"hyocr-test on CPU · 0 running, 0 waiting · memory [\d.]+ \w+", t)
                                  is not None, t))(

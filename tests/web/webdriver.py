@@ -111,6 +111,10 @@ class Session:
     def js(self, script, *args):
         return self.call("POST", "/execute/sync", {"script": script, "args": list(args)})
 
+    def js_async(self, script, *args):
+        """script gets a callback as its last argument and calls it with the result."""
+        return self.call("POST", "/execute/async", {"script": script, "args": list(args)})
+
     def find(self, css):
         return self.call("POST", "/element", {"using": "css selector", "value": css})[ELEMENT]
 
