@@ -5,7 +5,9 @@
  * job ends, a progress line per page goes to stderr when it is a terminal, and
  * a summary line with the aggregate tokens/s ends the run. JSON has one shape
  * for any count of pages: an array (json) or a line per page (jsonl) of
- * objects that each name their image, written as the pages end, in order. */
+ * objects that each name their image, written as the pages end, in order.
+ * --server URL runs the same jobs on an OpenAI-compatible server (remote.h),
+ * --concurrency at a time, with the same output. */
 #include "cli.h"
 #include "error.h"
 #include "document.h"
@@ -13,10 +15,14 @@
 #include "models.h"
 #include "hyocr.h"
 #include "json.h"
+#ifdef HYOCR_CLI_REMOTE
+#include "remote.h"
+#endif
 #include "hyocr-build-config.h"
 #include <glib/gi18n.h>
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <glib-unix.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +32,8 @@
 typedef struct {
     char    *model, *task, *prompt, *device, *format, *dump, *rope, *posemb, *dtype, *mem_limit;
     char    *pages, *password_file, *password;
+    char    *server, *api_key_file, *api_key, *model_name, *trust_cert, *model_version;   /* --server */
+    int      concurrency, timeout;
     char   **fields, **images, **rest, **outputs;
     int      max_new_tokens, threads, max_side, top_k, max_model_len, max_batch, repeat, spec_tokens;
     double   temperature, top_p, repetition_penalty, swap_gib;
@@ -44,13 +52,19 @@ typedef struct {
 } run_ctx;
 
 /* SIGINT, SIGTERM → cancel: the jobs end, what they wrote is reported and the
- * JSON is closed. The store is a plain atomic, safe in a handler. */
+ * JSON is closed. The store is a plain atomic, safe in a handler. A remote's
+ * cancel takes locks, which a handler must not: it is woken through a pipe. */
 static hyocr_engine *volatile sigint_engine;
+static volatile int sigint_pipe = -1;
 
 static void on_sigint(int sig)
 {
     (void)sig;
     if (sigint_engine) hyocr_engine_cancel(sigint_engine);
+    if (sigint_pipe >= 0) {
+        ssize_t n = write(sigint_pipe, "c", 1);
+        (void)n;
+    }
 }
 
 typedef struct {
@@ -124,6 +138,17 @@ static char *error_words(const GError *err, const char *model)
     if (plan) return refusal_words(plan, model);
     if (g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_PASSWORD))
         return g_strdup_printf(_("%s (give the password in a file with --password-file FILE)"), err->message);
+#ifdef HYOCR_CLI_REMOTE
+    if (g_error_matches(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_AUTH))
+        return g_strdup_printf(_("%s (give the key in a file with --api-key-file FILE, or in HYOCR_API_KEY)"),
+                               err->message);
+    if (g_error_matches(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS))
+        return g_strdup_printf(_("%s (--trust-certificate FILE)"), err->message);
+    if (g_error_matches(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_MODEL))
+        return g_strdup_printf(_("%s (--model-name NAME)"), err->message);
+    if (g_error_matches(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TIMEOUT))
+        return g_strdup_printf(_("%s (--timeout S waits longer)"), err->message);
+#endif
     return g_strdup(err->message);
 }
 
@@ -262,6 +287,24 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "speculative-tokens", 0, 0, G_OPTION_ARG_INT, &o->spec_tokens,
           N_("Speculative decoding with the model's DFlash draft: drafts a round (0 = off; default: the draft's "
              "block size − 1, 15)"), "N" },
+#ifdef HYOCR_CLI_REMOTE
+        { "server", 0, 0, G_OPTION_ARG_STRING, &o->server,
+          N_("Run the jobs on this OpenAI-compatible server (vLLM, hyocr serve) instead of this computer: "
+             "http(s)://HOST:PORT; the pages are sent to it"), "URL" },
+        { "api-key-file", 0, 0, G_OPTION_ARG_FILENAME, &o->api_key_file,
+          N_("--server: read the API key from the first line of FILE (else from HYOCR_API_KEY)"), "FILE" },
+        { "model-name", 0, 0, G_OPTION_ARG_STRING, &o->model_name,
+          N_("--server: the model name it serves (default: the first it lists)"), "NAME" },
+        { "concurrency", 0, 0, G_OPTION_ARG_INT, &o->concurrency,
+          N_("--server: requests in flight at most (default 8)"), "N" },
+        { "trust-certificate", 0, 0, G_OPTION_ARG_FILENAME, &o->trust_cert,
+          N_("--server: trust this certificate (PEM), a self-signed server's"), "FILE" },
+        { "model-version", 0, 0, G_OPTION_ARG_STRING, &o->model_version,
+          N_("--server: the HunyuanOCR release it serves, 1.0 or 1.5 (default 1.5); the official translation "
+             "prompts differ"), "V" },
+        { "timeout", 0, 0, G_OPTION_ARG_INT, &o->timeout,
+          N_("--server: give up on a server that sends nothing for S seconds (default 300)"), "S" },
+#endif
         { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->rest, NULL, NULL },
         { NULL },
     };
@@ -277,7 +320,18 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
                     _("--max-new-tokens: expected 1 or more, got %d"), o->max_new_tokens);
         return false;
     }
-    if (!o->model && !default_model(o, error)) return false;
+    if (o->server && (o->model || o->dump || o->device)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--server runs the jobs on the server: --model, --device and --dump are for this computer "
+                      "(the server's model is --model-name)"));
+        return false;
+    }
+    if (o->concurrency < 0 || o->timeout < 0) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--concurrency and --timeout cannot be negative"));
+        return false;
+    }
+    if (!o->server && !o->model && !default_model(o, error)) return false;
     if (o->repeat < 0 || o->max_batch < 0 || o->swap_gib < 0 || o->spec_tokens < -1) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     _("--repeat, --max-batch, --swap-space and --speculative-tokens cannot be negative"));
@@ -442,7 +496,7 @@ static void json_add_string(JsonBuilder *b, const char *s)
 
 /* One result as a JSON object: its image, page (1-based) only for a page of a
  * document of several, error (the result's unless given) only when it failed. */
-static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job_result *r, const GError *error,
+static void json_result(JsonBuilder *b, const char *backend, const hyocr_job_result *r, const GError *error,
                         const hyocr_cli_page *pg)
 {
     json_builder_begin_object(b);
@@ -492,7 +546,7 @@ static void json_result(JsonBuilder *b, const hyocr_engine *eng, const hyocr_job
     g_ascii_formatd(rp, sizeof rp, "%g", r->repetition_penalty);
     json_builder_add_double_value(b, g_ascii_strtod(rp, NULL));
     json_builder_set_member_name(b, "backend");
-    json_builder_add_string_value(b, eng ? hyocr_engine_backend_name(eng) : "");
+    json_builder_add_string_value(b, backend ? backend : "");
     json_timings(b, &r->timings);
     json_memory(b, &r->memory);
     json_builder_end_object(b);
@@ -510,7 +564,7 @@ static char *node_text(JsonBuilder *b, bool pretty)
  * the run ends (a cancelled run too). */
 typedef struct {
     bool                lines;     /* jsonl */
-    const hyocr_engine *eng;
+    const char         *backend;   /* "cpu", "cuda", "remote" */
     guint               written;
 } json_out;
 
@@ -518,7 +572,7 @@ typedef struct {
 static void json_out_put(json_out *out, const hyocr_cli_page *pg, const hyocr_job_result *r, const GError *error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
-    json_result(b, out->eng, r, error, pg);
+    json_result(b, out->backend, r, error, pg);
     g_autofree char *text = node_text(b, !out->lines);
     if (out->lines) printf("%s\n", text);
     else printf("%s%s", out->written ? ",\n" : "[\n", text);
@@ -552,6 +606,13 @@ static void run_opts_clear(run_opts *o)
     if (o->password) memset(o->password, 0, strlen(o->password));
     g_free(o->password);
     g_strfreev(o->fields);
+    g_free(o->server);
+    g_free(o->api_key_file);
+    if (o->api_key) memset(o->api_key, 0, strlen(o->api_key));
+    g_free(o->api_key);
+    g_free(o->model_name);
+    g_free(o->trust_cert);
+    g_free(o->model_version);
 }
 
 /* Runs the job; the dump's own failure, when any, is the one reported. */
@@ -578,7 +639,7 @@ static bool run_job(run_ctx *ctx, hyocr_job_params *jp, hyocr_job_result *res, G
 
 /* --output: every page that ran (a file that could not be opened has no page to write), in
  * order, with its answer or why it failed. */
-static bool write_outputs(const run_opts *o, const hyocr_engine *eng, hyocr_cli_page *const *pages, guint n_pages,
+static bool write_outputs(const run_opts *o, const char *backend, hyocr_cli_page *const *pages, guint n_pages,
                           const hyocr_job_result *res, GError **error)
 {
     if (!o->outputs) return true;
@@ -598,8 +659,8 @@ static bool write_outputs(const run_opts *o, const hyocr_engine *eng, hyocr_cli_
                                        .timings = &res[i].timings, .image_width = res[i].image_width,
                                        .image_height = res[i].image_height };
     }
-    g_autofree char *model = g_path_get_basename(o->model);
-    hyocr_export ex = { .pages = ep, .n_pages = n, .model = model, .backend = hyocr_engine_backend_name(eng) };
+    g_autofree char *model = o->server ? g_strdup(o->model_name) : g_path_get_basename(o->model);
+    hyocr_export ex = { .pages = ep, .n_pages = n, .model = model, .backend = backend };
     for (char **out = o->outputs; *out; out++) {
         hyocr_export_format f;
         hyocr_export_format_for_path(*out, &f);
@@ -629,13 +690,13 @@ static bool cmd_run(run_opts *o, const hyocr_cli_page *pg, hyocr_job_result *res
     /* A cancelled job still reports what it generated (stop_reason "cancelled"). */
     bool cancelled = !ok && error && *error && g_error_matches(*error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
     if (ctx.json && (ok || cancelled)) {
-        json_out out = { .lines = !strcmp(o->format, "jsonl"), .eng = eng };
+        json_out out = { .lines = !strcmp(o->format, "jsonl"), .backend = hyocr_engine_backend_name(eng) };
         json_out_put(&out, pg, res, cancelled ? *error : NULL);
         json_out_close(&out);
     }
     fflush(stdout);
     hyocr_cli_page *const one[1] = { (hyocr_cli_page *)pg };
-    if (ok && !write_outputs(o, eng, one, 1, res, error)) return false;
+    if (ok && !write_outputs(o, hyocr_engine_backend_name(eng), one, 1, res, error)) return false;
     if (ok && !dump_ok) {
         g_propagate_error(error, dump_err);
         return false;
@@ -654,9 +715,12 @@ typedef struct {
 
 typedef struct {
     bool                  text;    /* print each text when its job ends */
+    bool                  stream;  /* one page on a server: its text streams, as a local run's does */
+    bool                  printed; /* streamed: something went to stdout */
     const hyocr_cli_page *page;
     progress             *pr;
     gint64                t0;
+    int                   n_generated;   /* at its end: the count a server reported without token ids */
 } many_ctx;
 
 static void progress_line(many_ctx *c, const hyocr_event *ev)
@@ -677,6 +741,16 @@ static void on_many_event(const hyocr_event *ev, void *data)
 {
     many_ctx *c = data;
     bool end = ev->type == HYOCR_EVENT_DONE || ev->type == HYOCR_EVENT_ERROR || ev->type == HYOCR_EVENT_CANCELLED;
+    if (end) c->n_generated = ev->n_generated;
+    if (c->stream) {
+        if (ev->type == HYOCR_EVENT_TOKEN && ev->piece_len) {
+            fwrite(ev->piece, 1, ev->piece_len, stdout);   /* NUL bytes too */
+            c->printed = true;
+        }
+        if (end && c->printed) putchar('\n');
+        fflush(stdout);
+        return;
+    }
     if (end && c->pr->on) progress_line(c, ev);
     if (!c->text || ev->type != HYOCR_EVENT_DONE) return;
     printf("==> %s <==\n", c->page->label);
@@ -686,12 +760,12 @@ static void on_many_event(const hyocr_event *ev, void *data)
 }
 
 /* Errors per page, then the summary: jobs, tokens, wall time, aggregate tokens/s. */
-static int report_many(const hyocr_job_result *res, GPtrArray *pages, double wall_s)
+static int report_many(const hyocr_job_result *res, const many_ctx *ctx, GPtrArray *pages, double wall_s)
 {
     int failed = 0, cancelled = 0;
     int64_t tokens = 0;
     for (guint i = 0; i < pages->len; i++) {
-        tokens += res[i].token_ids ? res[i].token_ids->len : 0;
+        tokens += res[i].token_ids ? (int64_t)res[i].token_ids->len : ctx[i].n_generated;
         if (!res[i].error) continue;
         failed++;
         cancelled += g_error_matches(res[i].error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED);
@@ -705,28 +779,114 @@ static int report_many(const hyocr_job_result *res, GPtrArray *pages, double wal
     return cancelled ? 130 : failed ? 1 : 0;
 }
 
-/* The pages that opened are submitted together (the engine batches them) and
- * waited for in order, each written as JSON once it and those before it have
- * ended; the others get their reason as result. wall_s: the batch alone,
- * without loading the model. */
-static bool run_batch(run_opts *o, hyocr_engine *eng, GPtrArray *pages, hyocr_job_result *res, json_out *json,
-                      double *wall_s, GError **error)
+/* ---- where the jobs run: this computer's engine, or a server ------------------------------- */
+
+typedef struct {
+    hyocr_engine *eng;
+#ifdef HYOCR_CLI_REMOTE
+    hyocr_remote *remote;
+#endif
+} run_target;
+
+typedef struct {
+    hyocr_request    *local;
+#ifdef HYOCR_CLI_REMOTE
+    hyocr_remote_job *remote;
+#endif
+} run_handle;
+
+static bool target_submit(run_target *t, const hyocr_job_params *jp, run_handle *h, GError **error)
+{
+#ifdef HYOCR_CLI_REMOTE
+    if (t->remote) return (h->remote = hyocr_remote_submit(t->remote, jp, error)) != NULL;
+#endif
+    return (h->local = hyocr_engine_submit(t->eng, jp, error)) != NULL;
+}
+
+static bool handle_live(const run_handle *h)
+{
+#ifdef HYOCR_CLI_REMOTE
+    if (h->remote) return true;
+#endif
+    return h->local != NULL;
+}
+
+static void handle_wait(run_handle *h, hyocr_job_result *res)
+{
+#ifdef HYOCR_CLI_REMOTE
+    if (h->remote) {
+        hyocr_remote_job_wait(h->remote, res, NULL);
+        g_clear_pointer(&h->remote, hyocr_remote_job_unref);
+        return;
+    }
+#endif
+    hyocr_request_wait(h->local, res, NULL);
+    g_clear_pointer(&h->local, hyocr_request_unref);
+}
+
+#ifdef HYOCR_CLI_REMOTE
+/* A signal's byte wakes this thread, which cancels the remote's jobs ('q' ends it). */
+typedef struct {
+    int           fds[2];
+    GThread      *thread;
+    hyocr_remote *remote;
+} remote_canceller;
+
+static gpointer canceller_main(gpointer data)
+{
+    remote_canceller *rc = data;
+    char c;
+    while (read(rc->fds[0], &c, 1) == 1 && c != 'q') hyocr_remote_cancel(rc->remote);
+    return NULL;
+}
+
+static void canceller_start(remote_canceller *rc, hyocr_remote *remote)
+{
+    rc->remote = remote;
+    rc->thread = NULL;
+    if (!remote || !g_unix_open_pipe(rc->fds, FD_CLOEXEC, NULL)) return;
+    rc->thread = g_thread_new("hyocr-sigint", canceller_main, rc);
+    sigint_pipe = rc->fds[1];
+}
+
+static void canceller_stop(remote_canceller *rc)
+{
+    if (!rc->thread) return;
+    sigint_pipe = -1;
+    ssize_t n = write(rc->fds[1], "q", 1);
+    (void)n;
+    g_thread_join(rc->thread);
+    close(rc->fds[0]);
+    close(rc->fds[1]);
+}
+#endif
+
+/* The pages that opened are submitted together (the engine batches them; a
+ * server gets them --concurrency at a time) and waited for in order, each
+ * written as JSON once it and those before it have ended; the others get their
+ * reason as result. wall_s: the batch alone, without loading the model. */
+static bool run_batch(run_opts *o, run_target *t, GPtrArray *pages, hyocr_job_result *res, many_ctx *ctx,
+                      json_out *json, double *wall_s, GError **error)
 {
     g_auto(GStrv) fields = NULL;
     hyocr_job_params proto;
     if (!fill_job(o, &proto, &fields, error)) return false;
     guint n = pages->len;
-    g_autofree hyocr_request **req = g_new0(hyocr_request *, n);
-    g_autofree many_ctx *ctx = g_new(many_ctx, n);
+    g_autofree run_handle *req = g_new0(run_handle, n);
     progress pr = { .on = isatty(fileno(stderr)) };
     bool text = !o->format || !strcmp(o->format, "text");
+    bool stream = text && n == 1 && o->server;
     gint64 t0 = g_get_monotonic_time();
     for (guint i = 0; i < n; i++) pr.total += !((hyocr_cli_page *)pages->pdata[i])->error;
-    cancel_handlers h = cancel_on_signals(eng);
+    cancel_handlers h = cancel_on_signals(t->eng);
+#ifdef HYOCR_CLI_REMOTE
+    remote_canceller rc;
+    canceller_start(&rc, t->remote);
+#endif
     for (guint i = 0; i < n; i++) {
         const hyocr_cli_page *pg = pages->pdata[i];
         if (pg->error) continue;
-        ctx[i] = (many_ctx){ .text = text, .page = pg, .pr = &pr, .t0 = t0 };
+        ctx[i] = (many_ctx){ .text = text, .stream = stream, .page = pg, .pr = &pr, .t0 = t0 };
         hyocr_job_params jp = proto;
         jp.document = pg->doc;
         jp.page = pg->page;
@@ -734,48 +894,124 @@ static bool run_batch(run_opts *o, hyocr_engine *eng, GPtrArray *pages, hyocr_jo
         jp.on_event = on_many_event;
         jp.user_data = &ctx[i];
         GError *err = NULL;
-        req[i] = hyocr_engine_submit(eng, &jp, &err);
-        if (!req[i]) res[i].error = err;
+        if (!target_submit(t, &jp, &req[i], &err)) res[i].error = err;
     }
     for (guint i = 0; i < n; i++) {
         const hyocr_cli_page *pg = pages->pdata[i];
         if (pg->error) res[i].error = g_error_copy(pg->error);
-        else if (req[i]) hyocr_request_wait(req[i], &res[i], NULL);
+        else if (handle_live(&req[i])) handle_wait(&req[i], &res[i]);
         if (json) json_out_put(json, pg, &res[i], NULL);
     }
     *wall_s = (double)(g_get_monotonic_time() - t0) / 1e6;
+#ifdef HYOCR_CLI_REMOTE
+    canceller_stop(&rc);
+#endif
     cancel_handlers_restore(h);
-    for (guint i = 0; i < n; i++) g_clear_pointer(&req[i], hyocr_request_unref);
     return true;
+}
+
+#ifdef HYOCR_CLI_REMOTE
+/* --api-key-file's first line, else HYOCR_API_KEY: a key does not belong on the
+ * command line, where every user of the machine can read it. */
+static bool read_api_key(run_opts *o, GError **error)
+{
+    if (!o->api_key_file) {
+        o->api_key = g_strdup(g_getenv("HYOCR_API_KEY"));
+        return true;
+    }
+    g_autofree char *text = NULL;
+    g_autoptr(GError) err = NULL;
+    if (!g_file_get_contents(o->api_key_file, &text, NULL, &err)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("--api-key-file %s: %s"), o->api_key_file, err->message);
+        return false;
+    }
+    text[strcspn(text, "\r\n")] = 0;
+    o->api_key = g_steal_pointer(&text);
+    return true;
+}
+
+/* The server, checked before the first page goes (reachable, trusted, the key
+ * taken, the model served), so a server that is down is said once. */
+static hyocr_remote *open_remote(run_opts *o, GError **error)
+{
+    if (!read_api_key(o, error)) return NULL;
+    hyocr_remote_params rp;
+    hyocr_remote_params_init(&rp);
+    rp.url = o->server;
+    rp.api_key = o->api_key;
+    rp.model = o->model_name;
+    rp.trusted_certificate = o->trust_cert;
+    rp.concurrency = o->concurrency;
+    rp.timeout_s = o->timeout;
+    if (o->model_version && !strcmp(o->model_version, "1.0")) rp.version = HYOCR_MODEL_VERSION_1_0;
+    else if (o->model_version && strcmp(o->model_version, "1.5")) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--model-version: expected 1.0 or 1.5, got “%s”"),
+                    o->model_version);
+        return NULL;
+    }
+    g_autoptr(hyocr_remote) r = hyocr_remote_new(&rp, error);
+    if (!r || !hyocr_remote_check(r, NULL, error)) return NULL;
+    g_free(o->model_name);
+    o->model_name = g_strdup(hyocr_remote_model(r));
+    return g_steal_pointer(&r);
+}
+#endif
+
+static bool open_target(run_opts *o, run_target *t, GError **error)
+{
+#ifdef HYOCR_CLI_REMOTE
+    if (o->server) return (t->remote = open_remote(o, error)) != NULL;
+#endif
+    hyocr_engine_params ep;
+    return fill_engine(o, &ep, error) && (t->eng = hyocr_engine_init(&ep, error));
+}
+
+static void close_target(run_target *t)
+{
+#ifdef HYOCR_CLI_REMOTE
+    g_clear_pointer(&t->remote, hyocr_remote_free);
+#endif
+    g_clear_pointer(&t->eng, hyocr_engine_free);
 }
 
 static int run_many(run_opts *o, GPtrArray *pages)
 {
-    hyocr_engine_params ep;
     g_autoptr(GError) error = NULL;
-    g_autoptr(hyocr_engine) eng = NULL;
+    run_target t = { 0 };
     guint n = pages->len;
     g_autofree hyocr_job_result *res = g_new0(hyocr_job_result, n);
+    g_autofree many_ctx *ctx = g_new0(many_ctx, n);
     double wall_s = 0;
     bool want_json = o->format && strcmp(o->format, "text");
+    bool stream = !want_json && n == 1 && o->server;
     json_out json = { .lines = want_json && !strcmp(o->format, "jsonl") };
-    bool ok = fill_engine(o, &ep, &error) && (eng = hyocr_engine_init(&ep, &error));
-    json.eng = eng;
-    ok = ok && run_batch(o, eng, pages, res, want_json ? &json : NULL, &wall_s, &error);
+    bool ok = open_target(o, &t, &error);
+    json.backend = t.eng ? hyocr_engine_backend_name(t.eng) : "remote";
+    ok = ok && run_batch(o, &t, pages, res, ctx, want_json ? &json : NULL, &wall_s, &error);
     if (want_json && json.written) json_out_close(&json);
     int status = 1;
     if (!ok) {
         g_autofree char *words = error_words(error, o->model);
         fprintf(stderr, _("hyocr run: %s\n"), words);
+    } else if (stream) {   /* as a local run of one page: its error alone, no summary */
+        status = 0;
+        if (res[0].error) {
+            g_autofree char *words = error_words(res[0].error, NULL);
+            fprintf(stderr, _("hyocr run: %s\n"), words);
+            status = g_error_matches(res[0].error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
+        }
     } else {
-        status = report_many(res, pages, wall_s);
+        status = report_many(res, ctx, pages, wall_s);
+    }
+    if (ok) {
         g_autoptr(GError) werr = NULL;
-        if (!write_outputs(o, eng, (hyocr_cli_page *const *)pages->pdata, pages->len, res, &werr)) {
+        if (!write_outputs(o, json.backend, (hyocr_cli_page *const *)pages->pdata, pages->len, res, &werr)) {
             fprintf(stderr, _("hyocr run: %s\n"), werr->message);
             status = 1;
         }
     }
     for (guint i = 0; i < n; i++) hyocr_job_result_clear(&res[i]);
+    close_target(&t);
     return status;
 }
 
@@ -830,7 +1066,7 @@ int hyocr_cmd_run(int argc, char **argv)
     bool text = !o.format || !strcmp(o.format, "text");
     if (!ok)
         fprintf(stderr, _("hyocr run: %s\n"), error->message);
-    else if (pages->len == 1 && (text || o.dump))
+    else if (pages->len == 1 && (text || o.dump) && !o.server)
         status = run_one(&o, pages->pdata[0]);   /* streams the text; --dump */
     else
         status = run_many(&o, pages);

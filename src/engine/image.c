@@ -655,3 +655,23 @@ const hyocr_reader hyocr_reader_png = {
 const hyocr_reader hyocr_reader_jpeg = {
     .format = HYOCR_FORMAT_JPEG, .open = raster_open, .close = g_free, .render = jpeg_render,
 };
+
+/* ---- PNG encoding ------------------------------------------------------------------------ */
+
+GBytes *hyocr_image_encode_png(const hyocr_image *img, GError **error)
+{
+    png_image pi = { .version = PNG_IMAGE_VERSION, .width = (png_uint_32)img->width,
+                     .height = (png_uint_32)img->height, .format = PNG_FORMAT_RGB };
+    png_alloc_size_t size = 0;
+    /* first the size, then the bytes: libpng's simplified API writes to memory in two passes */
+    if (png_image_write_get_memory_size(pi, size, 0, img->rgb, 3 * img->width, NULL)) {
+        void *buf = g_try_malloc(size);
+        if (buf && png_image_write_to_memory(&pi, buf, &size, 0, img->rgb, 3 * img->width, NULL))
+            return g_bytes_new_take(buf, size);
+        g_free(buf);
+    }
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE, _("a %d×%d image could not be encoded as PNG: %s"),
+                img->width, img->height, pi.message[0] ? pi.message : _("out of memory"));
+    png_image_free(&pi);
+    return NULL;
+}

@@ -41,4 +41,8 @@ int hyocr_exif_orientation(const uint8_t *data, size_t len);
 /* A copy turned upright for an EXIF orientation 1..8 (any other value: plain copy).
  * NULL only when out of memory. */
 hyocr_image *hyocr_image_orient(const hyocr_image *src, int orientation);
+
+/* The image as a PNG file in memory (8-bit RGB, lossless: it decodes back to the same
+ * pixels), for sending a page as decoded here to a server. */
+GBytes *hyocr_image_encode_png(const hyocr_image *img, GError **error);
 G_END_DECLS
