@@ -107,8 +107,8 @@ static bool parse_url(hyocr_remote *r, const char *url, GError **error)
     g_autofree char *path = g_strdup(g_uri_get_path(u));
     while (*path && path[strlen(path) - 1] == '/') path[strlen(path) - 1] = 0;
     if (g_str_has_suffix(path, "/v1")) path[strlen(path) - 3] = 0;
-    r->base = g_uri_build(G_URI_FLAGS_NONE, g_ascii_strdown(scheme, -1), NULL, g_uri_get_host(u), g_uri_get_port(u),
-                          path, NULL, NULL);
+    g_autofree char *lower = g_ascii_strdown(scheme, -1);
+    r->base = g_uri_build(G_URI_FLAGS_NONE, lower, NULL, g_uri_get_host(u), g_uri_get_port(u), path, NULL, NULL);
     /* the name leaves out a user and password written into the URL */
     r->name = g_uri_to_string(r->base);
     return true;
