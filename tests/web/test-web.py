@@ -15,6 +15,7 @@ condition (the page marks its state on <body>), never on time.
 Screenshots go to $HYOCR_SCREENSHOTS when it is set (data/screenshots/web-*.png come from it).
 """
 import http.client
+import http.server
 import json
 import os
 import re
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import urllib.request
 import zlib
 
@@ -56,7 +58,7 @@ def step(name, fn):
         r = fn()
         ok, detail = (r, None) if isinstance(r, bool) else r
     except Exception as e:  # noqa: BLE001 — a failure of this check, reported, the rest go on
-        ok, detail = False, f"{type(e).__name__}: {e}"
+        ok, detail = False, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
     check(name, ok, detail)
     return ok
 
@@ -374,6 +376,83 @@ try:
             return (queued == ["big_420x300.png:done", "pasted.png:waiting", "dropped.png:waiting"] and
                     states == ["done", "done", "done"] and output(s) == want_spot, f"{queued} {states} {output(s)!r}")
         step("paste and drop queue images, which then run one after another", paste_and_drop)
+    finally:
+        s.quit()
+
+    # ---- what a tiny random model never writes: boxes, and hostile HTML. The answer is scripted
+    # in the browser (fetch of /v1/chat/completions answered with those SSE events); the rest
+    # is real: the engine parses the lines and renders the Markdown, the page draws and shows.
+    s = driver.session(lang="en-US")
+    try:
+        script_answer = """
+            const pieces = arguments[0];
+            const real = window.fetch;
+            window.fetch = (url, opts) => {
+                if (!String(url).endsWith('/v1/chat/completions')) return real(url, opts);
+                const enc = new TextEncoder();
+                const event = (o) => enc.encode('data: ' + JSON.stringify(o) + '\\n\\n');
+                const body = new ReadableStream({ start(c) {
+                    for (const p of pieces) c.enqueue(event({ choices: [{ index: 0, delta: { content: p },
+                                                                          finish_reason: null }] }));
+                    c.enqueue(event({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
+                    c.enqueue(enc.encode('data: [DONE]\\n\\n'));
+                    c.close();
+                } });
+                return Promise.resolve(new Response(body, { status: 200,
+                                                            headers: { 'Content-Type': 'text/event-stream' } }));
+            };"""
+
+        def boxes():
+            load(s, port)
+            s.upload(IMAGE)
+            s.js(script_answer, ["Total (USD)(100,200)", ",(500,300)\n王(0,0),(1000,", "1000)\nhalf(1,2),(3"])
+            s.select("spotting")
+            done = run_and_wait(s)
+            s.wait("return document.body.dataset.lines", what="the spotting lines")
+            got = s.js("""const img = document.getElementById('image').getBoundingClientRect();
+                          return [...document.querySelectorAll('#boxes .box')].map(b => {
+                              const r = b.getBoundingClientRect();
+                              return [b.title, (r.left - img.left) / img.width, (r.top - img.top) / img.height,
+                                      r.width / img.width, r.height / img.height]; });""")
+            want = [["Total (USD)", 0.1, 0.2, 0.4, 0.1], ["王", 0, 0, 1, 1]]
+            close = len(got) == 2 and all(g[0] == w[0] and all(abs(a - b) < 0.01 for a, b in zip(g[1:], w[1:]))
+                                          for g, w in zip(got, want))
+            return done == "1:done" and close, got
+        step("spotting: the engine's lines drawn over the image where their 0…1000 boxes say", boxes)
+
+        def hostile():
+            # another origin (a port of its own), which counts what reaches it
+            hits = []
+
+            class Other(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    hits.append(self.path)
+                    self.send_response(404)
+                    self.end_headers()
+
+                def log_message(self, *args):
+                    pass
+            other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
+            threading.Thread(target=other.serve_forever, daemon=True).start()
+            elsewhere = f"http://127.0.0.1:{other.server_address[1]}"
+            s.js(script_answer, [f"# Title\n\n<img id=\"x\" src=\"{elsewhere}/x.png\">\n\n",
+                                 "<script>parent.document.title = 'pwned';</script>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"])
+            s.select("parse_document")
+            done = run_and_wait(s)
+            s.click("#tab-rendered")
+            s.wait("const d = document.getElementById('rendered').contentDocument;"
+                   "return Boolean(d && d.querySelector('table'))", what="the rendered answer")
+            got = s.js("""const d = document.getElementById('rendered').contentDocument;
+                          const names = [...performance.getEntriesByType('resource'),
+                                         ...d.defaultView.performance.getEntriesByType('resource')].map(e => e.name);
+                          return [d.querySelector('h1').textContent, d.querySelectorAll('td').length,
+                                  document.title, d.getElementById('x').naturalWidth,
+                                  d.getElementById('x').complete];""")
+            other.shutdown()
+            return (done == "1:done" and got == ["Title", 2, "hyocr — read the text in images", 0, True] and
+                    not hits, f"{got} requests that reached the other origin: {hits}")
+        step("a parse-document answer is rendered, its scripts do not run and its remote image is not loaded",
+             hostile)
     finally:
         s.quit()
 
