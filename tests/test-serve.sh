@@ -304,7 +304,7 @@ else
 fi
 get "$port_main" /web/api/status
 check "/web/api/status: state, model, backend, queue and memory" \
-    py "s == 200 and d['state'] == 'ready' and d['model'] == 'hyocr-test' and d['backend'] == 'cpu' and d['waiting'] == 0 and d['max_queue'] == 1 and d['memory_used'] > 0"
+    py "s == 200 and d['state'] == 'ready' and d['model'] == 'hyocr-test' and d['backend'] == 'cpu' and d['waiting'] == 0 and d['max_queue'] == 1 and d['max_request_size'] == 64 * 1024 * 1024 and d['memory_used'] > 0"
 get "$port_main" /web/api/status -X POST
 check "/web/api/status takes GET" error_is 405 None "takes GET"
 start noweb --no-web-ui

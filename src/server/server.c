@@ -39,6 +39,7 @@ hyocr_engine *hyocr_server_engine(hyocr_server *s) { return s->engine; }
 hyocr_metrics *hyocr_server_metrics(hyocr_server *s) { return s->metrics; }
 int hyocr_server_max_side(hyocr_server *s) { return s->opt->max_side; }
 int hyocr_server_max_queue(hyocr_server *s) { return s->opt->engine.max_queue; }
+int64_t hyocr_server_max_request_size(hyocr_server *s) { return s->opt->max_request_size; }
 
 const char *hyocr_server_state_name(hyocr_server *s)
 {

@@ -115,6 +115,7 @@ hyocr_engine   *hyocr_server_engine(hyocr_server *s);
 const char     *hyocr_server_model_name(hyocr_server *s);
 int             hyocr_server_max_side(hyocr_server *s);
 int             hyocr_server_max_queue(hyocr_server *s);
+int64_t         hyocr_server_max_request_size(hyocr_server *s);
 /* "loading", "ready" or "draining". */
 const char     *hyocr_server_state_name(hyocr_server *s);
 hyocr_metrics  *hyocr_server_metrics(hyocr_server *s);

@@ -257,8 +257,9 @@ static void on_render(SoupServerMessage *msg, GBytes *body)
     page_headers(msg);
 }
 
-/* {"state": "ready", "model", "backend", "running", "waiting", "max_queue", "memory_used",
- * "memory_total"} — the numbers /metrics has, for the page's status line. */
+/* {"state": "ready", "model", "backend", "running", "waiting", "max_queue", "max_request_size",
+ * "memory_used", "memory_total"} — the numbers /metrics has, for the page's status line, and
+ * the body limit, so that the page refuses a file too large before reading it. */
 static void on_status(hyocr_server *s, SoupServerMessage *msg)
 {
     if (!method_is(msg, "GET")) return;
@@ -286,6 +287,8 @@ static void on_status(hyocr_server *s, SoupServerMessage *msg)
     json_builder_add_int_value(b, st.waiting);
     json_builder_set_member_name(b, "max_queue");
     json_builder_add_int_value(b, hyocr_server_max_queue(s));
+    json_builder_set_member_name(b, "max_request_size");
+    json_builder_add_int_value(b, hyocr_server_max_request_size(s));
     json_builder_set_member_name(b, "memory_used");
     json_builder_add_int_value(b, mi.weights + mi.kv_reserved + mi.workspace);
     json_builder_set_member_name(b, "memory_total");

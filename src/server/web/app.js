@@ -85,6 +85,7 @@ function formatBytes(n) {
 }
 
 let statusTimer = null;
+let maxRequest = 0;   // the server's --max-request-size, from its status
 
 async function refreshStatus() {
     clearTimeout(statusTimer);
@@ -92,6 +93,7 @@ async function refreshStatus() {
     try {
         const res = await api('/web/api/status');
         const s = await res.json();
+        maxRequest = s.max_request_size || 0;
         el.dataset.state = s.state;
         el.textContent = s.state === 'ready' ? t('status_ready', { model: s.model, backend: String(s.backend).toUpperCase(),
                                                                    running: s.running, waiting: s.waiting,
@@ -321,6 +323,11 @@ function errorWords(item, err) {
 
 // One item through /v1/chat/completions, its answer streamed into the page.
 async function runItem(item, task, prompt, maxTokens, controller) {
+    // sent as base64 in JSON: 4/3 of the file and a little; a file that cannot fit is not read
+    const overhead = 4096 + new TextEncoder().encode(prompt).length;
+    if (maxRequest && Math.ceil(item.file.size / 3) * 4 + overhead > maxRequest)
+        throw new PageError(t('err_too_big_local', { name: item.name, size: formatBytes(item.file.size),
+                                                     limit: formatBytes((maxRequest - overhead) * 3 / 4) }));
     let dataUrl;
     try {
         dataUrl = await readAsDataURL(item.file);
