@@ -1,7 +1,7 @@
-/* hyocr — vision attention microbenchmark: the head_dim-72 kernel against the
- * shared 64-row template it replaced, on the same random qkv. Prints max |Δ|
- * and times. Build (GPU machine): nvcc -O3 -std=c++17 -arch=sm_90 -Ikernels
- * bench/flash_bench.cu -o /tmp/flash-bench */
+/* hyocr — vision attention microbenchmark: the head_dim-72 kernels (mma.sync
+ * variants, and on Hopper the wgmma ones) against the shared 64-row template, on
+ * the same random qkv. Prints max |Δ| and times. Build (GPU machine):
+ * nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/flash_bench.cu -o /tmp/flash-bench */
 #include "../kernels/attention-prefill.cu"
 #include "../kernels/attention-vision.cu"
 #include <stdio.h>
@@ -81,13 +81,27 @@ template <typename T, int W, int MW> static void vis(cudaStream_t s, void *o, co
 {
     run_new<T, W, MW>(s, (T *)o, (const T *)q, n, H, sc);
 }
-struct variant { const char *name; int W, MW; vis_fn f16, bf16; bool ok; double us[2]; };
+template <typename T, int NWG, int BN, int NS, int MINB, bool OVL>
+static void wg(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
+{
+    cudaError_t e = vis_wg_launch<T, NWG, BN, NS, MINB, OVL>(s, o, q, n, H, sc);
+    CK(e);
+}
+/* W, MW: the mma.sync kernel's warps and row blocks; or (wgmma) NWG warpgroups, BN keys, NS
+ * stages, MINB CTAs an SM, o: softmax under P·V */
+struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; double us[2]; };
+#define WG(NWG, BN, NS, MINB, OVL) { "wg" #NWG "x" #BN "s" #NS "/" #MINB #OVL, NWG, BN, MINB, \
+                                     wg<__half, NWG, BN, NS, MINB, OVL>, wg<__nv_bfloat16, NWG, BN, NS, MINB, OVL>, \
+                                     true, { 0, 0 } }
+#define o true
+#define s false
 static variant V[] = {
-    { "W8 MW1", 8, 1, vis<__half, 8, 1>, vis<__nv_bfloat16, 8, 1>, true, { 0, 0 } },
-    { "W4 MW1", 4, 1, vis<__half, 4, 1>, vis<__nv_bfloat16, 4, 1>, true, { 0, 0 } },
-    { "W4 MW2", 4, 2, vis<__half, 4, 2>, vis<__nv_bfloat16, 4, 2>, true, { 0, 0 } },
-    { "W2 MW2", 2, 2, vis<__half, 2, 2>, vis<__nv_bfloat16, 2, 2>, true, { 0, 0 } },
+    { "W4 MW2", 4, 2, 0, vis<__half, 4, 2>, vis<__nv_bfloat16, 4, 2>, true, { 0, 0 } },
+    WG(2, 64, 3, 2, o), WG(2, 64, 4, 2, o), WG(1, 64, 3, 4, o), WG(3, 64, 3, 1, o), WG(2, 128, 3, 1, o),
+    WG(3, 128, 3, 1, o), WG(2, 64, 3, 2, s), WG(2, 64, 2, 2, s), WG(1, 64, 3, 4, s), WG(3, 128, 2, 1, s),
 };
+#undef o
+#undef s
 #define NV (int)(sizeof V / sizeof V[0])
 
 template <typename T> static void suite(const char *tn, int ti, cudaStream_t s)
@@ -110,6 +124,7 @@ template <typename T> static void suite(const char *tn, int ti, cudaStream_t s)
             printf("  old      %9.1f us  %5.0f TFLOP/s\n", t * 1e3, tf / t);
         }
         for (int v = 0; v < NV; v++) {
+            if (!V[v].ok && V[v].c) continue;
             vis_fn f = ti ? V[v].bf16 : V[v].f16;
             CK(cudaMemsetAsync(o1, 0xff, no * sizeof(T), s));
             f(s, o1, qkv, n, H, scale);
@@ -134,12 +149,17 @@ int main(void)
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
     printf("device %s, %d SMs\n", p.name, p.multiProcessorCount);
+    int wgmma = 0;
+    CK(hk_vision_probe(s, &wgmma));
+    printf("wgmma kernels: %s\n", wgmma ? "built" : "not built (the wg variants are skipped)");
+    if (!wgmma)
+        for (int v = 0; v < NV; v++) V[v].ok = V[v].c == 0;
     suite<__half>("f16", 0, s);
     suite<__nv_bfloat16>("bf16", 1, s);
     int best = -1;
     for (int v = 0; v < NV; v++)
         if (V[v].ok && (best < 0 || V[v].us[0] + V[v].us[1] < V[best].us[0] + V[best].us[1])) best = v;
     if (best < 0) printf("CHOICE none\n");
-    else printf("CHOICE %d %d\n", V[best].W, V[best].MW);
+    else printf("CHOICE %s\n", V[best].name);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* hyocr — bidirectional attention over one image: the vision tower's head_dim-72
- * kernel; other head dims go to the 64-row template (attention-prefill.cu). */
-#include "hk-flash.h"
+ * kernels (wgmma on Hopper, mma.sync elsewhere); other head dims go to the 64-row
+ * template (attention-prefill.cu). */
+#include "hk-wgmma.h"
 #include <math.h>
 
 /* ---- vision attention, head_dim 72 ----
@@ -162,6 +163,331 @@ __global__ void __launch_bounds__(32 * W, FV_MIN_CTAS(W, MW)) k_flash_vis(const 
         }
 }
 
+/* ---- vision attention, head_dim 72, on Hopper (sm_90a): wgmma ----
+ * The mma.sync kernel above reaches ~280 TFLOP/s on an H200, under a third of
+ * the card: its warps wait on their own softmax. Here each warpgroup owns 64
+ * query rows and its two products are warpgroup MMAs that read K and V straight
+ * from shared memory (no ldmatrix), asynchronously: the softmax of tile j runs
+ * while the tensor cores do P·V of tile j − 1 (the overlapped variant), and the
+ * other warpgroups on the SM fill the gaps.
+ * - q·kᵀ runs over 80 dims (five k16 steps): Q's fragments for dims 72..79 are
+ *   zero registers and K's chunk for them zero shared memory, so the padding adds
+ *   exact zeros;
+ * - P·V takes P from the score registers (the accumulator layout of the scores is
+ *   the A-register layout of the next product) and V over exactly 72 dims (n72);
+ * - K and V tiles live in shared memory as 8×8 core matrices (the unswizzled
+ *   canonical layout): K with 10 chunks a group of 8 keys, V with 9;
+ * - the softmax is the mma.sync kernel's arithmetic (same scale folding, same
+ *   ex2), so only the order of the fp32 sums inside the products differs. */
+#define WG_DK 80 /* dims of q·kᵀ */
+#define WG_CK 10 /* 16-byte chunks a key row has in K's tile */
+#define WG_CV 9  /* in V's tile */
+
+template <int NWG, int BN, int NS> struct WgShape {
+    static constexpr int NT = 128 * NWG, BM = 64 * NWG;
+    static constexpr int KT = BN * WG_DK, VT = BN * FV_D, ST = KT + VT; /* elements */
+    static constexpr size_t SMEM = (size_t)NS * ST * 2;                  /* NS stages of 2-byte elements */
+};
+
+/* The 72 dims of keys key0..key0+BN−1 of one head into a tile of core matrices
+ * with CH chunks per group of 8 keys; keys past n read as zero. Eight
+ * consecutive threads fill one core matrix (one 128-byte line, no bank conflict). */
+template <typename T, int NT, int BN, int CH>
+__device__ __forceinline__ void wg_load(T *s, const T *base, int stride, int key0, int n)
+{
+    for (int i = threadIdx.x; i < BN * WG_CV; i += NT) {
+        int q = i >> 3, c = q % WG_CV, r = (q / WG_CV) * 8 + (i & 7), row = key0 + r;
+        bool ok = row < n;
+        cp16(s + ((r >> 3) * CH + c) * 64 + (r & 7) * 8, base + (size_t)(ok ? row : 0) * stride + c * 8, ok);
+    }
+}
+
+/* Tile t's keys and values into its stage (one copy group a tile, committed by the caller). */
+template <typename T, int NWG, int BN, int NS>
+__device__ __forceinline__ void wg_load_tile(T *sm, const T *kb, const T *vb, int stride, int t, int n)
+{
+    typedef WgShape<NWG, BN, NS> S;
+    T *st = sm + (t % NS) * S::ST;
+    wg_load<T, S::NT, BN, WG_CK>(st, kb, stride, t * BN, n);
+    wg_load<T, S::NT, BN, WG_CV>(st + S::KT, vb, stride, t * BN, n);
+}
+
+__device__ __forceinline__ uint32_t wg_ld32(const void *p, bool ok)
+{
+    return ok ? *(const uint32_t *)p : 0u;
+}
+
+template <int N> __device__ __forceinline__ void wg_pin_u(uint32_t (*a)[4])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) asm volatile("" : "+r"(a[i][e])::"memory");
+}
+
+/* Q's A fragments straight from global memory: rows g and g + 8 of the warp's 16
+ * (row0 = its first), dims 16·kk + 2·tig (+ 8); the fifth step's upper half
+ * (dims 72..79) is zero. Rows past n are zero. */
+template <typename T>
+__device__ __forceinline__ void wg_load_q(uint32_t (*qa)[4], const T *qb, int stride, int row0, int n, int lane)
+{
+    const int tig = lane & 3, ra = row0 + (lane >> 2), rb = ra + 8;
+    const bool oa = ra < n, ob = rb < n;
+    const T *pa = qb + (size_t)(oa ? ra : 0) * stride + 2 * tig, *pb = qb + (size_t)(ob ? rb : 0) * stride + 2 * tig;
+#pragma unroll
+    for (int kk = 0; kk < FV_D / 16; kk++) {
+        qa[kk][0] = wg_ld32(pa + kk * 16, oa);
+        qa[kk][1] = wg_ld32(pb + kk * 16, ob);
+        qa[kk][2] = wg_ld32(pa + kk * 16 + 8, oa);
+        qa[kk][3] = wg_ld32(pb + kk * 16 + 8, ob);
+    }
+    qa[4][0] = wg_ld32(pa + 64, oa);
+    qa[4][1] = wg_ld32(pb + 64, ob);
+    qa[4][2] = qa[4][3] = 0u;
+}
+
+template <typename T, int BN> struct WgQk;
+template <typename T> struct WgQk<T, 64> {
+    static __device__ __forceinline__ void run(float (*sc)[4], const uint32_t *a, uint64_t d, int acc)
+    {
+        wg_mma_n64<T>(sc, a, d, acc);
+    }
+};
+template <typename T> struct WgQk<T, 128> {
+    static __device__ __forceinline__ void run(float (*sc)[4], const uint32_t *a, uint64_t d, int acc)
+    {
+        wg_mma_n128<T>(sc, a, d, acc);
+    }
+};
+
+/* Issues S = Q·Kᵀ of one tile (five k16 steps; not waited for). */
+template <typename T, int BN>
+__device__ __forceinline__ void wg_issue_qk(float (*sc)[4], const uint32_t (*qa)[4], const T *sK)
+{
+#pragma unroll
+    for (int kk = 0; kk < WG_DK / 16; kk++) WgQk<T, BN>::run(sc, qa[kk], wg_desc(sK + kk * 2 * 64, 128, WG_CK * 128), kk);
+}
+
+/* Issues O += P·V of one tile (BN / 16 k16 steps; not waited for). */
+template <typename T, int BN>
+__device__ __forceinline__ void wg_issue_pv(float (*o)[4], const uint32_t (*pa)[4], const T *sV)
+{
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) wg_mma_n72t<T>(o, pa[kk], wg_desc(sV + kk * 2 * WG_CV * 64, WG_CV * 128, 128), 1);
+}
+
+/* The online softmax of one tile's raw scores (the mma.sync kernel's arithmetic):
+ * the scores become the weights, m rises to the tile's max, l takes the new sum;
+ * corr is what O must be multiplied by. Keys from n on are masked when MASK. */
+template <int BN, bool MASK>
+__device__ __forceinline__ void wg_softmax(float (*sc)[4], float *m, float *l, float *corr, int key0, int n, int tig,
+                                           float c)
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float mx = m[h];
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float v = sc[nt][2 * h + e];
+                if (MASK && key0 + nt * 8 + 2 * tig + e >= n) v = -INFINITY;
+                sc[nt][2 * h + e] = v;
+                mx = fmaxf(mx, v);
+            }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        corr[h] = ex2((m[h] - mx) * c);
+        m[h] = mx;
+        const float mc = mx * c;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float p = ex2(fmaf(sc[nt][2 * h + e], c, -mc));
+                sc[nt][2 * h + e] = p;
+                sum += p;
+            }
+        l[h] = l[h] * corr[h] + sum;
+    }
+}
+
+__device__ __forceinline__ void wg_rescale(float (*o)[4], const float *corr)
+{
+#pragma unroll
+    for (int dt = 0; dt < FV_D / 8; dt++) {
+        o[dt][0] *= corr[0];
+        o[dt][1] *= corr[0];
+        o[dt][2] *= corr[1];
+        o[dt][3] *= corr[1];
+    }
+}
+
+/* The weights as P·V's A fragments: two adjacent n8 score blocks are one k16 step. */
+template <typename T, int BN> __device__ __forceinline__ void wg_pack(uint32_t (*pa)[4], float (*sc)[4])
+{
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+        pa[kk][0] = pack2<T>(sc[2 * kk][0], sc[2 * kk][1]);
+        pa[kk][1] = pack2<T>(sc[2 * kk][2], sc[2 * kk][3]);
+        pa[kk][2] = pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+        pa[kk][3] = pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+    }
+}
+
+template <int BN>
+__device__ __forceinline__ void wg_softmax_tile(float (*sc)[4], float *m, float *l, float *corr, int key0, int n,
+                                                int tig, float c)
+{
+    if (key0 + BN <= n) wg_softmax<BN, false>(sc, m, l, corr, key0, n, tig, c);
+    else wg_softmax<BN, true>(sc, m, l, corr, key0, n, tig, c);
+}
+
+template <typename T>
+__device__ __forceinline__ void wg_store(T *out, float (*o)[4], const float *l, int row0, int n, int H, int head,
+                                         int lane)
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float s = hk_quad_sum(l[h]);
+        int row = row0 + (lane >> 2) + 8 * h;
+        if (row < n) hk_store_row<T, FV_D>(out + (size_t)row * H * FV_D + (size_t)head * FV_D, o, h, 1.0f / s, lane & 3);
+    }
+}
+
+/* CTA = NWG warpgroups of 64 query rows of one head (warp w owns rows
+ * 16w..16w+15), BN keys a tile, NS stages of K and V. OVL: the softmax of tile j
+ * overlaps P·V of tile j − 1 (needs NS ≥ 3: tiles j − 1, j and the one in flight);
+ * else each tile's products are waited for in turn (NS ≥ 2). */
+template <typename T, int NWG, int BN, int NS, int MINB, bool OVL>
+__global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out, int n, int H, float c)
+{
+#if HK_HAVE_WGMMA
+    typedef WgShape<NWG, BN, NS> S;
+    static_assert(NS >= (OVL ? 3 : 2), "stages");
+    /* tiles in flight ahead of the one read: the overlap keeps tile j − 1's V */
+    constexpr int AHEAD = OVL ? NS - 2 : NS - 1;
+    extern __shared__ __align__(128) unsigned char wg_raw[];
+    T *sm = (T *)wg_raw; /* [stage][K tile | V tile] */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int r0 = blockIdx.x * S::BM, head = blockIdx.y, stride = 3 * H * FV_D;
+    const T *qb = qkv + (size_t)head * FV_D, *kb = qb + (size_t)H * FV_D, *vb = kb + (size_t)H * FV_D;
+
+    /* K's chunk 9 (dims 72..79) in every stage: zero; the copies never write it */
+    for (int i = threadIdx.x; i < NS * BN; i += S::NT) {
+        int r = i % BN;
+        *(int4 *)(sm + (i / BN) * S::ST + ((r >> 3) * WG_CK + 9) * 64 + (r & 7) * 8) = make_int4(0, 0, 0, 0);
+    }
+    const int n_tiles = (n + BN - 1) / BN;
+    /* copy groups: one per tile, committed in order (empty past the end) */
+#pragma unroll
+    for (int t = 0; t < AHEAD; t++) {
+        if (t < n_tiles) wg_load_tile<T, NWG, BN, NS>(sm, kb, vb, stride, t, n);
+        cp_commit();
+    }
+    uint32_t qa[WG_DK / 16][4], pa[BN / 16][4];
+    wg_load_q<T>(qa, qb, stride, r0 + warp * 16, n, lane);
+    float sc[BN / 8][4], o[FV_D / 8][4], m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f }, corr[2];
+#pragma unroll
+    for (int i = 0; i < BN / 8; i++) sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < FV_D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
+
+    for (int j = 0; j < n_tiles; j++) {
+        cp_wait<AHEAD - 1>(); /* tile j's copies (this thread's) landed; later tiles may fly */
+        wg_fence_smem();
+        /* tile j is in shared memory for all, and every warpgroup is done with the
+         * stage the copy below refills (its last reader's wait came before this) */
+        __syncthreads();
+        if (j + AHEAD < n_tiles) wg_load_tile<T, NWG, BN, NS>(sm, kb, vb, stride, j + AHEAD, n);
+        cp_commit();
+        const T *sK = sm + (j % NS) * S::ST;
+
+        wg_pin_u<BN / 16>(pa);
+        wg_pin<BN / 8>(sc);
+        wg_pin<FV_D / 8>(o);
+        wg_fence();
+        wg_issue_qk<T, BN>(sc, qa, sK);
+        wg_commit();
+        if (OVL && j > 0) {
+            /* P·V of tile j − 1 behind it; the softmax below runs under it */
+            wg_issue_pv<T, BN>(o, pa, sm + ((j - 1) % NS) * S::ST + S::KT);
+            wg_commit();
+            wg_wait<1>();
+        } else {
+            wg_wait<0>();
+        }
+        wg_pin<BN / 8>(sc);
+        wg_softmax_tile<BN>(sc, m, l, corr, j * BN, n, lane & 3, c);
+        if (OVL) {
+            wg_wait<0>();
+            wg_pin<FV_D / 8>(o);
+            wg_pin_u<BN / 16>(pa);   /* P·V read them until here */
+            wg_rescale(o, corr);
+            wg_pack<T, BN>(pa, sc);
+        } else {
+            wg_rescale(o, corr);
+            wg_pack<T, BN>(pa, sc);
+            wg_pin_u<BN / 16>(pa);
+            wg_pin<FV_D / 8>(o);
+            wg_fence();
+            wg_issue_pv<T, BN>(o, pa, sK + S::KT);
+            wg_commit();
+            wg_wait<0>();
+            wg_pin<FV_D / 8>(o);
+            wg_pin_u<BN / 16>(pa);
+        }
+    }
+    if (OVL && n_tiles > 0) {
+        wg_pin_u<BN / 16>(pa);
+        wg_pin<FV_D / 8>(o);
+        wg_fence();
+        wg_issue_pv<T, BN>(o, pa, sm + ((n_tiles - 1) % NS) * S::ST + S::KT);
+        wg_commit();
+        wg_wait<0>();
+        wg_pin<FV_D / 8>(o);
+        wg_pin_u<BN / 16>(pa);
+    }
+    wg_store<T>(out, o, l, r0 + warp * 16, n, H, head, lane);
+#else
+    __trap(); /* the launcher takes this kernel only where the probe saw wgmma */
+#endif
+}
+
+/* The variant launched: 2 warpgroups (128 rows) a CTA, 64-key tiles, 3 stages,
+ * softmax under P·V, two CTAs an SM (bench/flash_bench.cu measures the others). */
+#define WG_NWG 2
+#define WG_BN 64
+#define WG_NS 3
+#define WG_MINB 2
+#define WG_OVL true
+
+template <typename T, int NWG, int BN, int NS, int MINB, bool OVL>
+static cudaError_t vis_wg_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
+{
+    typedef WgShape<NWG, BN, NS> S;
+    if (S::SMEM > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(k_vis_wg<T, NWG, BN, NS, MINB, OVL>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SMEM);
+        if (e != cudaSuccess) return e;
+    }
+    dim3 g((unsigned)((n + S::BM - 1) / S::BM), (unsigned)H);
+    k_vis_wg<T, NWG, BN, NS, MINB, OVL><<<g, S::NT, S::SMEM, s>>>((const T *)qkv, (T *)out, n, H, scale * LOG2E);
+    return cudaGetLastError();
+}
+
+/* Whether the code this device runs was built with wgmma (sm_90a): the launcher
+ * cannot tell from the device's compute capability alone (a compute_80 PTX build
+ * runs on an H200 too). */
+static __device__ int g_vis_wgmma;
+static __global__ void k_vis_probe(void)
+{
+    g_vis_wgmma = HK_HAVE_WGMMA;
+}
+
 template <typename T>
 static cudaError_t vis_t(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
 {
@@ -173,11 +499,24 @@ static cudaError_t vis_t(cudaStream_t s, void *out, const void *qkv, int n, int 
 extern "C" {
 
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
-                              float scale)
+                              float scale, int wgmma)
 {
     if (n <= 0 || H <= 0) return cudaSuccess;
     if (D != FV_D) return hk_flash_full(s, t, out, qkv, n, H, D, scale);
+    if (wgmma)
+        return t == HK_BF16 ? vis_wg_launch<__nv_bfloat16, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL>(s, out, qkv, n, H, scale)
+                            : vis_wg_launch<__half, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL>(s, out, qkv, n, H, scale);
     return t == HK_BF16 ? vis_t<__nv_bfloat16>(s, out, qkv, n, H, scale) : vis_t<__half>(s, out, qkv, n, H, scale);
+}
+
+cudaError_t hk_vision_probe(cudaStream_t s, int *wgmma)
+{
+    *wgmma = 0;
+    k_vis_probe<<<1, 1, 0, s>>>();
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpyFromSymbolAsync(wgmma, g_vis_wgmma, sizeof *wgmma, 0, cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    return e;
 }
 
 } /* extern "C" */

@@ -383,10 +383,13 @@ static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos
 
 extern "C" {
 
-cudaError_t hk_kernels_probe(cudaStream_t s)
+cudaError_t hk_kernels_probe(cudaStream_t s, int *wgmma)
 {
+    *wgmma = 0;
     k_probe<<<1, 1, 0, s>>>(NULL);
-    return cudaGetLastError();
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    return hk_vision_probe(s, wgmma);
 }
 
 cudaError_t hk_convert(cudaStream_t s, void *dst, hk_dtype dt, const void *src, hk_dtype st, size_t n)

@@ -98,7 +98,10 @@ int         hk_decode_heads_per_cta(int Hq, int Hkv);
 #define HK_SPLIT_MAX 1024
 int         hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv);
 
-cudaError_t hk_kernels_probe(cudaStream_t s);
+/* Launches a test kernel (a missing kernel image shows here) and waits for it;
+ * *wgmma becomes 1 when the code this device runs has the Hopper vision attention
+ * (built for sm_90a), else 0. */
+cudaError_t hk_kernels_probe(cudaStream_t s, int *wgmma);
 
 cudaError_t hk_convert(cudaStream_t s, void *dst, hk_dtype dt, const void *src, hk_dtype st, size_t n);
 cudaError_t hk_add(cudaStream_t s, void *x, hk_dtype xt, const void *y, hk_dtype yt, size_t n);
@@ -129,9 +132,10 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
                            const void *kn, hk_dtype knt, float eps, int pdl);
 
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128
- * (attention-vision.cu). */
+ * (attention-vision.cu). wgmma: take the Hopper kernel for D = 72 (only where hk_kernels_probe said so). */
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
-                              float scale);
+                              float scale, int wgmma);
+cudaError_t hk_vision_probe(cudaStream_t s, int *wgmma);
 /* Paged attention: the KV write, then the prefill tiles (attention-prefill.cu), then the decode splits
  * (merge fused; attention-decode.cu). */
 cudaError_t hk_kv_write(cudaStream_t s, const hk_paged_args *a);

@@ -1008,24 +1008,29 @@ static double bench_ms(cudaStream_t s, bench_fn fn, void *ctx, int reps)
 typedef struct {
     hk_dtype t;
     void    *out, *qkv;
-    int      n, H, D;
+    int      n, H, D, wgmma;
 } full_bench;
 
 static cudaError_t full_fn(cudaStream_t s, void *p)
 {
     full_bench *b = p;
-    return hk_attention_full(s, b->t, b->out, b->qkv, b->n, b->H, b->D, 1.0f / sqrtf((float)b->D));
+    return hk_attention_full(s, b->t, b->out, b->qkv, b->n, b->H, b->D, 1.0f / sqrtf((float)b->D), b->wgmma);
 }
 
+/* Both vision kernels where the device has the wgmma one. */
 static void bench_full(hk_dtype t, int n, cudaStream_t s)
 {
     const int H = 16, D = 72;
-    full_bench b = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D };
+    int wg = 0;
+    CK(hk_kernels_probe(s, &wg));
+    full_bench b = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0 };
     CK(cudaMalloc(&b.out, (size_t)n * H * D * 2));
-    double ms = bench_ms(s, full_fn, &b, n > 8192 ? 5 : 20);
-    double flop = 4.0 * n * (double)n * H * D;
-    printf("# bench %-5s attention_full n=%-6d H=%d D=%d: %8.3f ms  %6.1f TFLOP/s\n", t == HK_BF16 ? "bf16" : "f16",
-           n, H, D, ms, flop / ms * 1e-9);
+    for (b.wgmma = 0; b.wgmma <= wg; b.wgmma++) {
+        double ms = bench_ms(s, full_fn, &b, n > 8192 ? 5 : 20);
+        double flop = 4.0 * n * (double)n * H * D;
+        printf("# bench %-5s attention_full %-8s n=%-6d H=%d D=%d: %8.3f ms  %6.1f TFLOP/s\n",
+               t == HK_BF16 ? "bf16" : "f16", b.wgmma ? "wgmma" : "mma.sync", n, H, D, ms, flop / ms * 1e-9);
+    }
     cudaFree(b.out);
     cudaFree(b.qkv);
 }
@@ -1173,6 +1178,68 @@ static void bench_copy(cudaStream_t s)
     cudaFree(b);
 }
 #endif
+
+/* The Hopper vision attention against the mma.sync kernel every other card runs,
+ * on the same random qkv, at the sizes of real pages (16384 patches: a 2048² page)
+ * and at ragged ones (partial query and key tiles): only the order of the fp32
+ * sums inside the products differs, so the outputs agree to a few output ulps. */
+static void test_attention_full_wgmma(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+#if HYOCR_HAVE_CUDA
+    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    int wg = 0;
+    CK(hk_kernels_probe(s, &wg));
+    if (!wg) {
+        CK(cudaStreamDestroy(s));
+        g_test_skip("SKIP: no wgmma vision attention here (needs an sm_90 card and a build with arch 90)");
+        return;
+    }
+    const int H = 16, D = 72, sizes[] = { 16384, 4200, 1000, 129, 64, 1 };
+    const double ulp = t == HK_BF16 ? 1.0 / 128 : 1.0 / 1024;
+    for (size_t k = 0; k < G_N_ELEMENTS(sizes); k++) {
+        int n = sizes[k];
+        size_t no = (size_t)n * H * D;
+        full_bench a = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0 }, b = a;
+        b.wgmma = 1;
+        CK(cudaMalloc(&a.out, no * 2));
+        CK(cudaMalloc(&b.out, no * 2));
+        CK(cudaMemsetAsync(b.out, 0xff, no * 2, s));   /* NaN: a row left unwritten fails */
+        CK(full_fn(s, &a));
+        CK(full_fn(s, &b));
+        float *f32 = NULL;
+        CK(cudaMalloc((void **)&f32, no * 8));
+        CK(hk_convert(s, f32, HK_F32, a.out, t, no));
+        CK(hk_convert(s, f32 + no, HK_F32, b.out, t, no));
+        g_autofree float *h = g_new(float, 2 * no);
+        CK(cudaMemcpyAsync(h, f32, no * 8, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        double big = 0, mx = 0, num = 0, den = 0;
+        for (size_t i = 0; i < no; i++) {
+            g_assert_true(isfinite(h[i]) && isfinite(h[no + i]));
+            double d = fabs((double)h[i] - h[no + i]);
+            big = MAX(big, fabs(h[i]));
+            mx = MAX(mx, d);
+            num += d * d;
+            den += (double)h[i] * h[i];
+        }
+        double rel = sqrt(num / MAX(den, 1e-30));
+        if (g_test_verbose())
+            printf("wgmma vs mma.sync %s n %d: max|d| %.3g (max|out| %.3g), rel-L2 %.3g\n", c->name, n, mx, big, rel);
+        g_assert_cmpfloat(mx, <=, 4 * ulp * MAX(big, 1e-3));
+        g_assert_cmpfloat(rel, <=, c->tol / 4);
+        cudaFree(f32);
+        cudaFree(a.out);
+        cudaFree(b.out);
+        cudaFree(a.qkv);
+    }
+    CK(cudaStreamDestroy(s));
+#endif
+}
 
 static void test_bench(gconstpointer data)
 {
@@ -1527,6 +1594,7 @@ int main(int argc, char **argv)
         add("rope_qknorm", c, test_rope);
         add("attention_full", c, test_attention_full);
         add("attention_full_long", c, test_attention_full_long);
+        add("attention_full_wgmma", c, test_attention_full_wgmma);
         add("paged", c, test_paged);
         add("paged_long_decode", c, test_paged_long_decode);
         add("bench", c, test_bench);

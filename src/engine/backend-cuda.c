@@ -83,6 +83,8 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     bool             verify_kernel; /* HYOCR_VERIFY_KERNEL: verify blocks by the block kernel, not row by row */
+    int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
+    int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel) */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -883,7 +885,8 @@ static bool cuda_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_b
     if (D != 72 && D != 128)
         return ck(hk_attention_full_generic(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale),
                   "attention_full (generic head dim)", error);
-    return ck(hk_attention_full(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale), "attention_full", error);
+    return ck(hk_attention_full(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale, cb->wgmma),
+              "attention_full", error);
 }
 
 /* The model's table in the kernels' layout (hyocr_rope_params_init worked it out). */
@@ -1727,7 +1730,7 @@ static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError 
 static bool runtime_open(cuda_backend *cb, GError **error)
 {
     if (!ck(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "creating a stream", error)) return false;
-    cudaError_t e = hk_kernels_probe(cb->stream);
+    cudaError_t e = hk_kernels_probe(cb->stream, &cb->wgmma_built);
     if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
         cudaGetLastError();
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
@@ -1786,6 +1789,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     cb->verify_kernel = t->verify_kernel;
+    cb->wgmma = cb->wgmma_built && !t->no_wgmma;
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

@@ -30,6 +30,7 @@ typedef struct {
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
                                    * 0 = the cores, at most 8 */
     bool         verify_kernel;   /* HYOCR_VERIFY_KERNEL: CUDA verify blocks by the block kernel (not row by row) */
+    bool         no_wgmma;        /* HYOCR_NO_WGMMA: the vision attention's mma.sync kernel on Hopper too */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
     char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
     double       draft_standin_k;         /* HYOCR_DRAFT_STANDIN_K: right drafts a round (a mean if fractional) */
