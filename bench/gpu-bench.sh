@@ -9,8 +9,9 @@
 # (`--repeat 2 --max-batch 1`), the second reported. transformers is warmed up the same way
 # (bench/hf_reference.py). HYOCR_BENCH_SKIP_HF=1 skips transformers (its numbers do not change
 # with our code) to save device time; the table then shows hyocr rows only.
-# Also: the same job without CUDA graphs (HYOCR_NO_GRAPH=1), and 16 concurrent 1024² jobs
-# (continuous batching) against the same 16 jobs one at a time.
+# Also: the same job without CUDA graphs (HYOCR_NO_GRAPH=1), with the vision attention's
+# mma.sync kernel on Hopper (HYOCR_NO_WGMMA=1), a 4096² page (hyocr only), and 16 concurrent
+# 1024² jobs (continuous batching) against the same 16 jobs one at a time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/hyocr-bench}
@@ -39,8 +40,14 @@ hyocr_warm() {
     rm -f "$out.all"
 }
 
-for size in 1024 2048; do
+for size in 1024 2048 4096; do
     img=$OUT/img/page_${size}.png
+    if [ "$size" = 4096 ]; then
+        # the 1.5 release's default pixel limit: hyocr only (transformers' numbers of record are in issue 17)
+        hyocr_warm "$OUT/hyocr_${size}.json" "$img"
+        hyocr_warm "$OUT/hyocr-mma_${size}.json" "$img" HYOCR_NO_WGMMA=1
+        continue
+    fi
     if [ -z "${HYOCR_BENCH_SKIP_HF:-}" ]; then
         for attn in sdpa eager; do
             python3 bench/hf_reference.py bench --model "$CKPT" --image "$img" --attn $attn --new-tokens "$NEW" \
@@ -50,6 +57,8 @@ for size in 1024 2048; do
     fi
     hyocr_warm "$OUT/hyocr_${size}.json" "$img"
     hyocr_warm "$OUT/hyocr-nograph_${size}.json" "$img" HYOCR_NO_GRAPH=1
+    # the vision attention's mma.sync kernel (what cards below Hopper run), same build
+    hyocr_warm "$OUT/hyocr-mma_${size}.json" "$img" HYOCR_NO_WGMMA=1
 done
 # Sampling (temperature 0.8, top-k 50, top-p 0.9) chooses on the device too: the 2048² row again.
 HY_EXTRA="--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7" hyocr_warm "$OUT/hyocr-sampled_2048.json" \

@@ -14,7 +14,7 @@ out = sys.argv[1]
 rows = []
 for path in sorted(glob.glob(os.path.join(out, "hf_*.json"))):
     r = json.load(open(path))
-    rows.append((r["image"], r["impl"], r["prompt_tokens"], "%.1f" % r["ttft_ms"], "–",
+    rows.append((r["image"], r["impl"], r["prompt_tokens"], "%.1f" % r["ttft_ms"], "–", "–", "–",
                  "%.1f" % r["decode_tok_s"], "%.2f" % r["peak_gib"]))
 for path in sorted(glob.glob(os.path.join(out, "hyocr*_*.json"))):
     try:
@@ -27,12 +27,13 @@ for path in sorted(glob.glob(os.path.join(out, "hyocr*_*.json"))):
     first = t.get("first_token_ms", 0)
     rows.append(("page_%s.png" % size, impl.replace("hyocr", "hyocr-cuda"), r.get("prompt_tokens", 0),
                  "%.1f" % (first - t.get("preprocess_ms", 0)), "%.1f" % first,
+                 "%.1f" % t.get("vision_ms", 0), "%.1f" % t.get("prefill_ms", 0),
                  "%.1f" % t.get("decode_tokens_per_s", 0), "%.2f" % (m.get("peak", 0) / 2 ** 30)))
 print("| image | engine | prompt tokens | time to first token, processor excluded (ms) "
-      "| from the file (ms) | decode (tokens/s) | peak GPU memory (GiB) |")
-print("|---|---|---:|---:|---:|---:|---:|")
+      "| from the file (ms) | vision (ms) | prefill (ms) | decode (tokens/s) | peak GPU memory (GiB) |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 for r in sorted(rows):
-    print("| %s | %s | %d | %s | %s | %s | %s |" % r)
+    print("| %s | %s | %d | %s | %s | %s | %s | %s | %s |" % r)
 
 # Continuous batching: the CLI's summary line, and the decode-phase rate from the per-job timings.
 summ = re.compile(r"(\d+) jobs \((\d+) failed\), (\d+) tokens in ([\d.]+) s: ([\d.]+) tokens/s")
