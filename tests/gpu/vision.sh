@@ -34,7 +34,9 @@ if has build; then
         meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=disabled \
             --buildtype=release >"$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
     fi
-    ninja -C build-gpu >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
+    # -k 0: a test that needs a library this machine lacks (test-export: cairo) stays out, the rest builds
+    ninja -C build-gpu -k 0 >"$OUT/build.log" 2>&1 || grep -E "^FAILED" "$OUT/build.log" | head -5
+    [ -x $HY ] && [ -x build-gpu/tests/test-backend-cuda ] || exit 1
 fi
 if has flash; then
     step "flash_bench (run)"
