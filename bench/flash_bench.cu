@@ -97,8 +97,8 @@ struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; doubl
 #define s false
 static variant V[] = {
     { "W4 MW2", 4, 2, 0, vis<__half, 4, 2>, vis<__nv_bfloat16, 4, 2>, true, { 0, 0 } },
-    WG(2, 64, 3, 2, o), WG(2, 64, 4, 2, o), WG(1, 64, 3, 4, o), WG(3, 64, 3, 1, o), WG(2, 128, 3, 1, o),
-    WG(3, 128, 3, 1, o), WG(2, 64, 3, 2, s), WG(2, 64, 2, 2, s), WG(1, 64, 3, 4, s), WG(3, 128, 2, 1, s),
+    WG(2, 64, 3, 2, s), WG(4, 64, 3, 1, s), WG(4, 64, 4, 1, s), WG(4, 64, 2, 1, s), WG(4, 64, 3, 1, o),
+    WG(4, 64, 4, 1, o), WG(3, 64, 3, 1, s), WG(3, 64, 4, 1, s), WG(3, 64, 3, 1, o),
 };
 #undef o
 #undef s

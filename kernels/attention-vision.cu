@@ -457,13 +457,16 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
 #endif
 }
 
-/* The variant launched: 2 warpgroups (128 rows) a CTA, 64-key tiles, 3 stages,
- * softmax under P·V, two CTAs an SM (bench/flash_bench.cu measures the others). */
-#define WG_NWG 2
+/* The variant launched (bench/flash_bench.cu measures the others; tests/gpu/vision.sh
+ * can take its pick): NWG warpgroups of 64 rows a CTA, BN-key tiles, NS stages,
+ * MINB CTAs an SM, OVL: softmax under P·V. WG_ON 0 leaves the mma.sync kernel
+ * in charge on Hopper too. */
+#define WG_ON 1
+#define WG_NWG 4
 #define WG_BN 64
 #define WG_NS 3
-#define WG_MINB 2
-#define WG_OVL true
+#define WG_MINB 1
+#define WG_OVL false
 
 template <typename T, int NWG, int BN, int NS, int MINB, bool OVL>
 static cudaError_t vis_wg_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
@@ -503,7 +506,7 @@ cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void 
 {
     if (n <= 0 || H <= 0) return cudaSuccess;
     if (D != FV_D) return hk_flash_full(s, t, out, qkv, n, H, D, scale);
-    if (wgmma)
+    if (wgmma && WG_ON)
         return t == HK_BF16 ? vis_wg_launch<__nv_bfloat16, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL>(s, out, qkv, n, H, scale)
                             : vis_wg_launch<__half, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL>(s, out, qkv, n, H, scale);
     return t == HK_BF16 ? vis_t<__nv_bfloat16>(s, out, qkv, n, H, scale) : vis_t<__half>(s, out, qkv, n, H, scale);
@@ -516,6 +519,7 @@ cudaError_t hk_vision_probe(cudaStream_t s, int *wgmma)
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpyFromSymbolAsync(wgmma, g_vis_wgmma, sizeof *wgmma, 0, cudaMemcpyDeviceToHost, s);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    *wgmma = *wgmma && WG_ON;
     return e;
 }
 
