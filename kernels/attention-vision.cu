@@ -464,7 +464,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
 #define WG_ON 1
 #define WG_NWG 4
 #define WG_BN 64
-#define WG_NS 3
+#define WG_NS 2
 #define WG_MINB 1
 #define WG_OVL false
 

@@ -65,10 +65,11 @@ fi
 wait
 if has test; then
     step "meson test (CUDA live)"
-    # every test that built (test-export needs cairo, which this machine lacks)
-    tests=$(meson test -C build-gpu --no-rebuild --list 2>/dev/null | sed 's|.* / ||' | while read -r t; do
-        [ "$t" = export ] || echo "$t"; done)
-    timeout 300 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 8 $tests >"$OUT/meson-test.log" 2>&1
+    # a test whose library this machine lacks (test-export: cairo) did not build: it reports a skip
+    for t in build-gpu/tests/test-export; do
+        [ -x "$t" ] || { printf '#!/bin/sh\necho "1..0 # SKIP not built on this machine (see build.log)"\n' >"$t"; chmod +x "$t"; }
+    done
+    timeout 300 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 8 >"$OUT/meson-test.log" 2>&1
     grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$OUT/meson-test.log" | grep -vE " OK " | tail -15
     build-gpu/tests/test-backend-cuda -p /backend-cuda/f16/attention_full_wgmma -p /backend-cuda/bf16/attention_full_wgmma \
         --verbose 2>&1 | tee "$OUT/wgmma-test.txt" | grep -E "wgmma vs|OK|FAIL|SKIP|ERROR" | head -20
