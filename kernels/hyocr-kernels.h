@@ -135,6 +135,7 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
  * (attention-vision.cu). wgmma: take the Hopper kernel for D = 72 (only where hk_kernels_probe said so). */
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                               float scale, int wgmma);
+/* hk_kernels_probe's wgmma part (flash_bench.cu calls it alone): waits on s. */
 cudaError_t hk_vision_probe(cudaStream_t s, int *wgmma);
 /* Paged attention: the KV write, then the prefill tiles (attention-prefill.cu), then the decode splits
  * (merge fused; attention-decode.cu). */
