@@ -128,7 +128,9 @@ static char *notification_body(HyocrJob *job)
 {
     if (hyocr_job_get_state(job) != HYOCR_JOB_DONE)
         return g_strdup_printf("%s: %s", hyocr_job_get_title(job), hyocr_job_get_message(job));
-    g_autofree char *start = g_utf8_substring(hyocr_job_get_text(job), 0, 120);
+    /* clamped: g_utf8_substring reads past the end of a shorter text */
+    const char *text = hyocr_job_get_text(job);
+    g_autofree char *start = g_utf8_substring(text, 0, MIN(g_utf8_strlen(text, -1), 120));
     return g_strdup_printf("%s: %s", hyocr_job_get_title(job), g_strstrip(start));
 }
 

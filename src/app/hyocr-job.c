@@ -3,6 +3,7 @@
 #include "hyocr-image-util.h"
 #include "error.h"
 #include <glib/gi18n.h>
+#include <string.h>
 
 #define FLUSH_INTERVAL_US 16000   /* one flush per 60 Hz frame at most */
 
@@ -31,6 +32,9 @@ typedef struct {
     gint64        last_flush_us;
     gboolean      claimed;
     HyocrJobFailure failure;
+    hyocr_stop_reason stop_reason;
+    hyocr_timings timings;
+    double        mark_ms[4];    /* elapsed at PREPROCESS, VISION, PREFILL, the first TOKEN; 0: not yet */
 } Pending;
 
 struct _HyocrJob {
@@ -60,6 +64,10 @@ struct _HyocrJob {
     gint64           started_us, finished_us;
     guint            n_updates;
     gboolean         preview_loading;
+    hyocr_stop_reason stop_reason;
+    hyocr_timings    timings;
+    gint64           history_id;
+    gboolean         stored;
 };
 
 G_DEFINE_FINAL_TYPE(HyocrJob, hyocr_job, G_TYPE_OBJECT)
@@ -233,6 +241,35 @@ guint hyocr_job_get_n_updates(HyocrJob *self) { return self->n_updates; }
 GCancellable *hyocr_job_get_cancellable(HyocrJob *self) { return self->cancellable; }
 const hyocr_image *hyocr_job_peek_image(HyocrJob *self) { return self->image; }
 
+hyocr_stop_reason hyocr_job_get_stop_reason(HyocrJob *self) { return self->stop_reason; }
+const hyocr_timings *hyocr_job_get_timings(HyocrJob *self) { return &self->timings; }
+gint64 hyocr_job_get_history_id(HyocrJob *self) { return self->history_id; }
+void hyocr_job_set_history_id(HyocrJob *self, gint64 id) { self->history_id = id; }
+gboolean hyocr_job_is_stored(HyocrJob *self) { return self->stored; }
+void hyocr_job_set_stored(HyocrJob *self) { self->stored = TRUE; }
+
+void hyocr_job_restore(HyocrJob *self, HyocrJobState state, const char *text, const char *message, int n_tokens)
+{
+    g_return_if_fail(state >= HYOCR_JOB_DONE);
+    /* the worker must never take it */
+    g_mutex_lock(&self->lock);
+    self->pending.claimed = TRUE;
+    g_mutex_unlock(&self->lock);
+    g_object_freeze_notify(G_OBJECT(self));
+    g_string_assign(self->text, text ? text : "");
+    self->n_tokens = n_tokens;
+    g_free(self->message);
+    self->message = g_strdup(message);
+    self->state = state;
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_TEXT]);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_N_TOKENS]);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_MESSAGE]);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATE]);
+    g_object_notify_by_pspec(G_OBJECT(self), props[PROP_PROGRESS]);
+    g_object_thaw_notify(G_OBJECT(self));
+    g_signal_emit(self, signals[SIGNAL_TEXT_CHANGED], 0, NULL);
+}
+
 gboolean hyocr_job_is_finished(HyocrJob *self)
 {
     return self->state >= HYOCR_JOB_DONE;
@@ -292,6 +329,8 @@ typedef struct {
     HyocrJobFailure failure;
     GdkTexture   *preview;
     gint64        started_us, finished_us;
+    hyocr_stop_reason stop_reason;
+    hyocr_timings timings;
 } Taken;
 
 static void take_pending(HyocrJob *self, Taken *t)
@@ -313,6 +352,8 @@ static void take_pending(HyocrJob *self, Taken *t)
     t->preview = g_steal_pointer(&p->preview);
     t->started_us = p->started_us;
     t->finished_us = p->finished_us;
+    t->stop_reason = p->stop_reason;
+    t->timings = p->timings;
     p->scheduled = FALSE;
     p->last_flush_us = g_get_monotonic_time();
     g_mutex_unlock(&self->lock);
@@ -358,6 +399,8 @@ static void apply_rest(HyocrJob *self, Taken *t)
     }
     self->started_us = t->started_us;
     self->finished_us = t->finished_us;
+    self->stop_reason = t->stop_reason;
+    self->timings = t->timings;
     /* A job cancelled while queued already shows its end; a late post must not revive it. */
     if (t->state_dirty && t->state != self->state && !hyocr_job_is_finished(self)) {
         self->state = t->state;
@@ -496,6 +539,38 @@ void hyocr_job_post_finish(HyocrJob *self, HyocrJobState state, const char *fina
     if (!p->started_us) p->started_us = g_get_monotonic_time();
     p->finished_us = g_get_monotonic_time();
     schedule_flush_locked(self);
+    g_mutex_unlock(&self->lock);
+}
+
+/* The stages from the events' marks: each stage ends at its event. */
+static void timings_from_marks(hyocr_timings *t, const double *mark, double total_ms, int n_generated)
+{
+    t->total_ms = total_ms;
+    t->preprocess_ms = mark[0];
+    t->vision_ms = mark[1] > 0 ? mark[1] - mark[0] : 0;
+    t->prefill_ms = mark[2] > 0 ? mark[2] - (mark[1] > 0 ? mark[1] : mark[0]) : 0;
+    t->first_token_ms = mark[3];
+    t->decode_ms = mark[3] > 0 ? total_ms - mark[3] : 0;
+    t->decode_tokens_per_s = t->decode_ms > 0 && n_generated > 1 ? (n_generated - 1) / (t->decode_ms / 1000.0) : 0;
+}
+
+void hyocr_job_post_timing(HyocrJob *self, const hyocr_event *ev)
+{
+    g_mutex_lock(&self->lock);
+    Pending *p = &self->pending;
+    switch (ev->type) {
+    case HYOCR_EVENT_PREPROCESS: p->mark_ms[0] = ev->elapsed_ms; break;
+    case HYOCR_EVENT_VISION: p->mark_ms[1] = ev->elapsed_ms; break;
+    case HYOCR_EVENT_PREFILL: p->mark_ms[2] = ev->elapsed_ms; break;
+    case HYOCR_EVENT_TOKEN: if (p->mark_ms[3] == 0) p->mark_ms[3] = ev->elapsed_ms; break;
+    case HYOCR_EVENT_RESTART: memset(p->mark_ms, 0, sizeof p->mark_ms); break;
+    case HYOCR_EVENT_DONE:
+    case HYOCR_EVENT_CANCELLED:
+        p->stop_reason = ev->stop_reason;
+        timings_from_marks(&p->timings, p->mark_ms, ev->elapsed_ms, ev->n_generated);
+        break;
+    default: break;
+    }
     g_mutex_unlock(&self->lock);
 }
 

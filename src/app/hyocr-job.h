@@ -66,6 +66,19 @@ const char             *hyocr_job_get_message(HyocrJob *self);       /* why it f
 HyocrJobFailure         hyocr_job_get_failure(HyocrJob *self);
 GCancellable           *hyocr_job_get_cancellable(HyocrJob *self);
 
+/* Why the engine stopped (DONE, CANCELLED) and how long each stage took; zeros before. */
+hyocr_stop_reason       hyocr_job_get_stop_reason(HyocrJob *self);
+const hyocr_timings    *hyocr_job_get_timings(HyocrJob *self);
+/* The job's row in the history (hyocr-history.h), 0 when it has none; its result is
+ * stored there once hyocr_job_is_stored. */
+gint64                  hyocr_job_get_history_id(HyocrJob *self);
+void                    hyocr_job_set_history_id(HyocrJob *self, gint64 id);
+gboolean                hyocr_job_is_stored(HyocrJob *self);
+void                    hyocr_job_set_stored(HyocrJob *self);
+/* A job that ended in an earlier run, shown again from the history: never queued. */
+void                    hyocr_job_restore(HyocrJob *self, HyocrJobState state, const char *text, const char *message,
+                                          int n_tokens);
+
 /* Stops the job: at once when still queued, within one decode step when running. */
 void hyocr_job_cancel(HyocrJob *self);
 /* The file job's image (the page of a document) read again, its long side at most
@@ -88,6 +101,9 @@ void         hyocr_job_post_restart(HyocrJob *self);
 /* Ends the job: final_text replaces the streamed text when it differs (the
  * engine's clean-up of repeats); message explains FAILED or CANCELLED. */
 void         hyocr_job_post_finish(HyocrJob *self, HyocrJobState state, const char *final_text, const char *message);
+/* Each engine event of the job, for its timings and why it stopped (before the
+ * hyocr_job_post_finish that its last event brings). */
+void         hyocr_job_post_timing(HyocrJob *self, const hyocr_event *ev);
 /* Ends the job as FAILED for this reason, message in the app's words. */
 void         hyocr_job_post_failure(HyocrJob *self, HyocrJobFailure failure, const char *message);
 

@@ -1,5 +1,6 @@
 /* hyocr-gtk — preferences window. */
 #include "hyocr-preferences-private.h"
+#include "hyocr-history.h"
 #include "models.h"
 #include <glib/gi18n.h>
 
@@ -14,6 +15,8 @@ struct _HyocrPreferences {
     GtkAdjustment  *tokens_adjustment;
     GtkAdjustment  *side_adjustment;
     GtkAdjustment  *penalty_adjustment;
+    AdwPreferencesGroup *history_group;
+    GtkWidget      *history_switch;
     HyocrWindow    *window;     /* transient-for: it outlives us */
     GSettings      *settings;
 };
@@ -82,6 +85,10 @@ static void bind_settings(HyocrPreferences *self)
     g_settings_bind(s, "max-new-tokens", self->tokens_adjustment, "value", G_SETTINGS_BIND_DEFAULT);
     g_settings_bind(s, "max-image-side", self->side_adjustment, "value", G_SETTINGS_BIND_DEFAULT);
     g_settings_bind(s, "repetition-penalty", self->penalty_adjustment, "value", G_SETTINGS_BIND_DEFAULT);
+    g_settings_bind(s, "history", self->history_switch, "active", G_SETTINGS_BIND_DEFAULT);
+    g_autofree char *where = hyocr_history_default_path();
+    g_autofree char *note = g_strdup_printf(_("Kept in %s"), where);
+    adw_preferences_group_set_description(self->history_group, note);
     g_signal_connect_object(s, "changed::model-folder", G_CALLBACK(update_model_row), self, G_CONNECT_SWAPPED);
     update_model_row(self);
     g_signal_connect_object(hyocr_window_get_worker(self->window), "notify::state", G_CALLBACK(update_device_note), self,
@@ -112,6 +119,8 @@ static void hyocr_preferences_class_init(HyocrPreferencesClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, tokens_adjustment);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, side_adjustment);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, penalty_adjustment);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, history_group);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, history_switch);
 }
 
 static void hyocr_preferences_init(HyocrPreferences *self)

@@ -231,6 +231,7 @@ static void add_bindings(GtkWidgetClass *wc)
 {
     gtk_widget_class_add_binding_action(wc, GDK_KEY_o, GDK_CONTROL_MASK, "win.open", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_v, GDK_CONTROL_MASK, "win.paste", NULL);
+    gtk_widget_class_add_binding_action(wc, GDK_KEY_h, GDK_CONTROL_MASK, "win.show-history", NULL);   /* toggles */
     gtk_widget_class_add_binding_action(wc, GDK_KEY_s, GDK_CONTROL_MASK, "win.save-result", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_c, GDK_CONTROL_MASK | GDK_SHIFT_MASK, "win.copy-result", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_Escape, 0, "win.cancel-job", NULL);

@@ -2,6 +2,7 @@
  * hyocr-window-actions.c, hyocr-window-dnd.c and hyocr-window-download.c, and
  * what the tests and the screenshot tool read of the window. */
 #pragma once
+#include "hyocr-history-view.h"
 #include "hyocr-task-picker.h"
 #include "hyocr-window.h"
 
@@ -28,6 +29,7 @@ struct _HyocrWindow {
     GtkWidget       *drop_hint;
     GtkWidget       *download_panel;   /* hyocr-window-download.c; NULL without the downloader */
     GtkWidget       *download_bar;
+    HyocrHistoryView *history_view;
 
     GSettings       *settings;
     HyocrWorker     *worker;
@@ -38,6 +40,12 @@ struct _HyocrWindow {
     guint            n_toasts;
     char            *last_toast;
     GtkWidget       *password_dialog;   /* the one asking now (weak) */
+    hyocr_history   *history;           /* hyocr-window-history.c; NULL when off */
+    gboolean         history_warned;
+    gboolean         showing_history;   /* the history page instead of the queue */
+    gboolean         history_asked;     /* … because the user asked, not at start */
+    GSimpleAction   *history_action;    /* win.show-history, its state */
+    guint            n_history_writes;
 };
 
 /* hyocr-window-actions.c */
@@ -65,7 +73,22 @@ void hyocr_window_setup_download(HyocrWindow *self);
 /* The worker's state changed; the model page already shows its problem. */
 void hyocr_window_sync_download(HyocrWindow *self);
 
+/* hyocr-window-history.c */
+void      hyocr_window_setup_history(HyocrWindow *self);
+void      hyocr_window_close_history(HyocrWindow *self);
+/* A job queued: stored as queued; a job ended: its result stored. */
+void      hyocr_window_history_record(HyocrWindow *self, HyocrJob *job);
+void      hyocr_window_history_finish(HyocrWindow *self, HyocrJob *job);
+/* An entry shown again as a finished job, selected; NULL (and a toast) when it cannot be. */
+HyocrJob *hyocr_window_history_open(HyocrWindow *self, gint64 id);
+/* An entry's image queued again with the options it had (stored as a new entry). */
+HyocrJob *hyocr_window_history_run_again(HyocrWindow *self, gint64 id);
+
 /* hyocr-window.c */
+/* A job that ended earlier (from the history) into the list, selected, never queued. */
+void      hyocr_window_add_finished_job(HyocrWindow *self, HyocrJob *job);
+/* The history page instead of the queue, or back. */
+void      hyocr_window_show_history(HyocrWindow *self, gboolean show);
 HyocrJob *hyocr_window_get_selected_job(HyocrWindow *self);
 void      hyocr_window_show_jobs(HyocrWindow *self);   /* the list, on a narrow window */
 
@@ -90,5 +113,9 @@ GtkWidget       *hyocr_window_get_password_dialog(HyocrWindow *self);
  * NULL in a build without the downloader. */
 GtkWidget       *hyocr_window_get_download_panel(HyocrWindow *self);
 GtkProgressBar  *hyocr_window_get_download_bar(HyocrWindow *self);
+hyocr_history   *hyocr_window_get_history(HyocrWindow *self);
+HyocrHistoryView *hyocr_window_get_history_view(HyocrWindow *self);
+/* Results stored in the history since the window opened. */
+guint            hyocr_window_get_n_history_writes(HyocrWindow *self);
 
 G_END_DECLS

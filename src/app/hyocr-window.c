@@ -85,9 +85,16 @@ static void update_page(HyocrWindow *self)
      * are a banner above the queue, which stays. */
     gboolean settings_problem = st == HYOCR_WORKER_FAILED &&
         hyocr_model_status_get_problem(HYOCR_MODEL_STATUS(self->model_status)) == HYOCR_MODEL_PROBLEM_DEVICE;
-    const char *page = st == HYOCR_WORKER_FAILED && !settings_problem ? "model"
-                       : g_list_model_get_n_items(G_LIST_MODEL(self->jobs)) == 0 ? "empty"
-                                                                                 : "jobs";
+    gboolean no_jobs = g_list_model_get_n_items(G_LIST_MODEL(self->jobs)) == 0;
+    /* A missing model says so before the history shown at start; not before the history asked for. */
+    gboolean model = st == HYOCR_WORKER_FAILED && !settings_problem;
+    const char *page = model && !self->history_asked ? "model"
+                       : self->showing_history ? "history"
+                       : model ? "model"
+                       : no_jobs ? "empty"
+                                 : "jobs";
+    if (self->history_action)
+        g_simple_action_set_state(self->history_action, g_variant_new_boolean(self->showing_history));
     gtk_stack_set_visible_child_name(self->main_stack, page);
     const GError *error = hyocr_worker_get_error(self->worker);
     gtk_label_set_text(self->problem_label, settings_problem && error ? error->message : "");
@@ -269,6 +276,7 @@ static void on_job_state(HyocrJob *job, GParamSpec *pspec, HyocrWindow *self)
     hyocr_window_update_actions(self);
     if (hyocr_job_get_document(job)) gtk_list_box_invalidate_headers(self->job_list);
     if (!hyocr_job_is_finished(job)) return;
+    hyocr_window_history_finish(self, job);
     if (hyocr_job_get_state(job) == HYOCR_JOB_FAILED) {
         g_autofree char *msg = g_strdup_printf(_("“%s” failed: %s"), hyocr_job_get_title(job), hyocr_job_get_message(job));
         hyocr_window_toast(self, msg);
@@ -279,9 +287,28 @@ static void on_job_state(HyocrJob *job, GParamSpec *pspec, HyocrWindow *self)
 static void add_job(HyocrWindow *self, HyocrJob *job, gboolean select)
 {
     g_signal_connect_object(job, "notify::state", G_CALLBACK(on_job_state), self, 0);
+    hyocr_window_history_record(self, job);
+    self->showing_history = self->history_asked = FALSE;
     g_list_store_append(self->jobs, job);
     hyocr_worker_push(self->worker, job);
     if (select) hyocr_window_select_job(self, job);
+}
+
+void hyocr_window_add_finished_job(HyocrWindow *self, HyocrJob *job)
+{
+    g_return_if_fail(HYOCR_IS_WINDOW(self) && hyocr_job_is_finished(job));
+    self->showing_history = self->history_asked = FALSE;
+    g_list_store_append(self->jobs, job);
+    hyocr_window_select_job(self, job);
+}
+
+void hyocr_window_show_history(HyocrWindow *self, gboolean show)
+{
+    self->showing_history = show;
+    self->history_asked = show;
+    if (show) hyocr_history_view_reload(self->history_view);
+    update_page(self);
+    hyocr_window_update_actions(self);
 }
 
 void hyocr_window_add_job(HyocrWindow *self, HyocrJob *job)
@@ -328,6 +355,7 @@ guint hyocr_window_retry_failed(HyocrWindow *self)
             continue;
         }
         g_signal_connect_object(again, "notify::state", G_CALLBACK(on_job_state), self, 0);
+        hyocr_window_history_record(self, again);
         g_list_store_splice(self->jobs, i, 1, (gpointer *)&again, 1);
         hyocr_worker_push(self->worker, again);
         n++;
@@ -537,6 +565,7 @@ static void hyocr_window_dispose(GObject *object)
     g_clear_handle_id(&self->gauge_tick, g_source_remove);
     g_clear_handle_id(&self->reload_timeout, g_source_remove);
     if (self->worker) hyocr_worker_shutdown(self->worker);
+    hyocr_window_close_history(self);
     if (self->result_view) hyocr_result_view_set_job(self->result_view, NULL);
     if (self->job_list) gtk_list_box_bind_model(self->job_list, NULL, NULL, NULL, NULL);
     /* The preferences window may keep the settings object alive past us. */
@@ -565,6 +594,7 @@ static void hyocr_window_class_init(HyocrWindowClass *klass)
     g_type_ensure(HYOCR_TYPE_TASK_PICKER);
     g_type_ensure(HYOCR_TYPE_MODEL_STATUS);
     g_type_ensure(HYOCR_TYPE_RESULT_VIEW);
+    g_type_ensure(HYOCR_TYPE_HISTORY_VIEW);
     gtk_widget_class_set_template_from_resource(widget_class, "/io/github/hyocr/Hyocr/hyocr-window.ui");
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, toast_overlay);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, window_title);
@@ -581,6 +611,7 @@ static void hyocr_window_class_init(HyocrWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, job_list);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, result_view);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, drop_hint);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, history_view);
     hyocr_window_install_actions(klass);
 }
 
@@ -605,6 +636,7 @@ static void hyocr_window_init(HyocrWindow *self)
     hyocr_window_setup_actions(self);
     hyocr_window_setup_drop(self);
     hyocr_window_setup_download(self);
+    hyocr_window_setup_history(self);
     self->gauge_tick = g_timeout_add(GAUGE_INTERVAL_MS, gauge_tick, self);
     update_page(self);
 }

@@ -335,6 +335,7 @@ static void on_event(const hyocr_event *ev, void *data)
 {
     Running *r = data;
     HyocrJob *job = r->job;
+    hyocr_job_post_timing(job, ev);
     switch (ev->type) {
     case HYOCR_EVENT_PREPROCESS: hyocr_job_post_state(job, HYOCR_JOB_READING); break;
     case HYOCR_EVENT_PREFILL: hyocr_job_post_state(job, HYOCR_JOB_WRITING); break;

@@ -5,10 +5,49 @@
 #include <json-glib/json-glib.h>
 #include <stdarg.h>
 
+#include <glib/gstdio.h>
+#include <stdlib.h>
+
 static HyocrApplication *app;
+static char *own_data_home;   /* made by this process, removed at exit */
+
+static void remove_tree(const char *path)
+{
+    GDir *dir = g_file_test(path, G_FILE_TEST_IS_SYMLINK) ? NULL : g_dir_open(path, 0, NULL);
+    if (dir) {
+        for (const char *name; (name = g_dir_read_name(dir));) {
+            g_autofree char *child = g_build_filename(path, name, NULL);
+            remove_tree(child);
+        }
+        g_dir_close(dir);
+    }
+    g_remove(path);
+}
+
+static void remove_data_home(void)
+{
+    if (own_data_home) remove_tree(own_data_home);
+    g_clear_pointer(&own_data_home, g_free);
+}
+
+/* The app writes its history under $XDG_DATA_HOME: each test program gets its own,
+ * never the user's. A child the test starts shares its parent's. */
+static void private_data_home(void)
+{
+    if (g_getenv("HYOCR_APP_TEST_DATA_HOME")) {
+        g_setenv("XDG_DATA_HOME", g_getenv("HYOCR_APP_TEST_DATA_HOME"), TRUE);
+        return;
+    }
+    own_data_home = g_dir_make_tmp("hyocr-app-test-XXXXXX", NULL);
+    g_assert_nonnull(own_data_home);
+    g_setenv("XDG_DATA_HOME", own_data_home, TRUE);
+    g_setenv("HYOCR_APP_TEST_DATA_HOME", own_data_home, TRUE);
+    atexit(remove_data_home);
+}
 
 void app_test_init(int *argc, char ***argv)
 {
+    private_data_home();
     g_test_init(argc, argv, NULL);
     g_test_set_nonfatal_assertions();
     app = hyocr_application_new(G_APPLICATION_NON_UNIQUE);

@@ -8,13 +8,14 @@
 #include "hyocr-job-row-private.h"
 #include "hyocr-model-status-private.h"
 #include "hyocr-result-view-private.h"
+#include "hyocr-history-view-private.h"
 #include "hyocr-vram-gauge-private.h"
 #include "hyocr-window-private.h"
 #include "hyocr-worker-private.h"
 
 typedef gboolean (*AppTestCond)(gpointer data);
 
-/* g_test_init plus the application (non-unique, registered: startup ran). */
+/* g_test_init plus the application, in an XDG_DATA_HOME of its own (its history) (non-unique, registered: startup ran). */
 void              app_test_init(int *argc, char ***argv);
 HyocrApplication *app_test_app(void);
 /* Resets every key of the schema (the memory backend is shared in the process). */

@@ -588,6 +588,7 @@ int main(int argc, char **argv)
     g_autofree char *home = hyocr_test_tmpdir();
     data_home = g_build_filename(home, "data", NULL);
     g_setenv("XDG_DATA_HOME", data_home, TRUE);
+    g_setenv("HYOCR_APP_TEST_DATA_HOME", data_home, TRUE);   /* app_test_init keeps it */
     g_unsetenv("HF_TOKEN");
     /* Never the real Hub from a test, whoever runs it. */
     if (!g_getenv("HF_ENDPOINT") || !g_str_has_prefix(g_getenv("HF_ENDPOINT"), "http://127.0.0.1:")) {
