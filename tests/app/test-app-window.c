@@ -1187,6 +1187,9 @@ static void test_narrow(void)
     g_settings_set_int(app_test_settings(), "window-height", 640);
     HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
     GtkWidget *w = GTK_WIDGET(win);
+    /* after a frame: measured at once, the header may still hold the size it had while
+     * the model loaded (spinner and "Loading the model…"), cached until the next layout */
+    app_test_wait_drawn(w);
     int min = 0;
     gtk_widget_measure(w, GTK_ORIENTATION_HORIZONTAL, -1, &min, NULL, NULL, NULL);
     g_test_message("minimum width %d px", min);
