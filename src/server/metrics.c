@@ -127,6 +127,11 @@ static void render_histogram(GString *out, const histogram *h, const char *label
     sample(out, count, labels, (double)h->count);
 }
 
+int64_t hyocr_metrics_memory_used(const hyocr_mem_info *mi)
+{
+    return mi->weights + mi->kv_reserved + mi->workspace;
+}
+
 static void render_engine(GString *out, hyocr_engine *eng, const char *labels)
 {
     hyocr_engine_stats st = { 0 };
@@ -146,7 +151,7 @@ static void render_engine(GString *out, hyocr_engine *eng, const char *labels)
     sample(out, "hyocr:kv_cache_blocks", labels, (double)st.kv_blocks_total);
     head(out, "hyocr:gpu_memory_used_bytes", "gauge",
          "Device memory the engine holds: weights, KV cache and scratch (host memory on the CPU backend).");
-    sample(out, "hyocr:gpu_memory_used_bytes", labels, (double)(mi.weights + mi.kv_reserved + mi.workspace));
+    sample(out, "hyocr:gpu_memory_used_bytes", labels, (double)hyocr_metrics_memory_used(&mi));
     head(out, "hyocr:gpu_memory_kv_used_bytes", "gauge", "KV cache bytes the running requests hold.");
     sample(out, "hyocr:gpu_memory_kv_used_bytes", labels, (double)mi.kv_used);
     head(out, "hyocr:decode_steps_total", "counter", "Shared decode steps run.");

@@ -204,7 +204,7 @@ static void reply_error(SoupServerMessage *msg, guint status, const char *fmt, .
     hyocr_api_error_clear(&e);
 }
 
-static bool method_is(SoupServerMessage *msg, const char *want)
+bool hyocr_server_method_is(SoupServerMessage *msg, const char *want)
 {
     if (!strcmp(soup_server_message_get_method(msg), want)) return true;
     reply_error(msg, 405, _("%s takes %s"), g_uri_get_path(soup_server_message_get_uri(msg)), want);
@@ -223,14 +223,14 @@ static bool serving(hyocr_server *s, SoupServerMessage *msg)
 
 static void on_health(hyocr_server *s, SoupServerMessage *msg)
 {
-    if (!method_is(msg, "GET") || !serving(s, msg)) return;
+    if (!hyocr_server_method_is(msg, "GET") || !serving(s, msg)) return;
     soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
     soup_server_message_set_response(msg, "text/plain", SOUP_MEMORY_STATIC, "", 0);
 }
 
 static void on_metrics(hyocr_server *s, SoupServerMessage *msg)
 {
-    if (!method_is(msg, "GET")) return;
+    if (!hyocr_server_method_is(msg, "GET")) return;
     char *text = hyocr_metrics_render(s->metrics, s->engine, hyocr_server_model_name(s));
     soup_server_message_set_status(msg, SOUP_STATUS_OK, NULL);
     soup_server_message_set_response(msg, "text/plain; version=0.0.4; charset=utf-8", SOUP_MEMORY_TAKE, text,
@@ -239,7 +239,7 @@ static void on_metrics(hyocr_server *s, SoupServerMessage *msg)
 
 static void on_models(hyocr_server *s, SoupServerMessage *msg)
 {
-    if (!method_is(msg, "GET")) return;
+    if (!hyocr_server_method_is(msg, "GET")) return;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "object");
@@ -326,7 +326,7 @@ static void parsed(GObject *source, GAsyncResult *res, gpointer data)
 
 static void on_completions(hyocr_server *s, SoupServerMessage *msg)
 {
-    if (!method_is(msg, "POST") || !serving(s, msg)) return;
+    if (!hyocr_server_method_is(msg, "POST") || !serving(s, msg)) return;
     request_state *r = state_of(msg);
     if (r->too_big) {
         too_large(s, msg);

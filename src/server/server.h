@@ -95,6 +95,8 @@ void           hyocr_metrics_free(hyocr_metrics *m);
 /* A finished completion: its tokens and times (seconds; ttft < 0 when no token came). */
 void           hyocr_metrics_add(hyocr_metrics *m, const char *finish_reason, int prompt_tokens, int gen_tokens,
                                  double ttft, double e2e);
+/* The device memory the engine holds (weights, KV cache, scratch), as /metrics and the page show it. */
+int64_t        hyocr_metrics_memory_used(const hyocr_mem_info *mi);
 /* The Prometheus text exposition: the counters plus the engine's gauges now. */
 char          *hyocr_metrics_render(hyocr_metrics *m, hyocr_engine *eng, const char *model_name);
 
@@ -116,6 +118,8 @@ const char     *hyocr_server_model_name(hyocr_server *s);
 int             hyocr_server_max_side(hyocr_server *s);
 int             hyocr_server_max_queue(hyocr_server *s);
 int64_t         hyocr_server_max_request_size(hyocr_server *s);
+/* True when the request's method is want; else a 405 naming it (with Allow) is set. */
+bool            hyocr_server_method_is(SoupServerMessage *msg, const char *want);
 /* "loading", "ready" or "draining". */
 const char     *hyocr_server_state_name(hyocr_server *s);
 hyocr_metrics  *hyocr_server_metrics(hyocr_server *s);

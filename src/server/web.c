@@ -53,15 +53,6 @@ static void reply_json(SoupServerMessage *msg, JsonBuilder *b)
     page_headers(msg);
 }
 
-static bool method_is(SoupServerMessage *msg, const char *want)
-{
-    if (!strcmp(soup_server_message_get_method(msg), want)) return true;
-    g_autofree char *text = g_strdup_printf(_("%s takes %s"), g_uri_get_path(soup_server_message_get_uri(msg)), want);
-    reply_error(msg, 405, NULL, text);
-    soup_message_headers_replace(soup_server_message_get_response_headers(msg), "Allow", want);
-    return false;
-}
-
 /* ---- the page's files ------------------------------------------------------------------------ */
 
 static const char *content_type(const char *name)
@@ -119,7 +110,7 @@ static const char *task_input(hyocr_task t)
  * in the engine's order; markdown: the answer is shown rendered too. */
 static void on_tasks(hyocr_server *s, SoupServerMessage *msg)
 {
-    if (!method_is(msg, "GET")) return;
+    if (!hyocr_server_method_is(msg, "GET")) return;
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "tasks");
@@ -179,7 +170,7 @@ static GStrv string_list(JsonObject *o, const char *key)
  * → {"prompt": "…"}: the text the engine sends for that task, or its error (400). */
 static void on_prompt(hyocr_server *s, SoupServerMessage *msg, GBytes *body)
 {
-    if (!method_is(msg, "POST")) return;
+    if (!hyocr_server_method_is(msg, "POST")) return;
     g_autoptr(JsonObject) o = body_object(msg, body);
     if (!o) return;
     const char *name = hyocr_json_str(o, "task");
@@ -216,7 +207,7 @@ static char *body_text(GBytes *body)
  * boxes in the model's 0…1000 scale of the image; an unfinished last item is left out. */
 static void on_spotting(SoupServerMessage *msg, GBytes *body)
 {
-    if (!method_is(msg, "POST")) return;
+    if (!hyocr_server_method_is(msg, "POST")) return;
     g_autofree char *text = body_text(body);
     g_autoptr(GPtrArray) lines = hyocr_spot_parse(text);
     g_autoptr(JsonBuilder) b = json_builder_new();
@@ -245,7 +236,7 @@ static void on_spotting(SoupServerMessage *msg, GBytes *body)
 /* A parse-document answer (the body) → the HTML fragment the .html export writes for it. */
 static void on_render(SoupServerMessage *msg, GBytes *body)
 {
-    if (!method_is(msg, "POST")) return;
+    if (!hyocr_server_method_is(msg, "POST")) return;
     g_autofree char *text = body_text(body);
     char *html = hyocr_export_markdown_html(text);
     if (!html) {
@@ -262,7 +253,7 @@ static void on_render(SoupServerMessage *msg, GBytes *body)
  * the body limit, so that the page refuses a file too large before reading it. */
 static void on_status(hyocr_server *s, SoupServerMessage *msg)
 {
-    if (!method_is(msg, "GET")) return;
+    if (!hyocr_server_method_is(msg, "GET")) return;
     hyocr_engine *eng = hyocr_server_engine(s);
     hyocr_engine_stats st = { 0 };
     hyocr_mem_info mi = { 0 };
@@ -290,7 +281,7 @@ static void on_status(hyocr_server *s, SoupServerMessage *msg)
     json_builder_set_member_name(b, "max_request_size");
     json_builder_add_int_value(b, hyocr_server_max_request_size(s));
     json_builder_set_member_name(b, "memory_used");
-    json_builder_add_int_value(b, mi.weights + mi.kv_reserved + mi.workspace);
+    json_builder_add_int_value(b, hyocr_metrics_memory_used(&mi));
     json_builder_set_member_name(b, "memory_total");
     json_builder_add_int_value(b, mi.total);
     json_builder_end_object(b);
@@ -303,7 +294,7 @@ bool hyocr_web_route(hyocr_server *s, SoupServerMessage *msg, const char *path, 
 {
     if (strcmp(path, "/") != 0 && !g_str_has_prefix(path, "/web/")) return false;
     if (!strcmp(path, "/")) {
-        if (method_is(msg, "GET")) serve_file(msg, "index.html");
+        if (hyocr_server_method_is(msg, "GET")) serve_file(msg, "index.html");
     } else if (!strcmp(path, "/web/api/tasks")) {
         on_tasks(s, msg);
     } else if (!strcmp(path, "/web/api/prompt")) {
@@ -314,7 +305,7 @@ bool hyocr_web_route(hyocr_server *s, SoupServerMessage *msg, const char *path, 
         on_render(msg, body);
     } else if (!strcmp(path, "/web/api/status")) {
         on_status(s, msg);
-    } else if (method_is(msg, "GET")) {
+    } else if (hyocr_server_method_is(msg, "GET")) {
         serve_file(msg, path + strlen("/web/"));
     }
     return true;
