@@ -121,7 +121,8 @@ def reference(task, *extra):
     """hyocr run's answer for IMAGE (and its export's spotting lines)."""
     out = os.path.join(tmp, f"ref-{task}.json")
     r = subprocess.run([HYOCR, "run", "--model", os.path.join(DATA, "ckpt-flat"), "--device", "cpu", "--threads", "2",
-                        "-t", task, "-n", str(TOKENS), "-f", "json", "-o", out, *extra, IMAGE],
+                        *(["-t", task] if task != "custom" else []), "-n", str(TOKENS), "-f", "json", "-o", out,
+                        *extra, IMAGE],
                        capture_output=True, text=True, check=True)
     text = json.loads(r.stdout)[0]["text"]
     exported = json.load(open(out))
@@ -267,6 +268,30 @@ try:
         s.click("#copy")
         step("copy says it copied", lambda: bool(s.wait("return !document.getElementById('copied').hidden",
                                                          what="the copied note")))
+
+        # ---- the tasks that take words: extract-fields, a custom prompt
+        def fields():
+            s.select("extract_fields")
+            shown = s.js("return !document.getElementById('fields-row').hidden && "
+                         "document.getElementById('custom-row').hidden")
+            s.clear("#fields")
+            s.click("#run")
+            refused = s.wait("const m = document.getElementById('message'); return !m.hidden && m.textContent",
+                             what="the missing fields' message")
+            s.type("#fields", "name, 日期")
+            want, _ = reference("extract_fields", "--fields", "name,日期")
+            done = run_and_wait(s)
+            return (shown and refused == "Name at least one field to extract." and done == "1:done" and
+                    output(s) == want, f"{shown} {refused!r} {done} page {output(s)!r}\nrun  {want!r}")
+        step("extract_fields: the fields' box, a message without fields, and hyocr run's text with them", fields)
+
+        def custom():
+            s.select("custom")
+            s.type("#custom", "Describe the image.")
+            want, _ = reference("custom", "-p", "Describe the image.")
+            done = run_and_wait(s)
+            return done == "1:done" and output(s) == want, f"{done} page {output(s)!r}\nrun  {want!r}"
+        step("a custom prompt: hyocr run -p's text", custom)
 
         # ---- bad input
         notes = os.path.join(tmp, "notes.txt")
