@@ -13,6 +13,9 @@ static void quit_activated(GSimpleAction *action, GVariant *param, gpointer data
         windows = g_list_prepend(windows, g_object_ref(w->data));
     for (GList *w = windows; w; w = w->next) gtk_window_close(w->data);
     g_list_free_full(windows, g_object_unref);
+    /* A window with jobs left asks first; the app ends when the user lets it close. */
+    for (GList *w = gtk_application_get_windows(GTK_APPLICATION(data)); w; w = w->next)
+        if (HYOCR_IS_WINDOW(w->data)) return;
     g_application_quit(G_APPLICATION(data));
 }
 

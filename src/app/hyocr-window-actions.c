@@ -110,21 +110,17 @@ static void save_result_action(GtkWidget *widget, const char *name, GVariant *pa
 
 static void remove_job_action(GtkWidget *widget, const char *name, GVariant *param)
 {
-    HyocrWindow *self = HYOCR_WINDOW(widget);
-    guint pos;
-    HyocrJob *job = hyocr_window_find_job(self, g_variant_get_uint32(param), &pos);
-    if (!job) return;
-    hyocr_job_cancel(job);
-    g_list_store_remove(self->jobs, pos);
+    hyocr_window_remove_job(HYOCR_WINDOW(widget), g_variant_get_uint32(param));
 }
 
 static void clear_finished_action(GtkWidget *widget, const char *name, GVariant *param)
 {
-    HyocrWindow *self = HYOCR_WINDOW(widget);
-    for (guint i = g_list_model_get_n_items(G_LIST_MODEL(self->jobs)); i-- > 0;) {
-        g_autoptr(HyocrJob) job = g_list_model_get_item(G_LIST_MODEL(self->jobs), i);
-        if (hyocr_job_is_finished(job)) g_list_store_remove(self->jobs, i);
-    }
+    hyocr_window_remove_finished(HYOCR_WINDOW(widget));
+}
+
+static void undo_remove_action(GtkWidget *widget, const char *name, GVariant *param)
+{
+    hyocr_window_undo_remove(HYOCR_WINDOW(widget));
 }
 
 static void select_relative(HyocrWindow *self, int delta)
@@ -252,6 +248,7 @@ void hyocr_window_install_actions(HyocrWindowClass *klass)
     gtk_widget_class_install_action(wc, "win.cancel-job", NULL, cancel_job_action);
     gtk_widget_class_install_action(wc, "win.remove-job", "u", remove_job_action);
     gtk_widget_class_install_action(wc, "win.clear-finished", NULL, clear_finished_action);
+    gtk_widget_class_install_action(wc, "win.undo-remove", NULL, undo_remove_action);
     gtk_widget_class_install_action(wc, "win.next-job", NULL, next_job_action);
     gtk_widget_class_install_action(wc, "win.previous-job", NULL, previous_job_action);
     gtk_widget_class_install_action(wc, "win.choose-model-folder", NULL, choose_model_folder_action);

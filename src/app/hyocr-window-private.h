@@ -45,6 +45,10 @@ struct _HyocrWindow {
     gboolean         showing_history;   /* the history page instead of the queue */
     gboolean         history_asked;     /* … because the user asked, not at start */
     GSimpleAction   *history_action;    /* win.show-history, its state */
+    GtkWidget       *close_dialog;      /* hyocr-window-guard.c: asking before closing */
+    gboolean         close_confirmed;
+    GArray          *removed;           /* the last removal's jobs, for Undo */
+    AdwToast        *undo_toast;        /* its toast while shown */
     guint            n_history_writes;
 };
 
@@ -84,6 +88,18 @@ HyocrJob *hyocr_window_history_open(HyocrWindow *self, gint64 id);
 /* An entry's image queued again with the options it had (stored as a new entry). */
 HyocrJob *hyocr_window_history_run_again(HyocrWindow *self, gint64 id);
 
+/* hyocr-window-guard.c */
+void      hyocr_window_setup_guard(HyocrWindow *self);
+void      hyocr_window_clear_guard(HyocrWindow *self);
+/* TRUE when the window may close now; else it asks (jobs running or waiting) and
+ * closes itself when the user agrees. */
+gboolean  hyocr_window_confirm_close(HyocrWindow *self);
+/* Removals with Undo (a toast): one job (cancelled if it runs), or the finished ones
+ * but those whose result the history has not stored. */
+void      hyocr_window_remove_job(HyocrWindow *self, guint id);
+guint     hyocr_window_remove_finished(HyocrWindow *self);
+guint     hyocr_window_undo_remove(HyocrWindow *self);
+
 /* hyocr-window.c */
 /* A job that ended earlier (from the history) into the list, selected, never queued. */
 void      hyocr_window_add_finished_job(HyocrWindow *self, HyocrJob *job);
@@ -114,6 +130,8 @@ GtkWidget       *hyocr_window_get_password_dialog(HyocrWindow *self);
 GtkWidget       *hyocr_window_get_download_panel(HyocrWindow *self);
 GtkProgressBar  *hyocr_window_get_download_bar(HyocrWindow *self);
 hyocr_history   *hyocr_window_get_history(HyocrWindow *self);
+/* The dialog asking whether to stop the jobs and close, while it is open. */
+GtkWidget       *hyocr_window_get_close_dialog(HyocrWindow *self);
 HyocrHistoryView *hyocr_window_get_history_view(HyocrWindow *self);
 /* Results stored in the history since the window opened. */
 guint            hyocr_window_get_n_history_writes(HyocrWindow *self);

@@ -521,6 +521,7 @@ static void on_jobs_changed(GListModel *model, guint pos, guint removed, guint a
 static gboolean on_close_request(GtkWindow *window, gpointer data)
 {
     HyocrWindow *self = HYOCR_WINDOW(window);
+    if (!hyocr_window_confirm_close(self)) return TRUE;
     int w, h;
     gtk_window_get_default_size(window, &w, &h);
     g_settings_set_boolean(self->settings, "window-maximized", gtk_window_is_maximized(window));
@@ -566,6 +567,7 @@ static void hyocr_window_dispose(GObject *object)
     g_clear_handle_id(&self->reload_timeout, g_source_remove);
     if (self->worker) hyocr_worker_shutdown(self->worker);
     hyocr_window_close_history(self);
+    hyocr_window_clear_guard(self);
     if (self->result_view) hyocr_result_view_set_job(self->result_view, NULL);
     if (self->job_list) gtk_list_box_bind_model(self->job_list, NULL, NULL, NULL, NULL);
     /* The preferences window may keep the settings object alive past us. */
@@ -637,6 +639,7 @@ static void hyocr_window_init(HyocrWindow *self)
     hyocr_window_setup_drop(self);
     hyocr_window_setup_download(self);
     hyocr_window_setup_history(self);
+    hyocr_window_setup_guard(self);
     self->gauge_tick = g_timeout_add(GAUGE_INTERVAL_MS, gauge_tick, self);
     update_page(self);
 }
