@@ -11,7 +11,9 @@
  * HunyuanOCR folder the jobs run on that model instead. */
 #include "app-test.h"
 #include "hyocr-build-config.h"
+#include "hyocr-history.h"
 #include "hyocr-image-util.h"
+#include <glib/gstdio.h>
 #include <glib/gi18n.h>
 #include <locale.h>
 #include <pango/pangocairo.h>
@@ -126,6 +128,8 @@ static char *model_link(void)
 static HyocrWindow *screenshot_window(void)
 {
     app_test_reset_settings();
+    /* the other pictures show the window as on a first start: nothing in the history */
+    g_settings_set_boolean(app_test_settings(), "history", FALSE);
     g_settings_set_int(app_test_settings(), "window-width", WIN_W);
     g_settings_set_int(app_test_settings(), "window-height", WIN_H);
     g_autofree char *model = model_link();
@@ -211,6 +215,86 @@ static void test_spotting(void)
     g_string_free(page.spotting, TRUE);
 }
 
+/* The history page on start: a staged history (the entries a week of use leaves), written
+ * through the history's own API into this program's data folder. */
+typedef struct {
+    const char         *title, *text, *error;
+    hyocr_history_state state;
+    const char         *preset;
+    int                 days_ago, minutes;
+} StagedEntry;
+
+static void stage_history(const StagedEntry *entries, gsize n)
+{
+    g_autofree char *path = hyocr_history_default_path();
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    g_remove(path);
+    g_remove(wal);
+    g_autoptr(hyocr_history) h = hyocr_history_open(path, NULL, NULL);
+    g_assert_nonnull(h);
+    g_autoptr(GDateTime) now = g_date_time_new_now_local();
+    g_autoptr(GDateTime) today = g_date_time_new_local(g_date_time_get_year(now), g_date_time_get_month(now),
+                                                       g_date_time_get_day_of_month(now), 9, 0, 0);
+    for (gsize i = 0; i < n; i++) {
+        g_autoptr(hyocr_history_entry) e = hyocr_history_entry_new();
+        g_autoptr(GDateTime) day = g_date_time_add_days(today, -entries[i].days_ago);
+        g_autoptr(GDateTime) when = g_date_time_add_minutes(day, entries[i].minutes);
+        e->created = g_date_time_to_unix(when) * G_USEC_PER_SEC;
+        e->title = g_strdup(entries[i].title);
+        e->path = g_build_filename(g_get_home_dir(), "Documents", entries[i].title, NULL);
+        e->preset = g_strdup(entries[i].preset);
+        e->options = g_strdup("{}");
+        g_assert_true(hyocr_history_add(h, e, NULL));
+        e->state = entries[i].state;
+        e->text = g_strdup(entries[i].text ? entries[i].text : "");
+        e->error = g_strdup(entries[i].error);
+        if (e->state != HYOCR_HISTORY_QUEUED) g_assert_true(hyocr_history_finish(h, e, NULL));
+    }
+}
+
+static HyocrWindow *history_window(const StagedEntry *entries, gsize n)
+{
+    stage_history(entries, n);
+    app_test_reset_settings();
+    g_settings_set_int(app_test_settings(), "window-width", WIN_W);
+    g_settings_set_int(app_test_settings(), "window-height", WIN_H);
+    g_autofree char *model = model_link();
+    HyocrWindow *win = app_test_window(model, TRUE);
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "history");
+    g_assert_cmpuint(hyocr_history_view_get_n_entries(hyocr_window_get_history_view(win)), ==, n);
+    return win;
+}
+
+/* Oldest first; the page shows them newest first. */
+static const StagedEntry history_en[] = {
+    { "lecture-notes-p3.jpg", "Week 6 — Fourier series. Any periodic signal is a sum of sines and cosines…", NULL,
+      HYOCR_HISTORY_DONE, "recognize", 3, 120 },
+    { "whiteboard.png", NULL, NULL, HYOCR_HISTORY_INTERRUPTED, "recognize", 2, 40 },
+    { "scan-0042.tiff", NULL, "The job does not fit in the memory allowed", HYOCR_HISTORY_FAILED, "parse-document", 1, 15 },
+    { "street-sign.jpg", "Rue de la République → Gare SNCF 400 m", NULL, HYOCR_HISTORY_DONE, "spotting", 1, 300 },
+    { "menu.jpg", "Soup of the day — pumpkin and ginger, 6.50", NULL, HYOCR_HISTORY_DONE, "translate", 0, 30 },
+    { "invoice-2024-117.png", "# Invoice No. 2024-117\n\nNorthwind Paper Co. — Total €160.50", NULL,
+      HYOCR_HISTORY_DONE, "parse-document", 0, 90 },
+};
+
+static void test_history(void)
+{
+    HyocrWindow *win = history_window(history_en, G_N_ELEMENTS(history_en));
+    save_window(win, "history.png");
+    app_test_destroy_window(win);
+}
+
+static const StagedEntry history_zh[] = {
+    { "课堂笔记-第3页.jpg", "第六周——傅里叶级数。任何周期信号都可以写成正弦和余弦之和……", NULL, HYOCR_HISTORY_DONE,
+      "recognize", 3, 120 },
+    { "白板.png", NULL, NULL, HYOCR_HISTORY_INTERRUPTED, "recognize", 2, 40 },
+    { "扫描-0042.tiff", NULL, "任务超出允许的内存", HYOCR_HISTORY_FAILED, "parse-document", 1, 15 },
+    { "路牌.jpg", "人民路 → 火车站 400 米", NULL, HYOCR_HISTORY_DONE, "spotting", 1, 300 },
+    { "菜单.jpg", "今日例汤——南瓜姜汤，6.50 元", NULL, HYOCR_HISTORY_DONE, "translate", 0, 30 },
+    { "发票-2024-117.png", "# 发票号码 2024-117\n\n北风纸业有限公司——合计 ¥160.50", NULL, HYOCR_HISTORY_DONE,
+      "parse-document", 0, 90 },
+};
+
 /* The empty window in Chinese, from this build's catalogs (po/). Last: it
  * switches the process's locale. */
 static void test_empty_zh_cn(void)
@@ -233,6 +317,9 @@ static void test_empty_zh_cn(void)
     HyocrWindow *win = screenshot_window();
     save_window(win, "zh-CN.png");
     app_test_destroy_window(win);
+    win = history_window(history_zh, G_N_ELEMENTS(history_zh));
+    save_window(win, "history-zh-CN.png");
+    app_test_destroy_window(win);
 }
 
 int main(int argc, char **argv)
@@ -242,6 +329,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/screenshots/empty", test_empty);
     g_test_add_func("/app/screenshots/running", test_running);
     g_test_add_func("/app/screenshots/spotting", test_spotting);
+    g_test_add_func("/app/screenshots/history", test_history);
     g_test_add_func("/app/screenshots/zh-CN", test_empty_zh_cn);
     return g_test_run();
 }
