@@ -191,8 +191,10 @@ try:
             names = [t["name"] for t in json.loads(tasks)["tasks"]]
             got = s.js("return [...document.querySelectorAll('#task option')].map(o => o.value)")
             labels = s.js("return [...document.querySelectorAll('#task option')].map(o => o.textContent)")
+            empty = s.js("return getComputedStyle(document.getElementById('output'), '::before').content")
             return (got == names and labels[0] == "Recognize text" and s.js("return document.documentElement.lang") == "en"
-                    and s.js("return document.getElementById('run').textContent") == "Run", f"{got} {labels}")
+                    and s.js("return document.getElementById('run').textContent") == "Run" and
+                    empty == '"The answer appears here as it is written."', f"{got} {labels} {empty}")
         step("the page loads, in English, with the engine's task list", loads)
         def translated():
             # the page's string table (one file): every English string has its Chinese one, with

@@ -20,6 +20,8 @@ function translatePage() {
     for (const el of document.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
     for (const el of document.querySelectorAll('[data-i18n-placeholder]'))
         el.placeholder = t(el.dataset.i18nPlaceholder);
+    // shown by the style sheet while the element is empty
+    for (const el of document.querySelectorAll('[data-i18n-empty]')) el.dataset.empty = t(el.dataset.i18nEmpty);
 }
 
 // ---- the key: asked once, kept in this tab's sessionStorage only --------------------------
