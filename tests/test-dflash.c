@@ -571,15 +571,15 @@ static void test_misuse(void)
     g_autoptr(GError) err = NULL;
     int32_t drafts[15];
     g_assert_false(hyocr_dflash_propose(e.d, c, 5, drafts, NULL, &err));   /* no context yet */
-    assert_error(err, HYOCR_ERROR_INVALID_ARGUMENT, (const char *const[]){ "after some context (0 rows)", NULL });
+    assert_error(err, HYOCR_ERROR_INVALID_ARGUMENT, (const char *const[]){ "after some context (got 0 rows)", NULL });
     g_clear_error(&err);
     hyocr_buf *taps = upload_taps(&e, "ctx2.f32", 5);
     g_assert_false(hyocr_dflash_ctx_append(e.d, c, taps, 6, &err));
-    assert_error(err, HYOCR_ERROR_INVALID_ARGUMENT, (const char *const[]){ "6 context rows need 1536 tap values, 1280", NULL });
+    assert_error(err, HYOCR_ERROR_INVALID_ARGUMENT, (const char *const[]){ "6 context rows need 1536 hidden-state values from the model, but 1280", NULL });
     g_clear_error(&err);
     g_assert_true(hyocr_dflash_ctx_append(e.d, c, taps, 5, &err));
     g_assert_false(hyocr_dflash_propose(e.d, c, 2023, drafts, NULL, &err));
-    assert_error(err, HYOCR_ERROR_INVALID_ARGUMENT, (const char *const[]){ "got 2023 of 2023", NULL });
+    assert_error(err, HYOCR_ERROR_INVALID_ARGUMENT, (const char *const[]){ "a token id below 2023 (got 2023)", NULL });
     e.be->ops->buf_free(e.be, taps);
     hyocr_dflash_ctx_free(e.d, c);
     env_close(&e);

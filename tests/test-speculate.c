@@ -469,10 +469,10 @@ static void test_step_misuse(void)
     g_assert_no_error(err);
     q = (hyocr_spec_seq){ .kv = kv, .job = job, .bonus = first, .n_drafts = 15, .pick = { .slot = h.slot } };
     g_assert_false(hyocr_spec_step(E.m, E.d, &q, 1, &err));   /* the context lacks the prompt */
-    g_assert_nonnull(strstr(err->message, "the draft's context covers 0 tokens, the cache 24"));
+    g_assert_nonnull(strstr(err->message, "the draft's context covers 0 tokens but the KV cache holds 24"));
     g_clear_error(&err);
     g_assert_null(hyocr_spec_job_new(E.d, 16, 256, &err));
-    g_assert_nonnull(strstr(err->message, "16 drafts a round (1 to 15)"));
+    g_assert_nonnull(strstr(err->message, "16 drafts a round is out of range (1 to 15)"));
     hyocr_spec_job_free(E.d, job);
     history_close(&E, &h);
     hyocr_model_seq_free(E.m, kv);

@@ -359,7 +359,7 @@ static bool vision_host_copy(hyocr_sched *s, job_state *st, bool *finite, GError
     if (max_batch(s) <= 1) return hyocr_model_check_finite(M(s), st->vision, n, finite, error);
     float *h = g_try_new(float, n);
     if (!h) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate %zu floats of image embeddings", n);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of host memory for the %zu floats of a page's image embeddings"), n);
         return false;
     }
     if (!be->ops->download_f32(be, st->vision, 0, h, n, error)) {
@@ -1179,7 +1179,7 @@ static gpointer sched_main(gpointer data)
     GError *err = NULL;
     bool ok = hyocr_engine_load(s->eng, &err);
     if (ok && !sched_init_rows(s)) {
-        g_set_error(&err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate the logits of %d jobs",
+        g_set_error(&err, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of host memory for the logits of %d jobs in a batch; lower max_batch"),
                     g_atomic_int_get(&s->max_batch));
         ok = false;
     }
@@ -1406,14 +1406,14 @@ bool hyocr_engine_run_batch(hyocr_engine *eng, const hyocr_job_params *jobs, int
 {
     g_return_val_if_fail(eng != NULL && (n_jobs == 0 || (jobs != NULL && results != NULL)), false);
     if (n_jobs < 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "negative job count %d", n_jobs);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("cannot run %d jobs: the job count must not be negative"), n_jobs);
         return false;
     }
     if (n_jobs == 0) return true;
     /* a caller's job count is not trusted to fit */
     hyocr_request **handles = g_try_new0(hyocr_request *, n_jobs);
     if (!handles) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "cannot allocate the state of %d jobs", n_jobs);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of host memory for the state of %d jobs"), n_jobs);
         return false;
     }
     for (int i = 0; i < n_jobs; i++) handles[i] = job_new(&jobs[i]);
@@ -1447,7 +1447,7 @@ bool hyocr_engine_warmup(hyocr_engine *eng, GError **error)
     if (eng->be->kind == HYOCR_BACKEND_CPU) return true;
     g_autoptr(hyocr_image) page = hyocr_image_new(WARMUP_SIDE, WARMUP_SIDE);
     if (!page) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "warm-up: cannot allocate a %d² page", WARMUP_SIDE);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("warm-up: out of host memory for a blank %d² page"), WARMUP_SIDE);
         return false;
     }
     memset(page->rgb, 0xff, (size_t)WARMUP_SIDE * WARMUP_SIDE * 3);
@@ -1458,7 +1458,7 @@ bool hyocr_engine_warmup(hyocr_engine *eng, GError **error)
     jp.ignore_eos = true;
     gint64 t0 = g_get_monotonic_time();
     if (!hyocr_engine_run(eng, &jp, NULL, error)) {
-        g_prefix_error(error, "warm-up: ");
+        g_prefix_error(error, _("warm-up: "));
         return false;
     }
     hyocr_engine_log(eng, HYOCR_LOG_INFO, "warm-up: a blank %d² page took %.0f ms", WARMUP_SIDE,

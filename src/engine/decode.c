@@ -5,6 +5,7 @@
  * (its ops) is the decoder's (text.c), handed in as a work function. */
 #include "model.h"
 #include "error.h"
+#include "i18n.h"
 #include "memplan.h"
 #include <string.h>
 
@@ -27,7 +28,7 @@ static bool slot_upload(hyocr_model *m, int slot, const int32_t *ids, int n, GEr
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= V) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "token id %d at %d is outside the vocabulary (%d)", ids[i], i, V);
+                        _("token id %d at position %d is outside the vocabulary of %d tokens"), ids[i], i, V);
             return false;
         }
         words[ids[i] >> 5] |= 1u << (ids[i] & 31);
@@ -48,7 +49,7 @@ int hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError 
     while (slot < m->pick_n_slots && m->pick_used[slot]) slot++;
     if (slot == m->pick_n_slots) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "all %d token-choice slots are taken: finish a job before starting another", m->pick_n_slots);
+                    _("all %d token-choice slots are taken: finish a job before starting another"), m->pick_n_slots);
         return -1;
     }
     if (!slot_upload(m, slot, ids, n, error)) return -1;
@@ -59,7 +60,7 @@ int hyocr_model_pick_slot_new(hyocr_model *m, const int32_t *ids, int n, GError 
 bool hyocr_model_pick_slot_set(hyocr_model *m, int slot, const int32_t *ids, int n, GError **error)
 {
     if (slot < 0 || slot >= m->pick_n_slots || !m->pick_used[slot]) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "token-choice slot %d is not open", slot);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("token-choice slot %d is not open (a bug in hyocr: please report it)"), slot);
         return false;
     }
     return slot_upload(m, slot, ids, n, error);

@@ -3,6 +3,7 @@
  * context rows and the block rows alike, Q = RoPE(q_norm(q_proj(block))); norms before RoPE. */
 #include "dflash.h"
 #include "error.h"
+#include "i18n.h"
 #include <math.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@ static hyocr_buf *load_cat(loader *ld, const char *prefix, const char *const *na
     for (int i = 0; i < k; i++) {
         t[i] = hyocr_checkpoint_get(ld->ck, "%s%s", prefix, names[i]);
         if (!t[i]) {   /* validated at open; kept so a misuse fails cleanly */
-            g_set_error(ld->error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT, "%s: tensor %s%s is missing",
+            g_set_error(ld->error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT, _("%s: the draft checkpoint has no tensor %s%s; download it again"),
                         hyocr_checkpoint_dir(ld->ck), prefix, names[i]);
             ld->failed = true;
             return NULL;
@@ -83,18 +84,19 @@ hyocr_dflash *hyocr_dflash_load(hyocr_backend *be, const hyocr_checkpoint *draft
     const hyocr_dflash_config *cfg = draft ? hyocr_checkpoint_dflash_config(draft) : NULL;
     if (!cfg || !target || target->be != be) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "DFlash draft: needs a draft checkpoint and its target model on the same backend");
+                    _("DFlash draft: it needs a draft checkpoint and its target model loaded on the same backend"));
         return NULL;
     }
     if (cfg->hidden_size != target->cfg.text.hidden_size || cfg->vocab_size != target->cfg.text.vocab_size) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: the draft (hidden %d, vocabulary %d) does not fit the model (hidden %d, vocabulary %d)",
+                    _("%s: this draft (hidden size %d, vocabulary %d) does not belong to the model (hidden size %d, vocabulary %d); "
+                      "use the draft made for this model"),
                     hyocr_checkpoint_dir(draft), cfg->hidden_size, cfg->vocab_size, target->cfg.text.hidden_size,
                     target->cfg.text.vocab_size);
         return NULL;
     }
     if (!be->ops->qknorm_rope || !be->ops->attention_append) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, "DFlash draft: the %s backend cannot run it yet",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, _("DFlash draft: the %s backend cannot run a draft model yet"),
                     be->ops->name);
         return NULL;
     }
@@ -241,7 +243,7 @@ static bool taps_fit(const hyocr_dflash *d, const hyocr_buf *taps, int n, GError
     const size_t W = (size_t)d->cfg.n_target_layers * d->cfg.hidden_size;
     if (n >= 0 && taps && taps->n >= (size_t)n * W) return true;
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                "DFlash draft: %d context rows need %zu tap values, %zu given", n, (size_t)MAX(n, 0) * W,
+                _("DFlash draft: %d context rows need %zu hidden-state values from the model, but %zu were given"), n, (size_t)MAX(n, 0) * W,
                 taps ? taps->n : 0);
     return false;
 }
@@ -304,8 +306,8 @@ bool hyocr_dflash_round_begin(hyocr_dflash *d, hyocr_dflash_ctx *c, int32_t bonu
     const int B = g->block_size;
     if (bonus < 0 || bonus >= g->vocab_size || c->n < 1) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "DFlash draft: a proposal needs a token id (got %d of %d) after some context (%d rows)", bonus,
-                    g->vocab_size, c->n);
+                    _("DFlash draft: a proposal needs a token id below %d (got %d) after some context (got %d rows)"),
+                    g->vocab_size, bonus, c->n);
         return false;
     }
     if (!hyocr_dflash_ctx_reserve(d, c, c->n, error)) return false;
@@ -322,7 +324,7 @@ bool hyocr_dflash_propose_ops(hyocr_dflash *d, hyocr_dflash_ctx *c, int n_drafts
     const hyocr_dflash_config *g = &d->cfg;
     const int B = g->block_size, H = g->hidden_size, V = g->vocab_size;
     if (n_drafts < 1 || n_drafts > B - 1) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "DFlash draft: %d drafts of a block of %d",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("DFlash draft: %d drafts do not fit a block of %d tokens"),
                     n_drafts, B);
         return false;
     }
@@ -341,7 +343,7 @@ bool hyocr_dflash_extend_ops(hyocr_dflash *d, hyocr_dflash_ctx *c, const hyocr_b
 {
     if (rows < 1 || rows > d->cfg.block_size) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "DFlash draft: %d context rows in a round (1 to %d)", rows, d->cfg.block_size);
+                    _("DFlash draft: %d context rows in one round; it takes 1 to %d"), rows, d->cfg.block_size);
         return false;
     }
     return taps_fit(d, taps, rows, error) && context_rows(d, c, taps, 0, rows, error);

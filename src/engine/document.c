@@ -335,7 +335,7 @@ static bool check_page(const hyocr_document *doc, int page, GError **error)
 {
     if (page >= 0 && page < doc->n_pages) return true;
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                ngettext("%s: there is no page %d (the document has %d page)",
+                g_dngettext(GETTEXT_PACKAGE, "%s: there is no page %d (the document has %d page)",
                          "%s: there is no page %d (the document has %d pages)", doc->n_pages),
                 doc->name, page + 1, doc->n_pages);
     return false;
@@ -394,7 +394,7 @@ bool hyocr_document_draw(hyocr_document *doc, int page, struct _cairo *cr, GErro
 {
     if (!check_page(doc, page, error)) return false;
     if (!doc->reader->draw) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "%s: not a vector document", doc->name);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s: not a vector document (a PDF); only its pages as images can be drawn"), doc->name);
         return false;
     }
     hyocr_decode_status st = status_for(doc);
@@ -475,7 +475,7 @@ static bool add_pages(const char *spec, const char *item, const char *end, int n
         return selection_fail(spec, error, why);
     }
     if (last > n_pages) {
-        g_autofree char *why = g_strdup_printf(ngettext("page %d is past the end of the document (%d page)",
+        g_autofree char *why = g_strdup_printf(g_dngettext(GETTEXT_PACKAGE, "page %d is past the end of the document (%d page)",
                                                         "page %d is past the end of the document (%d pages)",
                                                         n_pages),
                                                last, n_pages);

@@ -1,6 +1,7 @@
 /* hyocr — model weights on a backend, scratch buffers and the paged KV storage. */
 #include "model.h"
 #include "error.h"
+#include "i18n.h"
 #include "memplan.h"
 #include <math.h>
 #include <string.h>
@@ -28,7 +29,7 @@ static hyocr_buf *load_cat(loader *ld, size_t n, const char *const *names, int n
     for (int i = 0; i < n_names; i++) {
         const hyocr_tensor *t = hyocr_checkpoint_get(ld->ck, "%s", names[i]);
         if (!t) {
-            g_set_error(ld->error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT, "%s: tensor %s is missing",
+            g_set_error(ld->error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT, _("%s: the checkpoint has no tensor %s; download it again"),
                         hyocr_checkpoint_dir(ld->ck), names[i]);
             ld->failed = true;
             return NULL;
@@ -37,8 +38,8 @@ static hyocr_buf *load_cat(loader *ld, size_t n, const char *const *names, int n
     }
     if (off != n) {
         g_set_error(ld->error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "%s: tensor %s%s has %zu elements, the config implies %zu",
-                    hyocr_checkpoint_dir(ld->ck), names[0], n_names > 1 ? " (with its fused partners)" : "", off, n);
+                    _("%s: tensor %s%s has %zu elements but config.json implies %zu; the checkpoint and its config disagree"),
+                    hyocr_checkpoint_dir(ld->ck), names[0], n_names > 1 ? _(" (with its fused partners)") : "", off, n);
         ld->failed = true;
         return NULL;
     }
@@ -176,8 +177,8 @@ static bool check_shapes(const hyocr_config *cfg, const char *dir, GError **erro
         v->num_heads <= 0 || v->hidden_size % v->num_heads || v->patch_size <= 0 || v->spatial_merge_size != 2 ||
         v->out_hidden_size != t->hidden_size || hyocr_config_pos_edge(cfg) <= 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CONFIG,
-                    "%s/config.json: unsupported model shape (text hidden %d, layers %d, heads %d/%d, head_dim %d; "
-                    "vision hidden %d, heads %d, merge %d, out %d)", dir, t->hidden_size, t->num_layers,
+                    _("%s/config.json: hyocr cannot run a model of this shape (text: hidden size %d, %d layers, %d/%d heads, "
+                      "head_dim %d; vision: hidden size %d, %d heads, merge %d, out %d)"), dir, t->hidden_size, t->num_layers,
                     t->num_heads, t->num_kv_heads, t->head_dim, v->hidden_size, v->num_heads,
                     v->spatial_merge_size, v->out_hidden_size);
         return false;
@@ -278,7 +279,7 @@ bool hyocr_model_vision_reload(hyocr_model *m, GError **error)
     load_vision(&ld);
     if (ld.failed) {
         free_vit(m);
-        g_prefix_error(error, "reloading the vision weights: ");
+        g_prefix_error(error, _("reloading the vision weights: "));
         return false;
     }
     m->vision_out = false;
@@ -368,7 +369,7 @@ static bool kv_alloc_storage(hyocr_model *m, int n_blocks, hyocr_buf ***k_out, h
         k[l] = m->be->ops->alloc(m->be, HYOCR_BUF_KV, n, error);
         v[l] = k[l] ? m->be->ops->alloc(m->be, HYOCR_BUF_KV, n, error) : NULL;
         if (!v[l]) {
-            g_prefix_error(error, "KV cache of %d blocks × %d tokens: ", n_blocks, m->kv_block_size);
+            g_prefix_error(error, _("KV cache of %d blocks × %d tokens: "), n_blocks, m->kv_block_size);
             free_kv_storage(m, k, v);
             return false;
         }
@@ -406,12 +407,12 @@ bool hyocr_model_kv_init(hyocr_model *m, int block_size, int n_blocks, int initi
 {
     if (m->live_seqs->len > 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "KV cache: cannot be re-created while %u sequences use it", m->live_seqs->len);
+                    _("KV cache: cannot be re-created while %u sequences use it; wait for the jobs to finish"), m->live_seqs->len);
         return false;
     }
     if (block_size <= 0 || n_blocks < 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "KV cache: block size %d and block count %d must be positive", block_size, n_blocks);
+                    _("KV cache: the block size (%d) must be positive and the block count (%d) not negative"), block_size, n_blocks);
         return false;
     }
     kv_drop(m);
@@ -425,7 +426,7 @@ bool hyocr_model_kv_init(hyocr_model *m, int block_size, int n_blocks, int initi
 bool hyocr_model_kv_resize(hyocr_model *m, int n_tokens, GError **error)
 {
     if (m->kv_block_size <= 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "KV cache: not initialised");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("KV cache: not created yet"));
         return false;
     }
     if (m->kv_fixed) return true;
@@ -433,7 +434,7 @@ bool hyocr_model_kv_resize(hyocr_model *m, int n_tokens, GError **error)
         const hyocr_kv_seq *s = m->live_seqs->pdata[i];
         if (s->n_blocks > 0) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "KV cache: cannot be resized while a sequence holds %d blocks", s->n_blocks);
+                        _("KV cache: cannot be resized while a sequence holds %d blocks; wait for the jobs to finish"), s->n_blocks);
             return false;
         }
     }
@@ -448,7 +449,7 @@ bool hyocr_model_kv_grow(hyocr_model *m, int n_blocks, GError **error)
     int have = m->kv_pool ? hyocr_kv_pool_n_blocks(m->kv_pool) : 0;
     if (m->kv_block_size <= 0 || n_blocks <= have) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "KV cache: cannot grow from %d to %d blocks", have, n_blocks);
+                    _("KV cache: cannot grow from %d to %d blocks"), have, n_blocks);
         return false;
     }
     if (!m->kv_pool) return kv_set_blocks(m, n_blocks, error);
@@ -544,12 +545,12 @@ static bool kv_grow(hyocr_model *m, int new_blocks, GError **error)
 bool hyocr_model_kv_reserve(hyocr_model *m, hyocr_kv_seq *seq, int n_more, GError **error)
 {
     if (m->kv_block_size <= 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "KV cache: not initialised");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("KV cache: not created yet"));
         return false;
     }
     if (n_more < 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "KV cache: cannot reserve a negative number of tokens (%d)", n_more);
+                    _("KV cache: cannot reserve a negative number of tokens (%d)"), n_more);
         return false;
     }
     g_autoptr(GError) local = NULL;
@@ -565,8 +566,9 @@ bool hyocr_model_kv_reserve(hyocr_model *m, hyocr_kv_seq *seq, int n_more, GErro
             g_propagate_error(error, g_steal_pointer(&local));
         } else {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                        "KV cache: %" G_GINT64_FORMAT " blocks of %d tokens would exceed the cap of %d blocks",
-                        have + need, m->kv_block_size, m->kv_max_blocks);
+                        _("KV cache: %lld blocks of %d tokens would exceed its cap of %d blocks; lower max_batch or the "
+                          "new tokens, or raise the memory limit"),
+                        (long long)(have + need), m->kv_block_size, m->kv_max_blocks);
         }
         return false;
     }
@@ -616,7 +618,7 @@ bool hyocr_model_kv_swap_out(hyocr_model *m, hyocr_kv_seq *seq, void *host, GErr
 {
     if (!m->kv_pool || seq->n_blocks < swap_blocks(m, seq)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "KV swap out: the sequence holds %d blocks for %d tokens", seq->n_blocks, seq->n_tokens);
+                    _("KV cache swap-out: the sequence holds only %d blocks for its %d tokens"), seq->n_blocks, seq->n_tokens);
         return false;
     }
     if (!swap_copy(m, seq, host, true, error)) return false;
@@ -630,7 +632,7 @@ bool hyocr_model_kv_swap_in(hyocr_model *m, hyocr_kv_seq *seq, const void *host,
 {
     if (seq->n_blocks != 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "KV swap in: the sequence still holds %d blocks", seq->n_blocks);
+                    _("KV cache swap-in: the sequence still holds %d blocks"), seq->n_blocks);
         return false;
     }
     /* Reserve from an empty table, then give the tokens back their count. */

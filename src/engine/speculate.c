@@ -1,6 +1,7 @@
 /* hyocr — speculative decoding rounds (speculate.h). */
 #include "speculate.h"
 #include "error.h"
+#include "i18n.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,7 @@ hyocr_spec_job *hyocr_spec_job_new(hyocr_dflash *d, int k, int max_tokens, GErro
 {
     const int B = d->cfg.block_size;
     if (k < 1 || k > B - 1) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "speculative decoding: %d drafts a round (1 to %d)",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("speculative decoding: %d drafts a round is out of range (1 to %d)"),
                     k, B - 1);
         return NULL;
     }
@@ -191,13 +192,13 @@ static bool check_step(const hyocr_dflash *d, const hyocr_spec_seq *seqs, int n,
         int max = q->job ? d->cfg.block_size - 1 : HYOCR_DFLASH_MAX_BLOCK - 1;
         if (q->n_drafts < 0 || q->n_drafts > max || (q->n_drafts > 0 && !q->job && !q->drafts)) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "speculative step: sequence %d has %d drafts (at most %d; given, or a draft to propose them)",
+                        _("speculative step: sequence %d has %d drafts; it may have at most %d, given or proposed by a draft model"),
                         i, q->n_drafts, max);
             return false;
         }
         if (q->job && q->job->ctx->n + q->job->n_pending != q->kv->n_tokens) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "speculative step: sequence %d: the draft's context covers %d tokens, the cache %d", i,
+                        _("speculative step: sequence %d: the draft's context covers %d tokens but the KV cache holds %d"), i,
                         q->job->ctx->n + q->job->n_pending, q->kv->n_tokens);
             return false;
         }
@@ -263,8 +264,11 @@ bool hyocr_spec_step(hyocr_model *m, hyocr_dflash *d, hyocr_spec_seq *seqs, int 
     bool any_job = false;
     for (int i = 0; i < n; i++) any_job |= drafting(&seqs[i]) || seqs[i].job;
     if (n <= 0 || (any_job && !d)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "speculative step: %d sequences%s", n,
-                    any_job ? " with draft state but no draft" : "");
+        if (n <= 0)
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("speculative step: no sequences to run"));
+        else
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        _("speculative step: %d sequences carry draft state but no draft model is loaded"), n);
         return false;
     }
     if (d && !check_step(d, seqs, n, error)) return false;
@@ -272,7 +276,7 @@ bool hyocr_spec_step(hyocr_model *m, hyocr_dflash *d, hyocr_spec_seq *seqs, int 
         for (int i = 0; i < n; i++)
             if (seqs[i].n_drafts < 0 || seqs[i].n_drafts >= HYOCR_DFLASH_MAX_BLOCK || (seqs[i].n_drafts && !seqs[i].drafts)) {
                 g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                            "speculative step: sequence %d has %d drafts and nothing to propose them", i,
+                            _("speculative step: sequence %d has %d drafts but neither drafts given nor a draft model to propose them"), i,
                             seqs[i].n_drafts);
                 return false;
             }
@@ -348,7 +352,7 @@ hyocr_spec_standin *hyocr_spec_standin_load(const char *path, double k, GError *
     g_autofree char *text = NULL;
     if (!g_file_get_contents(path, &text, NULL, error)) return NULL;
     if (!(k >= 0 && k <= HYOCR_DFLASH_MAX_BLOCK)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "%s: draft stand-in: %g right drafts a round",
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s: draft stand-in: %g right drafts a round is out of range"),
                     path, k);
         return NULL;
     }
@@ -360,7 +364,7 @@ hyocr_spec_standin *hyocr_spec_standin_load(const char *path, double k, GError *
         GArray *a = parse_ids(lines[i]);
         if (!a) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "%s:%d: draft stand-in: expected token ids separated by spaces", path, i + 1);
+                        _("%s:%d: draft stand-in: expected token ids separated by spaces"), path, i + 1);
             hyocr_spec_standin_free(s);
             return NULL;
         }

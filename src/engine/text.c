@@ -3,6 +3,7 @@
  * positions; decode rows use the 1-D position = cache length (spec §5.4.4). */
 #include "model.h"
 #include "error.h"
+#include "i18n.h"
 #include "sampler.h"
 #include <math.h>
 #include <string.h>
@@ -47,13 +48,13 @@ static bool check_seq(const hyocr_model *m, const hyocr_text_seq *q, int s, GErr
 {
     if (q->n_new <= 0 || !q->ids || !q->kv) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "text forward: sequence %d has no tokens or no cache", s);
+                    _("text model: sequence %d has no tokens or no KV cache"), s);
         return false;
     }
     for (int i = 0; i < q->n_new; i++) {
         if (q->ids[i] < 0 || q->ids[i] >= m->cfg.text.vocab_size) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "text forward: token id %d at %d is outside the vocabulary (%d)", q->ids[i], i,
+                        _("text model: token id %d at position %d is outside the vocabulary of %d tokens"), q->ids[i], i,
                         m->cfg.text.vocab_size);
             return false;
         }
@@ -61,14 +62,15 @@ static bool check_seq(const hyocr_model *m, const hyocr_text_seq *q, int s, GErr
     size_t tap_w = (size_t)m->n_tap_layers * m->cfg.text.hidden_size;
     if (q->taps && (!m->n_tap_layers || q->taps->n < (size_t)q->n_new * tap_w)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "text forward: sequence %d asks for the outputs of %d layers into %zu values, %zu needed", s,
+                    _("text model: sequence %d asks for the outputs of %d layers in %zu values, but %zu are needed"), s,
                     m->n_tap_layers, q->taps->n, (size_t)q->n_new * tap_w);
         return false;
     }
     int count = q->image_embeds ? count_image_tokens(q) : 0;
     if (q->image_embeds && count != q->n_image_rows) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "prompt has %d image tokens (id %d) but the vision tower produced %d rows", count,
+                    _("the prompt has %d image tokens (id %d) but the vision tower produced %d rows; the chat template and "
+                      "the model disagree"), count,
                     q->image_token_id, q->n_image_rows);
         return false;
     }
@@ -78,7 +80,7 @@ static bool check_seq(const hyocr_model *m, const hyocr_text_seq *q, int s, GErr
 static bool check_seqs(const hyocr_model *m, const hyocr_text_seq *seqs, int n_seqs, GError **error)
 {
     if (n_seqs <= 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "text forward: no sequences");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("text model: no sequences to run"));
         return false;
     }
     for (int s = 0; s < n_seqs; s++)
@@ -323,7 +325,7 @@ static bool reserve_all(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, GError
 static bool layer_cancelled(hyocr_cancel_fn cancel, void *data, GError **error)
 {
     if (!cancel || !cancel(data)) return false;
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, "cancelled");
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled"));
     return true;
 }
 
@@ -377,19 +379,19 @@ static bool check_decode(const hyocr_model *m, const hyocr_text_seq *seqs, int n
         int slot = picks[s].slot;
         if (q->n_new > max_rows || q->pos || q->image_embeds) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "text decode: sequence %d must bring 1 to %d tokens without positions or image rows", s,
+                        _("text model: decode sequence %d must bring 1 to %d tokens, without positions or image rows"), s,
                         max_rows);
             return false;
         }
         if (slot < 0 || slot >= m->pick_n_slots || !m->pick_used[slot]) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "text decode: sequence %d uses token-choice slot %d, which is not open", s, slot);
+                        _("text model: decode sequence %d uses token-choice slot %d, which is not open"), s, slot);
             return false;
         }
         for (int o = 0; o < s; o++)
             if (picks[o].slot == slot) {
                 g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                            "text decode: sequences %d and %d share token-choice slot %d", o, s, slot);
+                            _("text model: decode sequences %d and %d share token-choice slot %d"), o, s, slot);
                 return false;
             }
     }

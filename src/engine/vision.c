@@ -3,6 +3,7 @@
  * inputs/outputs are activation buffers. */
 #include "model.h"
 #include "error.h"
+#include "i18n.h"
 #include <math.h>
 
 #define OPS (m->be->ops)
@@ -21,7 +22,7 @@ static inline hyocr_buf rows_of(const hyocr_buf *b, size_t r0, size_t k, size_t 
 static bool check_cancel(hyocr_cancel_fn cancel, void *data, GError **error)
 {
     if (cancel && cancel(data)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, "cancelled");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled"));
         return false;
     }
     return true;
@@ -34,8 +35,8 @@ static bool check_grid(const hyocr_model *m, const hyocr_pixels *px, GError **er
     if (px->grid_h <= 0 || px->grid_w <= 0 || px->grid_h % 2 || px->grid_w % 2 ||
         px->n_patches != px->grid_h * px->grid_w || px->patch_dim != pd || !px->data) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "pixel values: grid %d×%d with %d patches of %d values does not fit the model "
-                    "(even grid, %d values per patch)", px->grid_h, px->grid_w, px->n_patches, px->patch_dim, pd);
+                    _("vision tower: a grid of %d×%d with %d patches of %d values does not fit the model "
+                      "(it needs an even grid and %d values per patch)"), px->grid_h, px->grid_w, px->n_patches, px->patch_dim, pd);
         return false;
     }
     return true;
@@ -116,7 +117,7 @@ static bool download_copy(hyocr_model *m, const hyocr_buf *b, size_t n, float **
 {
     float *host = g_try_new(float, n);
     if (!host) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, "stage dump: cannot allocate %zu floats", n);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("stage dump: out of host memory for %zu floats"), n);
         return false;
     }
     if (!OPS->download_f32(m->be, b, 0, host, n, error)) {
