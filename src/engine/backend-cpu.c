@@ -7,6 +7,7 @@
  * OpenBLAS on fixed tiles, see blas_gemm). */
 #include "backend.h"
 #include "error.h"
+#include "i18n.h"
 #include "hyocr-build-config.h"
 #include "sampler.h"
 #include <limits.h>
@@ -113,7 +114,7 @@ static cpu_pool *pool_new(int n_threads, GError **error)
         int rc = pthread_create(&p->threads[i], NULL, pool_worker, p);
         if (rc != 0) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                        "CPU backend: cannot start worker thread %d of %d: %s; try fewer threads",
+                        _("CPU backend: cannot start worker thread %d of %d: %s; try fewer threads"),
                         i + 1, n_threads - 1, g_strerror(rc));
             pool_free(p);
             return NULL;
@@ -190,12 +191,12 @@ static bool need(const char *op, const char *what, const hyocr_buf *b, size_t n,
 {
     if (!b || !b->data) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: %s: buffer '%s' is missing", op, what);
+                    _("CPU backend: %s: buffer '%s' is missing"), op, what);
         return false;
     }
     if (b->n < n) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: %s: buffer '%s' holds %zu elements but %zu are needed",
+                    _("CPU backend: %s: buffer '%s' holds %zu elements but %zu are needed"),
                     op, what, b->n, n);
         return false;
     }
@@ -207,7 +208,7 @@ static bool dims_ok(const char *op, GError **error, int n, const int *d)
     for (int i = 0; i < n; i++)
         if (d[i] < 0) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "CPU backend: %s: negative dimension %d", op, d[i]);
+                        _("CPU backend: %s: negative dimension %d"), op, d[i]);
             return false;
         }
     return true;
@@ -229,7 +230,7 @@ static void cpu_free(hyocr_backend *be)
 /* The memory limit check, with the numbers as the CUDA backend gives them. */
 static bool within_limit(cpu_backend *cb, hyocr_buf_kind kind, size_t bytes, GError **error)
 {
-    static const char *const names[] = { "activations", "fp32", "weights", "KV cache" };
+    static const char *const names[] = { N_("activations"), N_("fp32 buffers"), N_("weights"), N_("KV cache") };
     g_mutex_lock(&cb->mem_lock);
     bool over = cb->memory_limit > 0 && cb->total + (int64_t)bytes > cb->memory_limit;
     int64_t in_use = cb->total, w = cb->bytes[HYOCR_BUF_WEIGHT], kv = cb->bytes[HYOCR_BUF_KV];
@@ -237,9 +238,10 @@ static bool within_limit(cpu_backend *cb, hyocr_buf_kind kind, size_t bytes, GEr
     g_mutex_unlock(&cb->mem_lock);
     if (!over) return true;
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                "CPU backend: allocating %.1f MiB of %s would exceed the memory limit of %.1f MiB (%" G_GINT64_FORMAT
-                " bytes; %.1f MiB in use: weights %.1f MiB, KV %.1f MiB, activations %.1f MiB); raise the limit or "
-                "use a smaller image", MIB(bytes), names[kind], MIB(cb->memory_limit), cb->memory_limit, MIB(in_use),
+                _("CPU backend: allocating %.1f MiB of %s would exceed the memory limit of %.1f MiB (%lld bytes; "
+                  "%.1f MiB in use: weights %.1f MiB, KV cache %.1f MiB, activations %.1f MiB); raise the limit or "
+                  "use a smaller image"), MIB(bytes), _(names[kind]), MIB(cb->memory_limit),
+                (long long)cb->memory_limit, MIB(in_use),
                 MIB(w), MIB(kv), MIB(act));
     return false;
 }
@@ -249,12 +251,12 @@ static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GE
     cpu_backend *cb = CB(be);
     if ((int)kind < 0 || kind > HYOCR_BUF_KV) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: unknown buffer kind %d", (int)kind);
+                    _("CPU backend: unknown buffer kind %d"), (int)kind);
         return NULL;
     }
     if (n > (SIZE_MAX - CPU_ALIGN) / sizeof(float) || n > (size_t)INT64_MAX / sizeof(float)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CPU backend: cannot allocate %zu floats: the size overflows", n);
+                    _("CPU backend: cannot allocate %zu floats: the size overflows"), n);
         return NULL;
     }
     size_t bytes = n * sizeof(float);
@@ -263,7 +265,7 @@ static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GE
     size_t alloc_bytes = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
     if (posix_memalign(&data, CPU_ALIGN, alloc_bytes ? alloc_bytes : CPU_ALIGN) != 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CPU backend: out of memory allocating %zu bytes (%.1f MiB)",
+                    _("CPU backend: out of host memory allocating %zu bytes (%.1f MiB)"),
                     bytes, (double)bytes / (1024.0 * 1024.0));
         return NULL;
     }
@@ -271,7 +273,7 @@ static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GE
     if (!b) {
         free(data);
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CPU backend: out of memory allocating a buffer header (%zu bytes)", sizeof *b);
+                    _("CPU backend: out of memory allocating a buffer header (%zu bytes)"), sizeof *b);
         return NULL;
     }
     b->kind = kind;
@@ -357,8 +359,8 @@ static bool cpu_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off,
     const char *name = t && t->name ? t->name : "(unnamed)";
     if (!t || (t->dtype != HYOCR_DTYPE_F32 && t->dtype != HYOCR_DTYPE_F16 && t->dtype != HYOCR_DTYPE_BF16)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "CPU backend: tensor %s%s%s: only F32, F16 and BF16 weights can be uploaded",
-                    name, t && t->file ? " in " : "", t && t->file ? t->file : "");
+                    _("CPU backend: tensor %s%s%s: only F32, F16 and BF16 weights can be loaded; the checkpoint has another type"),
+                    name, t && t->file ? _(" in ") : "", t && t->file ? t->file : "");
         return false;
     }
     size_t esz = t->dtype == HYOCR_DTYPE_F32 ? 4 : 2;
@@ -366,15 +368,16 @@ static bool cpu_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off,
     for (int i = 0; i < t->n_dims; i++) {
         if (t->shape[i] < 0 || (t->shape[i] > 0 && n > SIZE_MAX / (size_t)t->shape[i])) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                        "CPU backend: tensor %s has an invalid shape", name);
+                        _("CPU backend: tensor %s has an invalid shape; the file is damaged: download the model again"), name);
             return false;
         }
         n *= (size_t)t->shape[i];
     }
     if (n > SIZE_MAX / esz || n * esz > t->nbytes || (n > 0 && !t->data)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "CPU backend: tensor %s%s%s: %zu elements need %zu bytes but the file holds %zu",
-                    name, t->file ? " in " : "", t->file ? t->file : "", n, n * esz, t->nbytes);
+                    _("CPU backend: tensor %s%s%s: %zu elements need %zu bytes but the file holds %zu; the file is damaged: "
+                      "download the model again"),
+                    name, t->file ? _(" in ") : "", t->file ? t->file : "", n, n * esz, t->nbytes);
         return false;
     }
     if (dst_off > SIZE_MAX - n || !need("upload_weight", name, dst, dst_off + n, error))
@@ -893,7 +896,7 @@ static bool cpu_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *tab
 {
     if (edge <= 0 || gh <= 0 || gw <= 0 || C <= 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: posemb_add: invalid sizes edge %d, grid %d×%d, C %d", edge, gh, gw, C);
+                    _("CPU backend: posemb_add: invalid sizes edge %d, grid %d×%d, C %d"), edge, gh, gw, C);
         return false;
     }
     if (!need("posemb_add", "x", x, (size_t)gh * gw * C, error) ||
@@ -904,7 +907,7 @@ static bool cpu_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *tab
         g_free(ty);
         g_free(tx);
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CPU backend: posemb_add: out of memory for %zu bytes of interpolation taps",
+                    _("CPU backend: posemb_add: out of memory for %zu bytes of interpolation taps"),
                     (size_t)(gh + gw) * sizeof(lerp_tap));
         return false;
     }
@@ -948,7 +951,7 @@ static bool cpu_merge_gather(hyocr_backend *be, hyocr_buf *out, const hyocr_buf 
 {
     if (gh <= 0 || gw <= 0 || C <= 0 || gh % 2 || gw % 2) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: merge_gather: grid %d×%d (C %d) must be positive and even", gh, gw, C);
+                    _("CPU backend: merge_gather: grid %d×%d (C %d) must be positive and even"), gh, gw, C);
         return false;
     }
     size_t n = (size_t)gh * gw * C;
@@ -1271,7 +1274,7 @@ static bool att_oom(atomic_int *flag, const char *op, int D, GError **error)
 {
     if (!atomic_load(flag)) return true;
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                "CPU backend: %s: out of memory for %zu bytes of attention scratch", op,
+                _("CPU backend: %s: out of memory for %zu bytes of attention scratch"), op,
                 (2 * (size_t)ATT_QMAX * D + 2 * (size_t)ATT_KB * D + (size_t)ATT_QMAX * ATT_KB) * sizeof(float));
     return false;
 }
@@ -1281,7 +1284,7 @@ static bool cpu_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_bu
 {
     if (n < 0 || H <= 0 || D <= 0 || D > ATT_DMAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: attention_full: invalid shape n %d, heads %d, head dim %d (max %d)",
+                    _("CPU backend: attention_full: invalid shape n %d, heads %d, head dim %d (max %d)"),
                     n, H, D, ATT_DMAX);
         return false;
     }
@@ -1503,7 +1506,7 @@ static bool paged_layout(const hyocr_seq_view *seqs, int n_seqs, int qt, int G, 
         items += paged_plan_for(seqs[s].n_new, G, Hkv, qt).n_items;
         if (rows > INT_MAX || items > INT_MAX) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "CPU backend: attention_paged: too many rows in one call");
+                        _("CPU backend: attention_paged: too many rows in one call; run fewer jobs together"));
             return false;
         }
     }
@@ -1518,15 +1521,15 @@ static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_b
     if (!hyocr_paged_check(be, k_cache, v_cache, block_size, seqs, n_seqs, Hq, Hkv, D, NULL, error)) return false;
     if (D > ATT_DMAX || Hq / Hkv > ATT_QMAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: attention_paged: head dim %d or %d query heads per KV head is more than this "
-                    "backend takes (%d, %d)", D, Hq / Hkv, ATT_DMAX, ATT_QMAX);
+                    _("CPU backend: attention_paged: head dim %d or %d query heads per KV head is more than this "
+                      "backend takes (%d, %d)"), D, Hq / Hkv, ATT_DMAX, ATT_QMAX);
         return false;
     }
     g_autofree int *row0 = g_try_new(int, (size_t)n_seqs + 1);
     g_autofree int *item0 = g_try_new(int, (size_t)n_seqs + 1);
     if (!row0 || !item0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CPU backend: attention_paged: out of memory for %d sequence offsets", n_seqs);
+                    _("CPU backend: attention_paged: out of memory for %d sequence offsets"), n_seqs);
         return false;
     }
     int qt = ATT_QMAX / (Hq / Hkv);
@@ -1554,7 +1557,7 @@ static bool read_cursor(const char *op, const hyocr_buf *cursor, int *out, GErro
     int32_t v;
     memcpy(&v, cursor->data, sizeof v);
     if (v < 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "CPU backend: %s: cursor %d is negative", op, v);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("CPU backend: %s: cursor %d is negative"), op, v);
         return false;
     }
     *out = v;
@@ -1568,7 +1571,7 @@ static bool cpu_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const hyoc
     int D = rope ? rope->head_dim : 0, pos0 = 0;
     if (!rope || M < 0 || Hq < 0 || Hkv <= 0 || D <= 0 || D % 2 || D > ATT_DMAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d)", M, Hq, Hkv, D);
+                    _("CPU backend: qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d)"), M, Hq, Hkv, D);
         return false;
     }
     if (!read_cursor("qknorm_rope", cursor, &pos0, error) ||
@@ -1639,7 +1642,7 @@ static bool cpu_attention_append(hyocr_backend *be, hyocr_buf *out, const hyocr_
     int n_past = 0;
     if (M < 0 || Hq < 0 || Hkv <= 0 || Hq % Hkv || D <= 0 || D > ATT_DMAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: attention_append: invalid shape (%d rows, heads %d/%d, head dim %d)", M, Hq, Hkv, D);
+                    _("CPU backend: attention_append: invalid shape (%d rows, heads %d/%d, head dim %d)"), M, Hq, Hkv, D);
         return false;
     }
     if (!read_cursor("attention_append", cursor, &n_past, error)) return false;
@@ -1679,7 +1682,7 @@ static bool cpu_argmax(hyocr_backend *be, const hyocr_buf *logits, int n, int V,
     (void)be;
     if (n < 0 || V <= 0 || logits->kind != HYOCR_BUF_F32 || ids->kind != HYOCR_BUF_F32) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: argmax: invalid arguments (%d rows, vocabulary %d; F32 buffers)", n, V);
+                    _("CPU backend: argmax: invalid arguments (%d rows, vocabulary %d; F32 buffers)"), n, V);
         return false;
     }
     if (off > SIZE_MAX - (size_t)n || !need("argmax", "logits", logits, (size_t)n * V, error) ||
@@ -1697,7 +1700,7 @@ static bool embed_rows(const char *op, hyocr_buf *out, const hyocr_buf *table, c
 {
     if (n < 0 || C <= 0 || (n > 0 && !ids)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: %s: invalid arguments (%d ids, width %d)", op, n, C);
+                    _("CPU backend: %s: invalid arguments (%d ids, width %d)"), op, n, C);
         return false;
     }
     if (!need(op, "out", out, (size_t)n * C, error) || !need(op, "table", table, (size_t)C, error)) return false;
@@ -1705,8 +1708,8 @@ static bool embed_rows(const char *op, hyocr_buf *out, const hyocr_buf *table, c
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= rows) {
             g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        "CPU backend: %s: token id %d at position %d is outside the embedding table "
-                        "(%zu rows); the tokenizer and checkpoint do not match", op, ids[i], i, rows);
+                        _("CPU backend: %s: token id %d at position %d is outside the embedding table "
+                          "(%zu rows); the tokenizer and checkpoint do not match"), op, ids[i], i, rows);
             return false;
         }
     for (int i = 0; i < n; i++)
@@ -1719,7 +1722,7 @@ static bool cpu_embed_ids(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *ta
 {
     (void)be;
     if (n < 0 || off > SIZE_MAX - (size_t)n) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "CPU backend: embed_ids: %d ids at %zu", n, off);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("CPU backend: embed_ids: %d ids at offset %zu overflow"), n, off);
         return false;
     }
     return need("embed_ids", "ids", ids, off + (size_t)n, error) &&
@@ -1733,7 +1736,7 @@ static bool rows_in(const char *what, const hyocr_buf *b, size_t off, size_t str
     size_t last = (size_t)(rows - 1);
     if ((stride && last > (SIZE_MAX - (size_t)cols) / stride) || off > SIZE_MAX - (size_t)cols - last * stride) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: copy_rows: %d rows of %d at %zu, stride %zu, overflow %s", rows, cols, off, stride,
+                    _("CPU backend: copy_rows: %d rows of %d at %zu with stride %zu overflow the %s buffer"), rows, cols, off, stride,
                     what);
         return false;
     }
@@ -1746,7 +1749,7 @@ static bool cpu_copy_rows(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, siz
     (void)be;
     if (rows < 0 || cols < 0 || (rows > 1 && (dst_stride < (size_t)cols || src_stride < (size_t)cols))) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    "CPU backend: copy_rows: %d rows of %d with strides %zu and %zu", rows, cols, dst_stride,
+                    _("CPU backend: copy_rows: %d rows of %d with strides %zu and %zu"), rows, cols, dst_stride,
                     src_stride);
         return false;
     }
@@ -1858,11 +1861,11 @@ static bool pick_args_ok(const hyocr_buf *seen, size_t words, int n, const int32
     for (int i = 0; i < n; i++) {
         if (slots[i] < 0 || (size_t)(slots[i] + 1) * words > seen->n)
             return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                               "CPU backend: pick: row %d uses slot %d but the seen buffer holds %zu slots", i,
+                               _("CPU backend: pick: row %d uses slot %d but the seen buffer holds %zu slots"), i,
                                slots[i], seen->n / words), false;
         if (first && first[i] >= 0 && (first[i] > i || !step_ids || step_ids->n < (size_t)i + 1))
             return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                               "CPU backend: pick: row %d verifies a block from row %d without the step's ids", i,
+                               _("CPU backend: pick: row %d verifies a block from row %d without the step's ids"), i,
                                first[i]), false;
     }
     return true;
@@ -1876,7 +1879,7 @@ static bool cpu_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, h
     size_t words = ((size_t)V + 31) / 32;
     if (n < 0 || V <= 0 || (n > 0 && (!slots || !penalties)))
         return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                           "CPU backend: pick: invalid arguments (%d rows, vocabulary %d)", n, V), false;
+                           _("CPU backend: pick: invalid arguments (%d rows, vocabulary %d)"), n, V), false;
     if (!need("pick", "logits", logits, (size_t)n * V, error) || !need("pick", "seen", seen, words, error) ||
         !pick_args_ok(seen, words, n, slots, first, step_ids, error))
         return false;
@@ -1901,7 +1904,7 @@ static bool cpu_pick_fetch(hyocr_backend *be, int n, int32_t *ids, bool *nonfini
     cpu_backend *cb = CB(be);
     if (n < 0 || n > cb->pick_n)
         return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                           "CPU backend: pick_fetch: %d rows asked but the last pick had %d", n, cb->pick_n), false;
+                           _("CPU backend: pick_fetch: %d rows asked but the last pick had %d"), n, cb->pick_n), false;
     if (n) memcpy(ids, cb->pick_ids, sizeof(int32_t) * n);
     if (n && nonfinite) memcpy(nonfinite, cb->pick_nf, sizeof(bool) * n);
     return true;
@@ -1919,7 +1922,7 @@ static bool bytes_in(const hyocr_buf *b, size_t off, size_t bytes, const char *o
     size_t have = b && b->data ? b->n * (size_t)b->elem_size : 0;
     if (off <= have && bytes <= have - off) return true;
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                "CPU backend: %s: %zu bytes at offset %zu exceed the buffer's %zu bytes", op, bytes, off, have);
+                _("CPU backend: %s: %zu bytes at offset %zu exceed the buffer's %zu bytes"), op, bytes, off, have);
     return false;
 }
 
@@ -1947,7 +1950,7 @@ static void *cpu_host_alloc(hyocr_backend *be, size_t bytes, GError **error)
     void *p = g_try_malloc(bytes ? bytes : 1);
     if (!p)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CPU backend: out of host memory allocating %zu bytes (%.1f MiB) of swap space", bytes,
+                    _("CPU backend: out of host memory allocating %zu bytes (%.1f MiB) of swap space"), bytes,
                     MIB(bytes));
     return p;
 }

@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "cuda-profile.h"
 #include "error.h"
+#include "i18n.h"
 #include "hyocr-build-config.h"
 #include "../../kernels/hyocr-kernels.h"
 #include <cublasLt.h>
@@ -95,7 +96,7 @@ static bool ck(cudaError_t e, const char *what, GError **error)
 {
     if (e == cudaSuccess) return true;
     cudaGetLastError();   /* clear non-sticky errors so the next op starts clean */
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, "CUDA backend: %s failed: %s (%s)", what,
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, _("CUDA backend: %s failed: %s (%s)"), what,
                 cudaGetErrorString(e), cudaGetErrorName(e));
     return false;
 }
@@ -103,7 +104,7 @@ static bool ck(cudaError_t e, const char *what, GError **error)
 static bool ck_blas(cublasStatus_t s, const char *what, GError **error)
 {
     if (s == CUBLAS_STATUS_SUCCESS) return true;
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, "CUDA backend: %s failed: %s", what,
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, _("CUDA backend: %s failed: %s"), what,
                 cublasGetStatusString(s));
     return false;
 }
@@ -115,16 +116,16 @@ static bool invalid(GError **error, const char *fmt, ...)
     va_start(ap, fmt);
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, "CUDA backend: %s", msg);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("CUDA backend: %s"), msg);
     return false;
 }
 
 static bool need(const char *op, const char *what, const hyocr_buf *b, size_t n, GError **error)
 {
     if (!b || (!b->data && b->n > 0))
-        return invalid(error, "%s: buffer '%s' is missing", op, what);
+        return invalid(error, _("%s: buffer '%s' is missing"), op, what);
     if (b->n < n)
-        return invalid(error, "%s: buffer '%s' holds %zu elements but %zu are needed", op, what, b->n, n);
+        return invalid(error, _("%s: buffer '%s' holds %zu elements but %zu are needed"), op, what, b->n, n);
     return true;
 }
 
@@ -132,7 +133,7 @@ static bool need(const char *op, const char *what, const hyocr_buf *b, size_t n,
 static bool need_act(const char *op, const char *what, const hyocr_buf *b, GError **error)
 {
     if (b->kind == HYOCR_BUF_F32)
-        return invalid(error, "%s: buffer '%s' is F32 but this op needs an activation (or KV) buffer", op, what);
+        return invalid(error, _("%s: buffer '%s' is F32 but this op needs an activation (or KV) buffer"), op, what);
     return true;
 }
 
@@ -140,13 +141,13 @@ static bool need_act(const char *op, const char *what, const hyocr_buf *b, GErro
 
 static const char *bucket_name(int b)
 {
-    static const char *names[] = { "activations", "fp32", "weights", "KV cache", "scratch" };
-    return b >= 0 && b < N_BUCKETS ? names[b] : "?";
+    static const char *names[] = { N_("activations"), N_("fp32 buffers"), N_("weights"), N_("KV cache"), N_("scratch") };
+    return b >= 0 && b < N_BUCKETS ? _(names[b]) : "?";
 }
 
 static char *usage_string(cuda_backend *cb)
 {
-    return g_strdup_printf("weights %.1f MiB, KV %.1f MiB, activations %.1f MiB, scratch %.1f MiB",
+    return g_strdup_printf(_("weights %.1f MiB, KV cache %.1f MiB, activations %.1f MiB, scratch %.1f MiB"),
                            MIB(cb->bytes[HYOCR_BUF_WEIGHT]), MIB(cb->bytes[HYOCR_BUF_KV]),
                            MIB(cb->bytes[HYOCR_BUF_ACT] + cb->bytes[HYOCR_BUF_F32]),
                            MIB(cb->bytes[BUCKET_SCRATCH]));
@@ -163,8 +164,8 @@ static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **erro
     g_mutex_unlock(&cb->mem_lock);
     if (over) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CUDA backend: allocating %.1f MiB of %s would exceed the memory limit of %.1f MiB "
-                    "(%.1f MiB in use: %s); raise the limit or use a smaller image",
+                    _("CUDA backend: allocating %.1f MiB of %s would exceed the memory limit of %.1f MiB "
+                      "(%.1f MiB in use: %s); raise the limit or use a smaller image"),
                     MIB(bytes), bucket_name(bucket), MIB(cb->memory_limit), MIB(in_use), usage);
         return NULL;
     }
@@ -176,8 +177,8 @@ static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **erro
         cudaMemGetInfo(&fr, &tot);
         cudaGetLastError();
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CUDA backend: out of device memory allocating %.1f MiB of %s (hyocr holds %.1f MiB: %s; "
-                    "the device has %.1f of %.1f MiB free): %s",
+                    _("CUDA backend: out of device memory allocating %.1f MiB of %s (hyocr holds %.1f MiB: %s; "
+                      "the device has %.1f of %.1f MiB free): %s"),
                     MIB(bytes), bucket_name(bucket), MIB(in_use), usage, MIB(fr), MIB(tot), cudaGetErrorString(e));
         return NULL;
     }
@@ -205,8 +206,8 @@ static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **er
     if (s->cap >= bytes) return true;
     if (cb->capturing)
         return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                           "CUDA backend: scratch would grow during a graph capture (run the step once uncaptured "
-                           "first)"), false;
+                           _("CUDA backend: scratch would grow during a graph capture (a bug in hyocr: the step must run once "
+                             "uncaptured first; please report it)")), false;
     /* Graphs point into these (the GEMM workspace, decode partials, bound metadata, results). */
     if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta) cb->epoch++;
     if (s->ptr) {
@@ -285,13 +286,13 @@ static hyocr_buf *cuda_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, G
 {
     cuda_backend *cb = CB(be);
     if ((int)kind < 0 || kind > HYOCR_BUF_KV) {
-        invalid(error, "unknown buffer kind %d", (int)kind);
+        invalid(error, _("unknown buffer kind %d"), (int)kind);
         return NULL;
     }
     int es = kind == HYOCR_BUF_F32 ? 4 : 2;
     if (n > (size_t)INT64_MAX / 8) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                    "CUDA backend: cannot allocate %zu elements: the size overflows", n);
+                    _("CUDA backend: cannot allocate %zu elements: the size overflows"), n);
         return NULL;
     }
     size_t bytes = n * (size_t)es;
@@ -330,8 +331,9 @@ static bool cuda_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off
     const char *name = t && t->name ? t->name : "(unnamed)";
     if (!t || (t->dtype != HYOCR_DTYPE_F32 && t->dtype != HYOCR_DTYPE_F16 && t->dtype != HYOCR_DTYPE_BF16)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "CUDA backend: tensor %s%s%s: only F32, F16 and BF16 weights can be uploaded", name,
-                    t && t->file ? " in " : "", t && t->file ? t->file : "");
+                    _("CUDA backend: tensor %s%s%s: only F32, F16 and BF16 weights can be loaded; the checkpoint has another "
+                      "type"), name,
+                    t && t->file ? _(" in ") : "", t && t->file ? t->file : "");
         return false;
     }
     size_t esz = t->dtype == HYOCR_DTYPE_F32 ? 4 : 2, n = 1;
@@ -342,8 +344,9 @@ static bool cuda_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off
     }
     if (bad || n * esz > t->nbytes || (n > 0 && !t->data)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
-                    "CUDA backend: tensor %s%s%s: its shape does not fit the %zu bytes stored", name,
-                    t->file ? " in " : "", t->file ? t->file : "", t->nbytes);
+                    _("CUDA backend: tensor %s%s%s: its shape does not fit the %zu bytes stored; the file is damaged: download "
+                      "the model again"), name,
+                    t->file ? _(" in ") : "", t->file ? t->file : "", t->nbytes);
         return false;
     }
     if (dst_off > SIZE_MAX - n || !need("upload_weight", name, dst, dst_off + n, error)) return false;
@@ -642,13 +645,13 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
                         const hyocr_buf *bias, int M, int N, int K, GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (M < 0 || N < 0 || K < 0) return invalid(error, "matmul: negative dimension (%d, %d, %d)", M, N, K);
+    if (M < 0 || N < 0 || K < 0) return invalid(error, _("matmul: negative dimension (%d, %d, %d)"), M, N, K);
     if (!need("matmul", "out", out, (size_t)M * N, error) || !need("matmul", "x", x, (size_t)M * K, error) ||
         !need("matmul", "w", w, w_off + (size_t)N * K, error) ||
         (bias && !need("matmul", "bias", bias, (size_t)N, error)))
         return false;
     if (w->kind == HYOCR_BUF_F32)
-        return invalid(error, "matmul: weights in an F32 buffer are not supported (upload them as WEIGHT)");
+        return invalid(error, _("matmul: weights in an F32 buffer are not supported (upload them as WEIGHT)"));
     if (M == 0 || N == 0) return true;
     hk_dtype ot = buf_t(cb, out);
     const void *xp = x->data, *bp = bias ? bias->data : NULL;
@@ -703,13 +706,13 @@ static bool fused_args(const char *op, const hyocr_buf *f32, const char *f32_nam
                        const hyocr_buf *x, int M, int N, int K, GError **error)
 {
     if (M != 1 || N < 0 || K <= 0 || K % 8)
-        return invalid(error, "%s: the CUDA version takes one row and K a positive multiple of 8 (got %d×%d×%d)", op,
+        return invalid(error, _("%s: the CUDA version takes one row and K a positive multiple of 8 (got %d×%d×%d)"), op,
                        M, N, K);
-    if (f32->kind != HYOCR_BUF_F32) return invalid(error, "%s: buffer '%s' must be F32", op, f32_name);
-    if (w->kind == HYOCR_BUF_F32) return invalid(error, "%s: weights in an F32 buffer are not supported", op);
+    if (f32->kind != HYOCR_BUF_F32) return invalid(error, _("%s: buffer '%s' must be F32"), op, f32_name);
+    if (w->kind == HYOCR_BUF_F32) return invalid(error, _("%s: weights in an F32 buffer are not supported"), op);
     if (x && !need_act(op, "x", x, error)) return false;
     if (ptr_align(w->data) < 16 || (x && ptr_align(x->data) < 16))
-        return invalid(error, "%s: operands must be 16-byte aligned", op);
+        return invalid(error, _("%s: operands must be 16-byte aligned"), op);
     return true;
 }
 
@@ -723,7 +726,7 @@ static bool cuda_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf 
         !need("norm_matmul", "w", w, (size_t)(glu ? 2 : 1) * N * K, error) ||
         !fused_args("norm_matmul", residual, "residual", w, NULL, M, N, K, error))
         return false;
-    if (K > 8192) return invalid(error, "norm_matmul: K = %d is over the 8192 the CUDA version holds", K);
+    if (K > 8192) return invalid(error, _("norm_matmul: K = %d is over the 8192 the CUDA version holds"), K);
     return ck(hk_gemv1(cb->stream, cb->act, glu ? HK_GEMV_NORM_GLU : HK_GEMV_NORM, out->data, buf_t(cb, out), NULL,
                        residual->data, norm_w->data, buf_t(cb, norm_w), eps, w->data, N, K, cb->pdl),
               "norm_matmul", error);
@@ -750,7 +753,7 @@ static bool cuda_add_layernorm(hyocr_backend *be, hyocr_buf *out, hyocr_buf *res
 {
     cuda_backend *cb = CB(be);
     size_t mn = (size_t)M * N;
-    if (M < 0 || N < 0) return invalid(error, "add_layernorm: negative dimension (%d, %d)", M, N);
+    if (M < 0 || N < 0) return invalid(error, _("add_layernorm: negative dimension (%d, %d)"), M, N);
     if (!need("add_layernorm", "out", out, mn, error) || !need("add_layernorm", "residual", residual, mn, error) ||
         (delta && !need("add_layernorm", "delta", delta, mn, error)) ||
         !need("add_layernorm", "gamma", gamma, (size_t)N, error) || !need("add_layernorm", "beta", beta, (size_t)N, error))
@@ -766,7 +769,7 @@ static bool cuda_add_rmsnorm(hyocr_backend *be, hyocr_buf *out, hyocr_buf *resid
 {
     cuda_backend *cb = CB(be);
     size_t mn = (size_t)M * N;
-    if (M < 0 || N < 0) return invalid(error, "add_rmsnorm: negative dimension (%d, %d)", M, N);
+    if (M < 0 || N < 0) return invalid(error, _("add_rmsnorm: negative dimension (%d, %d)"), M, N);
     if (!need("add_rmsnorm", "out", out, mn, error) || !need("add_rmsnorm", "residual", residual, mn, error) ||
         (delta && !need("add_rmsnorm", "delta", delta, mn, error)) || !need("add_rmsnorm", "weight", w, (size_t)N, error))
         return false;
@@ -793,7 +796,7 @@ static bool cuda_gelu(hyocr_backend *be, hyocr_buf *x, size_t n, GError **error)
 static bool cuda_swiglu(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *gu, int M, int I, GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (M < 0 || I < 0) return invalid(error, "swiglu: negative dimension (%d, %d)", M, I);
+    if (M < 0 || I < 0) return invalid(error, _("swiglu: negative dimension (%d, %d)"), M, I);
     if (!need("swiglu", "out", out, (size_t)M * I, error) || !need("swiglu", "gate_up", gu, (size_t)M * 2 * I, error))
         return false;
     return ck(hk_swiglu(cb->stream, out->data, buf_t(cb, out), gu->data, buf_t(cb, gu), M, I), "swiglu", error);
@@ -806,7 +809,7 @@ static bool cuda_posemb_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *ta
 {
     cuda_backend *cb = CB(be);
     if (edge <= 0 || gh <= 0 || gw <= 0 || C <= 0)
-        return invalid(error, "posemb_add: invalid sizes edge %d, grid %d×%d, C %d", edge, gh, gw, C);
+        return invalid(error, _("posemb_add: invalid sizes edge %d, grid %d×%d, C %d"), edge, gh, gw, C);
     if (!need("posemb_add", "x", x, (size_t)gh * gw * C, error) ||
         !need("posemb_add", "table", table, (table_row0 + (size_t)edge * edge) * C, error))
         return false;
@@ -821,7 +824,7 @@ static bool cuda_merge_gather(hyocr_backend *be, hyocr_buf *out, const hyocr_buf
 {
     cuda_backend *cb = CB(be);
     if (gh <= 0 || gw <= 0 || C <= 0 || gh % 2 || gw % 2)
-        return invalid(error, "merge_gather: grid %d×%d (C %d) must be positive and even", gh, gw, C);
+        return invalid(error, _("merge_gather: grid %d×%d (C %d) must be positive and even"), gh, gw, C);
     size_t n = (size_t)gh * gw * C;
     if (!need("merge_gather", "out", out, n, error) || !need("merge_gather", "x", x, n, error)) return false;
     return ck(hk_merge_gather(cb->stream, out->data, buf_t(cb, out), x->data, buf_t(cb, x), gh, gw, C), "merge_gather",
@@ -832,7 +835,7 @@ static bool cuda_append_newline(hyocr_backend *be, hyocr_buf *out, const hyocr_b
                                 int Hm, int Wm, int C, GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (Hm < 0 || Wm < 0 || C < 0) return invalid(error, "append_newline: negative dimension (%d, %d, %d)", Hm, Wm, C);
+    if (Hm < 0 || Wm < 0 || C < 0) return invalid(error, _("append_newline: negative dimension (%d, %d, %d)"), Hm, Wm, C);
     if (!need("append_newline", "out", out, (size_t)Hm * (Wm + 1) * C, error) ||
         !need("append_newline", "x", x, (size_t)Hm * Wm * C, error) ||
         !need("append_newline", "newline", newline, (size_t)C, error))
@@ -845,18 +848,18 @@ static bool cuda_embed(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *table
                        GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (n < 0 || C <= 0 || (n > 0 && !ids)) return invalid(error, "embed: invalid arguments (%d ids, width %d)", n, C);
+    if (n < 0 || C <= 0 || (n > 0 && !ids)) return invalid(error, _("embed: invalid arguments (%d ids, width %d)"), n, C);
     if (!need("embed", "out", out, (size_t)n * C, error) || !need("embed", "table", table, (size_t)C, error))
         return false;
     size_t rows = table->n / (size_t)C;
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= rows)
-            return invalid(error, "embed: token id %d at position %d is outside the embedding table (%zu rows); "
-                           "the tokenizer and checkpoint do not match", ids[i], i, rows);
+            return invalid(error, _("embed: token id %d at position %d is outside the embedding table (%zu rows); "
+                             "the tokenizer and checkpoint do not match"), ids[i], i, rows);
     if (!n) return true;
     const int32_t *dev_ids;
     if (cb->bound) {
-        if (n != cb->bound_rows) return invalid(error, "embed: %d ids but the bound decode step has %d rows", n,
+        if (n != cb->bound_rows) return invalid(error, _("embed: %d ids but the bound decode step has %d rows"), n,
                                                 cb->bound_rows);
         dev_ids = bound_ptr(cb, cb->o_ids);
     } else {
@@ -875,8 +878,8 @@ static bool cuda_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_b
 {
     cuda_backend *cb = CB(be);
     if (n < 0 || H <= 0 || D <= 0 || D > 256 || D % 8)
-        return invalid(error, "attention_full: unsupported shape n %d, heads %d, head dim %d (the CUDA kernels "
-                       "take head dims up to 256 in steps of 8)", n, H, D);
+        return invalid(error, _("attention_full: unsupported shape n %d, heads %d, head dim %d (the CUDA kernels "
+                         "take head dims up to 256 in steps of 8)"), n, H, D);
     if (!need("attention_full", "out", out, (size_t)n * H * D, error) ||
         !need("attention_full", "qkv", qkv, (size_t)n * 3 * H * D, error) ||
         !need_act("attention_full", "out", out, error) || !need_act("attention_full", "qkv", qkv, error))
@@ -916,7 +919,7 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
     const int32_t *dev_pos;
     if (cb->bound) {
         if (M != cb->bound_rows || n_axes != 1)
-            return invalid(error, "rope_qknorm: %d rows, %d axes but the bound decode step has %d rows, 1 axis", M,
+            return invalid(error, _("rope_qknorm: %d rows, %d axes but the bound decode step has %d rows, 1 axis"), M,
                            n_axes, cb->bound_rows);
         dev_pos = bound_ptr(cb, cb->o_pos);
     } else {
@@ -1011,7 +1014,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
                             float scale, GError **error)
 {
     if (n_seqs != cb->bound_rows || rows != n_seqs)
-        return invalid(error, "attention_paged: %d sequences, %d rows but the bound decode step has %d rows", n_seqs,
+        return invalid(error, _("attention_paged: %d sequences, %d rows but the bound decode step has %d rows"), n_seqs,
                        rows, cb->bound_rows);
     int split_len = bound_split_len(cb, Hq, Hkv, block_size);
     int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
@@ -1070,9 +1073,9 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
         !need_act("attention_paged", "k_cache", k_cache, error) || !need_act("attention_paged", "v_cache", v_cache, error))
         return false;
     if (D > 256 || D % 8)
-        return invalid(error, "attention_paged: unsupported head dim %d; the CUDA kernels take head dims up to 256 in "
-                       "steps of 8", D);
-    if (rows > INT_MAX / 64) return invalid(error, "attention_paged: too many rows (%" G_GINT64_FORMAT ") in one call", rows);
+        return invalid(error, _("attention_paged: unsupported head dim %d; the CUDA kernels take head dims up to 256 in "
+                         "steps of 8"), D);
+    if (rows > INT_MAX / 64) return invalid(error, _("attention_paged: too many rows (%lld) in one call; run fewer jobs together"), (long long)rows);
     if (!need("attention_paged", "qkv", qkv, (size_t)rows * (Hq + 2 * Hkv) * D, error) ||
         !need("attention_paged", "out", out, (size_t)rows * Hq * D, error) || !need_act("attention_paged", "qkv", qkv, error) ||
         !need_act("attention_paged", "out", out, error))
@@ -1165,7 +1168,7 @@ static bool byte_range(const char *op, const hyocr_buf *b, size_t off, size_t by
 {
     size_t have = b ? b->n * (size_t)b->elem_size : 0;
     if (!b || (!b->data && have) || off > have || bytes > have - off)
-        return invalid(error, "%s: bytes [%zu, %zu) are outside the buffer (%zu bytes)", op, off, off + bytes, have);
+        return invalid(error, _("%s: bytes [%zu, %zu) are outside the buffer (%zu bytes)"), op, off, off + bytes, have);
     return true;
 }
 
@@ -1200,7 +1203,7 @@ static void *cuda_host_alloc(hyocr_backend *be, size_t bytes, GError **error)
     if (e == cudaSuccess) return p;
     cudaGetLastError();
     g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
-                "CUDA backend: cannot pin %.1f MiB of host memory: %s", MIB(bytes), cudaGetErrorString(e));
+                _("CUDA backend: cannot pin %.1f MiB of host memory: %s"), MIB(bytes), cudaGetErrorString(e));
     return NULL;
 }
 
@@ -1231,24 +1234,24 @@ static bool cuda_pick(hyocr_backend *be, const hyocr_buf *logits, int n, int V, 
     cuda_backend *cb = CB(be);
     size_t words = ((size_t)V + 31) / 32;
     if (n < 0 || n > PICK_MAX || V <= 0 || (n > 0 && !cb->bound && (!slots || !penalties)))
-        return invalid(error, "pick: invalid arguments (%d rows, at most %d; vocabulary %d)", n, PICK_MAX, V);
+        return invalid(error, _("pick: invalid arguments (%d rows, at most %d; vocabulary %d)"), n, PICK_MAX, V);
     if (!need("pick", "logits", logits, (size_t)n * V, error) || !need("pick", "seen", seen, words, error))
         return false;
     if (logits->kind != HYOCR_BUF_F32 || seen->kind != HYOCR_BUF_F32)
-        return invalid(error, "pick: logits and seen must be F32 buffers");
+        return invalid(error, _("pick: logits and seen must be F32 buffers"));
     bool verify = cb->bound ? cb->bound_first : first != NULL;
     if (verify && (!step_ids || step_ids->kind != HYOCR_BUF_F32 || step_ids->n < (size_t)n))
-        return invalid(error, "pick: rows that verify need the step's ids (%d rows)", n);
+        return invalid(error, _("pick: rows that verify need the step's ids (%d rows)"), n);
     size_t n_slots = seen->n / words;
     for (int i = 0; !cb->bound && i < n; i++) {
         if (slots[i] < 0 || (size_t)slots[i] >= n_slots)
-            return invalid(error, "pick: row %d uses slot %d but the seen buffer holds %zu slots", i, slots[i],
+            return invalid(error, _("pick: row %d uses slot %d but the seen buffer holds %zu slots"), i, slots[i],
                            n_slots);
         if (first && first[i] > i)
-            return invalid(error, "pick: row %d verifies a block from row %d", i, first[i]);
+            return invalid(error, _("pick: row %d verifies a block from row %d"), i, first[i]);
     }
     if (cb->bound && n != cb->bound_rows)
-        return invalid(error, "pick: %d rows but the bound decode step has %d", n, cb->bound_rows);
+        return invalid(error, _("pick: %d rows but the bound decode step has %d"), n, cb->bound_rows);
     if (!n) return true;
     bool sampling = cb->bound ? cb->bound_sampling : any_draw(draws, n);
     /* ids and flags for the most rows first: the work area (and its counters) never moves */
@@ -1289,7 +1292,7 @@ static bool cuda_pick_fetch(hyocr_backend *be, int n, int32_t *ids, bool *nonfin
 {
     cuda_backend *cb = CB(be);
     if (n < 0 || n > PICK_MAX || (n && cb->small.cap < (size_t)n * 8))
-        return invalid(error, "pick_fetch: %d rows asked but no pick of that size was made", n);
+        return invalid(error, _("pick_fetch: %d rows asked but no pick of that size was made"), n);
     if (!n) return true;
     if (!small_fetch(cb, (size_t)n * 8, error)) return false;
     const int32_t *h = (const int32_t *)cb->pin_small;
@@ -1367,17 +1370,17 @@ static bool bound_check(const hyocr_decode_meta *dm, GError **error)
 {
     if (!dm || dm->n_rows <= 0 || dm->n_rows > PICK_MAX || dm->max_blocks <= 0 || dm->block_size <= 0 || !dm->ids ||
         !dm->views)
-        return invalid(error, "decode_bind: invalid step (%d rows, %d blocks)", dm ? dm->n_rows : 0,
+        return invalid(error, _("decode_bind: invalid step (%d rows, %d blocks)"), dm ? dm->n_rows : 0,
                        dm ? dm->max_blocks : 0);
     for (int r = 0; r < dm->n_rows; r++) {
         const hyocr_seq_view *v = &dm->views[r];
         if (v->n_new != 1 || v->n_past < 0 || !v->block_table)
-            return invalid(error, "decode_bind: row %d is not a one-token decode row", r);
+            return invalid(error, _("decode_bind: row %d is not a one-token decode row"), r);
         if (v->n_past / dm->block_size + 1 > dm->max_blocks)
-            return invalid(error, "decode_bind: row %d needs %d blocks, more than the bound %d", r,
+            return invalid(error, _("decode_bind: row %d needs %d blocks, more than the bound %d"), r,
                            v->n_past / dm->block_size + 1, dm->max_blocks);
         if (dm->pick_first && (dm->pick_first[r] > r || dm->pick_first[r] < -1))
-            return invalid(error, "decode_bind: row %d verifies a block from row %d", r, dm->pick_first[r]);
+            return invalid(error, _("decode_bind: row %d verifies a block from row %d"), r, dm->pick_first[r]);
     }
     return true;
 }
@@ -1530,7 +1533,7 @@ static void cuda_free(hyocr_backend *be)
 static bool cursor_ok(const char *op, const hyocr_buf *cursor, GError **error)
 {
     if (!need(op, "cursor", cursor, 1, error)) return false;
-    if (cursor->kind != HYOCR_BUF_F32) return invalid(error, "%s: the cursor must be an F32 buffer (raw int32)", op);
+    if (cursor->kind != HYOCR_BUF_F32) return invalid(error, _("%s: the cursor must be an F32 buffer (raw int32)"), op);
     return true;
 }
 
@@ -1541,7 +1544,7 @@ static bool cuda_qknorm_rope(hyocr_backend *be, hyocr_buf *qkv, int M, const hyo
     cuda_backend *cb = CB(be);
     int D = rope ? rope->head_dim : 0;
     if (!rope || M < 0 || Hq < 0 || Hkv <= 0 || D <= 0 || D % 2 || D > HK_ROPE_MAX_DIM)
-        return invalid(error, "qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d)", M, Hq, Hkv, D);
+        return invalid(error, _("qknorm_rope: invalid arguments (M %d, heads %d/%d, head dim %d)"), M, Hq, Hkv, D);
     if (!cursor_ok("qknorm_rope", cursor, error) ||
         !need("qknorm_rope", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
         (Hq > 0 && !need("qknorm_rope", "q_norm", q_norm, (size_t)D, error)) ||
@@ -1562,7 +1565,7 @@ static bool cuda_attention_append(hyocr_backend *be, hyocr_buf *out, const hyocr
 {
     cuda_backend *cb = CB(be);
     if (M < 0 || Hq < 0 || Hkv <= 0 || Hq % Hkv || D <= 0 || D > HK_ROPE_MAX_DIM)
-        return invalid(error, "attention_append: invalid shape (%d rows, heads %d/%d, head dim %d)", M, Hq, Hkv, D);
+        return invalid(error, _("attention_append: invalid shape (%d rows, heads %d/%d, head dim %d)"), M, Hq, Hkv, D);
     size_t kv_row = (size_t)Hkv * D;
     if (!cursor_ok("attention_append", cursor, error) ||
         !need("attention_append", "qkv", qkv, (size_t)M * (Hq + 2 * Hkv) * D, error) ||
@@ -1571,9 +1574,9 @@ static bool cuda_attention_append(hyocr_backend *be, hyocr_buf *out, const hyocr
         (Hq > 0 && !need("attention_append", "out", out, (size_t)M * Hq * D, error)) ||
         !need_act("attention_append", "qkv", qkv, error) || (Hq > 0 && !need_act("attention_append", "out", out, error)))
         return false;
-    if (k_cache->kind != v_cache->kind) return invalid(error, "attention_append: k and v caches of different kinds");
+    if (k_cache->kind != v_cache->kind) return invalid(error, _("attention_append: k and v caches of different kinds"));
     size_t rows = k_cache->n / kv_row;
-    if (rows > INT_MAX) return invalid(error, "attention_append: a cache of %zu rows", rows);
+    if (rows > INT_MAX) return invalid(error, _("attention_append: a cache of %zu rows"), rows);
     size_t part = hk_append_part_floats((int)rows, M, Hq, Hkv, D);
     if (part && !scratch_need(cb, &cb->part, part * sizeof(float), error)) return false;
     return ck(hk_attention_append(cb->stream, cb->act, Hq > 0 ? out->data : NULL, qkv->data, k_cache->data,
@@ -1587,7 +1590,7 @@ static bool cuda_argmax(hyocr_backend *be, const hyocr_buf *logits, int n, int V
 {
     cuda_backend *cb = CB(be);
     if (n < 0 || V <= 0 || logits->kind != HYOCR_BUF_F32 || ids->kind != HYOCR_BUF_F32)
-        return invalid(error, "argmax: invalid arguments (%d rows, vocabulary %d; F32 buffers)", n, V);
+        return invalid(error, _("argmax: invalid arguments (%d rows, vocabulary %d; F32 buffers)"), n, V);
     if (off > SIZE_MAX - (size_t)n || !need("argmax", "logits", logits, (size_t)n * V, error) ||
         !need("argmax", "ids", ids, off + (size_t)n, error))
         return false;
@@ -1599,7 +1602,7 @@ static bool cuda_embed_ids(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *t
 {
     cuda_backend *cb = CB(be);
     if (n < 0 || C <= 0 || ids->kind != HYOCR_BUF_F32 || off > SIZE_MAX - (size_t)n)
-        return invalid(error, "embed_ids: invalid arguments (%d ids, width %d; an F32 buffer of ids)", n, C);
+        return invalid(error, _("embed_ids: invalid arguments (%d ids, width %d; an F32 buffer of ids)"), n, C);
     if (!need("embed_ids", "ids", ids, off + (size_t)n, error) || !need("embed_ids", "out", out, (size_t)n * C, error) ||
         !need("embed_ids", "table", table, (size_t)C, error))
         return false;
@@ -1615,7 +1618,7 @@ static bool rows_in(const char *what, const hyocr_buf *b, size_t off, size_t str
 {
     size_t last = (size_t)(rows - 1);
     if ((stride && last > (SIZE_MAX - (size_t)cols) / stride) || off > SIZE_MAX - (size_t)cols - last * stride)
-        return invalid(error, "copy_rows: %d rows of %d at %zu, stride %zu, overflow %s", rows, cols, off, stride,
+        return invalid(error, _("copy_rows: %d rows of %d at %zu with stride %zu overflow the %s buffer"), rows, cols, off, stride,
                        what);
     return need("copy_rows", what, b, off + last * stride + (size_t)cols, error);
 }
@@ -1625,7 +1628,7 @@ static bool cuda_copy_rows(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, si
 {
     cuda_backend *cb = CB(be);
     if (rows < 0 || cols < 0 || (rows > 1 && (dst_stride < (size_t)cols || src_stride < (size_t)cols)))
-        return invalid(error, "copy_rows: %d rows of %d with strides %zu and %zu", rows, cols, dst_stride, src_stride);
+        return invalid(error, _("copy_rows: %d rows of %d with strides %zu and %zu"), rows, cols, dst_stride, src_stride);
     if (!rows || !cols) return true;
     if (!rows_in("dst", dst, dst_off, dst_stride, rows, cols, error) ||
         !rows_in("src", src, src_off, src_stride, rows, cols, error))
@@ -1694,15 +1697,16 @@ static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError 
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         cudaGetLastError();
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, "CUDA backend: no usable CUDA device: %s",
-                    e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports no devices");
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, _("CUDA backend: no usable CUDA device: %s"),
+                    e != cudaSuccess ? cudaGetErrorString(e) : _("the driver reports no devices"));
         return false;
     }
     cb->device = p ? p->device : 0;
     if (cb->device < 0 || cb->device >= n) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                    "CUDA backend: device %d was requested but %d device%s present (0..%d)", cb->device, n,
-                    n == 1 ? " is" : "s are", n - 1);
+                    g_dngettext(GETTEXT_PACKAGE, "CUDA backend: device %d was requested but %d device is present (0..%d)",
+                                "CUDA backend: device %d was requested but %d devices are present (0..%d)", n),
+                    cb->device, n, n - 1);
         return false;
     }
     struct cudaDeviceProp prop;
@@ -1714,14 +1718,14 @@ static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError 
     cb->sm_count = prop.multiProcessorCount;
     if (cb->cc < 75) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                    "CUDA backend: %s has compute capability %d.%d; hyocr needs 7.5 (Turing) or newer — use the CPU "
-                    "backend", cb->gpu_name, prop.major, prop.minor);
+                    _("CUDA backend: %s has compute capability %d.%d; hyocr needs 7.5 (Turing) or newer — use the CPU "
+                      "backend"), cb->gpu_name, prop.major, prop.minor);
         return false;
     }
     if (cb->act == HK_BF16 && cb->cc < 80) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                    "CUDA backend: BF16 compute needs compute capability 8.0 (Ampere) or newer, but %s is %d.%d; "
-                    "use FP16 instead", cb->gpu_name, prop.major, prop.minor);
+                    _("CUDA backend: BF16 compute needs compute capability 8.0 (Ampere) or newer, but %s is %d.%d; "
+                      "use FP16 instead"), cb->gpu_name, prop.major, prop.minor);
         return false;
     }
     return true;
@@ -1734,7 +1738,7 @@ static bool runtime_open(cuda_backend *cb, GError **error)
     if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
         cudaGetLastError();
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
-                    "CUDA backend: this build has no kernels for %s (sm_%d); rebuild with -Dgpu_archs=%d added",
+                    _("CUDA backend: this build has no kernels for %s (sm_%d); rebuild hyocr with -Dgpu_archs=%d added"),
                     cb->gpu_name, cb->cc, cb->cc);
         return false;
     }
