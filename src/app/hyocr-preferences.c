@@ -1,7 +1,12 @@
 /* hyocr-gtk — preferences window. */
 #include "hyocr-preferences-private.h"
 #include "hyocr-history.h"
+#include "hyocr-build-config.h"
+#include "hyocr-keyring.h"
 #include "models.h"
+#if HYOCR_HAVE_DOWNLOAD
+#include "remote.h"
+#endif
 #include <glib/gi18n.h>
 
 struct _HyocrPreferences {
@@ -17,8 +22,18 @@ struct _HyocrPreferences {
     GtkAdjustment  *penalty_adjustment;
     AdwPreferencesGroup *history_group;
     GtkWidget      *history_switch;
+    AdwComboRow    *runner_row;
+    AdwEntryRow    *server_url_row;
+    AdwPasswordEntryRow *server_key_row;
+    AdwComboRow    *server_model_row;
+    GtkStringList  *server_models;
+    AdwActionRow   *test_row;
+    GtkWidget      *test_button;
     HyocrWindow    *window;     /* transient-for: it outlives us */
     GSettings      *settings;
+    GCancellable   *cancellable;   /* the connection test and the keyring, ended with us */
+    gboolean        filling;       /* the model list is being filled: not the user's pick */
+    int             tests_done;    /* connection tests answered (for the tests) */
 };
 
 G_DEFINE_FINAL_TYPE(HyocrPreferences, hyocr_preferences, ADW_TYPE_PREFERENCES_WINDOW)
@@ -76,6 +91,182 @@ static GVariant *selected_to_device(const GValue *value, const GVariantType *typ
     return g_variant_new_string(nicks[i < G_N_ELEMENTS(nicks) ? i : 0]);
 }
 
+/* ---- where pages are read ---- */
+
+static gboolean runner_to_selected(GValue *value, GVariant *variant, gpointer data)
+{
+    g_value_set_uint(value, g_str_equal(g_variant_get_string(variant, NULL), "server") ? 1 : 0);
+    return TRUE;
+}
+
+static GVariant *selected_to_runner(const GValue *value, const GVariantType *type, gpointer data)
+{
+    return g_variant_new_string(g_value_get_uint(value) == 1 ? "server" : "local");
+}
+
+static void update_runner_rows(HyocrPreferences *self)
+{
+    gboolean server = adw_combo_row_get_selected(self->runner_row) == 1;
+    gtk_widget_set_sensitive(GTK_WIDGET(self->server_url_row), server);
+    gtk_widget_set_sensitive(GTK_WIDGET(self->server_key_row), server);
+    gtk_widget_set_sensitive(GTK_WIDGET(self->server_model_row), server);
+    gtk_widget_set_sensitive(GTK_WIDGET(self->test_row), server);
+}
+
+static void url_applied(AdwEntryRow *row, HyocrPreferences *self)
+{
+    g_settings_set_string(self->settings, "server-url", gtk_editable_get_text(GTK_EDITABLE(row)));
+}
+
+static void key_stored(GObject *source, GAsyncResult *result, gpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    if (hyocr_keyring_store_finish(result, &error) || g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) return;
+    HyocrPreferences *self = data;
+    g_autofree char *msg = g_strdup_printf(_("The key could not be kept in the keyring (%s); it is used until hyocr "
+                                             "closes"), error->message);
+    adw_preferences_window_add_toast(ADW_PREFERENCES_WINDOW(self), adw_toast_new(msg));
+}
+
+static void key_applied(AdwEntryRow *row, HyocrPreferences *self)
+{
+    const char *key = gtk_editable_get_text(GTK_EDITABLE(row));
+    g_autofree char *url = g_settings_get_string(self->settings, "server-url");
+    hyocr_window_set_server_key(self->window, key);
+    hyocr_keyring_store(url, key, self->cancellable, key_stored, self);
+}
+
+static void model_picked(AdwComboRow *row, GParamSpec *pspec, HyocrPreferences *self)
+{
+    if (self->filling) return;
+    GtkStringObject *item = adw_combo_row_get_selected_item(row);
+    if (item) g_settings_set_string(self->settings, "server-model", gtk_string_object_get_string(item));
+}
+
+/* The models listed, the saved one selected (kept in the list though the server did not list it). */
+static void fill_models(HyocrPreferences *self, char **names)
+{
+    g_autofree char *saved = g_settings_get_string(self->settings, "server-model");
+    self->filling = TRUE;
+    gtk_string_list_splice(self->server_models, 0, g_list_model_get_n_items(G_LIST_MODEL(self->server_models)),
+                           (const char *const *)names);
+    guint pick = GTK_INVALID_LIST_POSITION;
+    for (guint i = 0; names && names[i]; i++)
+        if (g_str_equal(names[i], saved)) pick = i;
+    if (*saved && pick == GTK_INVALID_LIST_POSITION) {
+        gtk_string_list_append(self->server_models, saved);
+        pick = g_list_model_get_n_items(G_LIST_MODEL(self->server_models)) - 1;
+    }
+    adw_combo_row_set_selected(self->server_model_row, pick == GTK_INVALID_LIST_POSITION ? 0 : pick);
+    self->filling = FALSE;
+}
+
+typedef struct {
+    char *url, *key, *model;
+    char **names;
+} ConnectionTest;
+
+static void connection_test_free(ConnectionTest *t)
+{
+    g_free(t->url);
+    if (t->key) memset(t->key, 0, strlen(t->key));
+    g_free(t->key);
+    g_free(t->model);
+    g_strfreev(t->names);
+    g_free(t);
+}
+
+/* On a thread: exactly what is wrong, in the engine's words (DNS, refused, TLS, 401,
+ * the model, not an OpenAI-compatible server). */
+static void test_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+    ConnectionTest *t = data;
+#if HYOCR_HAVE_DOWNLOAD
+    if (!t->key) t->key = hyocr_keyring_lookup(t->url);
+    hyocr_remote_params rp;
+    hyocr_remote_params_init(&rp);
+    rp.url = t->url;
+    rp.api_key = t->key;
+    rp.model = t->model && *t->model ? t->model : NULL;
+    rp.concurrency = 1;
+    GError *error = NULL;
+    g_autoptr(hyocr_remote) r = hyocr_remote_new(&rp, &error);
+    if (r && hyocr_remote_check(r, &t->names, &error)) {
+        g_task_return_pointer(task, g_strdup_printf(_("Connected: %s serves %s"), hyocr_remote_server_name(r),
+                                                    hyocr_remote_model(r)), g_free);
+        return;
+    }
+    if (!t->names && g_error_matches(error, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_MODEL)) {
+        /* the list, so the right model can be picked */
+        rp.model = NULL;
+        g_autoptr(hyocr_remote) any = hyocr_remote_new(&rp, NULL);
+        if (any) hyocr_remote_check(any, &t->names, NULL);
+    }
+    g_task_return_error(task, error);
+#else
+    g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+                            _("this build of hyocr cannot reach servers (it was built without libsoup)"));
+#endif
+}
+
+static void test_answered(GObject *source, GAsyncResult *result, gpointer data)
+{
+    GTask *task = G_TASK(result);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *ok = g_task_propagate_pointer(task, &error);
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) return;
+    HyocrPreferences *self = data;
+    ConnectionTest *t = g_task_get_task_data(task);
+    if (t->names) fill_models(self, t->names);
+    adw_action_row_set_subtitle(self->test_row, ok ? ok : error->message);
+    gtk_widget_set_sensitive(self->test_button, TRUE);
+    self->tests_done++;
+}
+
+void hyocr_preferences_test_connection(HyocrPreferences *self)
+{
+    ConnectionTest *t = g_new0(ConnectionTest, 1);
+    t->url = g_strdup(gtk_editable_get_text(GTK_EDITABLE(self->server_url_row)));
+    const char *typed = gtk_editable_get_text(GTK_EDITABLE(self->server_key_row));
+    t->key = *typed ? g_strdup(typed) : NULL;
+    t->model = g_settings_get_string(self->settings, "server-model");
+    adw_action_row_set_subtitle(self->test_row, _("Testing…"));
+    gtk_widget_set_sensitive(self->test_button, FALSE);
+    g_autoptr(GTask) task = g_task_new(NULL, self->cancellable, test_answered, self);
+    g_task_set_task_data(task, t, (GDestroyNotify)connection_test_free);
+    g_task_set_return_on_cancel(task, TRUE);
+    g_task_run_in_thread(task, test_thread);
+}
+
+GtkWidget *hyocr_preferences_get_row(HyocrPreferences *self, const char *name)
+{
+    return GTK_WIDGET(gtk_widget_get_template_child(GTK_WIDGET(self), HYOCR_TYPE_PREFERENCES, name));
+}
+
+const char *hyocr_preferences_get_connection_result(HyocrPreferences *self, int *tests_done)
+{
+    if (tests_done) *tests_done = self->tests_done;
+    return adw_action_row_get_subtitle(self->test_row);
+}
+
+static void bind_runner(HyocrPreferences *self)
+{
+    GSettings *s = self->settings;
+    g_settings_bind_with_mapping(s, "runner", self->runner_row, "selected", G_SETTINGS_BIND_DEFAULT,
+                                 runner_to_selected, selected_to_runner, NULL, NULL);
+    g_autofree char *url = g_settings_get_string(s, "server-url");
+    gtk_editable_set_text(GTK_EDITABLE(self->server_url_row), url);
+    g_signal_connect(self->server_url_row, "apply", G_CALLBACK(url_applied), self);
+    g_signal_connect(self->server_key_row, "apply", G_CALLBACK(key_applied), self);
+    g_autofree char *model = g_settings_get_string(s, "server-model");
+    const char *one[] = { model, NULL };
+    fill_models(self, *model ? (char **)one : NULL);
+    g_signal_connect(self->server_model_row, "notify::selected", G_CALLBACK(model_picked), self);
+    g_signal_connect_swapped(self->test_button, "clicked", G_CALLBACK(hyocr_preferences_test_connection), self);
+    g_signal_connect_swapped(self->runner_row, "notify::selected", G_CALLBACK(update_runner_rows), self);
+    update_runner_rows(self);
+}
+
 static void bind_settings(HyocrPreferences *self)
 {
     GSettings *s = self->settings;
@@ -94,11 +285,14 @@ static void bind_settings(HyocrPreferences *self)
     g_signal_connect_object(hyocr_window_get_worker(self->window), "notify::state", G_CALLBACK(update_device_note), self,
                             G_CONNECT_SWAPPED);
     update_device_note(self);
+    bind_runner(self);
 }
 
 static void hyocr_preferences_dispose(GObject *object)
 {
     HyocrPreferences *self = HYOCR_PREFERENCES(object);
+    if (self->cancellable) g_cancellable_cancel(self->cancellable);
+    g_clear_object(&self->cancellable);
     g_clear_object(&self->settings);
     gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_PREFERENCES);
     G_OBJECT_CLASS(hyocr_preferences_parent_class)->dispose(object);
@@ -121,11 +315,19 @@ static void hyocr_preferences_class_init(HyocrPreferencesClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, penalty_adjustment);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, history_group);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, history_switch);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, runner_row);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, server_url_row);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, server_key_row);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, server_model_row);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, server_models);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, test_row);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, test_button);
 }
 
 static void hyocr_preferences_init(HyocrPreferences *self)
 {
     gtk_widget_init_template(GTK_WIDGET(self));
+    self->cancellable = g_cancellable_new();
     g_signal_connect(self->choose_model_button, "clicked", G_CALLBACK(choose_model_clicked), self);
     g_signal_connect(self->reset_model_button, "clicked", G_CALLBACK(reset_model_clicked), self);
 }

@@ -50,6 +50,9 @@ struct _HyocrWindow {
     GArray          *removed;           /* the last removal's jobs, for Undo */
     AdwToast        *undo_toast;        /* its toast while shown */
     guint            n_history_writes;
+    char            *server_key;        /* typed in Preferences this session (the keyring keeps it too) */
+    gboolean         gauge_asking;      /* a server's /metrics is being asked */
+    char            *server_figures;    /* what the gauge says of the server */
 };
 
 /* hyocr-window-actions.c */

@@ -7,6 +7,7 @@
 #include "models.h"
 #include <glib/gi18n.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #define GAUGE_INTERVAL_MS   250   /* the gauge is promised at least twice a second */
@@ -55,8 +56,27 @@ void hyocr_window_reload_engine(HyocrWindow *self)
         .device = device_setting(self),
         .memory_limit = (int64_t)g_settings_get_int(self->settings, "gpu-memory-limit") * 1024 * 1024,
     };
+    if (g_settings_get_enum(self->settings, "runner") == 1) {
+        /* "A server": the key the user typed this session, else the keyring's (the worker looks) */
+        es.server_url = g_settings_get_string(self->settings, "server-url");
+        es.server_model = g_settings_get_string(self->settings, "server-model");
+        es.server_key = g_strdup(self->server_key);
+    }
     hyocr_worker_load(self->worker, &es);
     hyocr_engine_settings_clear(&es);
+}
+
+static gboolean reload_timeout_cb(gpointer data);
+
+void hyocr_window_set_server_key(HyocrWindow *self, const char *key)
+{
+    if (self->server_key) memset(self->server_key, 0, strlen(self->server_key));
+    g_free(self->server_key);
+    self->server_key = key && *key ? g_strdup(key) : NULL;
+    if (g_settings_get_enum(self->settings, "runner") == 1) {
+        g_clear_handle_id(&self->reload_timeout, g_source_remove);
+        self->reload_timeout = g_timeout_add(RELOAD_DELAY_MS, reload_timeout_cb, self);
+    }
 }
 
 static gboolean reload_timeout_cb(gpointer data)
@@ -69,8 +89,11 @@ static gboolean reload_timeout_cb(gpointer data)
 
 static void on_settings_changed(GSettings *settings, const char *key, HyocrWindow *self)
 {
-    if (!g_str_equal(key, "model-folder") && !g_str_equal(key, "device") && !g_str_equal(key, "gpu-memory-limit"))
-        return;
+    static const char *const reloads[] = { "model-folder", "device", "gpu-memory-limit", "runner", "server-url",
+                                           "server-model", NULL };
+    if (!g_strv_contains(reloads, key)) return;
+    /* a server's address or model matters only while jobs run there */
+    if (g_str_has_prefix(key, "server-") && g_settings_get_enum(settings, "runner") != 1) return;
     g_clear_handle_id(&self->reload_timeout, g_source_remove);
     self->reload_timeout = g_timeout_add(RELOAD_DELAY_MS, reload_timeout_cb, self);
 }
@@ -83,8 +106,10 @@ static void update_page(HyocrWindow *self)
     /* A model that is missing or broken takes the window (the model page says how to
      * get one); settings the engine cannot start with (the device, the memory limit)
      * are a banner above the queue, which stays. */
+    /* A server that cannot be used is a settings problem too: its message says what is wrong. */
     gboolean settings_problem = st == HYOCR_WORKER_FAILED &&
-        hyocr_model_status_get_problem(HYOCR_MODEL_STATUS(self->model_status)) == HYOCR_MODEL_PROBLEM_DEVICE;
+        (hyocr_worker_get_server(self->worker) ||
+         hyocr_model_status_get_problem(HYOCR_MODEL_STATUS(self->model_status)) == HYOCR_MODEL_PROBLEM_DEVICE);
     gboolean no_jobs = g_list_model_get_n_items(G_LIST_MODEL(self->jobs)) == 0;
     /* A missing model says so before the history shown at start; not before the history asked for. */
     gboolean model = st == HYOCR_WORKER_FAILED && !settings_problem;
@@ -108,8 +133,16 @@ static void update_subtitle(HyocrWindow *self)
 {
     HyocrWorkerState st = hyocr_worker_get_state(self->worker);
     g_autofree char *subtitle = NULL;
-    if (st == HYOCR_WORKER_LOADING) {
+    const char *server = hyocr_worker_get_server(self->worker);
+    if (st == HYOCR_WORKER_LOADING && server) {
+        subtitle = g_strdup_printf(_("Connecting to %s…"), server);
+    } else if (st == HYOCR_WORKER_LOADING) {
         subtitle = g_strdup(_("Loading the model…"));
+    } else if (st == HYOCR_WORKER_READY && server) {
+        /* Translators: "tencent/HunyuanOCR on http://gpu-box:8000" */
+        subtitle = g_strdup_printf(_("%s on %s"), hyocr_worker_get_model_dir(self->worker), server);
+    } else if (st == HYOCR_WORKER_FAILED && server) {
+        subtitle = g_strdup_printf(_("%s cannot be used"), server);
     } else if (st == HYOCR_WORKER_READY) {
         g_autofree char *name = g_path_get_basename(hyocr_worker_get_model_dir(self->worker));
         /* Translators: "HunyuanOCR on the GPU" */
@@ -122,7 +155,7 @@ static void update_subtitle(HyocrWindow *self)
 
 static void on_worker_state(HyocrWorker *worker, GParamSpec *pspec, HyocrWindow *self)
 {
-    if (hyocr_worker_get_state(worker) == HYOCR_WORKER_FAILED)
+    if (hyocr_worker_get_state(worker) == HYOCR_WORKER_FAILED && !hyocr_worker_get_server(worker))
         hyocr_model_status_set_problem(HYOCR_MODEL_STATUS(self->model_status), hyocr_worker_get_model_dir(worker),
                                        hyocr_worker_get_error(worker));
     update_page(self);
@@ -147,11 +180,49 @@ static int64_t resident_bytes(void)
     return (int64_t)resident * sysconf(_SC_PAGESIZE);
 }
 
+/* A server's figures, asked on a thread (the gauge never waits on the network): a
+ * hyocr serve's memory and load from its /metrics, else just that it is remote. */
+static void ask_server(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)
+{
+    HyocrWorker *worker = data;
+    int64_t used = 0;
+    int running = 0;
+    if (!hyocr_worker_get_server_metrics(worker, &used, &running, NULL)) {
+        g_task_return_pointer(task, g_strdup(_("Remote: the server's memory is not known")), g_free);
+        return;
+    }
+    g_autofree char *size = g_format_size_full((guint64)used, G_FORMAT_SIZE_IEC_UNITS);
+    g_task_return_pointer(task, g_strdup_printf(ngettext("Remote: the server holds %s, %d page running",
+                                                         "Remote: the server holds %s, %d pages running", running),
+                                                size, running), g_free);
+}
+
+static void server_answered(GObject *source, GAsyncResult *result, gpointer data)
+{
+    g_autoptr(HyocrWindow) self = data;
+    self->gauge_asking = FALSE;
+    g_free(self->server_figures);
+    self->server_figures = g_task_propagate_pointer(G_TASK(result), NULL);
+}
+
+static void gauge_tick_server(HyocrWindow *self)
+{
+    if (!self->gauge_asking) {
+        self->gauge_asking = TRUE;
+        g_autoptr(GTask) task = g_task_new(NULL, NULL, server_answered, g_object_ref(self));
+        g_task_set_task_data(task, g_object_ref(self->worker), g_object_unref);
+        g_task_run_in_thread(task, ask_server);
+    }
+    hyocr_vram_gauge_set_unavailable(self->gauge, self->server_figures ? self->server_figures : _("Remote"));
+}
+
 static gboolean gauge_tick(gpointer data)
 {
     HyocrWindow *self = data;
     hyocr_mem_info mem;
-    if (hyocr_worker_get_mem_info(self->worker, &mem))
+    if (hyocr_worker_get_server(self->worker) && hyocr_worker_get_state(self->worker) == HYOCR_WORKER_READY)
+        gauge_tick_server(self);
+    else if (hyocr_worker_get_mem_info(self->worker, &mem))
         hyocr_vram_gauge_set_figures(self->gauge, &mem, hyocr_worker_is_cpu(self->worker),
                                      hyocr_worker_get_memory_limit(self->worker), resident_bytes());
     else
@@ -581,7 +652,11 @@ static void hyocr_window_dispose(GObject *object)
 
 static void hyocr_window_finalize(GObject *object)
 {
-    g_free(HYOCR_WINDOW(object)->last_toast);
+    HyocrWindow *self = HYOCR_WINDOW(object);
+    g_free(self->last_toast);
+    if (self->server_key) memset(self->server_key, 0, strlen(self->server_key));
+    g_free(self->server_key);
+    g_free(self->server_figures);
     G_OBJECT_CLASS(hyocr_window_parent_class)->finalize(object);
 }
 

@@ -28,6 +28,9 @@ HyocrJob    *hyocr_window_run_again(HyocrWindow *self, HyocrJob *job, gboolean c
 guint        hyocr_window_retry_failed(HyocrWindow *self);
 /* Reloads the engine from the settings (model folder, device, memory limit). */
 void         hyocr_window_reload_engine(HyocrWindow *self);
+/* The API key typed in Preferences: used from now on for this session (and the engine
+ * reconnects); the keyring keeps it for the next ones. */
+void         hyocr_window_set_server_key(HyocrWindow *self, const char *key);
 /* Asks for a model folder (the dialog over parent) and uses it: remembered in
  * the settings, and it replaces a --model folder of this session. */
 void         hyocr_window_choose_model_folder(HyocrWindow *self, GtkWindow *parent);

@@ -4,6 +4,11 @@
 #include "error.h"
 #include "hyocr-image-util.h"
 #include "hyocr-memory.h"
+#include "hyocr-build-config.h"
+#if HYOCR_HAVE_DOWNLOAD
+#include "remote.h"
+#include "hyocr-keyring.h"
+#endif
 #include <glib/gi18n.h>
 #include <string.h>
 
@@ -36,6 +41,9 @@ struct _HyocrWorker {
      * the engine runs, never while one runs, so the gauge never waits. */
     GMutex           lock;
     hyocr_engine    *engine;
+#if HYOCR_HAVE_DOWNLOAD
+    hyocr_remote    *remote;            /* instead of the engine: "A server" */
+#endif
     gboolean         engine_cpu;
     int64_t          engine_limit;
     GPtrArray       *current;           /* Running: the jobs submitted to the engine (shutdown cancels them) */
@@ -55,6 +63,7 @@ struct _HyocrWorker {
     char            *model_dir;
     gboolean         is_cpu;
     char            *gpu_note;
+    char            *server;            /* the server's name, when jobs run on one */
 };
 
 G_DEFINE_FINAL_TYPE(HyocrWorker, hyocr_worker, G_TYPE_OBJECT)
@@ -68,6 +77,10 @@ static guint signals[N_SIGNALS];
 void hyocr_engine_settings_clear(HyocrEngineSettings *s)
 {
     g_clear_pointer(&s->model_dir, g_free);
+    g_clear_pointer(&s->server_url, g_free);
+    g_clear_pointer(&s->server_model, g_free);
+    if (s->server_key) memset(s->server_key, 0, strlen(s->server_key));
+    g_clear_pointer(&s->server_key, g_free);
 }
 
 static void msg_free(Msg *m)
@@ -83,7 +96,7 @@ typedef struct {
     GWeakRef         worker;
     HyocrWorkerState state;
     GError          *error;
-    char            *model_dir, *notice, *gpu_note;
+    char            *model_dir, *notice, *gpu_note, *server;
     gboolean         cpu;
 } StatePost;
 
@@ -95,6 +108,7 @@ static void state_post_free(gpointer data)
     g_free(p->model_dir);
     g_free(p->notice);
     g_free(p->gpu_note);
+    g_free(p->server);
     g_free(p);
 }
 
@@ -110,15 +124,19 @@ static gboolean apply_state(gpointer data)
     self->is_cpu = p->cpu;
     g_free(self->gpu_note);
     self->gpu_note = g_steal_pointer(&p->gpu_note);
+    g_free(self->server);
+    self->server = g_steal_pointer(&p->server);
     self->state = p->state;
     g_object_notify_by_pspec(G_OBJECT(self), props[PROP_STATE]);
     if (p->notice) g_signal_emit(self, signals[SIGNAL_NOTICE], 0, p->notice);
     return G_SOURCE_REMOVE;
 }
 
-static void post_state(HyocrWorker *self, HyocrWorkerState state, const char *model_dir, const GError *error)
+static void post_state_full(HyocrWorker *self, HyocrWorkerState state, const char *model_dir, const char *server,
+                            const GError *error)
 {
     StatePost *p = g_new0(StatePost, 1);
+    p->server = g_strdup(server);
     g_weak_ref_init(&p->worker, self);
     p->state = state;
     p->error = error ? g_error_copy(error) : NULL;
@@ -129,6 +147,11 @@ static void post_state(HyocrWorker *self, HyocrWorkerState state, const char *mo
         p->gpu_note = g_strdup(self->gpu_why);
     }
     g_main_context_invoke_full(self->main_context, G_PRIORITY_DEFAULT, apply_state, p, state_post_free);
+}
+
+static void post_state(HyocrWorker *self, HyocrWorkerState state, const char *model_dir, const GError *error)
+{
+    post_state_full(self, state, model_dir, NULL, error);
 }
 
 /* The last reference to a job may hold a texture; drop it where GTK lives. */
@@ -174,8 +197,23 @@ static void retire_engine(HyocrWorker *self)
 {
     g_mutex_lock(&self->lock);
     hyocr_engine *old = g_steal_pointer(&self->engine);
+#if HYOCR_HAVE_DOWNLOAD
+    hyocr_remote *old_remote = g_steal_pointer(&self->remote);
+#endif
     g_mutex_unlock(&self->lock);
     hyocr_engine_free(old);
+#if HYOCR_HAVE_DOWNLOAD
+    hyocr_remote_free(old_remote);
+#endif
+}
+
+/* An engine or a server to run jobs on. */
+static gboolean has_runner(HyocrWorker *self)
+{
+#if HYOCR_HAVE_DOWNLOAD
+    if (self->remote) return TRUE;
+#endif
+    return self->engine != NULL;
 }
 
 /* Jobs that waited for a model go first, in the order they came. */
@@ -195,12 +233,50 @@ static void requeue_waiting(HyocrWorker *self)
 static int batch_size(HyocrWorker *self)
 {
     int n = g_atomic_int_get(&self->max_batch);
-    return n > 0 ? n : self->engine_cpu ? 1 : 8;
+    return n > 0 ? n : self->engine_cpu ? 1 : 8;   /* a server: 8 requests in flight, as hyocr run's default */
 }
+
+#if HYOCR_HAVE_DOWNLOAD
+/* "A server": reached, trusted, the key taken, the model served (hyocr_remote_check),
+ * or FAILED with what is wrong. The key comes from the keyring when not given. */
+static void thread_connect(HyocrWorker *self, Msg *m)
+{
+    const HyocrEngineSettings *es = &m->settings;
+    post_state_full(self, HYOCR_WORKER_LOADING, es->server_model, es->server_url, NULL);
+    retire_engine(self);
+    g_autofree char *key = es->server_key ? g_strdup(es->server_key) : hyocr_keyring_lookup(es->server_url);
+    hyocr_remote_params rp;
+    hyocr_remote_params_init(&rp);
+    rp.url = es->server_url;
+    rp.model = es->server_model && *es->server_model ? es->server_model : NULL;
+    rp.api_key = key;
+    g_autoptr(GError) error = NULL;
+    hyocr_remote *r = hyocr_remote_new(&rp, &error);
+    if (key) memset(key, 0, strlen(key));
+    if (!r || !hyocr_remote_check(r, NULL, &error)) {
+        hyocr_remote_free(r);
+        post_state_full(self, HYOCR_WORKER_FAILED, es->server_model, es->server_url, error);
+        return;
+    }
+    g_mutex_lock(&self->lock);
+    self->remote = r;
+    self->engine_cpu = FALSE;
+    self->engine_limit = 0;
+    g_mutex_unlock(&self->lock);
+    post_state_full(self, HYOCR_WORKER_READY, hyocr_remote_model(r), hyocr_remote_server_name(r), NULL);
+    requeue_waiting(self);
+}
+#endif
 
 static void thread_load(HyocrWorker *self, Msg *m)
 {
     if (m->generation != (guint)g_atomic_int_get(&self->load_generation)) return;
+#if HYOCR_HAVE_DOWNLOAD
+    if (m->settings.server_url) {
+        thread_connect(self, m);
+        return;
+    }
+#endif
     post_state(self, HYOCR_WORKER_LOADING, m->settings.model_dir, NULL);
     /* Two copies of the weights may not fit on the card: the old one goes first. */
     retire_engine(self);
@@ -367,7 +443,9 @@ static const hyocr_image *job_image(HyocrWorker *self, HyocrJob *job, hyocr_imag
     const hyocr_image *img = hyocr_job_peek_image(job);
     if (img) return img;
     if (hyocr_job_get_document(job)) {
-        hyocr_render_options ro = { .max_pixels = hyocr_engine_config(self->engine)->processor.max_pixels,
+        /* a server's model is unknown here: the largest budget, which its processor brings down */
+        hyocr_render_options ro = { .max_pixels = self->engine ? hyocr_engine_config(self->engine)->processor.max_pixels
+                                                               : 0,
                                     .max_side = hyocr_job_get_options(job)->max_side };
         *owned = hyocr_document_render(hyocr_job_get_document(job), hyocr_job_get_page(job), &ro, error);
         return *owned;
@@ -421,8 +499,13 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
         fail_job(job, error);
         return FALSE;
     }
-    const hyocr_config *cfg = hyocr_engine_config(self->engine);
-    g_autofree char *prompt = hyocr_task_prompt(o->task, cfg->version, (const char *const *)o->fields,
+    /* a server's model: the release it says it serves (hyocr serve), else the current one */
+    hyocr_model_version version = HYOCR_MODEL_VERSION_1_5;
+    if (self->engine) version = hyocr_engine_config(self->engine)->version;
+#if HYOCR_HAVE_DOWNLOAD
+    else if (self->remote) version = hyocr_remote_model_version(self->remote);
+#endif
+    g_autofree char *prompt = hyocr_task_prompt(o->task, version, (const char *const *)o->fields,
                                                 o->custom_prompt, &error);
     if (!prompt) {
         fail_job(job, error);
@@ -430,6 +513,7 @@ static gboolean prepare_job(HyocrWorker *self, HyocrJob *job, const hyocr_image 
     }
     hyocr_job_post_prompt(job, prompt);
     fill_params(job, *img, jp);
+    if (!self->engine) return TRUE;   /* a server plans its own memory */
     g_autofree char *refusal = check_memory(self, jp, &error);
     if (error) {
         fail_job(job, error);
@@ -475,6 +559,23 @@ static void submit(HyocrWorker *self, Running **runs, hyocr_job_params *jp, int 
     g_mutex_lock(&self->lock);
     for (int i = 0; i < n; i++) g_ptr_array_add(self->current, runs[i]);
     g_mutex_unlock(&self->lock);
+#if HYOCR_HAVE_DOWNLOAD
+    if (self->remote) {
+        release_hold(self);
+        for (int i = 0; i < n; i++) {
+            g_autoptr(GError) error = NULL;
+            hyocr_job_post_state(runs[i]->job, HYOCR_JOB_READING);
+            hyocr_remote_job *rj = hyocr_remote_submit(self->remote, &jp[i], &error);
+            if (rj) {
+                hyocr_remote_job_unref(rj);   /* the remote keeps its own until the job has ended */
+                continue;
+            }
+            fail_job(runs[i]->job, error);
+            running_end(runs[i]);
+        }
+        return;
+    }
+#endif
     g_autofree hyocr_request **reqs = g_new0(hyocr_request *, n);
     g_autoptr(GError) error = NULL;
     gboolean queued = hyocr_engine_submit_many(self->engine, jp, n, reqs, &error);
@@ -531,7 +632,7 @@ static void advance(HyocrWorker *self)
             g_queue_pop_head(&self->backlog);
             thread_load(self, m);
             msg_free(m);
-        } else if (!self->engine) {
+        } else if (!has_runner(self)) {
             g_queue_pop_head(&self->backlog);
             g_queue_push_tail(&self->waiting, g_steal_pointer(&m->job));
             msg_free(m);
@@ -575,6 +676,9 @@ void hyocr_worker_load(HyocrWorker *self, const HyocrEngineSettings *settings)
     m->type = MSG_LOAD;
     m->settings = *settings;
     m->settings.model_dir = g_strdup(settings->model_dir);
+    m->settings.server_url = g_strdup(settings->server_url);
+    m->settings.server_model = g_strdup(settings->server_model);
+    m->settings.server_key = g_strdup(settings->server_key);
     m->generation = (guint)g_atomic_int_add(&self->load_generation, 1) + 1;
     /* Shown at once, so the UI never waits for the thread to pick the load up. */
     if (self->state != HYOCR_WORKER_LOADING) {
@@ -643,6 +747,28 @@ const GError *hyocr_worker_get_error(HyocrWorker *self) { return self->error; }
 const char *hyocr_worker_get_model_dir(HyocrWorker *self) { return self->model_dir; }
 gboolean hyocr_worker_is_cpu(HyocrWorker *self) { return self->is_cpu; }
 const char *hyocr_worker_get_gpu_note(HyocrWorker *self) { return self->gpu_note; }
+const char *hyocr_worker_get_server(HyocrWorker *self) { return self->server; }
+
+gboolean hyocr_worker_get_server_metrics(HyocrWorker *self, int64_t *memory_used, int *running, GError **error)
+{
+#if HYOCR_HAVE_DOWNLOAD
+    /* a reference keeps it while /metrics is asked, the lock only while it is taken */
+    g_mutex_lock(&self->lock);
+    hyocr_remote *r = self->remote ? hyocr_remote_ref(self->remote) : NULL;
+    g_mutex_unlock(&self->lock);
+    hyocr_remote_metrics m;
+    gboolean ok = r && hyocr_remote_get_metrics(r, &m, error);
+    hyocr_remote_unref(r);
+    if (ok) {
+        *memory_used = m.memory_used;
+        *running = m.running;
+    }
+    return ok;
+#else
+    (void)self, (void)memory_used, (void)running, (void)error;
+    return FALSE;
+#endif
+}
 
 gboolean hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out)
 {
@@ -679,6 +805,7 @@ static void hyocr_worker_finalize(GObject *object)
     g_string_free(self->load_notice, TRUE);
     g_free(self->gpu_why);
     g_free(self->gpu_note);
+    g_free(self->server);
     g_ptr_array_free(self->current, TRUE);
     g_clear_error(&self->error);
     g_free(self->model_dir);

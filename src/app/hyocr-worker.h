@@ -19,12 +19,15 @@ typedef enum {
 #define HYOCR_TYPE_WORKER_STATE (hyocr_worker_state_get_type())
 GType hyocr_worker_state_get_type(void);
 
-/* What the engine is loaded with. */
+/* What the engine is loaded with; or, with server_url, the server jobs run on. */
 typedef struct {
     char        *model_dir;
     hyocr_device device;
     int64_t      memory_limit;   /* bytes, 0 = none */
     int          n_threads;      /* 0 = all cores */
+    char        *server_url;     /* "A server": jobs go there (pages leave the computer) */
+    char        *server_model;   /* its model name; NULL: the first it lists */
+    char        *server_key;     /* the API key; NULL: the keyring's for server_url (looked up on the thread) */
 } HyocrEngineSettings;
 
 void hyocr_engine_settings_clear(HyocrEngineSettings *s);
@@ -52,6 +55,12 @@ const char      *hyocr_worker_get_gpu_note(HyocrWorker *self);
 gboolean         hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out);
 /* The memory limit of the loaded engine, bytes (0 = none). */
 int64_t          hyocr_worker_get_memory_limit(HyocrWorker *self);
+/* Jobs run on a server (the last load was one): its name for messages, or NULL. */
+const char      *hyocr_worker_get_server(HyocrWorker *self);
+/* A hyocr serve's memory and load, from its /metrics (blocking: call it off the
+ * main thread); FALSE with error when the server is not one, or no server is used. */
+gboolean         hyocr_worker_get_server_metrics(HyocrWorker *self, int64_t *memory_used, int *running,
+                                                 GError **error);
 
 /* The engine's text (len bytes, maybe with NUL bytes) as the app shows, copies and
  * saves it: each NUL becomes ␀ (U+2400). */

@@ -300,8 +300,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "trust-certificate", 0, 0, G_OPTION_ARG_FILENAME, &o->trust_cert,
           N_("--server: trust this certificate (PEM), a self-signed server's"), "FILE" },
         { "model-version", 0, 0, G_OPTION_ARG_STRING, &o->model_version,
-          N_("--server: the HunyuanOCR release it serves, 1.0 or 1.5 (default 1.5); the official translation "
-             "prompts differ"), "V" },
+          N_("--server: the HunyuanOCR release a vLLM serves, 1.0 or 1.5 (default 1.5; a hyocr serve says its "
+             "own): its official prompts and repetition penalty are sent"), "V" },
         { "timeout", 0, 0, G_OPTION_ARG_INT, &o->timeout,
           N_("--server: give up on a server that sends nothing for S seconds (default 300)"), "S" },
 #endif

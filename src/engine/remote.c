@@ -27,6 +27,7 @@
 G_DEFINE_QUARK(hyocr-remote-error-quark, hyocr_remote_error)
 
 struct hyocr_remote {
+    gint             ref;            /* the owner's (hyocr_remote_free) and hyocr_remote_ref's */
     GUri            *base;           /* scheme://host[:port][/path], without /v1 */
     char            *name;           /* for messages */
     char            *auth;           /* "Bearer KEY" or NULL; wiped when freed */
@@ -34,7 +35,7 @@ struct hyocr_remote {
     unsigned         timeout_s;
     int              max_retries;
     double           retry_max_s;
-    hyocr_model_version version;
+    gint             version;        /* atomic: hyocr_model_version, the server's word when it says it */
     GMutex           lock;
     GCond            cond;
     char            *model;          /* under lock once known */
@@ -270,6 +271,20 @@ static GBytes *get_small(hyocr_remote *r, const char *rel, GError **error)
 
 /* ---- /v1/models: the connection test ---------------------------------------------------- */
 
+/* A hyocr serve says which release it serves: its prompts and penalty are sent then. */
+static void learn_version(hyocr_remote *r, JsonNode *data, const char *model)
+{
+    JsonArray *a = json_node_get_array(data);
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        JsonNode *m = json_array_get_element(a, i);
+        JsonObject *o = JSON_NODE_HOLDS_OBJECT(m) ? json_node_get_object(m) : NULL;
+        if (!o || g_strcmp0(hyocr_json_str(o, "id"), model)) continue;
+        const char *v = hyocr_json_str(o, "hyocr_model_version");
+        if (!g_strcmp0(v, "1.0")) g_atomic_int_set(&r->version, HYOCR_MODEL_VERSION_1_0);
+        else if (!g_strcmp0(v, "1.5")) g_atomic_int_set(&r->version, HYOCR_MODEL_VERSION_1_5);
+    }
+}
+
 static char **model_names(hyocr_remote *r, GBytes *body, GError **error)
 {
     gsize len = 0;
@@ -290,6 +305,10 @@ static char **model_names(hyocr_remote *r, GBytes *body, GError **error)
         return NULL;
     }
     g_ptr_array_add(names, NULL);
+    g_mutex_lock(&r->lock);
+    g_autofree char *model = g_strdup(r->model ? r->model : names->pdata[0]);
+    g_mutex_unlock(&r->lock);
+    learn_version(r, d, model);
     return (char **)g_ptr_array_free(g_steal_pointer(&names), FALSE);
 }
 
@@ -478,10 +497,16 @@ static void add_sampling(JsonBuilder *b, const hyocr_job_params *jp, hyocr_model
     }
 }
 
+hyocr_model_version hyocr_remote_model_version(hyocr_remote *r)
+{
+    return (hyocr_model_version)g_atomic_int_get(&r->version);
+}
+
 static GBytes *request_body(hyocr_remote *r, hyocr_remote_job *job, const char *model, GError **error)
 {
     const hyocr_job_params *jp = &job->params;
-    g_autofree char *prompt = hyocr_task_prompt(jp->task, r->version, jp->fields, jp->custom_prompt, error);
+    hyocr_model_version version = hyocr_remote_model_version(r);
+    g_autofree char *prompt = hyocr_task_prompt(jp->task, version, jp->fields, jp->custom_prompt, error);
     if (!prompt) return NULL;
     g_autofree char *url = image_url(job, error);
     if (!url) return NULL;
@@ -490,7 +515,7 @@ static GBytes *request_body(hyocr_remote *r, hyocr_remote_job *job, const char *
     json_builder_set_member_name(b, "model");
     json_builder_add_string_value(b, model);
     add_messages(b, url, prompt);
-    add_sampling(b, jp, r->version);
+    add_sampling(b, jp, version);
     json_builder_set_member_name(b, "stream");
     json_builder_add_boolean_value(b, TRUE);
     json_builder_set_member_name(b, "stream_options");
@@ -552,7 +577,8 @@ static void take_answer(hyocr_remote *r, hyocr_remote_job *job, hyocr_remote_rep
     hyocr_job_result *res = &job->res;
     res->raw_text_len = reply->text->len;
     res->raw_text = g_strndup(reply->text->str, reply->text->len);
-    res->text = hyocr_clean_repeated_substrings(reply->text->str, reply->text->len, r->version, &res->text_len);
+    res->text = hyocr_clean_repeated_substrings(reply->text->str, reply->text->len, hyocr_remote_model_version(r),
+                                                &res->text_len);
     if (reply->token_ids->len) res->token_ids = g_array_ref(reply->token_ids);
     res->prompt_tokens = reply->prompt_tokens > 0 ? reply->prompt_tokens : 0;
     res->stop_reason = stop_reason(reply->finish_reason);
@@ -865,6 +891,7 @@ void hyocr_remote_cancel(hyocr_remote *r)
 hyocr_remote *hyocr_remote_new(const hyocr_remote_params *p, GError **error)
 {
     g_autoptr(hyocr_remote) r = g_new0(hyocr_remote, 1);
+    r->ref = 1;
     g_mutex_init(&r->lock);
     g_cond_init(&r->cond);
     g_mutex_init(&r->event_lock);
@@ -885,23 +912,22 @@ hyocr_remote *hyocr_remote_new(const hyocr_remote_params *p, GError **error)
     r->timeout_s = p->timeout_s > 0 ? (unsigned)p->timeout_s : REMOTE_DEFAULT_TIMEOUT_S;
     r->max_retries = p->max_retries >= 0 ? p->max_retries : REMOTE_DEFAULT_RETRIES;
     r->retry_max_s = p->retry_max_s > 0 ? p->retry_max_s : REMOTE_DEFAULT_RETRY_MAX_S;
-    r->version = p->version;
+    r->version = (gint)p->version;
     r->n_workers = p->concurrency > 0 ? p->concurrency : REMOTE_DEFAULT_CONCURRENCY;
     r->workers = g_new0(GThread *, r->n_workers);
     for (int i = 0; i < r->n_workers; i++) r->workers[i] = g_thread_new("hyocr-remote", worker_main, r);
     return g_steal_pointer(&r);
 }
 
-void hyocr_remote_free(hyocr_remote *r)
+hyocr_remote *hyocr_remote_ref(hyocr_remote *r)
 {
-    if (!r) return;
-    g_mutex_lock(&r->lock);
-    r->quit = true;
-    for (guint i = 0; i < r->live->len; i++) hyocr_remote_job_cancel(r->live->pdata[i]);
-    g_cond_broadcast(&r->cond);
-    g_mutex_unlock(&r->lock);
-    for (int i = 0; i < r->n_workers; i++)
-        if (r->workers[i]) g_thread_join(r->workers[i]);
+    g_atomic_int_inc(&r->ref);
+    return r;
+}
+
+void hyocr_remote_unref(hyocr_remote *r)
+{
+    if (!r || !g_atomic_int_dec_and_test(&r->ref)) return;
     g_free(r->workers);
     g_ptr_array_unref(r->live);
     if (r->base) g_uri_unref(r->base);
@@ -914,4 +940,17 @@ void hyocr_remote_free(hyocr_remote *r)
     g_cond_clear(&r->cond);
     g_mutex_clear(&r->event_lock);
     g_free(r);
+}
+
+void hyocr_remote_free(hyocr_remote *r)
+{
+    if (!r) return;
+    g_mutex_lock(&r->lock);
+    r->quit = true;
+    for (guint i = 0; i < r->live->len; i++) hyocr_remote_job_cancel(r->live->pdata[i]);
+    g_cond_broadcast(&r->cond);
+    g_mutex_unlock(&r->lock);
+    for (int i = 0; i < r->n_workers; i++)
+        if (r->workers[i]) g_thread_join(r->workers[i]);
+    hyocr_remote_unref(r);
 }

@@ -53,7 +53,8 @@ typedef struct {
     int                 timeout_s;    /* seconds without a byte from the server before giving up; ≤ 0 = 300 */
     int                 max_retries;  /* of a 503/429; < 0 = 6 */
     double              retry_max_s;  /* the longest wait between them; ≤ 0 = 60 */
-    hyocr_model_version version;      /* which official prompts (they differ for translation); default 1.5 */
+    hyocr_model_version version;      /* which official prompts (they differ for translation) and penalty;
+                                       * default 1.5; a hyocr serve's own word replaces it */
 } hyocr_remote_params;
 
 typedef struct hyocr_remote hyocr_remote;
@@ -63,14 +64,22 @@ void hyocr_remote_params_init(hyocr_remote_params *p);
 /* Checks the URL and reads the certificate; no network (a job, or
  * hyocr_remote_check, reaches the server). */
 hyocr_remote *hyocr_remote_new(const hyocr_remote_params *p, GError **error);
-/* Cancels what is in flight or queued (their CANCELLED events come first). */
+/* Cancels what is in flight or queued (their CANCELLED events come first), then
+ * drops the owner's reference. */
 void          hyocr_remote_free(hyocr_remote *r);
+/* For another thread that asks the server (hyocr_remote_check, hyocr_remote_get_metrics)
+ * while the owner may free the remote: those calls stay valid until its unref. */
+hyocr_remote *hyocr_remote_ref(hyocr_remote *r);
+void          hyocr_remote_unref(hyocr_remote *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_remote, hyocr_remote_free)
 
 /* How messages name the server: its URL without the key or a password. */
 const char *hyocr_remote_server_name(const hyocr_remote *r);
 /* The model name jobs ask for (NULL until known: given, or hyocr_remote_check learnt it). */
 const char *hyocr_remote_model(hyocr_remote *r);
+/* The release whose prompts and penalty jobs send: params.version, or what a
+ * hyocr serve said it serves (hyocr_remote_check learns it from /v1/models). */
+hyocr_model_version hyocr_remote_model_version(hyocr_remote *r);
 
 /* Asks /v1/models (blocking): the server is reachable, trusted, takes the key and
  * is OpenAI-compatible, and serves the model (when none was given, the first it

@@ -263,6 +263,9 @@ static void on_models(hyocr_server *s, SoupServerMessage *msg)
             const hyocr_config *cfg = hyocr_engine_config(s->engine);
             json_builder_add_int_value(b, s->opt->engine.max_model_len > 0 ? s->opt->engine.max_model_len
                                                                              : cfg->text.max_position_embeddings);
+            /* a hyocr client sends this release's official prompts and penalty (remote.h) */
+            json_builder_set_member_name(b, "hyocr_model_version");
+            json_builder_add_string_value(b, cfg->version == HYOCR_MODEL_VERSION_1_0 ? "1.0" : "1.5");
         }
         json_builder_end_object(b);
     }
