@@ -6,6 +6,7 @@
  * take one CTA per (row, query head). Where a round is captured, the grids are sized for the
  * cache's capacity and the keys in use come from the cursor on the device. */
 #include "hk-common.h"
+#include "hk-rope.h"
 #include <math.h>
 
 #define APPEND_THREADS 128
@@ -29,33 +30,7 @@ static __global__ void k_qknorm_rope(void *qkv, int t, const int32_t *cursor, in
         sn[d] = hk_round(s, t);
     }
     __syncthreads();
-    const int lane = threadIdx.x & 31, heads = Hq + Hkv;
-    for (int h = threadIdx.x >> 5; h < heads; h += blockDim.x >> 5) {
-        size_t base = (size_t)row * (Hq + 2 * Hkv) * D + (size_t)h * D;
-        const void *w = h < Hq ? qn : kn;
-        int wt = h < Hq ? qnt : knt;
-        float lo[HK_ROPE_MAX_DIM / 64], hi[HK_ROPE_MAX_DIM / 64];
-        float sq = 0.0f;
-#pragma unroll
-        for (int k = 0; k < HK_ROPE_MAX_DIM / 64; k++) {
-            int i = lane + 32 * k;
-            lo[k] = hi[k] = 0.0f;
-            if (i >= half) continue;
-            lo[k] = hk_ld(qkv, t, base + i);
-            hi[k] = hk_ld(qkv, t, base + i + half);
-            sq += lo[k] * lo[k] + hi[k] * hi[k];
-        }
-        float rstd = rsqrtf(hk_warp_sum(sq) / D + eps);
-#pragma unroll
-        for (int k = 0; k < HK_ROPE_MAX_DIM / 64; k++) {
-            int i = lane + 32 * k;
-            if (i >= half) continue;
-            float x0 = hk_round(hk_round(lo[k] * rstd, t) * hk_ld(w, wt, i), t);
-            float x1 = hk_round(hk_round(hi[k] * rstd, t) * hk_ld(w, wt, i + half), t);
-            hk_st(qkv, t, base + i, x0 * cs[i] - x1 * sn[i]);
-            hk_st(qkv, t, base + i + half, x1 * cs[i + half] + x0 * sn[i + half]);
-        }
-    }
+    hk_rope_norm_heads<true>(qkv, t, row, Hq, Hkv, D, cs, sn, qn, qnt, kn, knt, eps);
 }
 
 /* k | v of row r (after Hq query heads) → cache row cursor[0] + r, rows past cap dropped. */

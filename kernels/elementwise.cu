@@ -2,6 +2,7 @@
  * activations, rotary + QK norm, position-table interpolation, gathers, the
  * finite check. */
 #include "hk-common.h"
+#include "hk-rope.h"
 #include <math.h>
 
 #define GRID_STRIDE(i, n) \
@@ -321,10 +322,6 @@ static __global__ void k_copy_rows(void *dst, int dt, size_t ds, const void *src
         hk_st(dst, dt, r * ds + c, hk_ld(src, st, r * ss + c));
 }
 
-/* Rotate-half RoPE with per-dim axis and frequency, rounded to the compute
- * type, then RMSNorm_HF over the head. The reference rounds cos/sin to the
- * model dtype; so do we. One block per row: the D cos/sin values of the row
- * once into shared memory (every head shares them), then one warp per head. */
 static __global__ void k_nonfinite(const void *x, int t, size_t n, int *flag)
 {
     bool bad = false;
@@ -333,7 +330,10 @@ static __global__ void k_nonfinite(const void *x, int t, size_t n, int *flag)
     if (__syncthreads_or(bad) && threadIdx.x == 0) *flag = 1;
 }
 
-#define ROPE_PAIRS_PER_LANE (HK_ROPE_MAX_DIM / 64)
+/* Rotate-half RoPE with per-dim axis and frequency, rounded to the compute
+ * type, then RMSNorm_HF over the head. The reference rounds cos/sin to the
+ * model dtype; so do we. One block per row: the D cos/sin values of the row
+ * once into shared memory (every head shares them), then one warp per head. */
 static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
                                      int D, hk_rope rope, const void *qn, int qnt, const void *kn, int knt,
                                      float eps)
@@ -353,32 +353,7 @@ static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos
     }
     hk_griddep_wait();
     __syncthreads();
-    const int lane = threadIdx.x & 31, heads = Hq + Hkv;
-    for (int h = threadIdx.x >> 5; h < heads; h += blockDim.x >> 5) {
-        size_t base = (size_t)row * (Hq + 2 * Hkv) * D + (size_t)h * D;
-        const void *w = h < Hq ? qn : kn;
-        int wt = h < Hq ? qnt : knt;
-        float lo[ROPE_PAIRS_PER_LANE], hi[ROPE_PAIRS_PER_LANE];
-        float sq = 0.0f;
-#pragma unroll
-        for (int k = 0; k < ROPE_PAIRS_PER_LANE; k++) {
-            int i = lane + 32 * k;
-            lo[k] = hi[k] = 0.0f;
-            if (i >= half) continue;
-            float x0 = hk_ld(qkv, t, base + i), x1 = hk_ld(qkv, t, base + i + half);
-            lo[k] = hk_round(x0 * cs[i] - x1 * sn[i], t);
-            hi[k] = hk_round(x1 * cs[i + half] + x0 * sn[i + half], t);
-            sq += lo[k] * lo[k] + hi[k] * hi[k];
-        }
-        float rstd = rsqrtf(hk_warp_sum(sq) / D + eps);
-#pragma unroll
-        for (int k = 0; k < ROPE_PAIRS_PER_LANE; k++) {
-            int i = lane + 32 * k;
-            if (i >= half) continue;
-            hk_st(qkv, t, base + i, hk_round(lo[k] * rstd, t) * hk_ld(w, wt, i));
-            hk_st(qkv, t, base + i + half, hk_round(hi[k] * rstd, t) * hk_ld(w, wt, i + half));
-        }
-    }
+    hk_rope_norm_heads<false>(qkv, t, row, Hq, Hkv, D, cs, sn, qn, qnt, kn, knt, eps);
 }
 
 extern "C" {
