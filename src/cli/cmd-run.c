@@ -456,22 +456,6 @@ static bool close_dump(run_ctx *ctx, const hyocr_job_result *res, GError **error
     return write_ids(ctx->dump_dir, res->token_ids, error);
 }
 
-static void json_timings(JsonBuilder *b, const hyocr_timings *t)
-{
-    json_builder_set_member_name(b, "timings");
-    json_builder_begin_object(b);
-    const struct { const char *k; double v; } f[] = {
-        { "preprocess_ms", t->preprocess_ms }, { "vision_ms", t->vision_ms }, { "prefill_ms", t->prefill_ms },
-        { "decode_ms", t->decode_ms }, { "total_ms", t->total_ms }, { "first_token_ms", t->first_token_ms },
-        { "decode_tokens_per_s", t->decode_tokens_per_s },
-    };
-    for (size_t i = 0; i < G_N_ELEMENTS(f); i++) {
-        json_builder_set_member_name(b, f[i].k);
-        json_builder_add_double_value(b, f[i].v);
-    }
-    json_builder_end_object(b);
-}
-
 static void json_memory(JsonBuilder *b, const hyocr_mem_info *m)
 {
     json_builder_set_member_name(b, "memory");
@@ -547,7 +531,7 @@ static void json_result(JsonBuilder *b, const char *backend, const hyocr_job_res
     json_builder_add_double_value(b, g_ascii_strtod(rp, NULL));
     json_builder_set_member_name(b, "backend");
     json_builder_add_string_value(b, backend ? backend : "");
-    json_timings(b, &r->timings);
+    hyocr_export_add_timings(b, &r->timings);
     json_memory(b, &r->memory);
     json_builder_end_object(b);
 }

@@ -149,7 +149,7 @@ static void json_lines(JsonBuilder *b, const char *text, const hyocr_export_geom
     json_builder_end_array(b);
 }
 
-static void json_timings(JsonBuilder *b, const hyocr_timings *t)
+void hyocr_export_add_timings(JsonBuilder *b, const hyocr_timings *t)
 {
     json_builder_set_member_name(b, "timings");
     json_builder_begin_object(b);
@@ -206,7 +206,7 @@ static bool json_page(JsonBuilder *b, const hyocr_export *ex, const hyocr_export
     member_int(b, "image_width", p->image_width);
     member_int(b, "image_height", p->image_height);
     if (p->task == HYOCR_TASK_SPOTTING && p->text) json_lines(b, p->text, &g);
-    if (p->timings) json_timings(b, p->timings);
+    if (p->timings) hyocr_export_add_timings(b, p->timings);
     json_builder_end_object(b);
     return true;
 }

@@ -18,6 +18,7 @@
 #include "document.h"
 #include "hyocr.h"
 #include <glib.h>
+#include <json-glib/json-glib.h>
 #include <stdbool.h>
 
 G_BEGIN_DECLS
@@ -59,6 +60,9 @@ bool        hyocr_export_is_markdown(hyocr_task task);
  * writes for it (md4c; formulas between \( \) and \[ \]); raw HTML in it is kept, so
  * whoever shows it forbids scripts. NULL when this build has no md4c. */
 char       *hyocr_export_markdown_html(const char *markdown);
+/* A "timings" member (milliseconds, decode tokens/s) into the object b is building: the one
+ * shape of a job's timings in every JSON we write (exports, hyocr run --format json). */
+void        hyocr_export_add_timings(JsonBuilder *b, const hyocr_timings *t);
 /* Writes the whole file or nothing (a temporary file renamed into place). */
 bool        hyocr_export_write(const hyocr_export *ex, hyocr_export_format format, const char *path, GError **error);
 
