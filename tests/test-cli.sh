@@ -342,6 +342,13 @@ assert a['token_ids'] == b['token_ids'] and a['token_ids'], (a, b)" "$tmp/defaul
 expect 1 "no model is installed \(.*/empty-xdg/hyocr/models/HunyuanOCR-1.5 lacks config.json\): get one with .hyocr download." -- env XDG_DATA_HOME="$tmp/empty-xdg" "$HYOCR" run "${nomodel[@]}"
 # -n 0 is refused, not taken for the default
 expect 1 "--max-new-tokens: expected 1 or more, got 0" -- "$HYOCR" run --model "$flat" --image "$one" -n 0
+for bad in 8X 8GiBx "" -1 G; do
+    expect 1 "--gpu-memory-limit: expected bytes \\(8G, 2500M\\) or a fraction of the card \\(0.5\\), got “$bad”" -- \
+        "$HYOCR" run --model "$flat" --image "$one" --gpu-memory-limit "$bad"
+done
+for bad in 0.5K 1T 12Q; do
+    expect 2 "--max-request-size: expected bytes \\(64M, 1G\\), got “$bad”" -- "$HYOCR" serve --model "$flat" --max-request-size "$bad"
+done
 # run --help names every task and the default of --max-new-tokens
 "$HYOCR" run --help >"$tmp/help.txt"
 missing=""

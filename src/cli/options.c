@@ -26,24 +26,31 @@ bool hyocr_cli_parse_dtype(const char *s, hyocr_compute_dtype *out, GError **err
     return false;
 }
 
+/* A number with an optional K/M/G suffix (and "B" or "iB" after it): the number and the
+ * suffix's scale, or false when s is not that. */
+static bool parse_size(const char *s, double *v, double *scale)
+{
+    char *end = NULL;
+    *v = s ? g_ascii_strtod(s, &end) : 0;
+    *scale = 1;
+    if (!s || end == s) return false;
+    if (!*end) return true;
+    switch (g_ascii_toupper(*end)) {
+    case 'K': *scale = 1024.0; break;
+    case 'M': *scale = 1024.0 * 1024; break;
+    case 'G': *scale = 1024.0 * 1024 * 1024; break;
+    default: return false;
+    }
+    return !end[1] || !g_ascii_strcasecmp(end + 1, "iB") || !g_ascii_strcasecmp(end + 1, "B");
+}
+
 /* "0.5" is a fraction of the card (negative in the engine params, resolved by the
  * backend once it knows the card); "8G", "2500M", "123456" are bytes. */
 bool hyocr_cli_parse_memory_limit(const char *s, int64_t *out, GError **error)
 {
     if (!s) return true;
-    char *end = NULL;
-    double v = g_ascii_strtod(s, &end);
-    double scale = 1;
-    if (end && *end) {
-        switch (g_ascii_toupper(*end)) {
-        case 'K': scale = 1024.0; break;
-        case 'M': scale = 1024.0 * 1024; break;
-        case 'G': scale = 1024.0 * 1024 * 1024; break;
-        default: scale = 0;
-        }
-        if (end[1] && g_ascii_strcasecmp(end + 1, "iB") && g_ascii_strcasecmp(end + 1, "B")) scale = 0;
-    }
-    if (end == s || scale == 0 || v <= 0) {
+    double v, scale;
+    if (!parse_size(s, &v, &scale) || v <= 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     _("--gpu-memory-limit: expected bytes (8G, 2500M) or a fraction of the card (0.5), got “%s”"), s);
         return false;
@@ -55,19 +62,8 @@ bool hyocr_cli_parse_memory_limit(const char *s, int64_t *out, GError **error)
 /* "64M", "1G", "500000": bytes, for opt (named in the message). */
 bool hyocr_cli_parse_bytes(const char *opt, const char *s, int64_t *out, GError **error)
 {
-    char *end = NULL;
-    double v = s ? g_ascii_strtod(s, &end) : 0;
-    double scale = 1;
-    if (end && *end) {
-        switch (g_ascii_toupper(*end)) {
-        case 'K': scale = 1024.0; break;
-        case 'M': scale = 1024.0 * 1024; break;
-        case 'G': scale = 1024.0 * 1024 * 1024; break;
-        default: scale = 0;
-        }
-        if (end[1] && g_ascii_strcasecmp(end + 1, "iB") && g_ascii_strcasecmp(end + 1, "B")) scale = 0;
-    }
-    if (!s || end == s || scale == 0 || v < 1 || v * scale > 9e18) {
+    double v, scale;
+    if (!parse_size(s, &v, &scale) || v < 1 || v * scale > 9e18) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s: expected bytes (64M, 1G), got “%s”"), opt,
                     s ? s : "");
         return false;
