@@ -152,11 +152,20 @@ static char *error_words(const GError *err, const char *model)
     return g_strdup(err->message);
 }
 
-/* Warnings only (e.g. the CUDA → CPU fallback); info lines would be noise. */
+/* Warnings only; info lines would be noise. */
 static void on_log(hyocr_log_level level, const char *message, void *data)
 {
     (void)data;
     if (level >= HYOCR_LOG_WARNING) fprintf(stderr, "hyocr: %s\n", message);
+}
+
+/* The engine, with the CUDA → CPU fallback said once on stderr. */
+static hyocr_engine *open_engine(const hyocr_engine_params *ep, GError **error)
+{
+    hyocr_engine *eng = hyocr_engine_init(ep, error);
+    const GError *why = eng ? hyocr_engine_get_cuda_unusable(eng) : NULL;
+    if (why) fprintf(stderr, _("hyocr: the GPU is not usable (%s); running on the CPU\n"), why->message);
+    return eng;
 }
 
 static void dump_failed(run_ctx *ctx, GError *err)
@@ -662,7 +671,7 @@ static bool cmd_run(run_opts *o, const hyocr_cli_page *pg, hyocr_job_result *res
     jp.document = pg->doc;
     jp.page = pg->page;
     jp.name = pg->label;
-    g_autoptr(hyocr_engine) eng = hyocr_engine_init(&ep, error);
+    g_autoptr(hyocr_engine) eng = open_engine(&ep, error);
     if (!eng) return false;
 
     run_ctx ctx = { .eng = eng, .json = o->format && strcmp(o->format, "text"), .dump_dir = o->dump };
@@ -947,7 +956,7 @@ static bool open_target(run_opts *o, run_target *t, GError **error)
     if (o->server) return (t->remote = open_remote(o, error)) != NULL;
 #endif
     hyocr_engine_params ep;
-    return fill_engine(o, &ep, error) && (t->eng = hyocr_engine_init(&ep, error));
+    return fill_engine(o, &ep, error) && (t->eng = open_engine(&ep, error));
 }
 
 static void close_target(run_target *t)

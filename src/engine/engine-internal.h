@@ -16,6 +16,7 @@ struct hyocr_engine {
     char               *model_dir;
     hyocr_engine_params params;           /* as given (model_dir → ours), for a reload in another dtype */
     hyocr_tuning        tuning;           /* the HYOCR_* switches, read once at init (tuning.h) */
+    GError             *cuda_unusable;    /* why CUDA was not used though the device was auto */
     hyocr_log_fn        log;
     void               *log_data;
     hyocr_checkpoint   *ck;

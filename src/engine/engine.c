@@ -74,7 +74,10 @@ static hyocr_backend *open_backend(hyocr_engine *eng, const hyocr_engine_params 
         g_propagate_error(error, g_steal_pointer(&local));
         return NULL;
     }
-    hyocr_engine_log(eng, HYOCR_LOG_WARNING, "CUDA not usable (%s); running on the CPU", local->message);
+    /* Data for the front ends to word where it belongs (the CLI's stderr, the app's
+     * Preferences), not a warning every load would repeat. */
+    hyocr_engine_log(eng, HYOCR_LOG_INFO, "CUDA not usable (%s); running on the CPU", local->message);
+    eng->cuda_unusable = g_steal_pointer(&local);
 #else
     if (p->device == HYOCR_DEVICE_CUDA) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND,
@@ -329,8 +332,14 @@ void hyocr_engine_free(hyocr_engine *eng)
     hyocr_checkpoint_free(eng->ck);
     hyocr_spec_standin_free(eng->standin);
     g_free(eng->model_dir);
+    g_clear_error(&eng->cuda_unusable);
     g_mutex_clear(&eng->model_lock);
     g_free(eng);
+}
+
+const GError *hyocr_engine_get_cuda_unusable(const hyocr_engine *eng)
+{
+    return eng->cuda_unusable;
 }
 
 const hyocr_config *hyocr_engine_config(const hyocr_engine *eng)

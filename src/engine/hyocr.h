@@ -115,6 +115,10 @@ void          hyocr_engine_free(hyocr_engine *eng);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_engine, hyocr_engine_free)
 
 const hyocr_config *hyocr_engine_config(const hyocr_engine *eng);
+/* Why the engine runs on the CPU though HYOCR_DEVICE_AUTO asked for the GPU (the CUDA
+ * backend's error), or NULL: it runs on CUDA, the CPU was asked for, or the build has no
+ * CUDA. The front ends say it in their own words, once. */
+const GError       *hyocr_engine_get_cuda_unusable(const hyocr_engine *eng);
 /* The backend's name, for showing ("cpu", "cuda"; "none" after a failed precision reload). */
 const char         *hyocr_engine_backend_name(const hyocr_engine *eng);
 /* The kind of backend the engine runs on, for deciding by (HYOCR_BACKEND_NONE after a

@@ -402,6 +402,8 @@ static gboolean on_loaded(gpointer data)
     } else {
         s->engine = l->engine;
         if (s->state == STATE_LOADING) s->state = STATE_READY;
+        const GError *why = hyocr_engine_get_cuda_unusable(s->engine);
+        if (why) fprintf(stderr, _("hyocr serve: the GPU is not usable (%s); running on the CPU\n"), why->message);
         fprintf(stderr, _("hyocr serve: ready: model %s on the %s backend\n"), hyocr_server_model_name(s),
                 hyocr_engine_backend_name(s->engine));
         fflush(stderr);
