@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The engine speaks in its own terms, translatably: no string literal in
 src/engine names a front end's command-line option ("--max-side", "--endpoint",
-...), since front ends word what the engine returns as data (error.h, memplan.h,
+...) or command ("hyocr download"), since front ends word what the engine returns as data (error.h, memplan.h,
 download.h) in their own terms; and the message of every error the engine sets
 is translatable (its format wrapped in _()). TAP output; argument: the source
 root."""
@@ -14,6 +14,7 @@ ALLOWED = {
     "flatpak override --user --device=dri io.github.hyocr.Hyocr",
 }
 
+COMMAND = re.compile(r"\bhyocr (download|models|run|serve)\b")
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 
 # Calls whose format argument is a message (GLib's and the files' own helpers).
@@ -86,7 +87,7 @@ def main():
         for m in LITERAL.finditer(text):
             s = m.group(1)
             # an option is "--" and a letter; "<!--", "-->" and "---" in written files are not
-            if re.search(r"--[A-Za-z]", s) and s not in ALLOWED:
+            if (re.search(r"--[A-Za-z]", s) or COMMAND.search(s)) and s not in ALLOWED:
                 line = text.count("\n", 0, m.start()) + 1
                 bad.append(f"{f.relative_to(root)}:{line}: \"{s}\"")
         n += 1

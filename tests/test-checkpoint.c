@@ -739,14 +739,15 @@ static void test_folder_errors(void)
 {
     g_autofree char *dir = hyocr_test_tmpdir();
     g_autofree char *nowhere = g_build_filename(dir, "no-such-model", NULL);
-    EXPECT_OPEN_ERR(nowhere, HYOCR_ERROR_IO, nowhere, "no such folder", "hyocr download");
-    EXPECT_OPEN_ERR(dir, HYOCR_ERROR_IO, dir, "not a HunyuanOCR checkpoint folder: config.json missing", "hyocr download");
+    /* a missing model is data (the code): each front end says how its user gets one */
+    EXPECT_OPEN_ERR(nowhere, HYOCR_ERROR_MODEL_MISSING, nowhere, "no such folder");
+    EXPECT_OPEN_ERR(dir, HYOCR_ERROR_MODEL_MISSING, dir, "not a HunyuanOCR checkpoint folder: config.json missing");
     put(dir, "config.json", FLAT_CONFIG);
     g_autofree char *file = g_build_filename(dir, "config.json", NULL);
     EXPECT_OPEN_ERR(file, HYOCR_ERROR_IO, file, "not a folder");
     EXPECT_OPEN_ERR(dir, HYOCR_ERROR_IO, "preprocessor_config.json missing");
     put(dir, "preprocessor_config.json", PREPROC);
-    EXPECT_OPEN_ERR(dir, HYOCR_ERROR_IO, "no model.safetensors or model.safetensors.index.json", dir);
+    EXPECT_OPEN_ERR(dir, HYOCR_ERROR_MODEL_MISSING, "no model.safetensors or model.safetensors.index.json", dir);
     hyocr_test_rmdir(dir);
 }
 

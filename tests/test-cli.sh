@@ -340,6 +340,8 @@ import json, sys
 a, b = json.load(open(sys.argv[1]))[0], json.load(open(sys.argv[2]))[0]
 assert a['token_ids'] == b['token_ids'] and a['token_ids'], (a, b)" "$tmp/default.json" "$tmp/one.json"
 expect 1 "no model is installed \(.*/empty-xdg/hyocr/models/HunyuanOCR-1.5 lacks config.json\): get one with .hyocr download." -- env XDG_DATA_HOME="$tmp/empty-xdg" "$HYOCR" run "${nomodel[@]}"
+# a model folder that is not there: the engine's reason, the CLI's remedy
+expect 1 "model folder $tmp/no-such-model does not exist or is not a folder; get the model with .hyocr download., or give its folder with --model DIR" -- "$HYOCR" run --model "$tmp/no-such-model" --image "$one"
 # -n 0 is refused, not taken for the default
 expect 1 "--max-new-tokens: expected 1 or more, got 0" -- "$HYOCR" run --model "$flat" --image "$one" -n 0
 for bad in 8X 8GiBx "" -1 G; do

@@ -136,6 +136,9 @@ static char *error_words(const GError *err, const char *model)
 {
     const hyocr_memplan *plan = hyocr_error_get_memplan(err);
     if (plan) return refusal_words(plan, model);
+    if (g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_MODEL_MISSING))
+        return g_strdup_printf(_("%s; get the model with `hyocr download`, or give its folder with --model DIR"),
+                               err->message);
     if (g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_PASSWORD))
         return g_strdup_printf(_("%s (give the password in a file with --password-file FILE)"), err->message);
 #ifdef HYOCR_CLI_REMOTE

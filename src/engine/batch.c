@@ -317,7 +317,7 @@ static void nonfinite(hyocr_sched *s, job_state *st, const char *where)
     }
     end_job(s, st, g_error_new(HYOCR_ERROR, HYOCR_ERROR_CHECKPOINT,
                                _("%s: the model produced NaN/Inf in the %s on the %s backend (%s); the checkpoint "
-                                 "may be corrupt: download it again (hyocr download)"),
+                                 "may be corrupt: download it again"),
                                job_name(st), where, s->eng->be->ops->name,
                                s->eng->be->dtype == HYOCR_COMPUTE_F32 ? "fp32" : "bf16"));
 }

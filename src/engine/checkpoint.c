@@ -339,9 +339,9 @@ void hyocr_checkpoint_free(hyocr_checkpoint *ck)
 static bool check_dir(const char *dir, GError **error)
 {
     if (!g_file_test(dir, G_FILE_TEST_EXISTS)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    _("%s: no such folder. Choose the folder that holds the HunyuanOCR model (config.json, "
-                    "model.safetensors, ...) or download it with `hyocr download`"), dir);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_MODEL_MISSING,
+                    _("%s: no such folder (the HunyuanOCR model's folder holds config.json, model.safetensors, ...)"),
+                    dir);
         return false;
     }
     if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {

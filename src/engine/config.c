@@ -483,9 +483,8 @@ static bool parse_config_json(const char *dir, hyocr_config *cfg, int32_t *eos_l
 {
     g_autofree char *path = g_build_filename(dir, "config.json", NULL);
     if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    _("%s is not a HunyuanOCR checkpoint folder: config.json missing. Download the model with "
-                      "`hyocr download` or choose the folder that holds config.json"), dir);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_MODEL_MISSING,
+                    _("%s is not a HunyuanOCR checkpoint folder: config.json missing"), dir);
         return false;
     }
     g_autoptr(JsonObject) top = json_load_object(path, error);

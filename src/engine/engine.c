@@ -130,9 +130,8 @@ static bool check_model_dir(const char *dir, GError **error)
         return false;
     }
     if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                    _("model folder %s does not exist or is not a folder; download the model "
-                    "(hyocr download) or pass the folder holding config.json"), dir);
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_MODEL_MISSING,
+                    _("model folder %s does not exist or is not a folder"), dir);
         return false;
     }
     return true;

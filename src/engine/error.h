@@ -26,6 +26,8 @@ typedef enum {
     HYOCR_ERROR_INVALID_ARGUMENT,
     HYOCR_ERROR_PASSWORD,    /* the document is encrypted: no password, or not the right one */
     HYOCR_ERROR_BUSY,        /* the engine's queue is full: try again later */
+    HYOCR_ERROR_MODEL_MISSING, /* no model where one was looked for, or not its files: the front end
+                                * says how its user gets one (hyocr download, the app's Models page) */
 } HyocrError;
 
 typedef struct hyocr_memplan hyocr_memplan;   /* memplan.h */

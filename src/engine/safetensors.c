@@ -608,9 +608,8 @@ hyocr_safetensors *hyocr_safetensors_open_dir(const char *dir, GError **error)
     if (g_file_test(index, G_FILE_TEST_EXISTS)) return open_index(dir, index, error);
     g_autofree char *single = g_build_filename(dir, "model.safetensors", NULL);
     if (g_file_test(single, G_FILE_TEST_EXISTS)) return hyocr_safetensors_open_file(single, error);
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO,
-                _("no model.safetensors or model.safetensors.index.json in %s; the weights were not downloaded; "
-                  "download the model with `hyocr download` or choose the folder that holds them"), dir);
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_MODEL_MISSING,
+                _("no model.safetensors or model.safetensors.index.json in %s: the weights were not downloaded"), dir);
     return NULL;
 }
 

@@ -6,6 +6,7 @@
  * before the body is read; logs one
  * line per request; and on SIGTERM (or SIGINT) drains: new requests get 503,
  * the ones in flight finish, then it exits. A second signal cancels them. */
+#include "error.h"
 #include "server.h"
 #include "json.h"
 #include "hyocr-build-config.h"
@@ -395,7 +396,12 @@ static gboolean on_loaded(gpointer data)
     loaded *l = data;
     hyocr_server *s = l->server;
     g_thread_join(g_steal_pointer(&s->loader));
-    if (!l->engine) {
+    if (!l->engine && g_error_matches(l->error, HYOCR_ERROR, HYOCR_ERROR_MODEL_MISSING)) {
+        fprintf(stderr, _("hyocr serve: %s; get the model with `hyocr download`, or give its folder with --model DIR\n"),
+                l->error->message);
+        s->exit_status = 1;
+        g_main_loop_quit(s->loop);
+    } else if (!l->engine) {
         fprintf(stderr, _("hyocr serve: %s\n"), l->error->message);
         s->exit_status = 1;
         g_main_loop_quit(s->loop);
