@@ -33,7 +33,7 @@ opt="Checkpoint folder"
 expect "option help (GOption) follows LANG=$zh" "$(run_zh inspect --help)" "$(tr_zh "$opt")"
 
 # An engine (libhyocr) message: the text after the file name.
-eng='%s: no such folder. Choose the folder that holds the HunyuanOCR model (config.json, model.safetensors, ...) or download it with `hyocr download`'
+eng="%s: no such folder (the HunyuanOCR model's folder holds config.json, model.safetensors, ...)"
 tail=$(tr_zh "$eng"); tail=${tail#%s}; tail=${tail:0:12}
 out=$(run_zh inspect --model /nonexistent/hyocr-model)
 if [ "$(tr_zh "$eng")" != "$eng" ]; then expect "engine errors follow LANG=$zh" "$out" "$tail"

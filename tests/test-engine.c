@@ -498,7 +498,7 @@ static void test_missing_model_dir(void)
     ep.model_dir = "/nonexistent/hyocr-model";
     ep.device = HYOCR_DEVICE_CPU;
     g_assert_null(hyocr_engine_init(&ep, &err));
-    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_IO);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_MODEL_MISSING);
     g_assert_nonnull(strstr(err->message, "/nonexistent/hyocr-model"));
     g_clear_error(&err);
 
@@ -506,7 +506,7 @@ static void test_missing_model_dir(void)
     g_autofree char *tmp = hyocr_test_tmpdir();
     ep.model_dir = tmp;
     g_assert_null(hyocr_engine_init(&ep, &err));
-    g_assert_nonnull(err);
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_MODEL_MISSING);
     g_assert_nonnull(strstr(err->message, tmp));
     hyocr_test_rmdir(tmp);
 }

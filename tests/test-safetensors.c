@@ -512,7 +512,7 @@ static void test_index_preferred(void)
     g_unlink(single);
     g_autoptr(hyocr_safetensors) st3 = hyocr_safetensors_open_dir(dir, &err);
     g_assert_null(st3);
-    ASSERT_ERR(err, HYOCR_ERROR_IO, "no model.safetensors or model.safetensors.index.json", dir);
+    ASSERT_ERR(err, HYOCR_ERROR_MODEL_MISSING, "no model.safetensors or model.safetensors.index.json", dir);
     hyocr_test_rmdir(dir);
 }
 
