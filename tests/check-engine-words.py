@@ -14,7 +14,7 @@ ALLOWED = {
     "flatpak override --user --device=dri io.github.hyocr.Hyocr",
 }
 
-COMMAND = re.compile(r"\bhyocr (download|models|run|serve)\b")
+COMMAND = re.compile(r"\bhyocr (download|models|run)\b")   # "hyocr serve" names a kind of server too
 LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 
 # Calls whose format argument is a message (GLib's and the files' own helpers).
