@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 mkdir -p .device/debs
 cd .device/debs
 apt-get download libsoup-3.0-0 libsoup-3.0-dev libsoup-3.0-common libnghttp2-14 libnghttp2-dev libpsl5 \
-    libpsl-dev libsqlite3-0 libsqlite3-dev libbrotli1 libbrotli-dev libsysprof-capture-4-dev zlib1g-dev \
+    libpsl-dev libsqlite3-0 libsqlite3-dev libbrotli1 libbrotli-dev libsysprof-4-dev zlib1g-dev \
     libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1
 ls -1 *.deb | wc -l
