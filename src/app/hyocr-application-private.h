@@ -10,6 +10,7 @@ struct _HyocrApplication {
     AdwApplication parent_instance;
     char          *model_override;
     guint          n_notifications;
+    gboolean       capture;          /* --capture: the window is not shown */
 };
 
 void         hyocr_application_setup_actions(HyocrApplication *self);
@@ -17,5 +18,7 @@ void         hyocr_application_setup_actions(HyocrApplication *self);
 HyocrWindow *hyocr_application_ensure_window(HyocrApplication *self);
 /* Desktop notifications asked for so far (sent or not: tests have no session bus). */
 guint        hyocr_application_get_n_notifications(HyocrApplication *self);
+/* A capture's answer is on the clipboard (or it failed): said with "Open". */
+void         hyocr_application_notify_capture(HyocrApplication *self, HyocrJob *job);
 
 G_END_DECLS

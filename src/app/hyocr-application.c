@@ -1,5 +1,6 @@
 /* hyocr-gtk — application. */
 #include "hyocr-application-private.h"
+#include "hyocr-window-private.h"
 #include "hyocr-build-config.h"
 #include <glib/gi18n.h>
 
@@ -10,6 +11,8 @@ G_DEFINE_FINAL_TYPE(HyocrApplication, hyocr_application, ADW_TYPE_APPLICATION)
 static const GOptionEntry option_entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, NULL, N_("Model folder to use for this session"), N_("DIR") },
     { "version", 0, 0, G_OPTION_ARG_NONE, NULL, N_("Show the version and exit"), NULL },
+    { "capture", 0, 0, G_OPTION_ARG_NONE, NULL,
+      N_("Capture a region of the screen and put its text on the clipboard (to bind to a shortcut)"), NULL },
     { G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, NULL, NULL, N_("[IMAGE…]") },
     { NULL },
 };
@@ -66,6 +69,11 @@ static int hyocr_application_command_line(GApplication *app, GApplicationCommand
     }
     g_autoptr(GPtrArray) files = files_from_args(cmdline, options);
     HyocrWindow *win = hyocr_application_ensure_window(self);
+    if (g_variant_dict_contains(options, "capture")) {
+        /* the window stays hidden unless it is shown already; "Open" shows it */
+        hyocr_window_capture(win);
+        if (!files->len) return 0;
+    }
     gtk_window_present(GTK_WINDOW(win));
     if (files->len) hyocr_window_add_files(win, (GFile **)files->pdata, files->len);
     return 0;
@@ -147,6 +155,21 @@ void hyocr_application_notify_job(HyocrApplication *self, HyocrJob *job)
     /* Without a session bus nobody would show it, and GLib would complain. */
     if (g_application_get_dbus_connection(G_APPLICATION(self)))
         g_application_send_notification(G_APPLICATION(self), NOTIFICATION_ID, n);
+}
+
+void hyocr_application_notify_capture(HyocrApplication *self, HyocrJob *job)
+{
+    gboolean ok = hyocr_job_get_state(job) == HYOCR_JOB_DONE;
+    g_autoptr(GNotification) n = g_notification_new(ok ? _("Text Copied") : _("The Capture Was Not Read"));
+    g_autofree char *body = notification_body(job);
+    g_notification_set_body(n, body);
+    g_autoptr(GIcon) icon = g_themed_icon_new(HYOCR_APP_ID);
+    g_notification_set_icon(n, icon);
+    g_notification_set_default_action_and_target(n, "app.show-job", "u", hyocr_job_get_id(job));
+    g_notification_add_button_with_target(n, _("Open"), "app.show-job", "u", hyocr_job_get_id(job));
+    self->n_notifications++;
+    if (g_application_get_dbus_connection(G_APPLICATION(self)))
+        g_application_send_notification(G_APPLICATION(self), "capture", n);
 }
 
 guint hyocr_application_get_n_notifications(HyocrApplication *self)

@@ -118,6 +118,11 @@ static void clear_finished_action(GtkWidget *widget, const char *name, GVariant 
     hyocr_window_remove_finished(HYOCR_WINDOW(widget));
 }
 
+static void capture_action(GtkWidget *widget, const char *name, GVariant *param)
+{
+    hyocr_window_capture(HYOCR_WINDOW(widget));
+}
+
 static void undo_remove_action(GtkWidget *widget, const char *name, GVariant *param)
 {
     hyocr_window_undo_remove(HYOCR_WINDOW(widget));
@@ -228,6 +233,7 @@ static void add_bindings(GtkWidgetClass *wc)
     gtk_widget_class_add_binding_action(wc, GDK_KEY_o, GDK_CONTROL_MASK, "win.open", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_v, GDK_CONTROL_MASK, "win.paste", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_h, GDK_CONTROL_MASK, "win.show-history", NULL);   /* toggles */
+    gtk_widget_class_add_binding_action(wc, GDK_KEY_g, GDK_CONTROL_MASK, "win.capture", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_s, GDK_CONTROL_MASK, "win.save-result", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_c, GDK_CONTROL_MASK | GDK_SHIFT_MASK, "win.copy-result", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_Escape, 0, "win.cancel-job", NULL);
@@ -249,6 +255,7 @@ void hyocr_window_install_actions(HyocrWindowClass *klass)
     gtk_widget_class_install_action(wc, "win.remove-job", "u", remove_job_action);
     gtk_widget_class_install_action(wc, "win.clear-finished", NULL, clear_finished_action);
     gtk_widget_class_install_action(wc, "win.undo-remove", NULL, undo_remove_action);
+    gtk_widget_class_install_action(wc, "win.capture", NULL, capture_action);
     gtk_widget_class_install_action(wc, "win.next-job", NULL, next_job_action);
     gtk_widget_class_install_action(wc, "win.previous-job", NULL, previous_job_action);
     gtk_widget_class_install_action(wc, "win.choose-model-folder", NULL, choose_model_folder_action);

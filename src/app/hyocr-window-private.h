@@ -49,6 +49,9 @@ struct _HyocrWindow {
     gboolean         close_confirmed;
     GArray          *removed;           /* the last removal's jobs, for Undo */
     AdwToast        *undo_toast;        /* its toast while shown */
+    struct _XdpPortal *portal;          /* hyocr-window-capture.c */
+    gboolean         capturing, capture_held;
+    guint            n_captures;        /* captures ended (answered, cancelled or failed) */
     guint            n_history_writes;
     char            *server_key;        /* typed in Preferences this session (the keyring keeps it too) */
     gboolean         gauge_asking;      /* a server's /metrics is being asked */
@@ -90,6 +93,13 @@ void      hyocr_window_history_finish(HyocrWindow *self, HyocrJob *job);
 HyocrJob *hyocr_window_history_open(HyocrWindow *self, gint64 id);
 /* An entry's image queued again with the options it had (stored as a new entry). */
 HyocrJob *hyocr_window_history_run_again(HyocrWindow *self, gint64 id);
+
+/* hyocr-window-capture.c */
+/* Capture Screen Region: the portal's interactive screenshot, run with the preset;
+ * the answer goes on the clipboard with a notification. */
+void      hyocr_window_capture(HyocrWindow *self);
+void      hyocr_window_clear_capture(HyocrWindow *self);
+guint     hyocr_window_get_n_captures(HyocrWindow *self);
 
 /* hyocr-window-guard.c */
 void      hyocr_window_setup_guard(HyocrWindow *self);

@@ -639,6 +639,7 @@ static void hyocr_window_dispose(GObject *object)
     if (self->worker) hyocr_worker_shutdown(self->worker);
     hyocr_window_close_history(self);
     hyocr_window_clear_guard(self);
+    hyocr_window_clear_capture(self);
     if (self->result_view) hyocr_result_view_set_job(self->result_view, NULL);
     if (self->job_list) gtk_list_box_bind_model(self->job_list, NULL, NULL, NULL, NULL);
     /* The preferences window may keep the settings object alive past us. */

@@ -1,0 +1,269 @@
+/* Capture Screen Region (hyocr-window-capture.c) against a test double of the XDG
+ * Screenshot portal on a private session bus (the test runs under dbus-run-session):
+ * this program, started again with --portal-double, owns org.freedesktop.portal.Desktop
+ * and answers Screenshot with the real Request/Response protocol, and owns
+ * org.freedesktop.Notifications to record what the app notifies. What it answers is
+ * read from a file the test writes before each capture: a PNG path, or "cancel". */
+#include "app-test.h"
+#include "hyocr-build-config.h"
+#include <glib/gstdio.h>
+
+#define DOUBLE_ARG "--portal-double"
+
+static const char double_xml[] =
+    "<node>"
+    "  <interface name='org.freedesktop.portal.Screenshot'>"
+    "    <method name='Screenshot'>"
+    "      <arg type='s' name='parent_window' direction='in'/>"
+    "      <arg type='a{sv}' name='options' direction='in'/>"
+    "      <arg type='o' name='handle' direction='out'/>"
+    "    </method>"
+    "    <property name='version' type='u' access='read'/>"
+    "  </interface>"
+    "  <interface name='org.freedesktop.Notifications'>"
+    "    <method name='Notify'>"
+    "      <arg type='s' direction='in'/><arg type='u' direction='in'/><arg type='s' direction='in'/>"
+    "      <arg type='s' direction='in'/><arg type='s' direction='in'/><arg type='as' direction='in'/>"
+    "      <arg type='a{sv}' direction='in'/><arg type='i' direction='in'/>"
+    "      <arg type='u' direction='out'/>"
+    "    </method>"
+    "    <method name='GetCapabilities'><arg type='as' direction='out'/></method>"
+    "  </interface>"
+    "</node>";
+
+/* ---- the double (its own process) ---- */
+
+static char *control_path;
+
+static void answer_screenshot(GDBusConnection *bus, const char *sender, GVariant *params,
+                              GDBusMethodInvocation *inv)
+{
+    g_autoptr(GVariant) options = g_variant_get_child_value(params, 1);
+    const char *token = "t";
+    g_variant_lookup(options, "handle_token", "&s", &token);
+    g_autofree char *who = g_strdup(sender + 1);
+    g_strdelimit(who, ".", '_');
+    g_autofree char *handle = g_strdup_printf("/org/freedesktop/portal/desktop/request/%s/%s", who, token);
+    g_dbus_method_invocation_return_value(inv, g_variant_new("(o)", handle));
+    g_autofree char *what = NULL;
+    g_file_get_contents(control_path, &what, NULL, NULL);
+    g_strstrip(what);
+    gboolean cancel = g_str_equal(what, "cancel");
+    GVariantBuilder results;
+    g_variant_builder_init(&results, G_VARIANT_TYPE_VARDICT);
+    if (!cancel) {
+        g_autofree char *uri = g_filename_to_uri(what, NULL, NULL);
+        g_variant_builder_add(&results, "{sv}", "uri", g_variant_new_string(uri));
+    }
+    g_dbus_connection_emit_signal(bus, sender, handle, "org.freedesktop.portal.Request", "Response",
+                                  g_variant_new("(ua{sv})", cancel ? 1u : 0u, &results), NULL);
+    g_print("screenshot %s %s\n", sender, cancel ? "cancel" : "ok");
+}
+
+static void on_call(GDBusConnection *bus, const char *sender, const char *path, const char *iface,
+                    const char *method, GVariant *params, GDBusMethodInvocation *inv, gpointer data)
+{
+    if (g_str_equal(method, "Screenshot")) {
+        answer_screenshot(bus, sender, params, inv);
+    } else if (g_str_equal(method, "Notify")) {
+        const char *summary, *body;
+        g_autoptr(GVariant) actions = g_variant_get_child_value(params, 5);
+        g_variant_get_child(params, 3, "&s", &summary);
+        g_variant_get_child(params, 4, "&s", &body);
+        g_autofree char *acts = g_strjoinv(",", (char **)g_variant_get_strv(actions, NULL));
+        g_autofree char *flat = g_strescape(body, NULL);
+        g_print("notify %s|%s|%s\n", summary, flat, acts);
+        g_dbus_method_invocation_return_value(inv, g_variant_new("(u)", 1u));
+    } else {
+        const char *caps[] = { "body", "actions", NULL };
+        g_dbus_method_invocation_return_value(inv, g_variant_new("(^as)", caps));
+    }
+}
+
+static GVariant *on_get(GDBusConnection *bus, const char *sender, const char *path, const char *iface,
+                        const char *prop, GError **error, gpointer data)
+{
+    return g_variant_new_uint32(2);
+}
+
+static int portal_double(const char *control)
+{
+    control_path = g_strdup(control);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    g_autoptr(GDBusNodeInfo) info = g_dbus_node_info_new_for_xml(double_xml, &error);
+    static const GDBusInterfaceVTable vtable = { on_call, on_get, NULL, { 0 } };
+    g_dbus_connection_register_object(bus, "/org/freedesktop/portal/desktop", info->interfaces[0], &vtable, NULL,
+                                      NULL, &error);
+    g_dbus_connection_register_object(bus, "/org/freedesktop/Notifications", info->interfaces[1], &vtable, NULL, NULL,
+                                      &error);
+    static const char *const names[] = { "org.freedesktop.portal.Desktop", "org.freedesktop.Notifications" };
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autoptr(GVariant) r = g_dbus_connection_call_sync(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                            "org.freedesktop.DBus", "RequestName",
+                                                            g_variant_new("(su)", names[i], 4u), G_VARIANT_TYPE("(u)"),
+                                                            G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+        if (!r) {
+            g_print("failed %s\n", error->message);
+            return 1;
+        }
+    }
+    g_print("ready\n");
+    for (;;) g_main_context_iteration(NULL, TRUE);
+}
+
+/* ---- the test ---- */
+
+static GSubprocess *double_proc;
+static GDataInputStream *double_out;
+static char *control;
+
+static char *double_line(void)
+{
+    g_autoptr(GError) error = NULL;
+    char *line = g_data_input_stream_read_line_utf8(double_out, NULL, NULL, &error);
+    g_assert_no_error(error);
+    return line;
+}
+
+static void start_double(void)
+{
+    if (!g_getenv("DBUS_SESSION_BUS_ADDRESS")) return;
+    g_autofree char *dir = g_dir_make_tmp("hyocr-capture-XXXXXX", NULL);
+    control = g_build_filename(dir, "answer", NULL);
+    g_autoptr(GError) error = NULL;
+    double_proc = g_subprocess_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "/proc/self/exe", DOUBLE_ARG, control, NULL);
+    g_assert_no_error(error);
+    double_out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(double_proc));
+    g_autofree char *line = double_line();
+    g_assert_cmpstr(line, ==, "ready");
+}
+
+static gboolean captures_are(gpointer data)
+{
+    gpointer *d = data;
+    return hyocr_window_get_n_captures(d[0]) == GPOINTER_TO_UINT(d[1]);
+}
+
+static void on_text_read(GObject *source, GAsyncResult *res, gpointer data)
+{
+    *(char **)data = gdk_clipboard_read_text_finish(GDK_CLIPBOARD(source), res, NULL);
+}
+
+static gboolean is_set(gpointer data)
+{
+    return *(char **)data != NULL;
+}
+
+static void test_capture(void)
+{
+    if (!double_proc) {
+        g_test_skip("no session bus: run under dbus-run-session");
+        return;
+    }
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autofree char *png = app_test_data("images", "tiny_40x30.png", NULL);
+    g_assert_true(g_file_set_contents(control, png, -1, NULL));
+    g_settings_set_int(app_test_settings(), "max-new-tokens", 12);
+    app_test_drain();
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.capture", NULL);
+    gpointer d[2] = { win, GUINT_TO_POINTER(1) };
+    g_assert_true(app_test_wait(captures_are, d, APP_TEST_WAIT_MS));
+    g_autofree char *call = double_line();
+    g_assert_true(g_str_has_prefix(call, "screenshot :"));
+    g_assert_true(g_str_has_suffix(call, " ok"));
+    /* the capture ran as a job of the image the portal gave */
+    g_assert_cmpuint(g_list_model_get_n_items(hyocr_window_get_jobs(win)), ==, 1);
+    HyocrJob *job = app_test_job_at(win, 0);
+    g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_DONE);
+    g_assert_cmpstr(hyocr_job_get_title(job), ==, "Screen Capture");
+    g_autofree char *streamed = NULL, *final_text = NULL;
+    app_test_cli_run("ckpt-flat", "tiny_40x30.png", "recognize", 12, &streamed, &final_text);
+    g_assert_cmpstr(hyocr_job_get_text(job), ==, final_text);
+    /* its text on the clipboard */
+    char *copied = NULL;
+    gdk_clipboard_read_text_async(gtk_widget_get_clipboard(GTK_WIDGET(win)), NULL, on_text_read, &copied);
+    g_assert_true(app_test_wait(is_set, &copied, APP_TEST_WAIT_MS));
+    g_assert_cmpstr(copied, ==, final_text);
+    g_free(copied);
+    /* and a notification saying so, with Open */
+    g_autofree char *note = double_line();
+    g_test_message("%s", note);
+    g_assert_true(g_str_has_prefix(note, "notify Text Copied|Screen Capture: "));
+    g_assert_nonnull(strstr(note, "Open"));
+
+    /* cancelled: nothing happens, quietly */
+    g_assert_true(g_file_set_contents(control, "cancel", -1, NULL));
+    guint toasts = hyocr_window_get_n_toasts(win);
+    guint notes = hyocr_application_get_n_notifications(app_test_app());
+    gtk_widget_activate_action(GTK_WIDGET(win), "win.capture", NULL);
+    d[1] = GUINT_TO_POINTER(2);
+    g_assert_true(app_test_wait(captures_are, d, APP_TEST_WAIT_MS));
+    g_autofree char *call2 = double_line();
+    g_assert_true(g_str_has_suffix(call2, " cancel"));
+    g_assert_cmpuint(g_list_model_get_n_items(hyocr_window_get_jobs(win)), ==, 1);
+    g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, toasts);
+    g_assert_cmpuint(hyocr_application_get_n_notifications(app_test_app()), ==, notes);
+    app_test_destroy_window(win);
+}
+
+/* `hyocr-gtk --capture` while hyocr-gtk runs: the running instance takes the screenshot
+ * (the portal is called by its connection), the second process just forwards and ends. */
+static char *name_owner(const char *name)
+{
+    g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, NULL);
+    g_autoptr(GVariant) r = g_dbus_connection_call_sync(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                        "org.freedesktop.DBus", "GetNameOwner",
+                                                        g_variant_new("(s)", name), G_VARIANT_TYPE("(s)"),
+                                                        G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
+    char *owner = NULL;
+    if (r) g_variant_get(r, "(s)", &owner);
+    return owner;
+}
+
+static gboolean has_owner(gpointer name)
+{
+    g_autofree char *owner = name_owner(name);
+    return owner != NULL;
+}
+
+static void test_forwarded(void)
+{
+    const char *gtk_app = g_getenv("HYOCR_GTK");
+    if (!double_proc || !gtk_app) {
+        g_test_skip("no session bus or no HYOCR_GTK");
+        return;
+    }
+    g_autofree char *png = app_test_data("images", "tiny_40x30.png", NULL);
+    g_assert_true(g_file_set_contents(control, png, -1, NULL));
+    g_autofree char *model = app_test_data("ckpt-flat", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GSubprocess) primary = g_subprocess_new(G_SUBPROCESS_FLAGS_NONE, &error, gtk_app, "--model", model, NULL);
+    g_assert_no_error(error);
+    g_assert_true(app_test_wait(has_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
+    g_autofree char *owner = name_owner(HYOCR_APP_ID);
+    g_autoptr(GSubprocess) second = g_subprocess_new(G_SUBPROCESS_FLAGS_NONE, &error, gtk_app, "--capture", NULL);
+    g_assert_no_error(error);
+    g_assert_true(g_subprocess_wait(second, NULL, &error));
+    g_assert_true(g_subprocess_get_successful(second));
+    g_autofree char *call = double_line();
+    g_autofree char *want = g_strdup_printf("screenshot %s ok", owner);
+    g_assert_cmpstr(call, ==, want);
+    /* (what the instance does with the picture is the first test's; its default 8192
+     * tokens on the tiny checkpoint would only make this one long) */
+    g_subprocess_force_exit(primary);
+    g_subprocess_wait(primary, NULL, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 2 && g_str_equal(argv[1], DOUBLE_ARG)) return portal_double(argv[2]);
+    app_test_init(&argc, &argv);
+    start_double();
+    g_test_add_func("/app/capture/clipboard-and-cancel", test_capture);
+    g_test_add_func("/app/capture/forwarded", test_forwarded);
+    int rc = g_test_run();
+    if (double_proc) g_subprocess_force_exit(double_proc);
+    return rc;
+}
