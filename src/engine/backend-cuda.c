@@ -92,11 +92,12 @@ static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
 
 /* ---------------------------------------------------------------- errors */
 
+/* what: the step, marked N_() where it is words rather than a function's name. */
 static bool ck(cudaError_t e, const char *what, GError **error)
 {
     if (e == cudaSuccess) return true;
     cudaGetLastError();   /* clear non-sticky errors so the next op starts clean */
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, _("CUDA backend: %s failed: %s (%s)"), what,
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, _("CUDA backend: %s failed: %s (%s)"), _(what),
                 cudaGetErrorString(e), cudaGetErrorName(e));
     return false;
 }
@@ -104,7 +105,7 @@ static bool ck(cudaError_t e, const char *what, GError **error)
 static bool ck_blas(cublasStatus_t s, const char *what, GError **error)
 {
     if (s == CUBLAS_STATUS_SUCCESS) return true;
-    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, _("CUDA backend: %s failed: %s"), what,
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND, _("CUDA backend: %s failed: %s"), _(what),
                 cublasGetStatusString(s));
     return false;
 }
@@ -211,7 +212,7 @@ static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **er
     /* Graphs point into these (the GEMM workspace, decode partials, bound metadata, results). */
     if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta) cb->epoch++;
     if (s->ptr) {
-        if (!ck(cudaStreamSynchronize(cb->stream), "stream synchronize", error)) return false;
+        if (!ck(cudaStreamSynchronize(cb->stream), N_("stream synchronize"), error)) return false;
         dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap);
         s->ptr = NULL;
         s->cap = 0;
@@ -254,19 +255,19 @@ static bool meta_upload(cuda_backend *cb, const void *data, size_t bytes, GError
     if (!bytes) return true;
     if (!scratch_need(cb, &cb->meta, bytes, error)) return false;
     if (bytes > PIN_HALF || !cb->pin)
-        return ck(cudaMemcpyAsync(cb->meta.ptr, data, bytes, cudaMemcpyHostToDevice, cb->stream), "metadata copy",
+        return ck(cudaMemcpyAsync(cb->meta.ptr, data, bytes, cudaMemcpyHostToDevice, cb->stream), N_("metadata copy"),
                   error);
     if (cb->pin_used + bytes > PIN_HALF) {
         /* Switch halves: the other half's copies were queued long ago; wait for them. */
-        if (!ck(cudaEventRecord(cb->pin_done[cb->pin_half], cb->stream), "event record", error)) return false;
+        if (!ck(cudaEventRecord(cb->pin_done[cb->pin_half], cb->stream), N_("event record"), error)) return false;
         cb->pin_half ^= 1;
         cb->pin_used = 0;
-        if (!ck(cudaEventSynchronize(cb->pin_done[cb->pin_half]), "event synchronize", error)) return false;
+        if (!ck(cudaEventSynchronize(cb->pin_done[cb->pin_half]), N_("event synchronize"), error)) return false;
     }
     uint8_t *src = cb->pin + (size_t)cb->pin_half * PIN_HALF + cb->pin_used;
     memcpy(src, data, bytes);
     cb->pin_used += (bytes + 15) & ~(size_t)15;
-    return ck(cudaMemcpyAsync(cb->meta.ptr, src, bytes, cudaMemcpyHostToDevice, cb->stream), "metadata copy",
+    return ck(cudaMemcpyAsync(cb->meta.ptr, src, bytes, cudaMemcpyHostToDevice, cb->stream), N_("metadata copy"),
               error);
 }
 
@@ -299,7 +300,7 @@ static hyocr_buf *cuda_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, G
     void *p = dev_alloc(cb, (int)kind, bytes, error);
     if (!p) return NULL;
     /* Zeroed like the CPU backend's buffers, so nothing reads garbage. */
-    if (!ck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, cb->stream), "memset", error)) {
+    if (!ck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, cb->stream), N_("memset"), error)) {
         dev_free(cb, (int)kind, p, bytes);
         return NULL;
     }
@@ -359,8 +360,8 @@ static bool cuda_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off
     for (size_t i = 0; i < n; i += chunk) {
         size_t m = n - i < chunk ? n - i : chunk;
         if (!ck(cudaMemcpyAsync(cb->stage.ptr, (const uint8_t *)t->data + i * esz, m * esz, cudaMemcpyHostToDevice,
-                                cb->stream), "weight upload", error) ||
-            !ck(hk_convert(cb->stream, at(dst, dst_off + i), dt, cb->stage.ptr, st, m), "weight conversion", error))
+                                cb->stream), N_("weight upload"), error) ||
+            !ck(hk_convert(cb->stream, at(dst, dst_off + i), dt, cb->stage.ptr, st, m), N_("weight conversion"), error))
             return false;
     }
     return true;
@@ -447,13 +448,13 @@ static bool upload_pinned(cuda_backend *cb, void *dst, int esz, hk_dtype dt, con
         uint8_t *pin = cb->up_pin + (size_t)h * UP_HALF;
         void *to = dt == HK_F32 ? (uint8_t *)dst + i * 4 : (uint8_t *)cb->stage.ptr + (size_t)h * UP_HALF;
         /* the transfer from this half two chunks ago must be done before it is refilled */
-        if (!ck(cudaEventSynchronize(cb->up_done[h]), "upload", error)) return false;
+        if (!ck(cudaEventSynchronize(cb->up_done[h]), N_("upload"), error)) return false;
         up_memcpy(cb, pin, src + i, m * 4);
-        if (!ck(cudaMemcpyAsync(to, pin, m * 4, cudaMemcpyHostToDevice, cb->stream), "upload", error) ||
-            !ck(cudaEventRecord(cb->up_done[h], cb->stream), "upload", error))
+        if (!ck(cudaMemcpyAsync(to, pin, m * 4, cudaMemcpyHostToDevice, cb->stream), N_("upload"), error) ||
+            !ck(cudaEventRecord(cb->up_done[h], cb->stream), N_("upload"), error))
             return false;
         if (dt != HK_F32 &&
-            !ck(hk_convert(cb->stream, (uint8_t *)dst + i * (size_t)esz, dt, to, HK_F32, m), "conversion", error))
+            !ck(hk_convert(cb->stream, (uint8_t *)dst + i * (size_t)esz, dt, to, HK_F32, m), N_("conversion"), error))
             return false;
     }
     return true;
@@ -470,12 +471,12 @@ static bool cuda_upload_f32(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, c
     if (n * 4 >= UP_MIN && !cb->capturing && up_ready(cb))
         return upload_pinned(cb, at(dst, dst_off), dst->elem_size, buf_t(cb, dst), src, n, error);
     if (f32)
-        return ck(cudaMemcpyAsync(at(dst, dst_off), src, n * 4, cudaMemcpyHostToDevice, cb->stream), "upload", error);
+        return ck(cudaMemcpyAsync(at(dst, dst_off), src, n * 4, cudaMemcpyHostToDevice, cb->stream), N_("upload"), error);
     size_t chunk = STAGE_BYTES / 4;
     for (size_t i = 0; i < n; i += chunk) {
         size_t m = n - i < chunk ? n - i : chunk;
-        if (!ck(cudaMemcpyAsync(cb->stage.ptr, src + i, m * 4, cudaMemcpyHostToDevice, cb->stream), "upload", error) ||
-            !ck(hk_convert(cb->stream, at(dst, dst_off + i), buf_t(cb, dst), cb->stage.ptr, HK_F32, m), "conversion",
+        if (!ck(cudaMemcpyAsync(cb->stage.ptr, src + i, m * 4, cudaMemcpyHostToDevice, cb->stream), N_("upload"), error) ||
+            !ck(hk_convert(cb->stream, at(dst, dst_off + i), buf_t(cb, dst), cb->stage.ptr, HK_F32, m), N_("conversion"),
                 error))
             return false;
     }
@@ -487,20 +488,20 @@ static bool cuda_download_f32(hyocr_backend *be, const hyocr_buf *src, size_t sr
 {
     cuda_backend *cb = CB(be);
     if (src_off > SIZE_MAX - n || !need("download_f32", "src", src, src_off + n, error)) return false;
-    if (!n) return ck(cudaStreamSynchronize(cb->stream), "stream synchronize", error);
+    if (!n) return ck(cudaStreamSynchronize(cb->stream), N_("stream synchronize"), error);
     if (src->kind == HYOCR_BUF_F32)
-        return ck(cudaMemcpyAsync(dst, at(src, src_off), n * 4, cudaMemcpyDeviceToHost, cb->stream), "download",
+        return ck(cudaMemcpyAsync(dst, at(src, src_off), n * 4, cudaMemcpyDeviceToHost, cb->stream), N_("download"),
                   error) &&
-               ck(cudaStreamSynchronize(cb->stream), "download", error) &&
+               ck(cudaStreamSynchronize(cb->stream), N_("download"), error) &&
                (hyocr_cuda_profile_resolve(cb->prof), true);
     if (!scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
     size_t chunk = STAGE_BYTES / 4;
     for (size_t i = 0; i < n; i += chunk) {
         size_t m = n - i < chunk ? n - i : chunk;
-        if (!ck(hk_convert(cb->stream, cb->stage.ptr, HK_F32, at(src, src_off + i), buf_t(cb, src), m), "conversion",
+        if (!ck(hk_convert(cb->stream, cb->stage.ptr, HK_F32, at(src, src_off + i), buf_t(cb, src), m), N_("conversion"),
                 error) ||
-            !ck(cudaMemcpyAsync(dst + i, cb->stage.ptr, m * 4, cudaMemcpyDeviceToHost, cb->stream), "download", error) ||
-            !ck(cudaStreamSynchronize(cb->stream), "download", error))
+            !ck(cudaMemcpyAsync(dst + i, cb->stage.ptr, m * 4, cudaMemcpyDeviceToHost, cb->stream), N_("download"), error) ||
+            !ck(cudaStreamSynchronize(cb->stream), N_("download"), error))
             return false;
     }
     return true;
@@ -517,8 +518,8 @@ static bool cuda_copy(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const h
     hk_dtype dt = buf_t(cb, dst), st = buf_t(cb, src);
     if (dt == st)
         return ck(cudaMemcpyAsync(at(dst, dst_off), at(src, src_off), n * (size_t)dst->elem_size,
-                                  cudaMemcpyDeviceToDevice, cb->stream), "copy", error);
-    return ck(hk_convert(cb->stream, at(dst, dst_off), dt, at(src, src_off), st, n), "copy", error);
+                                  cudaMemcpyDeviceToDevice, cb->stream), N_("copy"), error);
+    return ck(hk_convert(cb->stream, at(dst, dst_off), dt, at(src, src_off), st, n), N_("copy"), error);
 }
 
 /* ---------------------------------------------------------------- matmul */
@@ -627,7 +628,7 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
     if (!ck_blas(cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, w, ct, K, x, ct, K, &zero, out,
                               cuda_type(ot), N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), "cublasGemmEx", error))
         return false;
-    return !bias || ck(hk_bias_add(cb->stream, out, ot, bias, ot, M, N), "bias add", error);
+    return !bias || ck(hk_bias_add(cb->stream, out, ot, bias, ot, M, N), N_("bias add"), error);
 }
 
 /* Single-row products go to hk_gemv: cuBLAS reads the weights below memory
@@ -658,20 +659,20 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
     /* cuBLAS wants A and B of one type, and the epilogue bias of D's type. */
     if (x->kind == HYOCR_BUF_F32) {
         if (!scratch_need(cb, &cb->conv_x, (size_t)M * K * 2, error) ||
-            !ck(hk_convert(cb->stream, cb->conv_x.ptr, cb->act, x->data, HK_F32, (size_t)M * K), "conversion", error))
+            !ck(hk_convert(cb->stream, cb->conv_x.ptr, cb->act, x->data, HK_F32, (size_t)M * K), N_("conversion"), error))
             return false;
         xp = cb->conv_x.ptr;
     }
     if (bias && buf_t(cb, bias) != ot) {
         if (!scratch_need(cb, &cb->conv_bias, (size_t)N * 4, error) ||
-            !ck(hk_convert(cb->stream, cb->conv_bias.ptr, ot, bias->data, buf_t(cb, bias), (size_t)N), "conversion",
+            !ck(hk_convert(cb->stream, cb->conv_bias.ptr, ot, bias->data, buf_t(cb, bias), (size_t)N), N_("conversion"),
                 error))
             return false;
         bp = cb->conv_bias.ptr;
     }
     if (K == 0) {
-        if (!ck(cudaMemsetAsync(out->data, 0, (size_t)M * N * out->elem_size, cb->stream), "memset", error)) return false;
-        return !bp || ck(hk_bias_add(cb->stream, out->data, ot, bp, ot, M, N), "bias add", error);
+        if (!ck(cudaMemsetAsync(out->data, 0, (size_t)M * N * out->elem_size, cb->stream), N_("memset"), error)) return false;
+        return !bp || ck(hk_bias_add(cb->stream, out->data, ot, bp, ot, M, N), N_("bias add"), error);
     }
     const void *wp = at(w, w_off);
     /* One row and many outputs (the head): hk_gemv1 sums in hk_gemv's order there (one
@@ -690,7 +691,7 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
     if (pl->ok) {
         const float one = 1.0f, zero = 0.0f;
         if (bp && cublasLtMatmulDescSetAttribute(pl->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp) != 0)
-            return ck_blas(CUBLAS_STATUS_INTERNAL_ERROR, "cuBLASLt bias pointer", error);
+            return ck_blas(CUBLAS_STATUS_INTERNAL_ERROR, N_("cuBLASLt bias pointer"), error);
         cublasStatus_t s = cublasLtMatmul(cb->lt, pl->desc, &one, wp, pl->la, xp, pl->lb, &zero, out->data, pl->ld,
                                           out->data, pl->ld, &pl->algo, cb->lt_ws.ptr, cb->lt_ws.cap, cb->stream);
         if (s == CUBLAS_STATUS_SUCCESS) return true;
@@ -783,7 +784,7 @@ static bool cuda_add(hyocr_backend *be, hyocr_buf *x, const hyocr_buf *y, size_t
 {
     cuda_backend *cb = CB(be);
     if (!need("add", "x", x, n, error) || !need("add", "y", y, n, error)) return false;
-    return ck(hk_add(cb->stream, x->data, buf_t(cb, x), y->data, buf_t(cb, y), n), "add", error);
+    return ck(hk_add(cb->stream, x->data, buf_t(cb, x), y->data, buf_t(cb, y), n), N_("add"), error);
 }
 
 static bool cuda_gelu(hyocr_backend *be, hyocr_buf *x, size_t n, GError **error)
@@ -887,7 +888,7 @@ static bool cuda_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_b
     if (n == 0) return true;
     if (D != 72 && D != 128)
         return ck(hk_attention_full_generic(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale),
-                  "attention_full (generic head dim)", error);
+                  N_("attention_full (generic head dim)"), error);
     return ck(hk_attention_full(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale, cb->wgmma),
               "attention_full", error);
 }
@@ -988,7 +989,7 @@ static bool decode_scratch_n(cuda_backend *cb, int parts, int dec_rows, int Hq, 
     size_t n_ctr = (size_t)dec_rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
     if (cb->counters.cap < n_ctr * sizeof(unsigned)) {
         if (!scratch_need(cb, &cb->counters, n_ctr * sizeof(unsigned), error) ||
-            !ck(cudaMemsetAsync(cb->counters.ptr, 0, cb->counters.cap, cb->stream), "memset", error))
+            !ck(cudaMemsetAsync(cb->counters.ptr, 0, cb->counters.cap, cb->stream), N_("memset"), error))
             return false;
     }
     return scratch_need(cb, &cb->part, (size_t)parts * Hq * (D + 2) * sizeof(float), error);
@@ -1039,18 +1040,18 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .decode_kv_write = !shared, .pdl = shared ? 0 : cb->pdl,
     };
     if (D != 128)
-        return ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
-               ck(hk_attention_paged_generic(cb->stream, &a), "paged attention (generic head dim)", error);
+        return ck(hk_kv_write(cb->stream, &a), N_("KV write"), error) &&
+               ck(hk_attention_paged_generic(cb->stream, &a), N_("paged attention (generic head dim)"), error);
     /* every row decodes: the decode kernel stores the new k/v itself (one launch less a layer) */
-    if (!shared) return ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
-    if (!ck(hk_kv_write(cb->stream, &a), "KV write", error)) return false;
-    if (!blocks) return ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+    if (!shared) return ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error);
+    if (!ck(hk_kv_write(cb->stream, &a), N_("KV write"), error)) return false;
+    if (!blocks) return ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error);
     a.seqs = bound_ptr(cb, cb->o_dseqs);
-    return (cb->bound_block_total == rows || ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error)) &&
+    return (cb->bound_block_total == rows || ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error)) &&
            ck(hk_attention_verify(cb->stream, cb->act, out->data, qkv->data, k_cache->data, v_cache->data, block_size,
                                   bound_ptr(cb, cb->o_bt), bound_ptr(cb, cb->o_blk), cb->bound_blocks,
                                   cb->bound_maxb * block_size, Hq, Hkv, D, scale, cb->part.ptr),
-              "paged attention (verify blocks)", error);
+              N_("paged attention (verify blocks)"), error);
 }
 
 /* Views of one sequence (the rows of a verify block) read each other's new K/V: the decode
@@ -1109,12 +1110,12 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
         /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
          * the kernel may follow the upload of its own work list directly. */
         if (D != 128)
-            ok = ck(hk_kv_write(cb->stream, &a), "KV write", error) &&
-                 ck(hk_attention_paged_generic(cb->stream, &a), "paged attention (generic head dim)", error);
+            ok = ck(hk_kv_write(cb->stream, &a), N_("KV write"), error) &&
+                 ck(hk_attention_paged_generic(cb->stream, &a), N_("paged attention (generic head dim)"), error);
         else
-            ok = (a.decode_kv_write || ck(hk_kv_write(cb->stream, &a), "KV write", error)) &&
-             ck(hk_attention_prefill(cb->stream, &a), "paged attention (prefill)", error) &&
-             ck(hk_attention_decode(cb->stream, &a), "paged attention (decode)", error);
+            ok = (a.decode_kv_write || ck(hk_kv_write(cb->stream, &a), N_("KV write"), error)) &&
+             ck(hk_attention_prefill(cb->stream, &a), N_("paged attention (prefill)"), error) &&
+             ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error);
     }
     paged_plan_clear(&pp);
     return ok;
@@ -1131,21 +1132,21 @@ static bool small_ready(cuda_backend *cb, size_t bytes, GError **error)
         cudaError_t e = cudaHostAlloc((void **)&cb->pin_small, PIN_SMALL, cudaHostAllocDefault);
         if (e != cudaSuccess) {
             cb->pin_small = NULL;
-            return ck(e, "pinned allocation", error);
+            return ck(e, N_("pinned allocation"), error);
         }
     }
     /* zeroed when it grows: the pick's election counters start at zero */
     if (cb->small.cap >= bytes) return true;
     return scratch_need(cb, &cb->small, bytes, error) &&
-           ck(cudaMemsetAsync(cb->small.ptr, 0, cb->small.cap, cb->stream), "memset", error);
+           ck(cudaMemsetAsync(cb->small.ptr, 0, cb->small.cap, cb->stream), N_("memset"), error);
 }
 
 /* Copies bytes of the small results to the pinned mirror and waits. */
 static bool small_fetch(cuda_backend *cb, size_t bytes, GError **error)
 {
     bool ok = ck(cudaMemcpyAsync(cb->pin_small, cb->small.ptr, bytes, cudaMemcpyDeviceToHost, cb->stream),
-                 "result download", error) &&
-              ck(cudaStreamSynchronize(cb->stream), "result download", error);
+                 N_("result download"), error) &&
+              ck(cudaStreamSynchronize(cb->stream), N_("result download"), error);
     hyocr_cuda_profile_resolve(cb->prof);
     return ok;
 }
@@ -1154,8 +1155,8 @@ static bool cuda_check_finite(hyocr_backend *be, const hyocr_buf *b, size_t n, b
 {
     cuda_backend *cb = CB(be);
     if (!need("check_finite", "b", b, n, error) || !small_ready(cb, sizeof(int), error)) return false;
-    if (!ck(cudaMemsetAsync(cb->small.ptr, 0, sizeof(int), cb->stream), "memset", error) ||
-        !ck(hk_nonfinite(cb->stream, b->data, buf_t(cb, b), n, cb->small.ptr), "finite check", error) ||
+    if (!ck(cudaMemsetAsync(cb->small.ptr, 0, sizeof(int), cb->stream), N_("memset"), error) ||
+        !ck(hk_nonfinite(cb->stream, b->data, buf_t(cb, b), n, cb->small.ptr), N_("finite check"), error) ||
         !small_fetch(cb, sizeof(int), error))
         return false;
     int flag;
@@ -1391,21 +1392,21 @@ static bool cuda_decode_bind(hyocr_backend *be, const hyocr_decode_meta *dm, GEr
     if (!bound_check(dm, error)) return false;
     size_t bytes = bound_layout(cb, dm->n_rows, dm->max_blocks);
     /* The last step's copy reads the pinned blob; let it finish before rewriting it. */
-    if (!ck(cudaEventSynchronize(cb->dmeta_done), "event synchronize", error)) return false;
+    if (!ck(cudaEventSynchronize(cb->dmeta_done), N_("event synchronize"), error)) return false;
     if (cb->dmeta_host_cap < bytes) {
         if (cb->dmeta_host) cudaFreeHost(cb->dmeta_host);
         cb->dmeta_host = NULL;
         cb->dmeta_host_cap = 0;
         size_t cap = bytes + bytes / 2;
-        if (!ck(cudaHostAlloc((void **)&cb->dmeta_host, cap, cudaHostAllocDefault), "pinned allocation", error))
+        if (!ck(cudaHostAlloc((void **)&cb->dmeta_host, cap, cudaHostAllocDefault), N_("pinned allocation"), error))
             return false;
         cb->dmeta_host_cap = cap;
     }
     if (!scratch_need(cb, &cb->dmeta, bytes, error)) return false;
     bound_fill(cb, cb->dmeta_host, dm);
     if (!ck(cudaMemcpyAsync(cb->dmeta.ptr, cb->dmeta_host, bytes, cudaMemcpyHostToDevice, cb->stream),
-            "decode metadata copy", error) ||
-        !ck(cudaEventRecord(cb->dmeta_done, cb->stream), "event record", error))
+            N_("decode metadata copy"), error) ||
+        !ck(cudaEventRecord(cb->dmeta_done, cb->stream), N_("event record"), error))
         return false;
     cb->bound = true;
     cb->bound_sampling = any_draw(dm->pick_draws, dm->n_rows);
@@ -1429,7 +1430,7 @@ typedef struct {
 static bool cuda_graph_begin(hyocr_backend *be, GError **error)
 {
     cuda_backend *cb = CB(be);
-    if (!ck(cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeRelaxed), "graph capture", error)) return false;
+    if (!ck(cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeRelaxed), N_("graph capture"), error)) return false;
     cb->capturing = true;
     return true;
 }
@@ -1439,13 +1440,13 @@ static void *cuda_graph_end(hyocr_backend *be, GError **error)
     cuda_backend *cb = CB(be);
     cudaGraph_t g = NULL;
     cb->capturing = false;
-    if (!ck(cudaStreamEndCapture(cb->stream, &g), "graph capture", error)) {
+    if (!ck(cudaStreamEndCapture(cb->stream, &g), N_("graph capture"), error)) {
         if (g) cudaGraphDestroy(g);
         return NULL;
     }
     cuda_graph *cg = g_new0(cuda_graph, 1);
     cg->epoch = cb->epoch;
-    bool ok = ck(cudaGraphInstantiateWithFlags(&cg->exec, g, 0), "graph instantiation", error);
+    bool ok = ck(cudaGraphInstantiateWithFlags(&cg->exec, g, 0), N_("graph instantiation"), error);
     cudaGraphDestroy(g);
     if (!ok) {
         g_free(cg);
@@ -1460,7 +1461,7 @@ static bool cuda_graph_launch(hyocr_backend *be, void *graph, bool *stale, GErro
     cuda_graph *cg = graph;
     *stale = cg->epoch != cb->epoch;
     if (*stale) return true;
-    return ck(cudaGraphLaunch(cg->exec, cb->stream), "graph launch", error);
+    return ck(cudaGraphLaunch(cg->exec, cb->stream), N_("graph launch"), error);
 }
 
 static void cuda_graph_free(hyocr_backend *be, void *graph)
@@ -1495,7 +1496,7 @@ static void cuda_mem_info(hyocr_backend *be, hyocr_mem_info *out)
 
 static bool cuda_sync(hyocr_backend *be, GError **error)
 {
-    bool ok = ck(cudaStreamSynchronize(CB(be)->stream), "stream synchronize", error);
+    bool ok = ck(cudaStreamSynchronize(CB(be)->stream), N_("stream synchronize"), error);
     hyocr_cuda_profile_resolve(CB(be)->prof);
     return ok;
 }
@@ -1710,8 +1711,8 @@ static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError 
         return false;
     }
     struct cudaDeviceProp prop;
-    if (!ck(cudaSetDevice(cb->device), "selecting the device", error) ||
-        !ck(cudaGetDeviceProperties(&prop, cb->device), "reading device properties", error))
+    if (!ck(cudaSetDevice(cb->device), N_("selecting the device"), error) ||
+        !ck(cudaGetDeviceProperties(&prop, cb->device), N_("reading device properties"), error))
         return false;
     g_strlcpy(cb->gpu_name, prop.name, sizeof cb->gpu_name);
     cb->cc = prop.major * 10 + prop.minor;
@@ -1733,7 +1734,7 @@ static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError 
 
 static bool runtime_open(cuda_backend *cb, GError **error)
 {
-    if (!ck(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "creating a stream", error)) return false;
+    if (!ck(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), N_("creating a stream"), error)) return false;
     cudaError_t e = hk_kernels_probe(cb->stream, &cb->wgmma_built);
     if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
         cudaGetLastError();
@@ -1742,7 +1743,7 @@ static bool runtime_open(cuda_backend *cb, GError **error)
                     cb->gpu_name, cb->cc, cb->cc);
         return false;
     }
-    if (!ck(e, "launching a test kernel", error) || !ck(cudaStreamSynchronize(cb->stream), "test kernel", error) ||
+    if (!ck(e, N_("launching a test kernel"), error) || !ck(cudaStreamSynchronize(cb->stream), N_("test kernel"), error) ||
         !ck_blas(cublasCreate(&cb->blas), "cublasCreate", error) ||
         !ck_blas(cublasLtCreate(&cb->lt), "cublasLtCreate", error) ||
         !ck_blas(cublasSetStream(cb->blas, cb->stream), "cublasSetStream", error) ||
@@ -1750,9 +1751,9 @@ static bool runtime_open(cuda_backend *cb, GError **error)
         !ck_blas(cublasSetWorkspace(cb->blas, cb->lt_ws.ptr, cb->lt_ws.cap), "cublasSetWorkspace", error))
         return false;
     for (int i = 0; i < 2; i++)
-        if (!ck(cudaEventCreateWithFlags(&cb->pin_done[i], cudaEventDisableTiming), "creating an event", error))
+        if (!ck(cudaEventCreateWithFlags(&cb->pin_done[i], cudaEventDisableTiming), N_("creating an event"), error))
             return false;
-    if (!ck(cudaEventCreateWithFlags(&cb->dmeta_done, cudaEventDisableTiming), "creating an event", error))
+    if (!ck(cudaEventCreateWithFlags(&cb->dmeta_done, cudaEventDisableTiming), N_("creating an event"), error))
         return false;
     /* Pinned memory is an optimisation: without it metadata goes the pageable way. */
     if (cudaHostAlloc((void **)&cb->pin, 2 * PIN_HALF, cudaHostAllocDefault) != cudaSuccess) {
