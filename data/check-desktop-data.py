@@ -46,7 +46,9 @@ def check_desktop(entry, project, root, desktop_path):
     check('the symbolic icon exists', os.path.isfile(os.path.join(icons, app_id + '-symbolic.svg')))
     mimes = [m for m in entry.get('MimeType', '').split(';') if m]
     check('Open With covers PNG and JPEG', {'image/png', 'image/jpeg'} <= set(mimes), mimes)
-    check('every MIME type is an image type', mimes and all(m.startswith('image/') for m in mimes), mimes)
+    check('every MIME type is an image or a PDF, none of gdk-pixbuf\'s others (GIF, BMP)',
+          mimes and all(m.startswith('image/') or m == 'application/pdf' for m in mimes)
+          and not {'image/gif', 'image/bmp'} & set(mimes), mimes)
     check('Name has a zh_CN entry (the name itself stays hyocr)', entry.get('Name[zh_CN]'))
     for key in ('Comment', 'GenericName', 'Keywords'):
         zh = entry.get(key + '[zh_CN]')

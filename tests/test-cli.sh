@@ -212,6 +212,9 @@ echo "not an image either" >"$tmp/pages/notes.txt"
 check "run folder with a broken file exits 1" test $? -eq 1
 check "run folder: the broken file is named on stderr" grep -q "broken.png" "$tmp/pages.err"
 check "run folder: summary counts 6 jobs, 2 failed" grep -q "6 jobs (2 failed)" "$tmp/pages.err"
+check "run folder: the file it does not read is named as skipped, with the formats it reads" \
+    grep -q "skipped $tmp/pages/notes.txt: not an image or document hyocr reads (PNG, JPEG" "$tmp/pages.err"
+check "run folder: nothing else is skipped" test "$(grep -c skipped "$tmp/pages.err")" -eq 1
 python3 - "$tmp/pages.jsonl" <<'PY' >"$tmp/py.log" 2>&1
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]

@@ -11,9 +11,5 @@ hyocr_image *hyocr_image_from_texture(GdkTexture *texture, GError **error);
 GdkTexture  *hyocr_texture_from_image(const hyocr_image *img);
 /* The same, shrunk so its long side is at most max_side (any thread). */
 GdkTexture  *hyocr_texture_thumbnail(const hyocr_image *img, int max_side);
-/* The engine's decoder (PNG, JPEG, EXIF orientation, max_side as `hyocr run`
- * does it); other formats through gdk-pixbuf. The engine's message wins when
- * both fail, as it names the problem with the file. Any thread. */
-hyocr_image *hyocr_app_load_image(const char *path, int max_side, GError **error);
 
 G_END_DECLS

@@ -616,7 +616,9 @@ hyocr_image *hyocr_job_render(HyocrJob *self, int max_side, GError **error)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s is not a local file"), self->title);
         return NULL;
     }
-    return hyocr_app_load_image(path, max_side, error);
+    /* the engine's readers only (document.h): what the CLI reads, no more */
+    hyocr_image_options io = { .max_side = max_side };
+    return hyocr_image_load(path, &io, error);
 }
 
 static void preview_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancellable)

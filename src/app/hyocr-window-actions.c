@@ -6,15 +6,20 @@
 
 /* ---- open ---- */
 
-static void add_image_filter(GtkFileChooser *chooser)
+GtkFileFilter *hyocr_window_open_filter_new(void)
 {
-    g_autoptr(GtkFileFilter) filter = gtk_file_filter_new();
-    gtk_file_filter_set_name(filter, _("Images"));
-    size_t n;   /* what the engine reads (document.h): PDF and TIFF included */
+    GtkFileFilter *filter = gtk_file_filter_new();
+    gtk_file_filter_set_name(filter, _("Images and Documents"));
+    size_t n;   /* what the engine reads (document.h), nothing more: the CLI's formats */
     const hyocr_format_info *formats = hyocr_formats(&n);
     for (size_t i = 0; i < n; i++)
         for (const char *const *m = formats[i].mime_types; *m; m++) gtk_file_filter_add_mime_type(filter, *m);
-    gtk_file_filter_add_pixbuf_formats(filter);
+    return filter;
+}
+
+static void add_image_filter(GtkFileChooser *chooser)
+{
+    g_autoptr(GtkFileFilter) filter = hyocr_window_open_filter_new();
     gtk_file_chooser_add_filter(chooser, filter);
 }
 

@@ -75,6 +75,10 @@ char    *hyocr_window_save_path(const char *path, const char *filter_ext, gboole
 void     hyocr_window_save_to(HyocrWindow *self, GFile *file, GAsyncReadyCallback done, gpointer user_data);
 gboolean hyocr_window_save_finish(HyocrWindow *self, GAsyncResult *res, GError **error);
 
+/* hyocr-window-actions.c */
+/* Open's filter: the MIME types of the formats the engine reads (hyocr_formats). */
+GtkFileFilter *hyocr_window_open_filter_new(void);
+
 /* hyocr-window-dnd.c */
 void hyocr_window_setup_drop(HyocrWindow *self);
 

@@ -435,25 +435,42 @@ guint hyocr_window_retry_failed(HyocrWindow *self)
     return n;
 }
 
-/* Only obvious non-images are turned away here; the decoder gives the real
- * verdict (and its message) for anything else. */
-static gboolean looks_like_image(GFile *file, char **why)
+/* What the engine reads (document.h's list), by the name's extension or, for a
+ * name that says nothing, the first bytes: anything else is turned away here
+ * with the formats it could be, and the decoder gives the verdict (its message)
+ * on a file that claims a readable format. */
+static gboolean is_readable(GFile *file)
 {
     g_autofree char *name = g_file_get_basename(file);
-    g_autofree char *type = g_content_type_guess(name, NULL, 0, NULL);
-    if (g_file_query_file_type(file, G_FILE_QUERY_INFO_NONE, NULL) == G_FILE_TYPE_DIRECTORY) {
-        *why = g_strdup_printf(_("“%s” is a folder; drop the images in it instead"), name);
-        return FALSE;
+    if (hyocr_format_name_matches(name)) return TRUE;
+    g_autoptr(GFileInputStream) in = g_file_read(file, NULL, NULL);
+    guint8 head[1024];
+    gsize got = 0;
+    if (!in || !g_input_stream_read_all(G_INPUT_STREAM(in), head, sizeof head, &got, NULL, NULL)) return FALSE;
+    return hyocr_format_get(hyocr_format_sniff(head, got)) != NULL;
+}
+
+static int cmp_files(gconstpointer a, gconstpointer b)
+{
+    g_autofree char *x = g_file_get_basename(*(GFile *const *)a);
+    g_autofree char *y = g_file_get_basename(*(GFile *const *)b);
+    return strcmp(x, y);
+}
+
+/* A folder's files the engine reads, by name as `hyocr run` takes them (not its
+ * subfolders); the others are counted in *skipped. */
+static GPtrArray *folder_files(GFile *folder, guint *skipped)
+{
+    GPtrArray *files = g_ptr_array_new_with_free_func(g_object_unref);
+    g_autoptr(GFileEnumerator) e = g_file_enumerate_children(folder, G_FILE_ATTRIBUTE_STANDARD_NAME, 0, NULL, NULL);
+    GFileInfo *info;
+    GFile *child;
+    while (e && g_file_enumerator_iterate(e, &info, &child, NULL, NULL) && info) {
+        if (hyocr_format_name_matches(g_file_info_get_name(info))) g_ptr_array_add(files, g_object_ref(child));
+        else (*skipped)++;
     }
-    if (g_content_type_is_unknown(type) || g_str_has_prefix(type, "image/")) return TRUE;
-    /* the documents the engine reads (PDF) */
-    size_t n;
-    const hyocr_format_info *formats = hyocr_formats(&n);
-    for (size_t i = 0; i < n; i++)
-        for (const char *const *m = formats[i].mime_types; *m; m++)
-            if (g_content_type_is_mime_type(type, *m)) return TRUE;
-    *why = g_strdup_printf(_("“%s” is not an image"), name);
-    return FALSE;
+    g_ptr_array_sort(files, cmp_files);
+    return files;
 }
 
 static void toast_if_waiting(HyocrWindow *self)
@@ -491,6 +508,26 @@ static guint add_file(HyocrWindow *self, GFile *file, const HyocrJobOptions *opt
     return (guint)n;
 }
 
+static guint add_folder(HyocrWindow *self, GFile *folder, const HyocrJobOptions *opts, gboolean select)
+{
+    g_autofree char *name = g_file_get_basename(folder);
+    guint skipped = 0, added = 0;
+    g_autoptr(GPtrArray) files = folder_files(folder, &skipped);
+    for (guint i = 0; i < files->len; i++) added += add_file(self, files->pdata[i], opts, NULL, select && added == 0);
+    if (files->len == 0) {
+        g_autofree char *formats = hyocr_format_names();
+        g_autofree char *msg = g_strdup_printf(_("“%s” holds no image or document hyocr reads (%s)"), name, formats);
+        hyocr_window_toast(self, msg);
+    } else if (skipped) {
+        g_autofree char *msg = g_strdup_printf(ngettext("Skipped %u file in “%s” that hyocr does not read",
+                                                           "Skipped %u files in “%s” that hyocr does not read", skipped),
+                                               skipped, name);
+        hyocr_window_toast(self, msg);
+    }
+    return added;
+}
+
+/* Files and folders, as `hyocr run` takes them. */
 guint hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files)
 {
     g_return_val_if_fail(HYOCR_IS_WINDOW(self), 0);
@@ -498,12 +535,16 @@ guint hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files)
     if (!opts) return 0;
     guint added = 0;
     for (guint i = 0; i < n_files; i++) {
-        g_autofree char *why = NULL;
-        if (!looks_like_image(files[i], &why)) {
-            hyocr_window_toast(self, why);
-            continue;
+        if (g_file_query_file_type(files[i], G_FILE_QUERY_INFO_NONE, NULL) == G_FILE_TYPE_DIRECTORY) {
+            added += add_folder(self, files[i], opts, added == 0);
+        } else if (is_readable(files[i])) {
+            added += add_file(self, files[i], opts, NULL, added == 0);
+        } else {
+            g_autofree char *name = g_file_get_basename(files[i]);
+            g_autofree char *formats = hyocr_format_names();
+            g_autofree char *msg = g_strdup_printf(_("“%s” is not an image or document hyocr reads (%s)"), name, formats);
+            hyocr_window_toast(self, msg);
         }
-        added += add_file(self, files[i], opts, NULL, added == 0);
     }
     if (added) toast_if_waiting(self);
     return added;

@@ -16,8 +16,10 @@ G_DECLARE_FINAL_TYPE(HyocrWindow, hyocr_window, HYOCR, WINDOW, AdwApplicationWin
 HyocrWindow *hyocr_window_new(HyocrApplication *app);
 
 /* Entry points shared by drop, paste, Open and the command line. Each file or
- * texture becomes a queued job with the current preset; a preset that lacks
- * input (no field names) is refused with a toast. Return the jobs added. */
+ * texture becomes a queued job with the current preset (a document, a job per
+ * page; a folder, its files in a format the engine reads, the others counted in
+ * a toast); a file in no such format and a preset that lacks input (no field
+ * names) are refused with a toast. Return the jobs added. */
 guint        hyocr_window_add_files(HyocrWindow *self, GFile **files, guint n_files);
 gboolean     hyocr_window_add_texture(HyocrWindow *self, GdkTexture *texture, const char *title);
 void         hyocr_window_toast(HyocrWindow *self, const char *message);

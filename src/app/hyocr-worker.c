@@ -455,7 +455,8 @@ static const hyocr_image *job_image(HyocrWorker *self, HyocrJob *job, hyocr_imag
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s is not a local file"), hyocr_job_get_title(job));
         return NULL;
     }
-    *owned = hyocr_app_load_image(path, hyocr_job_get_options(job)->max_side, error);
+    hyocr_image_options io = { .max_side = hyocr_job_get_options(job)->max_side };
+    *owned = hyocr_image_load(path, &io, error);
     if (!*owned) return NULL;
     g_autoptr(GdkTexture) tex = hyocr_texture_thumbnail(*owned, HYOCR_JOB_PREVIEW_SIDE);
     if (tex) hyocr_job_post_preview(job, tex);

@@ -53,5 +53,6 @@ typedef struct {
 
 void       hyocr_cli_page_free(hyocr_cli_page *p);
 /* hyocr_cli_page, in order; NULL with error set for a bad folder, a page selection a document
- * cannot satisfy, or too many jobs. */
-GPtrArray *hyocr_cli_collect_pages(const hyocr_cli_inputs *in, GError **error);
+ * cannot satisfy, or too many jobs. skipped (may be NULL) gets the paths in the folders whose
+ * names say no readable format (document.h's list), sorted, to be reported. */
+GPtrArray *hyocr_cli_collect_pages(const hyocr_cli_inputs *in, GPtrArray *skipped, GError **error);

@@ -1041,6 +1041,16 @@ static bool read_password(run_opts *o, GError **error)
     return true;
 }
 
+/* A folder's files that are not read are named, never dropped in silence. */
+static void report_skipped(const GPtrArray *skipped)
+{
+    if (skipped->len == 0) return;
+    g_autofree char *names = hyocr_format_names();
+    for (guint i = 0; i < skipped->len; i++)
+        fprintf(stderr, _("hyocr run: skipped %s: not an image or document hyocr reads (%s)\n"),
+                (const char *)skipped->pdata[i], names);
+}
+
 int hyocr_cmd_run(int argc, char **argv)
 {
     /* -1: not given */
@@ -1052,8 +1062,10 @@ int hyocr_cmd_run(int argc, char **argv)
     if (ok) {
         hyocr_cli_inputs in = { .images = o.images, .rest = o.rest, .pages = o.pages, .password = o.password,
                                 .repeat = o.repeat };
-        pages = hyocr_cli_collect_pages(&in, &error);
+        g_autoptr(GPtrArray) skipped = g_ptr_array_new_with_free_func(g_free);
+        pages = hyocr_cli_collect_pages(&in, skipped, &error);
         ok = pages != NULL;
+        report_skipped(skipped);
     }
     if (ok && pages->len > 1 && o.dump) {
         g_set_error(&error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("--dump takes a single image"));

@@ -22,15 +22,19 @@ static int cmp_str(gconstpointer a, gconstpointer b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The files of a folder whose names say a readable format (document.h), by name. */
-static bool add_folder(const char *dir, GPtrArray *out, GError **error)
+/* The files of a folder whose names say a readable format (document.h), by name; the
+ * others (subfolders too: a folder is not descended into) go to skipped. */
+static bool add_folder(const char *dir, GPtrArray *out, GPtrArray *skipped, GError **error)
 {
     g_autoptr(GDir) d = g_dir_open(dir, 0, error);
     if (!d) return false;
     g_autoptr(GPtrArray) found = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) other = g_ptr_array_new_with_free_func(g_free);
     const char *name;
     while ((name = g_dir_read_name(d)))
-        if (hyocr_format_name_matches(name)) g_ptr_array_add(found, g_build_filename(dir, name, NULL));
+        g_ptr_array_add(hyocr_format_name_matches(name) ? found : other, g_build_filename(dir, name, NULL));
+    g_ptr_array_sort(other, cmp_str);
+    for (guint i = 0; skipped && i < other->len; i++) g_ptr_array_add(skipped, g_strdup(other->pdata[i]));
     if (found->len == 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: the folder holds no image or document hyocr reads"),
                     dir);
@@ -41,11 +45,11 @@ static bool add_folder(const char *dir, GPtrArray *out, GError **error)
     return true;
 }
 
-static bool add_paths(char **paths, GPtrArray *out, GError **error)
+static bool add_paths(char **paths, GPtrArray *out, GPtrArray *skipped, GError **error)
 {
     for (char **p = paths; p && *p; p++) {
         if (g_file_test(*p, G_FILE_TEST_IS_DIR)) {
-            if (!add_folder(*p, out, error)) return false;
+            if (!add_folder(*p, out, skipped, error)) return false;
         } else {
             g_ptr_array_add(out, g_strdup(*p));
         }
@@ -90,10 +94,10 @@ static bool add_document(const char *path, const hyocr_cli_inputs *in, GPtrArray
     return true;
 }
 
-GPtrArray *hyocr_cli_collect_pages(const hyocr_cli_inputs *in, GError **error)
+GPtrArray *hyocr_cli_collect_pages(const hyocr_cli_inputs *in, GPtrArray *skipped, GError **error)
 {
     g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
-    if (!add_paths(in->images, paths, error) || !add_paths(in->rest, paths, error)) return NULL;
+    if (!add_paths(in->images, paths, skipped, error) || !add_paths(in->rest, paths, skipped, error)) return NULL;
     g_autoptr(GPtrArray) once = g_ptr_array_new_with_free_func((GDestroyNotify)hyocr_cli_page_free);
     for (guint i = 0; i < paths->len; i++) {
         if (once->len > HYOCR_CLI_MAX_JOBS) break;   /* refused below; no need to open the rest */

@@ -148,7 +148,7 @@ static const char *unreadable_kind(const uint8_t *p, size_t len)
     return NULL;
 }
 
-static char *format_names(void)
+char *hyocr_format_names(void)
 {
     GString *s = g_string_new(NULL);
     for (size_t i = 0; i < G_N_ELEMENTS(formats); i++)
@@ -163,7 +163,7 @@ static void set_unreadable(const uint8_t *p, size_t len, const char *name, GErro
         g_string_append_printf(hex, "%s%02x", i ? " " : "", p[i]);
     const char *more = len > 8 ? " …" : "";
     const char *kind = unreadable_kind(p, len);
-    g_autofree char *names = format_names();
+    g_autofree char *names = hyocr_format_names();
     if (kind)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE,
                     _("%s: looks like %s (starts with %s%s), which hyocr does not read; convert it to one of %s"),

@@ -49,6 +49,8 @@ hyocr_format             hyocr_format_sniff(const void *data, size_t len);
 /* Whether a file name ends in the extension of a readable format (case-insensitive), for
  * picking files out of a folder; what is read is still decided by the content. */
 bool                     hyocr_format_name_matches(const char *filename);
+/* The formats' names for a message: "PNG, JPEG, TIFF, …, PDF" (free it). */
+char                    *hyocr_format_names(void);
 
 /* PDF pages are rendered at this resolution unless the page would then exceed the pixel
  * budget: at 200 dpi an A4 or Letter page (3.9 / 3.7 megapixels) fits even the 2048²

@@ -4,6 +4,8 @@
 #include "app-test.h"
 #include "error.h"
 #include "hyocr-image-util.h"
+#include "hyocr-window-private.h"
+#include "document.h"
 #include "hyocr-json.h"
 #include "hyocr-memory.h"
 #include "models.h"
@@ -289,20 +291,105 @@ static void test_texture_roundtrip(void)
     g_assert_cmpmem(again->rgb, (gsize)got->width * got->height * 3, got->rgb, (gsize)got->width * got->height * 3);
 }
 
+/* A 1×1 GIF: gdk-pixbuf reads it, the engine does not (document.h's list). */
+static const char gif_1x1[] = "GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00"
+                              ",\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
+
+static hyocr_image *render_file(const char *path, int max_side, GError **error)
+{
+    g_autoptr(GFile) file = g_file_new_for_path(path);
+    g_autoptr(HyocrJobOptions) opts = g_new0(HyocrJobOptions, 1);
+    g_autoptr(HyocrJob) job = hyocr_job_new_for_file(file, opts);
+    return hyocr_job_render(job, max_side, error);
+}
+
+/* The app reads a file with the engine's readers only: a corrupt PNG fails with the
+ * file's name, a GIF (which gdk-pixbuf could decode) with the engine's word for it,
+ * and max_side is applied as `hyocr run` applies it. */
 static void test_load_image_errors(void)
 {
     g_autofree char *tmp = g_dir_make_tmp("hyocr-units-XXXXXX", NULL);
     g_autofree char *bad = g_build_filename(tmp, "broken.png", NULL);
     g_file_set_contents(bad, "\x89PNG\r\n\x1a\n\0\0\0\rIHDRgarbage", 24, NULL);
     g_autoptr(GError) error = NULL;
-    g_assert_null(hyocr_app_load_image(bad, 0, &error));
+    g_assert_null(render_file(bad, 0, &error));
     g_assert_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
     g_assert_nonnull(strstr(error->message, "broken.png"));
+    g_clear_error(&error);
     g_remove(bad);
+
+    g_autofree char *gif = g_build_filename(tmp, "pixel.gif", NULL);
+    g_file_set_contents(gif, gif_1x1, sizeof gif_1x1 - 1, NULL);
+    g_autoptr(GdkPixbuf) pb = gdk_pixbuf_new_from_file(gif, NULL);
+    g_assert_nonnull(pb);   /* so the refusal below is the engine's list, not a broken file */
+    g_assert_null(render_file(gif, 0, &error));
+    g_assert_error(error, HYOCR_ERROR, HYOCR_ERROR_IMAGE);
+    g_assert_nonnull(strstr(error->message, "looks like a GIF image"));
+    g_assert_nonnull(strstr(error->message, "which hyocr does not read"));
+    g_remove(gif);
     g_rmdir(tmp);
+
     g_autofree char *ok = app_test_data("images", "big_420x300.png", NULL);
-    g_autoptr(hyocr_image) scaled = hyocr_app_load_image(ok, 100, NULL);
+    g_autoptr(hyocr_image) scaled = render_file(ok, 100, NULL);
     g_assert_cmpint(MAX(scaled->width, scaled->height), ==, 100);
+}
+
+/* The MIME types of the formats the engine reads, in its order. */
+static GPtrArray *engine_mime_types(void)
+{
+    GPtrArray *all = g_ptr_array_new();
+    size_t n;
+    const hyocr_format_info *formats = hyocr_formats(&n);
+    for (size_t i = 0; i < n; i++)
+        for (const char *const *m = formats[i].mime_types; *m; m++) g_ptr_array_add(all, (gpointer)*m);
+    return all;
+}
+
+static int cmp_strp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Open's filter offers exactly those formats: no gdk-pixbuf extras, no pattern. */
+static void test_open_filter(void)
+{
+    g_autoptr(GtkFileFilter) filter = hyocr_window_open_filter_new();
+    g_autoptr(GVariant) v = g_variant_ref_sink(gtk_file_filter_to_gvariant(filter));
+    g_autoptr(GVariant) rules = g_variant_get_child_value(v, 1);
+    g_autoptr(GPtrArray) want = engine_mime_types();
+    g_autoptr(GPtrArray) got = g_ptr_array_new();
+    for (gsize i = 0; i < g_variant_n_children(rules); i++) {
+        guint32 kind;
+        const char *value;
+        g_variant_get_child(rules, i, "(u&s)", &kind, &value);
+        g_assert_cmpuint(kind, ==, 1);   /* a MIME type, not a glob */
+        g_ptr_array_add(got, (gpointer)value);
+    }
+    /* GTK keeps a rule per type added, by the shared MIME database's own name for
+     * it (image/heic is image/heif there), in its own order */
+    g_assert_cmpuint(got->len, ==, want->len);
+    g_autoptr(GPtrArray) canonical = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < want->len; i++) {
+        g_autofree char *type = g_content_type_from_mime_type(want->pdata[i]);
+        g_ptr_array_add(canonical, g_content_type_get_mime_type(type));
+    }
+    g_ptr_array_sort(canonical, cmp_strp);
+    g_ptr_array_sort(got, cmp_strp);
+    for (guint i = 0; i < got->len; i++) g_assert_cmpstr(got->pdata[i], ==, canonical->pdata[i]);
+}
+
+/* The desktop entry's MimeType, generated at build time, is the same list. */
+static void test_desktop_mime_types(void)
+{
+    const char *path = g_getenv("HYOCR_DESKTOP_FILE");
+    g_assert_nonnull(path);
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_assert_true(g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, NULL));
+    g_auto(GStrv) mimes = g_key_file_get_string_list(kf, "Desktop Entry", "MimeType", NULL, NULL);
+    g_assert_nonnull(mimes);
+    g_autoptr(GPtrArray) want = engine_mime_types();
+    g_assert_cmpuint(g_strv_length(mimes), ==, want->len);
+    for (guint i = 0; i < want->len; i++) g_assert_cmpstr(mimes[i], ==, want->pdata[i]);
 }
 
 typedef struct {
@@ -419,6 +506,8 @@ int main(int argc, char **argv)
     g_test_add_func("/app/units/model-folder", test_model_folder);
     g_test_add_func("/app/units/texture-roundtrip", test_texture_roundtrip);
     g_test_add_func("/app/units/load-image-errors", test_load_image_errors);
+    g_test_add_func("/app/units/open-filter", test_open_filter);
+    g_test_add_func("/app/units/desktop-mime-types", test_desktop_mime_types);
     g_test_add_func("/app/units/zz-quit-remembers-size", test_quit_remembers_size);
     return g_test_run();
 }

@@ -3,6 +3,7 @@
  * images, memory refusal, the gauge, the spotting and JSON views, dialogs and
  * the command line. */
 #include "app-test.h"
+#include "document.h"
 #include "error.h"
 #include "gpu-check.h"
 #include "hyocr-preferences-private.h"
@@ -80,6 +81,83 @@ static void test_drop_files(void)
     /* One at a time, in the order dropped. */
     g_assert_cmpfloat(hyocr_job_get_elapsed(a), >, 0);
     app_test_destroy_window(win);
+}
+
+static void copy_image(const char *name, const char *dir, const char *as)
+{
+    g_autofree char *src = app_test_data("images", name, NULL), *dst = g_build_filename(dir, as, NULL);
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(src, &data, &len, NULL));
+    g_assert_true(g_file_set_contents(dst, data, (gssize)len, NULL));
+}
+
+/* The formats are the engine's (document.h), as for `hyocr run`: a dropped folder
+ * adds its readable files by name, sorted, and says how many it skipped; a file
+ * in no such format is refused with the formats hyocr reads; a GIF named .png
+ * is read by the engine alone and fails with its word for it (gdk-pixbuf would
+ * have read it). */
+static void test_drop_folder(void)
+{
+    app_test_reset_settings();
+    use_max_tokens(8);
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    g_autofree char *tmp = g_dir_make_tmp("hyocr-folder-XXXXXX", NULL);
+    copy_image("tiny_40x30.png", tmp, "b.png");
+    copy_image("square_200.png", tmp, "a.jpeg.png");
+    static const char gif[] = "GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00"
+                              ",\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
+    g_autofree char *gif_path = g_build_filename(tmp, "c.gif", NULL);
+    g_autofree char *notes = g_build_filename(tmp, "notes.txt", NULL);
+    g_assert_true(g_file_set_contents(gif_path, gif, sizeof gif - 1, NULL));
+    g_assert_true(g_file_set_contents(notes, "words", -1, NULL));
+
+    g_auto(GValue) v = G_VALUE_INIT;
+    g_value_init(&v, GDK_TYPE_FILE_LIST);
+    g_value_take_boxed(&v, file_list(tmp, NULL));
+    guint toasts = hyocr_window_get_n_toasts(win);
+    g_assert_true(drop_value(win, &v));
+    g_assert_cmpuint(n_jobs(win), ==, 2);
+    g_assert_cmpstr(hyocr_job_get_title(app_test_job_at(win, 0)), ==, "a.jpeg.png");
+    g_assert_cmpstr(hyocr_job_get_title(app_test_job_at(win, 1)), ==, "b.png");
+    g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, toasts + 1);
+    g_autofree char *base = g_path_get_basename(tmp);
+    g_autofree char *want = g_strdup_printf("Skipped 2 files in “%s” that hyocr does not read", base);
+    g_assert_cmpstr(hyocr_window_get_last_toast(win), ==, want);
+
+    g_autoptr(GFile) gif_file = g_file_new_for_path(gif_path);
+    g_assert_cmpuint(hyocr_window_add_files(win, &gif_file, 1), ==, 0);
+    g_assert_cmpuint(n_jobs(win), ==, 2);
+    g_autofree char *formats = hyocr_format_names();
+    g_autofree char *refused = g_strdup_printf("“c.gif” is not an image or document hyocr reads (%s)", formats);
+    g_assert_cmpstr(hyocr_window_get_last_toast(win), ==, refused);
+
+    g_autofree char *disguised = g_build_filename(tmp, "gif.png", NULL);
+    g_assert_true(g_file_set_contents(disguised, gif, sizeof gif - 1, NULL));
+    g_autoptr(GFile) disguised_file = g_file_new_for_path(disguised);
+    g_assert_cmpuint(hyocr_window_add_files(win, &disguised_file, 1), ==, 1);
+    HyocrJob *job = app_test_job_at(win, 2);
+    app_test_wait_job(job, JOB_TIMEOUT_MS);
+    g_assert_cmpint(hyocr_job_get_state(job), ==, HYOCR_JOB_FAILED);
+    g_assert_cmpint(hyocr_job_get_failure(job), ==, HYOCR_JOB_FAILURE_IMAGE);
+    g_assert_nonnull(strstr(hyocr_job_get_message(job), "looks like a GIF image"));
+
+    g_autofree char *empty = g_build_filename(tmp, "empty", NULL);
+    g_assert_cmpint(g_mkdir(empty, 0700), ==, 0);
+    g_autoptr(GFile) empty_file = g_file_new_for_path(empty);
+    g_assert_cmpuint(hyocr_window_add_files(win, &empty_file, 1), ==, 0);
+    g_autofree char *none = g_strdup_printf("“empty” holds no image or document hyocr reads (%s)", formats);
+    g_assert_cmpstr(hyocr_window_get_last_toast(win), ==, none);
+
+    for (guint i = 0; i < n_jobs(win); i++) app_test_wait_job(app_test_job_at(win, i), JOB_TIMEOUT_MS);
+    app_test_destroy_window(win);
+    const char *names[] = { "a.jpeg.png", "b.png", "c.gif", "notes.txt", "gif.png" };
+    for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *p = g_build_filename(tmp, names[i], NULL);
+        g_remove(p);
+    }
+    g_rmdir(empty);
+    g_rmdir(tmp);
 }
 
 typedef struct {
@@ -1322,6 +1400,7 @@ int main(int argc, char **argv)
 {
     app_test_init(&argc, &argv);
     g_test_add_func("/app/window/drop-files", test_drop_files);
+    g_test_add_func("/app/window/drop-folder", test_drop_folder);
     g_test_add_func("/app/window/drop-texture", test_drop_texture);
     g_test_add_func("/app/window/paste", test_paste);
     g_test_add_func("/app/window/preset-changes-prompt", test_preset_changes_prompt);
