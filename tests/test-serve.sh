@@ -229,6 +229,9 @@ check "400 a parameter of the wrong type, param named" error_is 400 "'temperatur
 mkreq "$tmp/mt.json" max_tokens=0
 post "$port_main" "$tmp/mt.json"
 check "400 max_tokens 0" error_is 400 "'max_tokens'" "at least 1"
+mkreq "$tmp/mt-huge.json" max_tokens=4e96
+post "$port_main" "$tmp/mt-huge.json"
+check "400 max_tokens 4e96 (no integer overflow)" error_is 400 "'max_tokens'" "must be at least 1"
 mkreq "$tmp/unknown.json" 'frequency_penalty=0.5' 'logit_bias={}' 'some_extension=[1,2]'
 post "$port_main" "$tmp/unknown.json"
 check "unknown fields are ignored, as vLLM does" py "s == 200"

@@ -6,6 +6,7 @@
 #include "server.h"
 #include "json.h"
 #include <errno.h>
+#include <math.h>
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
 #include <string.h>
@@ -286,11 +287,13 @@ static bool integer(parse_ctx *c, JsonObject *o, const char *key, int64_t *out, 
         *out = json_node_get_int(n);
         return true;
     }
-    if (v != (double)(int64_t)v) {
+    if (v != floor(v)) {
         hyocr_api_error_set(c->e, 400, key, _("\"%s\" must be an integer"), key);
         return false;
     }
-    *out = (int64_t)v;
+    /* a float with no fraction (512.0, 1e3) is that integer; past int64's range it is
+     * clamped so the key's own range check refuses it (casting 4e96 is undefined) */
+    *out = v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : (int64_t)v;
     return true;
 }
 
@@ -379,7 +382,9 @@ bool hyocr_chat_request_parse(hyocr_chat_request *r, const char *body, size_t le
     g_autoptr(GError) err = NULL;
     r->root = hyocr_json_parse(body, len, REQUEST_MAX_DEPTH, NULL, &err);
     if (!r->root) {
-        hyocr_api_error_set(e, 400, NULL, _("the request body is not valid JSON: %s"), err->message);
+        /* json-glib quotes the broken text, cut where it stopped: maybe mid-character */
+        g_autofree char *why = g_utf8_make_valid(err->message, -1);
+        hyocr_api_error_set(e, 400, NULL, _("the request body is not valid JSON: %s"), why);
         return false;
     }
     if (!JSON_NODE_HOLDS_OBJECT(r->root)) {
