@@ -7,17 +7,34 @@ G_DEFINE_ENUM_TYPE(HyocrPreset, hyocr_preset,
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_RECOGNIZE, "recognize"),
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_SPOTTING, "spotting"),
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_PARSE_DOCUMENT, "parse-document"),
+    G_DEFINE_ENUM_VALUE(HYOCR_PRESET_PARSE_TABLE, "parse-table"),
+    G_DEFINE_ENUM_VALUE(HYOCR_PRESET_PARSE_FORMULA, "parse-formula"),
+    G_DEFINE_ENUM_VALUE(HYOCR_PRESET_PARSE_CHART, "parse-chart"),
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_TRANSLATE, "translate"),
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_EXTRACT_FIELDS, "extract-fields"),
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_SUBTITLES, "subtitles"),
     G_DEFINE_ENUM_VALUE(HYOCR_PRESET_CUSTOM, "custom"))
 
-/* Labels live in hyocr-task-picker.ui, in this order. */
-static const char *const extensions[HYOCR_N_PRESETS] = {
-    [HYOCR_PRESET_RECOGNIZE] = "txt",       [HYOCR_PRESET_SPOTTING] = "txt",
-    [HYOCR_PRESET_PARSE_DOCUMENT] = "md",   [HYOCR_PRESET_TRANSLATE] = "md",
-    [HYOCR_PRESET_EXTRACT_FIELDS] = "json", [HYOCR_PRESET_SUBTITLES] = "txt",
-    [HYOCR_PRESET_CUSTOM] = "txt",
+/* Each preset's task is the engine's (prompt.c holds the official prompts); the
+ * words are the app's. */
+static const struct {
+    hyocr_task  task;
+    const char *label, *hint, *extension;
+    gboolean    parse;
+} presets[HYOCR_N_PRESETS] = {
+    [HYOCR_PRESET_RECOGNIZE] = { HYOCR_TASK_RECOGNIZE, N_("Recognize Text"), N_("All the text in the image"), "txt" },
+    [HYOCR_PRESET_SPOTTING] = { HYOCR_TASK_SPOTTING, N_("Text with Boxes"), N_("Each line of text and where it is"), "txt" },
+    [HYOCR_PRESET_PARSE_DOCUMENT] = { HYOCR_TASK_PARSE_DOCUMENT, N_("Parse Document"),
+                                      N_("Markdown, with tables in HTML and formulas in LaTeX"), "md", TRUE },
+    [HYOCR_PRESET_PARSE_TABLE] = { HYOCR_TASK_PARSE_TABLE, N_("Parse Table"), N_("The table, as HTML"), "md", TRUE },
+    [HYOCR_PRESET_PARSE_FORMULA] = { HYOCR_TASK_PARSE_FORMULA, N_("Parse Formula"), N_("The formulas, as LaTeX"), "md",
+                                     TRUE },
+    [HYOCR_PRESET_PARSE_CHART] = { HYOCR_TASK_PARSE_CHART, N_("Parse Chart"),
+                                   N_("A chart's data as a Markdown table, a flowchart as Mermaid"), "md", TRUE },
+    [HYOCR_PRESET_TRANSLATE] = { HYOCR_TASK_TRANSLATE_EN, N_("Translate"), "", "md" },
+    [HYOCR_PRESET_EXTRACT_FIELDS] = { HYOCR_TASK_EXTRACT_FIELDS, N_("Extract Fields"), "", "json" },
+    [HYOCR_PRESET_SUBTITLES] = { HYOCR_TASK_SUBTITLES, N_("Subtitles"), N_("The subtitles of a video frame"), "txt" },
+    [HYOCR_PRESET_CUSTOM] = { HYOCR_TASK_CUSTOM, N_("Custom Prompt"), "", "txt" },
 };
 
 const char *hyocr_preset_get_nick(HyocrPreset preset)
@@ -27,10 +44,33 @@ const char *hyocr_preset_get_nick(HyocrPreset preset)
     return v ? v->value_nick : NULL;
 }
 
+const char *hyocr_preset_get_label(HyocrPreset preset)
+{
+    g_return_val_if_fail((unsigned)preset < HYOCR_N_PRESETS, "");
+    return _(presets[preset].label);
+}
+
+const char *hyocr_preset_get_hint(HyocrPreset preset)
+{
+    g_return_val_if_fail((unsigned)preset < HYOCR_N_PRESETS, "");
+    return *presets[preset].hint ? _(presets[preset].hint) : "";
+}
+
+hyocr_task hyocr_preset_get_task(HyocrPreset preset)
+{
+    g_return_val_if_fail((unsigned)preset < HYOCR_N_PRESETS, HYOCR_TASK_RECOGNIZE);
+    return presets[preset].task;
+}
+
 const char *hyocr_preset_get_extension(HyocrPreset preset)
 {
     g_return_val_if_fail((unsigned)preset < HYOCR_N_PRESETS, "txt");
-    return extensions[preset];
+    return presets[preset].extension;
+}
+
+gboolean hyocr_preset_is_parse(HyocrPreset preset)
+{
+    return (unsigned)preset < HYOCR_N_PRESETS && presets[preset].parse;
 }
 
 char **hyocr_fields_parse(const char *text)
@@ -47,16 +87,8 @@ char **hyocr_fields_parse(const char *text)
 
 static hyocr_task preset_task(HyocrPreset preset, const char *target)
 {
-    switch (preset) {
-    case HYOCR_PRESET_SPOTTING: return HYOCR_TASK_SPOTTING;
-    case HYOCR_PRESET_PARSE_DOCUMENT: return HYOCR_TASK_PARSE_DOCUMENT;
-    case HYOCR_PRESET_TRANSLATE:
-        return g_strcmp0(target, "zh") == 0 ? HYOCR_TASK_TRANSLATE_ZH : HYOCR_TASK_TRANSLATE_EN;
-    case HYOCR_PRESET_EXTRACT_FIELDS: return HYOCR_TASK_EXTRACT_FIELDS;
-    case HYOCR_PRESET_SUBTITLES: return HYOCR_TASK_SUBTITLES;
-    case HYOCR_PRESET_CUSTOM: return HYOCR_TASK_CUSTOM;
-    default: return HYOCR_TASK_RECOGNIZE;
-    }
+    if (preset == HYOCR_PRESET_TRANSLATE && g_strcmp0(target, "zh") == 0) return HYOCR_TASK_TRANSLATE_ZH;
+    return hyocr_preset_get_task(preset);
 }
 
 /* The preset's own inputs; the checks mirror what the engine would refuse, but

@@ -6,11 +6,17 @@
 
 G_BEGIN_DECLS
 
-/* Values and nicks match the io.github.hyocr.Hyocr.Preset enum of the schema. */
+/* The engine's tasks (prompt.h) as the window offers them, in its order: one
+ * preset per task, translation's two targets being one preset. Values and nicks
+ * match the io.github.hyocr.Hyocr.Preset enum of the schema; a nick is the
+ * task's name with dashes. */
 typedef enum {
     HYOCR_PRESET_RECOGNIZE,
     HYOCR_PRESET_SPOTTING,
     HYOCR_PRESET_PARSE_DOCUMENT,
+    HYOCR_PRESET_PARSE_TABLE,
+    HYOCR_PRESET_PARSE_FORMULA,
+    HYOCR_PRESET_PARSE_CHART,
     HYOCR_PRESET_TRANSLATE,
     HYOCR_PRESET_EXTRACT_FIELDS,
     HYOCR_PRESET_SUBTITLES,
@@ -22,8 +28,15 @@ typedef enum {
 GType hyocr_preset_get_type(void);
 
 const char *hyocr_preset_get_nick(HyocrPreset preset);
+/* The task picker's words for it: "Parse Table"; a line under it, or "". Translated. */
+const char *hyocr_preset_get_label(HyocrPreset preset);
+const char *hyocr_preset_get_hint(HyocrPreset preset);
+/* The engine's task (translation: the English one; the options pick the target). */
+hyocr_task  hyocr_preset_get_task(HyocrPreset preset);
 /* File name extension that suits the preset's output ("txt", "md", "json"). */
 const char *hyocr_preset_get_extension(HyocrPreset preset);
+/* Its answer is Markdown or HTML, which the result view can render. */
+gboolean    hyocr_preset_is_parse(HyocrPreset preset);
 
 typedef struct {
     HyocrPreset preset;

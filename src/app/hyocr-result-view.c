@@ -3,6 +3,7 @@
 #include "hyocr-image-util.h"
 #include "hyocr-json.h"
 #include "json.h"
+#include "hyocr-rendered-view.h"
 #include "hyocr-spotting.h"
 #include <glib/gi18n.h>
 #include <json-glib/json-glib.h>
@@ -21,6 +22,10 @@ struct _HyocrResultView {
     GtkWidget      *back_button;
     GtkWidget      *again_button;
     GtkToggleButton *image_button;
+    GtkWidget      *mode_box;
+    GtkToggleButton *rendered_button;
+    GtkToggleButton *source_button;
+    HyocrRenderedView *rendered_view;
     AdwFlap        *flap;
     GtkProgressBar *progress_bar;
     HyocrImageView *image_view;
@@ -39,6 +44,7 @@ struct _HyocrResultView {
     gboolean        show_back;
     guint           fold_sync;
     GCancellable   *display_load;
+    guint           render_idle;   /* the rendered view follows the text, once per main loop turn */
     gulong          after_paint;
     GdkFrameClock  *after_paint_clock;
 };
@@ -56,6 +62,47 @@ static gboolean is_spotting(HyocrResultView *self)
 static gboolean is_fields(HyocrResultView *self)
 {
     return self->job && hyocr_job_get_options(self->job)->preset == HYOCR_PRESET_EXTRACT_FIELDS;
+}
+
+/* A parse answer (Markdown, HTML tables, LaTeX) has a rendered view. */
+static gboolean is_parse(HyocrResultView *self)
+{
+    return self->job && hyocr_preset_is_parse(hyocr_job_get_options(self->job)->preset);
+}
+
+/* A finished parse answer with text: rendered or as written. While it is written
+ * the text streams as written (a rendered view of a long document would be laid
+ * out again at every piece). */
+static gboolean has_rendering(HyocrResultView *self)
+{
+    HyocrJobState st = self->job ? hyocr_job_get_state(self->job) : HYOCR_JOB_QUEUED;
+    return is_parse(self) && (st == HYOCR_JOB_DONE || st == HYOCR_JOB_CANCELLED) && *hyocr_job_get_text(self->job);
+}
+
+static gboolean shows_rendered(HyocrResultView *self)
+{
+    return has_rendering(self) && gtk_toggle_button_get_active(self->rendered_button);
+}
+
+/* ---- rendered ---- */
+
+static gboolean render_cb(gpointer data)
+{
+    HyocrResultView *self = data;
+    self->render_idle = 0;
+    hyocr_rendered_view_set_markdown(self->rendered_view, self->job ? hyocr_job_get_text(self->job) : NULL);
+    return G_SOURCE_REMOVE;
+}
+
+/* Rendered once written, again if the text changes after (a restart, a reload). */
+static void queue_render(HyocrResultView *self)
+{
+    if (!has_rendering(self)) {
+        g_clear_handle_id(&self->render_idle, g_source_remove);
+        hyocr_rendered_view_set_markdown(self->rendered_view, NULL);
+        return;
+    }
+    if (!self->render_idle) self->render_idle = g_idle_add(render_cb, self);
 }
 
 /* ---- status line ---- */
@@ -229,6 +276,7 @@ static void on_text_changed(HyocrJob *job, const char *appended, HyocrResultView
     if (appended) append_text(self, appended);
     else reload_text(self);
     if (is_spotting(self)) update_lines(self, appended == NULL);
+    queue_render(self);
     update_status(self);
 }
 
@@ -272,11 +320,18 @@ static void update_page(HyocrResultView *self)
     else if (is_spotting(self) && self->lines && self->lines->len)
         gtk_stack_set_visible_child_name(self->content_stack, "lines");
     else
-        gtk_stack_set_visible_child_name(self->content_stack, "text");
+        gtk_stack_set_visible_child_name(self->content_stack, shows_rendered(self) ? "rendered" : "text");
+}
+
+static void on_mode_toggled(GtkToggleButton *button, HyocrResultView *self)
+{
+    if (self->job) update_page(self);
 }
 
 static void on_state_changed(HyocrJob *job, GParamSpec *pspec, HyocrResultView *self)
 {
+    gtk_widget_set_visible(self->mode_box, has_rendering(self));
+    queue_render(self);
     /* The JSON view replaces the raw answer once it is complete. */
     if (hyocr_job_get_state(job) == HYOCR_JOB_DONE && is_fields(self)) reload_text(self);
     gboolean active = hyocr_job_is_active(job) || hyocr_job_get_state(job) == HYOCR_JOB_QUEUED;
@@ -345,6 +400,8 @@ GtkWidget *hyocr_result_view_get_button(HyocrResultView *self, const char *which
     if (g_str_equal(which, "back")) return self->back_button;
     if (g_str_equal(which, "again")) return self->again_button;
     if (g_str_equal(which, "image")) return GTK_WIDGET(self->image_button);
+    if (g_str_equal(which, "rendered")) return GTK_WIDGET(self->rendered_button);
+    if (g_str_equal(which, "source")) return GTK_WIDGET(self->source_button);
     return NULL;
 }
 
@@ -445,6 +502,11 @@ char *hyocr_result_view_export(HyocrResultView *self, const char *extension)
 
 HyocrJob *hyocr_result_view_get_job(HyocrResultView *self) { return self->job; }
 HyocrImageView *hyocr_result_view_get_image_view(HyocrResultView *self) { return self->image_view; }
+HyocrRenderedView *hyocr_result_view_get_rendered_view(HyocrResultView *self) { return self->rendered_view; }
+gboolean hyocr_result_view_is_rendering(HyocrResultView *self)
+{
+    return self->render_idle != 0 || hyocr_rendered_view_is_rendering(self->rendered_view);
+}
 GtkListBox *hyocr_result_view_get_lines_list(HyocrResultView *self) { return self->lines_list; }
 GtkTextView *hyocr_result_view_get_text_view(HyocrResultView *self) { return self->text_view; }
 
@@ -466,10 +528,11 @@ void hyocr_result_view_set_job(HyocrResultView *self, HyocrJob *job)
         gtk_label_set_text(self->title_label, hyocr_job_get_title(job));
         /* Markdown, HTML and JSON read better with aligned columns. */
         HyocrPreset p = hyocr_job_get_options(job)->preset;
-        gtk_text_view_set_monospace(self->text_view, p == HYOCR_PRESET_PARSE_DOCUMENT || p == HYOCR_PRESET_EXTRACT_FIELDS);
+        gtk_text_view_set_monospace(self->text_view, hyocr_preset_is_parse(p) || p == HYOCR_PRESET_EXTRACT_FIELDS);
         hyocr_job_ensure_preview(job);
         reload_text(self);
         if (is_spotting(self)) update_lines(self, TRUE);
+        queue_render(self);
         on_state_changed(job, NULL, self);
     } else {
         g_clear_handle_id(&self->status_tick, g_source_remove);
@@ -484,6 +547,7 @@ static void hyocr_result_view_dispose(GObject *object)
     HyocrResultView *self = HYOCR_RESULT_VIEW(object);
     g_clear_handle_id(&self->status_tick, g_source_remove);
     g_clear_handle_id(&self->fold_sync, g_source_remove);
+    g_clear_handle_id(&self->render_idle, g_source_remove);
     g_cancellable_cancel(self->display_load);
     g_clear_object(&self->display_load);
     g_clear_object(&self->display);
@@ -530,6 +594,7 @@ static void hyocr_result_view_class_init(HyocrResultViewClass *klass)
     g_object_class_install_properties(object_class, N_PROPS, props);
 
     g_type_ensure(HYOCR_TYPE_IMAGE_VIEW);
+    g_type_ensure(HYOCR_TYPE_RENDERED_VIEW);
     gtk_widget_class_set_template_from_resource(widget_class, "/io/github/hyocr/Hyocr/hyocr-result-view.ui");
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, title_label);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, status_label);
@@ -539,6 +604,10 @@ static void hyocr_result_view_class_init(HyocrResultViewClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, back_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, again_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, image_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, mode_box);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, rendered_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, source_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrResultView, rendered_view);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, flap);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, progress_bar);
     gtk_widget_class_bind_template_child(widget_class, HyocrResultView, image_view);
@@ -565,6 +634,7 @@ static void hyocr_result_view_init(HyocrResultView *self)
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.cancel", FALSE);
     gtk_widget_action_set_enabled(GTK_WIDGET(self), "view.copy", FALSE);
     g_signal_connect(self->image_view, "notify::highlight", G_CALLBACK(on_highlight_changed), self);
+    g_signal_connect(self->rendered_button, "toggled", G_CALLBACK(on_mode_toggled), self);
     /* Narrow: the image folds away; its button slides it over the text. */
     g_signal_connect_swapped(self->flap, "notify::folded", G_CALLBACK(queue_fold_sync), self);
     g_object_bind_property(self->flap, "reveal-flap", self->image_button, "active",

@@ -16,24 +16,13 @@ struct _HyocrTaskPicker {
 
 G_DEFINE_FINAL_TYPE(HyocrTaskPicker, hyocr_task_picker, GTK_TYPE_WIDGET)
 
-static const char *preset_hint(HyocrPreset p)
-{
-    switch (p) {
-    case HYOCR_PRESET_RECOGNIZE: return _("All the text in the image");
-    case HYOCR_PRESET_SPOTTING: return _("Each line of text and where it is");
-    case HYOCR_PRESET_PARSE_DOCUMENT: return _("Markdown, with tables in HTML and formulas in LaTeX");
-    case HYOCR_PRESET_SUBTITLES: return _("The subtitles of a video frame");
-    default: return "";
-    }
-}
-
 static void show_options(HyocrTaskPicker *self, HyocrPreset p)
 {
     const char *page = p == HYOCR_PRESET_TRANSLATE        ? "translate"
                        : p == HYOCR_PRESET_EXTRACT_FIELDS ? "fields"
                        : p == HYOCR_PRESET_CUSTOM         ? "custom"
                                                           : "none";
-    gtk_label_set_text(self->hint_label, preset_hint(p));
+    gtk_label_set_text(self->hint_label, hyocr_preset_get_hint(p));
     gtk_stack_set_visible_child_name(self->options_stack, page);
 }
 
@@ -136,5 +125,9 @@ static void hyocr_task_picker_class_init(HyocrTaskPickerClass *klass)
 static void hyocr_task_picker_init(HyocrTaskPicker *self)
 {
     gtk_widget_init_template(GTK_WIDGET(self));
+    /* one entry per preset, in the enum's order (selected ↔ preset) */
+    g_autoptr(GtkStringList) labels = gtk_string_list_new(NULL);
+    for (int i = 0; i < HYOCR_N_PRESETS; i++) gtk_string_list_append(labels, hyocr_preset_get_label((HyocrPreset)i));
+    gtk_drop_down_set_model(self->preset_dropdown, G_LIST_MODEL(labels));
     g_signal_connect(self->preset_dropdown, "notify::selected", G_CALLBACK(on_preset_selected), self);
 }

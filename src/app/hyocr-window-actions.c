@@ -244,8 +244,10 @@ static void add_bindings(GtkWidgetClass *wc)
     gtk_widget_class_add_binding_action(wc, GDK_KEY_Escape, 0, "win.cancel-job", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_Page_Down, GDK_CONTROL_MASK, "win.next-job", NULL);
     gtk_widget_class_add_binding_action(wc, GDK_KEY_Page_Up, GDK_CONTROL_MASK, "win.previous-job", NULL);
+    /* Ctrl+1 … Ctrl+9, then Ctrl+0 for the tenth, in the picker's order */
+    G_STATIC_ASSERT(HYOCR_N_PRESETS <= 10);
     for (int i = 0; i < HYOCR_N_PRESETS; i++)
-        gtk_widget_class_add_binding_action(wc, GDK_KEY_1 + i, GDK_CONTROL_MASK, "win.preset", "s",
+        gtk_widget_class_add_binding_action(wc, i < 9 ? GDK_KEY_1 + i : GDK_KEY_0, GDK_CONTROL_MASK, "win.preset", "s",
                                             hyocr_preset_get_nick((HyocrPreset)i));
 }
 

@@ -218,6 +218,11 @@ static gpointer feed_document(gpointer data)
     return NULL;
 }
 
+static gboolean rendered_all(gpointer view)
+{
+    return !hyocr_result_view_is_rendering(view);
+}
+
 static void test_large_document(void)
 {
     app_test_reset_settings();
@@ -255,6 +260,14 @@ static void test_large_document(void)
     app_test_wait(view_holds, &vw, APP_TEST_WAIT_MS);
     GtkTextBuffer *buf = gtk_text_view_get_buffer(GTK_TEXT_VIEW(text_view));
     g_assert_cmpint(gtk_text_buffer_get_char_count(buf), ==, g_utf8_strlen(f.sent->str, -1));
+
+    /* Written: the parse answer is rendered (in idle slices, so no probe timer here:
+     * one due every 5 ms would starve them on a slow run). */
+    HyocrResultView *view = hyocr_window_get_result_view(win);
+    g_assert_true(app_test_wait(rendered_all, view, APP_TEST_WAIT_MS));
+    app_test_wait_drawn(GTK_WIDGET(win));
+    g_assert_cmpstr(hyocr_result_view_get_visible_page(view), ==, "rendered");
+    g_assert_cmpint(gtk_widget_get_width(GTK_WIDGET(hyocr_result_view_get_rendered_view(view))), >, 0);
     g_string_free(f.sent, TRUE);
     g_string_free(p.streamed, TRUE);
     app_test_destroy_window(win);

@@ -1,5 +1,5 @@
-/* Screenshots for the metainfo: the empty window, a job writing its answer and
- * a spotting result with boxes, rendered under Xvfb with the app's own
+/* Screenshots for the metainfo: the empty window, a job writing its answer, a
+ * spotting result with boxes and a parsed page rendered, rendered under Xvfb with the app's own
  * renderer and saved as PNG in $HYOCR_SCREENSHOT_DIR (`ninja screenshots`
  * points it at data/screenshots/).
  *
@@ -162,10 +162,20 @@ static const char *const markdown[] = {
     "<tr><td>Toner cartridge, 2 pcs</td>",
 };
 
+/* The job has the text and the view shows it (pieces go in after a frame). */
 static gboolean shows_text(gpointer data)
 {
     gpointer *d = data;
-    return hyocr_job_get_state(d[0]) == HYOCR_JOB_WRITING && g_str_equal(hyocr_job_get_text(d[0]), d[1]);
+    if (hyocr_job_get_state(d[0]) != HYOCR_JOB_WRITING || !g_str_equal(hyocr_job_get_text(d[0]), d[1])) return FALSE;
+    GtkTextBuffer *buf = gtk_text_view_get_buffer(hyocr_result_view_get_text_view(d[2]));
+    g_autofree char *shown = NULL;
+    g_object_get(buf, "text", &shown, NULL);
+    return g_str_equal(shown, d[1]);
+}
+
+static gboolean rendered(gpointer view)
+{
+    return !hyocr_result_view_is_rendering(view);
 }
 
 static void test_running(void)
@@ -181,7 +191,7 @@ static void test_running(void)
             hyocr_job_post_piece(job, markdown[i], 9 * (int)(i + 1));
             g_string_append(all, markdown[i]);
         }
-        gpointer d[2] = { job, all->str };
+        gpointer d[3] = { job, all->str, hyocr_window_get_result_view(win) };
         g_assert_true(app_test_wait(shows_text, d, APP_TEST_WAIT_MS));
     }
     save_window(win, "running-job.png");
@@ -295,6 +305,34 @@ static const StagedEntry history_zh[] = {
       "parse-document", 0, 90 },
 };
 
+static const char parsed_invoice[] =
+    "# Invoice No. 2024-117\n\nNorthwind Paper Co.  \n42 Harbour Street, Portsmouth\n\n**Date:** 14 March 2024\n\n"
+    "<table><tr><th>Item</th><th>Price</th></tr>"
+    "<tr><td>A4 copy paper, 10 reams</td><td>€42.00</td></tr>"
+    "<tr><td>Toner cartridge, 2 pcs</td><td>€118.50</td></tr>"
+    "<tr><th>Total</th><th>€160.50</th></tr></table>\n";
+
+/* A parse answer rendered: the heading, the lines and the table as a table. */
+static void test_parsed(void)
+{
+    HyocrWindow *win = screenshot_window();
+    SamplePage page = sample_page();
+    g_autoptr(HyocrJob) job = staged_job(win, page.texture, HYOCR_PRESET_PARSE_DOCUMENT);
+    if (!real_model()) {
+        hyocr_job_post_state(job, HYOCR_JOB_PREPARING);
+        hyocr_job_post_piece(job, parsed_invoice, 96);
+        hyocr_job_post_finish(job, HYOCR_JOB_DONE, parsed_invoice, NULL);
+    }
+    app_test_wait_job(job, 120000);
+    HyocrResultView *view = hyocr_window_get_result_view(win);
+    g_assert_true(app_test_wait(rendered, view, APP_TEST_WAIT_MS));
+    g_assert_cmpstr(hyocr_result_view_get_visible_page(view), ==, "rendered");
+    save_window(win, "parse-result.png");
+    app_test_destroy_window(win);
+    g_object_unref(page.texture);
+    g_string_free(page.spotting, TRUE);
+}
+
 /* The empty window in Chinese, from this build's catalogs (po/). Last: it
  * switches the process's locale. */
 static void test_empty_zh_cn(void)
@@ -330,6 +368,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/screenshots/running", test_running);
     g_test_add_func("/app/screenshots/spotting", test_spotting);
     g_test_add_func("/app/screenshots/history", test_history);
+    g_test_add_func("/app/screenshots/parsed", test_parsed);
     g_test_add_func("/app/screenshots/zh-CN", test_empty_zh_cn);
     return g_test_run();
 }

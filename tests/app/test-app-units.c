@@ -123,6 +123,9 @@ static void test_presets(void)
         { "recognize", "en", HYOCR_TASK_RECOGNIZE },
         { "spotting", "en", HYOCR_TASK_SPOTTING },
         { "parse-document", "en", HYOCR_TASK_PARSE_DOCUMENT },
+        { "parse-table", "en", HYOCR_TASK_PARSE_TABLE },
+        { "parse-formula", "en", HYOCR_TASK_PARSE_FORMULA },
+        { "parse-chart", "en", HYOCR_TASK_PARSE_CHART },
         { "translate", "en", HYOCR_TASK_TRANSLATE_EN },
         { "translate", "zh", HYOCR_TASK_TRANSLATE_ZH },
         { "subtitles", "en", HYOCR_TASK_SUBTITLES },
@@ -135,6 +138,21 @@ static void test_presets(void)
         g_assert_cmpint(o->task, ==, cases[i].task);
         g_assert_cmpstr(hyocr_preset_get_nick(o->preset), ==, cases[i].preset);
     }
+    /* Every task of the engine (prompt.h) is offered, as `hyocr run --task` offers it: a
+     * preset's nick is the task's name with dashes, translation's two targets one preset. */
+    gboolean offered[HYOCR_TASK_COUNT] = { FALSE };
+    offered[HYOCR_TASK_TRANSLATE_ZH] = TRUE;   /* checked above, through the target */
+    for (int p = 0; p < HYOCR_N_PRESETS; p++) {
+        hyocr_task t = hyocr_preset_get_task((HyocrPreset)p);
+        offered[t] = TRUE;
+        g_autofree char *nick = g_strdelimit(g_strdup(hyocr_preset_get_nick((HyocrPreset)p)), "-", '_');
+        g_autofree char *name = g_strdup(hyocr_task_name(t));
+        if (t == HYOCR_TASK_TRANSLATE_EN) name[strlen("translate")] = 0;
+        g_assert_cmpstr(nick, ==, name);
+        g_assert_cmpstr(hyocr_preset_get_label((HyocrPreset)p), !=, "");
+    }
+    for (int t = 0; t < HYOCR_TASK_COUNT; t++)
+        if (!offered[t]) g_test_fail_printf("the app offers no preset for the task %s", hyocr_task_name((hyocr_task)t));
     /* Presets that need input refuse without it, with a message that says what to type. */
     g_autoptr(GError) error = NULL;
     g_settings_set_string(s, "preset", "extract-fields");

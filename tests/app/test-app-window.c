@@ -7,6 +7,7 @@
 #include "error.h"
 #include "gpu-check.h"
 #include "hyocr-preferences-private.h"
+#include "hyocr-task-picker.h"
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
@@ -335,6 +336,40 @@ static void test_preset_changes_prompt(void)
     g_autofree char *want_spotting = engine_prompt(HYOCR_TASK_SPOTTING, NULL, NULL);
     g_assert_cmpstr(spotting, ==, want_spotting);
     g_assert_cmpstr(spotting, !=, recognize);
+
+    /* The parse tasks the CLI has: Ctrl+4, 5 and 6, the engine's official prompts. */
+    static const struct { const char *nick; hyocr_task task; } parse[] = {
+        { "parse-table", HYOCR_TASK_PARSE_TABLE },
+        { "parse-formula", HYOCR_TASK_PARSE_FORMULA },
+        { "parse-chart", HYOCR_TASK_PARSE_CHART },
+    };
+    for (gsize i = 0; i < G_N_ELEMENTS(parse); i++) {
+        gtk_widget_activate_action(GTK_WIDGET(win), "win.preset", "s", parse[i].nick);
+        g_autofree char *got = prompt_for(win, "tiny_40x30.png");
+        g_autofree char *want = engine_prompt(parse[i].task, NULL, NULL);
+        g_assert_cmpstr(got, ==, want);
+    }
+    /* the picker lists every preset under its label, in the enum's order */
+    GtkDropDown *dd = NULL;
+    for (GtkWidget *w = GTK_WIDGET(win); w;) {   /* depth-first to the picker's first drop-down */
+        if (GTK_IS_DROP_DOWN(w) && gtk_widget_get_ancestor(w, HYOCR_TYPE_TASK_PICKER)) {
+            dd = GTK_DROP_DOWN(w);
+            break;
+        }
+        GtkWidget *next = gtk_widget_get_first_child(w);
+        while (!next && w) {
+            next = gtk_widget_get_next_sibling(w);
+            if (!next) w = gtk_widget_get_parent(w);
+        }
+        w = next;
+    }
+    g_assert_nonnull(dd);
+    GListModel *labels = gtk_drop_down_get_model(dd);
+    g_assert_cmpuint(g_list_model_get_n_items(labels), ==, HYOCR_N_PRESETS);
+    for (guint i = 0; i < HYOCR_N_PRESETS; i++)
+        g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(labels), i), ==, hyocr_preset_get_label((HyocrPreset)i));
+    g_assert_cmpstr(gtk_string_list_get_string(GTK_STRING_LIST(labels), HYOCR_PRESET_PARSE_CHART), ==, "Parse Chart");
+    g_assert_cmpuint(gtk_drop_down_get_selected(dd), ==, HYOCR_PRESET_PARSE_CHART);
 
     g_settings_set_string(s, "preset", "translate");
     g_settings_set_string(s, "translate-target", "zh");
@@ -1076,6 +1111,118 @@ static gboolean is_set(gpointer data)
     return *(char **)data != NULL;
 }
 
+static gboolean rendered(gpointer view)
+{
+    return !hyocr_result_view_is_rendering(view);
+}
+
+static GtkWidget *block_at(HyocrResultView *view, guint n)
+{
+    GtkWidget *w = gtk_widget_get_first_child(hyocr_rendered_view_get_blocks(hyocr_result_view_get_rendered_view(view)));
+    while (w && n--) w = gtk_widget_get_next_sibling(w);
+    return w;
+}
+
+static guint n_blocks(HyocrResultView *view)
+{
+    guint n = 0;
+    while (block_at(view, n)) n++;
+    return n;
+}
+
+/* The cell at (col, row) of a rendered table: its text, and its spans. */
+static const char *cell_at(GtkWidget *grid, int col, int row, int *width, int *height)
+{
+    GtkWidget *cell = gtk_grid_get_child_at(GTK_GRID(grid), col, row);
+    g_assert_nonnull(cell);
+    int c, r;
+    gtk_grid_query_child(GTK_GRID(grid), cell, &c, &r, width, height);
+    return gtk_label_get_text(GTK_LABEL(cell));
+}
+
+static const char parsed_page[] =
+    "# Invoice\n\nPaid **in full** &amp; on time.\n\n- first\n- second\n\n"
+    "<table><tr><th>Item</th><th>Price</th></tr><tr><td>Paper</td><td rowspan=\"2\">€42</td></tr>"
+    "<tr><td>Toner<br>2 pcs</td></tr><tr><td colspan=\"2\">Total</td></tr></table>\n\n"
+    "| a | b |\n|---|---|\n| 1 | **2** |\n\n$$x^2$$\n";
+
+/* A parse answer is shown rendered, with native widgets: headings, paragraphs with
+ * their emphasis applied, list items, the model's HTML table and a Markdown table
+ * as grids (spans kept), a formula as text; Source shows the answer as written and
+ * Rendered comes back. Other tasks have no such view, and malformed HTML (a table
+ * never closed, a colspan of 99999) still renders, its span capped. */
+static void test_parse_rendered(void)
+{
+    app_test_reset_settings();
+    HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
+    HyocrResultView *view = hyocr_window_get_result_view(win);
+    g_autoptr(HyocrJob) job = staged(win, HYOCR_PRESET_PARSE_DOCUMENT, parsed_page);
+    g_assert_true(app_test_wait(rendered, view, APP_TEST_WAIT_MS));
+    g_assert_cmpstr(hyocr_result_view_get_visible_page(view), ==, "rendered");
+    GtkWidget *source = hyocr_result_view_get_button(view, "source");
+    g_assert_true(gtk_widget_is_visible(source));
+
+    g_assert_cmpuint(n_blocks(view), ==, 7);
+    GtkWidget *heading = block_at(view, 0);
+    g_assert_cmpstr(gtk_label_get_text(GTK_LABEL(heading)), ==, "Invoice");
+    g_assert_true(gtk_widget_has_css_class(heading, "title-1"));
+    GtkWidget *para = block_at(view, 1);
+    g_assert_cmpstr(gtk_label_get_text(GTK_LABEL(para)), ==, "Paid in full & on time.");
+    g_assert_nonnull(strstr(gtk_label_get_label(GTK_LABEL(para)), "<b>in full</b>"));
+    g_assert_cmpstr(gtk_label_get_text(GTK_LABEL(block_at(view, 2))), ==, "• first");
+    g_assert_cmpstr(gtk_label_get_text(GTK_LABEL(block_at(view, 3))), ==, "• second");
+    g_assert_cmpint(gtk_widget_get_margin_start(block_at(view, 2)), >, gtk_widget_get_margin_start(para));
+
+    GtkWidget *html = block_at(view, 4);
+    g_assert_true(GTK_IS_GRID(html));
+    int w, h;
+    g_assert_cmpstr(cell_at(html, 0, 0, &w, &h), ==, "Item");
+    g_assert_true(gtk_widget_has_css_class(gtk_grid_get_child_at(GTK_GRID(html), 0, 0), "heading"));
+    g_assert_cmpstr(cell_at(html, 1, 0, &w, &h), ==, "Price");
+    g_assert_cmpstr(cell_at(html, 0, 1, &w, &h), ==, "Paper");
+    g_assert_cmpstr(cell_at(html, 1, 1, &w, &h), ==, "€42");
+    g_assert_cmpint(h, ==, 2);
+    g_assert_true(gtk_grid_get_child_at(GTK_GRID(html), 1, 2) == gtk_grid_get_child_at(GTK_GRID(html), 1, 1));
+    g_assert_cmpstr(cell_at(html, 0, 2, &w, &h), ==, "Toner\n2 pcs");
+    g_assert_cmpstr(cell_at(html, 0, 3, &w, &h), ==, "Total");
+    g_assert_cmpint(w, ==, 2);
+
+    GtkWidget *md = block_at(view, 5);
+    g_assert_true(GTK_IS_GRID(md));
+    g_assert_cmpstr(cell_at(md, 0, 0, &w, &h), ==, "a");
+    g_assert_cmpstr(cell_at(md, 1, 0, &w, &h), ==, "b");
+    g_assert_cmpstr(cell_at(md, 0, 1, &w, &h), ==, "1");
+    g_assert_cmpstr(cell_at(md, 1, 1, &w, &h), ==, "2");
+    g_assert_cmpstr(gtk_label_get_label(GTK_LABEL(gtk_grid_get_child_at(GTK_GRID(md), 1, 1))), ==, "<b>2</b>");
+    g_assert_cmpstr(gtk_label_get_text(GTK_LABEL(block_at(view, 6))), ==, "x^2");
+
+    /* Source: the answer as written; Rendered again */
+    gtk_toggle_button_set_active(GTK_TOGGLE_BUTTON(source), TRUE);
+    g_assert_cmpstr(hyocr_result_view_get_visible_page(view), ==, "text");
+    GtkTextBuffer *buf = gtk_text_view_get_buffer(hyocr_result_view_get_text_view(view));
+    g_autofree char *shown = NULL;
+    g_object_get(buf, "text", &shown, NULL);
+    g_assert_cmpstr(shown, ==, parsed_page);
+    gtk_toggle_button_set_active(GTK_TOGGLE_BUTTON(hyocr_result_view_get_button(view, "rendered")), TRUE);
+    g_assert_cmpstr(hyocr_result_view_get_visible_page(view), ==, "rendered");
+    app_test_wait_drawn(GTK_WIDGET(win));
+
+    g_autoptr(HyocrJob) broken = staged(win, HYOCR_PRESET_PARSE_TABLE, "<table><tr><td>x<td colspan=99999>y</tr");
+    hyocr_result_view_set_job(view, broken);
+    g_assert_true(app_test_wait(rendered, view, APP_TEST_WAIT_MS));
+    g_assert_cmpuint(n_blocks(view), ==, 1);
+    g_assert_cmpstr(cell_at(block_at(view, 0), 0, 0, &w, &h), ==, "x");
+    g_assert_cmpstr(cell_at(block_at(view, 0), 1, 0, &w, &h), ==, "y");
+    g_assert_cmpint(w, ==, 64);
+
+    g_autoptr(HyocrJob) plain = staged(win, HYOCR_PRESET_RECOGNIZE, "# not a heading here");
+    hyocr_result_view_set_job(view, plain);
+    g_assert_false(gtk_widget_is_visible(source));
+    g_assert_cmpstr(hyocr_result_view_get_visible_page(view), ==, "text");
+    app_test_wait_drawn(GTK_WIDGET(win));
+    app_test_destroy_window(win);
+}
+
 static void test_fields_view(void)
 {
     app_test_reset_settings();
@@ -1401,6 +1548,7 @@ int main(int argc, char **argv)
     app_test_init(&argc, &argv);
     g_test_add_func("/app/window/drop-files", test_drop_files);
     g_test_add_func("/app/window/drop-folder", test_drop_folder);
+    g_test_add_func("/app/window/parse-rendered", test_parse_rendered);
     g_test_add_func("/app/window/drop-texture", test_drop_texture);
     g_test_add_func("/app/window/paste", test_paste);
     g_test_add_func("/app/window/preset-changes-prompt", test_preset_changes_prompt);
