@@ -191,7 +191,10 @@ JsonNode *hyocr_json_parse(const char *data, size_t len, int max_depth, const ch
     }
     g_autoptr(JsonParser) parser = json_parser_new();
     if (!json_parser_load_from_data(parser, data ? data : "", data ? (gssize)len : 0, &err)) {
-        const char *msg = err->message;
+        /* json-glib quotes the broken text cut where its lexer stopped, maybe mid-character:
+         * every message hyocr passes on (a 400's body, a remote server's fault) is UTF-8 */
+        g_autofree char *valid = g_utf8_make_valid(err->message, -1);
+        const char *msg = valid;
         bool located = g_str_has_prefix(msg, "<data>:");   /* <data>:LINE:COL: … */
         if (located) msg += strlen(name ? "<data>" : "<data>:");
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, "%s%s%s", name ? name : "",

@@ -382,9 +382,7 @@ bool hyocr_chat_request_parse(hyocr_chat_request *r, const char *body, size_t le
     g_autoptr(GError) err = NULL;
     r->root = hyocr_json_parse(body, len, REQUEST_MAX_DEPTH, NULL, &err);
     if (!r->root) {
-        /* json-glib quotes the broken text, cut where it stopped: maybe mid-character */
-        g_autofree char *why = g_utf8_make_valid(err->message, -1);
-        hyocr_api_error_set(e, 400, NULL, _("the request body is not valid JSON: %s"), why);
+        hyocr_api_error_set(e, 400, NULL, _("the request body is not valid JSON: %s"), err->message);
         return false;
     }
     if (!JSON_NODE_HOLDS_OBJECT(r->root)) {
