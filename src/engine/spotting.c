@@ -60,3 +60,23 @@ GPtrArray *hyocr_spot_parse(const char *text)
     }
     return out;
 }
+
+void hyocr_spot_lines_add_json(JsonBuilder *b, const GPtrArray *lines)
+{
+    json_builder_begin_array(b);
+    for (guint i = 0; i < lines->len; i++) {
+        const hyocr_spot_line *l = lines->pdata[i];
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "text");
+        json_builder_add_string_value(b, l->text);
+        json_builder_set_member_name(b, "box");
+        json_builder_begin_array(b);
+        json_builder_add_int_value(b, l->x1);
+        json_builder_add_int_value(b, l->y1);
+        json_builder_add_int_value(b, l->x2);
+        json_builder_add_int_value(b, l->y2);
+        json_builder_end_array(b);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
