@@ -33,9 +33,7 @@
 
 struct hyocr_request {
     gint              ref;
-    GMutex            lock;
-    GCond             cond;
-    bool              done;          /* under lock: the end event has been sent */
+    hyocr_job_end     end;           /* its result, handed to hyocr_request_wait */
     gint              cancel;        /* atomic: hyocr_request_cancel */
     bool              waiting;       /* counted in the queue bound (scheduler thread) */
     bool              redo;          /* FP16 overflowed: rerun in the redo precision */
@@ -1105,10 +1103,7 @@ static void release_ended(hyocr_sched *s)
 {
     for (guint i = 0; i < s->ended->len; i++) {
         hyocr_request *job = s->ended->pdata[i];
-        g_mutex_lock(&job->lock);
-        job->done = true;
-        g_cond_broadcast(&job->cond);
-        g_mutex_unlock(&job->lock);
+        hyocr_job_end_mark_done(&job->end);
         hyocr_request_unref(job);
     }
     g_ptr_array_set_size(s->ended, 0);
@@ -1118,7 +1113,7 @@ static void take_job(hyocr_sched *s, hyocr_request *job)
 {
     job_state *st = &job->st;
     int gen = st->cancel_gen;
-    hyocr_job_state_init(st, s->eng, &job->params, &job->res);
+    hyocr_job_state_init(st, s->eng, &job->params, &job->end.res);
     st->handle = job;
     st->cancel_gen = gen;
     st->phase = JOB_QUEUED;
@@ -1262,8 +1257,7 @@ static hyocr_request *job_new(const hyocr_job_params *params)
 {
     hyocr_request *job = g_new0(hyocr_request, 1);
     job->ref = 1;
-    g_mutex_init(&job->lock);
-    g_cond_init(&job->cond);
+    hyocr_job_end_init(&job->end);
     job->params = *params;
     job->image_path = g_strdup(params->image_path);
     job->custom_prompt = g_strdup(params->custom_prompt);
@@ -1288,15 +1282,13 @@ hyocr_request *hyocr_request_ref(hyocr_request *job)
 void hyocr_request_unref(hyocr_request *job)
 {
     if (!job || !g_atomic_int_dec_and_test(&job->ref)) return;
-    hyocr_job_result_clear(&job->res);
+    hyocr_job_end_clear(&job->end);
     if (job->params.cancellable) g_object_unref(job->params.cancellable);
     if (job->params.image_data) g_bytes_unref(job->params.image_data);
     g_free(job->image_path);
     g_free(job->custom_prompt);
     g_free(job->rendered_chat);
     g_strfreev(job->fields);
-    g_mutex_clear(&job->lock);
-    g_cond_clear(&job->cond);
     g_free(job);
 }
 
@@ -1313,25 +1305,13 @@ void hyocr_request_cancel(hyocr_request *job)
 
 bool hyocr_request_is_done(hyocr_request *job)
 {
-    g_mutex_lock(&job->lock);
-    bool done = job->done;
-    g_mutex_unlock(&job->lock);
-    return done;
+    return hyocr_job_end_is_done(&job->end);
 }
 
 bool hyocr_request_wait(hyocr_request *job, hyocr_job_result *out, GError **error)
 {
     g_return_val_if_fail(job != NULL, false);
-    g_mutex_lock(&job->lock);
-    while (!job->done) g_cond_wait(&job->cond, &job->lock);
-    g_mutex_unlock(&job->lock);
-    bool ok = job->res.error == NULL;
-    if (!ok && error) g_propagate_error(error, g_error_copy(job->res.error));
-    if (out) {
-        *out = job->res;
-        memset(&job->res, 0, sizeof job->res);
-    }
-    return ok;
+    return hyocr_job_end_wait(&job->end, out, error);
 }
 
 /* Queues jobs in order; bounded: the queue bound applies. */

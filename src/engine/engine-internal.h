@@ -1,6 +1,7 @@
 /* hyocr — what engine.c (loading, one job's stages) and batch.c (the
- * scheduler: the engine's thread, continuous batching) share. Not installed;
- * not part of the API. */
+ * scheduler: the engine's thread, continuous batching) share, and the job's
+ * end that remote.c's jobs hand over the same way. Not installed; not part of
+ * the API. */
 #pragma once
 #include "hyocr.h"
 #include "memplan.h"
@@ -139,5 +140,23 @@ bool   hyocr_engine_reload(hyocr_engine *eng, hyocr_compute_dtype dtype, GError 
 bool   hyocr_engine_is_eos(const hyocr_engine *eng, int32_t id);
 /* The memory budget of a job (memory limit, or on CUDA free + held); 0 = unknown. */
 int64_t hyocr_engine_budget(hyocr_engine *eng);
+
+/* A job's end, handed to the threads that wait for it: a local job (batch.c) and a job on a
+ * server (remote.c) alike. The runner fills res, then marks it done (once, after the end
+ * event); the first wait takes res. */
+typedef struct {
+    GMutex           lock;
+    GCond            cond;
+    bool             done;   /* under lock: the end event has been sent */
+    hyocr_job_result res;
+} hyocr_job_end;
+
+void   hyocr_job_end_init(hyocr_job_end *e);
+void   hyocr_job_end_clear(hyocr_job_end *e);    /* res too */
+void   hyocr_job_end_mark_done(hyocr_job_end *e);  /* waiters wake */
+bool   hyocr_job_end_is_done(hyocr_job_end *e);
+/* Blocks until done; false with the job's error copied when it failed. out (may be NULL)
+ * takes the result, which is then the caller's to clear. */
+bool   hyocr_job_end_wait(hyocr_job_end *e, hyocr_job_result *out, GError **error);
 
 G_END_DECLS

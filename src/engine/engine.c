@@ -392,6 +392,50 @@ void hyocr_job_result_clear(hyocr_job_result *r)
     memset(r, 0, sizeof *r);
 }
 
+void hyocr_job_end_init(hyocr_job_end *e)
+{
+    memset(e, 0, sizeof *e);
+    g_mutex_init(&e->lock);
+    g_cond_init(&e->cond);
+}
+
+void hyocr_job_end_clear(hyocr_job_end *e)
+{
+    hyocr_job_result_clear(&e->res);
+    g_mutex_clear(&e->lock);
+    g_cond_clear(&e->cond);
+}
+
+void hyocr_job_end_mark_done(hyocr_job_end *e)
+{
+    g_mutex_lock(&e->lock);
+    e->done = true;
+    g_cond_broadcast(&e->cond);
+    g_mutex_unlock(&e->lock);
+}
+
+bool hyocr_job_end_is_done(hyocr_job_end *e)
+{
+    g_mutex_lock(&e->lock);
+    bool done = e->done;
+    g_mutex_unlock(&e->lock);
+    return done;
+}
+
+bool hyocr_job_end_wait(hyocr_job_end *e, hyocr_job_result *out, GError **error)
+{
+    g_mutex_lock(&e->lock);
+    while (!e->done) g_cond_wait(&e->cond, &e->lock);
+    g_mutex_unlock(&e->lock);
+    bool ok = e->res.error == NULL;
+    if (!ok && error) g_propagate_error(error, g_error_copy(e->res.error));
+    if (out) {
+        *out = e->res;
+        memset(&e->res, 0, sizeof e->res);
+    }
+    return ok;
+}
+
 /* ---- one job ----------------------------------------------------------------- */
 
 static double ms_since(gint64 t)

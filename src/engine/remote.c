@@ -6,6 +6,7 @@
  * on the job's cancellable, which closes the connection: the server sees the
  * client go and stops the job. */
 #include "remote.h"
+#include "engine-internal.h"
 #include "remote-reply.h"
 #include "error.h"
 #include "i18n.h"
@@ -51,16 +52,13 @@ struct hyocr_remote {
 struct hyocr_remote_job {
     gint              ref;
     hyocr_remote     *remote;
-    GMutex            lock;
-    GCond             cond;
-    bool              done;
+    hyocr_job_end     end;           /* its result, handed to hyocr_remote_job_wait */
     GCancellable     *cancel;        /* ours: the connection's */
     GCancellable     *user_cancel;   /* params.cancellable, linked to ours */
     gulong            user_cancel_id;
     hyocr_job_params  params;        /* its strings and references are ours */
     char             *image_path, *custom_prompt, *name;
     char            **fields;
-    hyocr_job_result  res;
     gint64            t0, t_first;
     int               n_generated;   /* the server's count (usage), else the ids or pieces */
 };
@@ -409,8 +407,8 @@ static char *image_url(hyocr_remote_job *job, GError **error)
     if (!hyocr_image_fit(src, job->params.max_side, 0, &small, error)) return NULL;
     g_autoptr(hyocr_image) fitted = small;
     if (small) src = small;
-    job->res.image_width = src->width;
-    job->res.image_height = src->height;
+    job->end.res.image_width = src->width;
+    job->end.res.image_height = src->height;
     g_autoptr(GBytes) png = hyocr_image_encode_png(src, error);
     if (!png) return NULL;
     gsize len = 0;
@@ -574,7 +572,7 @@ static hyocr_stop_reason stop_reason(const char *finish)
 /* The answer into the result, cleaned up as a local job's is. */
 static void take_answer(hyocr_remote *r, hyocr_remote_job *job, hyocr_remote_reply *reply)
 {
-    hyocr_job_result *res = &job->res;
+    hyocr_job_result *res = &job->end.res;
     res->raw_text_len = reply->text->len;
     res->raw_text = g_strndup(reply->text->str, reply->text->len);
     res->text = hyocr_clean_repeated_substrings(reply->text->str, reply->text->len, hyocr_remote_model_version(r),
@@ -666,7 +664,7 @@ static bool read_stream(hyocr_remote *r, hyocr_remote_job *job, SoupMessage *msg
     }
     g_clear_error(&err);
     if (ok) take_answer(r, job, &reply);
-    else if (reply.token_ids->len) job->res.token_ids = g_array_ref(reply.token_ids);
+    else if (reply.token_ids->len) job->end.res.token_ids = g_array_ref(reply.token_ids);
     hyocr_remote_reply_clear(&reply);
     return ok;
 }
@@ -718,9 +716,7 @@ static void job_free(hyocr_remote_job *job)
     g_strfreev(job->fields);
     if (job->params.image_data) g_bytes_unref(job->params.image_data);
     if (job->params.document) hyocr_document_unref(job->params.document);
-    hyocr_job_result_clear(&job->res);
-    g_mutex_clear(&job->lock);
-    g_cond_clear(&job->cond);
+    hyocr_job_end_clear(&job->end);
     g_free(job);
 }
 
@@ -742,39 +738,27 @@ void hyocr_remote_job_cancel(hyocr_remote_job *job)
 
 bool hyocr_remote_job_is_done(hyocr_remote_job *job)
 {
-    g_mutex_lock(&job->lock);
-    bool done = job->done;
-    g_mutex_unlock(&job->lock);
-    return done;
+    return hyocr_job_end_is_done(&job->end);
 }
 
 bool hyocr_remote_job_wait(hyocr_remote_job *job, hyocr_job_result *out, GError **error)
 {
-    g_mutex_lock(&job->lock);
-    while (!job->done) g_cond_wait(&job->cond, &job->lock);
-    g_mutex_unlock(&job->lock);
-    bool ok = job->res.error == NULL;
-    if (!ok && error) g_propagate_error(error, g_error_copy(job->res.error));
-    if (out) {
-        *out = job->res;
-        memset(&job->res, 0, sizeof job->res);
-    }
-    return ok;
+    return hyocr_job_end_wait(&job->end, out, error);
 }
 
 /* The end event, then waiters wake; the worker's reference goes. */
 static void job_end(hyocr_remote *r, hyocr_remote_job *job, GError *err)
 {
     bool cancelled = err ? g_error_matches(err, HYOCR_ERROR, HYOCR_ERROR_CANCELLED)
-                         : job->res.stop_reason == HYOCR_STOP_CANCELLED;
+                         : job->end.res.stop_reason == HYOCR_STOP_CANCELLED;
     if (cancelled && !err) err = g_error_new(HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled"));
-    if (err && !job->res.text) {
-        job->res.text = g_strdup("");
-        job->res.raw_text = g_strdup("");
+    if (err && !job->end.res.text) {
+        job->end.res.text = g_strdup("");
+        job->end.res.raw_text = g_strdup("");
     }
-    if (cancelled) job->res.stop_reason = HYOCR_STOP_CANCELLED;
-    job->res.error = err;
-    hyocr_event ev = { .stop_reason = job->res.stop_reason, .prompt_tokens = job->res.prompt_tokens,
+    if (cancelled) job->end.res.stop_reason = HYOCR_STOP_CANCELLED;
+    job->end.res.error = err;
+    hyocr_event ev = { .stop_reason = job->end.res.stop_reason, .prompt_tokens = job->end.res.prompt_tokens,
                        .n_generated = job->n_generated };
     if (cancelled) ev.type = HYOCR_EVENT_CANCELLED;
     else if (err) {
@@ -782,17 +766,14 @@ static void job_end(hyocr_remote *r, hyocr_remote_job *job, GError *err)
         ev.error = err;
     } else {
         ev.type = HYOCR_EVENT_DONE;
-        ev.piece = job->res.text;
-        ev.piece_len = job->res.text_len;
+        ev.piece = job->end.res.text;
+        ev.piece_len = job->end.res.text_len;
     }
     emit(job, &ev);
     g_mutex_lock(&r->lock);
     g_ptr_array_remove(r->live, job);
     g_mutex_unlock(&r->lock);
-    g_mutex_lock(&job->lock);
-    job->done = true;
-    g_cond_broadcast(&job->cond);
-    g_mutex_unlock(&job->lock);
+    hyocr_job_end_mark_done(&job->end);
     hyocr_remote_job_unref(job);
 }
 
@@ -847,8 +828,7 @@ hyocr_remote_job *hyocr_remote_submit(hyocr_remote *r, const hyocr_job_params *p
     hyocr_remote_job *job = g_new0(hyocr_remote_job, 1);
     job->ref = 2;   /* the caller's and the worker's */
     job->remote = r;
-    g_mutex_init(&job->lock);
-    g_cond_init(&job->cond);
+    hyocr_job_end_init(&job->end);
     job->cancel = g_cancellable_new();
     job->params = *params;
     job->params.image_path = job->image_path = g_strdup(params->image_path);
