@@ -142,34 +142,33 @@ static char *notification_body(HyocrJob *job)
     return g_strdup_printf("%s: %s", hyocr_job_get_title(job), g_strstrip(start));
 }
 
-void hyocr_application_notify_job(HyocrApplication *self, HyocrJob *job)
+/* A finished job's notification, titled by how it ended; clicking it shows the job, and so does
+ * its Open button when it has one (a capture's: its text went to the clipboard, not a window). */
+static void send_job_notification(HyocrApplication *self, HyocrJob *job, const char *id, const char *title_done,
+                                  const char *title_failed, gboolean open)
 {
     gboolean ok = hyocr_job_get_state(job) == HYOCR_JOB_DONE;
-    g_autoptr(GNotification) n = g_notification_new(ok ? _("Text Recognized") : _("A Job Failed"));
+    g_autoptr(GNotification) n = g_notification_new(ok ? title_done : title_failed);
     g_autofree char *body = notification_body(job);
     g_notification_set_body(n, body);
     g_autoptr(GIcon) icon = g_themed_icon_new(HYOCR_APP_ID);
     g_notification_set_icon(n, icon);
     g_notification_set_default_action_and_target(n, "app.show-job", "u", hyocr_job_get_id(job));
+    if (open) g_notification_add_button_with_target(n, _("Open"), "app.show-job", "u", hyocr_job_get_id(job));
     self->n_notifications++;
     /* Without a session bus nobody would show it, and GLib would complain. */
     if (g_application_get_dbus_connection(G_APPLICATION(self)))
-        g_application_send_notification(G_APPLICATION(self), NOTIFICATION_ID, n);
+        g_application_send_notification(G_APPLICATION(self), id, n);
+}
+
+void hyocr_application_notify_job(HyocrApplication *self, HyocrJob *job)
+{
+    send_job_notification(self, job, NOTIFICATION_ID, _("Text Recognized"), _("A Job Failed"), FALSE);
 }
 
 void hyocr_application_notify_capture(HyocrApplication *self, HyocrJob *job)
 {
-    gboolean ok = hyocr_job_get_state(job) == HYOCR_JOB_DONE;
-    g_autoptr(GNotification) n = g_notification_new(ok ? _("Text Copied") : _("The Capture Was Not Read"));
-    g_autofree char *body = notification_body(job);
-    g_notification_set_body(n, body);
-    g_autoptr(GIcon) icon = g_themed_icon_new(HYOCR_APP_ID);
-    g_notification_set_icon(n, icon);
-    g_notification_set_default_action_and_target(n, "app.show-job", "u", hyocr_job_get_id(job));
-    g_notification_add_button_with_target(n, _("Open"), "app.show-job", "u", hyocr_job_get_id(job));
-    self->n_notifications++;
-    if (g_application_get_dbus_connection(G_APPLICATION(self)))
-        g_application_send_notification(G_APPLICATION(self), "capture", n);
+    send_job_notification(self, job, "capture", _("Text Copied"), _("The Capture Was Not Read"), TRUE);
 }
 
 guint hyocr_application_get_n_notifications(HyocrApplication *self)
