@@ -172,6 +172,11 @@ static void transport_error(hyocr_remote *r, SoupMessage *msg, const GError *err
     else if (g_error_matches(err, G_IO_ERROR, G_IO_ERROR_TIMED_OUT))
         g_set_error(error, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TIMEOUT,
                     _("%s sent nothing for %u s; it may be overloaded or stalled"), r->name, r->timeout_s);
+    else if (g_error_matches(err, G_TLS_ERROR, G_TLS_ERROR_UNAVAILABLE))
+        /* GLib's TLS lives in a module (glib-networking); without it every https address fails */
+        g_set_error(error, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS,
+                    _("%s: this computer cannot make secure (https) connections: GLib has no TLS support "
+                      "(the glib-networking package is missing)"), r->name);
     else if (err->domain == G_TLS_ERROR) {
         GTlsCertificateFlags f = msg ? soup_message_get_tls_peer_certificate_errors(msg) : 0;
         if (g_error_matches(err, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE) || f)
