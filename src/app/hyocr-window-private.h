@@ -15,6 +15,7 @@ struct _HyocrWindow {
     AdwToastOverlay *toast_overlay;
     AdwWindowTitle  *window_title;
     HyocrVramGauge  *gauge;
+    GtkWidget       *capture_button;
     GtkWidget       *loading_spinner;
     HyocrTaskPicker *task_picker;
     GtkStack        *main_stack;

@@ -718,6 +718,7 @@ static void hyocr_window_class_init(HyocrWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, toast_overlay);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, window_title);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, gauge);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, capture_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, loading_spinner);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, task_picker);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, main_stack);

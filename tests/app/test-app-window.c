@@ -1398,6 +1398,23 @@ static void check_header_inside(GtkWidget *w, GtkWidget *win, GString *bad)
     }
 }
 
+/* Capture Screen Region in the header (GNOME HIG: an icon button whose tooltip names it
+ * and its shortcut), inside the window, its icon found (the app's own, from the
+ * resources: a missing one would draw as a broken image), and it is win.capture (that it
+ * captures is test-app-capture's, which clicks it). */
+static void check_capture_button(HyocrWindow *win)
+{
+    GtkWidget *b = win->capture_button;
+    if (!inside(b, GTK_WIDGET(win))) g_test_fail_printf("the capture button is not inside the 360 px window");
+    g_assert_nonnull(gtk_widget_get_ancestor(b, ADW_TYPE_HEADER_BAR));
+    g_assert_cmpstr(gtk_actionable_get_action_name(GTK_ACTIONABLE(b)), ==, "win.capture");
+    g_assert_cmpstr(gtk_widget_get_tooltip_text(b), ==, "Capture Screen Region (Ctrl+G)");
+    const char *icon = gtk_button_get_icon_name(GTK_BUTTON(b));
+    g_assert_true(gtk_icon_theme_has_icon(gtk_icon_theme_get_for_display(gtk_widget_get_display(b)), icon));
+    GtkWidget *image = gtk_button_get_child(GTK_BUTTON(b));
+    g_assert_true(GTK_IS_IMAGE(image) && gtk_image_get_storage_type(GTK_IMAGE(image)) == GTK_IMAGE_ICON_NAME);
+}
+
 static gboolean leaflet_shows(gpointer data)
 {
     gpointer *d = data;
@@ -1409,6 +1426,13 @@ static gboolean leaflet_shows(gpointer data)
  * button, and Cancel, Copy and Save stay inside the window. */
 static void test_narrow(void)
 {
+    /* The window controls GNOME shows (org.gnome.desktop.wm.preferences button-layout,
+     * 'appmenu:close'; Phosh, at this width, the same or none): GTK's own default, used
+     * under Xvfb with no desktop, adds minimize and maximize (74 px more). */
+    GtkSettings *gtk_settings = gtk_settings_get_default();
+    g_autofree char *layout = NULL;
+    g_object_get(gtk_settings, "gtk-decoration-layout", &layout, NULL);
+    g_object_set(gtk_settings, "gtk-decoration-layout", "appmenu:close", NULL);
     app_test_reset_settings();
     g_settings_set_int(app_test_settings(), "window-width", 360);
     g_settings_set_int(app_test_settings(), "window-height", 640);
@@ -1441,6 +1465,7 @@ static void test_narrow(void)
     g_autoptr(GString) bad = g_string_new(NULL);
     check_header_inside(w, w, bad);
     if (bad->len) g_test_fail_printf("cut off in the header:%s", bad->str);
+    check_capture_button(win);
     /* Back shows the job list, in full; the job opens its result again. */
     gtk_widget_activate(hyocr_result_view_get_button(view, "back"));
     GtkWidget *list = GTK_WIDGET(gtk_list_box_get_row_at_index(GTK_LIST_BOX(win->job_list), 0));
@@ -1452,6 +1477,7 @@ static void test_narrow(void)
     hyocr_job_cancel(job);
     app_test_wait_job(job, JOB_TIMEOUT_MS);
     app_test_destroy_window(win);
+    g_object_set(gtk_settings, "gtk-decoration-layout", layout, NULL);
 }
 
 /* ---- why not the GPU: said once, in full, where it belongs ---- */
