@@ -6,7 +6,9 @@
  * read from a file the test writes before each capture: a PNG path, or "cancel". */
 #include "app-test.h"
 #include "hyocr-build-config.h"
+#include "hyocr-history.h"
 #include <glib/gstdio.h>
+#include <gdk/x11/gdkx.h>
 
 #define DOUBLE_ARG "--portal-double"
 
@@ -257,12 +259,156 @@ static void test_forwarded(void)
     g_subprocess_wait(primary, NULL, NULL);
 }
 
+/* ---- hyocr-gtk --capture with no instance running: nothing is shown ---- */
+
+/* Every window mapped on the display by another client: the test selects
+ * SubstructureNotify on the root window, so the X server reports each top-level
+ * (and override-redirect popup) that any process maps. */
+typedef struct {
+    guint n_foreign_maps;
+} MapWatch;
+
+static gboolean on_xevent(GdkX11Display *display, const XEvent *ev, gpointer data)
+{
+    MapWatch *watch = data;
+    if (ev->type == MapNotify && !gdk_x11_surface_lookup_for_display(GDK_DISPLAY(display), ev->xmap.window))
+        watch->n_foreign_maps++;
+    return FALSE;
+}
+
+/* What the X server sent before now has been read and dispatched. */
+static void x_sync(GdkDisplay *display)
+{
+    XSync(gdk_x11_display_get_xdisplay(display), False);
+    app_test_drain();
+}
+
+static gboolean foreign_mapped(gpointer data)
+{
+    return ((MapWatch *)data)->n_foreign_maps > 0;
+}
+
+static gboolean has_no_owner(gpointer name)
+{
+    g_autofree char *owner = name_owner(name);
+    return owner == NULL;
+}
+
+/* The clipboard of the display: what another client (the app) holds. */
+static char *read_clipboard(GdkDisplay *display)
+{
+    char *copied = NULL;
+    gdk_clipboard_read_text_async(gdk_display_get_clipboard(display), NULL, on_text_read, &copied);
+    g_assert_true(app_test_wait(is_set, &copied, APP_TEST_WAIT_MS));
+    return copied;
+}
+
+/* `hyocr-gtk --capture` as a global shortcut runs it: the portal is asked, the region is
+ * read with the preset, the text is on the clipboard, the notification says so and the
+ * history holds the job, and no window was ever mapped. Then the notification's Open
+ * (app.show-job over D-Bus, as the shell calls it) does show one: the watch sees the
+ * app's windows, so its zero above means something. */
+static void test_command_line(void)
+{
+    const char *gtk_app = g_getenv("HYOCR_GTK");
+    GdkDisplay *display = gdk_display_get_default();
+    if (!double_proc || !gtk_app) {
+        g_test_skip("no session bus or no HYOCR_GTK");
+        return;
+    }
+    if (!GDK_IS_X11_DISPLAY(display)) {
+        g_test_skip("the map watch needs X11 (GDK_BACKEND=x11)");
+        return;
+    }
+    g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
+    g_autofree char *png = app_test_data("images", "tiny_40x30.png", NULL);
+    g_assert_true(g_file_set_contents(control, png, -1, NULL));
+    /* the process's own settings (12 tokens: the tiny checkpoint's 8192 would only make
+     * the test long) and its own history, in files */
+    g_autofree char *home = g_dir_make_tmp("hyocr-capture-cli-XXXXXX", NULL);
+    g_autofree char *config = g_build_filename(home, "config", NULL);
+    g_autofree char *data = g_build_filename(home, "data", NULL);
+    g_autofree char *keyfile_dir = g_build_filename(config, "glib-2.0", "settings", NULL);
+    g_autofree char *keyfile = g_build_filename(keyfile_dir, "keyfile", NULL);
+    g_assert_cmpint(g_mkdir_with_parents(keyfile_dir, 0700), ==, 0);
+    g_assert_true(g_file_set_contents(keyfile, "[io/github/hyocr/Hyocr]\nmax-new-tokens=12\n", -1, NULL));
+
+    MapWatch watch = { 0 };
+    Display *xdpy = gdk_x11_display_get_xdisplay(display);
+    Window root = DefaultRootWindow(xdpy);
+    XWindowAttributes attrs;
+    XGetWindowAttributes(xdpy, root, &attrs);
+    XSelectInput(xdpy, root, attrs.your_event_mask | SubstructureNotifyMask);
+    gulong handler = g_signal_connect(display, "xevent", G_CALLBACK(on_xevent), &watch);
+    x_sync(display);
+
+    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+    g_subprocess_launcher_setenv(launcher, "GSETTINGS_BACKEND", "keyfile", TRUE);
+    g_subprocess_launcher_setenv(launcher, "XDG_CONFIG_HOME", config, TRUE);
+    g_subprocess_launcher_setenv(launcher, "XDG_DATA_HOME", data, TRUE);
+    g_autofree char *model = app_test_data("ckpt-flat", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GSubprocess) app = g_subprocess_launcher_spawn(launcher, &error, gtk_app, "--model", model, "--capture",
+                                                              NULL);
+    g_assert_no_error(error);
+
+    /* the portal is called by the new instance, and the answer is announced */
+    g_autofree char *call = double_line();
+    g_autofree char *owner = name_owner(HYOCR_APP_ID);
+    g_autofree char *want = g_strdup_printf("screenshot %s ok", owner);
+    g_assert_cmpstr(call, ==, want);
+    g_autofree char *note = double_line();
+    g_test_message("%s", note);
+    g_assert_true(g_str_has_prefix(note, "notify Text Copied|Screen Capture: "));
+    const char *open = strstr(note, "app.show-job(uint32 ");
+    g_assert_nonnull(open);
+    guint job_id = (guint)g_ascii_strtoull(open + strlen("app.show-job(uint32 "), NULL, 10);
+
+    /* the text is on the clipboard: hyocr run's answer for the same picture */
+    g_autofree char *streamed = NULL, *final_text = NULL;
+    app_test_cli_run("ckpt-flat", "tiny_40x30.png", "recognize", 12, &streamed, &final_text);
+    g_autofree char *copied = read_clipboard(display);
+    g_assert_cmpstr(copied, ==, final_text);
+    x_sync(display);
+    g_assert_cmpuint(watch.n_foreign_maps, ==, 0);
+
+    /* Open, as the notification's button calls it, shows the window */
+    g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, NULL);
+    g_autoptr(GVariant) r = g_dbus_connection_call_sync(
+        bus, HYOCR_APP_ID, "/io/github/hyocr/Hyocr", "org.freedesktop.Application", "ActivateAction",
+        g_variant_new_parsed("('show-job', [<%u>], @a{sv} {})", job_id), NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+    g_assert_no_error(error);
+    g_assert_true(app_test_wait(foreign_mapped, &watch, APP_TEST_WAIT_MS));
+    g_signal_handler_disconnect(display, handler);
+    XSelectInput(xdpy, root, attrs.your_event_mask);
+
+    g_subprocess_force_exit(app);
+    g_assert_true(g_subprocess_wait(app, NULL, NULL));
+    g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
+
+    /* and the history has the job, with the picture the portal gave */
+    g_autofree char *db = g_build_filename(data, "hyocr", "history.db", NULL);
+    g_autoptr(hyocr_history) h = hyocr_history_open(db, NULL, &error);
+    g_assert_no_error(error);
+    g_autoptr(GPtrArray) entries = hyocr_history_query(h, NULL, 0, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(entries->len, ==, 1);
+    const hyocr_history_entry *e = entries->pdata[0];
+    g_assert_cmpstr(e->title, ==, "Screen Capture");
+    g_assert_cmpint(e->state, ==, HYOCR_HISTORY_DONE);
+    g_assert_cmpstr(e->text, ==, final_text);
+    g_autoptr(hyocr_history_entry) full = hyocr_history_get(h, e->id, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(full->image);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 2 && g_str_equal(argv[1], DOUBLE_ARG)) return portal_double(argv[2]);
     app_test_init(&argc, &argv);
     start_double();
     g_test_add_func("/app/capture/clipboard-and-cancel", test_capture);
+    g_test_add_func("/app/capture/command-line", test_command_line);
     g_test_add_func("/app/capture/forwarded", test_forwarded);
     int rc = g_test_run();
     if (double_proc) g_subprocess_force_exit(double_proc);
