@@ -1,5 +1,5 @@
 /* Screenshots for the metainfo: the empty window, a job writing its answer, a
- * spotting result with boxes and a parsed page rendered, rendered under Xvfb with the app's own
+ * spotting result with boxes, a parsed page rendered and a screen capture's result, rendered under Xvfb with the app's own
  * renderer and saved as PNG in $HYOCR_SCREENSHOT_DIR (`ninja screenshots`
  * points it at data/screenshots/).
  *
@@ -333,6 +333,92 @@ static void test_parsed(void)
     g_string_free(page.spotting, TRUE);
 }
 
+/* A capture's result: what Capture Screen Region leaves in the window (its "Open"), a
+ * region of the screen (a paragraph of a web page) read with Recognize Text. Staged as
+ * the others are; the job carries the title the capture gives it. */
+#define REGION_W 560
+#define REGION_H 150
+
+static GdkTexture *screen_region(const char *const *lines, gsize n)
+{
+    cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, REGION_W, REGION_H);
+    cairo_t *cr = cairo_create(surface);
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.22);
+    PangoLayout *layout = pango_cairo_create_layout(cr);
+    for (gsize i = 0; i < n; i++) {
+        g_autoptr(PangoFontDescription) desc = pango_font_description_from_string(i == 0 ? "Sans Bold 17" : "Sans 13");
+        pango_layout_set_font_description(layout, desc);
+        pango_layout_set_text(layout, lines[i], -1);
+        cairo_move_to(cr, 18, i == 0 ? 14 : 30 + 26.0 * (double)i);
+        pango_cairo_show_layout(cr, layout);
+    }
+    g_object_unref(layout);
+    cairo_destroy(cr);
+    cairo_surface_flush(surface);
+    g_autoptr(GBytes) bytes = g_bytes_new(cairo_image_surface_get_data(surface),
+                                          (gsize)cairo_image_surface_get_stride(surface) * REGION_H);
+    GdkTexture *t = gdk_memory_texture_new(REGION_W, REGION_H, GDK_MEMORY_B8G8R8A8_PREMULTIPLIED, bytes,
+                                           (gsize)cairo_image_surface_get_stride(surface));
+    cairo_surface_destroy(surface);
+    return t;
+}
+
+/* The result view's text is the answer (it is filled after a frame). */
+static gboolean view_shows(gpointer data)
+{
+    gpointer *d = data;
+    GtkTextBuffer *buf = gtk_text_view_get_buffer(hyocr_result_view_get_text_view(d[0]));
+    g_autofree char *shown = NULL;
+    g_object_get(buf, "text", &shown, NULL);
+    return g_str_equal(shown, d[1]);
+}
+
+static void save_capture(const char *const *lines, gsize n, const char *name)
+{
+    HyocrWindow *win = screenshot_window();
+    g_autoptr(GdkTexture) region = screen_region(lines, n);
+    g_settings_set_enum(app_test_settings(), "preset", HYOCR_PRESET_RECOGNIZE);
+    g_autoptr(HyocrJobOptions) opts = hyocr_job_options_new_from_settings(app_test_settings(), NULL);
+    g_autoptr(HyocrJob) job = hyocr_job_new_for_texture(region, _("Screen Capture"), opts, NULL);
+    if (!real_model()) g_assert_true(hyocr_job_claim(job));
+    hyocr_window_add_job(win, job);
+    g_autofree char *joined = g_strjoinv("\n", (char **)lines);
+    if (!real_model()) {
+        hyocr_job_post_state(job, HYOCR_JOB_PREPARING);
+        hyocr_job_post_piece(job, joined, 48);
+        hyocr_job_post_finish(job, HYOCR_JOB_DONE, joined, NULL);
+    }
+    app_test_wait_job(job, 120000);
+    g_assert_cmpstr(hyocr_job_get_title(job), ==, _("Screen Capture"));
+    gpointer d[2] = { hyocr_window_get_result_view(win), (gpointer)hyocr_job_get_text(job) };
+    g_assert_true(app_test_wait(view_shows, d, APP_TEST_WAIT_MS));
+    save_window(win, name);
+    app_test_destroy_window(win);
+}
+
+static const char *const region_en[] = {
+    "Release notes — version 2.4",
+    "The export dialog remembers the last folder you chose.",
+    "Large PDF files open up to three times faster.",
+    "Fixed: the sidebar no longer hides after a restart.",
+    NULL,
+};
+
+static void test_capture(void)
+{
+    save_capture(region_en, g_strv_length((char **)region_en), "capture-result.png");
+}
+
+static const char *const region_zh[] = {
+    "版本 2.4 更新说明",
+    "导出对话框会记住上次选择的文件夹。",
+    "大型 PDF 文件的打开速度最多提高三倍。",
+    "已修复：重启后侧边栏不再被隐藏。",
+    NULL,
+};
+
 /* The empty window in Chinese, from this build's catalogs (po/). Last: it
  * switches the process's locale. */
 static void test_empty_zh_cn(void)
@@ -358,6 +444,7 @@ static void test_empty_zh_cn(void)
     win = history_window(history_zh, G_N_ELEMENTS(history_zh));
     save_window(win, "history-zh-CN.png");
     app_test_destroy_window(win);
+    save_capture(region_zh, g_strv_length((char **)region_zh), "capture-result-zh-CN.png");
 }
 
 int main(int argc, char **argv)
@@ -369,6 +456,7 @@ int main(int argc, char **argv)
     g_test_add_func("/app/screenshots/spotting", test_spotting);
     g_test_add_func("/app/screenshots/history", test_history);
     g_test_add_func("/app/screenshots/parsed", test_parsed);
+    g_test_add_func("/app/screenshots/capture", test_capture);
     g_test_add_func("/app/screenshots/zh-CN", test_empty_zh_cn);
     return g_test_run();
 }
