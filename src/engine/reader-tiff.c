@@ -190,17 +190,27 @@ static bool decode_rows(tiff_state *s, TIFFRGBAImage *ri, hyocr_image *img, hyoc
     return ok;
 }
 
+/* Selects the page and reads its size, as stored, and orientation tag; false (st set) when the
+ * page is missing or its size is out of bounds. */
+static bool page_geometry(tiff_state *s, int page, uint32_t *w, uint32_t *h, uint16_t *orient,
+                          hyocr_decode_status *st)
+{
+    if (!select_page(s, page, st)) return false;
+    *w = *h = 0;
+    *orient = ORIENTATION_TOPLEFT;
+    TIFFGetField(s->tif, TIFFTAG_IMAGEWIDTH, w);
+    TIFFGetField(s->tif, TIFFTAG_IMAGELENGTH, h);
+    TIFFGetFieldDefaulted(s->tif, TIFFTAG_ORIENTATION, orient);
+    return hyocr_decode_check_size(st, "TIFF", *w, *h);
+}
+
 static hyocr_image *tiff_render(void *state, int page, const hyocr_render_options *ro, int *orientation,
                                 hyocr_decode_status *st)
 {
     tiff_state *s = state;
-    if (!select_page(s, page, st)) return NULL;
-    uint32_t w = 0, h = 0;
-    uint16_t orient = ORIENTATION_TOPLEFT;
-    TIFFGetField(s->tif, TIFFTAG_IMAGEWIDTH, &w);
-    TIFFGetField(s->tif, TIFFTAG_IMAGELENGTH, &h);
-    TIFFGetFieldDefaulted(s->tif, TIFFTAG_ORIENTATION, &orient);
-    if (!hyocr_decode_check_size(st, "TIFF", w, h)) return NULL;
+    uint32_t w, h;
+    uint16_t orient;
+    if (!page_geometry(s, page, &w, &h, &orient, st)) return NULL;
     char emsg[1024] = "";
     if (!TIFFRGBAImageOK(s->tif, emsg)) {
         hyocr_decode_fail(st, HYOCR_ERROR_IMAGE, _("unsupported TIFF: %s"), emsg);
@@ -230,13 +240,9 @@ static hyocr_image *tiff_render(void *state, int page, const hyocr_render_option
 static bool tiff_page_size(void *state, int page, double *width, double *height, hyocr_decode_status *st)
 {
     tiff_state *s = state;
-    if (!select_page(s, page, st)) return false;
-    uint32_t w = 0, h = 0;
-    uint16_t orient = ORIENTATION_TOPLEFT;
-    TIFFGetField(s->tif, TIFFTAG_IMAGEWIDTH, &w);
-    TIFFGetField(s->tif, TIFFTAG_IMAGELENGTH, &h);
-    TIFFGetFieldDefaulted(s->tif, TIFFTAG_ORIENTATION, &orient);
-    if (!hyocr_decode_check_size(st, "TIFF", w, h)) return false;
+    uint32_t w, h;
+    uint16_t orient;
+    if (!page_geometry(s, page, &w, &h, &orient, st)) return false;
     bool swap = !s->upright_as_stored && orient >= 5 && orient <= 8;
     *width = swap ? h : w;
     *height = swap ? w : h;
