@@ -44,20 +44,14 @@ static JsonObject *json_load_object(const char *path, GError **error)
                     path, (long long)sb.st_size, JSON_FILE_LIMIT >> 20);
         return NULL;
     }
-    g_autofree char *text = NULL;
-    gsize len = 0;
-    g_autoptr(GError) ioerr = NULL;
-    if (!g_file_get_contents(path, &text, &len, &ioerr)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot read: %s"), path, ioerr->message);
-        return NULL;
-    }
-    g_autoptr(GError) perr = NULL;
-    g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, path, &perr);
-    if (!root) {
+    g_autoptr(GError) err = NULL;
+    g_autoptr(JsonNode) root = hyocr_json_read_file(path, &err);
+    if (!root && err->code == HYOCR_ERROR_PARSE)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE,
-                    _("%s (the file is not valid JSON; fix it or download the model again)"), perr->message);
-        return NULL;
-    }
+                    _("%s (the file is not valid JSON; fix it or download the model again)"), err->message);
+    else if (!root)
+        g_propagate_error(error, g_steal_pointer(&err));
+    if (!root) return NULL;
     if (!JSON_NODE_HOLDS_OBJECT(root)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s: expected a JSON object at the top level"), path);
         return NULL;

@@ -208,12 +208,21 @@ JsonNode *hyocr_json_parse(const char *data, size_t len, int max_depth, const ch
     return root;
 }
 
-JsonObject *hyocr_json_load_object(const char *path)
+JsonNode *hyocr_json_read_file(const char *path, GError **error)
 {
     g_autofree char *text = NULL;
     gsize len = 0;
-    if (!g_file_get_contents(path, &text, &len, NULL)) return NULL;
-    g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, path, NULL);
+    g_autoptr(GError) ioerr = NULL;
+    if (!g_file_get_contents(path, &text, &len, &ioerr)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot read: %s"), path, ioerr->message);
+        return NULL;
+    }
+    return hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, path, error);
+}
+
+JsonObject *hyocr_json_load_object(const char *path)
+{
+    g_autoptr(JsonNode) root = hyocr_json_read_file(path, NULL);
     return root && JSON_NODE_HOLDS_OBJECT(root) ? json_object_ref(json_node_get_object(root)) : NULL;
 }
 

@@ -30,6 +30,10 @@ bool hyocr_json_check(const char *data, size_t len, int max_depth, GError **erro
  * may be NULL for a message without it ("LINE:COL: …"). */
 JsonNode *hyocr_json_parse(const char *data, size_t len, int max_depth, const char *name, GError **error);
 
+/* A JSON file read whole and parsed: its root, or NULL with HYOCR_ERROR_IO ("PATH: cannot
+ * read: …") or hyocr_json_parse's HYOCR_ERROR_PARSE, to which the caller adds its advice. */
+JsonNode *hyocr_json_read_file(const char *path, GError **error);
+
 /* A file holding one JSON object: the object (a new reference), or NULL when the
  * file is missing, unreadable or holds anything else. For files we wrote
  * ourselves (the download record), where a bad one only means "start over". */

@@ -492,19 +492,14 @@ hyocr_safetensors *hyocr_safetensors_open_file(const char *path, GError **error)
 /* The index's document; *wm points into it. */
 static JsonNode *load_weight_map(const char *index, JsonObject **wm, GError **error)
 {
-    g_autofree char *text = NULL;
-    gsize len = 0;
     g_autoptr(GError) e = NULL;
-    if (!g_file_get_contents(index, &text, &len, &e)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("%s: cannot read: %s"), index, e->message);
-        return NULL;
-    }
-    g_autoptr(JsonNode) root = hyocr_json_parse(text, len, HYOCR_JSON_MAX_DEPTH, index, &e);
-    if (!root) {
+    g_autoptr(JsonNode) root = hyocr_json_read_file(index, &e);
+    if (!root && e->code == HYOCR_ERROR_PARSE)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s (not valid JSON; download the model again)"),
                     e->message);
-        return NULL;
-    }
+    else if (!root)
+        g_propagate_error(error, g_steal_pointer(&e));
+    if (!root) return NULL;
     JsonNode *n = JSON_NODE_HOLDS_OBJECT(root) ? json_object_get_member(json_node_get_object(root), "weight_map") : NULL;
     if (!n || !JSON_NODE_HOLDS_OBJECT(n) || json_object_get_size(json_node_get_object(n)) == 0) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_PARSE, _("%s: no 'weight_map' object listing the tensors"), index);
