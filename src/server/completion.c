@@ -126,6 +126,35 @@ static void begin_object(completion *c, JsonBuilder *b, const char *object)
     json_builder_add_string_value(b, c->req.model ? c->req.model : hyocr_server_model_name(c->server));
 }
 
+/* … "choices": [{"index": 0, "<inner>": {: the one choice a reply (inner "message") or a
+ * chunk ("delta") holds, open for its fields. */
+static void begin_choice(completion *c, JsonBuilder *b, const char *object, const char *inner)
+{
+    begin_object(c, b, object);
+    json_builder_set_member_name(b, "choices");
+    json_builder_begin_array(b);
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "index");
+    json_builder_add_int_value(b, 0);
+    json_builder_set_member_name(b, inner);
+    json_builder_begin_object(b);
+}
+
+/* …}, "logprobs": null, "finish_reason": finish (null until the last chunk), and the ids when
+ * the request asks for them}]: the choice closed. */
+static void end_choice(completion *c, JsonBuilder *b, const char *finish, const GArray *ids)
+{
+    json_builder_end_object(b);
+    json_builder_set_member_name(b, "logprobs");
+    json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "finish_reason");
+    if (finish) json_builder_add_string_value(b, finish);
+    else json_builder_add_null_value(b);
+    if (c->req.return_token_ids) add_ids(b, "token_ids", ids);
+    json_builder_end_object(b);
+    json_builder_end_array(b);
+}
+
 static void add_usage(completion *c, JsonBuilder *b)
 {
     json_builder_set_member_name(b, "usage");
@@ -148,26 +177,12 @@ static char *finish_json(JsonBuilder *b)
 static void reply_json(completion *c, const char *text, size_t len, hyocr_stop_reason stop)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
-    begin_object(c, b, "chat.completion");
-    json_builder_set_member_name(b, "choices");
-    json_builder_begin_array(b);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "index");
-    json_builder_add_int_value(b, 0);
-    json_builder_set_member_name(b, "message");
-    json_builder_begin_object(b);
+    begin_choice(c, b, "chat.completion", "message");
     json_builder_set_member_name(b, "role");
     json_builder_add_string_value(b, "assistant");
     json_builder_set_member_name(b, "content");
     hyocr_json_add_text(b, text, len);
-    json_builder_end_object(b);
-    json_builder_set_member_name(b, "logprobs");
-    json_builder_add_null_value(b);
-    json_builder_set_member_name(b, "finish_reason");
-    json_builder_add_string_value(b, finish_reason(stop));
-    if (c->req.return_token_ids) add_ids(b, "token_ids", c->token_ids);
-    json_builder_end_object(b);
-    json_builder_end_array(b);
+    end_choice(c, b, finish_reason(stop), c->token_ids);
     add_usage(c, b);
     if (c->req.return_token_ids) add_ids(b, "prompt_token_ids", c->prompt_ids);
     json_builder_end_object(b);
@@ -181,14 +196,7 @@ static void reply_json(completion *c, const char *text, size_t len, hyocr_stop_r
 static void send_chunk(completion *c, const char *content, size_t len, int32_t token, const char *finish)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
-    begin_object(c, b, "chat.completion.chunk");
-    json_builder_set_member_name(b, "choices");
-    json_builder_begin_array(b);
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "index");
-    json_builder_add_int_value(b, 0);
-    json_builder_set_member_name(b, "delta");
-    json_builder_begin_object(b);
+    begin_choice(c, b, "chat.completion.chunk", "delta");
     if (!c->started || content) {
         if (!c->started) {
             json_builder_set_member_name(b, "role");
@@ -197,20 +205,13 @@ static void send_chunk(completion *c, const char *content, size_t len, int32_t t
         json_builder_set_member_name(b, "content");
         hyocr_json_add_text(b, content ? content : "", content ? len : 0);
     }
-    json_builder_end_object(b);
-    json_builder_set_member_name(b, "logprobs");
-    json_builder_add_null_value(b);
-    json_builder_set_member_name(b, "finish_reason");
-    if (finish) json_builder_add_string_value(b, finish);
-    else json_builder_add_null_value(b);
+    /* the chunk's one token, when the request asks for the ids */
+    g_autoptr(GArray) one = NULL;
     if (c->req.return_token_ids) {
-        GArray *one = g_array_new(FALSE, FALSE, sizeof(int32_t));
+        one = g_array_new(FALSE, FALSE, sizeof(int32_t));
         if (token >= 0) g_array_append_val(one, token);
-        add_ids(b, "token_ids", one);
-        g_array_unref(one);
     }
-    json_builder_end_object(b);
-    json_builder_end_array(b);
+    end_choice(c, b, finish, one);
     if (c->req.include_usage) {
         json_builder_set_member_name(b, "usage");
         json_builder_add_null_value(b);
