@@ -97,6 +97,41 @@ static __global__ void k_attention_append(void *out, int t, const void *qkv, con
     }
 }
 
+/* The split kernels' weighted values of a chunk of nc keys: thread d keeps dimension d of every
+ * query's output, rescaled by the query's correction for the chunk's new maximum first. */
+__device__ __forceinline__ void split_add_values(float (&acc)[SPLIT_MAXQ], const float (*ps)[SPLIT_CHUNK],
+                                                 const float *corr_s, const float (*vs)[SPLIT_MAXD], int Q, int nc,
+                                                 int D, int tid)
+{
+    if (tid < D) {
+#pragma unroll
+        for (int q = 0; q < SPLIT_MAXQ; q++) {
+            if (q >= Q) break;
+            float a = acc[q] * corr_s[q];
+            for (int j = 0; j < nc; j++) a += ps[q][j] * vs[j][tid];
+            acc[q] = a;
+        }
+    }
+}
+
+/* A split kernel's partial for its queries: D accumulated values each (thread d writes
+ * dimension d), then the split's maximum score and sum of weights (thread q, query q's). */
+__device__ __forceinline__ void split_store(float *out, const float (&acc)[SPLIT_MAXQ], float m, float l, int Q, int D,
+                                            int tid)
+{
+    if (tid < D) {
+#pragma unroll
+        for (int q = 0; q < SPLIT_MAXQ; q++) {
+            if (q >= Q) break;
+            out[(size_t)q * (D + 2) + tid] = acc[q];
+        }
+    }
+    if (tid < Q) {
+        out[(size_t)tid * (D + 2) + D] = m;
+        out[(size_t)tid * (D + 2) + D + 1] = l;
+    }
+}
+
 /* Grid (splits, KV heads), APPEND_THREADS threads. The queries of KV head g are q = r·G + j for
  * row r and head g·G + j. part[(split · Hkv + g) · Q + q] holds D accumulated values, then the
  * split's maximum score and sum of weights. */
@@ -149,28 +184,10 @@ k_append_split(float *part, int t, const void *qkv, const void *kc, const void *
             corr_s[tid] = c;
         }
         __syncthreads();
-        if (tid < D) {   /* thread d keeps dimension d of every query */
-#pragma unroll
-            for (int q = 0; q < SPLIT_MAXQ; q++) {
-                if (q >= Q) break;
-                float a = acc[q] * corr_s[q];
-                for (int j = 0; j < nc; j++) a += ps[q][j] * vs[j][tid];
-                acc[q] = a;
-            }
-        }
+        split_add_values(acc, ps, corr_s, vs, Q, nc, D, tid);
         __syncthreads();   /* ks, vs, ps are rewritten by the next chunk */
     }
-    if (tid < D) {
-#pragma unroll
-        for (int q = 0; q < SPLIT_MAXQ; q++) {
-            if (q >= Q) break;
-            out[(size_t)q * (D + 2) + tid] = acc[q];
-        }
-    }
-    if (tid < Q) {
-        out[(size_t)tid * (D + 2) + D] = m;
-        out[(size_t)tid * (D + 2) + D + 1] = l;
-    }
+    split_store(out, acc, m, l, Q, D, tid);
 }
 
 /* One CTA per (row, query head): the splits' partials weighed by exp(mₛ − max). */
@@ -250,28 +267,10 @@ k_verify_split(float *part, int t, const void *qkv, const void *kc, const void *
             corr_s[tid] = c;
         }
         __syncthreads();
-        if (tid < D) {
-#pragma unroll
-            for (int q = 0; q < SPLIT_MAXQ; q++) {
-                if (q >= Q) break;
-                float a = acc[q] * corr_s[q];
-                for (int j = 0; j < nc; j++) a += ps[q][j] * vs[j][tid];
-                acc[q] = a;
-            }
-        }
+        split_add_values(acc, ps, corr_s, vs, Q, nc, D, tid);
         __syncthreads();
     }
-    if (tid < D) {
-#pragma unroll
-        for (int q = 0; q < SPLIT_MAXQ; q++) {
-            if (q >= Q) break;
-            out[(size_t)q * (D + 2) + tid] = acc[q];
-        }
-    }
-    if (tid < Q) {
-        out[(size_t)tid * (D + 2) + D] = m;
-        out[(size_t)tid * (D + 2) + D + 1] = l;
-    }
+    split_store(out, acc, m, l, Q, D, tid);
 }
 
 /* Grid (SPLIT_MAXQ · Hq, blocks): a block's row × query head, its splits merged. */
