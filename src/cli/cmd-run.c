@@ -906,24 +906,31 @@ static bool run_batch(run_opts *o, run_target *t, GPtrArray *pages, hyocr_job_re
     return true;
 }
 
+/* The first line of a file, without its line end: where a secret (a key, a password) is given,
+ * since the command line is for every user of the machine to read. A failure is worded by
+ * failed_fmt (the option, then "%s: %s" for the file and why). */
+static char *read_secret_file(const char *path, const char *failed_fmt, GError **error)
+{
+    char *text = NULL;
+    g_autoptr(GError) err = NULL;
+    if (!g_file_get_contents(path, &text, NULL, &err)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, failed_fmt, path, err->message);
+        return NULL;
+    }
+    text[strcspn(text, "\r\n")] = 0;
+    return text;
+}
+
 #ifdef HYOCR_CLI_REMOTE
-/* --api-key-file's first line, else HYOCR_API_KEY: a key does not belong on the
- * command line, where every user of the machine can read it. */
+/* --api-key-file's first line, else HYOCR_API_KEY. */
 static bool read_api_key(run_opts *o, GError **error)
 {
     if (!o->api_key_file) {
         o->api_key = g_strdup(g_getenv("HYOCR_API_KEY"));
         return true;
     }
-    g_autofree char *text = NULL;
-    g_autoptr(GError) err = NULL;
-    if (!g_file_get_contents(o->api_key_file, &text, NULL, &err)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("--api-key-file %s: %s"), o->api_key_file, err->message);
-        return false;
-    }
-    text[strcspn(text, "\r\n")] = 0;
-    o->api_key = g_steal_pointer(&text);
-    return true;
+    o->api_key = read_secret_file(o->api_key_file, _("--api-key-file %s: %s"), error);
+    return o->api_key != NULL;
 }
 
 /* The server, checked before the first page goes (reachable, trusted, the key
@@ -1025,20 +1032,12 @@ static int run_one(run_opts *o, const hyocr_cli_page *pg)
     return why && g_error_matches(why, HYOCR_ERROR, HYOCR_ERROR_CANCELLED) ? 130 : 1;
 }
 
-/* The first line of the file, without its line end: a password does not belong on the
- * command line, where every user of the machine can read it. */
+/* --password-file's first line. */
 static bool read_password(run_opts *o, GError **error)
 {
     if (!o->password_file) return true;
-    g_autofree char *text = NULL;
-    g_autoptr(GError) err = NULL;
-    if (!g_file_get_contents(o->password_file, &text, NULL, &err)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_IO, _("--password-file %s: %s"), o->password_file, err->message);
-        return false;
-    }
-    text[strcspn(text, "\r\n")] = 0;
-    o->password = g_steal_pointer(&text);
-    return true;
+    o->password = read_secret_file(o->password_file, _("--password-file %s: %s"), error);
+    return o->password != NULL;
 }
 
 /* A folder's files that are not read are named, never dropped in silence. */
