@@ -15,22 +15,16 @@ static char *options_to_json(const HyocrJobOptions *o)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "task");
-    json_builder_add_string_value(b, hyocr_task_name(o->task));
+    hyocr_json_member_str(b, "task", hyocr_task_name(o->task));
     if (o->fields) {
         json_builder_set_member_name(b, "fields");
         json_builder_begin_array(b);
         for (char **f = o->fields; *f; f++) json_builder_add_string_value(b, *f);
         json_builder_end_array(b);
     }
-    if (o->custom_prompt) {
-        json_builder_set_member_name(b, "custom_prompt");
-        json_builder_add_string_value(b, o->custom_prompt);
-    }
-    json_builder_set_member_name(b, "max_new_tokens");
-    json_builder_add_int_value(b, o->max_new_tokens);
-    json_builder_set_member_name(b, "max_side");
-    json_builder_add_int_value(b, o->max_side);
+    if (o->custom_prompt) hyocr_json_member_str(b, "custom_prompt", o->custom_prompt);
+    hyocr_json_member_int(b, "max_new_tokens", o->max_new_tokens);
+    hyocr_json_member_int(b, "max_side", o->max_side);
     json_builder_set_member_name(b, "repetition_penalty");
     json_builder_add_double_value(b, o->repetition_penalty);
     json_builder_end_object(b);

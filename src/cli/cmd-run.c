@@ -476,10 +476,7 @@ static void json_memory(JsonBuilder *b, const hyocr_mem_info *m)
         { "total", m->total }, { "free", m->free }, { "weights", m->weights }, { "kv_reserved", m->kv_reserved },
         { "kv_used", m->kv_used }, { "workspace", m->workspace }, { "peak", m->peak },
     };
-    for (size_t i = 0; i < G_N_ELEMENTS(f); i++) {
-        json_builder_set_member_name(b, f[i].k);
-        json_builder_add_int_value(b, f[i].v);
-    }
+    for (size_t i = 0; i < G_N_ELEMENTS(f); i++) hyocr_json_member_int(b, f[i].k, f[i].v);
     json_builder_end_object(b);
 }
 
@@ -498,20 +495,14 @@ static void json_result(JsonBuilder *b, const char *backend, const hyocr_job_res
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "image");
     json_add_string(b, pg->path);
-    if (pg->n_pages > 1) {
-        json_builder_set_member_name(b, "page");
-        json_builder_add_int_value(b, pg->page + 1);
-    }
+    if (pg->n_pages > 1) hyocr_json_member_int(b, "page", pg->page + 1);
     if (!error) error = r->error;
     if (error) {
         g_autofree char *words = error_words(error, NULL);
         json_builder_set_member_name(b, "error");
         json_add_string(b, words);
     }
-    if (r->redone) {
-        json_builder_set_member_name(b, "redone_dtype");
-        json_builder_add_string_value(b, r->redone_dtype == HYOCR_COMPUTE_BF16 ? "bf16" : "fp32");
-    }
+    if (r->redone) hyocr_json_member_str(b, "redone_dtype", r->redone_dtype == HYOCR_COMPUTE_BF16 ? "bf16" : "fp32");
     json_builder_set_member_name(b, "text");
     hyocr_json_add_text(b, r->text ? r->text : "", r->text ? r->text_len : 0);
     json_builder_set_member_name(b, "token_ids");
@@ -519,30 +510,22 @@ static void json_result(JsonBuilder *b, const char *backend, const hyocr_job_res
     for (guint i = 0; r->token_ids && i < r->token_ids->len; i++)
         json_builder_add_int_value(b, g_array_index(r->token_ids, int32_t, i));
     json_builder_end_array(b);
-    json_builder_set_member_name(b, "prompt_tokens");
-    json_builder_add_int_value(b, r->prompt_tokens);
-    json_builder_set_member_name(b, "image_tokens");
-    json_builder_add_int_value(b, r->n_image_tokens);
-    json_builder_set_member_name(b, "stop_reason");
-    json_builder_add_string_value(b, hyocr_stop_reason_name(r->stop_reason));
-    json_builder_set_member_name(b, "preempted");
-    json_builder_add_int_value(b, r->n_preempted);
+    hyocr_json_member_int(b, "prompt_tokens", r->prompt_tokens);
+    hyocr_json_member_int(b, "image_tokens", r->n_image_tokens);
+    hyocr_json_member_str(b, "stop_reason", hyocr_stop_reason_name(r->stop_reason));
+    hyocr_json_member_int(b, "preempted", r->n_preempted);
     json_builder_set_member_name(b, "speculative");
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "rounds");
-    json_builder_add_int_value(b, r->speculative_rounds);
-    json_builder_set_member_name(b, "tokens");
-    json_builder_add_int_value(b, r->speculative_tokens);
-    json_builder_set_member_name(b, "fallbacks");
-    json_builder_add_int_value(b, r->speculative_fallbacks);
+    hyocr_json_member_int(b, "rounds", r->speculative_rounds);
+    hyocr_json_member_int(b, "tokens", r->speculative_tokens);
+    hyocr_json_member_int(b, "fallbacks", r->speculative_fallbacks);
     json_builder_end_object(b);
     json_builder_set_member_name(b, "repetition_penalty");
     /* the double nearest the decimal given, not the float's binary expansion */
     char rp[G_ASCII_DTOSTR_BUF_SIZE];
     g_ascii_formatd(rp, sizeof rp, "%g", r->repetition_penalty);
     json_builder_add_double_value(b, g_ascii_strtod(rp, NULL));
-    json_builder_set_member_name(b, "backend");
-    json_builder_add_string_value(b, backend ? backend : "");
+    hyocr_json_member_str(b, "backend", backend ? backend : "");
     hyocr_export_add_timings(b, &r->timings);
     json_memory(b, &r->memory);
     json_builder_end_object(b);

@@ -959,49 +959,27 @@ static void add_file_entry(JsonBuilder *b, const hyocr_download_file *f, const f
                            int64_t mtime)
 {
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "name");
-    json_builder_add_string_value(b, f->name);
-    json_builder_set_member_name(b, "remote");
-    json_builder_add_string_value(b, f->remote);
-    json_builder_set_member_name(b, "size");
-    json_builder_add_int_value(b, f->size);
-    if (f->sha256) {
-        json_builder_set_member_name(b, "sha256");
-        json_builder_add_string_value(b, f->sha256);
-    }
-    if (f->git_oid) {
-        json_builder_set_member_name(b, "git_oid");
-        json_builder_add_string_value(b, f->git_oid);
-    }
-    if (x->content_sha256) {
-        json_builder_set_member_name(b, "content_sha256");
-        json_builder_add_string_value(b, x->content_sha256);
-    }
+    hyocr_json_member_str(b, "name", f->name);
+    hyocr_json_member_str(b, "remote", f->remote);
+    hyocr_json_member_int(b, "size", f->size);
+    if (f->sha256) hyocr_json_member_str(b, "sha256", f->sha256);
+    if (f->git_oid) hyocr_json_member_str(b, "git_oid", f->git_oid);
+    if (x->content_sha256) hyocr_json_member_str(b, "content_sha256", x->content_sha256);
     json_builder_set_member_name(b, "verified");
     json_builder_add_boolean_value(b, verified);
-    if (mtime >= 0) {
-        json_builder_set_member_name(b, "mtime");
-        json_builder_add_int_value(b, mtime);
-    }
+    if (mtime >= 0) hyocr_json_member_int(b, "mtime", mtime);
     json_builder_end_object(b);
-}
-
-static void add_str(JsonBuilder *b, const char *key, const char *value)
-{
-    json_builder_set_member_name(b, key);
-    json_builder_add_string_value(b, value);
 }
 
 static void add_header(JsonBuilder *b, const hyocr_download *dl)
 {
-    json_builder_set_member_name(b, "format");
-    json_builder_add_int_value(b, 1);
-    add_str(b, "endpoint", dl->endpoint);
-    add_str(b, "repo", dl->repo);
-    add_str(b, "revision", dl->revision);
-    add_str(b, "commit", dl->commit);
-    add_str(b, "subfolder", dl->subfolder);
-    add_str(b, "version", dl->version_name);
+    hyocr_json_member_int(b, "format", 1);
+    hyocr_json_member_str(b, "endpoint", dl->endpoint);
+    hyocr_json_member_str(b, "repo", dl->repo);
+    hyocr_json_member_str(b, "revision", dl->revision);
+    hyocr_json_member_str(b, "commit", dl->commit);
+    hyocr_json_member_str(b, "subfolder", dl->subfolder);
+    hyocr_json_member_str(b, "version", dl->version_name);
 }
 
 static gboolean save_state(hyocr_download *dl, GError **error)
@@ -1303,7 +1281,7 @@ static gboolean write_manifest(hyocr_download *dl, GError **error)
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     add_header(b, dl);
-    add_str(b, "verified_at", when);
+    hyocr_json_member_str(b, "verified_at", when);
     json_builder_set_member_name(b, "files");
     json_builder_begin_array(b);
     for (guint i = 0; i < dl->files->len; i++) {

@@ -139,8 +139,7 @@ static void json_lines(JsonBuilder *b, const char *text, const hyocr_export_geom
         double px[4] = { k[0] * g->w_px / 1000, k[1] * g->h_px / 1000, k[2] * g->w_px / 1000, k[3] * g->h_px / 1000 };
         double pt[4] = { k[0] * g->w_pt / 1000, k[1] * g->h_pt / 1000, k[2] * g->w_pt / 1000, k[3] * g->h_pt / 1000 };
         json_builder_begin_object(b);
-        json_builder_set_member_name(b, "text");
-        json_builder_add_string_value(b, l->text);
+        hyocr_json_member_str(b, "text", l->text);
         add_int_array(b, "box", k, 4, true);
         add_int_array(b, "box_px", px, 4, true);
         if (g->vector) add_int_array(b, "box_pt", pt, 4, false);
@@ -165,23 +164,11 @@ void hyocr_export_add_timings(JsonBuilder *b, const hyocr_timings *t)
     json_builder_end_object(b);
 }
 
-static void member_str(JsonBuilder *b, const char *name, const char *v)
-{
-    json_builder_set_member_name(b, name);
-    json_builder_add_string_value(b, v);
-}
-
-static void member_int(JsonBuilder *b, const char *name, gint64 v)
-{
-    json_builder_set_member_name(b, name);
-    json_builder_add_int_value(b, v);
-}
-
 static void json_who(JsonBuilder *b, const hyocr_export *ex)
 {
-    member_str(b, "model", ex->model ? ex->model : "");
-    member_str(b, "engine", "hyocr " HYOCR_VERSION);
-    member_str(b, "backend", ex->backend ? ex->backend : "");
+    hyocr_json_member_str(b, "model", ex->model ? ex->model : "");
+    hyocr_json_member_str(b, "engine", "hyocr " HYOCR_VERSION);
+    hyocr_json_member_str(b, "backend", ex->backend ? ex->backend : "");
 }
 
 static bool json_page(JsonBuilder *b, const hyocr_export *ex, const hyocr_export_page *p, bool with_who,
@@ -191,20 +178,20 @@ static bool json_page(JsonBuilder *b, const hyocr_export *ex, const hyocr_export
     if (!hyocr_export_page_geometry(p, &g, error)) return false;
     json_builder_begin_object(b);
     if (with_who) json_who(b, ex);
-    member_str(b, "source", hyocr_document_name(p->document));
-    member_int(b, "page", p->page + 1);
-    member_int(b, "pages", hyocr_document_n_pages(p->document));
-    member_str(b, "task", hyocr_task_name(p->task));
-    if (p->error) member_str(b, "error", p->error);
-    member_str(b, "text", p->text ? p->text : "");
-    member_int(b, "page_width_px", g.w_px);
-    member_int(b, "page_height_px", g.h_px);
+    hyocr_json_member_str(b, "source", hyocr_document_name(p->document));
+    hyocr_json_member_int(b, "page", p->page + 1);
+    hyocr_json_member_int(b, "pages", hyocr_document_n_pages(p->document));
+    hyocr_json_member_str(b, "task", hyocr_task_name(p->task));
+    if (p->error) hyocr_json_member_str(b, "error", p->error);
+    hyocr_json_member_str(b, "text", p->text ? p->text : "");
+    hyocr_json_member_int(b, "page_width_px", g.w_px);
+    hyocr_json_member_int(b, "page_height_px", g.h_px);
     if (g.vector) {
         double pt[2] = { g.w_pt, g.h_pt };
         add_int_array(b, "page_size_pt", pt, 2, false);
     }
-    member_int(b, "image_width", p->image_width);
-    member_int(b, "image_height", p->image_height);
+    hyocr_json_member_int(b, "image_width", p->image_width);
+    hyocr_json_member_int(b, "image_height", p->image_height);
     if (p->task == HYOCR_TASK_SPOTTING && p->text) json_lines(b, p->text, &g);
     if (p->timings) hyocr_export_add_timings(b, p->timings);
     json_builder_end_object(b);

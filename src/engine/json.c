@@ -283,3 +283,15 @@ void hyocr_json_add_text(JsonBuilder *b, const char *text, size_t len)
     copy[len] = '\0';
     json_builder_add_string_value(b, copy);
 }
+
+void hyocr_json_member_str(JsonBuilder *b, const char *name, const char *v)
+{
+    json_builder_set_member_name(b, name);
+    json_builder_add_string_value(b, v);
+}
+
+void hyocr_json_member_int(JsonBuilder *b, const char *name, gint64 v)
+{
+    json_builder_set_member_name(b, name);
+    json_builder_add_int_value(b, v);
+}

@@ -54,5 +54,8 @@ char *hyocr_json_to_data(JsonNode *root, bool pretty);
  * in as 0xFF, written \u0000 by hyocr_json_to_data. Every other string added
  * must be valid UTF-8 (which never holds 0xFF). */
 void  hyocr_json_add_text(JsonBuilder *b, const char *text, size_t len);
+/* A member of the object being built: "name": v. */
+void  hyocr_json_member_str(JsonBuilder *b, const char *name, const char *v);
+void  hyocr_json_member_int(JsonBuilder *b, const char *name, gint64 v);
 
 G_END_DECLS
