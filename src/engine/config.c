@@ -1049,7 +1049,7 @@ bool hyocr_dflash_config_load(const char *dir, hyocr_dflash_config *out, GError 
     g_autoptr(JsonObject) top = json_load_object(path, error);
     if (!top) return false;
     hyocr_dflash_config d = { 0 };
-    scope s = { path, "field", "", { top, NULL } };
+    scope s = { path, _("field"), "", { top, NULL } };
     double eps;
     if (!check_dflash_architecture(&s, error) || !check_dflash_plain(&s, error) ||
         !sc_int(&s, "hidden_size", true, 0, &d.hidden_size, error) ||
