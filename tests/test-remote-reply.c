@@ -304,6 +304,25 @@ static void test_params(void)
     g_assert_null(hyocr_remote_new(&p, &err));
     g_assert_error(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS);
     g_assert_true(g_str_has_prefix(err->message, HYOCR_TEST_DATA "/ckpt-flat/config.json: not a PEM certificate: "));
+    /* a trusted fingerprint: 64 hex digits, any case, colons or spaces between */
+    p.trusted_certificate = NULL;
+    static const char *const bad[] = { "abc", "zz:" "00000000000000000000000000000000000000000000000000000000000000",
+                                       "00000000000000000000000000000000000000000000000000000000000000000" };
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+        p.trusted_fingerprint = bad[i];
+        g_clear_error(&err);
+        g_assert_null(hyocr_remote_new(&p, &err));
+        g_assert_error(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS);
+        g_autofree char *want = g_strdup_printf("“%s” is not a certificate's SHA-256 fingerprint (64 hexadecimal "
+                                                "digits)", bad[i]);
+        g_assert_cmpstr(err->message, ==, want);
+        g_assert_null(hyocr_remote_error_get_certificate(err, NULL));
+    }
+    p.trusted_fingerprint = "AB:cd:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:"
+                            "00:0f";
+    g_clear_error(&err);
+    g_autoptr(hyocr_remote) pinned = hyocr_remote_new(&p, &err);
+    g_assert_no_error(err);
 }
 
 int main(int argc, char **argv)

@@ -116,6 +116,12 @@ fault busy 503once
 client --server "http://127.0.0.1:$port_busy" -n 5 "$img"
 check "503 with Retry-After: retried, then the answer" bash -c "[ $status = 0 ] && [ \"\$(cat '$tmp/out')\" = 'hello world' ]"
 check "503: sent twice" bash -c "[ \$(grep -c '^request ' '$tmp/busy.log') = 2 ]"
+# a lower bound, never flaky: without Retry-After the first retry would come after 0.5 s
+check "… the second after the 1 s Retry-After asked, not the 0.5 s default backoff" python3 - "$tmp/busy.log" <<'PY'
+import sys
+t = [float(l.split()[1]) for l in open(sys.argv[1]) if l.startswith("at ")]
+assert len(t) == 2 and t[1] - t[0] >= 1.0, t
+PY
 
 fault drop drop
 client --server "http://127.0.0.1:$port_drop" "$img" "$img"
@@ -164,7 +170,7 @@ if grep -q "cannot make secure" "$tmp/err"; then
     done
 else
 check "TLS to a self-signed certificate: refused, saying why" \
-    says 1 "https://127.0.0.1:$port_tls/?: its certificate is not trusted: it is signed by no authority this computer trusts \(self-signed\?\)\. If it is your own server, trust its certificate \(its PEM file\) explicitly \(--trust-certificate FILE\)"
+    says 1 "https://127.0.0.1:$port_tls/?: its certificate is not trusted: it is signed by no authority this computer trusts \(self-signed\?\)\. If it is your own server, trust its certificate explicitly \(its PEM file: --trust-certificate FILE\)"
 client --server "https://127.0.0.1:$port_tls" --trust-certificate "$tmp/other.pem" -n 5 "$img"
 check "… another certificate trusted: still refused" says 1 "its certificate is not trusted"
 client --server "https://127.0.0.1:$port_tls" --trust-certificate "$tmp/tls.pem" -n 5 "$img"

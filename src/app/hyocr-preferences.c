@@ -3,6 +3,7 @@
 #include "hyocr-history.h"
 #include "hyocr-build-config.h"
 #include "hyocr-keyring.h"
+#include "hyocr-certificate-dialog.h"
 #include "models.h"
 #if HYOCR_HAVE_DOWNLOAD
 #include "remote.h"
@@ -29,11 +30,15 @@ struct _HyocrPreferences {
     GtkStringList  *server_models;
     AdwActionRow   *test_row;
     GtkWidget      *test_button;
+    GtkWidget      *trust_button;
     HyocrWindow    *window;     /* transient-for: it outlives us */
     GSettings      *settings;
     GCancellable   *cancellable;   /* the connection test and the keyring, ended with us */
     gboolean        filling;       /* the model list is being filled: not the user's pick */
     int             tests_done;    /* connection tests answered (for the tests) */
+    int             keys_kept;     /* keys stored in (or cleared from) the keyring (for the tests) */
+    GError         *refused;       /* the last test's error, when it refused a certificate */
+    char           *refused_url;   /* the address that test asked */
 };
 
 G_DEFINE_FINAL_TYPE(HyocrPreferences, hyocr_preferences, ADW_TYPE_PREFERENCES_WINDOW)
@@ -113,19 +118,42 @@ static void update_runner_rows(HyocrPreferences *self)
     gtk_widget_set_sensitive(GTK_WIDGET(self->test_row), server);
 }
 
-static void url_applied(AdwEntryRow *row, HyocrPreferences *self)
-{
-    g_settings_set_string(self->settings, "server-url", gtk_editable_get_text(GTK_EDITABLE(row)));
-}
-
 static void key_stored(GObject *source, GAsyncResult *result, gpointer data)
 {
     g_autoptr(GError) error = NULL;
-    if (hyocr_keyring_store_finish(result, &error) || g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) return;
+    gboolean ok = hyocr_keyring_store_finish(result, &error);
+    if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) return;
     HyocrPreferences *self = data;
+    self->keys_kept++;
+    if (ok || !error) return;
     g_autofree char *msg = g_strdup_printf(_("The key could not be kept in the keyring (%s); it is used until hyocr "
                                              "closes"), error->message);
     adw_preferences_window_add_toast(ADW_PREFERENCES_WINDOW(self), adw_toast_new(msg));
+}
+
+/* A key forgotten: nothing to say when there was no keyring to forget it in. */
+static void key_forgotten(GObject *source, GAsyncResult *result, gpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    hyocr_keyring_store_finish(result, &error);
+    if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) ((HyocrPreferences *)data)->keys_kept++;
+}
+
+/* A key and a trusted certificate belong to the address they were given for: when
+ * it changes (or is emptied: the server removed) they go, so a key never reaches
+ * a server it was not given for and the keyring keeps none for a server gone. */
+static void url_applied(AdwEntryRow *row, HyocrPreferences *self)
+{
+    const char *url = gtk_editable_get_text(GTK_EDITABLE(row));
+    g_autofree char *old = g_settings_get_string(self->settings, "server-url");
+    if (g_str_equal(old, url)) return;
+    hyocr_certificate_forget_unless(self->settings, url);
+    if (*old) {
+        hyocr_window_set_server_key(self->window, NULL);
+        gtk_editable_set_text(GTK_EDITABLE(self->server_key_row), "");
+        hyocr_keyring_store(old, NULL, self->cancellable, key_forgotten, self);
+    }
+    g_settings_set_string(self->settings, "server-url", url);
 }
 
 static void key_applied(AdwEntryRow *row, HyocrPreferences *self)
@@ -162,7 +190,7 @@ static void fill_models(HyocrPreferences *self, char **names)
 }
 
 typedef struct {
-    char *url, *key, *model;
+    char *url, *key, *model, *fingerprint;
     char **names;
 } ConnectionTest;
 
@@ -172,6 +200,7 @@ static void connection_test_free(ConnectionTest *t)
     if (t->key) memset(t->key, 0, strlen(t->key));
     g_free(t->key);
     g_free(t->model);
+    g_free(t->fingerprint);
     g_strfreev(t->names);
     g_free(t);
 }
@@ -189,6 +218,7 @@ static void test_thread(GTask *task, gpointer source, gpointer data, GCancellabl
     rp.api_key = t->key;
     rp.model = t->model && *t->model ? t->model : NULL;
     rp.concurrency = 1;
+    rp.trusted_fingerprint = t->fingerprint;
     GError *error = NULL;
     g_autoptr(hyocr_remote) r = hyocr_remote_new(&rp, &error);
     if (r && hyocr_remote_check(r, &t->names, &error)) {
@@ -219,6 +249,14 @@ static void test_answered(GObject *source, GAsyncResult *result, gpointer data)
     ConnectionTest *t = g_task_get_task_data(task);
     if (t->names) fill_models(self, t->names);
     adw_action_row_set_subtitle(self->test_row, ok ? ok : error->message);
+    /* a certificate the system does not trust: the user may, after seeing it */
+    g_clear_error(&self->refused);
+    g_clear_pointer(&self->refused_url, g_free);
+    if (hyocr_certificate_refused(error)) {
+        self->refused = g_steal_pointer(&error);
+        self->refused_url = g_strdup(t->url);
+    }
+    gtk_widget_set_visible(self->trust_button, self->refused != NULL);
     gtk_widget_set_sensitive(self->test_button, TRUE);
     self->tests_done++;
 }
@@ -230,12 +268,33 @@ void hyocr_preferences_test_connection(HyocrPreferences *self)
     const char *typed = gtk_editable_get_text(GTK_EDITABLE(self->server_key_row));
     t->key = *typed ? g_strdup(typed) : NULL;
     t->model = g_settings_get_string(self->settings, "server-model");
+    t->fingerprint = hyocr_certificate_trusted_for(self->settings, t->url);
     adw_action_row_set_subtitle(self->test_row, _("Testing…"));
     gtk_widget_set_sensitive(self->test_button, FALSE);
     g_autoptr(GTask) task = g_task_new(NULL, self->cancellable, test_answered, self);
     g_task_set_task_data(task, t, (GDestroyNotify)connection_test_free);
     g_task_set_return_on_cancel(task, TRUE);
     g_task_run_in_thread(task, test_thread);
+}
+
+static void trust_answered(AdwMessageDialog *dialog, const char *response, HyocrPreferences *self)
+{
+    if (g_str_equal(response, "trust")) hyocr_preferences_test_connection(self);
+}
+
+AdwMessageDialog *hyocr_preferences_ask_trust(HyocrPreferences *self)
+{
+    if (!self->refused) return NULL;
+    AdwMessageDialog *dialog = hyocr_certificate_dialog_present(GTK_WINDOW(self), self->settings, self->refused_url,
+                                                                self->refused);
+    /* after the dialog's own handler has kept the certificate: the test again */
+    g_signal_connect_object(dialog, "response", G_CALLBACK(trust_answered), self, 0);
+    return dialog;
+}
+
+int hyocr_preferences_get_keys_kept(HyocrPreferences *self)
+{
+    return self->keys_kept;
 }
 
 GtkWidget *hyocr_preferences_get_row(HyocrPreferences *self, const char *name)
@@ -263,6 +322,7 @@ static void bind_runner(HyocrPreferences *self)
     fill_models(self, *model ? (char **)one : NULL);
     g_signal_connect(self->server_model_row, "notify::selected", G_CALLBACK(model_picked), self);
     g_signal_connect_swapped(self->test_button, "clicked", G_CALLBACK(hyocr_preferences_test_connection), self);
+    g_signal_connect_swapped(self->trust_button, "clicked", G_CALLBACK(hyocr_preferences_ask_trust), self);
     g_signal_connect_swapped(self->runner_row, "notify::selected", G_CALLBACK(update_runner_rows), self);
     update_runner_rows(self);
 }
@@ -291,9 +351,24 @@ static void bind_settings(HyocrPreferences *self)
 static void hyocr_preferences_dispose(GObject *object)
 {
     HyocrPreferences *self = HYOCR_PREFERENCES(object);
+    /* A binding lives as long as its widget, which may outlive the window: a later
+     * change of the setting would reach our handlers with the template gone. */
+    if (self->runner_row) {
+        g_settings_unbind(self->device_row, "selected");
+        g_settings_unbind(self->memory_adjustment, "value");
+        g_settings_unbind(self->tokens_adjustment, "value");
+        g_settings_unbind(self->side_adjustment, "value");
+        g_settings_unbind(self->penalty_adjustment, "value");
+        g_settings_unbind(self->history_switch, "active");
+        g_settings_unbind(self->runner_row, "selected");
+        g_signal_handlers_disconnect_by_data(self->runner_row, self);
+        g_signal_handlers_disconnect_by_data(self->server_model_row, self);
+    }
     if (self->cancellable) g_cancellable_cancel(self->cancellable);
     g_clear_object(&self->cancellable);
     g_clear_object(&self->settings);
+    g_clear_error(&self->refused);
+    g_clear_pointer(&self->refused_url, g_free);
     gtk_widget_dispose_template(GTK_WIDGET(self), HYOCR_TYPE_PREFERENCES);
     G_OBJECT_CLASS(hyocr_preferences_parent_class)->dispose(object);
 }
@@ -322,6 +397,7 @@ static void hyocr_preferences_class_init(HyocrPreferencesClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, server_models);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, test_row);
     gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, test_button);
+    gtk_widget_class_bind_template_child(widget_class, HyocrPreferences, trust_button);
 }
 
 static void hyocr_preferences_init(HyocrPreferences *self)

@@ -21,6 +21,7 @@ struct _HyocrWindow {
     GtkStack        *main_stack;
     GtkRevealer     *problem_revealer;
     GtkLabel        *problem_label;
+    GtkWidget       *trust_button;      /* on the banner: a server's certificate refused */
     GtkWidget       *loading_box;
     GtkWidget       *model_status;
     AdwLeaflet      *jobs_leaflet;
@@ -140,6 +141,9 @@ guint            hyocr_window_get_n_toasts(HyocrWindow *self);
 const char      *hyocr_window_get_last_toast(HyocrWindow *self);
 /* The banner over the queue when the engine cannot start with the settings, or NULL. */
 const char      *hyocr_window_get_problem(HyocrWindow *self);
+/* The banner's "Trust Certificate…": asks whether to trust the certificate the server
+ * presented (hyocr-certificate-dialog.h); NULL when the banner names none. */
+AdwMessageDialog *hyocr_window_ask_trust(HyocrWindow *self);
 /* The dialog asking for an encrypted PDF's password, while it is open (an AdwMessageDialog
  * whose extra child is the password entry). */
 GtkWidget       *hyocr_window_get_password_dialog(HyocrWindow *self);

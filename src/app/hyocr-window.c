@@ -1,6 +1,7 @@
 /* hyocr-gtk — main window. */
 #include "hyocr-window-private.h"
 #include "hyocr-build-config.h"
+#include "hyocr-certificate-dialog.h"
 #include "hyocr-job-row.h"
 #include "hyocr-model-status.h"
 #include "error.h"
@@ -61,6 +62,7 @@ void hyocr_window_reload_engine(HyocrWindow *self)
         es.server_url = g_settings_get_string(self->settings, "server-url");
         es.server_model = g_settings_get_string(self->settings, "server-model");
         es.server_key = g_strdup(self->server_key);
+        es.server_fingerprint = hyocr_certificate_trusted_for(self->settings, es.server_url);
     }
     hyocr_worker_load(self->worker, &es);
     hyocr_engine_settings_clear(&es);
@@ -90,7 +92,7 @@ static gboolean reload_timeout_cb(gpointer data)
 static void on_settings_changed(GSettings *settings, const char *key, HyocrWindow *self)
 {
     static const char *const reloads[] = { "model-folder", "device", "gpu-memory-limit", "runner", "server-url",
-                                           "server-model", NULL };
+                                           "server-model", "server-certificate", NULL };
     if (!g_strv_contains(reloads, key)) return;
     /* a server's address or model matters only while jobs run there */
     if (g_str_has_prefix(key, "server-") && g_settings_get_enum(settings, "runner") != 1) return;
@@ -124,6 +126,8 @@ static void update_page(HyocrWindow *self)
     const GError *error = hyocr_worker_get_error(self->worker);
     gtk_label_set_text(self->problem_label, settings_problem && error ? error->message : "");
     gtk_revealer_set_reveal_child(self->problem_revealer, settings_problem);
+    /* a server's certificate the system does not trust: the user may */
+    gtk_widget_set_visible(self->trust_button, settings_problem && hyocr_certificate_refused(error));
     gtk_widget_set_visible(self->loading_box, st == HYOCR_WORKER_LOADING);
     gtk_widget_set_visible(self->loading_spinner, st == HYOCR_WORKER_LOADING);
     gtk_spinner_set_spinning(GTK_SPINNER(self->loading_spinner), st == HYOCR_WORKER_LOADING);
@@ -670,6 +674,14 @@ const char *hyocr_window_get_problem(HyocrWindow *self)
     return gtk_revealer_get_reveal_child(self->problem_revealer) ? gtk_label_get_text(self->problem_label) : NULL;
 }
 
+AdwMessageDialog *hyocr_window_ask_trust(HyocrWindow *self)
+{
+    if (!gtk_widget_get_visible(self->trust_button)) return NULL;
+    g_autofree char *url = g_settings_get_string(self->settings, "server-url");
+    return hyocr_certificate_dialog_present(GTK_WINDOW(self), self->settings, url,
+                                            hyocr_worker_get_error(self->worker));
+}
+
 /* ---- GObject ---- */
 
 static void hyocr_window_dispose(GObject *object)
@@ -724,6 +736,7 @@ static void hyocr_window_class_init(HyocrWindowClass *klass)
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, main_stack);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, problem_revealer);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, problem_label);
+    gtk_widget_class_bind_template_child(widget_class, HyocrWindow, trust_button);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, loading_box);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, model_status);
     gtk_widget_class_bind_template_child(widget_class, HyocrWindow, jobs_leaflet);
@@ -753,6 +766,7 @@ static void hyocr_window_init(HyocrWindow *self)
     g_signal_connect(self->worker, "notice", G_CALLBACK(on_worker_notice), self);
     g_signal_connect(self->settings, "changed", G_CALLBACK(on_settings_changed), self);
     g_signal_connect(self, "close-request", G_CALLBACK(on_close_request), NULL);
+    g_signal_connect_swapped(self->trust_button, "clicked", G_CALLBACK(hyocr_window_ask_trust), self);
     hyocr_window_setup_actions(self);
     hyocr_window_setup_drop(self);
     hyocr_window_setup_download(self);

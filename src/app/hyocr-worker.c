@@ -81,6 +81,7 @@ void hyocr_engine_settings_clear(HyocrEngineSettings *s)
     g_clear_pointer(&s->server_model, g_free);
     if (s->server_key) memset(s->server_key, 0, strlen(s->server_key));
     g_clear_pointer(&s->server_key, g_free);
+    g_clear_pointer(&s->server_fingerprint, g_free);
 }
 
 static void msg_free(Msg *m)
@@ -250,6 +251,7 @@ static void thread_connect(HyocrWorker *self, Msg *m)
     rp.url = es->server_url;
     rp.model = es->server_model && *es->server_model ? es->server_model : NULL;
     rp.api_key = key;
+    rp.trusted_fingerprint = es->server_fingerprint;
     g_autoptr(GError) error = NULL;
     hyocr_remote *r = hyocr_remote_new(&rp, &error);
     if (key) memset(key, 0, strlen(key));
@@ -680,6 +682,7 @@ void hyocr_worker_load(HyocrWorker *self, const HyocrEngineSettings *settings)
     m->settings.server_url = g_strdup(settings->server_url);
     m->settings.server_model = g_strdup(settings->server_model);
     m->settings.server_key = g_strdup(settings->server_key);
+    m->settings.server_fingerprint = g_strdup(settings->server_fingerprint);
     m->generation = (guint)g_atomic_int_add(&self->load_generation, 1) + 1;
     /* Shown at once, so the UI never waits for the thread to pick the load up. */
     if (self->state != HYOCR_WORKER_LOADING) {

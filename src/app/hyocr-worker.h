@@ -28,6 +28,7 @@ typedef struct {
     char        *server_url;     /* "A server": jobs go there (pages leave the computer) */
     char        *server_model;   /* its model name; NULL: the first it lists */
     char        *server_key;     /* the API key; NULL: the keyring's for server_url (looked up on the thread) */
+    char        *server_fingerprint;   /* a certificate the user trusts for server_url (SHA-256), or NULL */
 } HyocrEngineSettings;
 
 void hyocr_engine_settings_clear(HyocrEngineSettings *s);

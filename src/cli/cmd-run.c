@@ -146,7 +146,7 @@ static char *error_words(const GError *err, const char *model)
         return g_strdup_printf(_("%s (give the key in a file with --api-key-file FILE, or in HYOCR_API_KEY)"),
                                err->message);
     if (g_error_matches(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS))
-        return g_strdup_printf(_("%s (--trust-certificate FILE)"), err->message);
+        return g_strdup_printf(_("%s (its PEM file: --trust-certificate FILE)"), err->message);
     if (g_error_matches(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_MODEL))
         return g_strdup_printf(_("%s (--model-name NAME)"), err->message);
     if (g_error_matches(err, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TIMEOUT))

@@ -25,7 +25,71 @@
 /* A non-streamed answer read at most (8192 tokens of text are well under it). */
 #define REMOTE_MAX_BODY (64 << 20)
 
-G_DEFINE_QUARK(hyocr-remote-error-quark, hyocr_remote_error)
+/* An extended error domain (as error.c's): a TLS refusal carries the certificate
+ * refused, through g_error_copy and the jobs' results, for a front end to show. */
+typedef struct {
+    GTlsCertificate     *cert;
+    GTlsCertificateFlags problems;
+} HyocrRemoteErrorPrivate;
+
+static void hyocr_remote_error_private_init(HyocrRemoteErrorPrivate *priv)
+{
+    priv->cert = NULL;
+    priv->problems = 0;
+}
+
+static void hyocr_remote_error_private_copy(const HyocrRemoteErrorPrivate *src, HyocrRemoteErrorPrivate *dst)
+{
+    dst->cert = src->cert ? g_object_ref(src->cert) : NULL;
+    dst->problems = src->problems;
+}
+
+static void hyocr_remote_error_private_clear(HyocrRemoteErrorPrivate *priv)
+{
+    g_clear_object(&priv->cert);
+}
+
+G_DEFINE_EXTENDED_ERROR(HyocrRemoteError, hyocr_remote_error)
+
+GTlsCertificate *hyocr_remote_error_get_certificate(const GError *error, GTlsCertificateFlags *problems)
+{
+    if (!error || error->domain != HYOCR_REMOTE_ERROR) return NULL;
+    HyocrRemoteErrorPrivate *priv = hyocr_remote_error_get_private(error);
+    if (problems) *problems = priv->problems;
+    return priv->cert;
+}
+
+/* Lower-case hex without separators: how fingerprints are compared. */
+static char *fingerprint_hex(GTlsCertificate *cert)
+{
+    g_autoptr(GByteArray) der = NULL;
+    g_object_get(cert, "certificate", &der, NULL);
+    return der ? g_compute_checksum_for_data(G_CHECKSUM_SHA256, der->data, der->len) : NULL;
+}
+
+char *hyocr_remote_certificate_fingerprint(GTlsCertificate *cert)
+{
+    g_autofree char *hex = fingerprint_hex(cert);
+    if (!hex) return NULL;
+    GString *s = g_string_sized_new(96);
+    for (size_t i = 0; hex[i]; i += 2)
+        g_string_append_printf(s, "%s%c%c", i ? ":" : "", g_ascii_toupper(hex[i]), g_ascii_toupper(hex[i + 1]));
+    return g_string_free(s, FALSE);
+}
+
+/* A fingerprint as given (any case, colons or spaces between the digits), compared
+ * form; NULL when it is not 64 hexadecimal digits. */
+static char *fingerprint_normal(const char *given)
+{
+    GString *s = g_string_sized_new(64);
+    for (const char *c = given; *c; c++) {
+        if (*c == ':' || *c == ' ') continue;
+        if (!g_ascii_isxdigit(*c)) break;
+        g_string_append_c(s, g_ascii_tolower(*c));
+    }
+    bool ok = s->len == 64 && strspn(given, "0123456789abcdefABCDEF: ") == strlen(given);
+    return g_string_free(s, !ok);
+}
 
 struct hyocr_remote {
     gint             ref;            /* the owner's (hyocr_remote_free) and hyocr_remote_ref's */
@@ -33,6 +97,7 @@ struct hyocr_remote {
     char            *name;           /* for messages */
     char            *auth;           /* "Bearer KEY" or NULL; wiped when freed */
     GTlsCertificate *trusted;
+    char            *fingerprint;    /* the trusted certificate's SHA-256 (fingerprint_normal), or NULL */
     unsigned         timeout_s;
     int              max_retries;
     double           retry_max_s;
@@ -128,13 +193,18 @@ static SoupSession *session_new(hyocr_remote *r)
     return soup_session_new_with_options("timeout", r->timeout_s, "idle-timeout", 60u, "user-agent", ua, NULL);
 }
 
+/* Asked only of a certificate the system does not trust: the one the user trusts
+ * passes; another is kept on the message, for the error to carry. */
 static gboolean on_accept_certificate(SoupMessage *msg, GTlsCertificate *peer, GTlsCertificateFlags errors,
                                       gpointer data)
 {
-    (void)msg;
-    (void)errors;
     hyocr_remote *r = data;
-    return r->trusted && g_tls_certificate_is_same(r->trusted, peer);
+    if (r->trusted && g_tls_certificate_is_same(r->trusted, peer)) return TRUE;
+    g_autofree char *fp = r->fingerprint ? fingerprint_hex(peer) : NULL;
+    if (fp && g_str_equal(fp, r->fingerprint)) return TRUE;
+    g_object_set_data_full(G_OBJECT(msg), "hyocr-refused-certificate", g_object_ref(peer), g_object_unref);
+    g_object_set_data(G_OBJECT(msg), "hyocr-refused-problems", GUINT_TO_POINTER(errors));
+    return FALSE;
 }
 
 static SoupMessage *message_new(hyocr_remote *r, const char *method, const char *rel)
@@ -143,7 +213,7 @@ static SoupMessage *message_new(hyocr_remote *r, const char *method, const char 
     SoupMessage *msg = soup_message_new_from_uri(method, u);
     SoupMessageHeaders *h = soup_message_get_request_headers(msg);
     if (r->auth) soup_message_headers_replace(h, "Authorization", r->auth);
-    if (r->trusted) g_signal_connect(msg, "accept-certificate", G_CALLBACK(on_accept_certificate), r);
+    g_signal_connect(msg, "accept-certificate", G_CALLBACK(on_accept_certificate), r);
     return msg;
 }
 
@@ -155,6 +225,20 @@ static const char *tls_problem(GTlsCertificateFlags f)
     if (f & G_TLS_CERTIFICATE_NOT_ACTIVATED) return _("it is not valid yet");
     if (f & G_TLS_CERTIFICATE_REVOKED) return _("it was revoked");
     return _("it is not valid");
+}
+
+/* HYOCR_REMOTE_ERROR_TLS, with the certificate refused as its data. */
+G_GNUC_PRINTF(4, 5)
+static void tls_refusal(GError **error, GTlsCertificate *cert, GTlsCertificateFlags problems, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    GError *e = g_error_new_valist(HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS, format, ap);
+    va_end(ap);
+    HyocrRemoteErrorPrivate *priv = hyocr_remote_error_get_private(e);
+    priv->cert = cert ? g_object_ref(cert) : NULL;
+    priv->problems = problems;
+    g_propagate_error(error, e);
 }
 
 /* A failure before any answer (or while reading one, answer: true), in the server's terms. */
@@ -179,10 +263,16 @@ static void transport_error(hyocr_remote *r, SoupMessage *msg, const GError *err
                       "(the glib-networking package is missing)"), r->name);
     else if (err->domain == G_TLS_ERROR) {
         GTlsCertificateFlags f = msg ? soup_message_get_tls_peer_certificate_errors(msg) : 0;
-        if (g_error_matches(err, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE) || f)
-            g_set_error(error, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS,
+        GTlsCertificate *refused = msg ? g_object_get_data(G_OBJECT(msg), "hyocr-refused-certificate") : NULL;
+        if (refused) f = GPOINTER_TO_UINT(g_object_get_data(G_OBJECT(msg), "hyocr-refused-problems"));
+        if (refused && (r->trusted || r->fingerprint))
+            tls_refusal(error, refused, f,
+                        _("%s: its certificate is not trusted: it is not the certificate trusted for this server "
+                          "(a new certificate, or another server at this address?)"), r->name);
+        else if (g_error_matches(err, G_TLS_ERROR, G_TLS_ERROR_BAD_CERTIFICATE) || f || refused)
+            tls_refusal(error, refused, f,
                         _("%s: its certificate is not trusted: %s. If it is your own server, trust its certificate "
-                          "(its PEM file) explicitly"), r->name, tls_problem(f));
+                          "explicitly"), r->name, tls_problem(f));
         else
             g_set_error(error, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS,
                         _("%s: the secure connection failed (%s); does the server speak https?"), r->name,
@@ -893,6 +983,15 @@ hyocr_remote *hyocr_remote_new(const hyocr_remote_params *p, GError **error)
             return NULL;
         }
     }
+    if (p->trusted_fingerprint && *p->trusted_fingerprint) {
+        r->fingerprint = fingerprint_normal(p->trusted_fingerprint);
+        if (!r->fingerprint) {
+            g_set_error(error, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_TLS,
+                        _("“%s” is not a certificate's SHA-256 fingerprint (64 hexadecimal digits)"),
+                        p->trusted_fingerprint);
+            return NULL;
+        }
+    }
     r->model = p->model && *p->model ? g_strdup(p->model) : NULL;
     r->timeout_s = p->timeout_s > 0 ? (unsigned)p->timeout_s : REMOTE_DEFAULT_TIMEOUT_S;
     r->max_retries = p->max_retries >= 0 ? p->max_retries : REMOTE_DEFAULT_RETRIES;
@@ -920,6 +1019,7 @@ void hyocr_remote_unref(hyocr_remote *r)
     if (r->auth) memset(r->auth, 0, strlen(r->auth));
     g_free(r->auth);
     g_clear_object(&r->trusted);
+    g_free(r->fingerprint);
     g_free(r->model);
     g_mutex_clear(&r->lock);
     g_cond_clear(&r->cond);

@@ -19,6 +19,7 @@
  * key is sent only in the Authorization header and never appears in a message. */
 #pragma once
 #include "hyocr.h"
+#include <gio/gio.h>
 
 G_BEGIN_DECLS
 
@@ -43,12 +44,25 @@ typedef enum {
     HYOCR_REMOTE_ERROR_SERVER,      /* 5xx, or an error event in the stream (its message) */
 } HyocrRemoteError;
 
+/* The certificate a HYOCR_REMOTE_ERROR_TLS refusal is about, as data for a front
+ * end that offers to trust it (shows it, then passes its fingerprint as
+ * trusted_fingerprint): the one the server presented, with what the system found
+ * wrong with it (problems, may be NULL). NULL when the error names none (the
+ * handshake failed otherwise). Valid as long as the error. */
+GTlsCertificate *hyocr_remote_error_get_certificate(const GError *error, GTlsCertificateFlags *problems);
+/* "AB:CD:…": the SHA-256 of the certificate's DER, as GNOME's certificate viewer and
+ * `openssl x509 -noout -fingerprint -sha256` show it. */
+char            *hyocr_remote_certificate_fingerprint(GTlsCertificate *cert);
+
 typedef struct {
     const char         *url;          /* http(s)://host[:port], with or without /v1 */
     const char         *api_key;      /* NULL: none sent */
     const char         *model;        /* the served model name; NULL: the first /v1/models lists */
     const char         *trusted_certificate;   /* PEM file: accept this certificate (a self-signed
                                                 * server's) besides those the system trusts */
+    const char         *trusted_fingerprint;   /* the same, given as the SHA-256 of the certificate
+                                                * (hyocr_remote_certificate_fingerprint's; case, colons
+                                                * and spaces ignored) */
     int                 concurrency;  /* requests in flight at most; ≤ 0 = 8 */
     int                 timeout_s;    /* seconds without a byte from the server before giving up; ≤ 0 = 300 */
     int                 max_retries;  /* of a 503/429; < 0 = 6 */
@@ -61,7 +75,7 @@ typedef struct hyocr_remote hyocr_remote;
 typedef struct hyocr_remote_job hyocr_remote_job;
 
 void hyocr_remote_params_init(hyocr_remote_params *p);
-/* Checks the URL and reads the certificate; no network (a job, or
+/* Checks the URL and reads the certificate (or the fingerprint); no network (a job, or
  * hyocr_remote_check, reaches the server). */
 hyocr_remote *hyocr_remote_new(const hyocr_remote_params *p, GError **error);
 /* Cancels what is in flight or queued (their CANCELLED events come first), then

@@ -78,7 +78,9 @@ void app_test_reset_settings(void)
     g_auto(GStrv) keys = g_settings_schema_list_keys(schema);
     for (char **k = keys; *k; k++) g_settings_reset(s, *k);
     /* GSettings tells of changes from an idle: heard by a window made later, they
-     * would reload its engine in the middle of the test. */
+     * would reload its engine in the middle of the test. dconf (app-keyring) tells
+     * once its service has written them: sync waits for that. */
+    g_settings_sync();
     app_test_drain();
 }
 
@@ -216,6 +218,7 @@ HyocrWindow *app_test_window(const char *ckpt, gboolean ready)
 {
     g_autofree char *dir = ckpt[0] == '/' ? g_strdup(ckpt) : app_test_data(ckpt, NULL);
     g_settings_set_string(app_test_settings(), "model-folder", dir);
+    g_settings_sync();
     app_test_drain();   /* as in app_test_reset_settings: the window hears no change it was made with */
     HyocrWindow *win = hyocr_window_new(app);
     gtk_window_present(GTK_WINDOW(win));
@@ -284,17 +287,30 @@ static char *json_nul_as_symbol(const char *json)
 void app_test_cli_run(const char *ckpt, const char *image, const char *task, int max_new_tokens, char **streamed,
                       char **final_text)
 {
+    const char *task_args[] = { "-t", task, NULL };
+    app_test_cli_run_args(ckpt, image, task_args, max_new_tokens, streamed, final_text);
+}
+
+void app_test_cli_run_args(const char *ckpt, const char *image, const char *const *args, int max_new_tokens,
+                           char **streamed, char **final_text)
+{
     const char *cli = g_getenv("HYOCR_CLI");
     g_assert_nonnull(cli);
     g_autofree char *model = app_test_data(ckpt, NULL);
     g_autofree char *img = app_test_data("images", image, NULL);
     g_autofree char *n = g_strdup_printf("%d", max_new_tokens);
-    const char *text_argv[] = { cli, "run", "-m", model, "-i", img, "-t", task, "-n", n, NULL };
-    *streamed = run_cli(text_argv);
+    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+    g_strv_builder_add_many(b, cli, "run", "-m", model, "-i", img, "-n", n, NULL);
+    g_strv_builder_addv(b, (const char **)args);
+    g_auto(GStrv) text_argv = g_strv_builder_end(b);
+    *streamed = run_cli((const char *const *)text_argv);
     gsize len = strlen(*streamed);
     if (len && (*streamed)[len - 1] == '\n') (*streamed)[len - 1] = '\0';   /* the CLI ends the stream with one */
-    const char *json_argv[] = { cli, "run", "-m", model, "-i", img, "-t", task, "-n", n, "-f", "json", NULL };
-    g_autofree char *raw = run_cli(json_argv);
+    g_autoptr(GStrvBuilder) jb = g_strv_builder_new();
+    g_strv_builder_addv(jb, (const char **)text_argv);
+    g_strv_builder_add_many(jb, "-f", "json", NULL);
+    g_auto(GStrv) json_argv = g_strv_builder_end(jb);
+    g_autofree char *raw = run_cli((const char *const *)json_argv);
     g_autofree char *json = json_nul_as_symbol(raw);
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) error = NULL;

@@ -49,6 +49,10 @@ HyocrJob         *app_test_job_at(HyocrWindow *win, guint index);   /* borrowed 
  * text mode, trailing newline removed) and the final text (JSON mode). */
 void              app_test_cli_run(const char *ckpt, const char *image, const char *task, int max_new_tokens,
                                    char **streamed, char **final_text);
+/* The same with the task given as the CLI's arguments (args: "-t", "extract_fields",
+ * "--fields", "a,b", …). */
+void              app_test_cli_run_args(const char *ckpt, const char *image, const char *const *args,
+                                        int max_new_tokens, char **streamed, char **final_text);
 /* The same for every page of a document (a PDF, a TIFF): the final texts, in page order. */
 GPtrArray        *app_test_cli_pages(const char *ckpt, const char *document, const char *task, int max_new_tokens);
 char             *app_test_data(const char *first, ...) G_GNUC_NULL_TERMINATED;

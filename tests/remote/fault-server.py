@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""An OpenAI-compatible server that misbehaves on purpose, for tests/test-remote.sh.
+"""An OpenAI-compatible server that misbehaves on purpose, for tests/test-remote.sh and
+tests/app/test-app-remote.c.
 
-    fault-server.py MODE LOG [--cert PEM --key PEM] [--target N --total N]
+    fault-server.py MODE LOG [--cert PEM --key PEM] [--target N --total N] [--port N]
+                     [--stdin-lifeline 1]
 
-Listens on a free loopback port and writes "port N" as the first line of LOG, then one
-line per event the test waits for ("request AUTH", "streaming", "client gone", "max N").
+Listens on a free loopback port (or --port: the same address again, with another
+certificate) and writes "port N" as the first line of LOG, then one
+line per event the test waits for ("request AUTH", "at SECONDS" (when it came, on a
+monotonic clock), "streaming", "client gone", "max N").
 /v1/models lists the model "m" (401 in mode 401). POST /v1/chat/completions, by MODE:
   ok         a streamed answer "hello world" as vLLM sends it (reasoning_content,
              stop_reason and other extra fields, a usage chunk, [DONE])
@@ -102,6 +106,7 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(n))
         log("request " + self.headers.get("Authorization", "(none)"))
+        log("at %.3f" % time.monotonic())
         log("body " + json.dumps({k: v for k, v in body.items() if k != "messages"}, sort_keys=True))
         with state:
             requests_seen += 1
@@ -171,11 +176,18 @@ class Server(ThreadingHTTPServer):
         pass   # clients that go away are what this server is for
 
 
-server = Server(("127.0.0.1", 0), Handler)
+server = Server(("127.0.0.1", int(opts.get("--port", 0))), Handler)
 server.daemon_threads = True
 if "--cert" in opts:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(opts["--cert"], opts["--key"])
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
+if opts.get("--stdin-lifeline"):
+    # a test program that dies leaves no server behind: its end closes our stdin
+    def lifeline():
+        while sys.stdin.buffer.read(4096):
+            pass
+        server.shutdown()
+    threading.Thread(target=lifeline, daemon=True).start()
 log("port %d" % server.server_address[1])
 server.serve_forever()
