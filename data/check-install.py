@@ -43,6 +43,7 @@ def expected_files(manifest, datadir, bindir, langs):
         'the scalable icon': f'{datadir}/icons/hicolor/scalable/apps/{app_id}.svg',
         'the symbolic icon': f'{datadir}/icons/hicolor/symbolic/apps/{app_id}-symbolic.svg',
         'the systemd user unit of hyocr serve': 'lib/systemd/user/hyocr-serve.service',
+        'the D-Bus service (the desktop entry is DBusActivatable)': f'{datadir}/dbus-1/services/{app_id}.service',
     }
     for lang in langs:
         files[f'the {lang} catalog'] = f'{datadir}/locale/{lang}/LC_MESSAGES/hyocr.mo'
@@ -128,6 +129,12 @@ def main():
             unit = open(os.path.join(tree, 'lib/systemd/user/hyocr-serve.service'), encoding='utf-8').read()
             check('the user unit runs the installed hyocr serve',
                   f'ExecStart={os.path.join(prefix, bindir)}/hyocr serve ' in unit, unit)
+            service = open(os.path.join(tree, datadir, 'dbus-1', 'services', manifest['id'] + '.service'),
+                           encoding='utf-8').read()
+            check('the D-Bus service starts the installed app as a GApplication service',
+                  f'Name={manifest["id"]}\n' in service and
+                  f'Exec={os.path.join(prefix, bindir)}/{manifest["command"]} --gapplication-service\n' in service,
+                  service)
         first = prefix.strip(os.sep).split(os.sep)[0]
         outside = [p for p in os.listdir(destdir) if p != first]
         check('nothing is installed outside the prefix', not outside, outside)

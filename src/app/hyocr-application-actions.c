@@ -1,5 +1,6 @@
 /* hyocr-gtk — application actions and accelerators. */
 #include "hyocr-application-private.h"
+#include "hyocr-window-private.h"
 #include "hyocr-build-config.h"
 #include "hyocr-preferences.h"
 #include <glib/gi18n.h>
@@ -64,11 +65,21 @@ static void show_job_activated(GSimpleAction *action, GVariant *param, gpointer 
     gtk_window_present(GTK_WINDOW(win));
 }
 
+/* A notification's action, maybe in a process D-Bus started for it (the one that sent it,
+ * a --capture, has ended): the history keeps the entry. */
+static void open_history_entry_activated(GSimpleAction *action, GVariant *param, gpointer data)
+{
+    HyocrWindow *win = hyocr_application_ensure_window(data);
+    hyocr_window_history_show(win, g_variant_get_int64(param));
+    gtk_window_present(GTK_WINDOW(win));
+}
+
 static const GActionEntry app_entries[] = {
     { "quit", quit_activated, NULL, NULL, NULL, { 0 } },
     { "preferences", preferences_activated, NULL, NULL, NULL, { 0 } },
     { "about", about_activated, NULL, NULL, NULL, { 0 } },
     { "show-job", show_job_activated, "u", NULL, NULL, { 0 } },
+    { "open-history-entry", open_history_entry_activated, "x", NULL, NULL, { 0 } },
 };
 
 /* App accelerators take the key before any widget does, so only keys no

@@ -11,6 +11,7 @@ struct _HyocrApplication {
     char          *model_override;
     guint          n_notifications;
     gboolean       capture;          /* --capture: the window is not shown */
+    GdkClipboard  *kept_clipboard;   /* held for its text until another client takes it */
 };
 
 void         hyocr_application_setup_actions(HyocrApplication *self);
@@ -20,5 +21,8 @@ HyocrWindow *hyocr_application_ensure_window(HyocrApplication *self);
 guint        hyocr_application_get_n_notifications(HyocrApplication *self);
 /* A capture's answer is on the clipboard (or it failed): said with "Open". */
 void         hyocr_application_notify_capture(HyocrApplication *self, HyocrJob *job);
+/* Keeps the process (not the window) while clipboard holds our text and no clipboard
+ * manager took it: until something else is copied. */
+void         hyocr_application_keep_clipboard(HyocrApplication *self, GdkClipboard *clipboard);
 
 G_END_DECLS

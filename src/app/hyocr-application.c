@@ -85,9 +85,28 @@ static void hyocr_application_startup(GApplication *app)
     hyocr_application_setup_actions(HYOCR_APPLICATION(app));
 }
 
+static void on_kept_clipboard_changed(GdkClipboard *clipboard, HyocrApplication *self)
+{
+    if (gdk_clipboard_is_local(clipboard)) return;   /* still ours: a new capture's, say */
+    g_signal_handlers_disconnect_by_func(clipboard, on_kept_clipboard_changed, self);
+    g_clear_object(&self->kept_clipboard);
+    g_application_release(G_APPLICATION(self));
+}
+
+void hyocr_application_keep_clipboard(HyocrApplication *self, GdkClipboard *clipboard)
+{
+    /* another client may have copied already, before the store was even answered */
+    if (self->kept_clipboard || !gdk_clipboard_is_local(clipboard)) return;
+    self->kept_clipboard = g_object_ref(clipboard);
+    g_application_hold(G_APPLICATION(self));
+    g_signal_connect(clipboard, "changed", G_CALLBACK(on_kept_clipboard_changed), self);
+}
+
 static void hyocr_application_finalize(GObject *object)
 {
     HyocrApplication *self = HYOCR_APPLICATION(object);
+    if (self->kept_clipboard) g_signal_handlers_disconnect_by_func(self->kept_clipboard, on_kept_clipboard_changed, self);
+    g_clear_object(&self->kept_clipboard);
     g_free(self->model_override);
     G_OBJECT_CLASS(hyocr_application_parent_class)->finalize(object);
 }
@@ -143,7 +162,9 @@ static char *notification_body(HyocrJob *job)
 }
 
 /* A finished job's notification, titled by how it ended; clicking it shows the job, and so does
- * its Open button when it has one (a capture's: its text went to the clipboard, not a window). */
+ * its Open button when it has one (a capture's: its text went to the clipboard, not a window).
+ * A stored job is named by its history entry: the notification outlives a --capture process,
+ * and its action then starts the app again (DBusActivatable) on that entry. */
 static void send_job_notification(HyocrApplication *self, HyocrJob *job, const char *id, const char *title_done,
                                   const char *title_failed, gboolean open)
 {
@@ -153,8 +174,12 @@ static void send_job_notification(HyocrApplication *self, HyocrJob *job, const c
     g_notification_set_body(n, body);
     g_autoptr(GIcon) icon = g_themed_icon_new(HYOCR_APP_ID);
     g_notification_set_icon(n, icon);
-    g_notification_set_default_action_and_target(n, "app.show-job", "u", hyocr_job_get_id(job));
-    if (open) g_notification_add_button_with_target(n, _("Open"), "app.show-job", "u", hyocr_job_get_id(job));
+    gint64 entry = hyocr_job_get_history_id(job);
+    g_autoptr(GVariant) target = g_variant_ref_sink(entry ? g_variant_new_int64(entry)
+                                                          : g_variant_new_uint32(hyocr_job_get_id(job)));
+    const char *action = entry ? "app.open-history-entry" : "app.show-job";
+    g_notification_set_default_action_and_target_value(n, action, target);
+    if (open) g_notification_add_button_with_target_value(n, _("Open"), action, target);
     self->n_notifications++;
     /* Without a session bus nobody would show it, and GLib would complain. */
     if (g_application_get_dbus_connection(G_APPLICATION(self)))

@@ -232,6 +232,18 @@ HyocrJob *hyocr_window_history_open(HyocrWindow *self, gint64 id)
     return job;   /* the window's list keeps it */
 }
 
+HyocrJob *hyocr_window_history_show(HyocrWindow *self, gint64 id)
+{
+    for (guint i = 0, n = g_list_model_get_n_items(G_LIST_MODEL(self->jobs)); i < n; i++) {
+        g_autoptr(HyocrJob) job = g_list_model_get_item(G_LIST_MODEL(self->jobs), i);
+        if (hyocr_job_get_history_id(job) != id) continue;
+        hyocr_window_show_history(self, FALSE);
+        hyocr_window_select_job(self, job);
+        return job;   /* the window's list keeps it */
+    }
+    return hyocr_window_history_open(self, id);
+}
+
 HyocrJob *hyocr_window_history_run_again(HyocrWindow *self, gint64 id)
 {
     g_autoptr(hyocr_history_entry) e = get_entry(self, id);

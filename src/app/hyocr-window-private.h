@@ -52,8 +52,11 @@ struct _HyocrWindow {
     GArray          *removed;           /* the last removal's jobs, for Undo */
     AdwToast        *undo_toast;        /* its toast while shown */
     struct _XdpPortal *portal;          /* hyocr-window-capture.c */
-    gboolean         capturing, capture_held;
+    gboolean         capturing;
+    GApplication    *capture_hold;      /* held while an unseen capture is under way */
     guint            n_captures;        /* captures ended (answered, cancelled or failed) */
+    GCancellable    *store_cancel;      /* the clipboard manager is copying the text */
+    guint            store_timeout;
     guint            n_history_writes;
     char            *server_key;        /* typed in Preferences this session (the keyring keeps it too) */
     gboolean         gauge_asking;      /* a server's /metrics is being asked */
@@ -97,6 +100,8 @@ void      hyocr_window_history_record(HyocrWindow *self, HyocrJob *job);
 void      hyocr_window_history_finish(HyocrWindow *self, HyocrJob *job);
 /* An entry shown again as a finished job, selected; NULL (and a toast) when it cannot be. */
 HyocrJob *hyocr_window_history_open(HyocrWindow *self, gint64 id);
+/* The job of an entry selected: the one in the list already, else the entry opened. */
+HyocrJob *hyocr_window_history_show(HyocrWindow *self, gint64 id);
 /* An entry's image queued again with the options it had (stored as a new entry). */
 HyocrJob *hyocr_window_history_run_again(HyocrWindow *self, gint64 id);
 

@@ -195,6 +195,17 @@ static void test_capture(void)
     g_test_message("%s", note);
     g_assert_true(g_str_has_prefix(note, "notify Text Copied|Screen Capture: "));
     g_assert_nonnull(strstr(note, "Open"));
+    /* its actions name the history entry, which outlives the process */
+    gint64 entry = hyocr_job_get_history_id(job);
+    g_assert_cmpint(entry, >, 0);
+    g_autofree char *open = g_strdup_printf("app.open-history-entry(int64 %" G_GINT64_FORMAT ")", entry);
+    g_assert_nonnull(strstr(note, open));
+    /* Open while the job is in the list: that job, selected, not a copy */
+    gtk_list_box_unselect_all(win->job_list);
+    g_assert_null(hyocr_window_get_selected_job(win));
+    g_action_group_activate_action(G_ACTION_GROUP(app_test_app()), "open-history-entry", g_variant_new_int64(entry));
+    g_assert_cmpuint(g_list_model_get_n_items(hyocr_window_get_jobs(win)), ==, 1);
+    g_assert_true(hyocr_window_get_selected_job(win) == job);
 
     /* cancelled: nothing happens, quietly */
     g_assert_true(g_file_set_contents(control, "cancel", -1, NULL));
@@ -208,6 +219,21 @@ static void test_capture(void)
     g_assert_cmpuint(g_list_model_get_n_items(hyocr_window_get_jobs(win)), ==, 1);
     g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, toasts);
     g_assert_cmpuint(hyocr_application_get_n_notifications(app_test_app()), ==, notes);
+    app_test_destroy_window(win);
+
+    /* Open in a window that never ran it (the process that did has ended): the entry,
+     * from the history, selected with its text */
+    win = app_test_window("ckpt-flat", FALSE);
+    g_assert_cmpuint(g_list_model_get_n_items(hyocr_window_get_jobs(win)), ==, 0);
+    g_action_group_activate_action(G_ACTION_GROUP(app_test_app()), "open-history-entry", g_variant_new_int64(entry));
+    g_assert_cmpuint(g_list_model_get_n_items(hyocr_window_get_jobs(win)), ==, 1);
+    HyocrJob *opened = hyocr_window_get_selected_job(win);
+    g_assert_nonnull(opened);
+    g_assert_cmpint(hyocr_job_get_history_id(opened), ==, entry);
+    g_assert_cmpint(hyocr_job_get_state(opened), ==, HYOCR_JOB_DONE);
+    g_assert_cmpstr(hyocr_job_get_title(opened), ==, "Screen Capture");
+    g_assert_cmpstr(hyocr_job_get_text(opened), ==, final_text);
+    g_assert_cmpstr(hyocr_window_get_page(win), ==, "jobs");
     app_test_destroy_window(win);
 }
 
@@ -303,11 +329,54 @@ static char *read_clipboard(GdkDisplay *display)
     return copied;
 }
 
-/* `hyocr-gtk --capture` as a global shortcut runs it: the portal is asked, the region is
- * read with the preset, the text is on the clipboard, the notification says so and the
- * history holds the job, and no window was ever mapped. Then the notification's Open
- * (app.show-job over D-Bus, as the shell calls it) does show one: the watch sees the
- * app's windows, so its zero above means something. */
+static void on_exited(GObject *source, GAsyncResult *res, gpointer data)
+{
+    g_autoptr(GError) error = NULL;
+    g_assert_true(g_subprocess_wait_finish(G_SUBPROCESS(source), res, &error));
+    *(gboolean *)data = TRUE;
+}
+
+static gboolean is_true(gpointer data)
+{
+    return *(gboolean *)data;
+}
+
+/* What D-Bus-activated services get in their environment, as a session sets it. */
+static void set_activation_env(GDBusConnection *bus, const char *const *pairs)
+{
+    GVariantBuilder env;
+    g_variant_builder_init(&env, G_VARIANT_TYPE("a{ss}"));
+    for (; *pairs; pairs += 2) g_variant_builder_add(&env, "{ss}", pairs[0], pairs[1]);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GVariant) r = g_dbus_connection_call_sync(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                        "org.freedesktop.DBus", "UpdateActivationEnvironment",
+                                                        g_variant_new("(a{ss})", &env), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                                        -1, NULL, &error);
+    g_assert_no_error(error);
+}
+
+/* An action of the app as the shell calls it for a notification: on the bus, by the app's
+ * id, which starts the app when it does not run (DBusActivatable). */
+static void activate_app_action(GDBusConnection *bus, const char *name, GVariant *target)
+{
+    GVariantBuilder params;
+    g_variant_builder_init(&params, G_VARIANT_TYPE("av"));
+    if (target) g_variant_builder_add(&params, "v", target);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GVariant) r = g_dbus_connection_call_sync(bus, HYOCR_APP_ID, "/io/github/hyocr/Hyocr",
+                                                        "org.freedesktop.Application", "ActivateAction",
+                                                        g_variant_new("(sava{sv})", name, &params, NULL), NULL,
+                                                        G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+    g_assert_no_error(error);
+}
+
+/* `hyocr-gtk --capture` as a global shortcut runs it, with no instance running: the portal is
+ * asked, the region read with the preset, the text put on the clipboard, the history holds the
+ * job, the notification says so with Open, and no window is ever mapped. Then the process ends
+ * by itself: Xvfb has no clipboard manager (the store fails), so it holds just the clipboard
+ * until another client copies, and exits with status 0 then. The notification's Open, called
+ * on the bus as the shell does, then starts the app again (D-Bus activation of this build's
+ * service file), which shows a window: test_capture checks that it opens on the entry. */
 static void test_command_line(void)
 {
     const char *gtk_app = g_getenv("HYOCR_GTK");
@@ -330,8 +399,11 @@ static void test_command_line(void)
     g_autofree char *data = g_build_filename(home, "data", NULL);
     g_autofree char *keyfile_dir = g_build_filename(config, "glib-2.0", "settings", NULL);
     g_autofree char *keyfile = g_build_filename(keyfile_dir, "keyfile", NULL);
+    g_autofree char *model = app_test_data("ckpt-flat", NULL);
+    g_autofree char *settings = g_strdup_printf("[io/github/hyocr/Hyocr]\nmax-new-tokens=12\nmodel-folder='%s'\n",
+                                                model);
     g_assert_cmpint(g_mkdir_with_parents(keyfile_dir, 0700), ==, 0);
-    g_assert_true(g_file_set_contents(keyfile, "[io/github/hyocr/Hyocr]\nmax-new-tokens=12\n", -1, NULL));
+    g_assert_true(g_file_set_contents(keyfile, settings, -1, NULL));
 
     MapWatch watch = { 0 };
     Display *xdpy = gdk_x11_display_get_xdisplay(display);
@@ -343,10 +415,9 @@ static void test_command_line(void)
     x_sync(display);
 
     g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
-    g_subprocess_launcher_setenv(launcher, "GSETTINGS_BACKEND", "keyfile", TRUE);
-    g_subprocess_launcher_setenv(launcher, "XDG_CONFIG_HOME", config, TRUE);
-    g_subprocess_launcher_setenv(launcher, "XDG_DATA_HOME", data, TRUE);
-    g_autofree char *model = app_test_data("ckpt-flat", NULL);
+    const char *const env[] = { "GSETTINGS_BACKEND", "keyfile", "XDG_CONFIG_HOME", config, "XDG_DATA_HOME", data,
+                                NULL };
+    for (const char *const *e = env; *e; e += 2) g_subprocess_launcher_setenv(launcher, e[0], e[1], TRUE);
     g_autoptr(GError) error = NULL;
     g_autoptr(GSubprocess) app = g_subprocess_launcher_spawn(launcher, &error, gtk_app, "--model", model, "--capture",
                                                               NULL);
@@ -360,9 +431,9 @@ static void test_command_line(void)
     g_autofree char *note = double_line();
     g_test_message("%s", note);
     g_assert_true(g_str_has_prefix(note, "notify Text Copied|Screen Capture: "));
-    const char *open = strstr(note, "app.show-job(uint32 ");
+    const char *open = strstr(note, "app.open-history-entry(int64 ");
     g_assert_nonnull(open);
-    guint job_id = (guint)g_ascii_strtoull(open + strlen("app.show-job(uint32 "), NULL, 10);
+    gint64 entry = g_ascii_strtoll(open + strlen("app.open-history-entry(int64 "), NULL, 10);
 
     /* the text is on the clipboard: hyocr run's answer for the same picture */
     g_autofree char *streamed = NULL, *final_text = NULL;
@@ -372,21 +443,23 @@ static void test_command_line(void)
     x_sync(display);
     g_assert_cmpuint(watch.n_foreign_maps, ==, 0);
 
-    /* Open, as the notification's button calls it, shows the window */
-    g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, NULL);
-    g_autoptr(GVariant) r = g_dbus_connection_call_sync(
-        bus, HYOCR_APP_ID, "/io/github/hyocr/Hyocr", "org.freedesktop.Application", "ActivateAction",
-        g_variant_new_parsed("('show-job', [<%u>], @a{sv} {})", job_id), NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
-    g_assert_no_error(error);
-    g_assert_true(app_test_wait(foreign_mapped, &watch, APP_TEST_WAIT_MS));
-    g_signal_handler_disconnect(display, handler);
-    XSelectInput(xdpy, root, attrs.your_event_mask);
-
-    g_subprocess_force_exit(app);
-    g_assert_true(g_subprocess_wait(app, NULL, NULL));
+    /* something else copied: the process has nothing left to hold, and ends by itself */
+    gboolean exited = FALSE;
+    g_subprocess_wait_async(app, NULL, on_exited, &exited);
+    gdk_clipboard_set_text(gdk_display_get_clipboard(display), "copied after the capture");
+    x_sync(display);
+    g_assert_true(app_test_wait(is_true, &exited, APP_TEST_WAIT_MS));
+    if (!exited) {   /* (assertions do not abort here) */
+        g_subprocess_force_exit(app);
+        return;
+    }
+    g_assert_true(g_subprocess_get_if_exited(app));
+    g_assert_cmpint(g_subprocess_get_exit_status(app), ==, 0);
     g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
+    x_sync(display);
+    g_assert_cmpuint(watch.n_foreign_maps, ==, 0);
 
-    /* and the history has the job, with the picture the portal gave */
+    /* the history has the job, with the picture the portal gave */
     g_autofree char *db = g_build_filename(data, "hyocr", "history.db", NULL);
     g_autoptr(hyocr_history) h = hyocr_history_open(db, NULL, &error);
     g_assert_no_error(error);
@@ -394,12 +467,29 @@ static void test_command_line(void)
     g_assert_no_error(error);
     g_assert_cmpuint(entries->len, ==, 1);
     const hyocr_history_entry *e = entries->pdata[0];
+    g_assert_cmpint(e->id, ==, entry);
     g_assert_cmpstr(e->title, ==, "Screen Capture");
     g_assert_cmpint(e->state, ==, HYOCR_HISTORY_DONE);
     g_assert_cmpstr(e->text, ==, final_text);
     g_autoptr(hyocr_history_entry) full = hyocr_history_get(h, e->id, &error);
     g_assert_no_error(error);
     g_assert_nonnull(full->image);
+    g_clear_pointer(&h, hyocr_history_free);
+
+    /* Open, as the notification's button calls it, after the process ended: the bus starts
+     * the app again (with the session's environment: these settings and this history), and
+     * it shows a window */
+    g_autoptr(GDBusConnection) bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, NULL);
+    set_activation_env(bus, env);
+    activate_app_action(bus, "open-history-entry", g_variant_new_int64(entry));
+    g_autofree char *second = name_owner(HYOCR_APP_ID);
+    g_assert_nonnull(second);
+    g_assert_cmpstr(second, !=, owner);
+    g_assert_true(app_test_wait(foreign_mapped, &watch, APP_TEST_WAIT_MS));
+    g_signal_handler_disconnect(display, handler);
+    XSelectInput(xdpy, root, attrs.your_event_mask);
+    activate_app_action(bus, "quit", NULL);
+    g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
 }
 
 int main(int argc, char **argv)
