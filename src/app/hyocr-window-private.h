@@ -133,6 +133,8 @@ HyocrJob *hyocr_window_get_selected_job(HyocrWindow *self);
 void      hyocr_window_show_jobs(HyocrWindow *self);   /* the list, on a narrow window */
 
 /* For the tests and the screenshot tool. */
+/* What the gauge's tick does: the engine's figures (or why there are none) now. */
+void             hyocr_window_update_gauge(HyocrWindow *self);
 /* Queues a job made elsewhere (options the settings cannot express, answers the test writes). */
 void             hyocr_window_add_job(HyocrWindow *self, HyocrJob *job);
 GListModel      *hyocr_window_get_jobs(HyocrWindow *self);

@@ -220,18 +220,23 @@ static void gauge_tick_server(HyocrWindow *self)
     hyocr_vram_gauge_set_unavailable(self->gauge, self->server_figures ? self->server_figures : _("Remote"));
 }
 
-static gboolean gauge_tick(gpointer data)
+void hyocr_window_update_gauge(HyocrWindow *self)
 {
-    HyocrWindow *self = data;
     hyocr_mem_info mem;
+    gboolean cpu;
     if (hyocr_worker_get_server(self->worker) && hyocr_worker_get_state(self->worker) == HYOCR_WORKER_READY)
         gauge_tick_server(self);
-    else if (hyocr_worker_get_mem_info(self->worker, &mem))
-        hyocr_vram_gauge_set_figures(self->gauge, &mem, hyocr_worker_is_cpu(self->worker),
-                                     hyocr_worker_get_memory_limit(self->worker), resident_bytes());
+    else if (hyocr_worker_get_mem_info(self->worker, &mem, &cpu))
+        hyocr_vram_gauge_set_figures(self->gauge, &mem, cpu, hyocr_worker_get_memory_limit(self->worker),
+                                     resident_bytes());
     else
         hyocr_vram_gauge_set_unavailable(self->gauge, hyocr_worker_get_state(self->worker) == HYOCR_WORKER_LOADING
                                                           ? _("Loading the model…") : _("No model is loaded"));
+}
+
+static gboolean gauge_tick(gpointer data)
+{
+    hyocr_window_update_gauge(data);
     return G_SOURCE_CONTINUE;
 }
 

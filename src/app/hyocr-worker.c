@@ -774,11 +774,12 @@ gboolean hyocr_worker_get_server_metrics(HyocrWorker *self, int64_t *memory_used
 #endif
 }
 
-gboolean hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out)
+gboolean hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out, gboolean *cpu)
 {
     g_mutex_lock(&self->lock);
     gboolean ok = self->engine != NULL;
     if (ok) hyocr_engine_mem_info(self->engine, out);
+    if (ok && cpu) *cpu = self->engine_cpu;
     g_mutex_unlock(&self->lock);
     return ok;
 }

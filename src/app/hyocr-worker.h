@@ -52,8 +52,10 @@ gboolean         hyocr_worker_is_cpu(HyocrWorker *self);
 /* Why the engine runs on the CPU though the GPU was wanted ("No NVIDIA driver —
  * …", in full), or NULL: for Preferences and About, not a toast at every load. */
 const char      *hyocr_worker_get_gpu_note(HyocrWorker *self);
-/* Live figures from any thread; FALSE when no engine is loaded. */
-gboolean         hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out);
+/* Live figures from any thread, and whether they are the CPU's (RAM) or the GPU's, read
+ * with them: hyocr_worker_is_cpu says so only once the load is announced on the main
+ * thread, after the engine already answers here. FALSE when no engine is loaded. */
+gboolean         hyocr_worker_get_mem_info(HyocrWorker *self, hyocr_mem_info *out, gboolean *cpu);
 /* The memory limit of the loaded engine, bytes (0 = none). */
 int64_t          hyocr_worker_get_memory_limit(HyocrWorker *self);
 /* Jobs run on a server (the last load was one): its name for messages, or NULL. */

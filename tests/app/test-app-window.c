@@ -8,8 +8,11 @@
 #include "gpu-check.h"
 #include "hyocr-preferences-private.h"
 #include "hyocr-task-picker.h"
+#include "hyocr-build-config.h"
 #include <glib/gstdio.h>
+#include <glib/gi18n.h>
 #include <json-glib/json-glib.h>
+#include <locale.h>
 
 /* A failure bound: a job here takes seconds, many times that under ASan on a busy machine. */
 #define JOB_TIMEOUT_MS (5 * APP_TEST_WAIT_MS)
@@ -927,6 +930,73 @@ static int64_t test_resident(void)
     return (int64_t)resident * sysconf(_SC_PAGESIZE);
 }
 
+/* The headline on the CPU: "<ram> <this process's resident size>", not the engine's buffers. */
+static void check_cpu_headline(HyocrWindow *win, const char *ram)
+{
+    HyocrVramGauge *gauge = hyocr_window_get_gauge(win);
+    int64_t before = test_resident();
+    hyocr_window_update_gauge(win);
+    int64_t app = hyocr_vram_gauge_get_app_bytes(gauge), after = test_resident();
+    const hyocr_mem_info *m = hyocr_vram_gauge_get_figures(gauge);
+    g_assert_cmpint(app, >=, MIN(before, after) * 9 / 10);
+    g_assert_cmpint(app, <=, MAX(before, after) * 11 / 10);
+    g_assert_cmpint(app, >, m->weights + m->kv_reserved + m->workspace);
+    g_autofree char *size = g_format_size_full((guint64)app, G_FORMAT_SIZE_IEC_UNITS);
+    g_autofree char *want = g_strdup_printf("%s %s", ram, size);
+    g_assert_cmpstr(hyocr_vram_gauge_get_summary(gauge), ==, want);
+}
+
+static gboolean worker_ready(gpointer worker)
+{
+    return hyocr_worker_get_state(worker) == HYOCR_WORKER_READY;
+}
+
+/* The gauge's first figures, in English and in Chinese, on the CPU: they come while the
+ * engine is loaded but the main thread has not yet heard that the load ended (its context is
+ * not run here), which once made the English headline "GPU 1.6 MiB" (the tiny weights) in
+ * the screenshots while the Chinese one, taken later, said 内存 (RAM) and the process's size. */
+static void test_gauge_cpu_headline(void)
+{
+    app_test_reset_settings();
+    /* Owned here, as g_application_run owns it: the worker's word that the load ended waits
+     * for this thread (unowned, the worker would take the context and run it itself). */
+    g_assert_true(g_main_context_acquire(NULL));
+    HyocrWindow *win = app_test_window("ckpt-flat", FALSE);
+    HyocrWorker *worker = hyocr_window_get_worker(win);
+    hyocr_mem_info mem;
+    gint64 deadline = g_get_monotonic_time() + (gint64)APP_TEST_WAIT_MS * 1000;
+    while (!hyocr_worker_get_mem_info(worker, &mem, NULL) && g_get_monotonic_time() < deadline) g_usleep(1000);
+    g_assert_true(hyocr_worker_get_mem_info(worker, &mem, NULL));
+    g_assert_cmpint(hyocr_worker_get_state(worker), !=, HYOCR_WORKER_READY);
+    check_cpu_headline(win, "RAM");
+    g_main_context_release(NULL);
+    g_assert_cmpstr(hyocr_vram_gauge_get_device_text(hyocr_window_get_gauge(win)), ==, "RAM (running on the CPU)");
+
+    /* the same in Chinese, from this build's catalog */
+    const char *catalogs = g_getenv("HYOCR_LOCALEDIR");
+    g_autofree char *mo = catalogs ? g_build_filename(catalogs, "zh_CN", "LC_MESSAGES", GETTEXT_PACKAGE ".mo", NULL)
+                                   : NULL;
+    if (!mo || !g_file_test(mo, G_FILE_TEST_EXISTS) || !setlocale(LC_ALL, "zh_CN.UTF-8")) {
+        app_test_destroy_window(win);
+        g_test_skip("no zh_CN catalog in this build (HYOCR_LOCALEDIR), or no zh_CN.UTF-8 locale");
+        return;
+    }
+    g_setenv("LANGUAGE", "zh_CN", TRUE);
+    bindtextdomain(GETTEXT_PACKAGE, catalogs);
+    bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+    textdomain(GETTEXT_PACKAGE);
+    check_cpu_headline(win, "内存");
+    g_assert_cmpstr(hyocr_vram_gauge_get_device_text(hyocr_window_get_gauge(win)), ==, _("RAM (running on the CPU)"));
+    g_assert_cmpstr(_("RAM (running on the CPU)"), !=, "RAM (running on the CPU)");
+    /* and once the load is announced, still */
+    g_assert_true(app_test_wait(worker_ready, worker, APP_TEST_WAIT_MS));
+    check_cpu_headline(win, "内存");
+    g_unsetenv("LANGUAGE");
+    setlocale(LC_ALL, "");
+    g_assert_cmpstr(_("RAM (running on the CPU)"), ==, "RAM (running on the CPU)");
+    app_test_destroy_window(win);
+}
+
 static gboolean gauge_shows_no_cache(gpointer gauge)
 {
     return hyocr_vram_gauge_get_figures(gauge)->kv_used == 0;
@@ -1597,6 +1667,8 @@ int main(int argc, char **argv)
     g_test_add_func("/app/window/dialogs", test_dialogs);
     g_test_add_func("/app/window/gpu-note", test_gpu_note);
     g_test_add_func("/app/window/narrow", test_narrow);
+    /* (it switches the locale to zh_CN and back) */
+    g_test_add_func("/app/window/gauge-cpu-headline", test_gauge_cpu_headline);
     g_test_add_func("/app/window/zz-command-line", test_command_line);
     return g_test_run();
 }
