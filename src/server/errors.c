@@ -24,9 +24,12 @@ void hyocr_api_error_set(hyocr_api_error *e, guint status, const char *param, co
 {
     va_list ap;
     va_start(ap, fmt);
-    g_free(e->message);
-    e->message = g_strdup_vprintf(fmt, ap);
+    g_autofree char *text = g_strdup_vprintf(fmt, ap);
     va_end(ap);
+    /* the body is JSON, so UTF-8, whatever the message quotes (a file name's bytes, a
+     * library's message cut mid-character): repaired here, once, for every refusal */
+    g_free(e->message);
+    e->message = g_utf8_make_valid(text, -1);
     e->status = status;
     e->type = type_of(status);
     e->param = param;

@@ -77,18 +77,19 @@ static GBytes *from_file_uri(const char *url, const hyocr_request_limits *lim, h
         return NULL;
     }
     g_autofree char *path = g_filename_from_uri(url, NULL, NULL);
+    g_autofree char *shown = path ? g_filename_display_name(path) : NULL;
     g_autofree char *real = path ? realpath(path, NULL) : NULL;
     g_autofree char *root = realpath(lim->allowed_media_dir, NULL);
     size_t rn = root ? strlen(root) : 0;
     if (!real || !root || strncmp(real, root, rn) != 0 || (real[rn] != '/' && strcmp(root, "/") != 0)) {
         hyocr_api_error_set(e, 400, "messages",
                             real ? _("%s is not under the folder the server reads images from") :
-                                   _("%s: no such file"), path ? path : url);
+                                   _("%s: no such file"), shown ? shown : url);
         return NULL;
     }
     GStatBuf st;
     if (g_stat(real, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > lim->max_body) {
-        hyocr_api_error_set(e, 400, "messages", _("%s is not a regular file of at most %lld bytes"), path,
+        hyocr_api_error_set(e, 400, "messages", _("%s is not a regular file of at most %lld bytes"), shown,
                             (long long)lim->max_body);
         return NULL;
     }
