@@ -152,6 +152,20 @@ status=$?
 check "a stalling server: SIGINT cancels (status 130)" says 130 "cancelled"
 check "… and closes the connection" bash -c "timeout 120 bash -c \"until [ \\\$(grep -c '^client gone' '$tmp/stall.log') -ge 2 ]; do sleep 0.1; done\""
 
+# a crash while a request is in flight (the key read, the connection open): what the dying
+# process prints (glib's, or the sanitizers' report in the ASan build) holds no key
+(ulimit -c 0; exec "$HYOCR" run --server "http://127.0.0.1:$port_stall" --api-key-file "$tmp/key" "$img") \
+    >"$tmp/out" 2>"$tmp/err" &
+cpid=$!
+pids+=("$cpid")
+timeout 120 bash -c "until [ \$(grep -c '^streaming' '$tmp/stall.log') -ge 3 ]; do sleep 0.1; done"
+kill -SEGV "$cpid"
+wait "$cpid"
+status=$?
+cat "$tmp/err" >>"$tmp/all-stderr"
+check "a crash mid-request (SIGSEGV): it dies of it, and its output holds no key" \
+    bash -c "[ $status -ne 0 ] && [ $status -ne 130 ] && ! grep -qF '$KEY' '$tmp/err' '$tmp/out'"
+
 # TLS: a self-signed certificate is refused unless trusted
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/tls.key" -out "$tmp/tls.pem" -days 2 \
     -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
