@@ -21,6 +21,8 @@ HyocrWindow *hyocr_application_ensure_window(HyocrApplication *self);
 guint        hyocr_application_get_n_notifications(HyocrApplication *self);
 /* A capture's answer is on the clipboard (or it failed): said with "Open". */
 void         hyocr_application_notify_capture(HyocrApplication *self, HyocrJob *job);
+/* A capture that failed before it became a job, told where no window is seen. */
+void         hyocr_application_notify_capture_failed(HyocrApplication *self, const char *message);
 /* Keeps the process (not the window) while clipboard holds our text and no clipboard
  * manager took it: until something else is copied. */
 void         hyocr_application_keep_clipboard(HyocrApplication *self, GdkClipboard *clipboard);

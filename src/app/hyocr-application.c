@@ -196,6 +196,17 @@ void hyocr_application_notify_capture(HyocrApplication *self, HyocrJob *job)
     send_job_notification(self, job, "capture", _("Text Copied"), _("The Capture Was Not Read"), TRUE);
 }
 
+void hyocr_application_notify_capture_failed(HyocrApplication *self, const char *message)
+{
+    g_autoptr(GNotification) n = g_notification_new(_("The Screen Was Not Captured"));
+    g_notification_set_body(n, message);
+    g_autoptr(GIcon) icon = g_themed_icon_new(HYOCR_APP_ID);
+    g_notification_set_icon(n, icon);
+    self->n_notifications++;
+    if (g_application_get_dbus_connection(G_APPLICATION(self)))
+        g_application_send_notification(G_APPLICATION(self), "capture", n);
+}
+
 guint hyocr_application_get_n_notifications(HyocrApplication *self)
 {
     return self->n_notifications;

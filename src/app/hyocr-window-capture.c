@@ -117,6 +117,17 @@ static void on_capture_state(HyocrJob *job, GParamSpec *pspec, HyocrWindow *self
     finish_unseen(self, done);
 }
 
+/* Said where the user looks: a toast in the window, or, for a --capture with the window
+ * unseen, a notification (a toast there would be shown to nobody). */
+static void capture_failed(HyocrWindow *self, const char *message)
+{
+    GtkApplication *app = gtk_window_get_application(GTK_WINDOW(self));
+    if (!gtk_widget_get_visible(GTK_WIDGET(self)) && HYOCR_IS_APPLICATION(app))
+        hyocr_application_notify_capture_failed(HYOCR_APPLICATION(app), message);
+    else
+        hyocr_window_toast(self, message);
+}
+
 static void on_screenshot(GObject *source, GAsyncResult *res, gpointer data)
 {
     g_autoptr(HyocrWindow) self = data;
@@ -128,7 +139,7 @@ static void on_screenshot(GObject *source, GAsyncResult *res, gpointer data)
         /* the user closed the portal's dialog: nothing to say */
         if (!g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
             g_autofree char *msg = g_strdup_printf(_("The screen could not be captured: %s"), error->message);
-            hyocr_window_toast(self, msg);
+            capture_failed(self, msg);
         }
         finish_unseen(self, FALSE);
         return;
@@ -139,7 +150,7 @@ static void on_screenshot(GObject *source, GAsyncResult *res, gpointer data)
     g_autoptr(HyocrJob) job = opts ? hyocr_job_new_for_texture(texture, _("Screen Capture"), opts, &error) : NULL;
     if (!job) {
         self->n_captures++;
-        hyocr_window_toast(self, error->message);
+        capture_failed(self, error->message);
         finish_unseen(self, FALSE);
         return;
     }

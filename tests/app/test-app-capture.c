@@ -51,15 +51,16 @@ static void answer_screenshot(GDBusConnection *bus, const char *sender, GVariant
     g_file_get_contents(control_path, &what, NULL, NULL);
     g_strstrip(what);
     gboolean cancel = g_str_equal(what, "cancel");
+    gboolean fail = g_str_equal(what, "fail");   /* the portal's "other error" */
     GVariantBuilder results;
     g_variant_builder_init(&results, G_VARIANT_TYPE_VARDICT);
-    if (!cancel) {
+    if (!cancel && !fail) {
         g_autofree char *uri = g_filename_to_uri(what, NULL, NULL);
         g_variant_builder_add(&results, "{sv}", "uri", g_variant_new_string(uri));
     }
     g_dbus_connection_emit_signal(bus, sender, handle, "org.freedesktop.portal.Request", "Response",
-                                  g_variant_new("(ua{sv})", cancel ? 1u : 0u, &results), NULL);
-    g_print("screenshot %s %s\n", sender, cancel ? "cancel" : "ok");
+                                  g_variant_new("(ua{sv})", cancel ? 1u : fail ? 2u : 0u, &results), NULL);
+    g_print("screenshot %s %s\n", sender, cancel ? "cancel" : fail ? "fail" : "ok");
 }
 
 static void on_call(GDBusConnection *bus, const char *sender, const char *path, const char *iface,
@@ -492,6 +493,77 @@ static void test_command_line(void)
     g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
 }
 
+static void on_double_line(GObject *source, GAsyncResult *res, gpointer data)
+{
+    char *line = g_data_input_stream_read_line_finish_utf8(G_DATA_INPUT_STREAM(source), res, NULL, NULL);
+    *(char **)data = line ? line : g_strdup("");
+}
+
+/* `hyocr-gtk --capture` whose screenshot fails (the portal answers an error): with no window
+ * shown a toast would be seen by nobody, so the failure is a notification; then the process
+ * ends by itself, status 0, having mapped no window. */
+static void test_command_line_failed(void)
+{
+    const char *gtk_app = g_getenv("HYOCR_GTK");
+    GdkDisplay *display = gdk_display_get_default();
+    if (!double_proc || !gtk_app) {
+        g_test_skip("no session bus or no HYOCR_GTK");
+        return;
+    }
+    if (!GDK_IS_X11_DISPLAY(display)) {
+        g_test_skip("the map watch needs X11 (GDK_BACKEND=x11)");
+        return;
+    }
+    g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
+    g_assert_true(g_file_set_contents(control, "fail", -1, NULL));
+    g_autofree char *home = g_dir_make_tmp("hyocr-capture-fail-XXXXXX", NULL);
+    g_autofree char *config = g_build_filename(home, "config", NULL);
+    g_autofree char *data = g_build_filename(home, "data", NULL);
+    g_autofree char *model = app_test_data("ckpt-flat", NULL);
+
+    MapWatch watch = { 0 };
+    Display *xdpy = gdk_x11_display_get_xdisplay(display);
+    Window root = DefaultRootWindow(xdpy);
+    XWindowAttributes attrs;
+    XGetWindowAttributes(xdpy, root, &attrs);
+    XSelectInput(xdpy, root, attrs.your_event_mask | SubstructureNotifyMask);
+    gulong handler = g_signal_connect(display, "xevent", G_CALLBACK(on_xevent), &watch);
+    x_sync(display);
+
+    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
+    const char *const env[] = { "GSETTINGS_BACKEND", "memory", "XDG_CONFIG_HOME", config, "XDG_DATA_HOME", data,
+                                NULL };
+    for (const char *const *e = env; *e; e += 2) g_subprocess_launcher_setenv(launcher, e[0], e[1], TRUE);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GSubprocess) app = g_subprocess_launcher_spawn(launcher, &error, gtk_app, "--model", model, "--capture",
+                                                              NULL);
+    g_assert_no_error(error);
+    gboolean exited = FALSE;
+    g_subprocess_wait_async(app, NULL, on_exited, &exited);
+
+    g_autofree char *call = double_line();
+    g_assert_true(g_str_has_prefix(call, "screenshot ") && g_str_has_suffix(call, " fail"));
+    /* read with a bound: without the notification the line would never come */
+    g_autofree char *note = NULL;
+    g_data_input_stream_read_line_async(double_out, G_PRIORITY_DEFAULT, NULL, on_double_line, &note);
+    g_assert_true(app_test_wait(is_set, &note, APP_TEST_WAIT_MS));
+    if (!note) return;   /* (assertions do not abort here; the double's stream stays busy) */
+    g_test_message("%s", note);
+    g_assert_true(g_str_has_prefix(note, "notify The Screen Was Not Captured|The screen could not be captured: "));
+
+    g_assert_true(app_test_wait(is_true, &exited, APP_TEST_WAIT_MS));
+    if (!exited) {   /* (assertions do not abort here) */
+        g_subprocess_force_exit(app);
+        return;
+    }
+    g_assert_true(g_subprocess_get_if_exited(app));
+    g_assert_cmpint(g_subprocess_get_exit_status(app), ==, 0);
+    x_sync(display);
+    g_assert_cmpuint(watch.n_foreign_maps, ==, 0);
+    g_signal_handler_disconnect(display, handler);
+    XSelectInput(xdpy, root, attrs.your_event_mask);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 2 && g_str_equal(argv[1], DOUBLE_ARG)) return portal_double(argv[2]);
@@ -499,6 +571,7 @@ int main(int argc, char **argv)
     start_double();
     g_test_add_func("/app/capture/clipboard-and-cancel", test_capture);
     g_test_add_func("/app/capture/command-line", test_command_line);
+    g_test_add_func("/app/capture/command-line-failed", test_command_line_failed);
     g_test_add_func("/app/capture/forwarded", test_forwarded);
     int rc = g_test_run();
     if (double_proc) g_subprocess_force_exit(double_proc);
