@@ -50,6 +50,10 @@ void app_test_init(int *argc, char ***argv)
     private_data_home();
     g_test_init(argc, argv, NULL);
     g_test_set_nonfatal_assertions();
+    /* The main thread owns the default context for the whole run, as g_application_run does
+     * in the app: unowned, a worker's g_main_context_invoke() would take the context and run
+     * the main-thread callback (GTK and all) on the worker thread itself. */
+    g_assert_true(g_main_context_acquire(NULL));
     app = hyocr_application_new(G_APPLICATION_NON_UNIQUE);
     g_autoptr(GError) error = NULL;
     g_assert_true(g_application_register(G_APPLICATION(app), NULL, &error));
