@@ -343,3 +343,21 @@ GPtrArray *app_test_cli_pages(const char *ckpt, const char *document, const char
         g_ptr_array_add(texts, g_strdup(json_object_get_string_member(json_array_get_object_element(all, i), "text")));
     return texts;
 }
+
+typedef struct {
+    HyocrWindow     *win;
+    HyocrWorkerState state;
+} WorkerWait;
+
+static gboolean worker_in_state(gpointer data)
+{
+    WorkerWait *w = data;
+    return hyocr_worker_get_state(hyocr_window_get_worker(w->win)) == w->state;
+}
+
+void app_test_wait_worker(HyocrWindow *win, HyocrWorkerState state)
+{
+    WorkerWait w = { win, state };
+    if (!app_test_wait(worker_in_state, &w, APP_TEST_WAIT_MS))
+        g_test_fail_printf("worker state %d, waited for %d", hyocr_worker_get_state(hyocr_window_get_worker(win)), state);
+}

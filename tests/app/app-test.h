@@ -34,6 +34,8 @@ void              app_test_destroy_window(HyocrWindow *win);
 
 /* Iterates the main context until cond holds; FALSE when timeout_ms passed first. */
 gboolean          app_test_wait(AppTestCond cond, gpointer data, guint timeout_ms);
+/* Waits until the window's worker is in state; fails the test, saying both states, if not. */
+void              app_test_wait_worker(HyocrWindow *win, HyocrWorkerState state);
 /* Dispatches what is ready now (a job's flush, a queued idle) until nothing is. */
 void              app_test_drain(void);
 /* Waits until the widget is mapped with a size and a frame that began after

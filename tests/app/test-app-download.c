@@ -63,24 +63,6 @@ static void wait_panel(HyocrDownloadPanel *panel, HyocrDownloadPanelState state)
                            hyocr_download_panel_get_error_details(panel));
 }
 
-typedef struct {
-    HyocrWindow     *win;
-    HyocrWorkerState state;
-} WorkerWait;
-
-static gboolean worker_in_state(gpointer data)
-{
-    WorkerWait *w = data;
-    return hyocr_worker_get_state(hyocr_window_get_worker(w->win)) == w->state;
-}
-
-static void wait_worker(HyocrWindow *win, HyocrWorkerState state)
-{
-    WorkerWait w = { win, state };
-    if (!app_test_wait(worker_in_state, &w, WAIT_MS))
-        g_test_fail_printf("worker state %d, waited for %d", hyocr_worker_get_state(hyocr_window_get_worker(win)), state);
-}
-
 /* A window as on a first start: the model folder setting as given ("" = the default). */
 static HyocrWindow *window_without_model(const char *folder)
 {
@@ -89,7 +71,7 @@ static HyocrWindow *window_without_model(const char *folder)
     HyocrWindow *win = hyocr_window_new(app_test_app());
     if (g_getenv("HYOCR_DOWNLOAD_SHOTS")) gtk_window_set_default_size(GTK_WINDOW(win), 1000, 1000);
     gtk_window_present(GTK_WINDOW(win));
-    wait_worker(win, HYOCR_WORKER_FAILED);
+    app_test_wait_worker(win, HYOCR_WORKER_FAILED);
     g_assert_cmpstr(hyocr_window_get_page(win), ==, "model");
     return win;
 }
@@ -403,7 +385,7 @@ static void test_first_run(void)
         app_test_wait(enough_progress, &log, WAIT_MS);
         maybe_screenshot(win, "downloading.png");
     }
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_signal_handler_disconnect(panel, id);
 
     g_autofree char *dest = hyocr_models_dest(NULL, HYOCR_MODEL_VERSION_1_5);
@@ -425,7 +407,7 @@ static void test_first_run(void)
     g_settings_reset(app_test_settings(), "model-folder");
     win = hyocr_window_new(app_test_app());
     gtk_window_present(GTK_WINDOW(win));
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_assert_cmpstr(hyocr_worker_get_model_dir(hyocr_window_get_worker(win)), ==, dest);
     destroy_window(win);
     g_autofree char *root = g_build_filename(data_home, "hyocr", NULL);
@@ -511,7 +493,7 @@ static void check_use_folder(HyocrWindow *win, HyocrDownloadPanel *panel, const 
 
     g_autofree char *good_dir = app_test_data("ckpt-flat", NULL);
     hyocr_download_panel_use_folder(panel, good_dir);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_autofree char *folder = g_settings_get_string(app_test_settings(), "model-folder");
     g_assert_cmpstr(folder, ==, good_dir);
     g_assert_cmpstr(hyocr_window_get_page(win), ==, "empty");

@@ -64,30 +64,13 @@ static void server_stop(Server *s)
     g_free(s);
 }
 
-typedef struct {
-    HyocrWindow     *win;
-    HyocrWorkerState state;
-} WaitState;
-
-static gboolean worker_in(gpointer data)
-{
-    WaitState *w = data;
-    return hyocr_worker_get_state(hyocr_window_get_worker(w->win)) == w->state;
-}
-
-static void wait_worker(HyocrWindow *win, HyocrWorkerState state)
-{
-    WaitState w = { win, state };
-    g_assert_true(app_test_wait(worker_in, &w, APP_TEST_WAIT_MS));
-}
-
 /* Settings that point the window at a server; the key is the session's. */
 static void use_server(HyocrWindow *win, const char *url, const char *key)
 {
     hyocr_window_set_server_key(win, key);
     g_settings_set_string(app_test_settings(), "server-url", url);
     g_settings_set_string(app_test_settings(), "runner", "server");
-    wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
 }
 
 static gboolean writing_many(gpointer job)
@@ -110,7 +93,7 @@ static void test_presets_match_local(void)
     g_settings_set_int(app_test_settings(), "max-new-tokens", 24);
     HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
     use_server(win, srv->url, KEY);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     HyocrWorker *worker = hyocr_window_get_worker(win);
     g_assert_nonnull(hyocr_worker_get_server(worker));
     g_assert_true(g_str_has_prefix(hyocr_worker_get_server(worker), srv->url));
@@ -159,8 +142,8 @@ static void test_presets_match_local(void)
     g_assert_true(app_test_wait(server_idle, worker, APP_TEST_WAIT_MS));
         /* back on this computer: the engine loads again */
     g_settings_set_string(app_test_settings(), "runner", "local");
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_assert_null(hyocr_worker_get_server(worker));
     app_test_destroy_window(win);
     server_stop(srv);
@@ -173,7 +156,7 @@ static void test_faults(void)
     HyocrWindow *win = app_test_window("ckpt-flat", TRUE);
     /* the wrong key: the banner names the server and the key */
     use_server(win, srv->url, "not-the-key");
-    wait_worker(win, HYOCR_WORKER_FAILED);
+    app_test_wait_worker(win, HYOCR_WORKER_FAILED);
     const char *problem = hyocr_window_get_problem(win);
     g_test_message("%s", problem);
     g_assert_nonnull(problem);
@@ -190,8 +173,8 @@ static void test_faults(void)
     g_object_unref(sock);   /* closed: the port refuses */
     g_autofree char *down = g_strdup_printf("http://127.0.0.1:%u", port);
     g_settings_set_string(app_test_settings(), "server-url", down);
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_FAILED);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_FAILED);
     problem = hyocr_window_get_problem(win);
     g_test_message("%s", problem);
     g_assert_nonnull(strstr(problem, "refused the connection: is the server running, and on that port?"));
@@ -408,7 +391,7 @@ static void test_certificate(void)
 
     /* jobs on it: refused and said, and the banner offers to trust the certificate */
     use_server(win, url, NULL);
-    wait_worker(win, HYOCR_WORKER_FAILED);
+    app_test_wait_worker(win, HYOCR_WORKER_FAILED);
     const char *problem = hyocr_window_get_problem(win);
     g_test_message("%s", problem);
     g_assert_nonnull(problem);
@@ -422,7 +405,7 @@ static void test_certificate(void)
     answer_question(first, fp_a, "trust");
     assert_trusted(url, fp_a);
     /* trusted: the connection is made again, and a page is read */
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_assert_null(hyocr_window_get_problem(win));
     g_autoptr(GFile) file = app_test_image("odd_137x91.png");
     g_assert_cmpuint(hyocr_window_add_files(win, &file, 1), ==, 1);
@@ -451,7 +434,7 @@ static void test_certificate(void)
     answer_question(question, fp_b, "cancel");
     assert_trusted(url, fp_a);
     hyocr_window_reload_engine(win);
-    wait_worker(win, HYOCR_WORKER_FAILED);
+    app_test_wait_worker(win, HYOCR_WORKER_FAILED);
     g_assert_nonnull(strstr(hyocr_window_get_problem(win), CHANGED));
     /* trusted in Preferences: the test runs again by itself, and connects */
     answer_question(hyocr_preferences_ask_trust(prefs), fp_b, "trust");
@@ -463,7 +446,7 @@ static void test_certificate(void)
     g_autofree char *connected = g_strdup_printf("Connected: %s serves m", url);
     g_assert_cmpstr(said, ==, connected);
     g_assert_false(gtk_widget_get_visible(trust));
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
 
     /* another address: the trust goes with the old one */
     GtkWidget *url_row = hyocr_preferences_get_row(prefs, "server_url_row");
@@ -537,7 +520,7 @@ static void test_keyring(void)
     /* a later session: no key typed, the keyring's goes with the job */
     win = app_test_window("ckpt-flat", FALSE);
     g_assert_null(win->server_key);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_autoptr(GFile) file = app_test_image("odd_137x91.png");
     g_assert_cmpuint(hyocr_window_add_files(win, &file, 1), ==, 1);
     HyocrJob *job = app_test_job_at(win, 0);

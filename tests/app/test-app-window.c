@@ -591,24 +591,12 @@ static void test_cancel(void)
 
 /* ---- model problems ---- */
 
-static gboolean worker_is(gpointer data)
-{
-    gpointer *d = data;
-    return hyocr_worker_get_state(hyocr_window_get_worker(d[0])) == (HyocrWorkerState)GPOINTER_TO_INT(d[1]);
-}
-
-static void wait_worker(HyocrWindow *win, HyocrWorkerState st)
-{
-    gpointer d[2] = { win, GINT_TO_POINTER(st) };
-    g_assert_true(app_test_wait(worker_is, d, APP_TEST_WAIT_MS));
-}
-
 /* Switches the model folder and waits for the (debounced) reload to end. */
 static void set_model(HyocrWindow *win, const char *dir, HyocrWorkerState expect)
 {
     g_settings_set_string(app_test_settings(), "model-folder", dir);
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, expect);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, expect);
 }
 
 static char *copy_checkpoint(const char *skip, const char *replace_name, const char *replace_text)
@@ -642,7 +630,7 @@ static void test_broken_model(void)
     app_test_reset_settings();
     use_max_tokens(16);
     HyocrWindow *win = app_test_window("/nonexistent/hyocr/HunyuanOCR", FALSE);
-    wait_worker(win, HYOCR_WORKER_FAILED);
+    app_test_wait_worker(win, HYOCR_WORKER_FAILED);
     HyocrModelStatus *status = HYOCR_MODEL_STATUS(hyocr_window_get_model_status(win));
     g_assert_cmpstr(hyocr_window_get_page(win), ==, "model");
     g_assert_cmpint(hyocr_model_status_get_problem(status), ==, HYOCR_MODEL_PROBLEM_MISSING);
@@ -695,8 +683,8 @@ static void test_device_preference(void)
     app_test_wait_job(app_test_job_at(win, 0), JOB_TIMEOUT_MS);
     g_assert_null(hyocr_window_get_problem(win));
     g_settings_set_string(app_test_settings(), "device", "gpu");
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_FAILED);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_FAILED);
     HyocrModelStatus *status = HYOCR_MODEL_STATUS(hyocr_window_get_model_status(win));
     const GError *error = hyocr_worker_get_error(hyocr_window_get_worker(win));
     if (error && g_error_matches(error, HYOCR_ERROR, HYOCR_ERROR_BACKEND)) {
@@ -712,15 +700,15 @@ static void test_device_preference(void)
         g_assert_null(strstr(problem, "download"));
     }
     g_settings_set_string(app_test_settings(), "device", "cpu");
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_assert_cmpstr(hyocr_window_get_page(win), ==, "jobs");
     g_assert_null(hyocr_window_get_problem(win));
 
     /* A memory limit below the weights: the same, with the limit that would do. */
     g_settings_set_int(app_test_settings(), "gpu-memory-limit", 1);
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_FAILED);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_FAILED);
     g_assert_cmpstr(hyocr_window_get_page(win), ==, "jobs");
     const char *limit = hyocr_window_get_problem(win);
     g_test_message("%s", limit);
@@ -728,8 +716,8 @@ static void test_device_preference(void)
     g_assert_nonnull(strstr(limit, "Memory limit"));
     g_assert_nonnull(strstr(limit, "Preferences"));
     g_settings_set_int(app_test_settings(), "gpu-memory-limit", 0);
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     app_test_destroy_window(win);
 }
 
@@ -864,8 +852,8 @@ static void test_run_again(void)
     app_test_wait_job(app_test_job_at(win, 0), JOB_TIMEOUT_MS);
     g_assert_cmpint(hyocr_job_get_state(app_test_job_at(win, 0)), ==, HYOCR_JOB_FAILED);
     g_settings_set_int(app_test_settings(), "gpu-memory-limit", 0);
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_assert_true(gtk_widget_activate_action(GTK_WIDGET(win), "win.retry-failed", NULL));
     g_assert_cmpuint(n_jobs(win), ==, 1);
     HyocrJob *retried = app_test_job_at(win, 0);
@@ -1569,12 +1557,12 @@ static void test_gpu_note(void)
     g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, 0);
     /* A Preferences change reloads the engine: still no toast. */
     g_settings_set_string(app_test_settings(), "device", "cpu");
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_assert_null(hyocr_worker_get_gpu_note(worker));   /* the CPU was asked for */
     g_settings_set_string(app_test_settings(), "device", "auto");
-    wait_worker(win, HYOCR_WORKER_LOADING);
-    wait_worker(win, HYOCR_WORKER_READY);
+    app_test_wait_worker(win, HYOCR_WORKER_LOADING);
+    app_test_wait_worker(win, HYOCR_WORKER_READY);
     g_assert_cmpuint(hyocr_window_get_n_toasts(win), ==, 0);
     note = hyocr_worker_get_gpu_note(worker);
 
