@@ -292,7 +292,10 @@ static void test_forwarded(void)
  * SubstructureNotify on the root window, so the X server reports each top-level
  * (and override-redirect popup) that any process maps. */
 typedef struct {
-    guint n_foreign_maps;
+    guint       n_foreign_maps;
+    GdkDisplay *display;
+    gulong      handler;
+    long        root_mask;   /* the root window's event mask before the watch */
 } MapWatch;
 
 static gboolean on_xevent(GdkX11Display *display, const XEvent *ev, gpointer data)
@@ -308,6 +311,25 @@ static void x_sync(GdkDisplay *display)
 {
     XSync(gdk_x11_display_get_xdisplay(display), False);
     app_test_drain();
+}
+
+static void map_watch_start(MapWatch *watch, GdkDisplay *display)
+{
+    Display *xdpy = gdk_x11_display_get_xdisplay(display);
+    XWindowAttributes attrs;
+    XGetWindowAttributes(xdpy, DefaultRootWindow(xdpy), &attrs);
+    watch->display = display;
+    watch->root_mask = attrs.your_event_mask;
+    XSelectInput(xdpy, DefaultRootWindow(xdpy), attrs.your_event_mask | SubstructureNotifyMask);
+    watch->handler = g_signal_connect(display, "xevent", G_CALLBACK(on_xevent), watch);
+    x_sync(display);
+}
+
+static void map_watch_stop(MapWatch *watch)
+{
+    Display *xdpy = gdk_x11_display_get_xdisplay(watch->display);
+    g_signal_handler_disconnect(watch->display, watch->handler);
+    XSelectInput(xdpy, DefaultRootWindow(xdpy), watch->root_mask);
 }
 
 static gboolean foreign_mapped(gpointer data)
@@ -407,13 +429,7 @@ static void test_command_line(void)
     g_assert_true(g_file_set_contents(keyfile, settings, -1, NULL));
 
     MapWatch watch = { 0 };
-    Display *xdpy = gdk_x11_display_get_xdisplay(display);
-    Window root = DefaultRootWindow(xdpy);
-    XWindowAttributes attrs;
-    XGetWindowAttributes(xdpy, root, &attrs);
-    XSelectInput(xdpy, root, attrs.your_event_mask | SubstructureNotifyMask);
-    gulong handler = g_signal_connect(display, "xevent", G_CALLBACK(on_xevent), &watch);
-    x_sync(display);
+    map_watch_start(&watch, display);
 
     g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
     const char *const env[] = { "GSETTINGS_BACKEND", "keyfile", "XDG_CONFIG_HOME", config, "XDG_DATA_HOME", data,
@@ -487,8 +503,7 @@ static void test_command_line(void)
     g_assert_nonnull(second);
     g_assert_cmpstr(second, !=, owner);
     g_assert_true(app_test_wait(foreign_mapped, &watch, APP_TEST_WAIT_MS));
-    g_signal_handler_disconnect(display, handler);
-    XSelectInput(xdpy, root, attrs.your_event_mask);
+    map_watch_stop(&watch);
     activate_app_action(bus, "quit", NULL);
     g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
 }
@@ -522,13 +537,7 @@ static void test_command_line_failed(void)
     g_autofree char *model = app_test_data("ckpt-flat", NULL);
 
     MapWatch watch = { 0 };
-    Display *xdpy = gdk_x11_display_get_xdisplay(display);
-    Window root = DefaultRootWindow(xdpy);
-    XWindowAttributes attrs;
-    XGetWindowAttributes(xdpy, root, &attrs);
-    XSelectInput(xdpy, root, attrs.your_event_mask | SubstructureNotifyMask);
-    gulong handler = g_signal_connect(display, "xevent", G_CALLBACK(on_xevent), &watch);
-    x_sync(display);
+    map_watch_start(&watch, display);
 
     g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_NONE);
     const char *const env[] = { "GSETTINGS_BACKEND", "memory", "XDG_CONFIG_HOME", config, "XDG_DATA_HOME", data,
@@ -560,8 +569,7 @@ static void test_command_line_failed(void)
     g_assert_cmpint(g_subprocess_get_exit_status(app), ==, 0);
     x_sync(display);
     g_assert_cmpuint(watch.n_foreign_maps, ==, 0);
-    g_signal_handler_disconnect(display, handler);
-    XSelectInput(xdpy, root, attrs.your_event_mask);
+    map_watch_stop(&watch);
 }
 
 int main(int argc, char **argv)
