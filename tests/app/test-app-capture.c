@@ -393,6 +393,22 @@ static void activate_app_action(GDBusConnection *bus, const char *name, GVariant
     g_assert_no_error(error);
 }
 
+/* What a test of hyocr-gtk itself needs (skipped, saying why, without it), and no instance
+ * of the app left running by the test before. */
+static gboolean command_line_possible(const char *gtk_app, GdkDisplay *display)
+{
+    if (!double_proc || !gtk_app) {
+        g_test_skip("no session bus or no HYOCR_GTK");
+        return FALSE;
+    }
+    if (!GDK_IS_X11_DISPLAY(display)) {
+        g_test_skip("the map watch needs X11 (GDK_BACKEND=x11)");
+        return FALSE;
+    }
+    g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
+    return TRUE;
+}
+
 /* `hyocr-gtk --capture` as a global shortcut runs it, with no instance running: the portal is
  * asked, the region read with the preset, the text put on the clipboard, the history holds the
  * job, the notification says so with Open, and no window is ever mapped. Then the process ends
@@ -404,15 +420,7 @@ static void test_command_line(void)
 {
     const char *gtk_app = g_getenv("HYOCR_GTK");
     GdkDisplay *display = gdk_display_get_default();
-    if (!double_proc || !gtk_app) {
-        g_test_skip("no session bus or no HYOCR_GTK");
-        return;
-    }
-    if (!GDK_IS_X11_DISPLAY(display)) {
-        g_test_skip("the map watch needs X11 (GDK_BACKEND=x11)");
-        return;
-    }
-    g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
+    if (!command_line_possible(gtk_app, display)) return;
     g_autofree char *png = app_test_data("images", "tiny_40x30.png", NULL);
     g_assert_true(g_file_set_contents(control, png, -1, NULL));
     /* the process's own settings (12 tokens: the tiny checkpoint's 8192 would only make
@@ -521,15 +529,7 @@ static void test_command_line_failed(void)
 {
     const char *gtk_app = g_getenv("HYOCR_GTK");
     GdkDisplay *display = gdk_display_get_default();
-    if (!double_proc || !gtk_app) {
-        g_test_skip("no session bus or no HYOCR_GTK");
-        return;
-    }
-    if (!GDK_IS_X11_DISPLAY(display)) {
-        g_test_skip("the map watch needs X11 (GDK_BACKEND=x11)");
-        return;
-    }
-    g_assert_true(app_test_wait(has_no_owner, (gpointer)HYOCR_APP_ID, APP_TEST_WAIT_MS));
+    if (!command_line_possible(gtk_app, display)) return;
     g_assert_true(g_file_set_contents(control, "fail", -1, NULL));
     g_autofree char *home = g_dir_make_tmp("hyocr-capture-fail-XXXXXX", NULL);
     g_autofree char *config = g_build_filename(home, "config", NULL);
