@@ -1,10 +1,12 @@
-/* hyocr — matrix-vector products for decode steps: out[M, N] = x[M, K] · w[N, K]ᵀ
- * for a few rows (M ≤ HK_GEMV_MAX_ROWS), fp32 accumulation. One warp per output
- * column n streams w's row n once in 16-byte loads and serves all M rows, so the
- * weights are read once at close to memory speed. (A variant that computed the
- * swiglu activation on the fly for the down projection was slower: every warp
- * recomputed the whole activation.) */
+/* hyocr — products for decode steps: out[M, N] = x[M, K] · w[N, K]ᵀ for a few rows,
+ * fp32 accumulation, the weights read once at close to memory speed. hk_gemv (M ≤
+ * HK_GEMV_MAX_ROWS): one warp per output column n streams w's row n in 16-byte loads
+ * and serves all M rows on the CUDA cores. (A variant that computed the swiglu
+ * activation on the fly for the down projection was slower: every warp recomputed the
+ * whole activation.) hk_gemv1: one row with its neighbouring op fused. hk_gemm_rows
+ * (M ≤ 16): the tensor cores, 8 columns a CTA. */
 #include "hk-common.h"
+#include "hk-flash.h"
 #include <math.h>
 
 #define GEMV_WARPS 8
@@ -258,6 +260,149 @@ cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype o
         return cudaErrorInvalidValue;
     return t == HK_BF16 ? gemv1_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, N, K, pdl)
                         : gemv1_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, N, K, pdl);
+}
+
+} /* extern "C" */
+
+/* ---- products of 2..16 rows on the tensor cores (batched decode, the speculative verify) ----
+ * Memory bound like the one-row products (the weights are read once), but cuBLAS's
+ * small-M kernels do not stream them at memory speed, and one warp per output on the
+ * CUDA cores runs out of arithmetic from a few rows on. Here a CTA owns 8 output
+ * columns: its 8 warps split K into chunks of 32 (warp w takes chunks w, w + 8, …) and
+ * each chunk is two mma.sync m16n8k16 with A = the x rows (16 rows, rows ≥ M zeros) and
+ * B = the 8 weight rows, loaded straight from global memory in 16-byte loads.
+ *
+ * The fragment layouts (PTX ISA, mma.m16n8k16 .row.col, f16/bf16; gid = lane / 4,
+ * q = lane % 4; each register holds two elements, the lower index in the low half):
+ *   A  a[0]: row gid,   k 2q, 2q+1      a[1]: row gid+8, k 2q, 2q+1
+ *      a[2]: row gid,   k 2q+8, 2q+9    a[3]: row gid+8, k 2q+8, 2q+9
+ *   B  b[0]: k 2q, 2q+1, column gid     b[1]: k 2q+8, 2q+9, column gid
+ *   C  c[0], c[1]: row gid, columns 2q, 2q+1; c[2], c[3]: row gid+8, columns 2q, 2q+1
+ * A dot product does not care in which order it meets its k, so A and B may share any
+ * permutation of k. Lane (gid, q) loads the 8 consecutive values k = 32c + 8q + [0, 8) of
+ * weight row n0 + gid and of x rows gid and gid + 8 — words .x .y .z .w holding pairs
+ * (0,1) (2,3) (4,5) (6,7) — and mma j ∈ {0, 1} of the chunk takes
+ *   b = { w[2j], w[2j+1] },  a = { xg[2j], xg8[2j], xg[2j+1], xg8[2j+1] }
+ * so its logical k 2q, 2q+1, 2q+8, 2q+9 are the real k 32c + 8q + 4j + 0, 1, 2, 3 in both
+ * operands, in every lane of a given q: the 16 logical k of mma j are the real k ≡ 4j..4j+3
+ * (mod 8) of the chunk, and the two mmas cover all 32. (The Turing fallback of mma16816,
+ * two m16n8k8 on a[0..1], b[0] and a[2..3], b[1], keeps the same correspondence.)
+ *
+ * Each output element is one lane's chain of mmas over its warp's chunks in order, then
+ * the 8 warps' partials added in warp order: the sum depends on N and K only, so row m of
+ * a product is bit-identical whatever M is and whatever the other rows hold. */
+
+#define ROWS_WARPS 8
+#define ROWS_COLS  8
+
+/* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use. */
+template <typename T, int G, bool HI>
+__global__ void __launch_bounds__(ROWS_WARPS * 32, 2)
+k_gemm_rows(void *out, int ot, const T *x, const T *w, int M, int N, int K)
+{
+    __shared__ float part[ROWS_WARPS][4][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, q = lane & 3;
+    const int n0 = blockIdx.x * ROWS_COLS, chunks = K >> 5;
+    const int mine = chunks > warp ? (chunks - warp + ROWS_WARPS - 1) / ROWS_WARPS : 0;
+    const bool w_on = n0 + gid < N, a_on = gid < M, b_on = HI && gid + 8 < M;
+    /* 16-byte units: chunk c of a row starts at unit 4c, the lane's at 4c + q */
+    const int4 *wr = (const int4 *)(w + (size_t)(w_on ? n0 + gid : 0) * K) + q;
+    const int4 *xa = (const int4 *)(x + (size_t)(a_on ? gid : 0) * K) + q;
+    const int4 *xb = (const int4 *)(x + (size_t)(b_on ? gid + 8 : 0) * K) + q;
+    const int4 zero = make_int4(0, 0, 0, 0);
+    float acc[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    hk_griddep_launch_next();
+    int4 wv[G];
+    /* The first weights (constant) are on their way before the kernel before has finished. */
+#pragma unroll
+    for (int j = 0; j < G; j++) {
+        const int u = 4 * (warp + ROWS_WARPS * j);
+        wv[j] = w_on && j < mine ? __ldcs(wr + u) : zero;
+    }
+    hk_griddep_wait();
+    for (int i0 = 0; i0 < mine; i0 += G) {
+        if (i0) {
+#pragma unroll
+            for (int j = 0; j < G; j++) {
+                const int u = 4 * (warp + ROWS_WARPS * (i0 + j));
+                wv[j] = w_on && i0 + j < mine ? __ldcs(wr + u) : zero;
+            }
+        }
+        int4 av[G], bv[G];
+#pragma unroll
+        for (int j = 0; j < G; j++) {
+            const int u = 4 * (warp + ROWS_WARPS * (i0 + j));
+            const bool on = i0 + j < mine;
+            av[j] = a_on && on ? __ldg(xa + u) : zero;
+            bv[j] = b_on && on ? __ldg(xb + u) : zero;
+        }
+#pragma unroll
+        for (int j = 0; j < G; j++) {
+            if (i0 + j >= mine) break;
+            const uint32_t b0[2] = { (uint32_t)wv[j].x, (uint32_t)wv[j].y };
+            const uint32_t a0[4] = { (uint32_t)av[j].x, (uint32_t)bv[j].x, (uint32_t)av[j].y, (uint32_t)bv[j].y };
+            mma16816<T>(acc, a0, b0);
+            const uint32_t b1[2] = { (uint32_t)wv[j].z, (uint32_t)wv[j].w };
+            const uint32_t a1[4] = { (uint32_t)av[j].z, (uint32_t)bv[j].z, (uint32_t)av[j].w, (uint32_t)bv[j].w };
+            mma16816<T>(acc, a1, b1);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++) part[warp][r][lane] = acc[r];
+    __syncthreads();
+    if (threadIdx.x >= 4 * 32) return;
+    /* thread (r, l) adds register r of lane l over the warps, in warp order */
+    const int r = threadIdx.x >> 5, l = lane;
+    const int row = (l >> 2) + (r >= 2 ? 8 : 0), col = n0 + 2 * (l & 3) + (r & 1);
+    if (row >= M || col >= N) return;
+    float v = part[0][r][l];
+#pragma unroll
+    for (int s = 1; s < ROWS_WARPS; s++) v += part[s][r][l];
+    hk_st(out, ot, (size_t)row * N + col, v);
+}
+
+template <typename T, int G, bool HI>
+static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
+                                    int K, int pdl)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((N + ROWS_COLS - 1) / ROWS_COLS));
+    cfg.blockDim = dim3(ROWS_WARPS * 32);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI>, out, (int)ot, (const T *)x, (const T *)w, M, N, K);
+}
+
+/* K ≤ 1024 (most of the model's products) is one round of 4 chunks a warp; longer K
+ * goes in rounds of 8. Neither depends on M: only the registers rows 8..15 need. */
+template <typename T>
+static cudaError_t gemm_rows_t(cudaStream_t s, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
+                               int K, int pdl)
+{
+    const bool hi = M > 8;
+    if (K <= 32 * ROWS_WARPS * 4)
+        return hi ? gemm_rows_launch<T, 4, true>(s, out, ot, x, w, M, N, K, pdl)
+                  : gemm_rows_launch<T, 4, false>(s, out, ot, x, w, M, N, K, pdl);
+    return hi ? gemm_rows_launch<T, 8, true>(s, out, ot, x, w, M, N, K, pdl)
+              : gemm_rows_launch<T, 8, false>(s, out, ot, x, w, M, N, K, pdl);
+}
+
+extern "C" {
+
+cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
+                         int K, int pdl)
+{
+    if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX) return cudaErrorInvalidValue;
+    if (M == 0 || N == 0) return cudaSuccess;
+    if (K <= 0 || K % 32 || (t != HK_F16 && t != HK_BF16) || (ot != HK_F16 && ot != HK_BF16 && ot != HK_F32) ||
+        !out || ((uintptr_t)x | (uintptr_t)w) % 16)
+        return cudaErrorInvalidValue;
+    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, out, ot, x, w, M, N, K, pdl)
+                        : gemm_rows_t<__half>(s, out, ot, x, w, M, N, K, pdl);
 }
 
 } /* extern "C" */

@@ -180,6 +180,13 @@ size_t      hk_pick_work_bytes(int n, int V);
 #define HK_GEMV_MAX_ROWS 4
 cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
                     int K);
+/* out[M, N] (type ot: F16, BF16 or F32) = x[M, K] · w[N, K]ᵀ on the tensor cores for 1 ≤ M ≤
+ * HK_GEMM_ROWS_MAX (gemv.cu): x and w of compute type t, 16-byte aligned, K a multiple of 32
+ * (cudaErrorInvalidValue otherwise: callers fall back to cuBLAS), N any. Row m of the result is
+ * bit-identical whatever M and the other rows are. pdl: launched as a programmatic dependent. */
+#define HK_GEMM_ROWS_MAX 16
+cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
+                         int K, int pdl);
 /* One-row products with a neighbouring op fused (gemv.cu), w [N, K] of compute type t, K a
  * multiple of 8, w 16-byte aligned:
  *   PLAIN     out[N] (type ot) = x · wᵀ

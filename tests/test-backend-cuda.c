@@ -439,8 +439,134 @@ static void test_matmul(gconstpointer data)
         { 17, 256, 512, false, false, false, 256 * 512 }, /* second half of a fused weight */
         { 9, 100, 37, true, false, false, 3 },         /* misaligned weight pointer */
         { 3, 5, 0, true, true, false, 0 },             /* K = 0: bias only */
+        /* 2..16 rows (batched decode, the speculative verify): hk_gemm_rows */
+        { 2, 4096, 1024, false, false, false, 0 },     /* qkv */
+        { 3, 1024, 2048, false, false, false, 0 },     /* o */
+        { 8, 7168, 1024, false, false, false, 0 },     /* gate|up */
+        { 15, 1024, 3584, false, false, false, 0 },    /* down: two rounds of loads a warp */
+        { 16, 1024, 4096, false, true, false, 0 },     /* the draft's fc, fp32 out */
+        { 16, 12011, 1024, false, true, false, 0 },    /* head-like: fp32 out, N % 8 = 3 */
+        { 9, 1003, 2048, false, false, false, 0 },     /* N % 8 = 3 */
+        { 4, 256, 32, false, false, false, 0 },        /* one chunk: only the first warp has work */
+        { 8, 1000, 48, false, false, false, 0 },       /* K % 32 ≠ 0: cuBLAS */
+        { 4, 1000, 96, false, false, false, 3 },       /* misaligned weights: cuBLAS */
     };
     for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) run_matmul(c, g, &shapes[i]);
+}
+
+/* Row m of a product of 2..16 rows does not depend on how many rows there are nor on
+ * what the others hold: a job's tokens must not change with the batch around it. The
+ * products through the backend (rows 0..M-1 of the same x buffer against the 16-row
+ * result, byte for byte), for a one-round and a two-round K, fp32 and compute-type out. */
+static void gemm_rows_invariance(hyocr_backend *g, int N, int K, hyocr_buf_kind out_kind)
+{
+    const int R = 16;
+    g_autofree float *x = rnd((size_t)R * K, -1, 1), *w = rnd((size_t)N * K, -0.1, 0.1);
+    hyocr_buf *bx = mk(g, HYOCR_BUF_ACT, x, (size_t)R * K), *bw = mk(g, HYOCR_BUF_WEIGHT, w, (size_t)N * K);
+    hyocr_buf *o16 = mk(g, out_kind, NULL, (size_t)R * N), *o = mk(g, out_kind, NULL, (size_t)R * N);
+    OK(g->ops->matmul(g, o16, bx, bw, 0, NULL, R, N, K, E));
+    g_autofree float *ref = get(g, o16, 0, (size_t)R * N);
+    for (int M = 2; M < R; M++) {
+        OK(g->ops->matmul(g, o, bx, bw, 0, NULL, M, N, K, E));
+        g_autofree float *got = get(g, o, 0, (size_t)M * N);
+        g_autofree char *what = g_strdup_printf("rows 0..%d of %d×%d×%d against 16 rows%s", M - 1, M, N, K,
+                                                out_kind == HYOCR_BUF_F32 ? " →F32" : " →ACT");
+        expect_equal(what, got, ref, (size_t)M * N);
+    }
+    g->ops->buf_free(g, bx);
+    g->ops->buf_free(g, bw);
+    g->ops->buf_free(g, o16);
+    g->ops->buf_free(g, o);
+}
+
+#if HYOCR_HAVE_CUDA
+/* The kernel called directly: any M from 1 to 16, and the rows in reverse order (each row
+ * at another position of the tile, among other neighbours), fp32 out, bits compared. */
+static void gemm_rows_kernel_invariance(const dt_case *c, hyocr_backend *g, int N, int K)
+{
+    const int R = 16;
+    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    g_autofree float *x = rnd((size_t)R * K, -1, 1), *xr = g_new(float, (size_t)R * K);
+    g_autofree float *w = rnd((size_t)N * K, -0.1, 0.1);
+    for (int m = 0; m < R; m++) memcpy(xr + (size_t)m * K, x + (size_t)(R - 1 - m) * K, (size_t)K * sizeof(float));
+    hyocr_buf *bx = mk(g, HYOCR_BUF_ACT, x, (size_t)R * K), *bxr = mk(g, HYOCR_BUF_ACT, xr, (size_t)R * K);
+    hyocr_buf *bw = mk(g, HYOCR_BUF_WEIGHT, w, (size_t)N * K), *o = mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N);
+    OK(g->ops->sync(g, E));
+    CK(hk_gemm_rows(NULL, t, o->data, HK_F32, bx->data, bw->data, R, N, K, 0));
+    CK(cudaDeviceSynchronize());
+    g_autofree float *ref = get(g, o, 0, (size_t)R * N);
+    for (int M = 1; M <= R; M++) {
+        CK(cudaMemset(o->data, 0xff, (size_t)R * N * 4));   /* every element must be written */
+        CK(hk_gemm_rows(NULL, t, o->data, HK_F32, bx->data, bw->data, M, N, K, 0));
+        CK(cudaDeviceSynchronize());
+        g_autofree float *got = get(g, o, 0, (size_t)M * N);
+        g_autofree char *what = g_strdup_printf("hk_gemm_rows %d×%d×%d: rows against 16 rows", M, N, K);
+        expect_equal(what, got, ref, (size_t)M * N);
+    }
+    CK(hk_gemm_rows(NULL, t, o->data, HK_F32, bxr->data, bw->data, R, N, K, 0));
+    CK(cudaDeviceSynchronize());
+    g_autofree float *rev = get(g, o, 0, (size_t)R * N);
+    for (int m = 0; m < R; m++) {
+        g_autofree char *what = g_strdup_printf("hk_gemm_rows %d×%d: row %d at position %d", N, K, m, R - 1 - m);
+        expect_equal(what, rev + (size_t)(R - 1 - m) * N, ref + (size_t)m * N, (size_t)N);
+    }
+    g->ops->buf_free(g, bx);
+    g->ops->buf_free(g, bxr);
+    g->ops->buf_free(g, bw);
+    g->ops->buf_free(g, o);
+}
+#endif
+
+static void test_gemm_rows_invariance(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    gemm_rows_invariance(g, 1003, 1024, HYOCR_BUF_F32);
+    gemm_rows_invariance(g, 1024, 3584, HYOCR_BUF_ACT);
+#if HYOCR_HAVE_CUDA
+    gemm_rows_kernel_invariance(c, g, 1003, 1024);
+    gemm_rows_kernel_invariance(c, g, 1024, 3584);
+#endif
+}
+
+/* What hk_gemm_rows refuses (its callers then take cuBLAS, checked in test_matmul), and
+ * nothing written when it does. */
+static void test_gemm_rows_errors(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+#if HYOCR_HAVE_CUDA
+    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    const int N = 64, K = 64, R = 17;
+    hyocr_buf *x = mk(g, HYOCR_BUF_ACT, NULL, (size_t)R * K + 8), *w = mk(g, HYOCR_BUF_WEIGHT, NULL, (size_t)N * K);
+    hyocr_buf *o = mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N);
+    OK(g->ops->sync(g, E));
+    CK(cudaMemset(o->data, 0x7f, (size_t)R * N * 4));
+    const cudaError_t inv = cudaErrorInvalidValue;
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 17, N, K, 0), ==, inv);   /* M > 16 */
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, -1, N, K, 0), ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 4, -1, K, 0), ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 4, N, 48, 0), ==, inv); /* K % 32 */
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 4, N, 0, 0), ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, HK_F32, o->data, HK_F32, x->data, w->data, 4, N, K, 0), ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, (char *)x->data + 2, w->data, 4, N, K, 0), ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, (char *)w->data + 8, 4, N, K, 0), ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, NULL, HK_F32, x->data, w->data, 4, N, K, 0), ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 0, N, K, 0), ==, cudaSuccess);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 4, 0, K, 0), ==, cudaSuccess);
+    CK(cudaDeviceSynchronize());
+    CK(cudaGetLastError());
+    g_autofree float *got = get(g, o, 0, (size_t)R * N);
+    uint32_t fill = 0x7f7f7f7fu;
+    float untouched;
+    memcpy(&untouched, &fill, sizeof untouched);
+    for (size_t i = 0; i < (size_t)R * N; i++) g_assert_cmpfloat(got[i], ==, untouched);
+    g->ops->buf_free(g, x);
+    g->ops->buf_free(g, w);
+    g->ops->buf_free(g, o);
+#endif
 }
 
 /* ---------------------------------------------------------------- norms, pointwise */
@@ -1154,6 +1280,25 @@ static void bench_matmul(hyocr_backend *g, const char *name, int M, int N, int K
     g->ops->buf_free(g, o);
 }
 
+/* Decode-sized products of 16 and 4 rows (batched decode, the speculative verify step). */
+static void bench_rows(hyocr_backend *g, const char *prefix)
+{
+    static const struct {
+        const char *name;
+        int         N, K;
+        bool        out_f32;
+    } shapes[] = {
+        { "qkv", 4096, 1024, false }, { "o", 1024, 2048, false },           { "gate|up", 7168, 1024, false },
+        { "down", 1024, 3584, false }, { "lm_head", 120818, 1024, true },
+    };
+    const int rows[] = { 16, 4 };
+    for (size_t r = 0; r < G_N_ELEMENTS(rows); r++)
+        for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+            g_autofree char *name = g_strdup_printf("%s %s", prefix, shapes[i].name);
+            bench_matmul(g, name, rows[r], shapes[i].N, shapes[i].K, shapes[i].out_f32, shapes[i].out_f32 ? 50 : 200);
+        }
+}
+
 static void bench_copy(cudaStream_t s)
 {
     size_t bytes = (size_t)2 << 30;
@@ -1278,6 +1423,14 @@ static void test_bench(gconstpointer data)
         bench_matmul(g, "vit qkv (2048² page)", 16384, 3456, 1152, false, 10);
         bench_matmul(g, "vit fc1", 16384, 4304, 1152, false, 10);
         bench_matmul(g, "decode gate|up", 1, 7168, 1024, false, 200);
+        bench_rows(g, "rows");
+        /* the same through cuBLAS (what HYOCR_NO_GEMV=1 gives), for comparison */
+        g_autoptr(GError) err = NULL;
+        hyocr_backend_params p = { .dtype = c->dtype, .tuning.no_gemv = true };
+        hyocr_backend *blas = hyocr_backend_cuda_init(&p, &err);
+        g_assert_no_error(err);
+        bench_rows(blas, "cuBLAS rows");
+        hyocr_backend_free(blas);
         bench_matmul(g, "decode lm_head", 1, 120818, 1024, true, 50);
     }
     CK(cudaStreamDestroy(s));
@@ -1586,6 +1739,8 @@ int main(int argc, char **argv)
         add("transfer", c, test_transfer);
         add("upload_weight", c, test_upload_weight);
         add("matmul", c, test_matmul);
+        add("gemm_rows_invariance", c, test_gemm_rows_invariance);
+        add("gemm_rows_errors", c, test_gemm_rows_errors);
         add("norms", c, test_norms);
         add("pointwise", c, test_pointwise);
         add("fused", c, test_fused);

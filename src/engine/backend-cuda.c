@@ -80,7 +80,7 @@ typedef struct {
     uint64_t         epoch;
     /* HYOCR_PROFILE=1: per-op GPU time (cuda-profile.c), resolved where the host waits anyway */
     hyocr_cuda_profile *prof;
-    bool             gemv;          /* our matrix-vector kernel for decode-sized GEMMs (HYOCR_NO_GEMV=1: cuBLAS) */
+    bool             gemv;          /* our kernels for decode-sized GEMMs, 1..16 rows (HYOCR_NO_GEMV=1: cuBLAS) */
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     bool             verify_kernel; /* HYOCR_VERIFY_KERNEL: verify blocks by the block kernel, not row by row */
@@ -631,15 +631,18 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
     return !bias || ck(hk_bias_add(cb->stream, out, ot, bias, ot, M, N), N_("bias add"), error);
 }
 
-/* Single-row products go to hk_gemv: cuBLAS reads the weights below memory
- * speed there (batch 1 decode +5 %); from 2 rows on cuBLAS was faster (H200,
- * session 2: git show 5acdb8e:bench/results/2026-12-02-h200-s2/README.md). */
+/* Decode-sized products are memory bound (the weights are read once) and cuBLAS
+ * reads the weights below memory speed there. Single rows go to hk_gemv (batch 1
+ * decode +5 %); from 2 rows on cuBLAS beat that CUDA-core kernel (H200, session 2:
+ * git show 5acdb8e:bench/results/2026-12-02-h200-s2/README.md), and 2..16 rows
+ * (batched decode, the speculative verify step) go to the tensor-core hk_gemm_rows
+ * instead (cuBLAS measured 13–18 µs a product there where one row takes hk_gemv ~8). */
 #define GEMV_ROWS 1
 static bool gemv_fits(const cuda_backend *cb, const hyocr_buf *x, const void *xp, const void *wp, const void *bp, int M,
                       int K)
 {
-    return cb->gemv && M <= GEMV_ROWS && !bp && x->kind != HYOCR_BUF_F32 && K % 8 == 0 &&
-           ptr_align(xp) >= 16 && ptr_align(wp) >= 16;
+    return cb->gemv && !bp && x->kind != HYOCR_BUF_F32 && ptr_align(xp) >= 16 && ptr_align(wp) >= 16 &&
+           (M <= GEMV_ROWS ? K % 8 == 0 : M <= HK_GEMM_ROWS_MAX && K % 32 == 0);
 }
 
 static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *w, size_t w_off,
@@ -681,8 +684,14 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
     if (gemv_fits(cb, x, xp, wp, bp, M, K) && M == 1 && N > 2048)
         return ck(hk_gemv1(cb->stream, cb->act, HK_GEMV_PLAIN, out->data, ot, xp, NULL, NULL, HK_F32, 0.0f, wp, N, K,
                            cb->pdl), "gemv", error);
-    if (gemv_fits(cb, x, xp, wp, bp, M, K))
+    if (gemv_fits(cb, x, xp, wp, bp, M, K) && M <= GEMV_ROWS)
         return ck(hk_gemv(cb->stream, cb->act, out->data, ot, xp, wp, M, N, K), "gemv", error);
+    /* As a programmatic dependent it reads its first weights before the kernel before
+     * has finished: only where they are constant. */
+    if (gemv_fits(cb, x, xp, wp, bp, M, K))
+        return ck(hk_gemm_rows(cb->stream, cb->act, out->data, ot, xp, wp, M, N, K,
+                               cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
+                  "gemm_rows", error);
     plan_key k;
     memset(&k, 0, sizeof k);
     k = (plan_key){ M, N, K, ot, bp != NULL, ptr_align(wp), ptr_align(xp), ptr_align(out->data) };

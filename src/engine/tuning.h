@@ -20,7 +20,7 @@ typedef enum {
 typedef struct {
     bool         profile;         /* HYOCR_PROFILE: CUDA per-op timing table when the backend is freed */
     bool         no_graph;        /* HYOCR_NO_GRAPH: decode steps op by op instead of as CUDA graphs */
-    bool         no_gemv;         /* HYOCR_NO_GEMV: single-row products through cuBLAS, not our GEMV */
+    bool         no_gemv;         /* HYOCR_NO_GEMV: products of 1..16 rows through cuBLAS, not ours */
     bool         cpu_generic;     /* HYOCR_CPU_GENERIC: the CPU backend's portable paths (no OpenBLAS, no AVX2) */
     hyocr_switch fuse;            /* HYOCR_FUSE: the fused single-row decode products; default on for CUDA */
     hyocr_switch pdl;             /* HYOCR_PDL: programmatic dependent launch in captured decode steps;
