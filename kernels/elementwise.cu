@@ -10,41 +10,6 @@
 
 static __global__ void k_probe(int *unused) {}
 
-/* Elements 4j..4j+3 of a buffer of run-time type t, in one 16-byte (fp32) or
- * 8-byte (fp16/bf16) access; the launchers check the alignment. */
-union hk_pack4 {
-    uint2          u;
-    __half2        h[2];
-    __nv_bfloat162 b[2];
-};
-
-__device__ __forceinline__ float4 hk_ld4(const void *p, int t, size_t j)
-{
-    if (t == HK_F32) return ((const float4 *)p)[j];
-    hk_pack4 v;
-    v.u = ((const uint2 *)p)[j];
-    float2 a = t == HK_F16 ? __half22float2(v.h[0]) : __bfloat1622float2(v.b[0]);
-    float2 b = t == HK_F16 ? __half22float2(v.h[1]) : __bfloat1622float2(v.b[1]);
-    return make_float4(a.x, a.y, b.x, b.y);
-}
-
-__device__ __forceinline__ void hk_st4(void *p, int t, size_t j, float4 f)
-{
-    if (t == HK_F32) {
-        ((float4 *)p)[j] = f;
-        return;
-    }
-    hk_pack4 v;
-    if (t == HK_F16) {
-        v.h[0] = __floats2half2_rn(f.x, f.y);
-        v.h[1] = __floats2half2_rn(f.z, f.w);
-    } else {
-        v.b[0] = __floats2bfloat162_rn(f.x, f.y);
-        v.b[1] = __floats2bfloat162_rn(f.z, f.w);
-    }
-    ((uint2 *)p)[j] = v.u;
-}
-
 /* Whether p can take hk_ld4/hk_st4 accesses for type t. */
 static inline bool hk_vec4_ok(const void *p, hk_dtype t)
 {
@@ -87,21 +52,13 @@ static __global__ void k_gelu4(void *x, int xt, size_t n4)
     }
 }
 
-/* silu is rounded to the output type before the product, as the reference does
- * it in two ops. */
 static __global__ void k_swiglu(void *out, int ot, const void *gu, int gt, size_t M, size_t I)
 {
     GRID_STRIDE(e, M * I) {
         size_t m = e / I, i = e - m * I;
         float g = hk_ld(gu, gt, m * 2 * I + i), u = hk_ld(gu, gt, m * 2 * I + I + i);
-        float s = hk_round(g / (1.0f + expf(-g)), ot);
-        hk_st(out, ot, e, s * u);
+        hk_st(out, ot, e, hk_swiglu1(g, u, ot));
     }
-}
-
-__device__ __forceinline__ float hk_swiglu1(float g, float u, int ot)
-{
-    return hk_round(g / (1.0f + expf(-g)), ot) * u;
 }
 
 /* Rows on the y axis, so no division per element; I4 = I / 4. */
@@ -194,7 +151,7 @@ static __global__ void k_add_norm_warp(void *out, int ot, void *res, int rt, con
         }
         v[k] = r;
         sum += (r.x + r.y) + (r.z + r.w);
-        sq += (r.x * r.x + r.y * r.y) + (r.z * r.z + r.w * r.w);
+        sq = __fadd_rn(sq, hk_sq4(r));
     }
     if (layernorm) {
         float mean = hk_warp_sum(sum) / N, var = 0.0f;
@@ -419,8 +376,8 @@ cudaError_t hk_add_norm(cudaStream_t s, void *out, hk_dtype ot, void *res, hk_dt
                         float eps, int layernorm, hk_dtype round_t)
 {
     if (M <= 0 || N <= 0) return cudaSuccess;
-    if (N % 4 == 0 && N <= 128 * 16 && hk_vec4_ok(out, ot) && hk_vec4_ok(res, rt) && hk_vec4_ok(delta, dlt) &&
-        hk_vec4_ok(w, wt) && hk_vec4_ok(b, bt)) {
+    if (N % 4 == 0 && N <= HK_ADD_NORM_WARP_MAX_N && hk_vec4_ok(out, ot) && hk_vec4_ok(res, rt) &&
+        hk_vec4_ok(delta, dlt) && hk_vec4_ok(w, wt) && hk_vec4_ok(b, bt)) {
         unsigned blocks = (unsigned)((M + 3) / 4);
 #define HK_NORM_WARP(V) k_add_norm_warp<V><<<blocks, 128, 0, s>>>(out, ot, res, rt, delta, dlt, w, wt, b, bt, M, N, \
                                                                   eps, layernorm, round_t)

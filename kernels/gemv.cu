@@ -195,7 +195,7 @@ k_gemv1(void *out, int ot, const T *x, float *res, const void *nw, int nwt, floa
         res[n] += hk_round(acc_a, ct);
     } else if (glu) {
         float g = hk_round(acc_a, ot), u = hk_round(acc_b, ot);
-        hk_st(out, ot, n, hk_round(g / (1.0f + expf(-g)), ot) * u);
+        hk_st(out, ot, n, hk_swiglu1(g, u, ot));
     } else {
         hk_st(out, ot, n, acc_a);
     }
@@ -290,42 +290,110 @@ cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype o
  *
  * Each output element is one lane's chain of mmas over its warp's chunks in order, then
  * the 8 warps' partials added in warp order: the sum depends on N and K only, so row m of
- * a product is bit-identical whatever M is and whatever the other rows hold. */
+ * a product is bit-identical whatever M is and whatever the other rows hold.
+ *
+ * The modes of hk_gemv1, for decode steps of several rows through the fused layer. They
+ * change where A comes from and where the sums go, never the order of the sums, so a
+ * fused step gives the bits of the unfused ops (add_rmsnorm, this product, swiglu, add)
+ * whose products go through this kernel too:
+ *   NORM      every CTA normalises the M residual rows into shared memory as add_norm's
+ *             one-warp-a-row kernel stores them (rows_norm: its sums, its two roundings),
+ *             and A is read from there with the same k-permutation;
+ *   NORM_GLU  also the 8 up columns N + n0.. (a second B tile, a second accumulator):
+ *             silu(g)·u with g and u rounded to the compute type, as the gate|up product
+ *             stores them for swiglu;
+ *   RESIDUAL  res[m, n] += the sum rounded to the compute type (the product stored, then
+ *             added by the next norm). */
 
 #define ROWS_WARPS 8
 #define ROWS_COLS  8
 
-/* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use. */
-template <typename T, int G, bool HI>
-__global__ void __launch_bounds__(ROWS_WARPS * 32, 2)
-k_gemm_rows(void *out, int ot, const T *x, const T *w, int M, int N, int K)
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v)
 {
-    __shared__ float part[ROWS_WARPS][4][32];
+    return __float2bfloat16_rn(v);
+}
+
+/* Elements between two normalised rows in shared memory: a row stride of 64 bytes mod 128
+ * puts rows gid and gid + 1 (one phase of a 16-byte load) on different banks. */
+static inline __host__ __device__ int rows_ld(int K)
+{
+    return K % 64 ? K : K + 32;
+}
+
+/* xs[0..K) = RMSNorm_HF(res)·nw of one row as k_add_norm_warp stores it (elementwise.cu):
+ * lane l adds the squares of float4 l, l + 32, … (hk_sq4), a warp sum, the same rstd, the
+ * same two roundings. One warp a row. */
+template <typename T>
+__device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, float eps, int K, int lane)
+{
+    const int nv = K >> 2;
+    const float4 *r4 = (const float4 *)res;
+    float sq = 0.0f;
+    for (int c = lane; c < nv; c += 32) sq = __fadd_rn(sq, hk_sq4(r4[c]));
+    const float rstd = rsqrtf(hk_warp_sum(sq) / K + eps);
+    const int ct = ctype<T>::value;
+    for (int c = lane; c < nv; c += 32) {
+        const float4 v = r4[c], g = hk_ld4(nw, nwt, c);
+        union {
+            uint2 u;
+            T     h[4];
+        } o;
+        o.h[0] = from_float<T>(hk_round(v.x * rstd, ct) * g.x);
+        o.h[1] = from_float<T>(hk_round(v.y * rstd, ct) * g.y);
+        o.h[2] = from_float<T>(hk_round(v.z * rstd, ct) * g.z);
+        o.h[3] = from_float<T>(hk_round(v.w * rstd, ct) * g.w);
+        *(uint2 *)(xs + 4 * c) = o.u;
+    }
+}
+
+/* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use. */
+template <typename T, int G, bool HI, int MODE>
+__global__ void __launch_bounds__(ROWS_WARPS * 32, 2)
+k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, float eps, const T *w, int M, int N,
+            int K)
+{
+    constexpr bool glu = MODE == HK_GEMV_NORM_GLU, norm = glu || MODE == HK_GEMV_NORM;
+    constexpr int NB = glu ? 2 : 1;   /* B tiles: the gate and the up columns */
+    extern __shared__ int4 xs_raw[];  /* norm: the M normalised rows, rows_ld(K) apart */
+    __shared__ float part[NB][ROWS_WARPS][4][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, q = lane & 3;
-    const int n0 = blockIdx.x * ROWS_COLS, chunks = K >> 5;
+    const int n0 = blockIdx.x * ROWS_COLS, chunks = K >> 5, ld = norm ? rows_ld(K) : K;
     const int mine = chunks > warp ? (chunks - warp + ROWS_WARPS - 1) / ROWS_WARPS : 0;
     const bool w_on = n0 + gid < N, a_on = gid < M, b_on = HI && gid + 8 < M;
+    T *xs = (T *)xs_raw;
+    const T *xsrc = norm ? xs : x;
     /* 16-byte units: chunk c of a row starts at unit 4c, the lane's at 4c + q */
-    const int4 *wr = (const int4 *)(w + (size_t)(w_on ? n0 + gid : 0) * K) + q;
-    const int4 *xa = (const int4 *)(x + (size_t)(a_on ? gid : 0) * K) + q;
-    const int4 *xb = (const int4 *)(x + (size_t)(b_on ? gid + 8 : 0) * K) + q;
+    const int4 *wr[NB];
+    wr[0] = (const int4 *)(w + (size_t)(w_on ? n0 + gid : 0) * K) + q;
+    if (glu) wr[NB - 1] = (const int4 *)(w + (size_t)(w_on ? N + n0 + gid : 0) * K) + q;
+    const int4 *xa = (const int4 *)(xsrc + (size_t)(a_on ? gid : 0) * ld) + q;
+    const int4 *xb = (const int4 *)(xsrc + (size_t)(b_on ? gid + 8 : 0) * ld) + q;
     const int4 zero = make_int4(0, 0, 0, 0);
-    float acc[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    float acc[NB][4] = {};
     hk_griddep_launch_next();
-    int4 wv[G];
+    int4 wv[NB][G];
     /* The first weights (constant) are on their way before the kernel before has finished. */
 #pragma unroll
     for (int j = 0; j < G; j++) {
         const int u = 4 * (warp + ROWS_WARPS * j);
-        wv[j] = w_on && j < mine ? __ldcs(wr + u) : zero;
+#pragma unroll
+        for (int t = 0; t < NB; t++) wv[t][j] = w_on && j < mine ? __ldcs(wr[t] + u) : zero;
     }
     hk_griddep_wait();
+    if (norm) {
+        for (int r = warp; r < M; r += ROWS_WARPS)
+            rows_norm<T>(xs + (size_t)r * ld, res + (size_t)r * K, nw, nwt, eps, K, lane);
+        __syncthreads();
+    }
     for (int i0 = 0; i0 < mine; i0 += G) {
         if (i0) {
 #pragma unroll
             for (int j = 0; j < G; j++) {
                 const int u = 4 * (warp + ROWS_WARPS * (i0 + j));
-                wv[j] = w_on && i0 + j < mine ? __ldcs(wr + u) : zero;
+#pragma unroll
+                for (int t = 0; t < NB; t++) wv[t][j] = w_on && i0 + j < mine ? __ldcs(wr[t] + u) : zero;
             }
         }
         int4 av[G], bv[G];
@@ -333,76 +401,133 @@ k_gemm_rows(void *out, int ot, const T *x, const T *w, int M, int N, int K)
         for (int j = 0; j < G; j++) {
             const int u = 4 * (warp + ROWS_WARPS * (i0 + j));
             const bool on = i0 + j < mine;
-            av[j] = a_on && on ? __ldg(xa + u) : zero;
-            bv[j] = b_on && on ? __ldg(xb + u) : zero;
+            if (norm) {
+                av[j] = a_on && on ? xa[u] : zero;
+                bv[j] = b_on && on ? xb[u] : zero;
+            } else {
+                av[j] = a_on && on ? __ldg(xa + u) : zero;
+                bv[j] = b_on && on ? __ldg(xb + u) : zero;
+            }
         }
 #pragma unroll
         for (int j = 0; j < G; j++) {
             if (i0 + j >= mine) break;
-            const uint32_t b0[2] = { (uint32_t)wv[j].x, (uint32_t)wv[j].y };
             const uint32_t a0[4] = { (uint32_t)av[j].x, (uint32_t)bv[j].x, (uint32_t)av[j].y, (uint32_t)bv[j].y };
-            mma16816<T>(acc, a0, b0);
-            const uint32_t b1[2] = { (uint32_t)wv[j].z, (uint32_t)wv[j].w };
             const uint32_t a1[4] = { (uint32_t)av[j].z, (uint32_t)bv[j].z, (uint32_t)av[j].w, (uint32_t)bv[j].w };
-            mma16816<T>(acc, a1, b1);
+#pragma unroll
+            for (int t = 0; t < NB; t++) {
+                const uint32_t b0[2] = { (uint32_t)wv[t][j].x, (uint32_t)wv[t][j].y };
+                mma16816<T>(acc[t], a0, b0);
+                const uint32_t b1[2] = { (uint32_t)wv[t][j].z, (uint32_t)wv[t][j].w };
+                mma16816<T>(acc[t], a1, b1);
+            }
         }
     }
 #pragma unroll
-    for (int r = 0; r < 4; r++) part[warp][r][lane] = acc[r];
+    for (int t = 0; t < NB; t++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) part[t][warp][r][lane] = acc[t][r];
     __syncthreads();
     if (threadIdx.x >= 4 * 32) return;
     /* thread (r, l) adds register r of lane l over the warps, in warp order */
     const int r = threadIdx.x >> 5, l = lane;
     const int row = (l >> 2) + (r >= 2 ? 8 : 0), col = n0 + 2 * (l & 3) + (r & 1);
     if (row >= M || col >= N) return;
-    float v = part[0][r][l];
+    float v[NB];
 #pragma unroll
-    for (int s = 1; s < ROWS_WARPS; s++) v += part[s][r][l];
-    hk_st(out, ot, (size_t)row * N + col, v);
+    for (int t = 0; t < NB; t++) {
+        v[t] = part[t][0][r][l];
+#pragma unroll
+        for (int s = 1; s < ROWS_WARPS; s++) v[t] += part[t][s][r][l];
+    }
+    const int ct = ctype<T>::value;
+    const size_t o = (size_t)row * N + col;
+    if (MODE == HK_GEMV_RESIDUAL) res[o] += hk_round(v[0], ct);
+    else if (glu) hk_st(out, ot, o, hk_swiglu1(hk_round(v[0], ct), hk_round(v[NB - 1], ct), ot));
+    else hk_st(out, ot, o, v[0]);
 }
 
-template <typename T, int G, bool HI>
-static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
-                                    int K, int pdl)
+/* Bytes of shared memory the normalised rows take. */
+static size_t rows_smem(int mode, int M, int K)
 {
+    if (mode != HK_GEMV_NORM && mode != HK_GEMV_NORM_GLU) return 0;
+    return (size_t)M * rows_ld(K) * 2;
+}
+
+template <typename T, int G, bool HI, int MODE>
+static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
+                                    hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
+{
+    const size_t smem = rows_smem(MODE, M, K);
+    /* over the 48 KB a launch gets without asking, with the partial sums (K > 1024 at 16 rows) */
+    if (smem + sizeof(float) * (MODE == HK_GEMV_NORM_GLU ? 2 : 1) * ROWS_WARPS * 4 * 32 > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(k_gemm_rows<T, G, HI, MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)smem);
+        if (e != cudaSuccess) return e;
+    }
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)((N + ROWS_COLS - 1) / ROWS_COLS));
     cfg.blockDim = dim3(ROWS_WARPS * 32);
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI>, out, (int)ot, (const T *)x, (const T *)w, M, N, K);
+    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE>, out, (int)ot, (const T *)x, res, nw, (int)nwt, eps,
+                              (const T *)w, M, N, K);
 }
 
 /* K ≤ 1024 (most of the model's products) is one round of 4 chunks a warp; longer K
- * goes in rounds of 8. Neither depends on M: only the registers rows 8..15 need. */
-template <typename T>
-static cudaError_t gemm_rows_t(cudaStream_t s, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
-                               int K, int pdl)
+ * goes in rounds of 8 (4 with two B tiles, whose registers would spill). Neither depends
+ * on M: only the registers rows 8..15 need. G changes when the loads are issued, never
+ * the order of the sums. */
+template <typename T, int MODE>
+static cudaError_t gemm_rows_mode(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
+                                  hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
+    constexpr int G_LONG = MODE == HK_GEMV_NORM_GLU ? 4 : 8;
     const bool hi = M > 8;
     if (K <= 32 * ROWS_WARPS * 4)
-        return hi ? gemm_rows_launch<T, 4, true>(s, out, ot, x, w, M, N, K, pdl)
-                  : gemm_rows_launch<T, 4, false>(s, out, ot, x, w, M, N, K, pdl);
-    return hi ? gemm_rows_launch<T, 8, true>(s, out, ot, x, w, M, N, K, pdl)
-              : gemm_rows_launch<T, 8, false>(s, out, ot, x, w, M, N, K, pdl);
+        return hi ? gemm_rows_launch<T, 4, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
+                  : gemm_rows_launch<T, 4, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    return hi ? gemm_rows_launch<T, G_LONG, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
+              : gemm_rows_launch<T, G_LONG, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+}
+
+template <typename T>
+static cudaError_t gemm_rows_t(cudaStream_t s, int mode, void *out, hk_dtype ot, const void *x, float *res,
+                               const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
+{
+    switch (mode) {
+    case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    case HK_GEMV_NORM: return gemm_rows_mode<T, HK_GEMV_NORM>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    case HK_GEMV_NORM_GLU:
+        return gemm_rows_mode<T, HK_GEMV_NORM_GLU>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    case HK_GEMV_RESIDUAL:
+        return gemm_rows_mode<T, HK_GEMV_RESIDUAL>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 extern "C" {
 
-cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
-                         int K, int pdl)
+cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
+                         const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
-    if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX) return cudaErrorInvalidValue;
-    if (M == 0 || N == 0) return cudaSuccess;
-    if (K <= 0 || K % 32 || (t != HK_F16 && t != HK_BF16) || (ot != HK_F16 && ot != HK_BF16 && ot != HK_F32) ||
-        !out || ((uintptr_t)x | (uintptr_t)w) % 16)
+    const bool norm = mode == HK_GEMV_NORM || mode == HK_GEMV_NORM_GLU, residual = mode == HK_GEMV_RESIDUAL;
+    if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX || mode < HK_GEMV_PLAIN || mode > HK_GEMV_RESIDUAL)
         return cudaErrorInvalidValue;
-    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, out, ot, x, w, M, N, K, pdl)
-                        : gemm_rows_t<__half>(s, out, ot, x, w, M, N, K, pdl);
+    if (M == 0 || N == 0) return cudaSuccess;
+    if (K <= 0 || K % 32 || (t != HK_F16 && t != HK_BF16) || (uintptr_t)w % 16) return cudaErrorInvalidValue;
+    const bool out_ok = residual ? res != NULL : out && (ot == HK_F16 || ot == HK_BF16 || ot == HK_F32);
+    const bool in_ok = norm ? res && nw && K <= HK_GEMM_ROWS_NORM_MAX_K && ((uintptr_t)res | (uintptr_t)nw) % 16 == 0 &&
+                                  (nwt == HK_F16 || nwt == HK_BF16 || nwt == HK_F32)
+                            : x && (uintptr_t)x % 16 == 0;
+    if (!out_ok || !in_ok) return cudaErrorInvalidValue;
+    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
+                        : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
 }
 
 } /* extern "C" */

@@ -35,6 +35,57 @@ __device__ __forceinline__ float hk_round(float v, int t)
     return v;
 }
 
+/* Elements 4j..4j+3 of a buffer of run-time type t, in one 16-byte (fp32) or
+ * 8-byte (fp16/bf16) access; the launchers check the alignment. */
+union hk_pack4 {
+    uint2          u;
+    __half2        h[2];
+    __nv_bfloat162 b[2];
+};
+
+__device__ __forceinline__ float4 hk_ld4(const void *p, int t, size_t j)
+{
+    if (t == HK_F32) return ((const float4 *)p)[j];
+    hk_pack4 v;
+    v.u = ((const uint2 *)p)[j];
+    float2 a = t == HK_F16 ? __half22float2(v.h[0]) : __bfloat1622float2(v.b[0]);
+    float2 b = t == HK_F16 ? __half22float2(v.h[1]) : __bfloat1622float2(v.b[1]);
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
+__device__ __forceinline__ void hk_st4(void *p, int t, size_t j, float4 f)
+{
+    if (t == HK_F32) {
+        ((float4 *)p)[j] = f;
+        return;
+    }
+    hk_pack4 v;
+    if (t == HK_F16) {
+        v.h[0] = __floats2half2_rn(f.x, f.y);
+        v.h[1] = __floats2half2_rn(f.z, f.w);
+    } else {
+        v.b[0] = __floats2bfloat162_rn(f.x, f.y);
+        v.b[1] = __floats2bfloat162_rn(f.z, f.w);
+    }
+    ((uint2 *)p)[j] = v.u;
+}
+
+/* silu(g)·u as the swiglu kernel and the fused products store it: silu rounded to the
+ * output type ot before the product, as the reference does it in two ops. */
+__device__ __forceinline__ float hk_swiglu1(float g, float u, int ot)
+{
+    return hk_round(g / (1.0f + expf(-g)), ot) * u;
+}
+
+/* The sum of squares of 4 values as the one-warp RMS norm adds them, written without
+ * FMA contraction: a kernel that recomputes a norm's statistics (the fused products of
+ * several rows) then gets the same bits whatever the compiler does around it. */
+__device__ __forceinline__ float hk_sq4(float4 r)
+{
+    return __fadd_rn(__fadd_rn(__fmul_rn(r.x, r.x), __fmul_rn(r.y, r.y)),
+                     __fadd_rn(__fmul_rn(r.z, r.z), __fmul_rn(r.w, r.w)));
+}
+
 __device__ __forceinline__ float hk_warp_sum(float v)
 {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

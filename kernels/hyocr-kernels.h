@@ -111,7 +111,10 @@ cudaError_t hk_swiglu(cudaStream_t s, void *out, hk_dtype ot, const void *gu, hk
 cudaError_t hk_bias_add(cudaStream_t s, void *x, hk_dtype xt, const void *bias, hk_dtype bt, int M, int N);
 /* residual += delta (delta may be NULL); out = norm(residual). beta == NULL and
  * layernorm == 0 selects RMSNorm_HF; round_t is the compute type the normalised
- * value is rounded to before the weight multiply (RMSNorm_HF only). */
+ * value is rounded to before the weight multiply (RMSNorm_HF only). Rows of N ≤
+ * HK_ADD_NORM_WARP_MAX_N (N % 4 == 0, the buffers aligned for 4-element accesses) take one warp each
+ * (hk_gemm_rows's NORM repeats its sums). */
+#define HK_ADD_NORM_WARP_MAX_N 2048
 cudaError_t hk_add_norm(cudaStream_t s, void *out, hk_dtype ot, void *res, hk_dtype rt,
                         const void *delta, hk_dtype dlt, const void *w, hk_dtype wt,
                         const void *b, hk_dtype bt, int M, int N, float eps, int layernorm,
@@ -183,10 +186,15 @@ cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const vo
 /* out[M, N] (type ot: F16, BF16 or F32) = x[M, K] · w[N, K]ᵀ on the tensor cores for 1 ≤ M ≤
  * HK_GEMM_ROWS_MAX (gemv.cu): x and w of compute type t, 16-byte aligned, K a multiple of 32
  * (cudaErrorInvalidValue otherwise: callers fall back to cuBLAS), N any. Row m of the result is
- * bit-identical whatever M and the other rows are. pdl: launched as a programmatic dependent. */
+ * bit-identical whatever M and the other rows are. mode: hk_gemv1's (below), for M rows: NORM and
+ * NORM_GLU read res[M, K] and nw (16-byte aligned, K ≤ HK_GEMM_ROWS_NORM_MAX_K) instead of x and
+ * normalise as hk_add_norm does at that K; RESIDUAL adds into res[M, N]. Each mode gives the bits
+ * of the unfused ops it replaces, their product through hk_gemm_rows (PLAIN). pdl: launched as a
+ * programmatic dependent. */
 #define HK_GEMM_ROWS_MAX 16
-cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
-                         int K, int pdl);
+#define HK_GEMM_ROWS_NORM_MAX_K HK_ADD_NORM_WARP_MAX_N   /* the width whose sums NORM repeats */
+cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
+                         const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl);
 /* One-row products with a neighbouring op fused (gemv.cu), w [N, K] of compute type t, K a
  * multiple of 8, w 16-byte aligned:
  *   PLAIN     out[N] (type ot) = x · wᵀ

@@ -480,6 +480,12 @@ static void gemm_rows_invariance(hyocr_backend *g, int N, int K, hyocr_buf_kind 
 }
 
 #if HYOCR_HAVE_CUDA
+/* hk_gemm_rows's plain product into fp32, on the default stream. */
+static cudaError_t rows_plain(hk_dtype t, void *o, const void *x, const void *w, int M, int N, int K)
+{
+    return hk_gemm_rows(NULL, t, HK_GEMV_PLAIN, o, HK_F32, x, NULL, NULL, HK_F32, 0.0f, w, M, N, K, 0);
+}
+
 /* The kernel called directly: any M from 1 to 16, and the rows in reverse order (each row
  * at another position of the tile, among other neighbours), fp32 out, bits compared. */
 static void gemm_rows_kernel_invariance(const dt_case *c, hyocr_backend *g, int N, int K)
@@ -492,18 +498,18 @@ static void gemm_rows_kernel_invariance(const dt_case *c, hyocr_backend *g, int 
     hyocr_buf *bx = mk(g, HYOCR_BUF_ACT, x, (size_t)R * K), *bxr = mk(g, HYOCR_BUF_ACT, xr, (size_t)R * K);
     hyocr_buf *bw = mk(g, HYOCR_BUF_WEIGHT, w, (size_t)N * K), *o = mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N);
     OK(g->ops->sync(g, E));
-    CK(hk_gemm_rows(NULL, t, o->data, HK_F32, bx->data, bw->data, R, N, K, 0));
+    CK(rows_plain(t, o->data, bx->data, bw->data, R, N, K));
     CK(cudaDeviceSynchronize());
     g_autofree float *ref = get(g, o, 0, (size_t)R * N);
     for (int M = 1; M <= R; M++) {
         CK(cudaMemset(o->data, 0xff, (size_t)R * N * 4));   /* every element must be written */
-        CK(hk_gemm_rows(NULL, t, o->data, HK_F32, bx->data, bw->data, M, N, K, 0));
+        CK(rows_plain(t, o->data, bx->data, bw->data, M, N, K));
         CK(cudaDeviceSynchronize());
         g_autofree float *got = get(g, o, 0, (size_t)M * N);
         g_autofree char *what = g_strdup_printf("hk_gemm_rows %d×%d×%d: rows against 16 rows", M, N, K);
         expect_equal(what, got, ref, (size_t)M * N);
     }
-    CK(hk_gemm_rows(NULL, t, o->data, HK_F32, bxr->data, bw->data, R, N, K, 0));
+    CK(rows_plain(t, o->data, bxr->data, bw->data, R, N, K));
     CK(cudaDeviceSynchronize());
     g_autofree float *rev = get(g, o, 0, (size_t)R * N);
     for (int m = 0; m < R; m++) {
@@ -545,17 +551,35 @@ static void test_gemm_rows_errors(gconstpointer data)
     OK(g->ops->sync(g, E));
     CK(cudaMemset(o->data, 0x7f, (size_t)R * N * 4));
     const cudaError_t inv = cudaErrorInvalidValue;
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 17, N, K, 0), ==, inv);   /* M > 16 */
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, -1, N, K, 0), ==, inv);
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 4, -1, K, 0), ==, inv);
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 4, N, 48, 0), ==, inv); /* K % 32 */
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 4, N, 0, 0), ==, inv);
-    g_assert_cmpint(hk_gemm_rows(NULL, HK_F32, o->data, HK_F32, x->data, w->data, 4, N, K, 0), ==, inv);
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, (char *)x->data + 2, w->data, 4, N, K, 0), ==, inv);
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, (char *)w->data + 8, 4, N, K, 0), ==, inv);
-    g_assert_cmpint(hk_gemm_rows(NULL, t, NULL, HK_F32, x->data, w->data, 4, N, K, 0), ==, inv);
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 0, N, K, 0), ==, cudaSuccess);
-    g_assert_cmpint(hk_gemm_rows(NULL, t, o->data, HK_F32, x->data, w->data, 4, 0, K, 0), ==, cudaSuccess);
+    g_assert_cmpint(rows_plain(t, o->data, x->data, w->data, 17, N, K), ==, inv);   /* M > 16 */
+    g_assert_cmpint(rows_plain(t, o->data, x->data, w->data, -1, N, K), ==, inv);
+    g_assert_cmpint(rows_plain(t, o->data, x->data, w->data, 4, -1, K), ==, inv);
+    g_assert_cmpint(rows_plain(t, o->data, x->data, w->data, 4, N, 48), ==, inv); /* K % 32 */
+    g_assert_cmpint(rows_plain(t, o->data, x->data, w->data, 4, N, 0), ==, inv);
+    g_assert_cmpint(rows_plain(HK_F32, o->data, x->data, w->data, 4, N, K), ==, inv);
+    g_assert_cmpint(rows_plain(t, o->data, (char *)x->data + 2, w->data, 4, N, K), ==, inv);
+    g_assert_cmpint(rows_plain(t, o->data, x->data, (char *)w->data + 8, 4, N, K), ==, inv);
+    g_assert_cmpint(rows_plain(t, NULL, x->data, w->data, 4, N, K), ==, inv);
+    g_assert_cmpint(rows_plain(t, o->data, x->data, w->data, 0, N, K), ==, cudaSuccess);
+    g_assert_cmpint(rows_plain(t, o->data, x->data, w->data, 4, 0, K), ==, cudaSuccess);
+    /* the modes: what they read instead of x, where they add */
+    float *res = o->data;
+    const void *nw = w->data;
+    g_assert_cmpint(hk_gemm_rows(NULL, t, 4, o->data, HK_F32, x->data, res, nw, t, 0.0f, w->data, 4, N, K, 0), ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, HK_GEMV_NORM, o->data, HK_F32, NULL, NULL, nw, t, 0.0f, w->data, 4, N, K, 0),
+                    ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, HK_GEMV_NORM_GLU, o->data, HK_F32, NULL, res, NULL, t, 0.0f, w->data, 4, N, K,
+                                 0),
+                    ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, HK_GEMV_NORM, o->data, HK_F32, NULL, res + 1, nw, t, 0.0f, w->data, 4, N, K,
+                                 0),
+                    ==, inv);   /* the residual read in 16-byte loads */
+    g_assert_cmpint(hk_gemm_rows(NULL, t, HK_GEMV_NORM, o->data, HK_F32, NULL, res, nw, t, 0.0f, w->data, 4, N,
+                                 HK_GEMM_ROWS_NORM_MAX_K + 32, 0),
+                    ==, inv);
+    g_assert_cmpint(hk_gemm_rows(NULL, t, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, NULL, NULL, t, 0.0f, w->data, 4, N,
+                                 K, 0),
+                    ==, inv);
     CK(cudaDeviceSynchronize());
     CK(cudaGetLastError());
     g_autofree float *got = get(g, o, 0, (size_t)R * N);
@@ -621,49 +645,53 @@ static void test_norms(gconstpointer data)
     free2(g, &po);
 }
 
-/* The fused decode products against the CPU's composition of the unfused ops,
- * and against the CUDA unfused ops (the same roundings: only the order of the
- * fp32 sums differs). Shapes: the model's, a ragged one, a K needing two passes. */
-static void run_fused(const dt_case *c, hyocr_backend *g, int N, int K, int mode)
+/* The fused decode products against the CPU's composition of the unfused ops, and
+ * against the CUDA unfused ops: one row (hk_gemv1) up to the order of the fp32 sums, 2..16
+ * rows (hk_gemm_rows's modes) bit for bit, the unfused products of those rows going through
+ * hk_gemm_rows too. Shapes: the model's, a ragged one, a K needing two passes. */
+static void run_fused(const dt_case *c, hyocr_backend *g, int M, int N, int K, int mode)
 {
-    const int Nw = mode == 2 ? 2 * N : N, Kx = mode == 0 ? 0 : K;   /* 0 norm, 1 residual, 2 norm+glu */
-    g_autofree float *r = rnd((size_t)(mode == 1 ? N : K), -3, 3), *nw = rndq(g, K, 0.5, 1.5);
-    g_autofree float *w = rndq(g, (size_t)Nw * K, -0.1, 0.1), *x = rndq(g, (size_t)(Kx ? Kx : 1), -1, 1);
-    pair pr = mk2(g, HYOCR_BUF_F32, r, (size_t)(mode == 1 ? N : K)), pn = mk2(g, HYOCR_BUF_WEIGHT, nw, K);
-    pair pw = mk2(g, HYOCR_BUF_WEIGHT, w, (size_t)Nw * K), px = mk2(g, HYOCR_BUF_ACT, x, (size_t)(Kx ? Kx : 1));
-    pair po = mk2(g, HYOCR_BUF_ACT, NULL, (size_t)N);
-    g_autofree char *what = g_strdup_printf("%s %d×%d", mode == 1 ? "matmul_residual" : mode ? "norm_matmul glu" :
-                                            "norm_matmul", N, K);
+    const int Nw = mode == 2 ? 2 * N : N;   /* 0 norm, 1 residual, 2 norm+glu */
+    const size_t nr = (size_t)M * (mode == 1 ? N : K), nx = mode == 1 ? (size_t)M * K : 1, no = (size_t)M * N;
+    g_autofree float *r = rnd(nr, -3, 3), *nw = rndq(g, K, 0.5, 1.5);
+    g_autofree float *w = rndq(g, (size_t)Nw * K, -0.1, 0.1), *x = rndq(g, nx, -1, 1);
+    pair pr = mk2(g, HYOCR_BUF_F32, r, nr), pn = mk2(g, HYOCR_BUF_WEIGHT, nw, K);
+    pair pw = mk2(g, HYOCR_BUF_WEIGHT, w, (size_t)Nw * K), px = mk2(g, HYOCR_BUF_ACT, x, nx);
+    pair po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+    g_autofree char *what = g_strdup_printf("%s %d×%d×%d", mode == 1 ? "matmul_residual" : mode ? "norm_matmul glu" :
+                                            "norm_matmul", M, N, K);
+    g_autofree char *vs = g_strdup_printf("%s vs unfused", what);
+    g_autofree float *fused = NULL, *unfused = NULL;
     if (mode == 1) {
-        BOTH(g, cpu()->ops->matmul_residual(cpu(), pr.c, px.c, pw.c, 1, N, K, E),
-             g->ops->matmul_residual(g, pr.g, px.g, pw.g, 1, N, K, E));
-        cmp2(g, what, &pr, 0, (size_t)N, c->tol / 8);
+        BOTH(g, cpu()->ops->matmul_residual(cpu(), pr.c, px.c, pw.c, M, N, K, E),
+             g->ops->matmul_residual(g, pr.g, px.g, pw.g, M, N, K, E));
+        cmp2(g, what, &pr, 0, no, c->tol / 8);
         /* unfused on the device: the product into an ACT buffer, then the add */
-        pair pd = mk2(g, HYOCR_BUF_ACT, NULL, (size_t)N);
-        g_autofree float *fused = get(g, pr.g, 0, (size_t)N);
-        hyocr_buf *r2 = mk(g, HYOCR_BUF_F32, r, (size_t)N);
-        OK(g->ops->matmul(g, pd.g, px.g, pw.g, 0, NULL, 1, N, K, E));
-        OK(g->ops->add(g, r2, pd.g, (size_t)N, E));
-        g_autofree float *unfused = get(g, r2, 0, (size_t)N);
-        expect_close("matmul_residual vs unfused", fused, unfused, (size_t)N, c->tol / 8);
+        hyocr_buf *d = mk(g, HYOCR_BUF_ACT, NULL, no), *r2 = mk(g, HYOCR_BUF_F32, r, no);
+        OK(g->ops->matmul(g, d, px.g, pw.g, 0, NULL, M, N, K, E));
+        OK(g->ops->add(g, r2, d, no, E));
+        fused = get(g, pr.g, 0, no);
+        unfused = get(g, r2, 0, no);
+        g->ops->buf_free(g, d);
         g->ops->buf_free(g, r2);
-        free2(g, &pd);
     } else {
-        BOTH(g, cpu()->ops->norm_matmul(cpu(), po.c, pr.c, pn.c, 1e-6f, pw.c, 1, N, K, mode == 2, E),
-             g->ops->norm_matmul(g, po.g, pr.g, pn.g, 1e-6f, pw.g, 1, N, K, mode == 2, E));
-        cmp2(g, what, &po, 0, (size_t)N, c->tol);
-        cmp2(g, "norm_matmul leaves the residual", &pr, 0, (size_t)K, -1);
-        hyocr_buf *a = mk(g, HYOCR_BUF_ACT, NULL, (size_t)K), *gu = mk(g, HYOCR_BUF_ACT, NULL, (size_t)Nw);
-        hyocr_buf *o2 = mk(g, HYOCR_BUF_ACT, NULL, (size_t)N);
-        OK(g->ops->add_rmsnorm(g, a, pr.g, NULL, pn.g, 1, K, 1e-6f, E));
-        OK(g->ops->matmul(g, mode == 2 ? gu : o2, a, pw.g, 0, NULL, 1, Nw, K, E));
-        if (mode == 2) OK(g->ops->swiglu(g, o2, gu, 1, N, E));
-        g_autofree float *fused = get(g, po.g, 0, (size_t)N), *unfused = get(g, o2, 0, (size_t)N);
-        expect_close("norm_matmul vs unfused", fused, unfused, (size_t)N, c->tol);
+        BOTH(g, cpu()->ops->norm_matmul(cpu(), po.c, pr.c, pn.c, 1e-6f, pw.c, M, N, K, mode == 2, E),
+             g->ops->norm_matmul(g, po.g, pr.g, pn.g, 1e-6f, pw.g, M, N, K, mode == 2, E));
+        cmp2(g, what, &po, 0, no, c->tol);
+        cmp2(g, "norm_matmul leaves the residual", &pr, 0, nr, -1);
+        hyocr_buf *a = mk(g, HYOCR_BUF_ACT, NULL, nr), *gu = mk(g, HYOCR_BUF_ACT, NULL, (size_t)M * Nw);
+        hyocr_buf *o2 = mk(g, HYOCR_BUF_ACT, NULL, no);
+        OK(g->ops->add_rmsnorm(g, a, pr.g, NULL, pn.g, M, K, 1e-6f, E));
+        OK(g->ops->matmul(g, mode == 2 ? gu : o2, a, pw.g, 0, NULL, M, Nw, K, E));
+        if (mode == 2) OK(g->ops->swiglu(g, o2, gu, M, N, E));
+        fused = get(g, po.g, 0, no);
+        unfused = get(g, o2, 0, no);
         g->ops->buf_free(g, a);
         g->ops->buf_free(g, gu);
         g->ops->buf_free(g, o2);
     }
+    if (M == 1) expect_close(vs, fused, unfused, no, mode == 1 ? c->tol / 8 : c->tol);
+    else expect_equal(vs, fused, unfused, no);
     free2(g, &pr);
     free2(g, &pn);
     free2(g, &pw);
@@ -678,27 +706,80 @@ static void test_fused(gconstpointer data)
     if (!g) return;
     g_assert_nonnull(g->ops->norm_matmul);
     g_assert_nonnull(g->ops->matmul_residual);
-    run_fused(c, g, 4096, 1024, 0);   /* qkv */
-    run_fused(c, g, 3584, 1024, 2);   /* gate|up → swiglu */
-    run_fused(c, g, 1024, 2048, 1);   /* o */
-    run_fused(c, g, 1024, 3584, 1);   /* down */
-    run_fused(c, g, 37, 200, 0);
-    run_fused(c, g, 37, 200, 2);
-    run_fused(c, g, 37, 200, 1);
-    run_fused(c, g, 3000, 2400, 0);   /* K over one pass of loads */
-    run_fused(c, g, 3000, 2400, 1);
-    /* the CUDA versions take one row: more is an error, not a wrong answer */
-    hyocr_buf *r = mk(g, HYOCR_BUF_F32, NULL, 2 * 64), *w = mk(g, HYOCR_BUF_WEIGHT, NULL, 64 * 64);
-    hyocr_buf *x = mk(g, HYOCR_BUF_ACT, NULL, 2 * 64);
+    run_fused(c, g, 1, 4096, 1024, 0);   /* qkv */
+    run_fused(c, g, 1, 3584, 1024, 2);   /* gate|up → swiglu */
+    run_fused(c, g, 1, 1024, 2048, 1);   /* o */
+    run_fused(c, g, 1, 1024, 3584, 1);   /* down */
+    run_fused(c, g, 1, 37, 200, 0);
+    run_fused(c, g, 1, 37, 200, 2);
+    run_fused(c, g, 1, 37, 200, 1);
+    run_fused(c, g, 1, 3000, 2400, 0);   /* K over one pass of loads */
+    run_fused(c, g, 1, 3000, 2400, 1);
+    /* several rows: a batched decode step, a verify block */
+    const int rows[] = { 2, 5, 16 };
+    for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+        const int M = rows[i];
+        run_fused(c, g, M, 4096, 1024, 0);
+        run_fused(c, g, M, 3584, 1024, 2);
+        run_fused(c, g, M, 1024, 2048, 1);
+        run_fused(c, g, M, 1024, 3584, 1);   /* two rounds of loads a warp */
+        run_fused(c, g, M, 37, 96, 0);       /* ragged N; K % 64 = 32: rows unpadded in shared memory */
+        run_fused(c, g, M, 37, 96, 2);
+        run_fused(c, g, M, 37, 96, 1);
+        run_fused(c, g, M, 300, 2048, 0);    /* the widest normalised rows (over 48 KB at 16 rows) */
+        run_fused(c, g, M, 300, 2048, 2);
+    }
+}
+
+/* What the fused products refuse, with what they state they take (the model asks first). */
+static void test_fused_errors(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    g_assert_cmpint(g->ops->fused_rows(g, 1024, true), ==, 16);
+    g_assert_cmpint(g->ops->fused_rows(g, 3584, false), ==, 16);
+    g_assert_cmpint(g->ops->fused_rows(g, 200, false), ==, 1);    /* K % 32 ≠ 0: one row */
+    g_assert_cmpint(g->ops->fused_rows(g, 4096, true), ==, 1);    /* a norm over 2048 wide: one row */
+    g_assert_cmpint(g->ops->fused_rows(g, 4096, false), ==, 16);
+    g_assert_cmpint(g->ops->fused_rows(g, 8200, true), ==, 0);
+    g_assert_cmpint(g->ops->fused_rows(g, 100, false), ==, 0);    /* K % 8 ≠ 0 */
+    const int R = 17, N = 64, K = 4096;
+    hyocr_buf *r = mk(g, HYOCR_BUF_F32, NULL, (size_t)R * K), *w = mk(g, HYOCR_BUF_WEIGHT, NULL, 2 * N * K);
+    hyocr_buf *x = mk(g, HYOCR_BUF_ACT, NULL, (size_t)R * K), *o = mk(g, HYOCR_BUF_ACT, NULL, (size_t)R * N);
+    hyocr_buf *nw = mk(g, HYOCR_BUF_WEIGHT, NULL, K);
     g_autoptr(GError) err = NULL;
-    g_assert_false(g->ops->matmul_residual(g, r, x, w, 2, 64, 64, &err));
+    g_assert_false(g->ops->matmul_residual(g, r, x, w, 17, N, 64, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "1 to 16 rows"));
+    g_clear_error(&err);
+    g_assert_false(g->ops->norm_matmul(g, o, r, nw, 1e-6f, w, 17, N, 64, true, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
     g_clear_error(&err);
-    g_assert_false(g->ops->norm_matmul(g, x, x, w, 1e-6f, w, 1, 64, 64, false, &err));   /* residual not F32 */
+    g_assert_false(g->ops->matmul_residual(g, r, x, w, 2, N, 200, &err));   /* K % 32 ≠ 0 from 2 rows */
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "2×64×200"));
+    g_clear_error(&err);
+    g_assert_false(g->ops->norm_matmul(g, o, r, nw, 1e-6f, w, 5, N, 200, false, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_clear_error(&err);
+    g_assert_false(g->ops->norm_matmul(g, o, r, nw, 1e-6f, w, 2, N, K, false, &err));   /* too wide for 2 rows */
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "4096"));
+    g_clear_error(&err);
+    OK(g->ops->norm_matmul(g, o, r, nw, 1e-6f, w, 1, N, K, false, E));   /* … one row holds it */
+    hyocr_buf rv = hyocr_buf_view(r, 1, (size_t)2 * 64);   /* 4 bytes off */
+    g_assert_false(g->ops->norm_matmul(g, o, &rv, nw, 1e-6f, w, 2, N, 64, false, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "aligned"));
+    g_clear_error(&err);
+    g_assert_false(g->ops->norm_matmul(g, x, x, nw, 1e-6f, w, 2, N, 64, false, &err));   /* residual not F32 */
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
     g->ops->buf_free(g, r);
     g->ops->buf_free(g, w);
     g->ops->buf_free(g, x);
+    g->ops->buf_free(g, o);
+    g->ops->buf_free(g, nw);
 }
 
 static void test_pointwise(gconstpointer data)
@@ -1744,6 +1825,7 @@ int main(int argc, char **argv)
         add("norms", c, test_norms);
         add("pointwise", c, test_pointwise);
         add("fused", c, test_fused);
+        add("fused_errors", c, test_fused_errors);
         add("vision_helpers", c, test_vision_helpers);
         add("embed", c, test_embed);
         add("rope_qknorm", c, test_rope);

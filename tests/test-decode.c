@@ -333,60 +333,90 @@ static int argmax_margin(const float *x, int V, float *margin)
     return best;
 }
 
-/* Batch-1 steps take the fused products (m->fused_decode): sequence a fused and b
- * unfused bring their logits to the host, c (fused) chooses on the device, in
- * graphs on CUDA; all three are fed c's choice. The fused logits must match the
- * unfused ones (CPU: the same arithmetic; CUDA: up to the order of fp32 sums)
- * and c's choice must be their argmax wherever that is not a near-tie. */
+/* Decode steps of up to m->fused_rows rows take the fused products. n sequences a (fused)
+ * and b (unfused) bring their logits to the host, c (fused) choose on the device, in graphs
+ * on CUDA; all three are fed c's choices. One row: the fused logits match the unfused ones
+ * (CPU: the same arithmetic; CUDA: up to the order of fp32 sums, hk_gemv1 against hk_gemv).
+ * Several rows: bit-identical (CUDA: hk_gemm_rows's modes against the unfused ops, whose
+ * products go through hk_gemm_rows too). c's choice must be the fused logits' argmax
+ * wherever that is not a near-tie. */
+static void decode_fused_case(hyocr_model *m, int n, int steps)
+{
+    const int fused = m->fused_rows, on = fused ? fused : INT_MAX;   /* the CPU fuses when told */
+    const int V = m->cfg.text.vocab_size;
+    const double tol = m->be->kind == HYOCR_BACKEND_CUDA ? 5e-3 : 1e-6;
+    g_assert_cmpint(n, <=, on);
+    g_autoptr(GError) err = NULL;
+    GRand *r = g_rand_new_with_seed(5u + (guint)n);
+    g_autofree float *la = g_new(float, (size_t)n * V), *lb = g_new(float, (size_t)n * V);
+    g_autofree hyocr_kv_seq **kv = g_new(hyocr_kv_seq *, 3 * n);
+    g_autofree hyocr_pick *picks = g_new(hyocr_pick, n);
+    g_autofree hyocr_text_seq *q = g_new(hyocr_text_seq, 3 * n);
+    g_autofree int32_t *tok = g_new(int32_t, n), *next = g_new(int32_t, n);
+    for (int s = 0; s < n; s++) {
+        const int len = 20 + s % 5;
+        int32_t ids[24];
+        for (int i = 0; i < len; i++) ids[i] = g_rand_int_range(r, 2, 1000);
+        for (int g = 0; g < 3; g++) {
+            kv[g * n + s] = hyocr_model_seq_new(m);
+            hyocr_text_seq pq = { .ids = ids, .n_new = len, .kv = kv[g * n + s] };
+            g_assert_true(hyocr_text_forward(m, &pq, 1, la, NULL, NULL, &err));
+            g_assert_no_error(err);
+        }
+        picks[s] = (hyocr_pick){ .slot = hyocr_model_pick_slot_new(m, ids, len, &err), .penalty = 1.0f };
+        g_assert_no_error(err);
+        tok[s] = ids[len - 1];
+    }
+    for (int step = 0; step < steps; step++) {
+        for (int i = 0; i < 3 * n; i++) q[i] = (hyocr_text_seq){ .ids = &tok[i % n], .n_new = 1, .kv = kv[i] };
+        m->fused_rows = on;
+        g_assert_true(hyocr_text_decode(m, q, n, NULL, NULL, NULL, la, &err));
+        g_assert_true(hyocr_text_decode(m, q + 2 * n, n, picks, next, NULL, NULL, &err));
+        m->fused_rows = 0;
+        g_assert_true(hyocr_text_decode(m, q + n, n, NULL, NULL, NULL, lb, &err));
+        m->fused_rows = fused;
+        g_assert_no_error(err);
+        for (int s = 0; s < n; s++) {
+            const float *fa = la + (size_t)s * V, *fb = lb + (size_t)s * V;
+            if (n == 1) {
+                double num = 0.0, den = 0.0;
+                for (int v = 0; v < V; v++) {
+                    num += ((double)fa[v] - fb[v]) * ((double)fa[v] - fb[v]);
+                    den += (double)fb[v] * fb[v];
+                }
+                double e = sqrt(num / den);
+                if (!(e <= tol))
+                    g_error("step %d: fused logits differ from unfused by rel-L2 %.3g (tol %.3g)", step, e, tol);
+            } else {
+                for (int v = 0; v < V; v++)
+                    if (memcmp(&fa[v], &fb[v], sizeof(float)))
+                        g_error("%d rows, step %d, sequence %d: fused logit %d is %.9g, unfused %.9g", n, step, s, v,
+                                fa[v], fb[v]);
+            }
+            float margin;
+            int best = argmax_margin(fa, V, &margin);
+            if (margin > 1e-2f && next[s] != best)
+                g_error("%d rows, step %d, sequence %d: device chose %d, fused logits' argmax %d", n, step, s, next[s],
+                        best);
+            tok[s] = next[s];
+        }
+    }
+    for (int s = 0; s < n; s++) hyocr_model_pick_slot_free(m, picks[s].slot);
+    for (int i = 0; i < 3 * n; i++) hyocr_model_seq_free(m, kv[i]);
+    g_rand_free(r);
+}
+
 static void test_decode_fused(gconstpointer cuda)
 {
     loaded l;
     if (!load(&l, GPOINTER_TO_INT(cuda))) return;
-    hyocr_model *m = l.m;
-    const bool fused = m->fused_decode;
-    const int V = m->cfg.text.vocab_size, len = 20;
-    const double tol = GPOINTER_TO_INT(cuda) ? 5e-3 : 1e-6;
-    g_autoptr(GError) err = NULL;
-    GRand *r = g_rand_new_with_seed(5u);
-    int32_t ids[20];
-    for (int i = 0; i < len; i++) ids[i] = g_rand_int_range(r, 2, 1000);
-    g_autofree float *la = g_new(float, V), *lb = g_new(float, V);
-    hyocr_kv_seq *kv[3];
-    for (int s = 0; s < 3; s++) {
-        kv[s] = hyocr_model_seq_new(m);
-        hyocr_text_seq q = { .ids = ids, .n_new = len, .kv = kv[s] };
-        g_assert_true(hyocr_text_forward(m, &q, 1, la, NULL, NULL, &err));
-        g_assert_no_error(err);
-    }
-    hyocr_pick pick = { .slot = hyocr_model_pick_slot_new(m, ids, len, &err), .penalty = 1.0f };
-    g_assert_no_error(err);
-    int32_t tok = ids[len - 1];
-    for (int step = 0; step < 25; step++) {
-        hyocr_text_seq qa = { .ids = &tok, .n_new = 1, .kv = kv[0] }, qb = { .ids = &tok, .n_new = 1, .kv = kv[1] };
-        hyocr_text_seq qc = { .ids = &tok, .n_new = 1, .kv = kv[2] };
-        int32_t next = -1;
-        m->fused_decode = true;
-        g_assert_true(hyocr_text_decode(m, &qa, 1, NULL, NULL, NULL, la, &err));
-        g_assert_true(hyocr_text_decode(m, &qc, 1, &pick, &next, NULL, NULL, &err));
-        m->fused_decode = false;
-        g_assert_true(hyocr_text_decode(m, &qb, 1, NULL, NULL, NULL, lb, &err));
-        m->fused_decode = fused;
-        g_assert_no_error(err);
-        double num = 0.0, den = 0.0;
-        for (int v = 0; v < V; v++) {
-            num += ((double)la[v] - lb[v]) * ((double)la[v] - lb[v]);
-            den += (double)lb[v] * lb[v];
-        }
-        double e = sqrt(num / den);
-        if (!(e <= tol)) g_error("step %d: fused logits differ from unfused by rel-L2 %.3g (tol %.3g)", step, e, tol);
-        float margin;
-        int best = argmax_margin(la, V, &margin);
-        if (margin > 1e-2f && next != best) g_error("step %d: device chose %d, fused logits' argmax %d", step, next, best);
-        tok = next;
-    }
-    hyocr_model_pick_slot_free(m, pick.slot);
-    for (int s = 0; s < 3; s++) hyocr_model_seq_free(m, kv[s]);
-    g_rand_free(r);
+    const hyocr_tuning *t = &l.be->tuning;
+    /* CUDA: steps of up to 16 rows fuse (the tiny model's K are multiples of 32) */
+    if (GPOINTER_TO_INT(cuda) && t->fuse == HYOCR_SWITCH_DEFAULT && !t->no_gemv)
+        g_assert_cmpint(l.m->fused_rows, ==, 16);
+    decode_fused_case(l.m, 1, 25);
+    decode_fused_case(l.m, 3, 12);
+    decode_fused_case(l.m, 16, 6);
     unload(&l);
 }
 

@@ -841,6 +841,12 @@ static bool cpu_matmul_residual(hyocr_backend *be, hyocr_buf *residual, const hy
     return cpu_matmul(be, &db, x, w, 0, NULL, M, N, K, error) && cpu_add(be, residual, &db, (size_t)M * N, error);
 }
 
+/* Composed from the unfused ops, they take any shape (the CPU fuses only when told: HYOCR_FUSE=1). */
+static int cpu_fused_rows(hyocr_backend *be, int K, bool norm)
+{
+    return INT_MAX;
+}
+
 /* ---------------------------------------------------------------- vision helpers */
 
 typedef struct {
@@ -2000,6 +2006,7 @@ static const hyocr_backend_ops cpu_ops = {
     .host_free = cpu_host_free,
     .norm_matmul = cpu_norm_matmul,
     .matmul_residual = cpu_matmul_residual,
+    .fused_rows = cpu_fused_rows,
 };
 
 hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **error)

@@ -689,8 +689,8 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
     /* As a programmatic dependent it reads its first weights before the kernel before
      * has finished: only where they are constant. */
     if (gemv_fits(cb, x, xp, wp, bp, M, K))
-        return ck(hk_gemm_rows(cb->stream, cb->act, out->data, ot, xp, wp, M, N, K,
-                               cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
+        return ck(hk_gemm_rows(cb->stream, cb->act, HK_GEMV_PLAIN, out->data, ot, xp, NULL, NULL, HK_F32, 0.0f, wp, M,
+                               N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
                   "gemm_rows", error);
     plan_key k;
     memset(&k, 0, sizeof k);
@@ -710,19 +710,38 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
     return gemm_fallback(cb, out->data, ot, xp, wp, bp, M, N, K, error);
 }
 
-/* The fused products are decode's batch-1 path (hk_gemv1); wider batches go
- * through the unfused ops, whose cuBLAS GEMMs win from a few rows on. */
-static bool fused_args(const char *op, const hyocr_buf *f32, const char *f32_name, const hyocr_buf *w,
-                       const hyocr_buf *x, int M, int N, int K, GError **error)
+/* The fused products: one row through hk_gemv1, 2..16 rows (batched decode, the verify
+ * step) through hk_gemm_rows's modes, which give the bits of the unfused ops (their
+ * products go through hk_gemm_rows too). The model fuses steps of up to cuda_fused_rows
+ * rows, so what the checks below refuse it never asks for. */
+#define FUSED1_MAX_K 8192   /* hk_gemv1 holds a normalised row in shared memory */
+
+static int cuda_fused_rows(hyocr_backend *be, int K, bool norm)
 {
-    if (M != 1 || N < 0 || K <= 0 || K % 8)
-        return invalid(error, _("%s: the CUDA version takes one row and K a positive multiple of 8 (got %d×%d×%d)"), op,
-                       M, N, K);
+    if (K <= 0 || K % 8 || (norm && K > FUSED1_MAX_K)) return 0;
+    /* HYOCR_NO_GEMV: the unfused products of several rows are cuBLAS's, whose sums differ */
+    if (!CB(be)->gemv || K % 32 || (norm && K > HK_GEMM_ROWS_NORM_MAX_K)) return 1;
+    return HK_GEMM_ROWS_MAX;
+}
+
+static bool fused_args(const char *op, const hyocr_buf *f32, const char *f32_name, const hyocr_buf *w,
+                       const hyocr_buf *x, const hyocr_buf *norm_w, int M, int N, int K, GError **error)
+{
+    if (M < 1 || M > HK_GEMM_ROWS_MAX || N < 0 || K <= 0 || K % (M == 1 ? 8 : 32))
+        return invalid(error,
+                       _("%s: the CUDA version takes 1 to %d rows and K a positive multiple of 8 (of 32 for more "
+                         "than one row); got %d×%d×%d"),
+                       op, HK_GEMM_ROWS_MAX, M, N, K);
     if (f32->kind != HYOCR_BUF_F32) return invalid(error, _("%s: buffer '%s' must be F32"), op, f32_name);
     if (w->kind == HYOCR_BUF_F32) return invalid(error, _("%s: weights in an F32 buffer are not supported"), op);
     if (x && !need_act(op, "x", x, error)) return false;
-    if (ptr_align(w->data) < 16 || (x && ptr_align(x->data) < 16))
+    /* several rows read the residual and the norm weight in 16-byte loads */
+    if (ptr_align(w->data) < 16 || (x && ptr_align(x->data) < 16) ||
+        (M > 1 && (ptr_align(f32->data) < 16 || (norm_w && ptr_align(norm_w->data) < 16))))
         return invalid(error, _("%s: operands must be 16-byte aligned"), op);
+    const int max_k = M == 1 ? FUSED1_MAX_K : HK_GEMM_ROWS_NORM_MAX_K;
+    if (norm_w && K > max_k)
+        return invalid(error, _("%s: K = %d is over the %d the CUDA version holds for %d rows"), op, K, max_k, M);
     return true;
 }
 
@@ -734,11 +753,15 @@ static bool cuda_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf 
         !need("norm_matmul", "residual", residual, (size_t)M * K, error) ||
         !need("norm_matmul", "norm weight", norm_w, (size_t)K, error) ||
         !need("norm_matmul", "w", w, (size_t)(glu ? 2 : 1) * N * K, error) ||
-        !fused_args("norm_matmul", residual, "residual", w, NULL, M, N, K, error))
+        !fused_args("norm_matmul", residual, "residual", w, NULL, norm_w, M, N, K, error))
         return false;
-    if (K > 8192) return invalid(error, _("norm_matmul: K = %d is over the 8192 the CUDA version holds"), K);
-    return ck(hk_gemv1(cb->stream, cb->act, glu ? HK_GEMV_NORM_GLU : HK_GEMV_NORM, out->data, buf_t(cb, out), NULL,
-                       residual->data, norm_w->data, buf_t(cb, norm_w), eps, w->data, N, K, cb->pdl),
+    const int mode = glu ? HK_GEMV_NORM_GLU : HK_GEMV_NORM;
+    if (M == 1)
+        return ck(hk_gemv1(cb->stream, cb->act, mode, out->data, buf_t(cb, out), NULL, residual->data, norm_w->data,
+                           buf_t(cb, norm_w), eps, w->data, N, K, cb->pdl),
+                  "norm_matmul", error);
+    return ck(hk_gemm_rows(cb->stream, cb->act, mode, out->data, buf_t(cb, out), NULL, residual->data, norm_w->data,
+                           buf_t(cb, norm_w), eps, w->data, M, N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
               "norm_matmul", error);
 }
 
@@ -749,10 +772,14 @@ static bool cuda_matmul_residual(hyocr_backend *be, hyocr_buf *residual, const h
     if (!need("matmul_residual", "residual", residual, (size_t)M * N, error) ||
         !need("matmul_residual", "x", x, (size_t)M * K, error) ||
         !need("matmul_residual", "w", w, (size_t)N * K, error) ||
-        !fused_args("matmul_residual", residual, "residual", w, x, M, N, K, error))
+        !fused_args("matmul_residual", residual, "residual", w, x, NULL, M, N, K, error))
         return false;
-    return ck(hk_gemv1(cb->stream, cb->act, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, residual->data, NULL, HK_F32, 0.0f,
-                       w->data, N, K, cb->pdl),
+    if (M == 1)
+        return ck(hk_gemv1(cb->stream, cb->act, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, residual->data, NULL, HK_F32,
+                           0.0f, w->data, N, K, cb->pdl),
+                  "matmul_residual", error);
+    return ck(hk_gemm_rows(cb->stream, cb->act, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, residual->data, NULL, HK_F32,
+                           0.0f, w->data, M, N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
               "matmul_residual", error);
 }
 
@@ -1698,6 +1725,7 @@ static const hyocr_backend_ops cuda_ops = {
     .graph_free = cuda_graph_free,
     .norm_matmul = cuda_norm_matmul,
     .matmul_residual = cuda_matmul_residual,
+    .fused_rows = cuda_fused_rows,
 };
 
 /* Picks the device and checks that this build can run on it. */

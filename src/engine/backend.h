@@ -240,7 +240,10 @@ typedef struct {
 
     /* ---- fused decode products (optional: NULL where the backend has none) ----
      * They do what the unfused ops do, with the same roundings, in fewer passes; the CUDA
-     * versions take one row (M = 1), the CPU ones any M.
+     * versions take 1 to 16 rows (and give the unfused ops' bits from 2 rows on), the CPU
+     * ones any M. fused_rows: the most rows they take with inner dimension K (norm: that
+     * of norm_matmul, else matmul_residual's); 0: none. The model fuses a step only when
+     * every product of its layer takes its rows.
      * norm_matmul: out[M, N] = (RMSNorm_HF(residual[M, K])·norm_w) · w[N, K]ᵀ, residual unchanged
      * (= add_rmsnorm without delta into a scratch, then matmul); with glu, w is [2N, K]
      * (gate | up rows) and out = silu(gate) ⊙ up (= matmul to [M, 2N], then swiglu). */
@@ -250,6 +253,7 @@ typedef struct {
      * first (= matmul into an ACT buffer, then the add of add_rmsnorm). */
     bool   (*matmul_residual)(hyocr_backend *be, hyocr_buf *residual, const hyocr_buf *x, const hyocr_buf *w,
                               int M, int N, int K, GError **error);
+    int    (*fused_rows)(hyocr_backend *be, int K, bool norm);
 } hyocr_backend_ops;
 
 /* One decode step for decode_bind: one row (token) per sequence. */

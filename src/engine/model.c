@@ -186,15 +186,19 @@ static bool check_shapes(const hyocr_config *cfg, const char *dir, GError **erro
     return true;
 }
 
-/* The fused single-row decode products: 7 launches a layer instead of 10, batch-1
- * decode +14 % on an H200 (session 2: git show
- * 5acdb8e:bench/results/2026-12-02-h200-s2/fuse-README.md). By default on CUDA
- * only (the CPU gains nothing from them); the tuning's fuse overrides. */
-static bool fused_decode(const hyocr_backend *be)
+/* The fused decode products: 7 launches a layer instead of 10, batch-1 decode +14 % on
+ * an H200 (session 2: git show 5acdb8e:bench/results/2026-12-02-h200-s2/fuse-README.md).
+ * By default on CUDA only (the CPU gains nothing from them); the tuning's fuse overrides.
+ * Steps of up to the rows the backend's fused products take for every product of a layer. */
+static int fused_rows(hyocr_backend *be, const hyocr_text_config *c)
 {
-    if (!be->ops->norm_matmul || !be->ops->matmul_residual) return false;
-    if (be->tuning.fuse == HYOCR_SWITCH_DEFAULT) return be->kind == HYOCR_BACKEND_CUDA;
-    return be->tuning.fuse == HYOCR_SWITCH_ON;
+    const hyocr_backend_ops *o = be->ops;
+    if (!o->norm_matmul || !o->matmul_residual || !o->fused_rows) return 0;
+    hyocr_switch fuse = be->tuning.fuse;
+    if (fuse == HYOCR_SWITCH_DEFAULT ? be->kind != HYOCR_BACKEND_CUDA : fuse != HYOCR_SWITCH_ON) return 0;
+    int rows = o->fused_rows(be, c->hidden_size, true);                      /* qkv, gate|up */
+    rows = MIN(rows, o->fused_rows(be, c->num_heads * c->head_dim, false));   /* o */
+    return MIN(rows, o->fused_rows(be, c->intermediate_size, false));         /* down */
 }
 
 hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GError **error)
@@ -211,7 +215,7 @@ hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GEr
     m->live_seqs = g_ptr_array_new();
     m->vit_chunk_rows = HYOCR_VIT_CHUNK_ROWS;
     m->text_chunk_rows = HYOCR_TEXT_CHUNK_ROWS;
-    m->fused_decode = fused_decode(be);
+    m->fused_rows = fused_rows(be, &m->cfg.text);
     if (!hyocr_rope_params_init(&m->rope, &m->cfg, error)) return NULL;
 
     loader ld = { .m = m, .ck = ck, .error = error };

@@ -87,9 +87,10 @@ typedef struct hyocr_model {
      * the CPU backend's results bit-identical to unchunked runs. */
     int        vit_chunk_rows;
     int        text_chunk_rows;
-    /* Single-row decode steps take the fused products (text.c): the backend's tuning
-     * (fuse; by default on CUDA only), resolved once at load. */
-    bool       fused_decode;
+    /* Steps of up to this many rows take the fused products (text.c; 0: none): the
+     * backend's tuning (fuse; by default on CUDA only) and the rows its fused products
+     * take at the model's shapes, resolved once at load. */
+    int        fused_rows;
 
     /* decoding on the device (decode.c) */
     hyocr_buf *pick_seen;                  /* [pick_n_slots · ceil(vocab/32)] words of penalty sets */

@@ -208,11 +208,11 @@ static bool text_bufs_get(hyocr_model *m, int rows, int n_seqs, text_bufs *t, GE
     return t->h && t->a && t->qkv && t->att && t->delta && t->gu && t->act && t->last && t->logits;
 }
 
-/* Single rows (batch-1 decode) take the fused products when the model says so
- * (m->fused_decode, hyocr_model_load). */
+/* Decode-sized steps (batch 1, batches of a few jobs, a verify block) take the fused
+ * products up to the rows the model says (m->fused_rows, hyocr_model_load). */
 static bool use_fused(const hyocr_model *m, int rows)
 {
-    return rows == 1 && m->fused_decode;
+    return rows <= m->fused_rows;
 }
 
 /* The fused layer: the products add into the residual h themselves, so delta

@@ -22,7 +22,7 @@ typedef struct {
     bool         no_graph;        /* HYOCR_NO_GRAPH: decode steps op by op instead of as CUDA graphs */
     bool         no_gemv;         /* HYOCR_NO_GEMV: products of 1..16 rows through cuBLAS, not ours */
     bool         cpu_generic;     /* HYOCR_CPU_GENERIC: the CPU backend's portable paths (no OpenBLAS, no AVX2) */
-    hyocr_switch fuse;            /* HYOCR_FUSE: the fused single-row decode products; default on for CUDA */
+    hyocr_switch fuse;            /* HYOCR_FUSE: the fused decode products; default on for CUDA */
     hyocr_switch pdl;             /* HYOCR_PDL: programmatic dependent launch in captured decode steps;
                                    * default on from sm_90, never below */
     int          decode_split;    /* HYOCR_DECODE_SPLIT: keys per split of the graph's decode attention
