@@ -60,8 +60,8 @@ for k in 0 3 6.4 15; do
 done
 warm "$OUT/dflash_b1_k6.4-nodraft.json" "$P" HYOCR_DRAFT_STANDIN="$C" HYOCR_DRAFT_STANDIN_K=6.4 \
     HYOCR_DRAFT_STANDIN_NO_DRAFT=1
-warm "$OUT/dflash_b1_k6.4-blockkernel.json" "$P" HYOCR_DRAFT_STANDIN="$C" HYOCR_DRAFT_STANDIN_K=6.4 \
-    HYOCR_VERIFY_KERNEL=1
+warm "$OUT/dflash_b1_k6.4-rowbyrow.json" "$P" HYOCR_DRAFT_STANDIN="$C" HYOCR_DRAFT_STANDIN_K=6.4 \
+    HYOCR_VERIFY_KERNEL=0
 warm "$OUT/dflash_b1_draft.json" "$P"
 
 # --- batches of 1024² pages (256 tokens each): plain against k = 6.4 ---

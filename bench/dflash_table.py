@@ -75,7 +75,7 @@ def speed(out):
     rows = [("plain (--speculative-tokens 0)", "b1_plain"), ("stand-in k = 0 (fallback)", "b1_k0"),
             ("stand-in k = 3", "b1_k3"), ("stand-in k = 6.4 (Tencent's mean)", "b1_k6.4"),
             ("stand-in k = 15", "b1_k15"), ("k = 6.4, the draft not run", "b1_k6.4-nodraft"),
-            ("k = 6.4, verify blocks by the block kernel (HYOCR_VERIFY_KERNEL)", "b1_k6.4-blockkernel"),
+            ("k = 6.4, verify row by row (HYOCR_VERIFY_KERNEL=0)", "b1_k6.4-rowbyrow"),
             ("the random draft (accepts ~nothing)", "b1_draft")]
     got = {}
     for label, key in rows:

@@ -5,13 +5,13 @@
  * a second kernel merges the splits' partial softmaxes (flash-decoding); shapes past its limits
  * take one CTA per (row, query head). Where a round is captured, the grids are sized for the
  * cache's capacity and the keys in use come from the cursor on the device. */
-#include "hk-common.h"
+#include "hk-flash.h"
 #include "hk-rope.h"
 #include <math.h>
 
 #define APPEND_THREADS 128
 #define APPEND_CHUNK   1024   /* keys whose scores sit in shared memory at once */
-#define SPLIT_KEYS     256    /* keys of one split-kernel CTA */
+#define SPLIT_KEYS     128    /* keys of one split-kernel CTA */
 #define SPLIT_CHUNK    16     /* keys in shared memory at once */
 #define SPLIT_MAXQ     32     /* queries of one KV head: rows × group heads */
 #define SPLIT_MAXD     128
@@ -190,6 +190,155 @@ k_append_split(float *part, int t, const void *qkv, const void *kc, const void *
     split_store(out, acc, m, l, Q, D, tid);
 }
 
+/* ---- the split kernels on the tensor cores (head dim 128, K/V of the compute type) ----
+ * The same split and partial layout as k_append_split / k_verify_split, the arithmetic of the
+ * prefill kernel (attention-prefill.cu): two warps hold the 32 queries of a KV head (16 rows
+ * each as mma A fragments), a split's keys come in tiles of 64 through shared memory, q·kᵀ and
+ * P·V are mma.sync m16n8k16 with fp32 accumulation and an online softmax in base 2. Those
+ * kernels did the products on the CUDA cores with 32 accumulators a thread (spilled to local
+ * memory): a 16-row block over a 4K context took ~123 µs a layer, about 30× its bytes' time. */
+#define BF_THREADS 64
+#define BF_KEYS    64
+#define BF_D       128
+#define BF_DS      (BF_D + 8)   /* +16 bytes a row: conflict-free ldmatrix */
+
+/* Where a block's queries and keys are: rows row0.., keys [0, n_keys), row r sees keys up to
+ * lim0 + r (causal: the block's own position) or all of them (the draft). */
+struct BfBlock {
+    int row0, n_rows, n_keys, lim0, causal, bt_off;
+};
+
+template <typename T, bool PAGED>
+__device__ __forceinline__ const T *bf_key(const void *base, int key, int g, int W, int bs, const int32_t *bt,
+                                           int bt_off)
+{
+    size_t slot = PAGED ? (size_t)bt[bt_off + key / bs] * bs + key % bs : (size_t)key;
+    return (const T *)base + slot * W + (size_t)g * BF_D;
+}
+
+template <typename T, bool PAGED>
+__device__ __forceinline__ void bf_load_kv(T *s, const void *base, int key0, int key1, int g, int W, int bs,
+                                           const int32_t *bt, int bt_off)
+{
+    for (int c = threadIdx.x; c < BF_KEYS * (BF_D / 8); c += BF_THREADS) {
+        int r = c / (BF_D / 8), ch = c % (BF_D / 8), key = key0 + r;
+        bool ok = key < key1;
+        cp16(s + r * BF_DS + ch * 8, bf_key<T, PAGED>(base, ok ? key : key0, g, W, bs, bt, bt_off) + ch * 8, ok);
+    }
+}
+
+/* Grid (splits, KV heads, blocks). out: this split's partials, query q at q · (D + 2). */
+template <typename T, bool PAGED>
+__device__ void bf_split(float *out, const BfBlock &b, const void *qkv, const void *kc, const void *vc, int bs,
+                         const int32_t *bt, int Hq, int Hkv, float scale_log2)
+{
+    __shared__ __align__(16) T sK[BF_KEYS * BF_DS];
+    __shared__ __align__(16) T sV[BF_KEYS * BF_DS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = lane >> 2, tig = lane & 3;
+    const int G = Hq / Hkv, Q = b.n_rows * G, g = blockIdx.y, W = Hkv * BF_D;
+    const int j0 = blockIdx.x * SPLIT_KEYS, j1 = min(j0 + SPLIT_KEYS, b.n_keys);
+    if (j0 >= j1) {   /* a split past the keys in use: the merge skips it */
+        for (int q = threadIdx.x; q < Q; q += BF_THREADS) out[(size_t)q * (BF_D + 2) + BF_D] = -INFINITY;
+        return;
+    }
+    const size_t row_w = (size_t)(Hq + 2 * Hkv) * BF_D;
+    for (int c = threadIdx.x; c < SPLIT_MAXQ * (BF_D / 8); c += BF_THREADS) {   /* Q through sK */
+        int q = c / (BF_D / 8), ch = c % (BF_D / 8), qq = q < Q ? q : 0;
+        const T *src = (const T *)qkv + (size_t)(b.row0 + qq / G) * row_w + (size_t)(g * G + qq % G) * BF_D;
+        cp16(sK + q * BF_DS + ch * 8, src + ch * 8, q < Q);
+    }
+    cp_commit();
+    cp_wait_all();
+    __syncthreads();
+    uint32_t qf[1][BF_D / 16][4];
+    {
+        int mi = lane >> 3;
+#pragma unroll
+        for (int kk = 0; kk < BF_D / 16; kk++)
+            ldsm_x4(qf[0][kk], sK + (warp * 16 + (lane & 7) + (mi & 1) * 8) * BF_DS + kk * 16 + (mi >> 1) * 8);
+    }
+    __syncthreads();
+    int lim[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int q = min(warp * 16 + gq + 8 * h, Q - 1);
+        lim[h] = min(b.causal ? b.lim0 + q / G : b.n_keys - 1, j1 - 1);
+    }
+    float o[1][BF_D / 8][4];
+#pragma unroll
+    for (int dt = 0; dt < BF_D / 8; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.0f;
+    float m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f };
+    const int n_tiles = (j1 - j0 + BF_KEYS - 1) / BF_KEYS;
+    bf_load_kv<T, PAGED>(sK, kc, j0, j1, g, W, bs, bt, b.bt_off);
+    cp_commit();
+    for (int j = 0; j < n_tiles; j++) {
+        const int key0 = j0 + j * BF_KEYS;
+        cp_wait_all();
+        __syncthreads();
+        bf_load_kv<T, PAGED>(sV, vc, key0, j1, g, W, bs, bt, b.bt_off);
+        cp_commit();
+        float sc[1][BF_KEYS / 8][4];
+        hk_qk<T, 1, BF_KEYS, BF_D / 16, BF_DS>(sc, qf, sK, lane);
+        hk_softmax_tile<BF_KEYS, BF_D>(
+            sc[0], o[0], m, l, tig,
+            [&](float v, int h, int k) { return key0 + k <= lim[h] ? v * scale_log2 : -INFINITY; },
+            [](float m0, float m1) { return exp2f(m0 - m1); }, [](float v, float mx) { return exp2f(v - mx); });
+        cp_wait_all();
+        __syncthreads();
+        if (j + 1 < n_tiles) {
+            bf_load_kv<T, PAGED>(sK, kc, key0 + BF_KEYS, j1, g, W, bs, bt, b.bt_off);
+            cp_commit();
+        }
+        hk_pv<T, 1, BF_KEYS, BF_D, BF_DS>(o, sc, sV, lane);
+    }
+    /* the partial as the merges read it: values relative to e^m, m in the score's natural units */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int q = warp * 16 + gq + 8 * h;
+        const float sum = hk_quad_sum(l[h]);
+        if (q >= Q) continue;
+        float *p = out + (size_t)q * (BF_D + 2);
+#pragma unroll
+        for (int dt = 0; dt < BF_D / 8; dt++) {
+            p[dt * 8 + 2 * tig] = o[0][dt][2 * h];
+            p[dt * 8 + 2 * tig + 1] = o[0][dt][2 * h + 1];
+        }
+        if (tig == 0) {
+            p[BF_D] = sum > 0.0f ? m[h] / LOG2E : -INFINITY;
+            p[BF_D + 1] = sum;
+        }
+    }
+}
+
+/* The draft's block over its contiguous cache (every key visible): k_append_split's layout. */
+template <typename T>
+__global__ void __launch_bounds__(BF_THREADS)
+k_append_flash(float *part, const void *qkv, const void *kc, const void *vc, const int32_t *cursor, int cap, int M,
+               int Hq, int Hkv, float scale_log2)
+{
+    BfBlock b = { 0, M, max(0, min(cursor[0] + M, cap)), 0, 0, 0 };
+    float *out = part + ((size_t)blockIdx.x * Hkv + blockIdx.y) * M * (Hq / Hkv) * (BF_D + 2);
+    bf_split<T, false>(out, b, qkv, kc, vc, 0, NULL, Hq, Hkv, scale_log2);
+}
+
+/* A verify block over the paged cache (row r sees keys up to n_past + r): k_verify_split's layout. */
+template <typename T>
+__global__ void __launch_bounds__(BF_THREADS)
+k_verify_flash(float *part, const void *qkv, const void *kc, const void *vc, int bs, const int32_t *bt,
+               const hk_block *blocks, int Hq, int Hkv, float scale_log2)
+{
+    const hk_block bk = blocks[blockIdx.z];
+    BfBlock b = { bk.row0, bk.n_rows, bk.n_past + bk.n_rows, bk.n_past, 1, bk.bt_off };
+    float *out = part + (((size_t)blockIdx.z * gridDim.x + blockIdx.x) * Hkv + blockIdx.y) * SPLIT_MAXQ * (BF_D + 2);
+    bf_split<T, true>(out, b, qkv, kc, vc, bs, bt, Hq, Hkv, scale_log2);
+}
+
+/* The tensor-core kernels take head dim 128 with K/V of the compute type, up to SPLIT_MAXQ queries. */
+static bool bf_fits(int t, int ct, int Q, int D)
+{
+    return D == BF_D && ct == t && Q <= SPLIT_MAXQ && (t == HK_F16 || t == HK_BF16);
+}
+
 /* One CTA per (row, query head): the splits' partials weighed by exp(mₛ − max). */
 static __global__ void k_append_merge(void *o, int t, const float *part, int splits, int M, int Hq, int Hkv, int D)
 {
@@ -318,8 +467,17 @@ cudaError_t hk_attention_verify(cudaStream_t s, hk_dtype t, void *out, const voi
     if (n_blocks <= 0) return cudaSuccess;
     if (D > SPLIT_MAXD || Hkv <= 0 || Hq % Hkv || ctx_cap <= 0) return cudaErrorInvalidValue;
     unsigned splits = (unsigned)((ctx_cap + SPLIT_KEYS - 1) / SPLIT_KEYS);
-    k_verify_split<<<dim3(splits, (unsigned)Hkv, (unsigned)n_blocks), APPEND_THREADS, 0, s>>>(
-        part, (int)t, qkv, k_cache, v_cache, (int)t, block_size, bt, blocks, Hq, Hkv, D, scale);
+    dim3 grid(splits, (unsigned)Hkv, (unsigned)n_blocks);
+    const float sl2 = scale * LOG2E;
+    if (!bf_fits(t, t, SPLIT_MAXQ, D))
+        k_verify_split<<<grid, APPEND_THREADS, 0, s>>>(part, (int)t, qkv, k_cache, v_cache, (int)t, block_size, bt,
+                                                       blocks, Hq, Hkv, D, scale);
+    else if (t == HK_BF16)
+        k_verify_flash<__nv_bfloat16><<<grid, BF_THREADS, 0, s>>>(part, qkv, k_cache, v_cache, block_size, bt,
+                                                                  blocks, Hq, Hkv, sl2);
+    else
+        k_verify_flash<__half><<<grid, BF_THREADS, 0, s>>>(part, qkv, k_cache, v_cache, block_size, bt, blocks, Hq,
+                                                           Hkv, sl2);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     k_verify_merge<<<dim3((unsigned)(SPLIT_MAXQ * Hq), (unsigned)n_blocks), 128, 0, s>>>(out, (int)t, part,
@@ -356,10 +514,18 @@ cudaError_t hk_attention_append(cudaStream_t s, hk_dtype t, void *out, const voi
     if (e != cudaSuccess || Hq == 0) return e;
     size_t need = hk_append_part_floats(cap, M, Hq, Hkv, D);
     if (need && part && part_floats >= need) {
-        unsigned splits = (unsigned)((cap + SPLIT_KEYS - 1) / SPLIT_KEYS);
-        k_append_split<<<dim3(splits, (unsigned)Hkv), APPEND_THREADS, 0, s>>>(part, (int)t, qkv, k_cache, v_cache,
-                                                                             (int)ct, cursor, cap, M, Hq, Hkv, D,
-                                                                             scale);
+        dim3 grid((unsigned)((cap + SPLIT_KEYS - 1) / SPLIT_KEYS), (unsigned)Hkv);
+        const float sl2 = scale * LOG2E;
+        if (!bf_fits(t, ct, M * (Hq / Hkv), D))
+            k_append_split<<<grid, APPEND_THREADS, 0, s>>>(part, (int)t, qkv, k_cache, v_cache, (int)ct, cursor, cap,
+                                                           M, Hq, Hkv, D, scale);
+        else if (t == HK_BF16)
+            k_append_flash<__nv_bfloat16><<<grid, BF_THREADS, 0, s>>>(part, qkv, k_cache, v_cache, cursor, cap, M,
+                                                                      Hq, Hkv, sl2);
+        else
+            k_append_flash<__half><<<grid, BF_THREADS, 0, s>>>(part, qkv, k_cache, v_cache, cursor, cap, M, Hq, Hkv,
+                                                               sl2);
+        unsigned splits = grid.x;
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
         k_append_merge<<<(unsigned)(M * Hq), 128, 0, s>>>(out, (int)t, part, (int)splits, M, Hq, Hkv, D);
         return cudaGetLastError();

@@ -83,7 +83,7 @@ typedef struct {
     bool             gemv;          /* our kernels for decode-sized GEMMs, 1..16 rows (HYOCR_NO_GEMV=1: cuBLAS) */
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
-    bool             verify_kernel; /* HYOCR_VERIFY_KERNEL: verify blocks by the block kernel, not row by row */
+    bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
     int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel) */
 } cuda_backend;
@@ -1003,8 +1003,9 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
         g_array_append_vals(p->bt, sv->block_table, (guint)nb);
         for (int i = 0; i < sv->n_new; i++) g_array_append_val(p->row_seq, s);
         if (sv->n_new > 1) {
+            /* causal: the last tiles see the most keys; launched first, they do not trail the grid */
             int n_tiles = (sv->n_new * G + 63) / 64;
-            for (int t = 0; t < n_tiles; t++) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
+            for (int t = n_tiles - 1; t >= 0; t--) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
         } else if (sv->n_new == 1) {
             int ctx = sv->n_past + 1, n = (ctx + p->split_len - 1) / p->split_len;
             guint at = p->splits->len;
@@ -1059,8 +1060,8 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     /* rows of one verify block read each other's new K/V: all are stored before any attends, and
      * the attention (which would stream the cache early as a programmatic dependent) waits */
     bool shared = cb->bound_shared;
-    /* the blocks by the block kernel (when asked for and each fits it), the other rows by the decode
-     * kernel; row by row by default: the block kernel measured slower (docs/PERFORMANCE.md) */
+    /* the blocks by the block kernel (each key read once per KV head for the whole block, on the
+     * tensor cores) where each fits it, the other rows by the decode kernel */
     bool blocks = shared && D == 128 && cb->bound_blocks > 0 && cb->verify_kernel &&
                   hk_verify_fits(cb->bound_block_rows, Hq, Hkv, D);
     size_t vparts = blocks ? hk_verify_part_floats(cb->bound_maxb * block_size, cb->bound_blocks, Hq, Hkv, D) : 0;

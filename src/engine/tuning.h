@@ -29,7 +29,7 @@ typedef struct {
                                    * (rounded to what the kernels take); 0 = chosen per step */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
                                    * 0 = the cores, at most 8 */
-    bool         verify_kernel;   /* HYOCR_VERIFY_KERNEL: CUDA verify blocks by the block kernel (not row by row) */
+    bool         verify_kernel;   /* HYOCR_VERIFY_KERNEL=0: CUDA verify blocks row by row, not by the block kernel */
     bool         no_wgmma;        /* HYOCR_NO_WGMMA: the vision attention's mma.sync kernel on Hopper too */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
     char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
