@@ -10,6 +10,7 @@
 static const char *const NAMES[] = {
     "HYOCR_PROFILE", "HYOCR_NO_GRAPH", "HYOCR_NO_GEMV", "HYOCR_CPU_GENERIC",
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
+    "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS",
 };
 
 static void clear_env(void)
@@ -67,6 +68,8 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.decode_split, ==, 0);
+    g_assert_cmpint(t.text_chunk_rows, ==, 0);
+    g_assert_true(t.rows_verify);   /* the block kernel is the default: 0 turns it off */
     g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */
     g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);
     hyocr_tuning_from_env(&t);
@@ -82,10 +85,12 @@ static void test_counts(void)
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_setenv("HYOCR_DECODE_SPLIT", cases[i].v, TRUE);
         g_setenv("HYOCR_RESIZE_THREADS", cases[i].v, TRUE);
+        g_setenv("HYOCR_TEXT_CHUNK_ROWS", cases[i].v, TRUE);
         hyocr_tuning t;
         hyocr_tuning_from_env(&t);
         clear_env();
         g_assert_cmpint(t.decode_split, ==, cases[i].split);
+        g_assert_cmpint(t.text_chunk_rows, ==, cases[i].split);
         g_assert_cmpint(t.resize_threads, ==, cases[i].threads);
     }
 }
@@ -98,6 +103,7 @@ static void engine_case(bool fuse)
     g_autofree char *dir = hyocr_test_data("ckpt-flat", NULL);
     g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);
     g_setenv("HYOCR_RESIZE_THREADS", "2", TRUE);
+    g_setenv("HYOCR_TEXT_CHUNK_ROWS", "1536", TRUE);
     if (fuse) g_setenv("HYOCR_FUSE", "1", TRUE);
     hyocr_engine_params ep;
     hyocr_engine_params_init(&ep);
@@ -112,6 +118,7 @@ static void engine_case(bool fuse)
     g_assert_cmpmem(&eng->be->tuning, sizeof eng->be->tuning, &eng->tuning, sizeof eng->tuning);
     /* the CPU's default is unfused; HYOCR_FUSE=1 fuses its steps, whatever their rows */
     g_assert_cmpint(eng->model->fused_rows, ==, fuse ? INT_MAX : 0);
+    g_assert_cmpint(eng->model->text_chunk_rows, ==, 1536);   /* the params left it at 0 */
 }
 
 static void test_engine_hands_down(gconstpointer fuse)

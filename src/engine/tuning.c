@@ -29,10 +29,11 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->fuse = env_switch("HYOCR_FUSE");
     t->pdl = env_switch("HYOCR_PDL");
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");
+    t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");
     /* set but below 1 (or not a number): one thread, as it always meant */
     const char *rt = g_getenv("HYOCR_RESIZE_THREADS");
     t->resize_threads = rt && *rt ? MAX(env_count("HYOCR_RESIZE_THREADS"), 1) : 0;
-    t->verify_kernel = env_switch("HYOCR_VERIFY_KERNEL") != HYOCR_SWITCH_OFF;
+    t->rows_verify = env_switch("HYOCR_VERIFY_KERNEL") == HYOCR_SWITCH_OFF;
     t->no_wgmma = env_switch("HYOCR_NO_WGMMA") == HYOCR_SWITCH_ON;
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
     if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);

@@ -27,9 +27,11 @@ typedef struct {
                                    * default on from sm_90, never below */
     int          decode_split;    /* HYOCR_DECODE_SPLIT: keys per split of the graph's decode attention
                                    * (rounded to what the kernels take); 0 = chosen per step */
+    int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
+                                   * params leave it at 0; 0 = the default (HYOCR_TEXT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
                                    * 0 = the cores, at most 8 */
-    bool         verify_kernel;   /* HYOCR_VERIFY_KERNEL=0: CUDA verify blocks row by row, not by the block kernel */
+    bool         rows_verify;     /* HYOCR_VERIFY_KERNEL=0: CUDA verify blocks row by row, not by the block kernel */
     bool         no_wgmma;        /* HYOCR_NO_WGMMA: the vision attention's mma.sync kernel on Hopper too */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
     char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
