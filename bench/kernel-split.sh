@@ -8,7 +8,8 @@
 # the sum is the step's time without launch gaps and without the PDL overlap.
 #   source .device/setup.sh && OUT=/tmp/o bench/kernel-split.sh [graph|eager]
 # Env: SKIP (launches skipped, default 3000), COUNT (launches profiled, default 360),
-# HYOCR_BENCH_CKPT (full-size checkpoint, default /tmp/hy-full), TAG (file prefix).
+# HYOCR_BENCH_CKPT (full-size checkpoint, default /tmp/hy-full), TAG (file prefix), BATCH (a batch
+# of that many 1087-token sequences, a 1024² page's, instead of batch 1 at context 4191).
 # Writes $OUT/${TAG}split-raw.csv, ${TAG}split.txt (per kernel: calls per step, µs per call,
 # µs per step) and ${TAG}split-order.txt (one step's kernels in launch order).
 set -uo pipefail
@@ -27,12 +28,19 @@ NOGRAPH=0
 MODES=2
 [ "$MODE" = eager ] && MODES=1
 # the benchmark sets HYOCR_NO_GRAPH itself from its mode
-HYOCR_DECODE_BENCH_NO_BATCH=1 HYOCR_DECODE_BENCH_MODES=$MODES HYOCR_DECODE_BENCH=$CKPT \
+if [ -n "${BATCH:-}" ]; then
+    export HYOCR_DECODE_BENCH_BATCHES=$BATCH
+    WHAT="batch $BATCH, context 1087"
+else
+    export HYOCR_DECODE_BENCH_NO_BATCH=1
+    WHAT="batch 1, context 4191"
+fi
+HYOCR_DECODE_BENCH_MODES=$MODES HYOCR_DECODE_BENCH=$CKPT \
     timeout 500 "$NCU" --graph-profiling node --clock-control none --metrics gpu__time_duration.sum \
     --launch-skip "${SKIP:-3000}" --launch-count "${COUNT:-360}" --csv --print-units base \
     build-gpu/tests/test-decode -p /decode/cuda/bench >"$OUT/${TAG}split-raw.csv" 2>"$OUT/${TAG}split-ncu.log" ||
     { tail -20 "$OUT/${TAG}split-ncu.log"; tail -5 "$OUT/${TAG}split-raw.csv"; exit 1; }
-python3 - "$OUT/${TAG}split-raw.csv" "$OUT/${TAG}split.txt" "$OUT/${TAG}split-order.txt" "$MODE" <<'PY'
+python3 - "$OUT/${TAG}split-raw.csv" "$OUT/${TAG}split.txt" "$OUT/${TAG}split-order.txt" "$MODE" "$WHAT" <<'PY'
 import csv, sys, re, collections
 lines = open(sys.argv[1]).read().splitlines()
 start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
@@ -59,7 +67,7 @@ for n, us, g, b in win:
     a = agg.setdefault(n, [0, 0.0, g, b]); a[0] += 1; a[1] += us
 tot = sum(a[1] for a in agg.values()) / steps
 with open(sys.argv[2], "w") as f:
-    f.write(f"decode step kernels ({sys.argv[4]}), batch 1, context 4191: {steps} steps, "
+    f.write(f"decode step kernels ({sys.argv[4]}), {sys.argv[5]}: {steps} steps, "
             f"{len(win) / steps:.0f} kernels, {tot:.1f} us of kernel time per step\n")
     f.write(f"{'kernel':60s} {'grid':>14s} {'calls':>6s} {'us/call':>8s} {'us/step':>8s} {'%':>6s}\n")
     for n, (c, t, g, b) in sorted(agg.items(), key=lambda kv: -kv[1][1]):

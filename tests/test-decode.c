@@ -9,6 +9,7 @@
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static hyocr_backend *open_backend(bool cuda)
@@ -609,7 +610,9 @@ static void test_bench(void)
     g_assert_true(hyocr_model_kv_init(m, 16, 0, 20480, 0, &err));   /* no growth (block moves) while timing */
     static const char *const names[] = { "host sampler", "device pick, no graph", "device pick, graph" };
     const char *only = g_getenv("HYOCR_DECODE_BENCH_MODES");   /* e.g. "2": graphs only (profiling) */
-    for (int mode = 0; mode < 3; mode++) {
+    /* e.g. "16": only those batches of 1087-token sequences (profiling one batch size) */
+    const char *batch_list = g_getenv("HYOCR_DECODE_BENCH_BATCHES");
+    for (int mode = 0; mode < 3 && !batch_list; mode++) {
         if (only && !strchr(only, '0' + mode)) continue;
         printf("# decode batch 1, context 4191: %-24s %8.1f tok/s\n", names[mode], bench_run(m, 1, 4191, 256, mode));
         fflush(stdout);
@@ -620,12 +623,13 @@ static void test_bench(void)
         hyocr_backend_free(be);
         return;
     }
-    const int batches[] = { 1, 4, 16 };
-    for (size_t b = 0; b < G_N_ELEMENTS(batches); b++)
+    g_auto(GStrv) batches = g_strsplit(batch_list ? batch_list : "1,4,16", ",", 0);
+    for (char **b = batches; *b; b++)
         for (int mode = 1; mode < 3; mode++) {
-            if (only && !strchr(only, '0' + mode)) continue;
-            printf("# decode batch %d, context 1087: %-24s %8.1f tok/s\n", batches[b], names[mode],
-                   bench_run(m, batches[b], 1087, 128, mode));
+            int n = atoi(*b);
+            if ((only && !strchr(only, '0' + mode)) || n < 1 || n > 64) continue;
+            printf("# decode batch %d, context 1087: %-24s %8.1f tok/s\n", n, names[mode],
+                   bench_run(m, n, 1087, 128, mode));
             fflush(stdout);
         }
     hyocr_model_free(m);
