@@ -36,7 +36,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
 step "CUDA tests"
 for t in backend-cuda dflash speculate decode batch; do
-    timeout 60 build-gpu/tests/test-$t --tap >"$RAW/test-$t.txt" 2>&1
+    timeout 120 build-gpu/tests/test-$t --tap >"$RAW/test-$t.txt" 2>&1
     rc=$?
     echo "test-$t: exit $rc, $(grep -c '^ok' "$RAW/test-$t.txt") ok ($(grep -c '# SKIP' "$RAW/test-$t.txt") skipped)," \
          "$(grep -c '^not ok' "$RAW/test-$t.txt") not ok"
