@@ -130,12 +130,16 @@ __device__ __forceinline__ void fa_store(const FaArgs &a, const FaTile &t, float
     }
 }
 
-template <typename T, int D, int DP, bool PAGED>
+/* STAGES K/V tiles in flight: with 2, tile j + 2's copies are issued as soon as every warp is
+ * done with tile j, so the loads of the next tile overlap this tile's products (one barrier
+ * pair a tile). With 1 (cards whose shared memory per block is under 2 × 2 tiles: Turing),
+ * V of tile j loads under q·kᵀ and K of tile j + 1 under P·V. */
+template <typename T, int D, int DP, bool PAGED, int STAGES>
 __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
 {
     constexpr int DS = DP + 8;   /* +16 bytes per row: conflict-free ldmatrix */
-    __shared__ __align__(16) T sK[FA_BN * DS];
-    __shared__ __align__(16) T sV[FA_BN * DS];
+    extern __shared__ __align__(16) unsigned char fa_smem[];
+    T *sK = (T *)fa_smem, *sV = sK + STAGES * FA_BN * DS;   /* stage s at + s · FA_BN · DS */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
     FaTile t = fa_tile<PAGED>(a);
     if (t.r0 >= t.flat) return;
@@ -143,7 +147,7 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
     /* Pad columns D..DP of K (and Q, which passes through sK) must be zero for q·kᵀ. */
     constexpr int PAD = DP > D ? DP - D : 1;
     if (DP > D)
-        for (int i = threadIdx.x; i < FA_BN * PAD; i += FA_THREADS)
+        for (int i = threadIdx.x; i < STAGES * FA_BN * PAD; i += FA_THREADS)
             sK[(i / PAD) * DS + D + i % PAD] = T(0.0f);
     fa_load_q<T, D, DS, PAGED>(sK, a, t);
     cp_commit();
@@ -171,23 +175,47 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
     float m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f };
 
     const int n_tiles = (t.n_keys + FA_BN - 1) / FA_BN;
-    fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, 0);
-    cp_commit();
-    for (int j = 0; j < n_tiles; j++) {
-        cp_wait_all();
-        __syncthreads();
-        fa_load_kv<T, D, DS, PAGED>(sV, a, t, a.v, j * FA_BN);
-        cp_commit();
-        float sc[1][FA_BN / 8][4];
-        hk_qk<T, 1, FA_BN, DP / 16, DS>(sc, qf, sK, lane);
-        fa_softmax<D>(sc[0], o[0], m, l, lim, j * FA_BN, tig, a.scale_log2);
-        cp_wait_all();
-        __syncthreads();
-        if (j + 1 < n_tiles) {
-            fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, (j + 1) * FA_BN);
+    if (STAGES == 2) {
+        for (int j = 0; j < 2 && j < n_tiles; j++) {
+            fa_load_kv<T, D, DS, PAGED>(sK + j * FA_BN * DS, a, t, a.k, j * FA_BN);
+            fa_load_kv<T, D, DS, PAGED>(sV + j * FA_BN * DS, a, t, a.v, j * FA_BN);
             cp_commit();
         }
-        hk_pv<T, 1, FA_BN, D, DS>(o, sc, sV, lane);
+        for (int j = 0; j < n_tiles; j++) {
+            if (j + 1 < n_tiles) cp_wait<1>();   /* tile j's group is the older of the two */
+            else cp_wait<0>();
+            __syncthreads();
+            const T *k = sK + (j & 1) * FA_BN * DS, *v = sV + (j & 1) * FA_BN * DS;
+            float sc[1][FA_BN / 8][4];
+            hk_qk<T, 1, FA_BN, DP / 16, DS>(sc, qf, k, lane);
+            fa_softmax<D>(sc[0], o[0], m, l, lim, j * FA_BN, tig, a.scale_log2);
+            hk_pv<T, 1, FA_BN, D, DS>(o, sc, v, lane);
+            __syncthreads();   /* stage j & 1 is free */
+            if (j + 2 < n_tiles) {
+                fa_load_kv<T, D, DS, PAGED>(sK + (j & 1) * FA_BN * DS, a, t, a.k, (j + 2) * FA_BN);
+                fa_load_kv<T, D, DS, PAGED>(sV + (j & 1) * FA_BN * DS, a, t, a.v, (j + 2) * FA_BN);
+                cp_commit();
+            }
+        }
+    } else {
+        fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, 0);
+        cp_commit();
+        for (int j = 0; j < n_tiles; j++) {
+            cp_wait_all();
+            __syncthreads();
+            fa_load_kv<T, D, DS, PAGED>(sV, a, t, a.v, j * FA_BN);
+            cp_commit();
+            float sc[1][FA_BN / 8][4];
+            hk_qk<T, 1, FA_BN, DP / 16, DS>(sc, qf, sK, lane);
+            fa_softmax<D>(sc[0], o[0], m, l, lim, j * FA_BN, tig, a.scale_log2);
+            cp_wait_all();
+            __syncthreads();
+            if (j + 1 < n_tiles) {
+                fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, (j + 1) * FA_BN);
+                cp_commit();
+            }
+            hk_pv<T, 1, FA_BN, D, DS>(o, sc, sV, lane);
+        }
     }
     fa_store<T, D, PAGED>(a, t, o[0], l, rloc, tig);
 }
@@ -213,10 +241,26 @@ static __global__ void k_kv_write(const void *qkv, void *kc, void *vc, const hk_
     }
 }
 
+/* Two stages where the card gives a block their shared memory (69.6 KB at head dim 128: every
+ * card from Ampere on), else one (34.8 KB). The attribute is set once per kernel and device. */
 template <typename T, int D, int DP, bool PAGED>
 static cudaError_t launch_flash(cudaStream_t s, const FaArgs &a, dim3 grid)
 {
-    k_flash<T, D, DP, PAGED><<<grid, FA_THREADS, 0, s>>>(a);
+    constexpr size_t one = (size_t)2 * FA_BN * (DP + 8) * sizeof(T);
+    static int ready[64];   /* per device: 0 unknown, 1 one stage, 2 two stages */
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (dev < 0 || dev >= 64) dev = 63;
+    if (!ready[dev]) {
+        if ((e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) != cudaSuccess) return e;
+        ready[dev] = (size_t)optin >= 2 * one &&
+                     cudaFuncSetAttribute(k_flash<T, D, DP, PAGED, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)(2 * one)) == cudaSuccess ? 2 : 1;
+        cudaGetLastError();   /* a refused attribute leaves one stage, not an error */
+    }
+    if (ready[dev] == 2) k_flash<T, D, DP, PAGED, 2><<<grid, FA_THREADS, 2 * one, s>>>(a);
+    else k_flash<T, D, DP, PAGED, 1><<<grid, FA_THREADS, one, s>>>(a);
     return cudaGetLastError();
 }
 
