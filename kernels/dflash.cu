@@ -194,7 +194,10 @@ k_append_split(float *part, int t, const void *qkv, const void *kc, const void *
  * The same split and partial layout as k_append_split / k_verify_split, the arithmetic of the
  * prefill kernel (attention-prefill.cu): two warps hold the 32 queries of a KV head (16 rows
  * each as mma A fragments), a split's keys come in tiles of 64 through shared memory, q·kᵀ and
- * P·V are mma.sync m16n8k16 with fp32 accumulation and an online softmax in base 2. Those
+ * P·V are mma.sync m16n8k16 with fp32 accumulation and an online softmax in base 2. P goes in
+ * as its rounding plus what the rounding lost (hk_pv EXACT): a verify row must weigh the values
+ * as the decode kernel's fp32 does, or a near-tie that plain decoding breaks one way breaks the
+ * other (with P rounded to fp16, the 2048² speed run left plain decoding at token 619). Those
  * kernels did the products on the CUDA cores with 32 accumulators a thread (spilled to local
  * memory): a 16-row block over a 4K context took ~123 µs a layer, about 30× its bytes' time. */
 #define BF_THREADS 64
@@ -289,7 +292,7 @@ __device__ void bf_split(float *out, const BfBlock &b, const void *qkv, const vo
             bf_load_kv<T, PAGED>(sK, kc, key0 + BF_KEYS, j1, g, W, bs, bt, b.bt_off);
             cp_commit();
         }
-        hk_pv<T, 1, BF_KEYS, BF_D, BF_DS>(o, sc, sV, lane);
+        hk_pv<T, 1, BF_KEYS, BF_D, BF_DS, true>(o, sc, sV, lane);   /* as decode's fp32 weights */
     }
     /* the partial as the merges read it: values relative to e^m, m in the score's natural units */
 #pragma unroll

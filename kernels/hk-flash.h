@@ -174,22 +174,45 @@ __device__ __forceinline__ void hk_qk(float (*sc)[NK / 8][4], const uint32_t (*q
     }
 }
 
+/* What pack2 lost: (a, b) minus the pair packed in hi, packed again. */
+template <typename T> __device__ __forceinline__ uint32_t pack2_rest(float a, float b, uint32_t hi);
+template <> __device__ __forceinline__ uint32_t pack2_rest<__half>(float a, float b, uint32_t hi)
+{
+    float2 f = __half22float2(*(__half2 *)&hi);
+    return pack2<__half>(a - f.x, b - f.y);
+}
+template <> __device__ __forceinline__ uint32_t pack2_rest<__nv_bfloat16>(float a, float b, uint32_t hi)
+{
+    float2 f = __bfloat1622float2(*(__nv_bfloat162 *)&hi);
+    return pack2<__nv_bfloat16>(a - f.x, b - f.y);
+}
+
 /* O += P·V of MW row blocks, ND output dims, NK keys, V's rows DS elements apart.
  * P comes straight from the score registers (the C layout of two adjacent n8 tiles
- * is the A layout of one k16 step); every V fragment loaded feeds the MW blocks. */
-template <typename T, int MW, int NK, int ND, int DS>
+ * is the A layout of one k16 step); every V fragment loaded feeds the MW blocks.
+ * EXACT: P as the sum of two products, its rounding to T and what that rounding lost,
+ * so the weights keep ~16 (fp16: 22) bits as fp32 arithmetic nearly would: where the
+ * result must agree with a kernel that weighs the values in fp32 (the speculative
+ * verify against plain decoding) and the kernel is bound by memory, not by the MMAs. */
+template <typename T, int MW, int NK, int ND, int DS, bool EXACT = false>
 __device__ __forceinline__ void hk_pv(float (*o)[ND / 8][4], float (*sc)[NK / 8][4], const T *sV, int lane)
 {
     int mi = lane >> 3;
 #pragma unroll
     for (int kk = 0; kk < NK / 16; kk++) {
-        uint32_t pa[MW][4];
+        uint32_t pa[MW][4], pr[EXACT ? MW : 1][4];
 #pragma unroll
         for (int w = 0; w < MW; w++) {
             pa[w][0] = pack2<T>(sc[w][2 * kk][0], sc[w][2 * kk][1]);
             pa[w][1] = pack2<T>(sc[w][2 * kk][2], sc[w][2 * kk][3]);
             pa[w][2] = pack2<T>(sc[w][2 * kk + 1][0], sc[w][2 * kk + 1][1]);
             pa[w][3] = pack2<T>(sc[w][2 * kk + 1][2], sc[w][2 * kk + 1][3]);
+            if (EXACT) {
+                pr[w][0] = pack2_rest<T>(sc[w][2 * kk][0], sc[w][2 * kk][1], pa[w][0]);
+                pr[w][1] = pack2_rest<T>(sc[w][2 * kk][2], sc[w][2 * kk][3], pa[w][1]);
+                pr[w][2] = pack2_rest<T>(sc[w][2 * kk + 1][0], sc[w][2 * kk + 1][1], pa[w][2]);
+                pr[w][3] = pack2_rest<T>(sc[w][2 * kk + 1][2], sc[w][2 * kk + 1][3], pa[w][3]);
+            }
         }
         const T *vk = sV + (kk * 16 + (lane & 7) + (mi & 1) * 8) * DS;
 #pragma unroll
@@ -200,13 +223,20 @@ __device__ __forceinline__ void hk_pv(float (*o)[ND / 8][4], float (*sc)[NK / 8]
             for (int w = 0; w < MW; w++) {
                 mma16816<T>(o[w][2 * q], pa[w], b);
                 mma16816<T>(o[w][2 * q + 1], pa[w], b + 2);
+                if (EXACT) {
+                    mma16816<T>(o[w][2 * q], pr[w], b);
+                    mma16816<T>(o[w][2 * q + 1], pr[w], b + 2);
+                }
             }
         }
         if (ND % 16) {
             uint32_t b[2];
             ldsm_x2_t(b, vk + (ND / 16) * 16);
 #pragma unroll
-            for (int w = 0; w < MW; w++) mma16816<T>(o[w][ND / 8 - 1], pa[w], b);
+            for (int w = 0; w < MW; w++) {
+                mma16816<T>(o[w][ND / 8 - 1], pa[w], b);
+                if (EXACT) mma16816<T>(o[w][ND / 8 - 1], pr[w], b);
+            }
         }
     }
 }
