@@ -21,15 +21,14 @@ struct FaArgs {
     int G, Hkv;                           /* paged: q heads per KV head */
     float scale_log2;
     const hk_seq *seqs;
-    const hk_ptile *tiles;
+    const int2 *tiles;
     const int32_t *bt;
     int block_size;
-    float *part;   /* paged, split items: their partials */
 };
 
-/* Where this CTA's 64 rows and its keys [key0, n_keys) live; part ≥ 0: a split item's slot. */
+/* Where this CTA's 64 rows and its keys live. */
 struct FaTile {
-    int row0, n_past, flat, r0, key0, n_keys, kvh, head0, bt_off, part;
+    int row0, n_past, flat, r0, n_keys, kvh, head0, bt_off;
 };
 
 template <bool PAGED>
@@ -37,29 +36,26 @@ __device__ __forceinline__ FaTile fa_tile(const FaArgs &a)
 {
     FaTile t;
     if (PAGED) {
-        hk_ptile w = a.tiles[blockIdx.x];
-        hk_seq s = a.seqs[w.seq];
+        int2 w = a.tiles[blockIdx.x];
+        hk_seq s = a.seqs[w.x];
         t.row0 = s.row0;
         t.n_past = s.n_past;
         t.flat = s.n_new * a.G;
-        t.r0 = w.tile * FA_BM;
-        t.key0 = w.key0;
-        t.n_keys = w.key1;
+        t.r0 = w.y * FA_BM;
+        int last = min(t.r0 + FA_BM, t.flat) - 1;
+        t.n_keys = s.n_past + last / a.G + 1;
         t.kvh = blockIdx.y;
         t.head0 = blockIdx.y * a.G;
         t.bt_off = s.bt_off;
-        t.part = w.part;
     } else {
         t.row0 = 0;
         t.n_past = 0;
         t.flat = a.n;
         t.r0 = blockIdx.x * FA_BM;
-        t.key0 = 0;
         t.n_keys = a.n;
         t.kvh = blockIdx.y;
         t.head0 = blockIdx.y;
         t.bt_off = 0;
-        t.part = -1;
     }
     return t;
 }
@@ -138,24 +134,6 @@ __device__ __forceinline__ void fa_store(const FaArgs &a, const FaTile &t, float
  * done with tile j, so the loads of the next tile overlap this tile's products (one barrier
  * pair a tile). With 1 (cards whose shared memory per block is under 2 × 2 tiles: Turing),
  * V of tile j loads under q·kᵀ and K of tile j + 1 under P·V. */
-/* A split item's partial: each row's unnormalised output, its max (log2 units) and sum, at
- * ((part · Hkv + kvh) · 64 + row) · (D + 2). Rows that saw no key of the split have sum 0. */
-template <int D>
-__device__ __forceinline__ void fa_store_part(const FaArgs &a, const FaTile &t, float (*o)[4], const float *m,
-                                              const float *l, int rloc, int tig)
-{
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        float s = hk_quad_sum(l[h]);
-        int r = rloc + 8 * h;
-        if (t.r0 + r >= t.flat) continue;
-        float *p = a.part + (((size_t)t.part * a.Hkv + t.kvh) * FA_BM + r) * (D + 2);
-#pragma unroll
-        for (int dt = 0; dt < D / 8; dt++) *(float2 *)(p + dt * 8 + 2 * tig) = make_float2(o[dt][2 * h], o[dt][2 * h + 1]);
-        if (tig == 0) *(float2 *)(p + D) = make_float2(m[h], s);
-    }
-}
-
 template <typename T, int D, int DP, bool PAGED, int STAGES>
 __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
 {
@@ -185,22 +163,22 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
     __syncthreads();
 
     const int rloc = warp * 16 + g;
-    int lim[2];   /* the last key each row sees here: its position, within the item's keys */
+    int lim[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         int fr = min(t.r0 + rloc + 8 * h, t.flat - 1);
-        lim[h] = PAGED ? min(t.n_past + fr / a.G, t.n_keys - 1) : t.n_keys - 1;
+        lim[h] = PAGED ? t.n_past + fr / a.G : t.n_keys - 1;
     }
     float o[1][D / 8][4];
 #pragma unroll
     for (int dt = 0; dt < D / 8; dt++) o[0][dt][0] = o[0][dt][1] = o[0][dt][2] = o[0][dt][3] = 0.0f;
     float m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f };
 
-    const int j0 = t.key0 / FA_BN, n_tiles = (t.n_keys + FA_BN - 1) / FA_BN - j0;   /* key0: a multiple of 64 */
+    const int n_tiles = (t.n_keys + FA_BN - 1) / FA_BN;
     if (STAGES == 2) {
         for (int j = 0; j < 2 && j < n_tiles; j++) {
-            fa_load_kv<T, D, DS, PAGED>(sK + j * FA_BN * DS, a, t, a.k, (j0 + j) * FA_BN);
-            fa_load_kv<T, D, DS, PAGED>(sV + j * FA_BN * DS, a, t, a.v, (j0 + j) * FA_BN);
+            fa_load_kv<T, D, DS, PAGED>(sK + j * FA_BN * DS, a, t, a.k, j * FA_BN);
+            fa_load_kv<T, D, DS, PAGED>(sV + j * FA_BN * DS, a, t, a.v, j * FA_BN);
             cp_commit();
         }
         for (int j = 0; j < n_tiles; j++) {
@@ -210,71 +188,36 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
             const T *k = sK + (j & 1) * FA_BN * DS, *v = sV + (j & 1) * FA_BN * DS;
             float sc[1][FA_BN / 8][4];
             hk_qk<T, 1, FA_BN, DP / 16, DS>(sc, qf, k, lane);
-            fa_softmax<D>(sc[0], o[0], m, l, lim, (j0 + j) * FA_BN, tig, a.scale_log2);
+            fa_softmax<D>(sc[0], o[0], m, l, lim, j * FA_BN, tig, a.scale_log2);
             hk_pv<T, 1, FA_BN, D, DS>(o, sc, v, lane);
             __syncthreads();   /* stage j & 1 is free */
             if (j + 2 < n_tiles) {
-                fa_load_kv<T, D, DS, PAGED>(sK + (j & 1) * FA_BN * DS, a, t, a.k, (j0 + j + 2) * FA_BN);
-                fa_load_kv<T, D, DS, PAGED>(sV + (j & 1) * FA_BN * DS, a, t, a.v, (j0 + j + 2) * FA_BN);
+                fa_load_kv<T, D, DS, PAGED>(sK + (j & 1) * FA_BN * DS, a, t, a.k, (j + 2) * FA_BN);
+                fa_load_kv<T, D, DS, PAGED>(sV + (j & 1) * FA_BN * DS, a, t, a.v, (j + 2) * FA_BN);
                 cp_commit();
             }
         }
     } else {
-        fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, j0 * FA_BN);
+        fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, 0);
         cp_commit();
         for (int j = 0; j < n_tiles; j++) {
             cp_wait_all();
             __syncthreads();
-            fa_load_kv<T, D, DS, PAGED>(sV, a, t, a.v, (j0 + j) * FA_BN);
+            fa_load_kv<T, D, DS, PAGED>(sV, a, t, a.v, j * FA_BN);
             cp_commit();
             float sc[1][FA_BN / 8][4];
             hk_qk<T, 1, FA_BN, DP / 16, DS>(sc, qf, sK, lane);
-            fa_softmax<D>(sc[0], o[0], m, l, lim, (j0 + j) * FA_BN, tig, a.scale_log2);
+            fa_softmax<D>(sc[0], o[0], m, l, lim, j * FA_BN, tig, a.scale_log2);
             cp_wait_all();
             __syncthreads();
             if (j + 1 < n_tiles) {
-                fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, (j0 + j + 1) * FA_BN);
+                fa_load_kv<T, D, DS, PAGED>(sK, a, t, a.k, (j + 1) * FA_BN);
                 cp_commit();
             }
             hk_pv<T, 1, FA_BN, D, DS>(o, sc, sV, lane);
         }
     }
-    if (PAGED && t.part >= 0) fa_store_part<D>(a, t, o[0], m, l, rloc, tig);
-    else fa_store<T, D, PAGED>(a, t, o[0], l, rloc, tig);
-}
-
-/* Grid (merges, KV heads): a split tile's partials weighed by 2^(mₛ − max) into its rows. */
-template <typename T, int D>
-__global__ void __launch_bounds__(128) k_flash_merge(FaArgs a, const hk_ptile *merges)
-{
-    const hk_ptile w = merges[blockIdx.x];
-    const hk_seq s = a.seqs[w.seq];
-    const int flat = s.n_new * a.G, kvh = blockIdx.y;
-    FaTile t = {};
-    t.row0 = s.row0;
-    t.head0 = kvh * a.G;
-    for (int i = threadIdx.x; i < FA_BM * (D / 8); i += blockDim.x) {
-        const int r = i / (D / 8), c = (i % (D / 8)) * 8, fr = w.tile * FA_BM + r;
-        if (fr >= flat) continue;
-        const float *p0 = a.part + (((size_t)w.part * a.Hkv + kvh) * FA_BM + r) * (D + 2);
-        const size_t step = (size_t)a.Hkv * FA_BM * (D + 2);   /* from one slot to the next */
-        float mx = -1e30f;
-        for (int k = 0; k < w.n_parts; k++)
-            if (p0[k * step + D + 1] > 0.0f) mx = fmaxf(mx, p0[k * step + D]);
-        float acc[8] = { 0.0f }, den = 0.0f;
-        for (int k = 0; k < w.n_parts; k++) {
-            const float *p = p0 + k * step;
-            if (p[D + 1] <= 0.0f) continue;   /* no key of that split before the row */
-            const float f = exp2f(p[D] - mx);
-            den += f * p[D + 1];
-#pragma unroll
-            for (int e = 0; e < 8; e++) acc[e] += f * p[c + e];
-        }
-        const float inv = 1.0f / den;
-        T *dst = (T *)a.out + fa_row_off<true>(a, t, fr, a.out_stride, D) + c;
-#pragma unroll
-        for (int e = 0; e < 8; e += 2) *(uint32_t *)(dst + e) = pack2<T>(acc[e] * inv, acc[e + 1] * inv);
-    }
+    fa_store<T, D, PAGED>(a, t, o[0], l, rloc, tig);
 }
 
 /* ---- KV write: one block per new row, 16-byte chunks of k|v ---- */
@@ -348,26 +291,9 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
     hk_paged_fill(a, p);
     a.out_stride = p->Hq * p->D;
     a.tiles = p->tiles;
-    a.part = p->prefill_part;
     dim3 grid((unsigned)p->n_tiles, (unsigned)p->Hkv);
-    if (p->D != 128 || (p->n_merges > 0 && !p->prefill_part)) return cudaErrorInvalidValue;
-    cudaError_t e = launch_flash<T, 128, 128, true>(s, a, grid);
-    if (e != cudaSuccess || p->n_merges <= 0) return e;
-    k_flash_merge<T, 128><<<dim3((unsigned)p->n_merges, (unsigned)p->Hkv), 128, 0, s>>>(a, p->merges);
-    return cudaGetLastError();
-}
-
-/* A CTA scans its keys one 64-key tile after another, so a call with few tiles against a long
- * context (the last chunk of a long prompt: a few rows, every key before them) is as slow as
- * its longest CTA. Items of at most L keys, L sized for ~3 CTAs an SM of work in all, bound
- * that; never under 4 tiles (a partial costs a write and a read of 64 rows). */
-int hk_prefill_split_len(int sm_count, int64_t key_tiles, int max_item_tiles, int Hkv)
-{
-    if (sm_count <= 0 || Hkv <= 0 || key_tiles <= 0) return 0;
-    int64_t want = (int64_t)3 * sm_count / Hkv + 1;   /* items per KV head */
-    int64_t L = (key_tiles + want - 1) / want;
-    if (L < 4) L = 4;
-    return L >= max_item_tiles ? 0 : (int)L * FA_BN;
+    if (p->D == 128) return launch_flash<T, 128, 128, true>(s, a, grid);
+    return cudaErrorInvalidValue;
 }
 
 cudaError_t hk_flash_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D, float scale)

@@ -49,18 +49,6 @@ typedef struct {
     int pad_;
 } hk_split;
 
-/* A prefill work item: the 64 flattened (row, group-head) pairs of tile `tile` of a
- * sequence against its keys [key0, key1). part < 0: the item holds all the keys its rows
- * see and writes the output; else it writes an unnormalised partial to slot `part`, and a
- * merge item (same seq and tile, part = its first slot, n_parts slots) combines them. */
-typedef struct {
-    int seq, tile, key0, key1, part, n_parts;
-} hk_ptile;
-
-/* Keys (a multiple of 64) per prefill item: ~3 CTAs an SM for a call whose items see
- * key_tiles 64-key tiles in all (per KV head); 0: no split (the longest item needs none). */
-int hk_prefill_split_len(int sm_count, int64_t key_tiles, int max_item_tiles, int Hkv);
-
 /* Appends the splits of one decode row with ctx context tokens; returns how many. */
 int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, int part0);
 
@@ -78,11 +66,8 @@ typedef struct {
     const int32_t *block_tables;   /* concatenated */
     const int32_t *row_seq;        /* [total rows] → seq index (for the KV write) */
     int            total_rows;
-    const hk_ptile *tiles;         /* prefill work items */
+    const int2    *tiles;          /* prefill work: (seq, tile of 64 flattened (row, group-head) pairs) */
     int            n_tiles;
-    const hk_ptile *merges;        /* merges of split prefill items (their partials in prefill_part) */
-    int            n_merges;
-    float         *prefill_part;   /* [slots, Hkv, 64, D + 2]: acc, max (log2 units), sum */
     const hk_split *splits;        /* decode work */
     int            n_splits;
     int            n_dec_rows;

@@ -1047,46 +1047,6 @@ static void test_paged(gconstpointer data)
     run_paged(c, g, 8, 2, 99, 3);     /* group of 4 */
 }
 
-/* Prefill items split over their keys (hk_prefill_split_len): a chunk of a few rows after a
- * long context, which the policy splits; then every item cut to one 64-key tile
- * (HYOCR_PREFILL_SPLIT=64): diagonal items whose rows see no key of some split, chunked
- * prefill, and a call that holds decode rows too (their partials share the scratch). */
-static void test_paged_split(gconstpointer data)
-{
-    const dt_case *c = data;
-    hyocr_backend *g = cuda(c);
-    if (!g) return;
-    kv_fix f;
-    kv_init(&f, g, 16, 200, 16, 8, 128);
-    g_autofree int32_t *bt = kv_table(&f, 2100);
-    hyocr_seq_view sv = { bt, 0, 2000 };
-    paged_step(c, &f, &sv, 1, "paged prefill 2000");
-    sv = (hyocr_seq_view){ bt, 2000, 95 };
-    paged_step(c, &f, &sv, 1, "paged chunk of 95 rows after 2000 (split by the policy)");
-    kv_clear(&f);
-#if HYOCR_HAVE_CUDA
-    g_assert_cmpint(hk_prefill_split_len(132, 99, 33, 8), ==, 256);   /* that chunk on an H200 */
-    g_assert_cmpint(hk_prefill_split_len(132, 4000, 66, 8), ==, 0);   /* enough items already */
-#endif
-
-    g_autoptr(GError) err = NULL;
-    hyocr_backend_params p = { .dtype = c->dtype, .tuning.prefill_split = 64 };
-    hyocr_backend *g1 = hyocr_backend_cuda_init(&p, &err);
-    g_assert_no_error(err);
-    kv_init(&f, g1, 16, 100, 16, 8, 128);
-    g_autofree int32_t *b1 = kv_table(&f, 700), *b2 = kv_table(&f, 400);
-    sv = (hyocr_seq_view){ b1, 0, 300 };
-    paged_step(c, &f, &sv, 1, "one-tile items: prefill 300");
-    sv = (hyocr_seq_view){ b1, 300, 333 };
-    paged_step(c, &f, &sv, 1, "one-tile items: chunk of 333 after 300");
-    hyocr_seq_view warm = { b2, 0, 399 };
-    paged_step(c, &f, &warm, 1, "one-tile items: prefill 399");
-    hyocr_seq_view mixed[2] = { { b1, 633, 50 }, { b2, 399, 1 } };
-    paged_step(c, &f, mixed, 2, "one-tile items: a chunk and a decode row in one call");
-    kv_clear(&f);
-    hyocr_backend_free(g1);
-}
-
 #if HYOCR_HAVE_CUDA
 /* The decode kernel called directly with 64-key splits over the cache the
  * backend test just filled: 257 partials, so the electing CTA merges them in
@@ -1314,7 +1274,7 @@ static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int split_le
     CK(cudaMalloc(&a->out, (size_t)n_seqs * n_new * Hq * D * 2));
     /* host metadata: scattered blocks per sequence */
     GArray *seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq)), *bt = g_array_new(FALSE, FALSE, 4);
-    GArray *tiles = g_array_new(FALSE, FALSE, sizeof(hk_ptile)), *splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
+    GArray *tiles = g_array_new(FALSE, FALSE, 8), *splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
     int len = split_len ? split_len : hk_decode_split_len(sm_count, (int64_t)n_seqs * ctx, Hq, Hkv), parts = 0;
     for (int q = 0; q < n_seqs; q++) {
         hk_seq hs = { q * n_new, ctx - n_new, n_new, (int)bt->len };
@@ -1328,11 +1288,7 @@ static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int split_le
             g_array_set_size(splits, at + (guint)((ctx + len - 1) / len));
             parts += hk_decode_splits(&g_array_index(splits, hk_split, at), q, q, ctx, len, parts);
         } else {
-            int flat = n_new * (Hq / Hkv);
-            for (int ti = 0; ti < (flat + 63) / 64; ti++) {   /* unsplit: each item every key its rows see */
-                hk_ptile w = { q, ti, 0, ctx - n_new + (MIN((ti + 1) * 64, flat) - 1) / (Hq / Hkv) + 1, -1, 1 };
-                g_array_append_val(tiles, w);
-            }
+            for (int ti = 0; ti < (n_new * Hq / Hkv + 63) / 64; ti++) g_array_append_vals(tiles, (int32_t[]){ q, ti }, 1);
         }
     }
     size_t off[4], total = 0;
@@ -1351,7 +1307,7 @@ static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int split_le
     CK(cudaMemset(b.ctr, 0, (size_t)n_seqs * Hq * 4));
     a->seqs = (const hk_seq *)((char *)b.meta + off[0]);
     a->block_tables = (const int32_t *)((char *)b.meta + off[1]);
-    a->tiles = (const hk_ptile *)((char *)b.meta + off[2]);
+    a->tiles = (const int2 *)((char *)b.meta + off[2]);
     a->n_tiles = (int)tiles->len;
     a->splits = (const hk_split *)((char *)b.meta + off[3]);
     a->n_splits = (int)splits->len;
@@ -1881,7 +1837,6 @@ int main(int argc, char **argv)
         add("bench", c, test_bench);
         add("paged_verify", c, test_paged_verify);
         add("verify_kernel", c, test_verify_kernel);
-        add("paged_split", c, test_paged_split);
         add("qknorm_rope", c, test_qknorm_rope);
         add("attention_append", c, test_attention_append);
         add("draft_small_ops", c, test_draft_small_ops);

@@ -83,7 +83,6 @@ typedef struct {
     bool             gemv;          /* our kernels for decode-sized GEMMs, 1..16 rows (HYOCR_NO_GEMV=1: cuBLAS) */
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
-    int              prefill_split;  /* HYOCR_PREFILL_SPLIT / 64: 64-key tiles per prefill item; 0 = per call */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
     int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel) */
@@ -969,50 +968,18 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
               "rope_qknorm", error);
 }
 
-/* Work lists of one paged call: prefill items for multi-row sequences (with the merges of
- * those split over their keys), context splits for single-row (decode) sequences. */
+/* Work lists of one paged call: prefill tiles for multi-row sequences, context
+ * splits for single-row (decode) sequences. */
 typedef struct {
-    GArray *seqs, *bt, *row_seq, *tiles, *merges, *splits;
-    int     total_rows, parts, dec_rows, split_len, prefill_slots;
+    GArray *seqs, *bt, *row_seq, *tiles, *splits;
+    int     total_rows, parts, dec_rows, split_len;
 } paged_plan;
 
 static void paged_plan_clear(paged_plan *p)
 {
-    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->merges, p->splits };
+    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->splits };
     for (size_t i = 0; i < G_N_ELEMENTS(a); i++)
         if (a[i]) g_array_free(a[i], TRUE);
-}
-
-/* Items whose keys span more than hk_prefill_split_len become items of that many keys, each
- * writing a partial, and a merge: the call's longest item no longer sets its time. */
-static void prefill_plan_split(const cuda_backend *cb, paged_plan *p, int Hkv)
-{
-    int64_t key_tiles = 0;
-    int most = 0;
-    for (guint i = 0; i < p->tiles->len; i++) {
-        int kt = (g_array_index(p->tiles, hk_ptile, i).key1 + 63) / 64;
-        key_tiles += kt;
-        most = MAX(most, kt);
-    }
-    int L = cb->prefill_split > 0 ? cb->prefill_split * 64 : hk_prefill_split_len(cb->sm_count, key_tiles, most, Hkv);
-    if (L <= 0) return;
-    GArray *whole = p->tiles;
-    p->tiles = g_array_sized_new(FALSE, FALSE, sizeof(hk_ptile), whole->len);
-    for (guint i = 0; i < whole->len; i++) {
-        hk_ptile w = g_array_index(whole, hk_ptile, i);
-        int n = (w.key1 + L - 1) / L;
-        if (n <= 1) {
-            g_array_append_val(p->tiles, w);
-            continue;
-        }
-        hk_ptile m = { w.seq, w.tile, 0, w.key1, p->prefill_slots, n };
-        g_array_append_val(p->merges, m);
-        for (int k = 0; k < n; k++) {
-            hk_ptile part = { w.seq, w.tile, k * L, MIN((k + 1) * L, w.key1), p->prefill_slots++, 1 };
-            g_array_append_val(p->tiles, part);
-        }
-    }
-    g_array_free(whole, TRUE);
 }
 
 static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int bs,
@@ -1021,8 +988,7 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
     p->seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq));
     p->bt = g_array_new(FALSE, FALSE, sizeof(int32_t));
     p->row_seq = g_array_new(FALSE, FALSE, sizeof(int32_t));
-    p->tiles = g_array_new(FALSE, FALSE, sizeof(hk_ptile));
-    p->merges = g_array_new(FALSE, FALSE, sizeof(hk_ptile));
+    p->tiles = g_array_new(FALSE, FALSE, sizeof(int32_t) * 2);
     p->splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
     int64_t dec_ctx = 0;
     for (int s = 0; s < n_seqs; s++)
@@ -1037,14 +1003,9 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
         g_array_append_vals(p->bt, sv->block_table, (guint)nb);
         for (int i = 0; i < sv->n_new; i++) g_array_append_val(p->row_seq, s);
         if (sv->n_new > 1) {
-            /* causal: the last tiles see the most keys; listed first, they do not trail the grid */
+            /* causal: the last tiles see the most keys; launched first, they do not trail the grid */
             int n_tiles = (sv->n_new * G + 63) / 64;
-            for (int t = n_tiles - 1; t >= 0; t--) {
-                /* the keys of tile t: up to its last row's position */
-                int last = MIN((t + 1) * 64, sv->n_new * G) - 1;
-                hk_ptile w = { s, t, 0, sv->n_past + last / G + 1, -1, 1 };
-                g_array_append_val(p->tiles, w);
-            }
+            for (int t = n_tiles - 1; t >= 0; t--) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
         } else if (sv->n_new == 1) {
             int ctx = sv->n_past + 1, n = (ctx + p->split_len - 1) / p->split_len;
             guint at = p->splits->len;
@@ -1055,7 +1016,6 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
         row += sv->n_new;
     }
     p->total_rows = row;
-    prefill_plan_split(cb, p, Hkv);
 }
 
 /* Partials and the per-row election counters of the decode splits. The
@@ -1168,14 +1128,9 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
     size_t o_seqs = meta_add(&mp, pp.seqs->data, pp.seqs->len * sizeof(hk_seq));
     size_t o_bt = meta_add(&mp, pp.bt->data, pp.bt->len * sizeof(int32_t));
     size_t o_rs = meta_add(&mp, pp.row_seq->data, pp.row_seq->len * sizeof(int32_t));
-    size_t o_tiles = meta_add(&mp, pp.tiles->data, pp.tiles->len * sizeof(hk_ptile));
-    size_t o_merges = meta_add(&mp, pp.merges->data, pp.merges->len * sizeof(hk_ptile));
+    size_t o_tiles = meta_add(&mp, pp.tiles->data, pp.tiles->len * sizeof(int32_t) * 2);
     size_t o_splits = meta_add(&mp, pp.splits->data, pp.splits->len * sizeof(hk_split));
-    /* the prefill items' partials follow the decode splits' in the same scratch */
-    size_t dec_floats = (size_t)pp.parts * Hq * (D + 2);
-    size_t pre_floats = (size_t)pp.prefill_slots * Hkv * 64 * (D + 2);
-    bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) && decode_scratch(cb, &pp, Hq, Hkv, D, error) &&
-              (!pre_floats || scratch_need(cb, &cb->part, (dec_floats + pre_floats) * sizeof(float), error));
+    bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) && decode_scratch(cb, &pp, Hq, Hkv, D, error);
     g_byte_array_free(mp.b, TRUE);
     if (ok) {
         hk_paged_args a = {
@@ -1184,8 +1139,6 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .seqs = meta_ptr(cb, o_seqs), .n_seqs = n_seqs, .block_tables = meta_ptr(cb, o_bt),
             .row_seq = meta_ptr(cb, o_rs), .total_rows = pp.total_rows,
             .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len,
-            .merges = meta_ptr(cb, o_merges), .n_merges = (int)pp.merges->len,
-            .prefill_part = pre_floats ? (float *)cb->part.ptr + dec_floats : NULL,
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
             .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
@@ -1878,7 +1831,6 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->gemv = !t->no_gemv;
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
-    cb->prefill_split = t->prefill_split / 64;
     cb->verify_kernel = !t->rows_verify;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma;
     if (t->profile) {

@@ -30,7 +30,6 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->pdl = env_switch("HYOCR_PDL");
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");
     t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");
-    t->prefill_split = env_count("HYOCR_PREFILL_SPLIT");
     /* set but below 1 (or not a number): one thread, as it always meant */
     const char *rt = g_getenv("HYOCR_RESIZE_THREADS");
     t->resize_threads = rt && *rt ? MAX(env_count("HYOCR_RESIZE_THREADS"), 1) : 0;

@@ -27,8 +27,6 @@ typedef struct {
                                    * default on from sm_90, never below */
     int          decode_split;    /* HYOCR_DECODE_SPLIT: keys per split of the graph's decode attention
                                    * (rounded to what the kernels take); 0 = chosen per step */
-    int          prefill_split;   /* HYOCR_PREFILL_SPLIT: keys per CUDA prefill attention item (rounded down to
-                                   * a multiple of 64); 0 = chosen per call */
     int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
                                    * params leave it at 0; 0 = the default (HYOCR_TEXT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
