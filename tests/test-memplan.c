@@ -389,6 +389,19 @@ static float *prefill_and_decode(hyocr_model *m, const int32_t *ids, int n, cons
     return logits;
 }
 
+/* The prefill's chunk rule, which text.c and the plan share: a call of up to twice the setting
+ * is one chunk, a longer one runs in chunks of the setting. */
+static void test_text_chunk(void)
+{
+    g_assert_cmpint(hyocr_memplan_text_chunk(1087, 1024), ==, 1087);   /* a 1024² page: one pass */
+    g_assert_cmpint(hyocr_memplan_text_chunk(2048, 1024), ==, 2048);
+    g_assert_cmpint(hyocr_memplan_text_chunk(2049, 1024), ==, 1024);
+    g_assert_cmpint(hyocr_memplan_text_chunk(4191, 1024), ==, 1024);   /* a 2048² page: 1024-row chunks */
+    g_assert_cmpint(hyocr_memplan_text_chunk(16, 1024), ==, 16);
+    g_assert_cmpint(hyocr_memplan_text_chunk(0, 1024), ==, 1);
+    g_assert_cmpint(hyocr_memplan_text_chunk(5, 0), ==, 1);            /* a setting below 1 is 1 row */
+}
+
 static void test_chunked_prefill(void)
 {
     g_autofree char *dir = hyocr_test_data("ckpt-flat", "config.json", NULL);
@@ -739,6 +752,7 @@ int main(int argc, char **argv)
     }
     g_test_add_func("/memplan/chunked-vision", test_chunked_vision);
     g_test_add_func("/memplan/chunked-prefill", test_chunked_prefill);
+    g_test_add_func("/memplan/text-chunk", test_text_chunk);
     g_test_add_func("/memplan/kv-resize", test_kv_resize);
     g_test_add_func("/memplan/refusal", test_refusal);
     g_test_add_func("/memplan/refusal-max-new", test_refusal_max_new);

@@ -167,12 +167,18 @@ static void plan_merger(const hyocr_config *cfg, const hyocr_memplan_params *p, 
     give(t, pre);
 }
 
+int hyocr_memplan_text_chunk(int64_t rows, int chunk_rows)
+{
+    int64_t c = MAX(chunk_rows, 1);
+    return (int)(rows <= 2 * c ? MAX(rows, 1) : c);
+}
+
 /* text.c: one chunk's buffers of every role, the last rows and the logits. */
 static int64_t plan_prefill(const hyocr_config *cfg, const hyocr_memplan_params *p, int prompt_tokens)
 {
     const hyocr_text_config *c = &cfg->text;
     int64_t e = p->act_elem, H = c->hidden_size, D = c->head_dim, I = c->intermediate_size;
-    int64_t rows = min64(MAX(prompt_tokens, 1), MAX(p->text_chunk_rows, 1));
+    int64_t rows = hyocr_memplan_text_chunk(MAX(prompt_tokens, 1), p->text_chunk_rows);
     int64_t qkv = ((int64_t)c->num_heads + 2 * c->num_kv_heads) * D, att = (int64_t)c->num_heads * D;
     int64_t per_row = H * 4 + (H + qkv + att + H + 2 * I + I) * e;
     return rows * per_row + H * e + (int64_t)c->vocab_size * 4;

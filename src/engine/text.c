@@ -4,6 +4,7 @@
 #include "model.h"
 #include "error.h"
 #include "i18n.h"
+#include "memplan.h"
 #include "sampler.h"
 #include <math.h>
 #include <string.h>
@@ -341,7 +342,7 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
 
     text_batch b = { 0 };
     text_batch_build(&b, seqs, n_seqs);
-    const int step = MIN(b.M, MAX(m->text_chunk_rows, 1));
+    const int step = hyocr_memplan_text_chunk(b.M, m->text_chunk_rows);
     text_chunk k;
     text_chunk_init(&k, &b, n_seqs, step);
     text_bufs t;
