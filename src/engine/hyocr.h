@@ -80,8 +80,10 @@ typedef struct {
     hyocr_log_fn        log;              /* NULL: g_message for warnings, g_info otherwise */
     void               *log_data;
     int                 vit_chunk_rows;   /* rows per chunk of the ViT's row-wise parts; 0 = 4096 */
-    int                 text_chunk_rows;  /* prefill rows per chunk; 0 = 1024 (multiples of 512 keep the
-                                           * CPU backend's results bit-identical) */
+    int                 text_chunk_rows;  /* prefill rows per chunk; 0 = 1024; a call of up to twice
+                                           * this many rows is one chunk (hyocr_memplan_text_chunk).
+                                           * Multiples of 512 keep the CPU backend's results
+                                           * bit-identical */
     int                 max_batch;        /* jobs decoding together at most; ≤ 0 = 16 */
     int64_t             swap_space;       /* bytes of (pinned) host memory for the K/V of preempted jobs;
                                            * 0 = recompute them instead */
