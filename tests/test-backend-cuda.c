@@ -29,6 +29,15 @@ typedef struct {
 
 static const dt_case F16 = { HYOCR_COMPUTE_F16, "f16", 2e-3 };
 static const dt_case BF16 = { HYOCR_COMPUTE_BF16, "bf16", 1.2e-2 };
+
+#if HYOCR_HAVE_CUDA
+/* The kernels' name for a case's compute type (the tests that call kernels directly). */
+static hk_dtype case_kt(const dt_case *c)
+{
+    return c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+}
+#endif
+
 /* fp32 outputs of fp32-accumulated work on identical inputs differ only by summation order */
 #define TOL_F32 2e-5
 
@@ -491,7 +500,7 @@ static cudaError_t rows_plain(hk_dtype t, void *o, const void *x, const void *w,
 static void gemm_rows_kernel_invariance(const dt_case *c, hyocr_backend *g, int N, int K)
 {
     const int R = 16;
-    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    hk_dtype t = case_kt(c);
     g_autofree float *x = rnd((size_t)R * K, -1, 1), *xr = g_new(float, (size_t)R * K);
     g_autofree float *w = rnd((size_t)N * K, -0.1, 0.1);
     for (int m = 0; m < R; m++) memcpy(xr + (size_t)m * K, x + (size_t)(R - 1 - m) * K, (size_t)K * sizeof(float));
@@ -544,7 +553,7 @@ static void test_gemm_rows_errors(gconstpointer data)
     hyocr_backend *g = cuda(c);
     if (!g) return;
 #if HYOCR_HAVE_CUDA
-    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    hk_dtype t = case_kt(c);
     const int N = 64, K = 64, R = 17;
     hyocr_buf *x = mk(g, HYOCR_BUF_ACT, NULL, (size_t)R * K + 8), *w = mk(g, HYOCR_BUF_WEIGHT, NULL, (size_t)N * K);
     hyocr_buf *o = mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N);
@@ -1082,7 +1091,7 @@ static void forced_split_check(const dt_case *c, kv_fix *f, const int32_t *bt, i
     CK(cudaMemcpy(d_sp, sp, (size_t)n_parts * sizeof(hk_split), cudaMemcpyHostToDevice));
     CK(cudaMemset(d_ctr, 0, (size_t)Hq * 4));
     hk_paged_args a = {
-        .t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16, .qkv = pq.g->data, .out = d_out,
+        .t = case_kt(c), .qkv = pq.g->data, .out = d_out,
         .k_cache = f->k.g->data, .v_cache = f->v.g->data, .block_size = f->bs, .Hq = Hq, .Hkv = Hkv, .D = D,
         .scale = scale, .seqs = d_seq, .n_seqs = 1, .block_tables = d_bt, .splits = d_sp, .n_splits = n_parts,
         .n_dec_rows = 1, .counters = d_ctr, .part_acc = d_part, .part_ml = (float *)d_part + (size_t)n_parts * Hq * D,
@@ -1415,7 +1424,7 @@ static void test_attention_full_wgmma(gconstpointer data)
     hyocr_backend *g = cuda(c);
     if (!g) return;
 #if HYOCR_HAVE_CUDA
-    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    hk_dtype t = case_kt(c);
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     int wg = 0;
@@ -1477,7 +1486,7 @@ static void test_bench(gconstpointer data)
     hyocr_backend *g = cuda(c);
     if (!g) return;
 #if HYOCR_HAVE_CUDA
-    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    hk_dtype t = case_kt(c);
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     cudaStream_t s;
@@ -1585,7 +1594,7 @@ static void verify_kernel_case(const dt_case *c, hyocr_backend *g, int ctx_cap)
     CK(cudaMalloc(&d_part, parts * 4));
     CK(cudaMemcpy(d_bt, bt, (size_t)2 * maxb * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_blk, blocks, sizeof blocks, cudaMemcpyHostToDevice));
-    hk_dtype t = c->dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
+    hk_dtype t = case_kt(c);
     for (int rep = 0; rep < 2; rep++) {
         CK(cudaMemset(po.g->data, 0xff, no * 2));   /* every row must be written */
         CK(hk_attention_verify(NULL, t, po.g->data, pq.g->data, f.k.g->data, f.v.g->data, f.bs, d_bt, d_blk, 2,
