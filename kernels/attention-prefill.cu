@@ -220,6 +220,184 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
     fa_store<T, D, PAGED>(a, t, o[0], l, rloc, tig);
 }
 
+/* ---- paged causal prefill, head dim 128: k_prefill ----
+ * The 64-row template above reads every K/V fragment from shared memory once per
+ * 16 query rows and rebuilds each key's cache address twice (K, V) with a block
+ * table load per 16-byte chunk. This kernel:
+ * - 16·W·MW flattened rows a CTA (W warps of MW blocks of 16 rows; 128 rows in the
+ *   default W4 MW2, FlashAttention-2's tile at head dim 128): each K/V tile copied
+ *   from L2 serves twice the rows, and with MW = 2 each K/V fragment read from
+ *   shared memory feeds two row blocks. Q stays in shared memory (its 64 registers
+ *   a block would not fit next to the 2 × 64 of the output) and its fragments are
+ *   read per k16 step;
+ * - one cache address per key row a tile, shared by the K and the V copy;
+ * - one barrier a tile: two stages, tile j + 1's copies issued right after the
+ *   barrier that ends every warp's use of its stage (tile j − 1), so they land
+ *   under tile j's products;
+ * - causal work only: a warp skips the key tiles past its last row's limit, and
+ *   masks only the tiles that cross some row's limit (the diagonal);
+ * - the scale folded into one FFMA before ex2.approx, the max kept unscaled (the
+ *   vision kernel's softmax);
+ * - a 1-D grid, item-major (item · Hkv + KV head): the host lists each sequence's
+ *   tiles heaviest first, so the heaviest of every head start first.
+ * The arithmetic is the template's (fp32 products, fp32 online softmax, P rounded
+ * to T for P·V); the sums' order and the exp2 differ by rounding only. */
+#define PF_BN 64
+#define PF_D 128
+#define PF_DS (PF_D + 8)   /* +16 bytes per row: conflict-free ldmatrix */
+
+template <int W, int MW> struct PfShape {
+    static constexpr int NT = 32 * W, BM = 16 * W * MW, TILE = PF_BN * PF_DS;
+    static constexpr size_t SMEM = ((size_t)BM * PF_DS + 4 * (size_t)TILE) * 2;   /* Q + 2 stages of K|V */
+};
+
+/* 256 threads an SM, so up to 255 registers a thread: MW = 2 needs them (2 × 64 output
+ * floats and 2 × 32 scores), and MW = 1 spills under 128. Shared memory holds two CTAs of
+ * 104 KB (W4 MW2, W8 MW1) or 87 KB (W4 MW1) on Hopper anyway. */
+#define PF_MIN_CTAS(W) (8 / (W))
+
+/* K and V of keys key0..key0+63 into one stage; keys past n_keys read as zero. A
+ * thread copies the same 16-byte column of PF_BN·16/NT key rows, one address each. */
+template <typename T, int NT>
+__device__ __forceinline__ void pf_load_kv(T *sK, T *sV, const FaArgs &a, int bt_off, int kvh, int key0, int n_keys)
+{
+    const int ch = threadIdx.x & 15;
+#pragma unroll 4   /* 4 block-table loads in flight at once; 8 spill W4 MW2 on sm_80 */
+    for (int i = 0; i < PF_BN * 16 / NT; i++) {
+        int r = (threadIdx.x >> 4) + i * (NT / 16), key = key0 + r;
+        bool ok = key < n_keys;
+        int kk = ok ? key : 0;
+        int blk = __ldg(a.bt + bt_off + kk / a.block_size);
+        size_t off = (((size_t)blk * a.block_size + kk % a.block_size) * a.Hkv + kvh) * PF_D + ch * 8;
+        cp16(sK + r * PF_DS + ch * 8, (const T *)a.k + off, ok);
+        cp16(sV + r * PF_DS + ch * 8, (const T *)a.v + off, ok);
+    }
+}
+
+/* S = Q·Kᵀ of this warp's MW row blocks × 64 keys, Q's fragments read per k16 step. */
+template <typename T, int MW>
+__device__ __forceinline__ void pf_qk(float (*sc)[PF_BN / 8][4], const T *sQ, const T *sK, int lane)
+{
+#pragma unroll
+    for (int w = 0; w < MW; w++)
+#pragma unroll
+        for (int nt = 0; nt < PF_BN / 8; nt++) sc[w][nt][0] = sc[w][nt][1] = sc[w][nt][2] = sc[w][nt][3] = 0.0f;
+    const int mi = lane >> 3;
+#pragma unroll
+    for (int kk = 0; kk < PF_D / 16; kk++) {
+        uint32_t qf[MW][4];
+#pragma unroll
+        for (int w = 0; w < MW; w++)
+            ldsm_x4(qf[w], sQ + (w * 16 + (lane & 7) + (mi & 1) * 8) * PF_DS + kk * 16 + (mi >> 1) * 8);
+#pragma unroll
+        for (int p = 0; p < PF_BN / 16; p++) {
+            uint32_t b[4];
+            ldsm_x4(b, sK + (p * 16 + (lane & 7) + (mi >> 1) * 8) * PF_DS + kk * 16 + (mi & 1) * 8);
+#pragma unroll
+            for (int w = 0; w < MW; w++) {
+                mma16816<T>(sc[w][2 * p], qf[w], b);
+                mma16816<T>(sc[w][2 * p + 1], qf[w], b + 2);
+            }
+        }
+    }
+}
+
+/* Online softmax on raw scores (m unscaled, exp2((s − m)·c) one FFMA + ex2); with MASK,
+ * keys past a row's limit (n_past + its position) weigh zero. fr0: the flattened row of
+ * this lane's h = 0 row of block 0; rows past the sequence take the last row's limit. */
+template <int MW, bool MASK>
+__device__ __forceinline__ void pf_softmax(float (*sc)[PF_BN / 8][4], float (*o)[PF_D / 8][4], float (*m)[2],
+                                           float (*l)[2], int key0, int fr0, int flat, int G, int n_past, int tig,
+                                           float c)
+{
+#pragma unroll
+    for (int w = 0; w < MW; w++) {
+        int lim[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) lim[h] = MASK ? n_past + min(fr0 + w * 16 + 8 * h, flat - 1) / G - key0 : 0;
+        hk_softmax_tile<PF_BN, PF_D>(
+            sc[w], o[w], m[w], l[w], tig, [&](float v, int h, int k) { return MASK && k > lim[h] ? -INFINITY : v; },
+            [&](float m0, float m1) { return ex2((m0 - m1) * c); },
+            [&](float v, float mx) { return ex2(fmaf(v, c, -(mx * c))); });
+    }
+}
+
+/* CTA = one item (a sequence's BM flattened (position, group head) rows) of one KV head. */
+template <typename T, int W, int MW>
+__global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+    __trap();   /* never launched: hk_prefill_pick gives Turing (64 KB a block) the template */
+#else
+    typedef PfShape<W, MW> S;
+    extern __shared__ __align__(16) unsigned char pf_smem[];
+    T *sQ = (T *)pf_smem, *sKV = sQ + S::BM * PF_DS;   /* stage s: K at sKV + 2·s·TILE, V after it */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3;
+    const int item = blockIdx.x / a.Hkv, kvh = blockIdx.x - item * a.Hkv;
+    const int2 wk = a.tiles[item];
+    const hk_seq s = a.seqs[wk.x];
+    const int G = a.G, flat = s.n_new * G, r0 = wk.y * S::BM;
+    if (r0 >= flat) return;
+    const int n_keys = s.n_past + (min(r0 + S::BM, flat) - 1) / G + 1;
+
+    for (int c = threadIdx.x; c < S::BM * 16; c += S::NT) {
+        int r = c >> 4, ch = c & 15, fr = min(r0 + r, flat - 1), pos = fr / G;
+        const T *src = (const T *)a.q + (size_t)(s.row0 + pos) * a.q_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
+        cp16(sQ + r * PF_DS + ch * 8, src + ch * 8, r0 + r < flat);
+    }
+    pf_load_kv<T, S::NT>(sKV, sKV + S::TILE, a, s.bt_off, kvh, 0, n_keys);
+    cp_commit();
+
+    /* this warp's rows: flattened fw0 .. fw0 + 16·MW − 1; keys past hi are masked for all of
+     * them, keys from lo + 1 on for some */
+    const int fw0 = r0 + warp * 16 * MW;
+    const int hi = fw0 < flat ? s.n_past + min(fw0 + 16 * MW - 1, flat - 1) / G : -1;
+    const int lo = fw0 < flat ? s.n_past + fw0 / G : -1;
+    const int fr0 = fw0 + (lane >> 2);
+    float o[MW][PF_D / 8][4], m[MW][2], l[MW][2];
+#pragma unroll
+    for (int w = 0; w < MW; w++) {
+#pragma unroll
+        for (int dt = 0; dt < PF_D / 8; dt++) o[w][dt][0] = o[w][dt][1] = o[w][dt][2] = o[w][dt][3] = 0.0f;
+        m[w][0] = m[w][1] = -1e30f;
+        l[w][0] = l[w][1] = 0.0f;
+    }
+
+    const int n_tiles = (n_keys + PF_BN - 1) / PF_BN;
+    for (int j = 0; j < n_tiles; j++) {
+        cp_wait<0>();      /* tile j (and Q) landed */
+        __syncthreads();   /* for every warp; and every warp is done with tile j − 1's stage */
+        if (j + 1 < n_tiles) {
+            T *nK = sKV + ((j + 1) & 1) * 2 * S::TILE;
+            pf_load_kv<T, S::NT>(nK, nK + S::TILE, a, s.bt_off, kvh, (j + 1) * PF_BN, n_keys);
+        }
+        cp_commit();
+        const int key0 = j * PF_BN;
+        if (key0 > hi) continue;   /* warp-uniform: every row of the warp is done */
+        const T *sK = sKV + (j & 1) * 2 * S::TILE, *sV = sK + S::TILE;
+        float sc[MW][PF_BN / 8][4];
+        pf_qk<T, MW>(sc, sQ + warp * 16 * MW * PF_DS, sK, lane);
+        if (key0 + PF_BN - 1 > lo)
+            pf_softmax<MW, true>(sc, o, m, l, key0, fr0, flat, G, s.n_past, tig, a.scale_log2);
+        else
+            pf_softmax<MW, false>(sc, o, m, l, key0, fr0, flat, G, s.n_past, tig, a.scale_log2);
+        hk_pv<T, MW, PF_BN, PF_D, PF_DS>(o, sc, sV, lane);
+    }
+
+#pragma unroll
+    for (int w = 0; w < MW; w++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float sum = hk_quad_sum(l[w][h]);
+            int fr = fr0 + w * 16 + 8 * h;
+            if (fr >= flat) continue;
+            int pos = fr / G;
+            T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
+            hk_store_row<T, PF_D>(dst, o[w], h, 1.0f / sum, tig);
+        }
+#endif
+}
+
 /* ---- KV write: one block per new row, 16-byte chunks of k|v ---- */
 
 static __global__ void k_kv_write(const void *qkv, void *kc, void *vc, const hk_seq *seqs, const int32_t *row_seq,
@@ -284,6 +462,25 @@ static cudaError_t full_t(cudaStream_t s, void *out, const void *qkv, int n, int
     return cudaErrorInvalidValue;
 }
 
+/* The shared-memory attribute is set once per variant and device. */
+template <typename T, int W, int MW>
+static cudaError_t launch_prefill(cudaStream_t s, const FaArgs &a, int n_items)
+{
+    typedef PfShape<W, MW> S;
+    static bool ready[64];
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (dev < 0 || dev >= 64) dev = 63;
+    if (!ready[dev]) {
+        e = cudaFuncSetAttribute(k_prefill<T, W, MW>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SMEM);
+        if (e != cudaSuccess) return e;
+        ready[dev] = true;
+    }
+    k_prefill<T, W, MW><<<(unsigned)n_items * (unsigned)a.Hkv, S::NT, S::SMEM, s>>>(a);
+    return cudaGetLastError();
+}
+
 template <typename T>
 static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
 {
@@ -291,8 +488,13 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
     hk_paged_fill(a, p);
     a.out_stride = p->Hq * p->D;
     a.tiles = p->tiles;
-    dim3 grid((unsigned)p->n_tiles, (unsigned)p->Hkv);
-    if (p->D == 128) return launch_flash<T, 128, 128, true>(s, a, grid);
+    if (p->D != 128) return cudaErrorInvalidValue;
+    switch (p->prefill) {
+    case HK_PREFILL_TEMPLATE: return launch_flash<T, 128, 128, true>(s, a, dim3((unsigned)p->n_tiles, (unsigned)p->Hkv));
+    case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2>(s, a, p->n_tiles);
+    case HK_PREFILL_W8M1: return launch_prefill<T, 8, 1>(s, a, p->n_tiles);
+    case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1>(s, a, p->n_tiles);
+    }
     return cudaErrorInvalidValue;
 }
 
@@ -311,6 +513,30 @@ cudaError_t hk_kv_write(cudaStream_t s, const hk_paged_args *p)
     k_kv_write<<<p->total_rows, 128, 0, s>>>(p->qkv, p->k_cache, p->v_cache, p->seqs, p->row_seq,
                                              p->block_tables, p->block_size, p->Hq, p->Hkv, p->D);
     return cudaGetLastError();
+}
+
+int hk_prefill_tile_rows(hk_prefill_kind k)
+{
+    switch (k) {
+    case HK_PREFILL_W4M2: return PfShape<4, 2>::BM;
+    case HK_PREFILL_W8M1: return PfShape<8, 1>::BM;
+    case HK_PREFILL_W4M1: return PfShape<4, 1>::BM;
+    default: return FA_BM;
+    }
+}
+
+/* W4 MW2 where a block may have its 104 KB (Ampere A100, Hopper), else W4 MW1 (87 KB: the
+ * consumer cards' 99 KB), else the template (34.8 KB a stage: Turing's 64 KB). */
+hk_prefill_kind hk_prefill_pick(int device)
+{
+    int optin = 0;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+        cudaGetLastError();
+        return HK_PREFILL_TEMPLATE;
+    }
+    if ((size_t)optin >= PfShape<4, 2>::SMEM) return HK_PREFILL_W4M2;
+    if ((size_t)optin >= PfShape<4, 1>::SMEM) return HK_PREFILL_W4M1;
+    return HK_PREFILL_TEMPLATE;
 }
 
 cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *p)

@@ -52,6 +52,16 @@ typedef struct {
 /* Appends the splits of one decode row with ctx context tokens; returns how many. */
 int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, int part0);
 
+/* The kernel of a paged call's prefill tiles, and so the flattened (position, group head)
+ * rows a tile of its list counts: the 64-row template (k_flash, the zero value) or a
+ * k_prefill variant of W warps × MW blocks of 16 rows (attention-prefill.cu). */
+typedef enum {
+    HK_PREFILL_TEMPLATE = 0,
+    HK_PREFILL_W4M2,
+    HK_PREFILL_W8M1,
+    HK_PREFILL_W4M1,
+} hk_prefill_kind;
+
 /* Everything the paged-attention launchers need; all pointers are device pointers. */
 typedef struct {
     hk_dtype       t;              /* compute type of q/k/v/out (F16 or BF16) */
@@ -66,8 +76,10 @@ typedef struct {
     const int32_t *block_tables;   /* concatenated */
     const int32_t *row_seq;        /* [total rows] → seq index (for the KV write) */
     int            total_rows;
-    const int2    *tiles;          /* prefill work: (seq, tile of 64 flattened (row, group-head) pairs) */
+    const int2    *tiles;          /* prefill work: (seq, tile of hk_prefill_tile_rows(prefill) flattened
+                                    * (row, group-head) pairs), each sequence's heaviest first */
     int            n_tiles;
+    hk_prefill_kind prefill;
     const hk_split *splits;        /* decode work */
     int            n_splits;
     int            n_dec_rows;
@@ -144,6 +156,9 @@ cudaError_t hk_vision_probe(cudaStream_t s, int *wgmma);
  * (merge fused; attention-decode.cu). */
 cudaError_t hk_kv_write(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *a);
+/* Rows of one prefill tile of kernel k; the variant the device's shared memory takes. */
+int             hk_prefill_tile_rows(hk_prefill_kind k);
+hk_prefill_kind hk_prefill_pick(int device);
 /* Any head dim ≤ 256 (warp per row × head; for shapes the fast kernels do not take; attention-generic.cu). */
 cudaError_t hk_attention_full_generic(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                                       float scale);

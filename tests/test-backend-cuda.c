@@ -1057,6 +1057,27 @@ static void test_paged(gconstpointer data)
 }
 
 #if HYOCR_HAVE_CUDA
+/* n outputs of type c's compute type at device address d, as floats (a kernel called directly). */
+static float *kernel_out(const dt_case *c, const void *d, size_t n)
+{
+    g_autofree uint16_t *raw = g_new(uint16_t, n);
+    float *got = g_new(float, n);
+    CK(cudaMemcpy(raw, d, n * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = raw[i];
+        if (c->dtype == HYOCR_COMPUTE_BF16) {
+            u <<= 16;
+            memcpy(&got[i], &u, 4);
+        } else {
+            /* fp16 → fp32 by way of the exponent bias (finite values only; NaN fails the checks) */
+            uint32_t sgn = (u & 0x8000u) << 16, ex = (u >> 10) & 0x1f, man = u & 0x3ff;
+            float v = ex == 0 ? ldexpf((float)man, -24) : ex == 31 ? NAN : ldexpf((float)(man | 0x400), (int)ex - 25);
+            got[i] = sgn ? -v : v;
+        }
+    }
+    return got;
+}
+
 /* The decode kernel called directly with 64-key splits over the cache the
  * backend test just filled: 257 partials, so the electing CTA merges them in
  * several chunks (a path the backend's split policy only takes past 128K
@@ -1101,21 +1122,7 @@ static void forced_split_check(const dt_case *c, kv_fix *f, const int32_t *bt, i
         CK(cudaMemset(d_out, 0xff, no * 2));
         CK(hk_attention_decode(NULL, &a));
         CK(cudaDeviceSynchronize());
-        g_autofree uint16_t *raw = g_new(uint16_t, no);
-        g_autofree float *got = g_new(float, no);
-        CK(cudaMemcpy(raw, d_out, no * 2, cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < no; i++) {
-            uint32_t u = raw[i];
-            if (c->dtype == HYOCR_COMPUTE_BF16) {
-                u <<= 16;
-                memcpy(&got[i], &u, 4);
-            } else {
-                /* fp16 → fp32 by way of the exponent bias (finite values only; NaN fails the check below) */
-                uint32_t sgn = (u & 0x8000u) << 16, ex = (u >> 10) & 0x1f, man = u & 0x3ff;
-                float v = ex == 0 ? ldexpf((float)man, -24) : ex == 31 ? NAN : ldexpf((float)(man | 0x400), (int)ex - 25);
-                got[i] = sgn ? -v : v;
-            }
-        }
+        g_autofree float *got = kernel_out(c, d_out, no);
         g_autofree float *ref = get(cpu(), po.c, 0, no);
         g_autofree char *what = g_strdup_printf("decode kernel, %d splits of %d keys (run %d)", n_parts, len, rep + 1);
         expect_close(what, got, ref, no, c->tol);
@@ -1130,6 +1137,110 @@ static void forced_split_check(const dt_case *c, kv_fix *f, const int32_t *bt, i
     free2(g, &po);
 }
 #endif
+
+#if HYOCR_HAVE_CUDA
+/* Every prefill kernel the card can run (hk_prefill_kind), called directly on the call the
+ * backend just made (its new k/v are in the cache; qkv is the call's), against the CPU's out. */
+static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_view *sv, const pair *pq,
+                                  const pair *po)
+{
+    const int Hq = f->Hq, Hkv = f->Hkv, D = f->D, nb = (sv->n_past + sv->n_new + f->bs - 1) / f->bs;
+    const size_t no = (size_t)sv->n_new * Hq * D;
+    int dev = 0;
+    CK(cudaGetDevice(&dev));
+    /* the shared memory the pick took is the most any variant it did not take needs, or less */
+    hk_prefill_kind pick = hk_prefill_pick(dev);
+    hk_prefill_kind kinds[] = { HK_PREFILL_TEMPLATE, HK_PREFILL_W4M2, HK_PREFILL_W8M1, HK_PREFILL_W4M1 };
+    bool fits[] = { true, pick == HK_PREFILL_W4M2, pick == HK_PREFILL_W4M2, pick != HK_PREFILL_TEMPLATE };
+    g_autofree float *ref = get(cpu(), po->c, 0, no);
+    hk_seq hs = { 0, sv->n_past, sv->n_new, 0 };
+    void *d_seq, *d_bt, *d_tiles, *d_out;
+    CK(cudaMalloc(&d_seq, sizeof hs));
+    CK(cudaMalloc(&d_bt, (size_t)nb * 4));
+    CK(cudaMalloc(&d_tiles, (size_t)sv->n_new * (Hq / Hkv) * 8));   /* tiles of 64 rows or more */
+    CK(cudaMalloc(&d_out, no * 2));
+    CK(cudaMemcpy(d_seq, &hs, sizeof hs, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_bt, sv->block_table, (size_t)nb * 4, cudaMemcpyHostToDevice));
+    for (size_t k = 0; k < G_N_ELEMENTS(kinds); k++) {
+        g_autofree char *what = g_strdup_printf("prefill kernel %d, n_past %d, %d rows (Hq %d, Hkv %d, blocks of %d)",
+                                                (int)kinds[k], sv->n_past, sv->n_new, Hq, Hkv, f->bs);
+        if (!fits[k]) {
+            g_test_message("%s: not run, the card's shared memory is too small for it", what);
+            continue;
+        }
+        int tr = hk_prefill_tile_rows(kinds[k]), n_tiles = (sv->n_new * (Hq / Hkv) + tr - 1) / tr;
+        g_autofree int32_t *tiles = g_new(int32_t, 2 * n_tiles);
+        for (int t = 0; t < n_tiles; t++) {   /* heaviest first, as the backend lists them */
+            tiles[2 * t] = 0;
+            tiles[2 * t + 1] = n_tiles - 1 - t;
+        }
+        CK(cudaMemcpy(d_tiles, tiles, (size_t)n_tiles * 8, cudaMemcpyHostToDevice));
+        hk_paged_args a = {
+            .t = case_kt(c), .qkv = pq->g->data, .out = d_out, .k_cache = f->k.g->data, .v_cache = f->v.g->data,
+            .block_size = f->bs, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = (float)pow(D, -0.5), .seqs = d_seq,
+            .n_seqs = 1, .block_tables = d_bt, .total_rows = sv->n_new, .tiles = d_tiles, .n_tiles = n_tiles,
+            .prefill = kinds[k],
+        };
+        CK(cudaMemset(d_out, 0xff, no * 2));   /* NaN: a row left unwritten fails */
+        CK(hk_attention_prefill(NULL, &a));
+        CK(cudaDeviceSynchronize());
+        g_autofree float *got = kernel_out(c, d_out, no);
+        expect_close(what, got, ref, no, c->tol);
+    }
+    cudaFree(d_seq);
+    cudaFree(d_bt);
+    cudaFree(d_tiles);
+    cudaFree(d_out);
+}
+#endif
+
+/* A prompt of `total` tokens in calls of `chunk` rows (the engine's prefill chunks: n_past > 0
+ * from the second call on, the last call short), each through the backend against the CPU;
+ * the last also by every prefill kernel directly. */
+static void run_chunks(const dt_case *c, hyocr_backend *g, int Hq, int Hkv, int bs, int total, int chunk)
+{
+    kv_fix f;
+    kv_init(&f, g, bs, (total + bs - 1) / bs, Hq, Hkv, 128);
+    g_autofree int32_t *bt = kv_table(&f, total);
+    for (int n_past = 0; n_past < total; n_past += chunk) {
+        hyocr_seq_view sv = { bt, n_past, MIN(chunk, total - n_past) };
+        g_autofree char *what = g_strdup_printf("paged prefill chunk at %d, %d rows (Hq %d, Hkv %d, blocks of %d)",
+                                                n_past, sv.n_new, Hq, Hkv, bs);
+        if (n_past + chunk < total) {
+            paged_step(c, &f, &sv, 1, what);
+            continue;
+        }
+        size_t nq = (size_t)sv.n_new * (Hq + 2 * Hkv) * 128, no = (size_t)sv.n_new * Hq * 128;
+        g_autofree float *qkv = rndq(g, nq, -2, 2);
+        pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+        float scale = (float)pow(128, -0.5);
+        BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, bs, &sv, 1, Hq, Hkv, 128, scale, E),
+             g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, bs, &sv, 1, Hq, Hkv, 128, scale, E));
+        cmp2(g, what, &po, 0, no, c->tol);
+#if HYOCR_HAVE_CUDA
+        OK(g->ops->sync(g, E));
+        prefill_kernels_check(c, &f, &sv, &pq, &po);
+#endif
+        free2(g, &pq);
+        free2(g, &po);
+    }
+    kv_clear(&f);
+}
+
+/* The prefill's paged attention over long prompts: the text model's heads in 1024-row chunks
+ * (a second chunk of 131 rows at n_past 1024: a partial tile for 64- and 128-row kernels
+ * alike, 19 key tiles); blocks of 7
+ * tokens (a key tile crosses block edges anywhere) with a group of 3 (positions split across
+ * tiles); no GQA with blocks of 32. */
+static void test_paged_prefill(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    run_chunks(c, g, 16, 8, 16, 1155, 1024);
+    run_chunks(c, g, 6, 2, 7, 517, 200);
+    run_chunks(c, g, 4, 4, 32, 300, 129);
+}
 
 static void test_paged_long_decode(gconstpointer data)
 {
@@ -1843,6 +1954,7 @@ int main(int argc, char **argv)
         add("attention_full_wgmma", c, test_attention_full_wgmma);
         add("paged", c, test_paged);
         add("paged_long_decode", c, test_paged_long_decode);
+        add("paged_prefill", c, test_paged_prefill);
         add("bench", c, test_bench);
         add("paged_verify", c, test_paged_verify);
         add("verify_kernel", c, test_verify_kernel);

@@ -10,7 +10,7 @@
 static const char *const NAMES[] = {
     "HYOCR_PROFILE", "HYOCR_NO_GRAPH", "HYOCR_NO_GEMV", "HYOCR_CPU_GENERIC",
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
-    "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS",
+    "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE",
 };
 
 static void clear_env(void)
@@ -50,6 +50,7 @@ static void test_on(void)
         g_assert_true(t.no_gemv);
         g_assert_true(t.cpu_generic);
         g_assert_true(t.no_wgmma);
+        g_assert_true(t.prefill_template);
         g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_ON);
     }
@@ -65,6 +66,7 @@ static void test_zero_is_off(void)
     g_assert_false(t.no_gemv);
     g_assert_false(t.cpu_generic);
     g_assert_false(t.no_wgmma);
+    g_assert_false(t.prefill_template);
     g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.decode_split, ==, 0);

@@ -86,6 +86,7 @@ typedef struct {
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
     int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel) */
+    hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -1004,7 +1005,7 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
         for (int i = 0; i < sv->n_new; i++) g_array_append_val(p->row_seq, s);
         if (sv->n_new > 1) {
             /* causal: the last tiles see the most keys; launched first, they do not trail the grid */
-            int n_tiles = (sv->n_new * G + 63) / 64;
+            int tr = hk_prefill_tile_rows(cb->prefill), n_tiles = (sv->n_new * G + tr - 1) / tr;
             for (int t = n_tiles - 1; t >= 0; t--) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
         } else if (sv->n_new == 1) {
             int ctx = sv->n_past + 1, n = (ctx + p->split_len - 1) / p->split_len;
@@ -1138,7 +1139,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
             .seqs = meta_ptr(cb, o_seqs), .n_seqs = n_seqs, .block_tables = meta_ptr(cb, o_bt),
             .row_seq = meta_ptr(cb, o_rs), .total_rows = pp.total_rows,
-            .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len,
+            .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len, .prefill = cb->prefill,
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
             .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
@@ -1833,6 +1834,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     cb->verify_kernel = !t->rows_verify;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma;
+    cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

@@ -35,6 +35,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->resize_threads = rt && *rt ? MAX(env_count("HYOCR_RESIZE_THREADS"), 1) : 0;
     t->rows_verify = env_switch("HYOCR_VERIFY_KERNEL") == HYOCR_SWITCH_OFF;
     t->no_wgmma = env_switch("HYOCR_NO_WGMMA") == HYOCR_SWITCH_ON;
+    t->prefill_template = env_switch("HYOCR_PREFILL_TEMPLATE") == HYOCR_SWITCH_ON;
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
     if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);
     const char *k = g_getenv("HYOCR_DRAFT_STANDIN_K");

@@ -33,6 +33,8 @@ typedef struct {
                                    * 0 = the cores, at most 8 */
     bool         rows_verify;     /* HYOCR_VERIFY_KERNEL=0: CUDA verify blocks row by row, not by the block kernel */
     bool         no_wgmma;        /* HYOCR_NO_WGMMA: the vision attention's mma.sync kernel on Hopper too */
+    bool         prefill_template; /* HYOCR_PREFILL_TEMPLATE: the prefill's paged attention by the 64-row
+                                    * template, not k_prefill */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
     char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
     double       draft_standin_k;         /* HYOCR_DRAFT_STANDIN_K: right drafts a round (a mean if fractional) */

@@ -1,0 +1,226 @@
+/* hyocr — the prefill's paged causal attention: the 64-row template (k_flash, the before)
+ * against the k_prefill variants (attention-prefill.cu), on the text model's shapes (16 q heads,
+ * 8 KV heads, head dim 128, fp16, KV blocks of 16 tokens scattered over the cache) and the
+ * engine's calls: a 2048² page's 4191-token prompt in chunks of 1024 rows (n_past 0, 1024,
+ * 2048, 3072, 4096), a 4096² page's 16543 tokens in chunks of 1024, and 4191 rows in one call.
+ * Per call: µs (cudaEvents around each launch, median of 25 after 3 warm-ups), TFLOP/s (the
+ * causal work as bench/roofline.py counts it: 4·Hq·D a (row, key) pair the row sees), and
+ * max |new − old| against 4 output ulps of the largest |old| (nonfinite values fail).
+ * Build and run (GPU machine, repository root):
+ *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/prefill_bench.cu -o /tmp/prefill-bench && /tmp/prefill-bench
+ * The non-Hopper code on the same card (PTX for compute_80, JIT-compiled):
+ *   nvcc -O3 -std=c++17 -gencode=arch=compute_80,code=compute_80 -Ikernels bench/prefill_bench.cu -o /tmp/prefill-bench-80 && /tmp/prefill-bench-80
+ * An argument "bf16" runs bf16 instead. */
+#include "../kernels/attention-prefill.cu"
+#include <algorithm>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+    fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+enum { HQ = 16, HKV = 8, D = 128, BS = 16, MAX_TOKENS = 16543, REPS = 25 };
+
+template <typename T> static __global__ void k_fill(T *p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
+        p[i] = T((float)(h & 0xffff) / 65535.0f * 4.0f - 2.0f);
+    }
+}
+
+struct kernel_row { const char *name; hk_prefill_kind kind; };
+static const kernel_row K[] = {
+    { "template", HK_PREFILL_TEMPLATE }, { "W4 MW2", HK_PREFILL_W4M2 }, { "W8 MW1", HK_PREFILL_W8M1 },
+    { "W4 MW1", HK_PREFILL_W4M1 },
+};
+#define NK (int)(sizeof K / sizeof K[0])
+
+/* One call's device arguments: the sequence, its block table, and each kernel's tile list
+ * (heaviest first, as backend-cuda.c's paged_plan_build lists them). */
+struct call {
+    int n_past, n_new;
+    hk_seq *seq;
+    int2 *tiles[NK];
+    int n_tiles[NK];
+};
+
+static call call_init(int n_past, int n_new)
+{
+    call c = { n_past, n_new };
+    hk_seq hs = { 0, n_past, n_new, 0 };
+    CK(cudaMalloc(&c.seq, sizeof hs));
+    CK(cudaMemcpy(c.seq, &hs, sizeof hs, cudaMemcpyHostToDevice));
+    for (int k = 0; k < NK; k++) {
+        int tr = hk_prefill_tile_rows(K[k].kind), n = (n_new * (HQ / HKV) + tr - 1) / tr;
+        std::vector<int2> t;
+        for (int i = n - 1; i >= 0; i--) t.push_back(make_int2(0, i));
+        CK(cudaMalloc(&c.tiles[k], t.size() * sizeof(int2)));
+        CK(cudaMemcpy(c.tiles[k], t.data(), t.size() * sizeof(int2), cudaMemcpyHostToDevice));
+        c.n_tiles[k] = n;
+    }
+    return c;
+}
+
+static void call_free(call &c)
+{
+    cudaFree(c.seq);
+    for (int k = 0; k < NK; k++) cudaFree(c.tiles[k]);
+}
+
+static double call_flops(const call &c)
+{
+    double pairs = (double)c.n_new * c.n_past + (double)c.n_new * (c.n_new + 1) / 2;
+    return 4.0 * HQ * D * pairs;
+}
+
+static double median_us(cudaStream_t s, hk_paged_args a)
+{
+    for (int i = 0; i < 3; i++) CK(hk_attention_prefill(s, &a));
+    cudaEvent_t e[REPS + 1];
+    for (int i = 0; i <= REPS; i++) CK(cudaEventCreate(&e[i]));
+    CK(cudaEventRecord(e[0], s));
+    for (int i = 0; i < REPS; i++) {   /* back to back: each interval is one launch */
+        CK(hk_attention_prefill(s, &a));
+        CK(cudaEventRecord(e[i + 1], s));
+    }
+    CK(cudaEventSynchronize(e[REPS]));
+    std::vector<float> ms(REPS);
+    for (int i = 0; i < REPS; i++) CK(cudaEventElapsedTime(&ms[i], e[i], e[i + 1]));
+    for (int i = 0; i <= REPS; i++) cudaEventDestroy(e[i]);
+    std::sort(ms.begin(), ms.end());
+    return ms[REPS / 2] * 1e3;
+}
+
+/* max |x − ref| over n outputs, and whether it is within 4 ulps of the largest |ref|. */
+template <typename T> static bool diff(const T *ref, const T *x, size_t n, float ulp, double *mx_out)
+{
+    std::vector<T> hr(n), hx(n);
+    CK(cudaMemcpy(hr.data(), ref, n * sizeof(T), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hx.data(), x, n * sizeof(T), cudaMemcpyDeviceToHost));
+    double mx = 0, big = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float a = (float)hr[i], b = (float)hx[i];
+        if (!isfinite(a) || !isfinite(b)) { bad++; continue; }
+        mx = std::max(mx, (double)fabsf(a - b));
+        big = std::max(big, (double)fabsf(a));
+    }
+    *mx_out = bad ? INFINITY : mx;
+    return bad == 0 && mx <= 4.0 * ulp * (big > 0 ? big : 1.0);
+}
+
+template <typename T>
+static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::vector<int> &chunks, T *qkv, T *out0,
+                     T *out1, T *kc, T *vc, int32_t *bt)
+{
+    const float ulp = dt == HK_BF16 ? 1.0f / 128 : 1.0f / 1024;
+    printf("\n%s\n%-6s %6s %6s", title, "call", "n_past", "n_new");
+    for (int k = 0; k < NK; k++) printf(" | %-8s %8s %6s%s", K[k].name, "us", "TF/s", k ? "   max|d|" : "");
+    printf("\n");
+    double tot_us[NK] = { 0 }, tot_f = 0, worst[NK] = { 0 };
+    bool ok = true;
+    int n_past = 0;
+    for (size_t ci = 0; ci < chunks.size(); ci++) {
+        call c = call_init(n_past, chunks[ci]);
+        size_t no = (size_t)c.n_new * HQ * D;
+        hk_paged_args a = { .t = dt, .qkv = qkv, .out = out0, .k_cache = kc, .v_cache = vc, .block_size = BS,
+                            .Hq = HQ, .Hkv = HKV, .D = D, .scale = 1.0f / sqrtf((float)D), .seqs = c.seq,
+                            .n_seqs = 1, .block_tables = bt, .total_rows = c.n_new };
+        double f = call_flops(c);
+        tot_f += f;
+        printf("%-6zu %6d %6d", ci, c.n_past, c.n_new);
+        for (int k = 0; k < NK; k++) {
+            a.prefill = K[k].kind;
+            a.tiles = c.tiles[k];
+            a.n_tiles = c.n_tiles[k];
+            a.out = k ? out1 : out0;
+            CK(cudaMemsetAsync(a.out, 0xff, no * sizeof(T), s));   /* NaN: a row not written shows */
+            CK(hk_attention_prefill(s, &a));
+            CK(cudaStreamSynchronize(s));
+            double mx = 0;
+            bool pass = true;
+            if (k) {
+                pass = diff<T>(out0, out1, no, ulp, &mx);
+                ok &= pass;
+                worst[k] = std::max(worst[k], mx);
+            } else {
+                std::vector<T> h(no);   /* the template's own output must be finite */
+                CK(cudaMemcpy(h.data(), out0, no * sizeof(T), cudaMemcpyDeviceToHost));
+                for (size_t i = 0; i < no; i++)
+                    if (!isfinite((float)h[i])) { ok = false; printf(" (template: nonfinite output)"); break; }
+            }
+            double us = median_us(s, a);
+            tot_us[k] += us;
+            printf(" | %-8s %8.1f %6.0f", "", us, f / us * 1e-6);
+            if (k) printf(" %8.2g%s", mx, pass ? "" : "!");
+        }
+        printf("\n");
+        call_free(c);
+        n_past += chunks[ci];
+    }
+    printf("%-20s", "total");
+    for (int k = 0; k < NK; k++) {
+        printf(" | %-8s %8.1f %6.0f", "", tot_us[k], tot_f / tot_us[k] * 1e-6);
+        if (k) printf(" %8.2g ", worst[k]);
+    }
+    printf("\n%-20s", "speed-up vs template");
+    for (int k = 0; k < NK; k++) printf(" | %-8s %8.2fx %5s%s", "", tot_us[0] / tot_us[k], "", k ? "          " : "");
+    printf("\n");
+    return ok;
+}
+
+template <typename T> static int run(hk_dtype dt)
+{
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, 0));
+    printf("device %s, %d SMs, %s; %d q heads, %d KV heads, head dim %d, KV blocks of %d tokens\n", p.name,
+           p.multiProcessorCount, dt == HK_BF16 ? "bf16" : "f16", HQ, HKV, D, BS);
+    hk_prefill_kind pick = hk_prefill_pick(0);
+    for (int k = 0; k < NK; k++)
+        if (K[k].kind == pick) printf("the engine's pick on this card: %s\n", K[k].name);
+
+    /* the cache: blocks of every call's sequence in a shuffled order (fixed seed) */
+    const int n_blocks = (MAX_TOKENS + BS - 1) / BS;
+    std::vector<int32_t> perm(n_blocks);
+    for (int i = 0; i < n_blocks; i++) perm[i] = i;
+    srand(1234);
+    for (int i = n_blocks - 1; i > 0; i--) std::swap(perm[i], perm[rand() % (i + 1)]);
+    size_t ncache = (size_t)n_blocks * BS * HKV * D, nq = (size_t)4200 * (HQ + 2 * HKV) * D, no = (size_t)4200 * HQ * D;
+    T *kc, *vc, *qkv, *out0, *out1;
+    int32_t *bt;
+    CK(cudaMalloc(&kc, ncache * sizeof(T)));
+    CK(cudaMalloc(&vc, ncache * sizeof(T)));
+    CK(cudaMalloc(&qkv, nq * sizeof(T)));
+    CK(cudaMalloc(&out0, no * sizeof(T)));
+    CK(cudaMalloc(&out1, no * sizeof(T)));
+    CK(cudaMalloc(&bt, n_blocks * sizeof(int32_t)));
+    CK(cudaMemcpy(bt, perm.data(), n_blocks * sizeof(int32_t), cudaMemcpyHostToDevice));
+    k_fill<T><<<1024, 256, 0, s>>>(kc, ncache, 11u);
+    k_fill<T><<<1024, 256, 0, s>>>(vc, ncache, 22u);
+    k_fill<T><<<1024, 256, 0, s>>>(qkv, nq, 33u);
+    CK(cudaStreamSynchronize(s));
+
+    bool ok = true;
+    ok &= scenario<T>(s, dt, "2048² page: 4191 tokens in chunks of 1024", { 1024, 1024, 1024, 1024, 95 }, qkv, out0,
+                      out1, kc, vc, bt);
+    std::vector<int> big(16, 1024);
+    big.push_back(MAX_TOKENS - 16 * 1024);
+    ok &= scenario<T>(s, dt, "4096² page: 16543 tokens in chunks of 1024", big, qkv, out0, out1, kc, vc, bt);
+    ok &= scenario<T>(s, dt, "4191 tokens in one call", { 4191 }, qkv, out0, out1, kc, vc, bt);
+    printf("\n%s (every variant within 4 ulps of the largest |template output| in every call)\n",
+           ok ? "PASS" : "FAIL");
+    cudaFree(kc); cudaFree(vc); cudaFree(qkv); cudaFree(out0); cudaFree(out1); cudaFree(bt);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "bf16") == 0) return run<__nv_bfloat16>(HK_BF16);
+    return run<__half>(HK_F16);
+}
