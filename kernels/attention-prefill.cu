@@ -24,6 +24,7 @@ struct FaArgs {
     const int2 *tiles;
     const int32_t *bt;
     int block_size;
+    int bs_shift;                         /* k_prefill: log2 of block_size where it is a power of 2, else −1 */
 };
 
 /* Where this CTA's 64 rows and its keys live. */
@@ -230,7 +231,8 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
  *   shared memory feeds two row blocks. Q stays in shared memory (its 64 registers
  *   a block would not fit next to the 2 × 64 of the output) and its fragments are
  *   read per k16 step;
- * - one cache address per key row a tile, shared by the K and the V copy;
+ * - one cache address per key row a tile, shared by the K and the V copy (a shift, not a
+ *   division, for blocks of a power of 2 tokens);
  * - one barrier a tile: two stages, tile j + 1's copies issued right after the
  *   barrier that ends every warp's use of its stage (tile j − 1), so they land
  *   under tile j's products;
@@ -267,8 +269,9 @@ __device__ __forceinline__ void pf_load_kv(T *sK, T *sV, const FaArgs &a, int bt
         int r = (threadIdx.x >> 4) + i * (NT / 16), key = key0 + r;
         bool ok = key < n_keys;
         int kk = ok ? key : 0;
-        int blk = __ldg(a.bt + bt_off + kk / a.block_size);
-        size_t off = (((size_t)blk * a.block_size + kk % a.block_size) * a.Hkv + kvh) * PF_D + ch * 8;
+        int b = a.bs_shift >= 0 ? kk >> a.bs_shift : kk / a.block_size;   /* uniform: no division for 16 */
+        int blk = __ldg(a.bt + bt_off + b);
+        size_t off = (((size_t)blk * a.block_size + (kk - b * a.block_size)) * a.Hkv + kvh) * PF_D + ch * 8;
         cp16(sK + r * PF_DS + ch * 8, (const T *)a.k + off, ok);
         cp16(sV + r * PF_DS + ch * 8, (const T *)a.v + off, ok);
     }
@@ -488,6 +491,7 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
     hk_paged_fill(a, p);
     a.out_stride = p->Hq * p->D;
     a.tiles = p->tiles;
+    a.bs_shift = p->block_size & (p->block_size - 1) ? -1 : __builtin_ctz((unsigned)p->block_size);
     if (p->D != 128) return cudaErrorInvalidValue;
     switch (p->prefill) {
     case HK_PREFILL_TEMPLATE: return launch_flash<T, 128, 128, true>(s, a, dim3((unsigned)p->n_tiles, (unsigned)p->Hkv));
