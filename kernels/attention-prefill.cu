@@ -225,12 +225,16 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
  * The 64-row template above reads every K/V fragment from shared memory once per
  * 16 query rows and rebuilds each key's cache address twice (K, V) with a block
  * table load per 16-byte chunk. This kernel:
- * - 16·W·MW flattened rows a CTA (W warps of MW blocks of 16 rows; 128 rows in the
- *   default W4 MW2, FlashAttention-2's tile at head dim 128): each K/V tile copied
- *   from L2 serves twice the rows, and with MW = 2 each K/V fragment read from
- *   shared memory feeds two row blocks. Q stays in shared memory (its 64 registers
- *   a block would not fit next to the 2 × 64 of the output) and its fragments are
- *   read per k16 step;
+ * - 16·W·MW flattened rows a CTA (W warps of MW blocks of 16 rows): each K/V tile
+ *   copied from L2 serves 128 rows, not 64, halving the L2 traffic of the long
+ *   scans (the template's 256 CTAs of a 1024-row chunk at n_past 3072 read ~480 MB
+ *   of K/V a call). With MW = 2 (W4 MW2, FlashAttention-2's tile at head dim 128)
+ *   each K/V fragment read from shared memory also feeds two row blocks, but a
+ *   thread needs all 255 registers and a 1024-row chunk makes only 16 items × 8 KV
+ *   heads = 128 CTAs: one warp per SM sub-partition, nothing to hide its latencies.
+ *   W8 MW1 keeps two there (165 registers). Which wins is bench/prefill_bench.cu's
+ *   to say; hk_prefill_pick takes W8 MW1 until it has. Q stays in shared memory
+ *   and its fragments are read per k16 step (MW = 2 has no registers for them);
  * - one cache address per key row a tile, shared by the K and the V copy (a shift, not a
  *   division, for blocks of a power of 2 tokens);
  * - one barrier a tile: two stages, tile j + 1's copies issued right after the
@@ -529,7 +533,7 @@ int hk_prefill_tile_rows(hk_prefill_kind k)
     }
 }
 
-/* W4 MW2 where a block may have its 104 KB (Ampere A100, Hopper), else W4 MW1 (87 KB: the
+/* W8 MW1 where a block may have its 104 KB (Ampere A100, Hopper), else W4 MW1 (87 KB: the
  * consumer cards' 99 KB), else the template (34.8 KB a stage: Turing's 64 KB). */
 hk_prefill_kind hk_prefill_pick(int device)
 {
@@ -538,7 +542,7 @@ hk_prefill_kind hk_prefill_pick(int device)
         cudaGetLastError();
         return HK_PREFILL_TEMPLATE;
     }
-    if ((size_t)optin >= PfShape<4, 2>::SMEM) return HK_PREFILL_W4M2;
+    if ((size_t)optin >= PfShape<8, 1>::SMEM) return HK_PREFILL_W8M1;
     if ((size_t)optin >= PfShape<4, 1>::SMEM) return HK_PREFILL_W4M1;
     return HK_PREFILL_TEMPLATE;
 }
