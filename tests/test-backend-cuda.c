@@ -1229,9 +1229,9 @@ static void run_chunks(const dt_case *c, hyocr_backend *g, int Hq, int Hkv, int 
 
 /* The prefill's paged attention over long prompts: the text model's heads in 1024-row chunks
  * (a second chunk of 131 rows at n_past 1024: a partial tile for 64- and 128-row kernels
- * alike, 19 key tiles); blocks of 7
- * tokens (a key tile crosses block edges anywhere) with a group of 3 (positions split across
- * tiles); no GQA with blocks of 32. */
+ * alike, 19 key tiles); blocks of 7 tokens (a key tile crosses block edges anywhere) with a
+ * group of 3 (positions split across tiles); no GQA with blocks of 32; and a backend with
+ * HYOCR_PREFILL_TEMPLATE's switch on. */
 static void test_paged_prefill(gconstpointer data)
 {
     const dt_case *c = data;
@@ -1240,6 +1240,13 @@ static void test_paged_prefill(gconstpointer data)
     run_chunks(c, g, 16, 8, 16, 1155, 1024);
     run_chunks(c, g, 6, 2, 7, 517, 200);
     run_chunks(c, g, 4, 4, 32, 300, 129);
+    /* HYOCR_PREFILL_TEMPLATE's backend: its tiles of 64 rows for the template */
+    g_autoptr(GError) err = NULL;
+    hyocr_backend_params p = { .dtype = c->dtype, .tuning.prefill_template = true };
+    hyocr_backend *t = hyocr_backend_cuda_init(&p, &err);
+    g_assert_no_error(err);
+    run_chunks(c, t, 16, 8, 16, 300, 129);
+    hyocr_backend_free(t);
 }
 
 static void test_paged_long_decode(gconstpointer data)
