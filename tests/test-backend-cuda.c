@@ -1675,6 +1675,83 @@ static void test_paged_verify(gconstpointer data)
     kv_clear(&f);
 }
 
+/* HYOCR_INVARIANT: a decode row's bits do not depend on the step it is in. One row through
+ * the products (plain and fused) equals row 0 of sixteen, and a decode row's attention alone
+ * equals the same row inside a verify block of 16 (eager calls; the bound steps lay out the
+ * same blocks). This is what makes speculation's verify rows plain decoding's tokens. */
+static void invariant_products(hyocr_backend *g, int N, int K)
+{
+    const int R = 16;
+    g_autofree float *x = rnd((size_t)R * K, -1, 1), *w = rnd((size_t)2 * N * K, -0.1, 0.1);
+    g_autofree float *res = rnd((size_t)R * MAX(N, K), -3, 3), *nw = rnd(K, 0.5, 1.5);
+    hyocr_buf *bx = mk(g, HYOCR_BUF_ACT, x, (size_t)R * K), *bw = mk(g, HYOCR_BUF_WEIGHT, w, (size_t)2 * N * K);
+    hyocr_buf *bn = mk(g, HYOCR_BUF_WEIGHT, nw, K), *o = mk(g, HYOCR_BUF_ACT, NULL, (size_t)R * N);
+    for (int mode = 0; mode < 4; mode++) {   /* plain, norm, norm + glu, residual */
+        float *ref = NULL;
+        for (int M = R; M >= 1; M -= R - 1) {
+            hyocr_buf *br = mk(g, HYOCR_BUF_F32, res, (size_t)R * MAX(N, K));
+            if (mode == 0) OK(g->ops->matmul(g, o, bx, bw, 0, NULL, M, N, K, E));
+            else if (mode == 3) OK(g->ops->matmul_residual(g, br, bx, bw, M, N, K, E));
+            else OK(g->ops->norm_matmul(g, o, br, bn, 1e-6f, bw, M, N, K, mode == 2, E));
+            float *got = mode == 3 ? get(g, br, 0, (size_t)M * N) : get(g, o, 0, (size_t)M * N);
+            g->ops->buf_free(g, br);
+            if (!ref) {
+                ref = got;
+                continue;
+            }
+            g_autofree char *what = g_strdup_printf("invariant: one row of mode %d, %d×%d, as row 0 of 16", mode, N, K);
+            expect_equal(what, got, ref, (size_t)N);
+            g_free(got);
+        }
+        g_free(ref);
+    }
+    g->ops->buf_free(g, bx);
+    g->ops->buf_free(g, bw);
+    g->ops->buf_free(g, bn);
+    g->ops->buf_free(g, o);
+}
+
+static void test_invariant(gconstpointer data)
+{
+    const dt_case *c = data;
+    if (!cuda(c)) return;
+    g_autoptr(GError) err = NULL;
+    hyocr_backend_params p = { .dtype = c->dtype, .tuning.invariant = HYOCR_SWITCH_ON };
+    hyocr_backend *g = hyocr_backend_cuda_init(&p, &err);
+    g_assert_no_error(err);
+    invariant_products(g, 4096, 1024);
+    invariant_products(g, 1024, 3584);
+    invariant_products(g, 1003, 2048);
+    g_assert_cmpint(g->ops->fused_rows(g, 200, false), ==, 0);   /* no one-row kernels to fall back on */
+    const int Hq = 16, Hkv = 8, D = 128, P = 1500, R = 16;
+    kv_fix f;
+    kv_init(&f, g, 16, 200, Hq, Hkv, D);
+    g_autofree int32_t *bt = kv_table(&f, P + R);
+    hyocr_seq_view pre = { bt, 0, P };
+    paged_step(c, &f, &pre, 1, "invariant: prefill");
+    hyocr_seq_view v[16];
+    for (int r = 0; r < R; r++) v[r] = (hyocr_seq_view){ bt, P + r, 1 };
+    const size_t wq = (size_t)(Hq + 2 * Hkv) * D, wo = (size_t)Hq * D;
+    g_autofree float *qkv = rndq(g, R * wq, -2, 2);
+    hyocr_buf *bq = mk(g, HYOCR_BUF_ACT, qkv, R * wq), *bo = mk(g, HYOCR_BUF_ACT, NULL, R * wo);
+    const float scale = (float)pow(D, -0.5);
+    OK(g->ops->attention_paged(g, bo, bq, f.k.g, f.v.g, f.bs, v, R, Hq, Hkv, D, scale, E));
+    g_autofree float *block = get(g, bo, 0, R * wo);
+    for (int r = R - 1; r >= 0; r--) {   /* the later rows' K/V stay in the cache, unseen */
+        hyocr_buf *q1 = mk(g, HYOCR_BUF_ACT, qkv + r * wq, wq), *o1 = mk(g, HYOCR_BUF_ACT, NULL, wo);
+        OK(g->ops->attention_paged(g, o1, q1, f.k.g, f.v.g, f.bs, &v[r], 1, Hq, Hkv, D, scale, E));
+        g_autofree float *one = get(g, o1, 0, wo);
+        g_autofree char *what = g_strdup_printf("invariant: decode row at %d alone, as row %d of a block", P + r, r);
+        expect_equal(what, one, block + r * wo, wo);
+        g->ops->buf_free(g, q1);
+        g->ops->buf_free(g, o1);
+    }
+    g->ops->buf_free(g, bq);
+    g->ops->buf_free(g, bo);
+    kv_clear(&f);
+    hyocr_backend_free(g);
+}
+
 #if HYOCR_HAVE_CUDA
 /* The block kernel of bound verify steps, called directly: two blocks (16 rows after 1500 keys,
  * 9 rows after 37) against the CPU's attention of the same rows as decode rows. */
@@ -1965,6 +2042,7 @@ int main(int argc, char **argv)
         add("bench", c, test_bench);
         add("paged_verify", c, test_paged_verify);
         add("verify_kernel", c, test_verify_kernel);
+        add("invariant", c, test_invariant);
         add("qknorm_rope", c, test_qknorm_rope);
         add("attention_append", c, test_attention_append);
         add("draft_small_ops", c, test_draft_small_ops);

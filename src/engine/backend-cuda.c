@@ -84,6 +84,7 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
+    bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
     int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
@@ -639,11 +640,20 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
  * (batched decode, the speculative verify step) go to the tensor-core hk_gemm_rows
  * instead (cuBLAS measured 13–18 µs a product there where one row takes hk_gemv ~8). */
 #define GEMV_ROWS 1
+
+/* Whether a product of M rows goes to the one-row CUDA-core kernels (hk_gemv, hk_gemv1). Not
+ * in the invariant mode: there a row's sums must be hk_gemm_rows's, the order a verify step's
+ * rows get, so that speculation's tokens are plain decoding's bit for bit. */
+static bool one_row(const cuda_backend *cb, int M)
+{
+    return M <= GEMV_ROWS && !cb->invariant;
+}
+
 static bool gemv_fits(const cuda_backend *cb, const hyocr_buf *x, const void *xp, const void *wp, const void *bp, int M,
                       int K)
 {
     return cb->gemv && !bp && x->kind != HYOCR_BUF_F32 && ptr_align(xp) >= 16 && ptr_align(wp) >= 16 &&
-           (M <= GEMV_ROWS ? K % 8 == 0 : M <= HK_GEMM_ROWS_MAX && K % 32 == 0);
+           (one_row(cb, M) ? K % 8 == 0 : M <= HK_GEMM_ROWS_MAX && K % 32 == 0);
 }
 
 static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, const hyocr_buf *w, size_t w_off,
@@ -682,10 +692,10 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
     /* One row and many outputs (the head): hk_gemv1 sums in hk_gemv's order there (one
      * warp per output) and, launched as a programmatic dependent, starts streaming the
      * weights while the kernel before it (the final norm) finishes. */
-    if (gemv_fits(cb, x, xp, wp, bp, M, K) && M == 1 && N > 2048)
+    if (gemv_fits(cb, x, xp, wp, bp, M, K) && one_row(cb, M) && N > 2048)
         return ck(hk_gemv1(cb->stream, cb->act, HK_GEMV_PLAIN, out->data, ot, xp, NULL, NULL, HK_F32, 0.0f, wp, N, K,
                            cb->pdl), "gemv", error);
-    if (gemv_fits(cb, x, xp, wp, bp, M, K) && M <= GEMV_ROWS)
+    if (gemv_fits(cb, x, xp, wp, bp, M, K) && one_row(cb, M))
         return ck(hk_gemv(cb->stream, cb->act, out->data, ot, xp, wp, M, N, K), "gemv", error);
     /* As a programmatic dependent it reads its first weights before the kernel before
      * has finished: only where they are constant. */
@@ -720,15 +730,18 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
 static int cuda_fused_rows(hyocr_backend *be, int K, bool norm)
 {
     if (K <= 0 || K % 8 || (norm && K > FUSED1_MAX_K)) return 0;
-    /* HYOCR_NO_GEMV: the unfused products of several rows are cuBLAS's, whose sums differ */
-    if (!CB(be)->gemv || K % 32 || (norm && K > HK_GEMM_ROWS_NORM_MAX_K)) return 1;
+    /* HYOCR_NO_GEMV: the unfused products of several rows are cuBLAS's, whose sums differ;
+     * the invariant mode has no one-row kernels to fall back on */
+    if (!CB(be)->gemv || K % 32 || (norm && K > HK_GEMM_ROWS_NORM_MAX_K)) return CB(be)->invariant ? 0 : 1;
     return HK_GEMM_ROWS_MAX;
 }
 
-static bool fused_args(const char *op, const hyocr_buf *f32, const char *f32_name, const hyocr_buf *w,
-                       const hyocr_buf *x, const hyocr_buf *norm_w, int M, int N, int K, GError **error)
+static bool fused_args(const cuda_backend *cb, const char *op, const hyocr_buf *f32, const char *f32_name,
+                       const hyocr_buf *w, const hyocr_buf *x, const hyocr_buf *norm_w, int M, int N, int K,
+                       GError **error)
 {
-    if (M < 1 || M > HK_GEMM_ROWS_MAX || N < 0 || K <= 0 || K % (M == 1 ? 8 : 32))
+    const bool one = one_row(cb, M);
+    if (M < 1 || M > HK_GEMM_ROWS_MAX || N < 0 || K <= 0 || K % (one ? 8 : 32))
         return invalid(error,
                        _("%s: the CUDA version takes 1 to %d rows and K a positive multiple of 8 (of 32 for more "
                          "than one row); got %d×%d×%d"),
@@ -738,9 +751,9 @@ static bool fused_args(const char *op, const hyocr_buf *f32, const char *f32_nam
     if (x && !need_act(op, "x", x, error)) return false;
     /* several rows read the residual and the norm weight in 16-byte loads */
     if (ptr_align(w->data) < 16 || (x && ptr_align(x->data) < 16) ||
-        (M > 1 && (ptr_align(f32->data) < 16 || (norm_w && ptr_align(norm_w->data) < 16))))
+        (!one && (ptr_align(f32->data) < 16 || (norm_w && ptr_align(norm_w->data) < 16))))
         return invalid(error, _("%s: operands must be 16-byte aligned"), op);
-    const int max_k = M == 1 ? FUSED1_MAX_K : HK_GEMM_ROWS_NORM_MAX_K;
+    const int max_k = one ? FUSED1_MAX_K : HK_GEMM_ROWS_NORM_MAX_K;
     if (norm_w && K > max_k)
         return invalid(error, _("%s: K = %d is over the %d the CUDA version holds for %d rows"), op, K, max_k, M);
     return true;
@@ -754,10 +767,10 @@ static bool cuda_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf 
         !need("norm_matmul", "residual", residual, (size_t)M * K, error) ||
         !need("norm_matmul", "norm weight", norm_w, (size_t)K, error) ||
         !need("norm_matmul", "w", w, (size_t)(glu ? 2 : 1) * N * K, error) ||
-        !fused_args("norm_matmul", residual, "residual", w, NULL, norm_w, M, N, K, error))
+        !fused_args(cb, "norm_matmul", residual, "residual", w, NULL, norm_w, M, N, K, error))
         return false;
     const int mode = glu ? HK_GEMV_NORM_GLU : HK_GEMV_NORM;
-    if (M == 1)
+    if (one_row(cb, M))
         return ck(hk_gemv1(cb->stream, cb->act, mode, out->data, buf_t(cb, out), NULL, residual->data, norm_w->data,
                            buf_t(cb, norm_w), eps, w->data, N, K, cb->pdl),
                   "norm_matmul", error);
@@ -773,9 +786,9 @@ static bool cuda_matmul_residual(hyocr_backend *be, hyocr_buf *residual, const h
     if (!need("matmul_residual", "residual", residual, (size_t)M * N, error) ||
         !need("matmul_residual", "x", x, (size_t)M * K, error) ||
         !need("matmul_residual", "w", w, (size_t)N * K, error) ||
-        !fused_args("matmul_residual", residual, "residual", w, x, NULL, M, N, K, error))
+        !fused_args(cb, "matmul_residual", residual, "residual", w, x, NULL, M, N, K, error))
         return false;
-    if (M == 1)
+    if (one_row(cb, M))
         return ck(hk_gemv1(cb->stream, cb->act, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, residual->data, NULL, HK_F32,
                            0.0f, w->data, N, K, cb->pdl),
                   "matmul_residual", error);
@@ -970,27 +983,30 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
 }
 
 /* Work lists of one paged call: prefill tiles for multi-row sequences, context
- * splits for single-row (decode) sequences. */
+ * splits for single-row (decode) sequences — or, in the invariant mode, a one-row
+ * block each for the block kernel (as bound steps have them). */
 typedef struct {
-    GArray *seqs, *bt, *row_seq, *tiles, *splits;
-    int     total_rows, parts, dec_rows, split_len;
+    GArray *seqs, *bt, *row_seq, *tiles, *splits, *blocks;
+    int     total_rows, parts, dec_rows, split_len, block_ctx;
 } paged_plan;
 
 static void paged_plan_clear(paged_plan *p)
 {
-    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->splits };
+    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->splits, p->blocks };
     for (size_t i = 0; i < G_N_ELEMENTS(a); i++)
         if (a[i]) g_array_free(a[i], TRUE);
 }
 
 static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int bs,
-                             int Hq, int Hkv)
+                             int Hq, int Hkv, int D)
 {
     p->seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq));
     p->bt = g_array_new(FALSE, FALSE, sizeof(int32_t));
     p->row_seq = g_array_new(FALSE, FALSE, sizeof(int32_t));
     p->tiles = g_array_new(FALSE, FALSE, sizeof(int32_t) * 2);
     p->splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
+    p->blocks = g_array_new(FALSE, FALSE, sizeof(hk_block));
+    const bool as_blocks = cb->invariant && cb->verify_kernel && D == 128 && hk_verify_fits(1, Hq, Hkv, D);
     int64_t dec_ctx = 0;
     for (int s = 0; s < n_seqs; s++)
         if (seqs[s].n_new == 1) dec_ctx += seqs[s].n_past + 1;
@@ -1007,6 +1023,10 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
             /* causal: the last tiles see the most keys; launched first, they do not trail the grid */
             int tr = hk_prefill_tile_rows(cb->prefill), n_tiles = (sv->n_new * G + tr - 1) / tr;
             for (int t = n_tiles - 1; t >= 0; t--) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
+        } else if (sv->n_new == 1 && as_blocks) {
+            hk_block b = { row, 1, sv->n_past, hs.bt_off };
+            g_array_append_val(p->blocks, b);
+            p->block_ctx = MAX(p->block_ctx, sv->n_past + 1);
         } else if (sv->n_new == 1) {
             int ctx = sv->n_past + 1, n = (ctx + p->split_len - 1) / p->split_len;
             guint at = p->splits->len;
@@ -1062,8 +1082,9 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
      * the attention (which would stream the cache early as a programmatic dependent) waits */
     bool shared = cb->bound_shared;
     /* the blocks by the block kernel (each key read once per KV head for the whole block, on the
-     * tensor cores) where each fits it, the other rows by the decode kernel */
-    bool blocks = shared && D == 128 && cb->bound_blocks > 0 && cb->verify_kernel &&
+     * tensor cores) where each fits it, the other rows by the decode kernel; in the invariant
+     * mode every row is in a block (bound_fill), one of one row where it verifies nothing */
+    bool blocks = (shared || cb->invariant) && D == 128 && cb->bound_blocks > 0 && cb->verify_kernel &&
                   hk_verify_fits(cb->bound_block_rows, Hq, Hkv, D);
     size_t vparts = blocks ? hk_verify_part_floats(cb->bound_maxb * block_size, cb->bound_blocks, Hq, Hkv, D) : 0;
     if (vparts && !scratch_need(cb, &cb->part, vparts * sizeof(float), error)) return false;
@@ -1075,13 +1096,13 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .counters = cb->counters.ptr, .part_acc = cb->part.ptr,
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
         .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
-        .decode_kv_write = !shared, .pdl = shared ? 0 : cb->pdl,
+        .decode_kv_write = !shared && !blocks, .pdl = shared || blocks ? 0 : cb->pdl,
     };
     if (D != 128)
         return ck(hk_kv_write(cb->stream, &a), N_("KV write"), error) &&
                ck(hk_attention_paged_generic(cb->stream, &a), N_("paged attention (generic head dim)"), error);
     /* every row decodes: the decode kernel stores the new k/v itself (one launch less a layer) */
-    if (!shared) return ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error);
+    if (a.decode_kv_write) return ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error);
     if (!ck(hk_kv_write(cb->stream, &a), N_("KV write"), error)) return false;
     if (!blocks) return ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error);
     a.seqs = bound_ptr(cb, cb->o_dseqs);
@@ -1124,14 +1145,18 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
                                           scale, error);
 
     paged_plan pp = { 0 };
-    paged_plan_build(cb, &pp, seqs, n_seqs, block_size, Hq, Hkv);
+    paged_plan_build(cb, &pp, seqs, n_seqs, block_size, Hq, Hkv, D);
     meta_pack mp = { g_byte_array_new() };
     size_t o_seqs = meta_add(&mp, pp.seqs->data, pp.seqs->len * sizeof(hk_seq));
     size_t o_bt = meta_add(&mp, pp.bt->data, pp.bt->len * sizeof(int32_t));
     size_t o_rs = meta_add(&mp, pp.row_seq->data, pp.row_seq->len * sizeof(int32_t));
     size_t o_tiles = meta_add(&mp, pp.tiles->data, pp.tiles->len * sizeof(int32_t) * 2);
     size_t o_splits = meta_add(&mp, pp.splits->data, pp.splits->len * sizeof(hk_split));
-    bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) && decode_scratch(cb, &pp, Hq, Hkv, D, error);
+    size_t o_blk = meta_add(&mp, pp.blocks->data, pp.blocks->len * sizeof(hk_block));
+    const int n_blocks = (int)pp.blocks->len;
+    size_t vparts = n_blocks ? hk_verify_part_floats(pp.block_ctx, n_blocks, Hq, Hkv, D) : 0;
+    bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) && decode_scratch(cb, &pp, Hq, Hkv, D, error) &&
+              (!vparts || scratch_need(cb, &cb->part, vparts * sizeof(float), error));
     g_byte_array_free(mp.b, TRUE);
     if (ok) {
         hk_paged_args a = {
@@ -1143,7 +1168,8 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
             .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
-            .split_max = pp.split_len, .decode_kv_write = pp.tiles->len == 0 && !views_share(seqs, n_seqs),
+            .split_max = pp.split_len,
+            .decode_kv_write = pp.tiles->len == 0 && pp.blocks->len == 0 && !views_share(seqs, n_seqs),
         };
         /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
          * the kernel may follow the upload of its own work list directly. */
@@ -1153,7 +1179,11 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
         else
             ok = (a.decode_kv_write || ck(hk_kv_write(cb->stream, &a), N_("KV write"), error)) &&
              ck(hk_attention_prefill(cb->stream, &a), N_("paged attention (prefill)"), error) &&
-             ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error);
+             ck(hk_attention_decode(cb->stream, &a), N_("paged attention (decode)"), error) &&
+             (!n_blocks || ck(hk_attention_verify(cb->stream, cb->act, out->data, qkv->data, k_cache->data,
+                                                  v_cache->data, block_size, meta_ptr(cb, o_bt), meta_ptr(cb, o_blk),
+                                                  n_blocks, pp.block_ctx, Hq, Hkv, D, scale, cb->part.ptr),
+                              N_("paged attention (decode rows as blocks)"), error));
     }
     paged_plan_clear(&pp);
     return ok;
@@ -1387,15 +1417,18 @@ static void bound_fill(cuda_backend *cb, uint8_t *h, const hyocr_decode_meta *dm
     int32_t *first = (int32_t *)(h + cb->o_first);
     for (int r = 0; r < R; r++) first[r] = dm->pick_first ? dm->pick_first[r] : -1;
     /* Verify blocks (the rows of one sequence, marked by the pick's first): the decode kernel
-     * leaves their rows (n_past −1: no split) to the block kernel, which reads each key once. */
+     * leaves their rows (n_past −1: no split) to the block kernel, which reads each key once.
+     * The invariant mode puts every row in a block, a lone row in one of its own: the block
+     * kernel gives a row the same bits whatever block it is in (its splits start at fixed keys). */
     hk_seq *dseqs = (hk_seq *)(h + cb->o_dseqs);
     hk_block *blk = (hk_block *)(h + cb->o_blk);
     memcpy(dseqs, seqs, (size_t)R * sizeof *seqs);
     cb->bound_blocks = cb->bound_block_rows = cb->bound_block_total = 0;
-    for (int r = 0; dm->shared && dm->pick_first && r < R;) {
-        int f = dm->pick_first[r], e = r + 1;
+    const bool runs = dm->shared && dm->pick_first;
+    for (int r = 0; (runs || cb->invariant) && r < R;) {
+        int f = runs ? dm->pick_first[r] : -1, e = r + 1;
         while (f >= 0 && e < R && dm->pick_first[e] == f) e++;
-        if (f == r && e - r > 1) {
+        if ((f == r && e - r > 1) || cb->invariant) {
             blk[cb->bound_blocks++] = (hk_block){ r, e - r, dm->views[r].n_past, r * maxb };
             cb->bound_block_rows = MAX(cb->bound_block_rows, e - r);
             cb->bound_block_total += e - r;
@@ -1833,6 +1866,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     cb->verify_kernel = !t->rows_verify;
+    cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma;
     cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
     if (t->profile) {

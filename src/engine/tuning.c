@@ -36,6 +36,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->rows_verify = env_switch("HYOCR_VERIFY_KERNEL") == HYOCR_SWITCH_OFF;
     t->no_wgmma = env_switch("HYOCR_NO_WGMMA") == HYOCR_SWITCH_ON;
     t->prefill_template = env_switch("HYOCR_PREFILL_TEMPLATE") == HYOCR_SWITCH_ON;
+    t->invariant = env_switch("HYOCR_INVARIANT");
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
     if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);
     const char *k = g_getenv("HYOCR_DRAFT_STANDIN_K");

@@ -35,6 +35,8 @@ typedef struct {
     bool         no_wgmma;        /* HYOCR_NO_WGMMA: the vision attention's mma.sync kernel on Hopper too */
     bool         prefill_template; /* HYOCR_PREFILL_TEMPLATE: the prefill's paged attention by the 64-row
                                     * template, not k_prefill */
+    hyocr_switch invariant;       /* HYOCR_INVARIANT: CUDA decode rows computed alike whatever the step's
+                                   * rows (speculation's verify rows then equal plain decoding's) */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
     char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
     double       draft_standin_k;         /* HYOCR_DRAFT_STANDIN_K: right drafts a round (a mean if fractional) */
