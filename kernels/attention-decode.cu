@@ -384,7 +384,7 @@ int hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv)
     int64_t len = (total_ctx * grid_y + target - 1) / target;
     len = (len + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     if (len < HK_SPLIT_MIN) len = HK_SPLIT_MIN;
-    if (len > HK_SPLIT_MAX) len = HK_SPLIT_MAX;
+    if (len > HK_SPLIT_CHOSEN_MAX) len = HK_SPLIT_CHOSEN_MAX;
     return (int)len;
 }
 

@@ -105,8 +105,15 @@ size_t      hk_decode_smem(int GT, int split_max, int block_size);
  * the decode grid has Hq / that many CTAs per split. */
 int         hk_decode_heads_per_cta(int Hq, int Hkv);
 /* Keys per decode split for total_ctx context tokens over all decode rows:
- * about 2 CTAs per SM, never fewer than HK_SPLIT_MIN keys nor more than HK_SPLIT_MAX. */
+ * about 2 CTAs per SM, never fewer than HK_SPLIT_MIN keys nor more than
+ * HK_SPLIT_CHOSEN_MAX (HK_SPLIT_MAX bounds what HYOCR_DECODE_SPLIT may force). A CTA
+ * reads its keys in rounds of 64, one after the other, so past ~256 keys a split's
+ * time is its chain of rounds, not its bytes, and more CTAs are faster: batch 16 at
+ * 1087-token contexts on the H200 (session 7) decoded 7694 tokens/s with the 640-key
+ * splits "2 CTAs per SM" chose, 8242 with 256 and 8167 with 128; batch 4 (192) and
+ * batch 1 at 4191 tokens (128) choose below the cap anyway. */
 #define HK_SPLIT_MIN 64
+#define HK_SPLIT_CHOSEN_MAX 256
 #define HK_SPLIT_MAX 1024
 int         hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv);
 
