@@ -1754,6 +1754,49 @@ static void test_invariant(gconstpointer data)
     hyocr_backend_free(g);
 }
 
+/* A bound verify step (decode_bind, as a captured round runs it) whose block of 16 rows crosses a
+ * KV block boundary: rows past it attend to keys the first row's block table does not reach.
+ * Against the CPU, and against the same rows unbound. */
+static void test_paged_verify_bound(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    const int Hq = 16, Hkv = 8, D = 128, P = 1510, R = 16, bs = 16;
+    kv_fix f;
+    kv_init(&f, g, bs, 200, Hq, Hkv, D);
+    g_autofree int32_t *bt = kv_table(&f, P + R);
+    hyocr_seq_view pre = { bt, 0, P };
+    paged_step(c, &f, &pre, 1, "bound verify: prefill");
+    hyocr_seq_view v[16];
+    int32_t ids[16], first[16];
+    for (int r = 0; r < R; r++) {
+        v[r] = (hyocr_seq_view){ bt, P + r, 1 };
+        ids[r] = r;
+        first[r] = 0;
+    }
+    const size_t nq = (size_t)R * (Hq + 2 * Hkv) * D, no = (size_t)R * Hq * D;
+    g_autofree float *qkv = rndq(g, nq, -2, 2);
+    pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+    const float scale = (float)pow(D, -0.5);
+    hyocr_decode_meta dm = { .n_rows = R, .ids = ids, .views = v, .block_size = bs,
+                             .max_blocks = (P + R + 255) / 256 * 256 / bs, .pick_first = first, .shared = true };
+    OK(g->ops->decode_bind(g, &dm, E));
+    OK(g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, bs, v, R, Hq, Hkv, D, scale, E));
+    g->ops->decode_unbind(g);
+    OK(cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, bs, v, R, Hq, Hkv, D, scale, E));
+    cmp2(g, "bound verify: a block of 16 rows across a KV block boundary", &po, 0, no, c->tol);
+    g_autofree float *bound = get(g, po.g, 0, no);
+    hyocr_buf *o2 = mk(g, HYOCR_BUF_ACT, NULL, no);
+    OK(g->ops->attention_paged(g, o2, pq.g, f.k.g, f.v.g, bs, v, R, Hq, Hkv, D, scale, E));
+    g_autofree float *eager = get(g, o2, 0, no);
+    expect_close("bound verify against the same rows unbound", bound, eager, no, c->tol);
+    g->ops->buf_free(g, o2);
+    free2(g, &pq);
+    free2(g, &po);
+    kv_clear(&f);
+}
+
 #if HYOCR_HAVE_CUDA
 /* The block kernel of bound verify steps, called directly: two blocks (16 rows after 1500 keys,
  * 9 rows after 37) against the CPU's attention of the same rows as decode rows. */
@@ -2045,6 +2088,7 @@ int main(int argc, char **argv)
         add("paged_verify", c, test_paged_verify);
         add("verify_kernel", c, test_verify_kernel);
         add("invariant", c, test_invariant);
+        add("paged_verify_bound", c, test_paged_verify_bound);
         add("qknorm_rope", c, test_qknorm_rope);
         add("attention_append", c, test_attention_append);
         add("draft_small_ops", c, test_draft_small_ops);

@@ -1429,7 +1429,9 @@ static void bound_fill(cuda_backend *cb, uint8_t *h, const hyocr_decode_meta *dm
         int f = runs ? dm->pick_first[r] : -1, e = r + 1;
         while (f >= 0 && e < R && dm->pick_first[e] == f) e++;
         if ((f == r && e - r > 1) || cb->invariant) {
-            blk[cb->bound_blocks++] = (hk_block){ r, e - r, dm->views[r].n_past, r * maxb };
+            /* the keys through the last row's copy of the table: the first row's ends at its own
+             * KV block, and a block of rows crossing into the next read that one's slots as block 0's */
+            blk[cb->bound_blocks++] = (hk_block){ r, e - r, dm->views[r].n_past, (e - 1) * maxb };
             cb->bound_block_rows = MAX(cb->bound_block_rows, e - r);
             cb->bound_block_total += e - r;
             for (int i = r; i < e; i++) dseqs[i].n_past = -1;
