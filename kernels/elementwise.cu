@@ -52,6 +52,79 @@ static __global__ void k_gelu4(void *x, int xt, size_t n4)
     }
 }
 
+/* Elements 8j..8j+7 of a buffer of run-time type t in one 16-byte access (two for fp32);
+ * the launchers check the alignment (16 bytes) and that n is a multiple of 8. */
+union hk_pack8 {
+    uint4          u;
+    __half2        h[4];
+    __nv_bfloat162 b[4];
+};
+
+__device__ __forceinline__ void hk_ld8(const void *p, int t, size_t j, float v[8])
+{
+    if (t == HK_F32) {
+        float4 a = ((const float4 *)p)[2 * j], b = ((const float4 *)p)[2 * j + 1];
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        return;
+    }
+    hk_pack8 q;
+    q.u = ((const uint4 *)p)[j];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        float2 f = t == HK_F16 ? __half22float2(q.h[k]) : __bfloat1622float2(q.b[k]);
+        v[2 * k] = f.x;
+        v[2 * k + 1] = f.y;
+    }
+}
+
+__device__ __forceinline__ void hk_st8(void *p, int t, size_t j, const float v[8])
+{
+    if (t == HK_F32) {
+        ((float4 *)p)[2 * j] = make_float4(v[0], v[1], v[2], v[3]);
+        ((float4 *)p)[2 * j + 1] = make_float4(v[4], v[5], v[6], v[7]);
+        return;
+    }
+    hk_pack8 q;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if (t == HK_F16) q.h[k] = __floats2half2_rn(v[2 * k], v[2 * k + 1]);
+        else q.b[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+    }
+    ((uint4 *)p)[j] = q.u;
+}
+
+/* Whether p can take hk_ld8/hk_st8 accesses. */
+static inline bool hk_vec8_ok(const void *p)
+{
+    return (uintptr_t)p % 16 == 0;
+}
+
+/* Groups of 8 elements a thread takes in one round of the memory-bound pointwise kernels: all
+ * its loads are issued before the first use, 32 bytes in flight a thread (fp16) where one 8-byte
+ * access each (k_gelu4, k_swiglu4) left the H200 at ~2.1 TB/s, under half its bandwidth. */
+#define HK_PW_UNROLL 2
+
+static __global__ void __launch_bounds__(256) k_gelu8(void *x, int xt, size_t n8)
+{
+    const size_t step = (size_t)gridDim.x * blockDim.x * HK_PW_UNROLL;
+    for (size_t j0 = (size_t)blockIdx.x * blockDim.x * HK_PW_UNROLL + threadIdx.x; j0 < n8; j0 += step) {
+        float v[HK_PW_UNROLL][8];
+#pragma unroll
+        for (int u = 0; u < HK_PW_UNROLL; u++) {
+            size_t j = j0 + (size_t)u * blockDim.x;
+            if (j < n8) hk_ld8(x, xt, j, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < HK_PW_UNROLL; u++) {
+            size_t j = j0 + (size_t)u * blockDim.x;
+            if (j >= n8) continue;
+#pragma unroll
+            for (int k = 0; k < 8; k++) v[u][k] = hk_gelu_erf(v[u][k]);
+            hk_st8(x, xt, j, v[u]);
+        }
+    }
+}
+
 static __global__ void k_swiglu(void *out, int ot, const void *gu, int gt, size_t M, size_t I)
 {
     GRID_STRIDE(e, M * I) {
@@ -74,6 +147,33 @@ static __global__ void k_swiglu4(void *out, int ot, const void *gu, int gt, int 
             o.w = hk_swiglu1(g.w, u.w, ot);
             hk_st4(out, ot, (size_t)m * I4 + j, o);
         }
+}
+
+/* Rows of I8 = I / 8 groups flattened into one index, a 32-bit division per 8 outputs (the
+ * launcher keeps n8 under 2^31). */
+static __global__ void __launch_bounds__(256) k_swiglu8(void *out, int ot, const void *gu, int gt, unsigned n8,
+                                                       unsigned I8)
+{
+    const unsigned step = gridDim.x * blockDim.x * HK_PW_UNROLL;
+    for (unsigned e0 = blockIdx.x * blockDim.x * HK_PW_UNROLL + threadIdx.x; e0 < n8; e0 += step) {
+        float g[HK_PW_UNROLL][8], u[HK_PW_UNROLL][8];
+#pragma unroll
+        for (int r = 0; r < HK_PW_UNROLL; r++) {
+            unsigned e = e0 + r * blockDim.x;
+            if (e >= n8) continue;
+            size_t src = (size_t)e + (size_t)(e / I8) * I8;   /* row m's gate at 2·m·I8 + (e − m·I8) */
+            hk_ld8(gu, gt, src, g[r]);
+            hk_ld8(gu, gt, src + I8, u[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < HK_PW_UNROLL; r++) {
+            unsigned e = e0 + r * blockDim.x;
+            if (e >= n8) continue;
+#pragma unroll
+            for (int k = 0; k < 8; k++) g[r][k] = hk_swiglu1(g[r][k], u[r][k], ot);
+            hk_st8(out, ot, e, g[r]);
+        }
+    }
 }
 
 static __global__ void k_bias_add(void *x, int xt, const void *b, int bt, size_t M, size_t N)
@@ -123,33 +223,52 @@ static __global__ void k_add_norm(void *out, int ot, void *res, int rt, const vo
 
 /* One warp per row, the row held in registers (V float4 per lane, N ≤ 128·V,
  * N a multiple of 4): one read of the residual instead of three, and no block
- * barriers. Same formulas as k_add_norm; only the summation order differs. */
+ * barriers. Same formulas as k_add_norm; only the summation order differs.
+ * Lane l sums the squares of float4 l, l + 32, … in that order (hk_sq4), then a
+ * warp sum: hk_gemm_rows's NORM and hk_gemv1 (gemv.cu) repeat exactly these sums,
+ * so a decode row normalised there and a prefill row here agree bit for bit.
+ * Every load of the row (residual, delta, then the weights) is issued before the
+ * first store: the compiler cannot tell res and out from the other operands, and
+ * with a store between two loads it issued them one round trip at a time, which
+ * held the prefill's 1024-row calls to ~0.9 TB/s of their real traffic (fp32
+ * residual read and written, fp16 delta and out). */
 template <int V>
-static __global__ void k_add_norm_warp(void *out, int ot, void *res, int rt, const void *delta, int dlt,
-                                       const void *w, int wt, const void *b, int bt, int M, int N, float eps,
-                                       int layernorm, int round_t)
+static __global__ void __launch_bounds__(128)
+k_add_norm_warp(void *out, int ot, void *res, int rt, const void *delta, int dlt, const void *w, int wt, const void *b,
+                int bt, int M, int N, float eps, int layernorm, int round_t)
 {
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= M) return;
     const int nv = N >> 2;
     const size_t base = (size_t)row * nv;
-    float4 v[V];
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float4 v[V], g[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) v[k] = lane + 32 * k < nv ? hk_ld4(res, rt, base + lane + 32 * k) : zero;
+    if (delta) {
+        float4 d[V];
+#pragma unroll
+        for (int k = 0; k < V; k++) d[k] = lane + 32 * k < nv ? hk_ld4(delta, dlt, base + lane + 32 * k) : zero;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            v[k].x = hk_round(v[k].x + d[k].x, rt);
+            v[k].y = hk_round(v[k].y + d[k].y, rt);
+            v[k].z = hk_round(v[k].z + d[k].z, rt);
+            v[k].w = hk_round(v[k].w + d[k].w, rt);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < V; k++) g[k] = lane + 32 * k < nv ? hk_ld4(w, wt, lane + 32 * k) : zero;
+    if (delta) {
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            if (lane + 32 * k < nv) hk_st4(res, rt, base + lane + 32 * k, v[k]);
+    }
     float sum = 0.0f, sq = 0.0f;
 #pragma unroll
     for (int k = 0; k < V; k++) {
-        int c = lane + 32 * k;
-        v[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (c >= nv) continue;
-        float4 r = hk_ld4(res, rt, base + c);
-        if (delta) {
-            float4 d = hk_ld4(delta, dlt, base + c);
-            r.x = hk_round(r.x + d.x, rt);
-            r.y = hk_round(r.y + d.y, rt);
-            r.z = hk_round(r.z + d.z, rt);
-            r.w = hk_round(r.w + d.w, rt);
-            hk_st4(res, rt, base + c, r);
-        }
-        v[k] = r;
+        if (lane + 32 * k >= nv) continue;
+        float4 r = v[k];
         sum += (r.x + r.y) + (r.z + r.w);
         sq = __fadd_rn(sq, hk_sq4(r));
     }
@@ -158,24 +277,27 @@ static __global__ void k_add_norm_warp(void *out, int ot, void *res, int rt, con
 #pragma unroll
         for (int k = 0; k < V; k++) {
             if (lane + 32 * k >= nv) continue;
-            float a = v[k].x - mean, bb = v[k].y - mean, c = v[k].z - mean, d = v[k].w - mean;
-            var += (a * a + bb * bb) + (c * c + d * d);
+            float a = v[k].x - mean, b1 = v[k].y - mean, c = v[k].z - mean, d = v[k].w - mean;
+            var += (a * a + b1 * b1) + (c * c + d * d);
         }
         float rstd = rsqrtf(hk_warp_sum(var) / N + eps);
+        float4 bb[V];
+#pragma unroll
+        for (int k = 0; k < V; k++) bb[k] = b && lane + 32 * k < nv ? hk_ld4(b, bt, lane + 32 * k) : zero;
 #pragma unroll
         for (int k = 0; k < V; k++) {
             int c = lane + 32 * k;
             if (c >= nv) continue;
-            float4 g = hk_ld4(w, wt, c), bb = b ? hk_ld4(b, bt, c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f), o;
-            o.x = (v[k].x - mean) * rstd * g.x;
-            o.y = (v[k].y - mean) * rstd * g.y;
-            o.z = (v[k].z - mean) * rstd * g.z;
-            o.w = (v[k].w - mean) * rstd * g.w;
+            float4 o;
+            o.x = (v[k].x - mean) * rstd * g[k].x;
+            o.y = (v[k].y - mean) * rstd * g[k].y;
+            o.z = (v[k].z - mean) * rstd * g[k].z;
+            o.w = (v[k].w - mean) * rstd * g[k].w;
             if (b) {
-                o.x += bb.x;
-                o.y += bb.y;
-                o.z += bb.z;
-                o.w += bb.w;
+                o.x += bb[k].x;
+                o.y += bb[k].y;
+                o.z += bb[k].z;
+                o.w += bb[k].w;
             }
             hk_st4(out, ot, base + c, o);
         }
@@ -185,11 +307,11 @@ static __global__ void k_add_norm_warp(void *out, int ot, void *res, int rt, con
         for (int k = 0; k < V; k++) {
             int c = lane + 32 * k;
             if (c >= nv) continue;
-            float4 g = hk_ld4(w, wt, c), o;
-            o.x = hk_round(v[k].x * rstd, round_t) * g.x;
-            o.y = hk_round(v[k].y * rstd, round_t) * g.y;
-            o.z = hk_round(v[k].z * rstd, round_t) * g.z;
-            o.w = hk_round(v[k].w * rstd, round_t) * g.w;
+            float4 o;
+            o.x = hk_round(v[k].x * rstd, round_t) * g[k].x;
+            o.y = hk_round(v[k].y * rstd, round_t) * g[k].y;
+            o.z = hk_round(v[k].z * rstd, round_t) * g[k].z;
+            o.w = hk_round(v[k].w * rstd, round_t) * g[k].w;
             hk_st4(out, ot, base + c, o);
         }
     }
@@ -290,13 +412,27 @@ static __global__ void k_nonfinite(const void *x, int t, size_t n, int *flag)
 /* Rotate-half RoPE with per-dim axis and frequency, rounded to the compute
  * type, then RMSNorm_HF over the head. The reference rounds cos/sin to the
  * model dtype; so do we. One block per row: the D cos/sin values of the row
- * once into shared memory (every head shares them), then one warp per head. */
-static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
-                                     int D, hk_rope rope, const void *qn, int qnt, const void *kn, int knt,
-                                     float eps)
+ * once into shared memory (every head shares them), then one warp per head,
+ * lane l on the pairs (l, l + D/2), (l + 32, l + 32 + D/2), …: the arithmetic
+ * and the order of the sums of hk_rope_norm_heads<false> (hk-rope.h), written
+ * out here so that a warp loads several heads (and the norm weights) before it
+ * normalises the first. One head at a time, each a round trip for its values
+ * and another for the weights before its stores, held the prefill's 1024-row
+ * calls to ~0.4 TB/s in the profile (which counts the positions' upload in).
+ * Every row takes the same path whatever M is, so a decode row and a prefill
+ * row of the same values agree bit for bit.
+ * P: pairs a lane holds of a head (D ≤ 64·P); HB: heads a warp loads at once.
+ * The model's D = 128 takes P = 2, HB = 3: 68 registers, three blocks an SM
+ * (HB = 4 spilled or took 80). */
+template <int P, int HB>
+static __global__ void __launch_bounds__(256)
+k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, int Hkv, int D, hk_rope rope,
+              const void *qn, int qnt, const void *kn, int knt, float eps)
 {
     __shared__ float cs[HK_ROPE_MAX_DIM], sn[HK_ROPE_MAX_DIM];
-    const int row = blockIdx.x, half = D / 2;
+    const int row = blockIdx.x, half = D / 2, heads = Hq + Hkv;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const size_t row_base = (size_t)row * (Hq + 2 * Hkv) * D;
     /* As a programmatic dependent (bound decode steps): the next kernel (decode
      * attention) may start prefetching cached keys now, and the positions (copied
      * before the step began) are read before the wait for the qkv product. */
@@ -309,8 +445,67 @@ static __global__ void k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos
         sn[d] = hk_round(s, t);
     }
     hk_griddep_wait();
-    __syncthreads();
-    hk_rope_norm_heads<false>(qkv, t, row, Hq, Hkv, D, cs, sn, qn, qnt, kn, knt, eps);
+    /* the lane's q-norm and k-norm weights at i and i + D/2 */
+    float wq0[P], wq1[P], wk0[P], wk1[P];
+#pragma unroll
+    for (int k = 0; k < P; k++) {
+        const int i = lane + 32 * k;
+        const bool in = i < half;
+        wq0[k] = in && Hq ? hk_ld(qn, qnt, i) : 0.0f;
+        wq1[k] = in && Hq ? hk_ld(qn, qnt, i + half) : 0.0f;
+        wk0[k] = in && Hkv ? hk_ld(kn, knt, i) : 0.0f;
+        wk1[k] = in && Hkv ? hk_ld(kn, knt, i + half) : 0.0f;
+    }
+    bool first = true;
+    for (int h0 = warp; first || h0 < heads; h0 += HB * nw) {
+        float x0[HB][P], x1[HB][P];
+#pragma unroll
+        for (int j = 0; j < HB; j++) {
+            const int h = h0 + j * nw;
+            const size_t base = row_base + (size_t)h * D;
+#pragma unroll
+            for (int k = 0; k < P; k++) {
+                const int i = lane + 32 * k;
+                x0[j][k] = x1[j][k] = 0.0f;
+                if (h < heads && i < half) {
+                    x0[j][k] = hk_ld(qkv, t, base + i);
+                    x1[j][k] = hk_ld(qkv, t, base + i + half);
+                }
+            }
+        }
+        /* the first heads' loads are in flight while the block meets here (every warp, once) */
+        if (first) __syncthreads();
+        first = false;
+#pragma unroll
+        for (int j = 0; j < HB; j++) {
+            const int h = h0 + j * nw;
+            if (h >= heads) continue;   /* warp-uniform */
+            const size_t base = row_base + (size_t)h * D;
+            const bool q = h < Hq;
+            float lo[P], hi[P];
+            float sq = 0.0f;
+#pragma unroll
+            for (int k = 0; k < P; k++) {
+                const int i = lane + 32 * k;
+                lo[k] = hi[k] = 0.0f;
+                if (i >= half) continue;
+                const float a = x0[j][k], b = x1[j][k];
+                lo[k] = hk_round(a * cs[i] - b * sn[i], t);
+                hi[k] = hk_round(b * cs[i + half] + a * sn[i + half], t);
+                sq += lo[k] * lo[k] + hi[k] * hi[k];
+            }
+            const float rstd = rsqrtf(hk_warp_sum(sq) / D + eps);
+#pragma unroll
+            for (int k = 0; k < P; k++) {
+                const int i = lane + 32 * k;
+                if (i >= half) continue;
+                float y0 = hk_round(hk_round(lo[k] * rstd, t) * (q ? wq0[k] : wk0[k]), t);
+                float y1 = hk_round(hk_round(hi[k] * rstd, t) * (q ? wq1[k] : wk1[k]), t);
+                hk_st(qkv, t, base + i, y0);
+                hk_st(qkv, t, base + i + half, y1);
+            }
+        }
+    }
 }
 
 extern "C" {
@@ -341,6 +536,11 @@ cudaError_t hk_add(cudaStream_t s, void *x, hk_dtype xt, const void *y, hk_dtype
 cudaError_t hk_gelu(cudaStream_t s, void *x, hk_dtype xt, size_t n)
 {
     if (!n) return cudaSuccess;
+    if (n % 8 == 0 && hk_vec8_ok(x)) {
+        size_t n8 = n / 8;
+        k_gelu8<<<hk_grid_1d((n8 + HK_PW_UNROLL - 1) / HK_PW_UNROLL, 256), 256, 0, s>>>(x, xt, n8);
+        return cudaGetLastError();
+    }
     if (n % 4 == 0 && hk_vec4_ok(x, xt)) {
         k_gelu4<<<hk_grid_1d(n / 4, 256), 256, 0, s>>>(x, xt, n / 4);
         return cudaGetLastError();
@@ -353,6 +553,12 @@ cudaError_t hk_swiglu(cudaStream_t s, void *out, hk_dtype ot, const void *gu, hk
 {
     size_t n = (size_t)M * I;
     if (!n) return cudaSuccess;
+    if (I % 8 == 0 && n / 8 < (1u << 31) && hk_vec8_ok(out) && hk_vec8_ok(gu)) {
+        unsigned n8 = (unsigned)(n / 8);
+        k_swiglu8<<<hk_grid_1d((n8 + HK_PW_UNROLL - 1) / HK_PW_UNROLL, 256), 256, 0, s>>>(out, ot, gu, gt, n8,
+                                                                                         (unsigned)I / 8);
+        return cudaGetLastError();
+    }
     if (I % 4 == 0 && hk_vec4_ok(out, ot) && hk_vec4_ok(gu, gt)) {
         int I4 = I / 4;
         dim3 grid((unsigned)((I4 + 255) / 256), (unsigned)(M < 65535 ? M : 65535));
@@ -466,8 +672,8 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k_rope_qknorm, qkv, (int)t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, (int)qnt, kn,
-                              (int)knt, eps);
+    return cudaLaunchKernelEx(&cfg, D <= 128 ? k_rope_qknorm<2, 3> : k_rope_qknorm<HK_ROPE_PAIRS_PER_LANE, 2>, qkv,
+                              (int)t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, (int)qnt, kn, (int)knt, eps);
 }
 
 

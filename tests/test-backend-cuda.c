@@ -604,6 +604,48 @@ static void test_gemm_rows_errors(gconstpointer data)
 
 /* ---------------------------------------------------------------- norms, pointwise */
 
+/* add_rmsnorm (ln 0) or add_layernorm (ln 1) of M rows of width N with a delta: against the CPU,
+ * then row by row (one-row calls on views, as a decode step normalises its row) against the
+ * multi-row call, residual and output bit for bit. */
+static void norm_case(const dt_case *c, hyocr_backend *g, int M, int N, int ln)
+{
+    size_t mn = (size_t)M * N;
+    g_autofree float *r = rnd(mn, -3, 3), *d = rndq(g, mn, -2, 2);
+    g_autofree float *ga = rndq(g, N, 0.5, 1.5), *be = rndq(g, N, -0.5, 0.5);
+    pair pr = mk2(g, HYOCR_BUF_F32, r, mn), pd = mk2(g, HYOCR_BUF_ACT, d, mn);
+    pair pg = mk2(g, HYOCR_BUF_WEIGHT, ga, N), pb = mk2(g, HYOCR_BUF_WEIGHT, be, N);
+    pair po = mk2(g, HYOCR_BUF_ACT, NULL, mn);
+    g_autofree char *what = g_strdup_printf("%s %d×%d", ln ? "add_layernorm" : "add_rmsnorm", M, N);
+    if (ln)
+        BOTH(g, cpu()->ops->add_layernorm(cpu(), po.c, pr.c, pd.c, pg.c, pb.c, M, N, 1e-5f, E),
+             g->ops->add_layernorm(g, po.g, pr.g, pd.g, pg.g, pb.g, M, N, 1e-5f, E));
+    else
+        BOTH(g, cpu()->ops->add_rmsnorm(cpu(), po.c, pr.c, pd.c, pg.c, M, N, 1e-6f, E),
+             g->ops->add_rmsnorm(g, po.g, pr.g, pd.g, pg.g, M, N, 1e-6f, E));
+    cmp2(g, what, &pr, 0, mn, TOL_F32);
+    cmp2(g, what, &po, 0, mn, c->tol);
+
+    hyocr_buf *r1 = mk(g, HYOCR_BUF_F32, r, mn), *o1 = mk(g, HYOCR_BUF_ACT, NULL, mn);
+    for (int i = 0; i < M; i++) {
+        hyocr_buf rv = hyocr_buf_view(r1, (size_t)i * N, N), ov = hyocr_buf_view(o1, (size_t)i * N, N);
+        hyocr_buf dv = hyocr_buf_view(pd.g, (size_t)i * N, N);
+        if (ln) OK(g->ops->add_layernorm(g, &ov, &rv, &dv, pg.g, pb.g, 1, N, 1e-5f, E));
+        else OK(g->ops->add_rmsnorm(g, &ov, &rv, &dv, pg.g, 1, N, 1e-6f, E));
+    }
+    g_autofree char *rows = g_strdup_printf("%s, rows alone", what);
+    g_autofree float *ra = get(g, r1, 0, mn), *rb = get(g, pr.g, 0, mn);
+    g_autofree float *oa = get(g, o1, 0, mn), *ob = get(g, po.g, 0, mn);
+    expect_equal(rows, ra, rb, mn);
+    expect_equal(rows, oa, ob, mn);
+    g->ops->buf_free(g, r1);
+    g->ops->buf_free(g, o1);
+    free2(g, &pr);
+    free2(g, &pd);
+    free2(g, &pg);
+    free2(g, &pb);
+    free2(g, &po);
+}
+
 static void test_norms(gconstpointer data)
 {
     const dt_case *c = data;
@@ -652,6 +694,13 @@ static void test_norms(gconstpointer data)
     free2(g, &pr);
     free2(g, &pg);
     free2(g, &po);
+
+    /* the prefill's width, one not a multiple of 8 (a ragged last float4 column of lanes), one not
+     * of 4 (the block-a-row kernel): against the CPU, and each row of a multi-row call against the
+     * same row normalised alone (what a decode step does) bit for bit */
+    const int widths[] = { 1024, 1156, 1030 };
+    for (size_t i = 0; i < G_N_ELEMENTS(widths); i++)
+        for (int ln = 0; ln < 2; ln++) norm_case(c, g, 37, widths[i], ln);
 }
 
 /* The fused decode products against the CPU's composition of the unfused ops, and
@@ -808,13 +857,53 @@ static void test_pointwise(gconstpointer data)
     free2(g, &pf);
     free2(g, &pa);
 
-    int M = 7, I = 3584;
-    g_autofree float *gu = rndq(g, (size_t)M * 2 * I, -5, 5);
-    pair pgu = mk2(g, HYOCR_BUF_ACT, gu, (size_t)M * 2 * I), po = mk2(g, HYOCR_BUF_ACT, NULL, (size_t)M * I);
-    BOTH(g, cpu()->ops->swiglu(cpu(), po.c, pgu.c, M, I, E), g->ops->swiglu(g, po.g, pgu.g, M, I, E));
-    cmp2(g, "swiglu", &po, 0, po.n, 2 * c->tol);
-    free2(g, &pgu);
-    free2(g, &po);
+    /* lengths a multiple of 8 (16-byte accesses), of 4 only, of neither */
+    const size_t lens[] = { 8 * 1001, 8 * 1001 + 4, 8 * 1001 + 3 };
+    for (size_t i = 0; i < G_N_ELEMENTS(lens); i++) {
+        g_autofree float *z = rndq(g, lens[i], -6, 6);
+        pair pz = mk2(g, HYOCR_BUF_ACT, z, lens[i]);
+        BOTH(g, cpu()->ops->gelu(cpu(), pz.c, lens[i], E), g->ops->gelu(g, pz.g, lens[i], E));
+        g_autofree char *what = g_strdup_printf("gelu ACT n = %zu", lens[i]);
+        cmp2(g, what, &pz, 0, lens[i], c->tol);
+        free2(g, &pz);
+    }
+    /* the 16-byte kernel against the 8-byte one on the same values, bit for bit: a view 4
+     * elements in (8-byte aligned only) takes the latter */
+    {
+        const size_t m = 4096 + 8;
+        g_autofree float *z = rndq(g, m, -6, 6);
+        hyocr_buf *a = mk(g, HYOCR_BUF_ACT, z, m), *b = mk(g, HYOCR_BUF_ACT, z, m);
+        hyocr_buf head = hyocr_buf_view(b, 0, 4), tail = hyocr_buf_view(b, 4, m - 4);
+        OK(g->ops->gelu(g, a, m, E));
+        OK(g->ops->gelu(g, &head, 4, E));
+        OK(g->ops->gelu(g, &tail, m - 4, E));
+        g_autofree float *za = get(g, a, 0, m), *zb = get(g, b, 0, m);
+        expect_equal("gelu, 16- against 8-byte accesses", za, zb, m);
+        g->ops->buf_free(g, a);
+        g->ops->buf_free(g, b);
+    }
+
+    /* intermediate widths a multiple of 8, of 4 only, of neither; odd row counts */
+    const int shapes[][2] = { { 7, 3584 }, { 5, 3588 }, { 3, 37 }, { 33, 1024 } };
+    for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+        int M = shapes[i][0], I = shapes[i][1];
+        g_autofree float *gu = rndq(g, (size_t)M * 2 * I, -5, 5);
+        pair pgu = mk2(g, HYOCR_BUF_ACT, gu, (size_t)M * 2 * I), po = mk2(g, HYOCR_BUF_ACT, NULL, (size_t)M * I);
+        BOTH(g, cpu()->ops->swiglu(cpu(), po.c, pgu.c, M, I, E), g->ops->swiglu(g, po.g, pgu.g, M, I, E));
+        g_autofree char *what = g_strdup_printf("swiglu %d×%d", M, I);
+        cmp2(g, what, &po, 0, po.n, 2 * c->tol);
+        if (I % 8 == 0) {
+            /* an output view 4 elements in takes the 8-byte kernel: the same bits */
+            hyocr_buf *o2 = mk(g, HYOCR_BUF_ACT, NULL, (size_t)M * I + 4);
+            hyocr_buf ov = hyocr_buf_view(o2, 4, (size_t)M * I);
+            OK(g->ops->swiglu(g, &ov, pgu.g, M, I, E));
+            g_autofree float *a = get(g, po.g, 0, (size_t)M * I), *b = get(g, o2, 4, (size_t)M * I);
+            expect_equal("swiglu, 16- against 8-byte accesses", a, b, (size_t)M * I);
+            g->ops->buf_free(g, o2);
+        }
+        free2(g, &pgu);
+        free2(g, &po);
+    }
 }
 
 /* ---------------------------------------------------------------- vision helpers */
@@ -885,10 +974,13 @@ static void test_embed(gconstpointer data)
 /* ---------------------------------------------------------------- rope + qk norm */
 
 
-static void run_rope(const dt_case *c, hyocr_backend *g, hyocr_rope_layout layout, int n_axes, int n_sections)
+/* rope_qknorm against the CPU; then each row alone (a one-row call, what a decode step runs) against
+ * the same row of the multi-row call, bit for bit. */
+static void run_rope(const dt_case *c, hyocr_backend *g, hyocr_rope_layout layout, int n_axes, int n_sections, int M,
+                     int Hq, int Hkv)
 {
-    int M = 50, Hq = 16, Hkv = 8, D = 128;
-    size_t n = (size_t)M * (Hq + 2 * Hkv) * D;
+    const int D = 128, W = (Hq + 2 * Hkv) * D;
+    size_t n = (size_t)M * W;
     g_autofree float *x = rndq(g, n, -3, 3), *qn = rndq(g, D, 0.5, 1.5), *kn = rndq(g, D, 0.5, 1.5);
     g_autofree int32_t *pos = g_new(int32_t, (size_t)n_axes * M);
     for (int i = 0; i < n_axes * M; i++) pos[i] = g_test_rand_int_range(0, 5000);
@@ -897,11 +989,24 @@ static void run_rope(const dt_case *c, hyocr_backend *g, hyocr_rope_layout layou
     pair px = mk2(g, HYOCR_BUF_ACT, x, n), pq = mk2(g, HYOCR_BUF_WEIGHT, qn, D), pk = mk2(g, HYOCR_BUF_WEIGHT, kn, D);
     BOTH(g, cpu()->ops->rope_qknorm(cpu(), px.c, M, pos, n_axes, Hq, Hkv, &rp, pq.c, pk.c, 1e-5f, E),
          g->ops->rope_qknorm(g, px.g, M, pos, n_axes, Hq, Hkv, &rp, pq.g, pk.g, 1e-5f, E));
-    g_autofree char *what = g_strdup_printf("rope_qknorm R%d, %d axes, %d sections", layout + 1, n_axes, n_sections);
+    g_autofree char *what = g_strdup_printf("rope_qknorm R%d, %d axes, %d sections, %d rows, %d+%d heads", layout + 1,
+                                            n_axes, n_sections, M, Hq, Hkv);
     cmp2(g, what, &px, 0, n, 1.5 * c->tol);
     /* v is untouched: compare the last row's v exactly */
-    size_t v0 = (size_t)(M - 1) * (Hq + 2 * Hkv) * D + (size_t)(Hq + Hkv) * D;
+    size_t v0 = (size_t)(M - 1) * W + (size_t)(Hq + Hkv) * D;
     cmp2(g, "rope leaves v", &px, v0, (size_t)Hkv * D, -1);
+
+    hyocr_buf *x1 = mk(g, HYOCR_BUF_ACT, x, n);
+    for (int r = 0; r < M; r++) {
+        int32_t p1[4];
+        for (int a = 0; a < n_axes; a++) p1[a] = pos[(size_t)a * M + r];
+        hyocr_buf xv = hyocr_buf_view(x1, (size_t)r * W, W);
+        OK(g->ops->rope_qknorm(g, &xv, 1, p1, n_axes, Hq, Hkv, &rp, pq.g, pk.g, 1e-5f, E));
+    }
+    g_autofree char *rows = g_strdup_printf("%s, rows alone", what);
+    g_autofree float *a = get(g, x1, 0, n), *b = get(g, px.g, 0, n);
+    expect_equal(rows, a, b, n);
+    g->ops->buf_free(g, x1);
     free2(g, &px);
     free2(g, &pq);
     free2(g, &pk);
@@ -912,10 +1017,13 @@ static void test_rope(gconstpointer data)
     const dt_case *c = data;
     hyocr_backend *g = cuda(c);
     if (!g) return;
-    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 4, 4);
-    run_rope(c, g, HYOCR_ROPE_LAYOUT_R2, 4, 4);
-    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 1, 4);
-    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 1, 0);
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 4, 4, 50, 16, 8);
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R2, 4, 4, 51, 16, 8);
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 1, 4, 50, 16, 8);
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 1, 0, 50, 16, 8);
+    /* more heads than a block's warps take in one round (3 each), and fewer heads than warps */
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 4, 4, 7, 32, 8);
+    run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 4, 4, 9, 2, 1);
 }
 
 /* ---------------------------------------------------------------- attention */
