@@ -1012,6 +1012,33 @@ static void run_rope(const dt_case *c, hyocr_backend *g, hyocr_rope_layout layou
     free2(g, &pk);
 }
 
+/* The backend does not send metadata again that its buffer holds already (the positions of every
+ * layer of a chunk): the same positions twice, then positions of the same size that differ in the
+ * last row only, each call checked on that row against the CPU. */
+static void rope_reuse(const dt_case *c, hyocr_backend *g)
+{
+    const int M = 20, Hq = 4, Hkv = 2, D = 128, W = (Hq + 2 * Hkv) * D, n_axes = 4;
+    size_t n = (size_t)M * W;
+    g_autofree float *x = rndq(g, n, -3, 3), *qn = rndq(g, D, 0.5, 1.5), *kn = rndq(g, D, 0.5, 1.5);
+    int32_t pos[2][4 * 20];
+    for (int i = 0; i < n_axes * M; i++) pos[0][i] = pos[1][i] = g_test_rand_int_range(0, 5000);
+    for (int a = 0; a < n_axes; a++) pos[1][a * M + M - 1] += 1000;
+    hyocr_rope_params rp;
+    rope_init(&rp, D, HYOCR_ROPE_LAYOUT_R1, 4);
+    pair pq = mk2(g, HYOCR_BUF_WEIGHT, qn, D), pk = mk2(g, HYOCR_BUF_WEIGHT, kn, D);
+    for (int k = 0; k < 3; k++) {
+        const int32_t *p = pos[k == 2];
+        pair px = mk2(g, HYOCR_BUF_ACT, x, n);
+        BOTH(g, cpu()->ops->rope_qknorm(cpu(), px.c, M, p, n_axes, Hq, Hkv, &rp, pq.c, pk.c, 1e-5f, E),
+             g->ops->rope_qknorm(g, px.g, M, p, n_axes, Hq, Hkv, &rp, pq.g, pk.g, 1e-5f, E));
+        g_autofree char *what = g_strdup_printf("rope_qknorm call %d, last row", k + 1);
+        cmp2(g, what, &px, (size_t)(M - 1) * W, (size_t)(Hq + Hkv) * D, 1.5 * c->tol);
+        free2(g, &px);
+    }
+    free2(g, &pq);
+    free2(g, &pk);
+}
+
 static void test_rope(gconstpointer data)
 {
     const dt_case *c = data;
@@ -1024,6 +1051,7 @@ static void test_rope(gconstpointer data)
     /* more heads than a block's warps take in one round (3 each), and fewer heads than warps */
     run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 4, 4, 7, 32, 8);
     run_rope(c, g, HYOCR_ROPE_LAYOUT_R1, 4, 4, 9, 2, 1);
+    rope_reuse(c, g);
 }
 
 /* ---------------------------------------------------------------- attention */

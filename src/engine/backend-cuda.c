@@ -37,6 +37,12 @@ typedef struct {
     size_t cap;
 } scratch;
 
+/* The bytes a metadata buffer last received (a host copy; len 0: unknown). */
+typedef struct {
+    uint8_t *bytes;
+    size_t   len, cap;
+} meta_held;
+
 typedef struct {
     hyocr_backend    base;
     int              device, sm_count, cc;
@@ -52,6 +58,9 @@ typedef struct {
     int64_t          total, peak;
     /* scratch */
     scratch          lt_ws, stage, meta, part, counters, conv_x, conv_bias;
+    /* metadata buffers: meta (work lists, ids, the pick's rows), pos (rope positions), and what each holds */
+    scratch          pos;
+    meta_held        meta_held, pos_held;
     /* pinned metadata ring: copies come from here so they do not serialise the host */
     uint8_t         *pin;
     size_t           pin_used;
@@ -250,27 +259,49 @@ static size_t meta_add(meta_pack *m, const void *data, size_t bytes)
     return off;
 }
 
-/* Copies the packed metadata to the device meta buffer through the pinned ring,
- * so the copy is asynchronous (a pageable copy would wait for the stream). */
-static bool meta_upload(cuda_backend *cb, const void *data, size_t bytes, GError **error)
+/* Copies metadata to the device buffer dst through the pinned ring, so the copy is
+ * asynchronous (a pageable copy would wait for the stream). Bytes equal to what dst
+ * holds already are not sent again: every layer of a prefill chunk uploads the same
+ * positions and the same attention work list, and each copy on the stream is a gap
+ * between two kernels (48 copies a chunk before). dst is only written here, in stream
+ * order, so what it last received is what the next kernel reads. */
+static bool meta_upload_to(cuda_backend *cb, scratch *dst, meta_held *held, const void *data, size_t bytes,
+                           GError **error)
 {
     if (!bytes) return true;
-    if (!scratch_need(cb, &cb->meta, bytes, error)) return false;
-    if (bytes > PIN_HALF || !cb->pin)
-        return ck(cudaMemcpyAsync(cb->meta.ptr, data, bytes, cudaMemcpyHostToDevice, cb->stream), N_("metadata copy"),
-                  error);
-    if (cb->pin_used + bytes > PIN_HALF) {
-        /* Switch halves: the other half's copies were queued long ago; wait for them. */
-        if (!ck(cudaEventRecord(cb->pin_done[cb->pin_half], cb->stream), N_("event record"), error)) return false;
-        cb->pin_half ^= 1;
-        cb->pin_used = 0;
-        if (!ck(cudaEventSynchronize(cb->pin_done[cb->pin_half]), N_("event synchronize"), error)) return false;
+    if (!cb->capturing && held->len == bytes && memcmp(held->bytes, data, bytes) == 0) return true;
+    held->len = 0;   /* unknown until the copy below is queued */
+    if (!scratch_need(cb, dst, bytes, error)) return false;
+    bool ok;
+    if (bytes > PIN_HALF || !cb->pin) {
+        ok = ck(cudaMemcpyAsync(dst->ptr, data, bytes, cudaMemcpyHostToDevice, cb->stream), N_("metadata copy"), error);
+    } else {
+        if (cb->pin_used + bytes > PIN_HALF) {
+            /* Switch halves: the other half's copies were queued long ago; wait for them. */
+            if (!ck(cudaEventRecord(cb->pin_done[cb->pin_half], cb->stream), N_("event record"), error)) return false;
+            cb->pin_half ^= 1;
+            cb->pin_used = 0;
+            if (!ck(cudaEventSynchronize(cb->pin_done[cb->pin_half]), N_("event synchronize"), error)) return false;
+        }
+        uint8_t *src = cb->pin + (size_t)cb->pin_half * PIN_HALF + cb->pin_used;
+        memcpy(src, data, bytes);
+        cb->pin_used += (bytes + 15) & ~(size_t)15;
+        ok = ck(cudaMemcpyAsync(dst->ptr, src, bytes, cudaMemcpyHostToDevice, cb->stream), N_("metadata copy"), error);
     }
-    uint8_t *src = cb->pin + (size_t)cb->pin_half * PIN_HALF + cb->pin_used;
-    memcpy(src, data, bytes);
-    cb->pin_used += (bytes + 15) & ~(size_t)15;
-    return ck(cudaMemcpyAsync(cb->meta.ptr, src, bytes, cudaMemcpyHostToDevice, cb->stream), N_("metadata copy"),
-              error);
+    if (!ok || cb->capturing) return ok;
+    if (held->cap < bytes) {
+        g_free(held->bytes);
+        held->bytes = g_malloc(bytes);
+        held->cap = bytes;
+    }
+    memcpy(held->bytes, data, bytes);
+    held->len = bytes;
+    return true;
+}
+
+static bool meta_upload(cuda_backend *cb, const void *data, size_t bytes, GError **error)
+{
+    return meta_upload_to(cb, &cb->meta, &cb->meta_held, data, bytes, error);
 }
 
 static inline void *meta_ptr(cuda_backend *cb, size_t off) { return (uint8_t *)cb->meta.ptr + off; }
@@ -974,8 +1005,9 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
                            n_axes, cb->bound_rows);
         dev_pos = bound_ptr(cb, cb->o_pos);
     } else {
-        if (!meta_upload(cb, pos, (size_t)n_axes * M * sizeof(int32_t), error)) return false;
-        dev_pos = cb->meta.ptr;
+        if (!meta_upload_to(cb, &cb->pos, &cb->pos_held, pos, (size_t)n_axes * M * sizeof(int32_t), error))
+            return false;
+        dev_pos = cb->pos.ptr;
     }
     return ck(hk_rope_qknorm(cb->stream, qkv->data, cb->act, M, dev_pos, axes, Hq, Hkv, D, &tab, q_norm->data,
                              buf_t(cb, q_norm), k_norm->data, buf_t(cb, k_norm), eps, cb->bound && cb->pdl),
@@ -1581,9 +1613,11 @@ static void cuda_free(hyocr_backend *be)
     hyocr_cuda_profile_free(cb->prof);
     cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
-    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->part, &cb->counters, &cb->conv_x, &cb->conv_bias,
-                     &cb->small, &cb->dmeta };
+    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->conv_x,
+                     &cb->conv_bias, &cb->small, &cb->dmeta };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
+    g_free(cb->meta_held.bytes);
+    g_free(cb->pos_held.bytes);
     if (cb->lt) cublasLtDestroy(cb->lt);
     if (cb->blas) cublasDestroy(cb->blas);
     for (int i = 0; i < 2; i++)
