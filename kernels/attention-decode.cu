@@ -377,14 +377,14 @@ int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, in
     return n;
 }
 
-int hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv)
+int hk_decode_split_len(int sm_count, int64_t total_ctx, int rows, int Hq, int Hkv)
 {
     int64_t grid_y = Hq / hk_decode_heads_per_cta(Hq, Hkv);
     int64_t target = 2 * (int64_t)(sm_count > 0 ? sm_count : 80);
     int64_t len = (total_ctx * grid_y + target - 1) / target;
     len = (len + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     if (len < HK_SPLIT_MIN) len = HK_SPLIT_MIN;
-    if (len > HK_SPLIT_CHOSEN_MAX) len = HK_SPLIT_CHOSEN_MAX;
+    if (len > (rows > 1 ? HK_SPLIT_ROWS_MAX : HK_SPLIT_MAX)) len = rows > 1 ? HK_SPLIT_ROWS_MAX : HK_SPLIT_MAX;
     return (int)len;
 }
 

@@ -232,8 +232,8 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
  *   each K/V fragment read from shared memory also feeds two row blocks, but a
  *   thread needs all 255 registers and a 1024-row chunk makes only 16 items × 8 KV
  *   heads = 128 CTAs: one warp per SM sub-partition, nothing to hide its latencies.
- *   W8 MW1 keeps two there (165 registers). Which wins is bench/prefill_bench.cu's
- *   to say; hk_prefill_pick takes W8 MW1 until it has. Q stays in shared memory
+ *   W8 MW1 keeps two there (165 registers). Measured (hk_prefill_for_call): W4 MW2 wins
+ *   by far where a call has the CTAs, W4 MW1 on the chunks. Q stays in shared memory
  *   and its fragments are read per k16 step (MW = 2 has no registers for them);
  * - one cache address per key row a tile, shared by the K and the V copy (a shift, not a
  *   division, for blocks of a power of 2 tokens);
@@ -533,7 +533,7 @@ int hk_prefill_tile_rows(hk_prefill_kind k)
     }
 }
 
-/* W8 MW1 where a block may have its 104 KB (Ampere A100, Hopper), else W4 MW1 (87 KB: the
+/* W4 MW2 where a block may have its 104 KB (Ampere A100, Hopper), else W4 MW1 (87 KB: the
  * consumer cards' 99 KB), else the template (34.8 KB a stage: Turing's 64 KB). */
 hk_prefill_kind hk_prefill_pick(int device)
 {
@@ -542,9 +542,20 @@ hk_prefill_kind hk_prefill_pick(int device)
         cudaGetLastError();
         return HK_PREFILL_TEMPLATE;
     }
-    if ((size_t)optin >= PfShape<8, 1>::SMEM) return HK_PREFILL_W8M1;
+    if ((size_t)optin >= PfShape<4, 2>::SMEM) return HK_PREFILL_W4M2;
     if ((size_t)optin >= PfShape<4, 1>::SMEM) return HK_PREFILL_W4M1;
     return HK_PREFILL_TEMPLATE;
+}
+
+/* W4 MW2 (128 rows, 255 registers: one CTA a sub-partition's worth of warps) only where the
+ * call has CTAs to hide its latencies with, else W4 MW1 (64 rows, twice the CTAs). H200,
+ * session 7 (bench/prefill_bench.cu): 4191 rows in one call (528 CTAs of 128 rows) 244 µs
+ * with W4 MW2 against 341 with W4 MW1 and 331 with W8 MW1; the 1024-row chunks (128 CTAs)
+ * 1.5 % faster with W4 MW1 than W8 MW1, 3–4 % than W4 MW2. */
+hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, int Hkv, int sm_count)
+{
+    if (largest != HK_PREFILL_W4M2) return largest;
+    return tiles128 * Hkv >= 4 * (int64_t)(sm_count > 0 ? sm_count : 80) ? HK_PREFILL_W4M2 : HK_PREFILL_W4M1;
 }
 
 cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *p)

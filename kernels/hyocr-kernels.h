@@ -104,18 +104,19 @@ size_t      hk_decode_smem(int GT, int split_max, int block_size);
 /* Query heads one decode CTA handles (2 when the GQA group size allows, else 1);
  * the decode grid has Hq / that many CTAs per split. */
 int         hk_decode_heads_per_cta(int Hq, int Hkv);
-/* Keys per decode split for total_ctx context tokens over all decode rows:
- * about 2 CTAs per SM, never fewer than HK_SPLIT_MIN keys nor more than
- * HK_SPLIT_CHOSEN_MAX (HK_SPLIT_MAX bounds what HYOCR_DECODE_SPLIT may force). A CTA
- * reads its keys in rounds of 64, one after the other, so past ~256 keys a split's
- * time is its chain of rounds, not its bytes, and more CTAs are faster: batch 16 at
- * 1087-token contexts on the H200 (session 7) decoded 7694 tokens/s with the 640-key
- * splits "2 CTAs per SM" chose, 8242 with 256 and 8167 with 128; batch 4 (192) and
- * batch 1 at 4191 tokens (128) choose below the cap anyway. */
+/* Keys per decode split for total_ctx context tokens over rows decode rows: about 2
+ * CTAs per SM, never fewer than HK_SPLIT_MIN keys nor more than HK_SPLIT_MAX (what
+ * HYOCR_DECODE_SPLIT may force too) — and, for several rows, not more than
+ * HK_SPLIT_ROWS_MAX. A CTA reads its keys in rounds of 64, one after the other, so
+ * past ~256 keys a split's time is its chain of rounds and more CTAs are faster while
+ * each row's merge stays short: batch 16 at 1087-token contexts on the H200 (session 7)
+ * decoded 7694 tokens/s with the 640-key splits "2 CTAs per SM" chose, 8242 with 256;
+ * one row after a 4096² page (16543 tokens) 711 with the 512 it chooses and 613 with
+ * 256, its last CTA then merging 65 splits. */
 #define HK_SPLIT_MIN 64
-#define HK_SPLIT_CHOSEN_MAX 256
+#define HK_SPLIT_ROWS_MAX 256
 #define HK_SPLIT_MAX 1024
-int         hk_decode_split_len(int sm_count, int64_t total_ctx, int Hq, int Hkv);
+int         hk_decode_split_len(int sm_count, int64_t total_ctx, int rows, int Hq, int Hkv);
 
 /* Launches a test kernel (a missing kernel image shows here) and waits for it;
  * *wgmma becomes 1 when the code this device runs has the Hopper vision attention
@@ -163,9 +164,11 @@ cudaError_t hk_vision_probe(cudaStream_t s, int *wgmma);
  * (merge fused; attention-decode.cu). */
 cudaError_t hk_kv_write(cudaStream_t s, const hk_paged_args *a);
 cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *a);
-/* Rows of one prefill tile of kernel k; the variant the device's shared memory takes. */
+/* Rows of one prefill tile of kernel k; the largest variant the device's shared memory takes;
+ * the variant for one call of tiles128 tiles of 128 flattened rows over Hkv KV heads. */
 int             hk_prefill_tile_rows(hk_prefill_kind k);
 hk_prefill_kind hk_prefill_pick(int device);
+hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, int Hkv, int sm_count);
 /* Any head dim ≤ 256 (warp per row × head; for shapes the fast kernels do not take; attention-generic.cu). */
 cudaError_t hk_attention_full_generic(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                                       float scale);

@@ -1287,7 +1287,7 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
     /* the shared memory the pick took is the most any variant it did not take needs, or less */
     hk_prefill_kind pick = hk_prefill_pick(dev);
     hk_prefill_kind kinds[] = { HK_PREFILL_TEMPLATE, HK_PREFILL_W4M2, HK_PREFILL_W8M1, HK_PREFILL_W4M1 };
-    bool fits[] = { true, pick == HK_PREFILL_W8M1, pick == HK_PREFILL_W8M1, pick != HK_PREFILL_TEMPLATE };
+    bool fits[] = { true, pick == HK_PREFILL_W4M2, pick == HK_PREFILL_W4M2, pick != HK_PREFILL_TEMPLATE };
     g_autofree float *ref = get(cpu(), po->c, 0, no);
     hk_seq hs = { 0, sv->n_past, sv->n_new, 0 };
     void *d_seq, *d_bt, *d_tiles, *d_out;
@@ -1538,7 +1538,7 @@ static void bench_paged(hk_dtype t, int n_seqs, int ctx, int n_new, int split_le
     /* host metadata: scattered blocks per sequence */
     GArray *seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq)), *bt = g_array_new(FALSE, FALSE, 4);
     GArray *tiles = g_array_new(FALSE, FALSE, 8), *splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
-    int len = split_len ? split_len : hk_decode_split_len(sm_count, (int64_t)n_seqs * ctx, Hq, Hkv), parts = 0;
+    int len = split_len ? split_len : hk_decode_split_len(sm_count, (int64_t)n_seqs * ctx, n_seqs, Hq, Hkv), parts = 0;
     for (int q = 0; q < n_seqs; q++) {
         hk_seq hs = { q * n_new, ctx - n_new, n_new, (int)bt->len };
         g_array_append_val(seqs, hs);

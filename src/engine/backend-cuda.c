@@ -1020,6 +1020,7 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
 typedef struct {
     GArray *seqs, *bt, *row_seq, *tiles, *splits, *blocks;
     int     total_rows, parts, dec_rows, split_len, block_ctx;
+    hk_prefill_kind prefill;   /* the kernel of this call's prefill tiles */
 } paged_plan;
 
 static void paged_plan_clear(paged_plan *p)
@@ -1040,10 +1041,15 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
     p->blocks = g_array_new(FALSE, FALSE, sizeof(hk_block));
     const bool as_blocks = cb->invariant && cb->verify_kernel && D == 128 && hk_verify_fits(1, Hq, Hkv, D);
     int64_t dec_ctx = 0;
+    int dec = 0;
     for (int s = 0; s < n_seqs; s++)
-        if (seqs[s].n_new == 1) dec_ctx += seqs[s].n_past + 1;
-    p->split_len = hk_decode_split_len(cb->sm_count, dec_ctx, Hq, Hkv);
+        if (seqs[s].n_new == 1) dec_ctx += seqs[s].n_past + 1, dec++;
+    p->split_len = hk_decode_split_len(cb->sm_count, dec_ctx, dec, Hq, Hkv);
     int G = Hq / Hkv, row = 0;
+    int64_t tiles128 = 0;
+    for (int s = 0; s < n_seqs; s++)
+        if (seqs[s].n_new > 1) tiles128 += ((int64_t)seqs[s].n_new * G + 127) / 128;
+    p->prefill = hk_prefill_for_call(cb->prefill, tiles128, Hkv, cb->sm_count);
     for (int s = 0; s < n_seqs; s++) {
         const hyocr_seq_view *sv = &seqs[s];
         int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
@@ -1053,7 +1059,7 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
         for (int i = 0; i < sv->n_new; i++) g_array_append_val(p->row_seq, s);
         if (sv->n_new > 1) {
             /* causal: the last tiles see the most keys; launched first, they do not trail the grid */
-            int tr = hk_prefill_tile_rows(cb->prefill), n_tiles = (sv->n_new * G + tr - 1) / tr;
+            int tr = hk_prefill_tile_rows(p->prefill), n_tiles = (sv->n_new * G + tr - 1) / tr;
             for (int t = n_tiles - 1; t >= 0; t--) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
         } else if (sv->n_new == 1 && as_blocks) {
             hk_block b = { row, 1, sv->n_past, hs.bt_off };
@@ -1096,7 +1102,7 @@ static int bound_split_len(const cuda_backend *cb, int Hq, int Hkv, int block_si
 {
     if (cb->split_override > 0) return cb->split_override;
     int64_t cap = (int64_t)cb->bound_maxb * block_size;
-    return hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, Hq, Hkv);
+    return hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
 }
 
 /* Paged attention of a bound decode step: every operand on the device. */
@@ -1196,7 +1202,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
             .seqs = meta_ptr(cb, o_seqs), .n_seqs = n_seqs, .block_tables = meta_ptr(cb, o_bt),
             .row_seq = meta_ptr(cb, o_rs), .total_rows = pp.total_rows,
-            .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len, .prefill = cb->prefill,
+            .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len, .prefill = pp.prefill,
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
             .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
