@@ -5,7 +5,8 @@
  * vision tower's 16384 rows × 1152 and its GELU over 16384 × 4304. Prints, per kernel, µs a call
  * (median of 50), the rate over the bytes each call really moves (the fp32 residual counted at 4
  * bytes) and max |Δ| between the old and the new output on the same input (0 where the new
- * kernel keeps the old one's arithmetic). Build and run (GPU machine):
+ * kernel keeps the old one's arithmetic); the one-row rows are a decode step's calls (their µs is
+ * latency). Build and run (GPU machine):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/elementwise_bench.cu \
  *       -o /tmp/elementwise-bench && /tmp/elementwise-bench */
 #include "../kernels/elementwise.cu"
@@ -244,8 +245,7 @@ static void bench_norm(hk_dtype t, int M, int N, int layernorm)
     double us1 = time_us([&] { return hk_add_norm(0, out[1], t, res, HK_F32, delta, t, w, t, b, t, M, N, 1e-6f,
                                                   layernorm, t); });
     char what[128];
-    snprintf(what, sizeof what, "%s %s %d × %d (%s)", layernorm ? "add + LayerNorm" : "add + RMSNorm",
-             layernorm ? "vision" : "prefill", M, N, tname(t));
+    snprintf(what, sizeof what, "%s %d × %d (%s)", layernorm ? "add + LayerNorm" : "add + RMSNorm", M, N, tname(t));
     row(what, (double)n * (4 + 4 + 2 + 2), us0, us1, d);
     for (void *p : { res0, delta, w, b, res, out[0], out[1] }) cudaFree(p);
 }
@@ -279,7 +279,7 @@ static void bench_rope(hk_dtype t, int M)
     double d = max_diff(o[0], o[1]);
     double us0 = time_us(old_fn), us1 = time_us(new_fn);
     char what[128];
-    snprintf(what, sizeof what, "RoPE + QK-norm prefill %d rows (%s)", M, tname(t));
+    snprintf(what, sizeof what, "RoPE + QK-norm %d rows (%s)", M, tname(t));
     row(what, (double)M * (Hq + Hkv) * D * 2 * 2, us0, us1, d);
     for (void *p : { x0, qn, kn, x }) cudaFree(p);
     cudaFree(pos);
@@ -343,9 +343,11 @@ int main()
         bench_norm(t, 1024, 1024, 0);
         bench_norm(t, 4191, 1024, 0);
         bench_norm(t, 95, 1024, 0);
+        bench_norm(t, 1, 1024, 0);   /* a decode step's final norm: latency */
         bench_rope(t, 1024);
         bench_rope(t, 4191);
         bench_rope(t, 95);
+        bench_rope(t, 1);            /* a decode step's, each layer: latency */
         bench_swiglu(t, 1024, 3584);
         bench_swiglu(t, 4191, 3584);
         bench_norm(t, 16384, 1152, 1);
