@@ -421,15 +421,17 @@ static __global__ void k_nonfinite(const void *x, int t, size_t n, int *flag)
  * calls to ~0.4 TB/s in the profile (which counts the positions' upload in).
  * Every row takes the same path whatever M is, so a decode row and a prefill
  * row of the same values agree bit for bit.
- * P: pairs a lane holds of a head (D ≤ 64·P); HB: heads a warp loads at once.
- * The model's D = 128 takes P = 2, HB = 3: 68 registers, three blocks an SM
- * (HB = 4 spilled or took 80). */
-template <int P, int HB>
-static __global__ void __launch_bounds__(256)
-k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, int Hkv, int D, hk_rope rope,
+ * P: pairs a lane holds of a head (D ≤ 64·P); HB: heads a warp loads at once;
+ * T: the type of qkv, fixed so that no access carries the three-way choice. The
+ * model's D = 128 takes P = 2, HB = 3: 46 registers, five blocks an SM (with the
+ * type chosen at run time 68, three; HB = 4 spilled or took 80). */
+template <int P, int HB, int T>
+static __global__ void __launch_bounds__(256, 4)
+k_rope_qknorm(void *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv, int D, hk_rope rope,
               const void *qn, int qnt, const void *kn, int knt, float eps)
 {
     __shared__ float cs[HK_ROPE_MAX_DIM], sn[HK_ROPE_MAX_DIM];
+    constexpr int t = T;
     const int row = blockIdx.x, half = D / 2, heads = Hq + Hkv;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const size_t row_base = (size_t)row * (Hq + 2 * Hkv) * D;
@@ -506,6 +508,19 @@ k_rope_qknorm(void *qkv, int t, int M, const int32_t *pos, int n_axes, int Hq, i
             }
         }
     }
+}
+
+typedef void (*rope_fn)(void *, int, const int32_t *, int, int, int, int, hk_rope, const void *, int, const void *,
+                        int, float);
+
+template <int T> static rope_fn rope_kernel_t(int D)
+{
+    return D <= 128 ? k_rope_qknorm<2, 3, T> : k_rope_qknorm<HK_ROPE_PAIRS_PER_LANE, 2, T>;
+}
+
+static rope_fn rope_kernel(hk_dtype t, int D)
+{
+    return t == HK_F16 ? rope_kernel_t<HK_F16>(D) : t == HK_BF16 ? rope_kernel_t<HK_BF16>(D) : rope_kernel_t<HK_F32>(D);
 }
 
 extern "C" {
@@ -672,8 +687,8 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, D <= 128 ? k_rope_qknorm<2, 3> : k_rope_qknorm<HK_ROPE_PAIRS_PER_LANE, 2>, qkv,
-                              (int)t, M, pos, n_axes, Hq, Hkv, D, *rope, qn, (int)qnt, kn, (int)knt, eps);
+    return cudaLaunchKernelEx(&cfg, rope_kernel(t, D), qkv, M, pos, n_axes, Hq, Hkv, D, *rope, qn, (int)qnt, kn,
+                              (int)knt, eps);
 }
 
 
