@@ -204,6 +204,12 @@ PY
     check "run --format $fmt: every page written, the first whole, the last cancelled" test $? -eq 0 || cat "$tmp/py.log"
 done
 
+# --warmup (a no-op on the CPU backend) leaves the answer as it is
+"$HYOCR" run --model "$flat" --device cpu --image "$one" --max-new-tokens 8 >"$tmp/w0.txt" 2>/dev/null
+"$HYOCR" run --model "$flat" --device cpu --image "$one" --max-new-tokens 8 --warmup >"$tmp/w1.txt" 2>"$tmp/w1.err"
+check "run --warmup: the same answer as without" cmp -s "$tmp/w0.txt" "$tmp/w1.txt"
+check "run --warmup: no warning on the CPU" test ! -s "$tmp/w1.err"
+
 # a folder (PNG/JPEG files by name) with a broken file, repeated, as JSON lines: the broken
 # one fails with its name, the others finish; exit status 1
 mkdir -p "$tmp/pages" && cp "$one" "$DATA/images/tiny_40x30.png" "$tmp/pages/" && echo junk >"$tmp/pages/broken.png"

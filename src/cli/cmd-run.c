@@ -40,6 +40,7 @@ typedef struct {
     gint64   seed;
     gboolean ignore_eos;
     gboolean no_tail_stop;
+    gboolean warmup;
 } run_opts;
 
 typedef struct {
@@ -284,6 +285,9 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, N_("Generate max-new-tokens tokens (benchmarks)"), NULL },
         { "no-tail-stop", 0, 0, G_OPTION_ARG_NONE, &o->no_tail_stop,
           N_("Do not stop when the answer's tail repeats (1.5 models; benchmarks)"), NULL },
+        { "warmup", 0, 0, G_OPTION_ARG_NONE, &o->warmup,
+          N_("Warm the GPU engine up before the pages, as hyocr serve does: the timings are then a warm "
+             "engine's (benchmarks)"), NULL },
         { "max-batch", 0, 0, G_OPTION_ARG_INT, &o->max_batch, N_("Several images: jobs decoding together at most (16)"),
           "N" },
         { "swap-space", 0, 0, G_OPTION_ARG_DOUBLE, &o->swap_gib,
@@ -972,6 +976,10 @@ static int run_many(run_opts *o, GPtrArray *pages)
     bool stream = !want_json && n == 1 && o->server;
     json_out json = { .lines = want_json && !strcmp(o->format, "jsonl") };
     bool ok = open_target(o, &t, &error);
+    if (ok && o->warmup && t.eng) {
+        g_autoptr(GError) warm = NULL;
+        if (!hyocr_engine_warmup(t.eng, &warm)) fprintf(stderr, _("hyocr run: warm-up skipped: %s\n"), warm->message);
+    }
     json.backend = t.eng ? hyocr_engine_backend_name(t.eng) : "remote";
     ok = ok && run_batch(o, &t, pages, res, ctx, want_json ? &json : NULL, &wall_s, &error);
     if (want_json && json.written) json_out_close(&json);
