@@ -305,9 +305,13 @@ bool hyocr_spec_step(hyocr_model *m, hyocr_dflash *d, hyocr_spec_seq *seqs, int 
     for (int i = 0; i < n; i++) hooked |= drafting(&seqs[i]);
     hyocr_decode_hooks hooks = { step_before, step_after, &c, hooked ? step_signature(&c) : 0 };
     g_autofree int32_t *next = g_new(int32_t, rows);
-    g_autofree int32_t *fed = g_new(int32_t, rows);
+    g_autofree int32_t *fed = g_new0(int32_t, rows);
     g_autofree bool *nf = g_new(bool, rows);
-    if (!hyocr_text_decode_round(m, tq, n, picks, hooked ? &hooks : NULL, next, nf, fed, error)) return false;
+    /* A step without drafts (every job falling back) is a plain step that keeps taps: no block,
+     * so no ids to upload nor fed ids to fetch (about 30 µs a step on the H200, 3 % of a step). */
+    if (rows == n ? !hyocr_text_decode(m, tq, n, picks, next, nf, NULL, error)
+                  : !hyocr_text_decode_round(m, tq, n, picks, hooked ? &hooks : NULL, next, nf, fed, error))
+        return false;
     for (int i = 0; i < n; i++)
         if (!settle_seq(m, d, &seqs[i], next + row0[i], nf + row0[i], fed + row0[i], error)) return false;
     return true;
