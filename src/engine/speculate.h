@@ -22,9 +22,10 @@
 G_BEGIN_DECLS
 
 #define HYOCR_SPEC_PENDING 64   /* tapped rows of plain steps gathered before the context takes them */
-/* The fallback's constants, from what a round cost on an H200 (6.4 plain steps, docs/PERFORMANCE.md):
- * a draft that is always wrong costs a window a try, about 5.4 plain steps a round, and the tries
- * of a 1024-token page (at 0, ~130, ~390, ~900) add about 4 % to its plain time. */
+/* The fallback's constants, set when a round cost 6.4 plain steps on an H200: a draft that is
+ * always wrong costs a window a try, and the tries of a 1024-token page (at 0, ~130, ~390, ~900)
+ * then added about 4 % to its plain time. A round now costs ~2.2 plain steps, and a page whose
+ * drafts are all wrong decodes at 0.98× plain (docs/PERFORMANCE.md, issue 20). */
 #define HYOCR_SPEC_WINDOW  2    /* rounds over which acceptance is measured */
 #define HYOCR_SPEC_BACKOFF 128  /* plain steps after a first failed window; doubles to ... */
 #define HYOCR_SPEC_BACKOFF_MAX 1024
