@@ -34,7 +34,7 @@ template <typename T> static __global__ void k_fill(T *p, size_t n, uint32_t see
 
 struct kernel_row { const char *name; hk_prefill_kind kind; };
 static const kernel_row K[] = {
-    { "template", HK_PREFILL_TEMPLATE }, { "W4 MW2", HK_PREFILL_W4M2 }, { "W8 MW1", HK_PREFILL_W8M1 },
+    { "template", HK_PREFILL_TEMPLATE }, { "W4 MW2", HK_PREFILL_W4M2 },
     { "W4 MW1", HK_PREFILL_W4M1 },
 };
 #define NK (int)(sizeof K / sizeof K[0])
@@ -192,8 +192,8 @@ template <typename T> static int run(hk_dtype dt)
     hk_prefill_kind pick = hk_prefill_pick(0);
     for (int k = 0; k < NK; k++) {
         if (K[k].kind == pick) printf("the engine's pick on this card: %s\n", K[k].name);
-        /* the pick is the largest that fits: W8 MW1 and W4 MW2 take the same 104 KB */
-        g_fits[k] = K[k].kind == HK_PREFILL_TEMPLATE || pick == HK_PREFILL_W8M1 ||
+        /* the pick is the largest that fits */
+        g_fits[k] = K[k].kind == HK_PREFILL_TEMPLATE || pick == HK_PREFILL_W4M2 ||
                     (pick == HK_PREFILL_W4M1 && K[k].kind == HK_PREFILL_W4M1);
     }
 

@@ -232,8 +232,9 @@ __global__ void __launch_bounds__(FA_THREADS) k_flash(FaArgs a)
  *   each K/V fragment read from shared memory also feeds two row blocks, but a
  *   thread needs all 255 registers and a 1024-row chunk makes only 16 items × 8 KV
  *   heads = 128 CTAs: one warp per SM sub-partition, nothing to hide its latencies.
- *   W8 MW1 keeps two there (165 registers). Measured (hk_prefill_for_call): W4 MW2 wins
- *   by far where a call has the CTAs, W4 MW1 on the chunks. Q stays in shared memory
+ *   Measured (hk_prefill_for_call): W4 MW2 wins by far where a call has the CTAs,
+ *   W4 MW1 (64 rows, twice the CTAs) on the chunks; W8 MW1 (128 rows in 8 warps) won
+ *   neither and is gone. Q stays in shared memory
  *   and its fragments are read per k16 step (MW = 2 has no registers for them);
  * - one cache address per key row a tile, shared by the K and the V copy (a shift, not a
  *   division, for blocks of a power of 2 tokens);
@@ -259,7 +260,7 @@ template <int W, int MW> struct PfShape {
 
 /* 256 threads an SM, so up to 255 registers a thread: MW = 2 needs them (2 × 64 output
  * floats and 2 × 32 scores), and MW = 1 spills under 128. Shared memory holds two CTAs of
- * 104 KB (W4 MW2, W8 MW1) or 87 KB (W4 MW1) on Hopper anyway. */
+ * 104 KB (W4 MW2) or 87 KB (W4 MW1) on Hopper anyway. */
 #define PF_MIN_CTAS(W) (8 / (W))
 
 /* K and V of keys key0..key0+63 into one stage; keys past n_keys read as zero. A
@@ -500,7 +501,6 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
     switch (p->prefill) {
     case HK_PREFILL_TEMPLATE: return launch_flash<T, 128, 128, true>(s, a, dim3((unsigned)p->n_tiles, (unsigned)p->Hkv));
     case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2>(s, a, p->n_tiles);
-    case HK_PREFILL_W8M1: return launch_prefill<T, 8, 1>(s, a, p->n_tiles);
     case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1>(s, a, p->n_tiles);
     }
     return cudaErrorInvalidValue;
@@ -527,7 +527,6 @@ int hk_prefill_tile_rows(hk_prefill_kind k)
 {
     switch (k) {
     case HK_PREFILL_W4M2: return PfShape<4, 2>::BM;
-    case HK_PREFILL_W8M1: return PfShape<8, 1>::BM;
     case HK_PREFILL_W4M1: return PfShape<4, 1>::BM;
     default: return FA_BM;
     }

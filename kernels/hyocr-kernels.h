@@ -58,7 +58,6 @@ int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, in
 typedef enum {
     HK_PREFILL_TEMPLATE = 0,
     HK_PREFILL_W4M2,
-    HK_PREFILL_W8M1,
     HK_PREFILL_W4M1,
 } hk_prefill_kind;
 

@@ -1286,8 +1286,8 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
     CK(cudaGetDevice(&dev));
     /* the shared memory the pick took is the most any variant it did not take needs, or less */
     hk_prefill_kind pick = hk_prefill_pick(dev);
-    hk_prefill_kind kinds[] = { HK_PREFILL_TEMPLATE, HK_PREFILL_W4M2, HK_PREFILL_W8M1, HK_PREFILL_W4M1 };
-    bool fits[] = { true, pick == HK_PREFILL_W4M2, pick == HK_PREFILL_W4M2, pick != HK_PREFILL_TEMPLATE };
+    hk_prefill_kind kinds[] = { HK_PREFILL_TEMPLATE, HK_PREFILL_W4M2, HK_PREFILL_W4M1 };
+    bool fits[] = { true, pick == HK_PREFILL_W4M2, pick != HK_PREFILL_TEMPLATE };
     g_autofree float *ref = get(cpu(), po->c, 0, no);
     hk_seq hs = { 0, sv->n_past, sv->n_new, 0 };
     void *d_seq, *d_bt, *d_tiles, *d_out;
