@@ -269,6 +269,35 @@ static void test_batch_sizes(void)
     }
 }
 
+/* A burst of jobs grows the pool once: the second job's admission makes room
+ * for the jobs queued behind it too (each growth copies the whole pool), where
+ * it used to grow once a job. Same page four times, so the estimate is exact. */
+static void test_burst_grows_once(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .max_batch = 4 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    job_set s;
+    job_set_init(&s, 4);
+    for (int i = 0; i < s.n; i++) {
+        g_free(s.paths[i]);
+        s.paths[i] = hyocr_test_data("images", cases[1].image, NULL);
+        s.jp[i].image_path = s.paths[i];
+        s.jp[i].task = cases[1].task;
+    }
+    run_set(eng, &s);
+    hyocr_engine_stats st;
+    hyocr_engine_get_stats(eng, &st);
+    g_assert_cmpint(st.largest_batch, ==, 4);
+    g_assert_cmpint(st.kv_grows, ==, 1);
+    g_autoptr(GArray) want = reference_ids(1);
+    for (int i = 0; i < s.n; i++) {
+        g_assert_no_error(s.res[i].error);
+        assert_ids(s.res[i].token_ids, want);
+    }
+    job_set_clear(&s);
+}
+
 /* Sampling with a seed is per job: batched draws equal the same job alone. */
 static void count_logits(const float *logits, int n_vocab, int step, void *data)
 {
@@ -1453,6 +1482,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/batch/sizes", test_batch_sizes);
+    g_test_add_func("/batch/burst-grows-once", test_burst_grows_once);
     g_test_add_func("/batch/sampling-alone", test_sampling_alone);
     g_test_add_func("/batch/mixed-paths", test_mixed_paths);
     g_test_add_func("/batch/preempt-recompute", test_preempt_recompute);

@@ -125,6 +125,7 @@ static void publish(hyocr_sched *s)
     s->stats.waiting = g_atomic_int_get(&s->n_waiting) + count_phase(s, JOB_SWAPPED, JOB_RECOMPUTE);
     s->stats.kv_blocks_used = blocks;
     s->stats.kv_blocks_total = pool ? hyocr_kv_pool_n_blocks(pool) : 0;
+    s->stats.kv_grows = s->eng->model ? M(s)->kv_grows : 0;
     g_mutex_unlock(&s->lock);
 }
 
@@ -651,9 +652,32 @@ static int64_t budget_blocks(hyocr_sched *s, const job_state *cand)
     return per_block > 0 ? MAX(budget - fixed - scratch, 0) / per_block : -1;
 }
 
+/* Blocks the pool should have for cand: what every job it serves and cand can
+ * ever hold, and what the queued jobs admitted right after cand (up to
+ * max_batch) will: each growth copies the whole pool and frees the old one
+ * (a device-wide wait), so a burst of submissions grows it once, not once a
+ * job. A queued job not yet preprocessed counts as cand's size. */
+static int64_t pool_target(hyocr_sched *s, job_state *cand)
+{
+    int64_t want = full_blocks(s, cand);
+    int after = max_batch(s) - s->n_running - 1;
+    for (guint i = 0; i < s->jobs->len; i++) {
+        hyocr_request *job = s->jobs->pdata[i];
+        const job_state *st = &job->st;
+        if (holds_kv(st)) {
+            want += full_blocks(s, st);
+        } else if (st != cand && after > 0 && st->phase == JOB_QUEUED && job->redo == s->in_redo) {
+            want += st->prepared ? full_blocks(s, st) : full_blocks(s, cand);
+            after--;
+        }
+    }
+    return want;
+}
+
 /* Whether cand may start next to the running jobs: its vision pass and
  * prefill must fit next to the pool as it is; then the pool grows towards
- * what every job it serves, and cand, can ever hold, while the budget has room
+ * pool_target, by half at least (jobs that arrive one by one, as a server's
+ * do, then cost a few copies rather than one each), while the budget has room
  * for the old and the new storage at once (the copy). */
 static bool make_way(hyocr_sched *s, job_state *cand)
 {
@@ -662,11 +686,8 @@ static bool make_way(hyocr_sched *s, job_state *cand)
     int have = m->kv_pool ? hyocr_kv_pool_n_blocks(m->kv_pool) : 0;
     if (avail >= 0 && have > avail) return false;
     if (!own_pool(s)) return true;
-    int64_t want = full_blocks(s, cand);
-    for (guint i = 0; i < s->jobs->len; i++) {
-        const job_state *st = &((hyocr_request *)s->jobs->pdata[i])->st;
-        if (holds_kv(st)) want += full_blocks(s, st);
-    }
+    int64_t want = pool_target(s, cand);
+    if (want > have) want = MAX(want, have + have / 2);
     if (avail >= 0) want = MIN(want, avail - have);
     want = MIN(want, G_MAXINT / 2);
     if (want <= have) return true;

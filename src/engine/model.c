@@ -471,6 +471,7 @@ bool hyocr_model_kv_grow(hyocr_model *m, int n_blocks, GError **error)
     m->k_cache = k2;
     m->v_cache = v2;
     hyocr_kv_pool_grow(m->kv_pool, n_blocks);
+    m->kv_grows++;
     return true;
 }
 
@@ -543,6 +544,7 @@ static bool kv_grow(hyocr_model *m, int new_blocks, GError **error)
     m->k_cache = k2;
     m->v_cache = v2;
     m->kv_pool = pool2;
+    if (n > 0) m->kv_grows++;
     return true;
 }
 

@@ -73,6 +73,7 @@ typedef struct hyocr_model {
     int            kv_block_size;
     bool           kv_fixed;               /* false: the pool grows on demand */
     int            kv_max_blocks;          /* growth cap (0 = none) */
+    int64_t        kv_grows;               /* pools replaced by larger ones while in use (each a copy) */
     GPtrArray     *live_seqs;              /* hyocr_kv_seq* created by hyocr_model_seq_new */
 
     /* Layers whose outputs a forward keeps for sequences that ask (hyocr_text_seq.taps), in this

@@ -149,6 +149,9 @@ static void render_engine(GString *out, hyocr_engine *eng, const char *labels)
            st.kv_blocks_total > 0 ? (double)st.kv_blocks_used / (double)st.kv_blocks_total : 0.0);
     head(out, "hyocr:kv_cache_blocks", "gauge", "Blocks of the KV cache pool now (it follows the load).");
     sample(out, "hyocr:kv_cache_blocks", labels, (double)st.kv_blocks_total);
+    head(out, "hyocr:kv_cache_grows_total", "counter",
+         "Times the KV cache pool was copied into a larger one while requests held it.");
+    sample(out, "hyocr:kv_cache_grows_total", labels, (double)st.kv_grows);
     head(out, "hyocr:gpu_memory_used_bytes", "gauge",
          "Device memory the engine holds: weights, KV cache and scratch (host memory on the CPU backend).");
     sample(out, "hyocr:gpu_memory_used_bytes", labels, (double)hyocr_metrics_memory_used(&mi));
