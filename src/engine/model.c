@@ -225,11 +225,13 @@ hyocr_model *hyocr_model_load(hyocr_backend *be, const hyocr_checkpoint *ck, GEr
     return g_steal_pointer(&m);
 }
 
+/* k and v as kv_alloc_storage made them: views into one allocation, which k's
+ * extra last entry holds. */
 static void free_kv_storage(hyocr_model *m, hyocr_buf **k, hyocr_buf **v)
 {
-    for (int l = 0; l < m->cfg.text.num_layers; l++) {
-        if (k) buf_free(m, k[l]);
-        if (v) buf_free(m, v[l]);
+    if (k) {
+        buf_free(m, k[m->cfg.text.num_layers]);
+        g_free(k[0]);   /* the views, k's then v's */
     }
     g_free(k);
     g_free(v);
@@ -364,20 +366,32 @@ int64_t hyocr_model_kv_bytes_per_block(const hyocr_model *m)
     return (int64_t)kv_block_elems(m) * es * 2 * m->cfg.text.num_layers;
 }
 
+/* Every layer's K and V storage as views into one allocation: a job's pool is
+ * made, grown and given back with one allocation and one free where it took one
+ * a layer and tensor (48 on the 1B model; on CUDA each free also waits for the
+ * device). k gets one entry more than the layers: the allocation itself. */
 static bool kv_alloc_storage(hyocr_model *m, int n_blocks, hyocr_buf ***k_out, hyocr_buf ***v_out, GError **error)
 {
     int nl = m->cfg.text.num_layers;
     size_t n = (size_t)n_blocks * kv_block_elems(m);
-    hyocr_buf **k = g_new0(hyocr_buf *, nl), **v = g_new0(hyocr_buf *, nl);
-    for (int l = 0; l < nl; l++) {
-        k[l] = m->be->ops->alloc(m->be, HYOCR_BUF_KV, n, error);
-        v[l] = k[l] ? m->be->ops->alloc(m->be, HYOCR_BUF_KV, n, error) : NULL;
-        if (!v[l]) {
-            g_prefix_error(error, _("KV cache of %d blocks × %d tokens: "), n_blocks, m->kv_block_size);
-            free_kv_storage(m, k, v);
-            return false;
-        }
+    if (n > SIZE_MAX / 2 / (size_t)nl) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("KV cache of %d blocks × %d tokens: too large"),
+                    n_blocks, m->kv_block_size);
+        return false;
     }
+    hyocr_buf *all = m->be->ops->alloc(m->be, HYOCR_BUF_KV, n * 2 * nl, error);
+    if (!all) {
+        g_prefix_error(error, _("KV cache of %d blocks × %d tokens: "), n_blocks, m->kv_block_size);
+        return false;
+    }
+    hyocr_buf *views = g_new(hyocr_buf, 2 * nl), **k = g_new(hyocr_buf *, nl + 1), **v = g_new(hyocr_buf *, nl);
+    for (int l = 0; l < nl; l++) {
+        views[l] = hyocr_buf_view(all, (size_t)l * n, n);
+        views[nl + l] = hyocr_buf_view(all, (size_t)(nl + l) * n, n);
+        k[l] = &views[l];
+        v[l] = &views[nl + l];
+    }
+    k[nl] = all;
     *k_out = k;
     *v_out = v;
     return true;

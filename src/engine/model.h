@@ -67,9 +67,9 @@ typedef struct hyocr_model {
     hyocr_buf        *final_norm;
     hyocr_buf        *lm_head;             /* == embed when tied */
 
-    /* paged KV cache: one K and one V buffer per layer */
+    /* paged KV cache: a K and a V tensor per layer, in one allocation */
     hyocr_kv_pool *kv_pool;
-    hyocr_buf    **k_cache, **v_cache;
+    hyocr_buf    **k_cache, **v_cache;       /* per layer: views into one allocation, k_cache[layers] (kv_alloc_storage) */
     int            kv_block_size;
     bool           kv_fixed;               /* false: the pool grows on demand */
     int            kv_max_blocks;          /* growth cap (0 = none) */
