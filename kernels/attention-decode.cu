@@ -4,6 +4,7 @@
  * merges them. Plain FMA: a single row has no matrix shape for the tensor cores,
  * and the kernel is bound by reading the cache. */
 #include "hk-common.h"
+#include "hk-flash.h"
 #include <math.h>
 
 #define DEC_THREADS 128
@@ -190,45 +191,17 @@ __device__ __forceinline__ void dec_round(const int4 *kr, const int4 *vr, int ba
     }
 }
 
-/* CTA = one split × GT query heads of one KV group. Every thread keeps DEC_U
- * key and value rows in flight, and the next round's while it computes one;
- * each 16-lane token group keeps an online softmax (m, l, acc); the 8 groups are
- * merged through shared memory into this split's partial. The last split of the
- * row to finish merges the partials (no second launch). The cached keys do not
- * depend on the kernels before, so the first round is issued before the grid
- * wait; the new token comes from the qkv row (and, with kv_write, is stored in
- * the cache here: no separate KV write launch). */
+/* The row's new token: its k/v from the qkv row into kn/vn (this lane's 8 dims),
+ * stored in the cache with kv_write by the first token group of the group's first
+ * CTA; and q (the GT heads, scaled to log2 units). After the grid wait. */
 template <typename T, int GT>
-__global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
+__device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, const hk_seq &s, const int *blk, int b0,
+                                        int head0, int kvh, int inew, int4 &kn, int4 &vn, float (&q)[GT][8])
 {
-    constexpr int D = 128, RT = DEC_TG * DEC_U;
-    extern __shared__ __align__(16) float dsm[];
-    float *red_acc = dsm;                          /* [DEC_TG][GT][D] */
-    float *red_m = red_acc + DEC_TG * GT * D;      /* [DEC_TG][GT] */
-    float *red_l = red_m + DEC_TG * GT;            /* [DEC_TG][GT] */
-    float *wts = red_l + DEC_TG * GT;              /* [GT][DEC_RCHUNK] */
-    int *blk = (int *)(wts + GT * DEC_RCHUNK);     /* block ids of this split */
-    __shared__ float sh[32];
-    __shared__ int s_last;
-
-    hk_griddep_launch_next();
-    hk_split sp;
-    if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
-    const hk_seq s = a.seqs[sp.seq];
-    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    constexpr int D = 128;
     const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
-    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size;
-    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
-    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;   /* a decode row: its one new token */
-    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
-    __syncthreads();
-    const int4 zero = make_int4(0, 0, 0, 0);
-    int4 ka[DEC_U], va[DEC_U], kb[DEC_U], vb[DEC_U];
-    dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, zero, zero, ka, va);
-
-    hk_griddep_wait();   /* qkv (q, the new k/v) comes from the kernels before */
     const T *row = (const T *)a.q + (size_t)s.row0 * a.q_stride;
-    int4 kn = zero, vn = zero;
+    kn = vn = make_int4(0, 0, 0, 0);
     if (inew >= 0) {
         kn = *(const int4 *)(row + (size_t)(a.Hq + kvh) * D + lane16 * 8);
         vn = *(const int4 *)(row + (size_t)(a.Hq + a.Hkv + kvh) * D + lane16 * 8);
@@ -239,39 +212,30 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
             *(int4 *)((uint16_t *)a.k + off) = kn;
             *(int4 *)((uint16_t *)a.v + off) = vn;
         }
-#pragma unroll
-        for (int u = 0; u < DEC_U; u++)
-            if (u * DEC_TG + tg == inew) {
-                ka[u] = kn;
-                va[u] = vn;
-            }
     }
-    float q[GT][8];
 #pragma unroll
     for (int g = 0; g < GT; g++) {
         unpack8<T>(q[g], *(const int4 *)(row + (size_t)(head0 + g) * D + lane16 * 8));
 #pragma unroll
         for (int e = 0; e < 8; e++) q[g][e] *= a.scale_log2;
     }
-    float m[GT], l[GT], acc[GT][8];
-#pragma unroll
-    for (int g = 0; g < GT; g++) {
-        m[g] = -1e30f;
-        l[g] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
-    }
+}
 
-    /* Two register sets in turn. The loop bounds are block-uniform: the shuffles need whole warps. */
-    for (int base = 0; base < L; base += 2 * RT) {
-        if (base + RT < L) dec_load(a, sp, blk, b0, base + RT, L, kvh, inew, true, kn, vn, kb, vb);
-        dec_round<T, GT>(ka, va, base, L, q, m, l, acc);
-        if (base + RT >= L) break;
-        if (base + 2 * RT < L) dec_load(a, sp, blk, b0, base + 2 * RT, L, kvh, inew, true, kn, vn, ka, va);
-        dec_round<T, GT>(kb, vb, base + RT, L, q, m, l, acc);
-    }
-
-    /* Merge the token groups of this CTA. */
+/* After the rounds: merges the CTA's token groups into this split's partial (or the
+ * output, for a row of one split); the last split of the row to finish merges the
+ * partials (no second launch). red (DEC_TG·GT·(D + 2) + GT·DEC_RCHUNK floats) may
+ * alias the key stages: every thread is past its rounds at the first barrier. */
+template <typename T, int GT>
+__device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp, const hk_seq &s, int head0,
+                                           const float (&m)[GT], const float (&l)[GT], const float (&acc)[GT][8],
+                                           float *red, float *sh, int *s_last)
+{
+    constexpr int D = 128;
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
+    float *red_acc = red;                          /* [DEC_TG][GT][D] */
+    float *red_m = red_acc + DEC_TG * GT * D;      /* [DEC_TG][GT] */
+    float *red_l = red_m + DEC_TG * GT;            /* [DEC_TG][GT] */
+    float *wts = red_l + DEC_TG * GT;              /* [GT][DEC_RCHUNK] */
 #pragma unroll
     for (int g = 0; g < GT; g++) {
         if (lane16 == 0) {
@@ -312,17 +276,188 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     __threadfence();
     __syncthreads();
     unsigned *ctr = &a.counters[(size_t)sp.row * gridDim.y + blockIdx.y];
-    if (threadIdx.x == 0) s_last = atomicAdd(ctr, 1u) == (unsigned)sp.n_parts - 1;
+    if (threadIdx.x == 0) *s_last = atomicAdd(ctr, 1u) == (unsigned)sp.n_parts - 1;
     __syncthreads();
-    if (!s_last) return;
+    if (!*s_last) return;
     __threadfence();
     dec_merge_parts<T, GT>(a, sp, head0, wts, sh);
     if (threadIdx.x == 0) *ctr = 0;   /* ready for the next call */
 }
 
+/* CTA = one split × GT query heads of one KV group. Every thread keeps DEC_U
+ * key and value rows in flight, and the next round's while it computes one;
+ * each 16-lane token group keeps an online softmax (m, l, acc); the 8 groups are
+ * merged through shared memory into this split's partial. The last split of the
+ * row to finish merges the partials (no second launch). The cached keys do not
+ * depend on the kernels before, so the first round is issued before the grid
+ * wait; the new token comes from the qkv row (and, with kv_write, is stored in
+ * the cache here: no separate KV write launch). */
+template <typename T, int GT>
+__global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
+{
+    constexpr int RT = DEC_TG * DEC_U;
+    extern __shared__ __align__(16) float dsm[];
+    float *red = dsm;
+    int *blk = (int *)(red + DEC_TG * GT * 130 + GT * DEC_RCHUNK);   /* block ids of this split */
+    __shared__ float sh[32];
+    __shared__ int s_last;
+
+    hk_griddep_launch_next();
+    hk_split sp;
+    if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
+    const hk_seq s = a.seqs[sp.seq];
+    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const int tg = threadIdx.x >> 4;
+    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size;
+    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
+    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;   /* a decode row: its one new token */
+    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
+    __syncthreads();
+    const int4 zero = make_int4(0, 0, 0, 0);
+    int4 ka[DEC_U], va[DEC_U], kb[DEC_U], vb[DEC_U];
+    dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, zero, zero, ka, va);
+
+    hk_griddep_wait();   /* qkv (q, the new k/v) comes from the kernels before */
+    int4 kn, vn;
+    float q[GT][8];
+    dec_row<T, GT>(a, sp, s, blk, b0, head0, kvh, inew, kn, vn, q);
+    if (inew >= 0) {
+#pragma unroll
+        for (int u = 0; u < DEC_U; u++)
+            if (u * DEC_TG + tg == inew) {
+                ka[u] = kn;
+                va[u] = vn;
+            }
+    }
+    float m[GT], l[GT], acc[GT][8];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        m[g] = -1e30f;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
+    }
+
+    /* Two register sets in turn. The loop bounds are block-uniform: the shuffles need whole warps. */
+    for (int base = 0; base < L; base += 2 * RT) {
+        if (base + RT < L) dec_load(a, sp, blk, b0, base + RT, L, kvh, inew, true, kn, vn, kb, vb);
+        dec_round<T, GT>(ka, va, base, L, q, m, l, acc);
+        if (base + RT >= L) break;
+        if (base + 2 * RT < L) dec_load(a, sp, blk, b0, base + 2 * RT, L, kvh, inew, true, kn, vn, ka, va);
+        dec_round<T, GT>(kb, vb, base + RT, L, q, m, l, acc);
+    }
+    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, red, sh, &s_last);
+}
+
+/* int4 slots of one stage of k_decode_staged: a thread's DEC_U key and DEC_U value rows. */
+#define DEC_STAGE_SLOTS (2 * DEC_U * DEC_THREADS)
+
+/* Copies round base's keys of this thread (dec_load's: the same token group, rows and
+ * dims) into stage st, slot (2u, 2u + 1)·DEC_THREADS + thread, asynchronously; rows
+ * past the split and the new token (taken from qkv when the round is computed) are
+ * zero-filled. A thread reads back only what it copied: no barrier between them. */
+__device__ __forceinline__ void dec_stage(const DecArgs &a, const hk_split &sp, const int *blk, int b0, int base,
+                                          int L, int kvh, int inew, int4 *st)
+{
+    constexpr int D = 128;
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
+#pragma unroll
+    for (int u = 0; u < DEC_U; u++) {
+        int i = base + u * DEC_TG + tg;
+        bool ok = i < L && i != inew;
+        size_t off = 0;
+        if (ok) {
+            int t = sp.t0 + i;
+            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+        }
+        cp16(&st[(2 * u) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.k + off, ok);
+        cp16(&st[(2 * u + 1) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.v + off, ok);
+    }
+}
+
+/* k_decode with the keys staged through shared memory by cp.async, NS rounds deep:
+ * the same splits, rounds, token groups and arithmetic (dec_round, dec_finish), so
+ * the same bits, but NS − 1 rounds (32 KB each a CTA) in flight while one is
+ * computed instead of one, and no register sets held for them (k_decode: two, 128
+ * registers). The first NS − 1 rounds are issued before the grid wait. */
+template <typename T, int GT, int NS>
+__global__ void __launch_bounds__(DEC_THREADS) k_decode_staged(DecArgs a)
+{
+    constexpr int RT = DEC_TG * DEC_U;
+    extern __shared__ __align__(16) float dsm[];
+    int4 *stages = (int4 *)dsm;                              /* [NS][2·DEC_U][DEC_THREADS] */
+    int *blk = (int *)(stages + NS * DEC_STAGE_SLOTS);       /* block ids of this split */
+    __shared__ float sh[32];
+    __shared__ int s_last;
+
+    hk_griddep_launch_next();
+    hk_split sp;
+    if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
+    const hk_seq s = a.seqs[sp.seq];
+    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const int tg = threadIdx.x >> 4;
+    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size, nr = (L + RT - 1) / RT;
+    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
+    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;
+    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < NS - 1; r++) {
+        if (r < nr) dec_stage(a, sp, blk, b0, r * RT, L, kvh, inew, stages + r * DEC_STAGE_SLOTS);
+        cp_commit();   /* empty groups too: the waits count groups */
+    }
+
+    hk_griddep_wait();
+    int4 kn, vn;
+    float q[GT][8];
+    dec_row<T, GT>(a, sp, s, blk, b0, head0, kvh, inew, kn, vn, q);
+    float m[GT], l[GT], acc[GT][8];
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        m[g] = -1e30f;
+        l[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
+    }
+
+    /* nr is block-uniform: the shuffles need whole warps */
+    for (int r = 0; r < nr; r++) {
+        /* the stage read in round r − 1, by this thread only */
+        if (r + NS - 1 < nr) dec_stage(a, sp, blk, b0, (r + NS - 1) * RT, L, kvh, inew,
+                                       stages + (r + NS - 1) % NS * DEC_STAGE_SLOTS);
+        cp_commit();
+        cp_wait<NS - 1>();
+        const int4 *st = stages + r % NS * DEC_STAGE_SLOTS;
+        int4 kr[DEC_U], vr[DEC_U];
+#pragma unroll
+        for (int u = 0; u < DEC_U; u++) {
+            kr[u] = st[(2 * u) * DEC_THREADS + threadIdx.x];
+            vr[u] = st[(2 * u + 1) * DEC_THREADS + threadIdx.x];
+            if (r * RT + u * DEC_TG + tg == inew) {
+                kr[u] = kn;
+                vr[u] = vn;
+            }
+        }
+        dec_round<T, GT>(kr, vr, r * RT, L, q, m, l, acc);
+    }
+    cp_wait_all();   /* empty groups only by now; the stages become the merge's buffers */
+    __syncthreads();
+    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, dsm, sh, &s_last);
+}
+
 static int decode_gt(const hk_paged_args *p)
 {
     return hk_decode_heads_per_cta(p->Hq, p->Hkv);
+}
+
+/* Over the 48 KB a launch gets without asking (NS = 2 already is). */
+template <typename T, int GT, int NS>
+static cudaError_t decode_staged_launch(cudaLaunchConfig_t &cfg, const DecArgs &a)
+{
+    cudaError_t e = cudaFuncSetAttribute(k_decode_staged<T, GT, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)cfg.dynamicSmemBytes);
+    return e != cudaSuccess ? e : cudaLaunchKernelEx(&cfg, k_decode_staged<T, GT, NS>, a);
 }
 
 template <typename T>
@@ -346,11 +481,17 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)p->n_splits, (unsigned)(p->Hq / GT));
     cfg.blockDim = dim3(DEC_THREADS);
-    cfg.dynamicSmemBytes = hk_decode_smem(GT, p->split_max, p->block_size);
+    cfg.dynamicSmemBytes = hk_decode_smem_staged(GT, p->split_max, p->block_size, p->decode_stages);
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = p->pdl ? 1 : 0;
-    return GT == 2 ? cudaLaunchKernelEx(&cfg, k_decode<T, 2>, a) : cudaLaunchKernelEx(&cfg, k_decode<T, 1>, a);
+    switch (p->decode_stages) {
+    case 0: return GT == 2 ? cudaLaunchKernelEx(&cfg, k_decode<T, 2>, a) : cudaLaunchKernelEx(&cfg, k_decode<T, 1>, a);
+    case 2: return GT == 2 ? decode_staged_launch<T, 2, 2>(cfg, a) : decode_staged_launch<T, 1, 2>(cfg, a);
+    case 3: return GT == 2 ? decode_staged_launch<T, 2, 3>(cfg, a) : decode_staged_launch<T, 1, 3>(cfg, a);
+    case 4: return GT == 2 ? decode_staged_launch<T, 2, 4>(cfg, a) : decode_staged_launch<T, 1, 4>(cfg, a);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 extern "C" {
@@ -365,6 +506,14 @@ size_t hk_decode_smem(int GT, int split_max, int block_size)
     size_t floats = (size_t)DEC_TG * GT * 128 + 2 * (size_t)DEC_TG * GT + (size_t)GT * DEC_RCHUNK;
     size_t blocks = (size_t)split_max / (block_size > 0 ? block_size : 1) + 2;
     return floats * sizeof(float) + blocks * sizeof(int);
+}
+
+size_t hk_decode_smem_staged(int GT, int split_max, int block_size, int stages)
+{
+    if (stages <= 0) return hk_decode_smem(GT, split_max, block_size);
+    /* the merge's buffers alias the stages (a stage alone is larger) */
+    size_t blocks = (size_t)split_max / (block_size > 0 ? block_size : 1) + 2;
+    return (size_t)stages * DEC_STAGE_SLOTS * sizeof(int4) + blocks * sizeof(int);
 }
 
 int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, int part0)

@@ -96,10 +96,18 @@ typedef struct {
      * new token from qkv either way). pdl: launched as a programmatic dependent
      * (sm_90+): the cached keys stream while the kernel before it finishes. */
     int            decode_kv_write, pdl;
+    /* Decode kernel only. 0: k_decode (registers hold the keys in flight); 2..4: its
+     * staged variant (attention-decode.cu), that many rounds of keys through shared
+     * memory by cp.async — the same bits (same splits, rounds and sums), more of the
+     * cache in flight a CTA. Others: cudaErrorInvalidValue. */
+    int            decode_stages;
 } hk_paged_args;
 
 /* Shared memory the decode kernel needs for GT heads per CTA, a split length and a block size. */
 size_t      hk_decode_smem(int GT, int split_max, int block_size);
+/* The same for decode_stages (hk_paged_args) stages; 0: hk_decode_smem. */
+size_t      hk_decode_smem_staged(int GT, int split_max, int block_size, int stages);
+#define HK_DECODE_STAGES_MAX 4
 /* Query heads one decode CTA handles (2 when the GQA group size allows, else 1);
  * the decode grid has Hq / that many CTAs per split. */
 int         hk_decode_heads_per_cta(int Hq, int Hkv);

@@ -92,6 +92,7 @@ typedef struct {
     bool             gemv;          /* our kernels for decode-sized GEMMs, 1..16 rows (HYOCR_NO_GEMV=1: cuBLAS) */
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
+    int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
@@ -1105,6 +1106,14 @@ static int bound_split_len(const cuda_backend *cb, int Hq, int Hkv, int block_si
     return hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
 }
 
+/* The decode kernel of a step of rows decode rows: one row keeps k_decode (batch-1
+ * decode is not to get slower); several, the staged kernel where HYOCR_DECODE_STAGES
+ * asks for it (the same bits, so the invariant mode may mix them). */
+static int decode_stages_for(const cuda_backend *cb, int rows)
+{
+    return rows > 1 ? cb->decode_stages : 0;
+}
+
 /* Paged attention of a bound decode step: every operand on the device. */
 static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
                             hyocr_buf *v_cache, int block_size, int n_seqs, int rows, int Hq, int Hkv, int D,
@@ -1135,6 +1144,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
         .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
         .decode_kv_write = !shared && !blocks, .pdl = shared || blocks ? 0 : cb->pdl,
+        .decode_stages = decode_stages_for(cb, rows),
     };
     if (D != 128)
         return ck(hk_kv_write(cb->stream, &a), N_("KV write"), error) &&
@@ -1208,6 +1218,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
             .split_max = pp.split_len,
             .decode_kv_write = pp.tiles->len == 0 && pp.blocks->len == 0 && !views_share(seqs, n_seqs),
+            .decode_stages = decode_stages_for(cb, pp.dec_rows),
         };
         /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
          * the kernel may follow the upload of its own work list directly. */
@@ -1907,6 +1918,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->gemv = !t->no_gemv;
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
+    cb->decode_stages = t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma;

@@ -29,6 +29,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->fuse = env_switch("HYOCR_FUSE");
     t->pdl = env_switch("HYOCR_PDL");
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");
+    t->decode_stages = env_count("HYOCR_DECODE_STAGES");
     t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");
     /* set but below 1 (or not a number): one thread, as it always meant */
     const char *rt = g_getenv("HYOCR_RESIZE_THREADS");
