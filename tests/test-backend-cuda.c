@@ -1413,6 +1413,154 @@ static void test_paged_long_decode(gconstpointer data)
     kv_clear(&f);
 }
 
+#if HYOCR_HAVE_CUDA
+/* Device copy of n bytes (freed by the caller). */
+static void *dev_copy(const void *h, size_t n)
+{
+    void *d = NULL;
+    CK(cudaMalloc(&d, n ? n : 1));
+    if (n) CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* One direct decode launch of the rows (hs, their tables in d_bt) with decode_stages
+ * stages: listed splits of len keys, or (dev) splits derived on the device, every
+ * context within bound; returns the outputs as floats. */
+static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const hk_seq *hs, int rows, void *d_bt,
+                            int len, bool dev, int bound, int stages)
+{
+    const int Hq = f->Hq, Hkv = f->Hkv, D = f->D;
+    const size_t no = (size_t)rows * Hq * D;
+    GArray *sp = g_array_new(FALSE, FALSE, sizeof(hk_split));
+    int parts = 0, max_splits = (bound + len - 1) / len;
+    for (int r = 0; r < rows && !dev; r++) {
+        int ctx = hs[r].n_past + 1, n = (ctx + len - 1) / len;
+        g_array_set_size(sp, sp->len + (guint)n);
+        parts += hk_decode_splits(&g_array_index(sp, hk_split, sp->len - n), r, r, ctx, len, parts);
+    }
+    if (dev) parts = rows * max_splits;
+    size_t n_ctr = (size_t)rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
+    void *d_seq = dev_copy(hs, (size_t)rows * sizeof(hk_seq)), *d_sp = dev_copy(sp->data, sp->len * sizeof(hk_split));
+    void *d_ctr, *d_part, *d_out;
+    CK(cudaMalloc(&d_ctr, n_ctr * 4));
+    CK(cudaMemset(d_ctr, 0, n_ctr * 4));
+    CK(cudaMalloc(&d_part, (size_t)parts * Hq * (D + 2) * 4));
+    CK(cudaMalloc(&d_out, no * 2));
+    CK(cudaMemset(d_out, 0xff, no * 2));
+    hk_paged_args a = {
+        .t = case_kt(c), .qkv = pq->g->data, .out = d_out, .k_cache = f->k.g->data, .v_cache = f->v.g->data,
+        .block_size = f->bs, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = (float)pow(D, -0.5), .seqs = d_seq,
+        .n_seqs = rows, .block_tables = d_bt, .total_rows = rows, .splits = dev ? NULL : d_sp,
+        .n_splits = parts, .n_dec_rows = rows, .counters = d_ctr, .part_acc = d_part,
+        .part_ml = (float *)d_part + (size_t)parts * Hq * D, .split_max = len,
+        .dev_split_len = dev ? len : 0, .dev_max_splits = dev ? max_splits : 0,
+        .decode_kv_write = 1,   /* rewrites the new k/v the backends stored: the same values */
+        .decode_stages = stages,
+    };
+    CK(hk_attention_decode(NULL, &a));
+    CK(cudaDeviceSynchronize());
+    float *got = kernel_out(c, d_out, no);
+    g_autofree unsigned *ctr = g_new(unsigned, n_ctr);
+    CK(cudaMemcpy(ctr, d_ctr, n_ctr * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n_ctr; i++) g_assert_cmpuint(ctr[i], ==, 0);   /* left for the next call */
+    cudaFree(d_seq);
+    cudaFree(d_sp);
+    cudaFree(d_ctr);
+    cudaFree(d_part);
+    cudaFree(d_out);
+    g_array_free(sp, TRUE);
+    return got;
+}
+#endif
+
+/* The staged decode kernel (hk_paged_args.decode_stages 2..4) against k_decode (bit for bit:
+ * the same splits, rounds and sums) and the CPU: four decode rows of ragged contexts (one
+ * 4191-token prefix, a 1087, one inside a split, one of a single key) over scattered
+ * blocks, with listed splits of 128 and 64 keys and with splits derived on the device
+ * (bound steps); then a backend built with HYOCR_DECODE_STAGES's field on, through
+ * attention_paged, against the CPU. */
+static void test_paged_decode_staged(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    enum { ROWS = 4 };
+    const int Hq = 16, Hkv = 8, D = 128, ctxs[ROWS] = { 4191, 1087, 100, 1 };
+    kv_fix f;
+    kv_init(&f, g, 16, 400, Hq, Hkv, D);
+    for (int which = 0; which < 2; which++) {   /* the prefixes straight into the caches */
+        pair *p = which ? &f.v : &f.k;
+        g_autofree float *x = rndq(g, f.k.n, -2, 2);
+        OK(cpu()->ops->upload_f32(cpu(), p->c, 0, x, f.k.n, E));
+        OK(g->ops->upload_f32(g, p->g, 0, x, f.k.n, E));
+    }
+    int32_t *bt[ROWS];
+    hyocr_seq_view sv[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        bt[r] = kv_table(&f, ctxs[r]);
+        sv[r] = (hyocr_seq_view){ bt[r], ctxs[r] - 1, 1 };
+    }
+    size_t nq = (size_t)ROWS * (Hq + 2 * Hkv) * D, no = (size_t)ROWS * Hq * D;
+    g_autofree float *qkv = rndq(g, nq, -2, 2);
+    pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+    float scale = (float)pow(D, -0.5);
+    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, f.bs, sv, ROWS, Hq, Hkv, D, scale, E),
+         g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, f.bs, sv, ROWS, Hq, Hkv, D, scale, E));
+    cmp2(g, "paged decode, 4 rows", &po, 0, no, c->tol);
+    g_autofree float *ref = get(cpu(), po.c, 0, no);
+#if HYOCR_HAVE_CUDA
+    GArray *tables = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    hk_seq hs[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        hs[r] = (hk_seq){ r, ctxs[r] - 1, 1, (int)tables->len };
+        g_array_append_vals(tables, bt[r], (guint)((ctxs[r] + f.bs - 1) / f.bs));
+    }
+    void *d_bt = dev_copy(tables->data, tables->len * sizeof(int32_t));
+    static const struct { int len; bool dev; } modes[] = { { 128, false }, { 64, false }, { 256, true } };
+    for (size_t m = 0; m < G_N_ELEMENTS(modes); m++) {
+        g_autofree float *old = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, 0);
+        g_autofree char *w0 = g_strdup_printf("k_decode, %d-key splits%s", modes[m].len, modes[m].dev ? " (device)" : "");
+        expect_close(w0, old, ref, no, c->tol);
+        for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++) {
+            g_autofree float *got = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, st);
+            g_autofree char *w = g_strdup_printf("k_decode_staged<%d>, %d-key splits%s", st, modes[m].len,
+                                                 modes[m].dev ? " (device)" : "");
+            expect_close(w, got, ref, no, c->tol);
+            expect_equal(w, got, old, no);
+        }
+    }
+    cudaFree(d_bt);
+    g_array_free(tables, TRUE);
+    for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++) {
+        g_autoptr(GError) err = NULL;
+        hyocr_backend_params p = { .dtype = c->dtype, .tuning.decode_stages = st };
+        hyocr_backend *t = hyocr_backend_cuda_init(&p, &err);
+        g_assert_no_error(err);
+        pair tq = mk2(t, HYOCR_BUF_ACT, qkv, nq), to = mk2(t, HYOCR_BUF_ACT, NULL, no);
+        kv_fix tf = f;   /* the same layout on a fresh backend: the caches copied over */
+        tf.g = t;
+        tf.k = mk2(t, HYOCR_BUF_KV, NULL, f.k.n);
+        tf.v = mk2(t, HYOCR_BUF_KV, NULL, f.v.n);
+        g_autofree float *kh = get(g, f.k.g, 0, f.k.n), *vh = get(g, f.v.g, 0, f.v.n);
+        OK(t->ops->upload_f32(t, tf.k.g, 0, kh, f.k.n, E));
+        OK(t->ops->upload_f32(t, tf.v.g, 0, vh, f.v.n, E));
+        OK(t->ops->attention_paged(t, to.g, tq.g, tf.k.g, tf.v.g, f.bs, sv, ROWS, Hq, Hkv, D, scale, E));
+        g_autofree float *got = get(t, to.g, 0, no);
+        g_autofree char *w = g_strdup_printf("backend with decode_stages %d, 4 rows", st);
+        expect_close(w, got, ref, no, c->tol);
+        free2(t, &tq);
+        free2(t, &to);
+        free2(t, &tf.k);
+        free2(t, &tf.v);
+        hyocr_backend_free(t);
+    }
+#endif
+    for (int r = 0; r < ROWS; r++) g_free(bt[r]);
+    free2(g, &pq);
+    free2(g, &po);
+    kv_clear(&f);
+}
+
 /* ---------------------------------------------------------------- benchmark */
 
 #if HYOCR_HAVE_CUDA
@@ -2219,6 +2367,7 @@ int main(int argc, char **argv)
         add("attention_full_wgmma", c, test_attention_full_wgmma);
         add("paged", c, test_paged);
         add("paged_long_decode", c, test_paged_long_decode);
+        add("paged_decode_staged", c, test_paged_decode_staged);
         add("paged_prefill", c, test_paged_prefill);
         add("bench", c, test_bench);
         add("paged_verify", c, test_paged_verify);
