@@ -99,8 +99,9 @@ typedef struct {
     /* Decode kernel only. 0: k_decode (registers hold the keys in flight); 2..4: its
      * staged variant (attention-decode.cu), that many rounds of keys through shared
      * memory by cp.async — the same bits (same splits, rounds and sums), more of the
-     * cache in flight a CTA. Others: cudaErrorInvalidValue. */
-    int            decode_stages;
+     * cache in flight a CTA. Others: cudaErrorInvalidValue. decode_heads_first (staged
+     * only): its grid heads × splits, the CTAs of a split's heads launched together. */
+    int            decode_stages, decode_heads_first;
 } hk_paged_args;
 
 /* Shared memory the decode kernel needs for GT heads per CTA, a split length and a block size. */

@@ -93,6 +93,7 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
+    bool             decode_hf;      /* HYOCR_DECODE_HEADS_FIRST: its grid heads × splits */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
@@ -1144,7 +1145,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
         .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
         .decode_kv_write = !shared && !blocks, .pdl = shared || blocks ? 0 : cb->pdl,
-        .decode_stages = decode_stages_for(cb, rows),
+        .decode_stages = decode_stages_for(cb, rows), .decode_heads_first = cb->decode_hf,
     };
     if (D != 128)
         return ck(hk_kv_write(cb->stream, &a), N_("KV write"), error) &&
@@ -1218,7 +1219,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
             .split_max = pp.split_len,
             .decode_kv_write = pp.tiles->len == 0 && pp.blocks->len == 0 && !views_share(seqs, n_seqs),
-            .decode_stages = decode_stages_for(cb, pp.dec_rows),
+            .decode_stages = decode_stages_for(cb, pp.dec_rows), .decode_heads_first = cb->decode_hf,
         };
         /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
          * the kernel may follow the upload of its own work list directly. */
@@ -1919,6 +1920,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     cb->decode_stages = t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
+    cb->decode_hf = t->decode_heads_first;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma;
