@@ -6,7 +6,9 @@
  * (median of 50), the rate over the bytes each call really moves (the fp32 residual counted at 4
  * bytes) and max |Δ| between the old and the new output on the same input (0 where the new
  * kernel keeps the old one's arithmetic); the one-row rows are a decode step's calls (their µs is
- * latency). Build and run (GPU machine):
+ * latency). The rows "N heads a block" time rope_qknorm's launch for 1, 4 and 16 rows with a
+ * row's heads spread over blocks of N (HYOCR_ROPE_HEADS; old = a row a block), the same bits
+ * expected (the exit status is 1 if not). Build and run (GPU machine):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/elementwise_bench.cu \
  *       -o /tmp/elementwise-bench && /tmp/elementwise-bench */
 #include "../kernels/elementwise.cu"
@@ -269,7 +271,7 @@ static void bench_rope(hk_dtype t, int M)
         old_rope_qknorm_k<<<M, 256>>>(x, t, M, pos, 4, Hq, Hkv, D, rope, qn, t, kn, t, 1e-6f);
         return cudaGetLastError();
     };
-    auto new_fn = [&] { return hk_rope_qknorm(0, x, t, M, pos, 4, Hq, Hkv, D, &rope, qn, t, kn, t, 1e-6f, 0); };
+    auto new_fn = [&] { return hk_rope_qknorm(0, x, t, M, pos, 4, Hq, Hkv, D, &rope, qn, t, kn, t, 1e-6f, 0, 0); };
     std::vector<float> o[2];
     for (int v = 0; v < 2; v++) {
         CK(cudaMemcpy(x, x0, n * 2, cudaMemcpyDeviceToDevice));
@@ -281,6 +283,44 @@ static void bench_rope(hk_dtype t, int M)
     char what[128];
     snprintf(what, sizeof what, "RoPE + QK-norm %d rows (%s)", M, tname(t));
     row(what, (double)M * (Hq + Hkv) * D * 2 * 2, us0, us1, d);
+    for (void *p : { x0, qn, kn, x }) cudaFree(p);
+    cudaFree(pos);
+}
+
+static bool g_spread_bad;
+
+/* A decode step's rope_qknorm: a row a block (the before) against the heads spread over
+ * blocks of hpc (HYOCR_ROPE_HEADS); the same bits expected. */
+static void bench_rope_spread(hk_dtype t, int M, int hpc)
+{
+    const int Hq = 16, Hkv = 8, D = 128, W = (Hq + 2 * Hkv) * D;
+    size_t n = (size_t)M * W;
+    void *x0 = dev(n, t, 5, -3, 3), *qn = dev(D, t, 6, 0.5f, 1.5f), *kn = dev(D, t, 7, 0.5f, 1.5f), *x;
+    CK(cudaMalloc(&x, n * 2));
+    hk_rope rope;
+    memset(&rope, 0, sizeof rope);
+    for (int i = 0; i < D / 2; i++) rope.inv_freq[i] = powf(10000.0f, -2.0f * i / D);
+    std::vector<int32_t> hp((size_t)M);
+    for (size_t i = 0; i < hp.size(); i++) hp[i] = (int32_t)(1087 + i * 37);
+    int32_t *pos;
+    CK(cudaMalloc(&pos, hp.size() * 4));
+    CK(cudaMemcpy(pos, hp.data(), hp.size() * 4, cudaMemcpyHostToDevice));
+    auto fn = [&](int h) { return hk_rope_qknorm(0, x, t, M, pos, 1, Hq, Hkv, D, &rope, qn, t, kn, t, 1e-6f, 0, h); };
+    std::vector<float> o[2];
+    for (int v = 0; v < 2; v++) {
+        CK(cudaMemcpy(x, x0, n * 2, cudaMemcpyDeviceToDevice));
+        CK(fn(v ? hpc : 0));
+        o[v] = host(x, t, n);
+    }
+    double d = max_diff(o[0], o[1]);
+    double us0 = time_us([&] { return fn(0); }), us1 = time_us([&] { return fn(hpc); });
+    char what[128];
+    snprintf(what, sizeof what, "RoPE + QK-norm %d rows, %d heads a block (%s)", M, hpc, tname(t));
+    row(what, (double)M * (Hq + Hkv) * D * 2 * 2, us0, us1, d);
+    if (d != 0.0) {
+        printf("MISMATCH: the spread launch changed bits\n");
+        g_spread_bad = true;
+    }
     for (void *p : { x0, qn, kn, x }) cudaFree(p);
     cudaFree(pos);
 }
@@ -348,10 +388,12 @@ int main()
         bench_rope(t, 4191);
         bench_rope(t, 95);
         bench_rope(t, 1);            /* a decode step's, each layer: latency */
+        for (int M : { 1, 4, 16 })   /* HYOCR_ROPE_HEADS */
+            for (int hpc : { 8, 4, 2, 1 }) bench_rope_spread(t, M, hpc);
         bench_swiglu(t, 1024, 3584);
         bench_swiglu(t, 4191, 3584);
         bench_norm(t, 16384, 1152, 1);
         bench_gelu(t, 16384, 4304);
     }
-    return 0;
+    return g_spread_bad ? 1 : 0;
 }

@@ -425,15 +425,17 @@ static __global__ void k_nonfinite(const void *x, int t, size_t n, int *flag)
  * P: pairs a lane holds of a head (D ≤ 64·P); HB: heads a warp loads at once;
  * T: the type of qkv, fixed so that no access carries the three-way choice. The
  * model's D = 128 takes P = 2, HB = 3: 46 registers, five blocks an SM (with the
- * type chosen at run time 68, three; HB = 4 spilled or took 80). */
+ * type chosen at run time 68, three; HB = 4 spilled or took 80). A row's heads may
+ * be spread over gridDim.y blocks of hpc heads each (a decode step's few rows then
+ * reach more SMs); a head's arithmetic is the same either way. */
 template <int P, int HB, int T>
 static __global__ void __launch_bounds__(256, 4)
 k_rope_qknorm(void *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv, int D, hk_rope rope,
-              const void *qn, int qnt, const void *kn, int knt, float eps)
+              const void *qn, int qnt, const void *kn, int knt, float eps, int hpc)
 {
     __shared__ float cs[HK_ROPE_MAX_DIM], sn[HK_ROPE_MAX_DIM];
     constexpr int t = T;
-    const int row = blockIdx.x, half = D / 2, heads = Hq + Hkv;
+    const int row = blockIdx.x, half = D / 2, h_end = min(Hq + Hkv, (int)(blockIdx.y + 1) * hpc);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const size_t row_base = (size_t)row * (Hq + 2 * Hkv) * D;
     /* As a programmatic dependent (bound decode steps): the next kernel (decode
@@ -460,7 +462,7 @@ k_rope_qknorm(void *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
         wk1[k] = in && Hkv ? hk_ld(kn, knt, i + half) : 0.0f;
     }
     bool first = true;
-    for (int h0 = warp; first || h0 < heads; h0 += HB * nw) {
+    for (int h0 = blockIdx.y * hpc + warp; first || h0 < h_end; h0 += HB * nw) {
         float x0[HB][P], x1[HB][P];
 #pragma unroll
         for (int j = 0; j < HB; j++) {
@@ -470,7 +472,7 @@ k_rope_qknorm(void *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
             for (int k = 0; k < P; k++) {
                 const int i = lane + 32 * k;
                 x0[j][k] = x1[j][k] = 0.0f;
-                if (h < heads && i < half) {
+                if (h < h_end && i < half) {
                     x0[j][k] = hk_ld(qkv, t, base + i);
                     x1[j][k] = hk_ld(qkv, t, base + i + half);
                 }
@@ -482,7 +484,7 @@ k_rope_qknorm(void *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
 #pragma unroll
         for (int j = 0; j < HB; j++) {
             const int h = h0 + j * nw;
-            if (h >= heads) continue;   /* warp-uniform */
+            if (h >= h_end) continue;   /* warp-uniform */
             const size_t base = row_base + (size_t)h * D;
             const bool q = h < Hq;
             float lo[P], hi[P];
@@ -512,7 +514,7 @@ k_rope_qknorm(void *qkv, int M, const int32_t *pos, int n_axes, int Hq, int Hkv,
 }
 
 typedef void (*rope_fn)(void *, int, const int32_t *, int, int, int, int, hk_rope, const void *, int, const void *,
-                        int, float);
+                        int, float, int);
 
 template <int T> static rope_fn rope_kernel_t(int D)
 {
@@ -674,22 +676,23 @@ cudaError_t hk_copy_rows(cudaStream_t s, void *dst, hk_dtype dt, size_t ds, cons
 
 cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes, int Hq,
                            int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt, const void *kn,
-                           hk_dtype knt, float eps, int pdl)
+                           hk_dtype knt, float eps, int pdl, int heads_per_cta)
 {
     size_t items = (size_t)M * (Hq + Hkv);
+    const int heads = Hq + Hkv, hpc = heads_per_cta > 0 && heads_per_cta < heads ? heads_per_cta : heads;
     if (!items) return cudaSuccess;
     if (D > HK_ROPE_MAX_DIM || D % 2) return cudaErrorInvalidValue;
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)M);
-    cfg.blockDim = dim3(256);
+    cfg.gridDim = dim3((unsigned)M, (unsigned)((heads + hpc - 1) / hpc));
+    cfg.blockDim = dim3(hpc == heads ? 256 : 32 * min(hpc, 8));   /* spread: a warp a head, at most 8 */
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, rope_kernel(t, D), qkv, M, pos, n_axes, Hq, Hkv, D, *rope, qn, (int)qnt, kn,
-                              (int)knt, eps);
+                              (int)knt, eps, hpc);
 }
 
 

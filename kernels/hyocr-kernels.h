@@ -157,10 +157,13 @@ cudaError_t hk_append_newline(cudaStream_t s, void *out, hk_dtype ot, const void
 cudaError_t hk_embed(cudaStream_t s, void *out, hk_dtype ot, const void *table, hk_dtype tt,
                      const int32_t *ids, int n, int C);
 /* In place on qkv[M, (Hq + 2·Hkv)·D] of type t; pos is [n_axes, M] (device). pdl: launched as a
- * programmatic dependent (pos must then be ready before the kernel before it started). */
+ * programmatic dependent (pos must then be ready before the kernel before it started).
+ * heads_per_cta: 0 (or ≥ Hq + Hkv): a row a block of 8 warps; else a row's heads spread
+ * over blocks of that many (a warp each, up to 8 warps) — the same bits, more SMs for a
+ * step of few rows. */
 cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const int32_t *pos, int n_axes,
                            int Hq, int Hkv, int D, const hk_rope *rope, const void *qn, hk_dtype qnt,
-                           const void *kn, hk_dtype knt, float eps, int pdl);
+                           const void *kn, hk_dtype knt, float eps, int pdl, int heads_per_cta);
 
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128
  * (attention-vision.cu). wgmma: take the Hopper kernel for D = 72 (only where hk_kernels_probe said so). */

@@ -1039,6 +1039,47 @@ static void rope_reuse(const dt_case *c, hyocr_backend *g)
     free2(g, &pk);
 }
 
+/* HYOCR_ROPE_HEADS: a row's heads spread over blocks of hpc heads (decode-sized steps) give the
+ * bits of a row a block (the default backend g), and match the CPU; 16 rows of 16 + 8 heads
+ * (the model's), 3 rows of 32 + 8 (more heads than 8 warps at hpc 16: a warp takes two), 1 row. */
+static void test_rope_spread(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    static const struct { int M, Hq, Hkv; } shapes[] = { { 16, 16, 8 }, { 3, 32, 8 }, { 1, 16, 8 } };
+    for (int hpc = 1; hpc <= 16; hpc *= 2)
+        for (size_t k = 0; k < G_N_ELEMENTS(shapes); k++) {
+            const int M = shapes[k].M, Hq = shapes[k].Hq, Hkv = shapes[k].Hkv, D = 128, W = (Hq + 2 * Hkv) * D;
+            size_t n = (size_t)M * W;
+            g_autofree float *x = rndq(g, n, -3, 3), *qn = rndq(g, D, 0.5, 1.5), *kn = rndq(g, D, 0.5, 1.5);
+            g_autofree int32_t *pos = g_new(int32_t, M);
+            for (int i = 0; i < M; i++) pos[i] = g_test_rand_int_range(0, 5000);
+            hyocr_rope_params rp;
+            rope_init(&rp, D, HYOCR_ROPE_LAYOUT_R1, 0);
+            g_autoptr(GError) err = NULL;
+            hyocr_backend_params bp = { .dtype = c->dtype, .tuning.rope_heads = hpc };
+            hyocr_backend *t = hyocr_backend_cuda_init(&bp, &err);
+            g_assert_no_error(err);
+            pair px = mk2(g, HYOCR_BUF_ACT, x, n), pq = mk2(g, HYOCR_BUF_WEIGHT, qn, D), pk = mk2(g, HYOCR_BUF_WEIGHT, kn, D);
+            pair tx = mk2(t, HYOCR_BUF_ACT, x, n), tq = mk2(t, HYOCR_BUF_WEIGHT, qn, D), tk = mk2(t, HYOCR_BUF_WEIGHT, kn, D);
+            BOTH(g, cpu()->ops->rope_qknorm(cpu(), px.c, M, pos, 1, Hq, Hkv, &rp, pq.c, pk.c, 1e-5f, E),
+                 g->ops->rope_qknorm(g, px.g, M, pos, 1, Hq, Hkv, &rp, pq.g, pk.g, 1e-5f, E));
+            OK(t->ops->rope_qknorm(t, tx.g, M, pos, 1, Hq, Hkv, &rp, tq.g, tk.g, 1e-5f, E));
+            g_autofree char *what = g_strdup_printf("rope_qknorm %d rows, %d+%d heads, %d heads a block", M, Hq, Hkv, hpc);
+            g_autofree float *a = get(t, tx.g, 0, n), *b = get(g, px.g, 0, n), *ref = get(cpu(), px.c, 0, n);
+            expect_equal(what, a, b, n);
+            expect_close(what, a, ref, n, 1.5 * c->tol);
+            free2(g, &px);
+            free2(g, &pq);
+            free2(g, &pk);
+            free2(t, &tx);
+            free2(t, &tq);
+            free2(t, &tk);
+            hyocr_backend_free(t);
+        }
+}
+
 static void test_rope(gconstpointer data)
 {
     const dt_case *c = data;
@@ -2365,6 +2406,7 @@ int main(int argc, char **argv)
         add("vision_helpers", c, test_vision_helpers);
         add("embed", c, test_embed);
         add("rope_qknorm", c, test_rope);
+        add("rope_qknorm_spread", c, test_rope_spread);
         add("attention_full", c, test_attention_full);
         add("attention_full_long", c, test_attention_full_long);
         add("attention_full_wgmma", c, test_attention_full_wgmma);

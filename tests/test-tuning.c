@@ -11,7 +11,7 @@ static const char *const NAMES[] = {
     "HYOCR_PROFILE", "HYOCR_NO_GRAPH", "HYOCR_NO_GEMV", "HYOCR_CPU_GENERIC",
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
     "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE",
-    "HYOCR_DECODE_STAGES", "HYOCR_DECODE_HEADS_FIRST",
+    "HYOCR_DECODE_STAGES", "HYOCR_DECODE_HEADS_FIRST", "HYOCR_ROPE_HEADS",
 };
 
 static void clear_env(void)
@@ -73,6 +73,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.decode_split, ==, 0);
     g_assert_cmpint(t.decode_stages, ==, 0);
     g_assert_false(t.decode_heads_first);
+    g_assert_cmpint(t.rope_heads, ==, 0);
     g_assert_cmpint(t.text_chunk_rows, ==, 0);
     g_assert_true(t.rows_verify);   /* the block kernel is the default: 0 turns it off */
     g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */
@@ -92,12 +93,14 @@ static void test_counts(void)
         g_setenv("HYOCR_RESIZE_THREADS", cases[i].v, TRUE);
         g_setenv("HYOCR_TEXT_CHUNK_ROWS", cases[i].v, TRUE);
         g_setenv("HYOCR_DECODE_STAGES", cases[i].v, TRUE);
+        g_setenv("HYOCR_ROPE_HEADS", cases[i].v, TRUE);
         hyocr_tuning t;
         hyocr_tuning_from_env(&t);
         clear_env();
         g_assert_cmpint(t.decode_split, ==, cases[i].split);
         g_assert_cmpint(t.text_chunk_rows, ==, cases[i].split);
         g_assert_cmpint(t.decode_stages, ==, cases[i].split);
+        g_assert_cmpint(t.rope_heads, ==, cases[i].split);
         g_assert_cmpint(t.resize_threads, ==, cases[i].threads);
     }
 }

@@ -94,6 +94,7 @@ typedef struct {
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
     bool             decode_hf;      /* HYOCR_DECODE_HEADS_FIRST: its grid heads × splits */
+    int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
@@ -1012,7 +1013,8 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
         dev_pos = cb->pos.ptr;
     }
     return ck(hk_rope_qknorm(cb->stream, qkv->data, cb->act, M, dev_pos, axes, Hq, Hkv, D, &tab, q_norm->data,
-                             buf_t(cb, q_norm), k_norm->data, buf_t(cb, k_norm), eps, cb->bound && cb->pdl),
+                             buf_t(cb, q_norm), k_norm->data, buf_t(cb, k_norm), eps, cb->bound && cb->pdl,
+                             M <= 16 ? cb->rope_heads : 0),
               "rope_qknorm", error);
 }
 
@@ -1921,6 +1923,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     cb->decode_stages = t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     cb->decode_hf = t->decode_heads_first;
+    cb->rope_heads = t->rope_heads;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma;
