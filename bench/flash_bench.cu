@@ -1,7 +1,10 @@
 /* hyocr — vision attention microbenchmark: the head_dim-72 kernels (mma.sync
- * variants, and on Hopper the wgmma ones) against the shared 64-row template, on
- * the same random qkv. Prints max |Δ| and times. Build (GPU machine):
- * nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/flash_bench.cu -o /tmp/flash-bench */
+ * variants, and on Hopper the wgmma and the warp-specialised ones) against the
+ * shared 64-row template, on the same random qkv; the warp-specialised ones also
+ * against the mma.sync kernel (the test's bar). Prints max |Δ| and times; exits 1
+ * when a variant is over its tolerance. Build and run (GPU machine):
+ * nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/flash_bench.cu -o /tmp/flash-bench
+ * /tmp/flash-bench */
 #include "../kernels/attention-prefill.cu"
 #include "../kernels/attention-vision.cu"
 #include <stdio.h>
@@ -81,6 +84,12 @@ template <typename T, int W, int MW> static void vis(cudaStream_t s, void *o, co
 {
     run_new<T, W, MW>(s, (T *)o, (const T *)q, n, H, sc);
 }
+template <typename T, int NC, int BN, int NS>
+static void ws(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
+{
+    cudaError_t e = vis_ws_launch<T, NC, BN, NS>(s, o, q, n, H, sc);
+    CK(e);
+}
 template <typename T, int NWG, int BN, int NS, int MINB, bool OVL>
 static void wg(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
 {
@@ -88,17 +97,21 @@ static void wg(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
     CK(e);
 }
 /* W, MW: the mma.sync kernel's warps and row blocks; or (wgmma) NWG warpgroups, BN keys, NS
- * stages, MINB CTAs an SM, o: softmax under P·V */
-struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; double us[2]; };
+ * stages, MINB CTAs an SM, o: softmax under P·V; or (warp-specialised, ws: also checked
+ * against the mma.sync kernel) NC consumer warpgroups, BN keys, NS stages */
+struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; double us[2]; bool ws; };
 #define WG(NWG, BN, NS, MINB, OVL) { "wg" #NWG "x" #BN "s" #NS "/" #MINB #OVL, NWG, BN, MINB, \
                                      wg<__half, NWG, BN, NS, MINB, OVL>, wg<__nv_bfloat16, NWG, BN, NS, MINB, OVL>, \
-                                     true, { 0, 0 } }
+                                     true, { 0, 0 }, false }
+#define WS(NC, BN, NS) { "ws" #NC "x" #BN "s" #NS, NC, BN, 1, ws<__half, NC, BN, NS>, \
+                         ws<__nv_bfloat16, NC, BN, NS>, true, { 0, 0 }, true }
 #define o true
 #define s false
 static variant V[] = {
-    { "W4 MW2", 4, 2, 0, vis<__half, 4, 2>, vis<__nv_bfloat16, 4, 2>, true, { 0, 0 } },
+    { "W4 MW2", 4, 2, 0, vis<__half, 4, 2>, vis<__nv_bfloat16, 4, 2>, true, { 0, 0 }, false },
     WG(2, 64, 3, 2, s), WG(4, 64, 3, 1, s), WG(4, 64, 4, 1, s), WG(4, 64, 2, 1, s), WG(4, 64, 3, 1, o),
     WG(4, 64, 4, 1, o), WG(3, 64, 3, 1, s), WG(3, 64, 4, 1, s), WG(3, 64, 3, 1, o),
+    WS(2, 128, 4), WS(2, 128, 3), WS(2, 64, 4), WS(3, 64, 4),
 };
 #undef o
 #undef s
@@ -108,18 +121,20 @@ template <typename T> static void suite(const char *tn, int ti, cudaStream_t s)
 {
     const int H = 16;
     const float scale = 1.0f / sqrtf(72.0f), ulp = ti ? 1.0f / 128 : 1.0f / 1024;
-    for (int n : { 1, 100, 1000, 4200, 16384 }) {
+    for (int n : { 1, 64, 65, 100, 1000, 4096, 4200, 16384 }) {
         size_t nq = (size_t)n * 3 * H * 72, no = (size_t)n * H * 72;
-        T *qkv, *o0, *o1;
+        T *qkv, *o0, *o1, *om;
         CK(cudaMalloc(&qkv, nq * sizeof(T)));
         CK(cudaMalloc(&o0, no * sizeof(T)));
         CK(cudaMalloc(&o1, no * sizeof(T)));
+        CK(cudaMalloc(&om, no * sizeof(T)));
         k_fill<T><<<1024, 256, 0, s>>>(qkv, nq, 1234u + n);
         run_old<T>(s, o0, qkv, n, H, scale);
+        run_new<T, FV_WARPS, FV_MW>(s, om, qkv, n, H, scale); /* the mma.sync kernel hk_attention_full launches */
         printf("%s n=%d H=%d D=72\n", tn, n, H);
         int reps = n > 8192 ? 20 : 50;
         double tf = 4.0 * n * (double)n * H * 72 * 1e-9;
-        if (n >= 4200) {
+        if (n >= 4096) {
             double t = time_ms(s, [&] { run_old<T>(s, o0, qkv, n, H, scale); }, reps);
             printf("  old      %9.1f us  %5.0f TFLOP/s\n", t * 1e3, tf / t);
         }
@@ -130,7 +145,8 @@ template <typename T> static void suite(const char *tn, int ti, cudaStream_t s)
             f(s, o1, qkv, n, H, scale);
             CK(cudaStreamSynchronize(s));
             V[v].ok &= diff<T>(V[v].name, o0, o1, no, ulp);
-            if (n >= 4200) {
+            if (V[v].ws) V[v].ok &= diff<T>("vs mma", om, o1, no, ulp);
+            if (n >= 4096) {
                 double t = time_ms(s, [&] { f(s, o1, qkv, n, H, scale); }, reps);
                 printf("  %-8s %9.1f us  %5.0f TFLOP/s\n", V[v].name, t * 1e3, tf / t);
                 if (n == 16384) V[v].us[ti] = t * 1e3;
@@ -139,6 +155,7 @@ template <typename T> static void suite(const char *tn, int ti, cudaStream_t s)
         cudaFree(qkv);
         cudaFree(o0);
         cudaFree(o1);
+        cudaFree(om);
     }
 }
 
@@ -156,10 +173,15 @@ int main(void)
         for (int v = 0; v < NV; v++) V[v].ok = V[v].c == 0;
     suite<__half>("f16", 0, s);
     suite<__nv_bfloat16>("bf16", 1, s);
-    int best = -1;
+    int best = -1, bad = 0;
+    for (int v = 0; v < NV; v++)
+        if (!V[v].ok && !(V[v].c && !wgmma)) {
+            printf("FAIL %s\n", V[v].name);
+            bad++;
+        }
     for (int v = 0; v < NV; v++)
         if (V[v].ok && (best < 0 || V[v].us[0] + V[v].us[1] < V[best].us[0] + V[best].us[1])) best = v;
     if (best < 0) printf("CHOICE none\n");
     else printf("CHOICE %s\n", V[best].name);
-    return 0;
+    return bad ? 1 : 0;
 }

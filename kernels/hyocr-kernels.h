@@ -166,7 +166,8 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
                            const void *kn, hk_dtype knt, float eps, int pdl, int heads_per_cta);
 
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128
- * (attention-vision.cu). wgmma: take the Hopper kernel for D = 72 (only where hk_kernels_probe said so). */
+ * (attention-vision.cu). wgmma: take the Hopper kernel for D = 72 (only where hk_kernels_probe said so):
+ * 1 k_vis_wg, 2 its warp-specialised variant k_vis_ws; 0 the mma.sync kernel. */
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                               float scale, int wgmma);
 /* hk_kernels_probe's wgmma part (flash_bench.cu calls it alone): waits on s. */

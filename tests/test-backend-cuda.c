@@ -1679,7 +1679,7 @@ static cudaError_t full_fn(cudaStream_t s, void *p)
     return hk_attention_full(s, b->t, b->out, b->qkv, b->n, b->H, b->D, 1.0f / sqrtf((float)b->D), b->wgmma);
 }
 
-/* Both vision kernels where the device has the wgmma one. */
+/* The vision kernels: mma.sync, and where the device has wgmma k_vis_wg and k_vis_ws. */
 static void bench_full(hk_dtype t, int n, cudaStream_t s)
 {
     const int H = 16, D = 72;
@@ -1687,11 +1687,11 @@ static void bench_full(hk_dtype t, int n, cudaStream_t s)
     CK(hk_kernels_probe(s, &wg));
     full_bench b = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0 };
     CK(cudaMalloc(&b.out, (size_t)n * H * D * 2));
-    for (b.wgmma = 0; b.wgmma <= wg; b.wgmma++) {
+    for (b.wgmma = 0; b.wgmma <= (wg ? 2 : 0); b.wgmma++) {
         double ms = bench_ms(s, full_fn, &b, n > 8192 ? 5 : 20);
         double flop = 4.0 * n * (double)n * H * D;
         printf("# bench %-5s attention_full %-8s n=%-6d H=%d D=%d: %8.3f ms  %6.1f TFLOP/s\n",
-               t == HK_BF16 ? "bf16" : "f16", b.wgmma ? "wgmma" : "mma.sync", n, H, D, ms, flop / ms * 1e-9);
+               t == HK_BF16 ? "bf16" : "f16", b.wgmma == 2 ? "wgmma-ws" : b.wgmma ? "wgmma" : "mma.sync", n, H, D, ms, flop / ms * 1e-9);
     }
     cudaFree(b.out);
     cudaFree(b.qkv);
@@ -1860,33 +1860,22 @@ static void bench_copy(cudaStream_t s)
 }
 #endif
 
-/* The Hopper vision attention against the mma.sync kernel every other card runs,
- * on the same random qkv, at the sizes of real pages (16384 patches: a 2048² page)
- * and at ragged ones (partial query and key tiles): only the order of the fp32
- * sums inside the products differs, so the outputs agree to a few output ulps. */
-static void test_attention_full_wgmma(gconstpointer data)
-{
-    const dt_case *c = data;
-    hyocr_backend *g = cuda(c);
-    if (!g) return;
 #if HYOCR_HAVE_CUDA
+/* Hopper vision kernel `mode` (hk_attention_full's wgmma: 1 k_vis_wg, 2 k_vis_ws) against
+ * the mma.sync kernel every other card runs, on the same random qkv at each n: only the
+ * order of the fp32 sums inside the products differs, so the outputs agree to a few
+ * output ulps (max |Δ| ≤ 4 ulps of the largest |out|, rel-L2 ≤ tol / 4). Rows left
+ * unwritten read as NaN and fail. */
+static void expect_full_like_mma(const dt_case *c, cudaStream_t s, int mode, const int *sizes, size_t n_sizes)
+{
     hk_dtype t = case_kt(c);
-    cudaStream_t s;
-    CK(cudaStreamCreate(&s));
-    int wg = 0;
-    CK(hk_kernels_probe(s, &wg));
-    if (!wg) {
-        CK(cudaStreamDestroy(s));
-        g_test_skip("SKIP: no wgmma vision attention here (needs an sm_90 card and a build with arch 90)");
-        return;
-    }
-    const int H = 16, D = 72, sizes[] = { 16384, 4200, 1000, 129, 64, 1 };
+    const int H = 16, D = 72;
     const double ulp = t == HK_BF16 ? 1.0 / 128 : 1.0 / 1024;
-    for (size_t k = 0; k < G_N_ELEMENTS(sizes); k++) {
+    for (size_t k = 0; k < n_sizes; k++) {
         int n = sizes[k];
         size_t no = (size_t)n * H * D;
         full_bench a = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0 }, b = a;
-        b.wgmma = 1;
+        b.wgmma = mode;
         CK(cudaMalloc(&a.out, no * 2));
         CK(cudaMalloc(&b.out, no * 2));
         CK(cudaMemsetAsync(b.out, 0xff, no * 2, s));   /* NaN: a row left unwritten fails */
@@ -1910,7 +1899,8 @@ static void test_attention_full_wgmma(gconstpointer data)
         }
         double rel = sqrt(num / MAX(den, 1e-30));
         if (g_test_verbose())
-            printf("wgmma vs mma.sync %s n %d: max|d| %.3g (max|out| %.3g), rel-L2 %.3g\n", c->name, n, mx, big, rel);
+            printf("%s vs mma.sync %s n %d: max|d| %.3g (max|out| %.3g, bound %.3g), rel-L2 %.3g (bound %.3g)\n",
+                   mode == 2 ? "wgmma-ws" : "wgmma", c->name, n, mx, big, 4 * ulp * MAX(big, 1e-3), rel, c->tol / 4);
         g_assert_cmpfloat(mx, <=, 4 * ulp * MAX(big, 1e-3));
         g_assert_cmpfloat(rel, <=, c->tol / 4);
         cudaFree(f32);
@@ -1918,6 +1908,46 @@ static void test_attention_full_wgmma(gconstpointer data)
         cudaFree(b.out);
         cudaFree(a.qkv);
     }
+}
+
+/* The probe's answer; skips (loudly) where this device or build has no wgmma kernel. */
+static bool have_wgmma(cudaStream_t s)
+{
+    int wg = 0;
+    CK(hk_kernels_probe(s, &wg));
+    if (!wg) g_test_skip("SKIP: no wgmma vision attention here (needs an sm_90 card and a build with arch 90)");
+    return wg != 0;
+}
+#endif
+
+/* The Hopper vision attention against the mma.sync kernel, at the sizes of real pages
+ * (16384 patches: a 2048² page) and at ragged ones (partial query and key tiles). */
+static void test_attention_full_wgmma(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+#if HYOCR_HAVE_CUDA
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    static const int sizes[] = { 16384, 4200, 1000, 129, 64, 1 };
+    if (have_wgmma(s)) expect_full_like_mma(c, s, 1, sizes, G_N_ELEMENTS(sizes));
+    CK(cudaStreamDestroy(s));
+#endif
+}
+
+/* Its warp-specialised variant (HYOCR_VIS_WS=1, k_vis_ws: 128 query rows and 128-key
+ * tiles a CTA): one row, one short of a key tile, a tile, one over, and pages. */
+static void test_attention_full_ws(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+#if HYOCR_HAVE_CUDA
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    static const int sizes[] = { 1, 63, 64, 65, 127, 128, 129, 4096, 4200, 16384 };
+    if (have_wgmma(s)) expect_full_like_mma(c, s, 2, sizes, G_N_ELEMENTS(sizes));
     CK(cudaStreamDestroy(s));
 #endif
 }
@@ -2410,6 +2440,7 @@ int main(int argc, char **argv)
         add("attention_full", c, test_attention_full);
         add("attention_full_long", c, test_attention_full_long);
         add("attention_full_wgmma", c, test_attention_full_wgmma);
+        add("attention_full_ws", c, test_attention_full_ws);
         add("paged", c, test_paged);
         add("paged_long_decode", c, test_paged_long_decode);
         add("paged_decode_staged", c, test_paged_decode_staged);

@@ -98,7 +98,8 @@ typedef struct {
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
-    int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel) */
+    int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel); 2: its
+                                     * warp-specialised variant (HYOCR_VIS_WS=1) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
 } cuda_backend;
 
@@ -1926,7 +1927,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->rope_heads = t->rope_heads;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
-    cb->wgmma = cb->wgmma_built && !t->no_wgmma;
+    cb->wgmma = cb->wgmma_built && !t->no_wgmma ? (t->vis_ws ? 2 : 1) : 0;
     cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
