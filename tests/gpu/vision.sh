@@ -11,7 +11,8 @@
 #    bench/vision-profile.sh (per-op time of a warm job, both vision kernels, 3 sizes).
 # HYOCR_VISION_STEPS picks steps (default "flash build test parity bench profile").
 # HYOCR_VISION_PICK=1: the build launches the variant flash_bench chose (CHOICE line; the
-# mma.sync kernel when it won), written into kernels/attention-vision.cu's WG_* defines.
+# mma.sync kernel when it won), written into kernels/attention-vision.cu's WG_* defines; a
+# warp-specialised choice (ws…) goes into the WS_* defines, and runs only with HYOCR_VIS_WS=1.
 set -uo pipefail
 OUT=${OUT:-/tmp/hyocr-vision}
 mkdir -p "$OUT"
@@ -52,7 +53,11 @@ import re, sys
 choice = [l.split()[1] for l in open(sys.argv[1]) if l.startswith("CHOICE")]
 src = open(sys.argv[2]).read()
 m = re.match(r"wg(\d+)x(\d+)s(\d+)/(\d+)([os])$", choice[0]) if choice else None
-vals = {"WG_ON": "1" if m else "0"}
+w = re.match(r"ws(\d+)x(\d+)s(\d+)$", choice[0]) if choice else None
+vals = {"WG_ON": "1" if m or w else "0"}
+if w:
+    vals.update(WS_NC=w[1], WS_BN=w[2], WS_NS=w[3])
+    print("the warp-specialised kernel won: it runs with HYOCR_VIS_WS=1")
 if m:
     vals.update(WG_NWG=m[1], WG_BN=m[2], WG_NS=m[3], WG_MINB=m[4], WG_OVL="true" if m[5] == "o" else "false")
 for k, v in vals.items():
@@ -72,7 +77,8 @@ if has test; then
     timeout 300 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 8 >"$OUT/meson-test.log" 2>&1
     grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$OUT/meson-test.log" | grep -vE " OK " | tail -15
     build-gpu/tests/test-backend-cuda -p /backend-cuda/f16/attention_full_wgmma -p /backend-cuda/bf16/attention_full_wgmma \
-        --verbose 2>&1 | tee "$OUT/wgmma-test.txt" | grep -E "wgmma vs|OK|FAIL|SKIP|ERROR" | head -20
+        -p /backend-cuda/f16/attention_full_ws -p /backend-cuda/bf16/attention_full_ws \
+        --verbose 2>&1 | tee "$OUT/wgmma-test.txt" | grep -E "wgmma(-ws)? vs|OK|FAIL|SKIP|ERROR" | head -40
 fi
 if has parity; then
     step "tiny fixtures on CUDA (FP16)"
