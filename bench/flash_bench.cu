@@ -84,10 +84,10 @@ template <typename T, int W, int MW> static void vis(cudaStream_t s, void *o, co
 {
     run_new<T, W, MW>(s, (T *)o, (const T *)q, n, H, sc);
 }
-template <typename T, int NC, int BN, int NS>
+template <typename T, int NC, int BN, int NS, bool OVL>
 static void ws(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
 {
-    cudaError_t e = vis_ws_launch<T, NC, BN, NS>(s, o, q, n, H, sc);
+    cudaError_t e = vis_ws_launch<T, NC, BN, NS, OVL>(s, o, q, n, H, sc);
     CK(e);
 }
 template <typename T, int NWG, int BN, int NS, int MINB, bool OVL>
@@ -98,20 +98,21 @@ static void wg(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
 }
 /* W, MW: the mma.sync kernel's warps and row blocks; or (wgmma) NWG warpgroups, BN keys, NS
  * stages, MINB CTAs an SM, o: softmax under P·V; or (warp-specialised, ws: also checked
- * against the mma.sync kernel) NC consumer warpgroups, BN keys, NS stages */
+ * against the mma.sync kernel) NC consumer warpgroups, BN keys, NS stages, o: softmax under P·V */
 struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; double us[2]; bool ws; };
 #define WG(NWG, BN, NS, MINB, OVL) { "wg" #NWG "x" #BN "s" #NS "/" #MINB #OVL, NWG, BN, MINB, \
                                      wg<__half, NWG, BN, NS, MINB, OVL>, wg<__nv_bfloat16, NWG, BN, NS, MINB, OVL>, \
                                      true, { 0, 0 }, false }
-#define WS(NC, BN, NS) { "ws" #NC "x" #BN "s" #NS, NC, BN, 1, ws<__half, NC, BN, NS>, \
-                         ws<__nv_bfloat16, NC, BN, NS>, true, { 0, 0 }, true }
+#define WS(NC, BN, NS, OVL) { "ws" #NC "x" #BN "s" #NS #OVL, NC, BN, 1, ws<__half, NC, BN, NS, OVL>, \
+                              ws<__nv_bfloat16, NC, BN, NS, OVL>, true, { 0, 0 }, true }
 #define o true
 #define s false
 static variant V[] = {
     { "W4 MW2", 4, 2, 0, vis<__half, 4, 2>, vis<__nv_bfloat16, 4, 2>, true, { 0, 0 }, false },
     WG(2, 64, 3, 2, s), WG(4, 64, 3, 1, s), WG(4, 64, 4, 1, s), WG(4, 64, 2, 1, s), WG(4, 64, 3, 1, o),
     WG(4, 64, 4, 1, o), WG(3, 64, 3, 1, s), WG(3, 64, 4, 1, s), WG(3, 64, 3, 1, o),
-    WS(2, 128, 4), WS(2, 128, 3), WS(2, 64, 4), WS(3, 64, 4),
+    WS(2, 128, 4, o), WS(2, 128, 4, s), WS(2, 128, 3, o), WS(2, 128, 5, o), WS(2, 64, 4, o), WS(3, 64, 4, o),
+    WS(3, 64, 4, s), WS(3, 64, 6, o),
 };
 #undef o
 #undef s

@@ -577,8 +577,11 @@ __device__ __forceinline__ void ws_produce(T *sm, uint64_t *full, uint64_t *empt
     for (int t = n_tiles > S::LAG ? n_tiles - S::LAG : 0; t < n_tiles; t++) ws_mbar_arrive(full + t % NS);
 }
 
-/* Consumer c (0..NC−1, warpgroup c + 1): rows r0 + 64c .. + 63 against every tile. */
-template <typename T, int NC, int BN, int NS>
+/* Consumer c (0..NC−1, warpgroup c + 1): rows r0 + 64c .. + 63 against every tile.
+ * OVL: the softmax of tile j waits only for q·kᵀ of tile j and runs while the
+ * tensor cores still do P·V of tile j − 1 (FA3's intra-warpgroup overlap; O is
+ * scaled after it, so the arithmetic is the same as without). */
+template <typename T, int NC, int BN, int NS, bool OVL>
 __device__ __forceinline__ void ws_consume(const T *sm, uint64_t *full, uint64_t *empty, const T *qb, T *out,
                                            int stride, int n, int H, int head, int row0, int c, int n_tiles,
                                            float cs)
@@ -609,17 +612,26 @@ __device__ __forceinline__ void ws_consume(const T *sm, uint64_t *full, uint64_t
         wg_pin<BN / 8>(sc);
         wg_pin<FV_D / 8>(o);
         wg_fence();
-        if (!FIRST) wg_issue_pv<T, BN>(o, pa, sm + ((j - 1) % NS) * S::ST + S::KT);
+        /* q·kᵀ first: with OVL the softmax waits only for it, and runs under P·V */
         wg_issue_qk<T, BN>(sc, qa, sm + s * S::ST);
         wg_commit();
+        if (!FIRST) {
+            wg_issue_pv<T, BN>(o, pa, sm + ((j - 1) % NS) * S::ST + S::KT);
+            wg_commit();
+        }
         /* the next one's turn; the last consumer's last hand-over would open a turn nobody takes */
         if (c != NC - 1 || j + 1 < n_tiles) ws_bar_arrive(next);
-        wg_wait<0>();
+        if (OVL && !FIRST) wg_wait<1>();
+        else wg_wait<0>();
         wg_pin<BN / 8>(sc);
-        wg_pin<FV_D / 8>(o);
-        wg_pin_u<BN / 16>(pa);
-        if (!FIRST) ws_mbar_arrive(empty + (j - 1) % NS); /* K and V of tile j − 1 read */
+        if (!OVL && !FIRST) ws_mbar_arrive(empty + (j - 1) % NS); /* K and V of tile j − 1 read */
         wg_softmax_tile<BN>(sc, m, l, corr, j * BN, n, lane & 3, cs);
+        if (OVL) {
+            wg_wait<0>();
+            if (!FIRST) ws_mbar_arrive(empty + (j - 1) % NS);
+        }
+        wg_pin<FV_D / 8>(o);
+        wg_pin_u<BN / 16>(pa); /* P·V of tile j − 1 read them until here */
         wg_rescale(o, corr);
         wg_pack<T, BN>(pa, sc);
     };
@@ -637,8 +649,9 @@ __device__ __forceinline__ void ws_consume(const T *sm, uint64_t *full, uint64_t
 }
 
 /* CTA = one copier warpgroup and NC consumer warpgroups of 64 query rows of one
- * head, BN keys a tile, NS stages. One CTA an SM (the register split assumes it). */
-template <typename T, int NC, int BN, int NS>
+ * head, BN keys a tile, NS stages, OVL as ws_consume. One CTA an SM (the register
+ * split assumes it). */
+template <typename T, int NC, int BN, int NS, bool OVL>
 __global__ void __launch_bounds__(128 * (NC + 1), 1) k_vis_ws(const T *qkv, T *out, int n, int H, float c)
 {
 #if HK_HAVE_WGMMA
@@ -672,7 +685,7 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1) k_vis_ws(const T *qkv, T *o
     } else {
         ws_regs_inc<WsRegs<NC>::CONS>();
         const int ci = wg - 1;
-        ws_consume<T, NC, BN, NS>(sm, full, empty, qb, out, stride, n, H, head,
+        ws_consume<T, NC, BN, NS, OVL>(sm, full, empty, qb, out, stride, n, H, head,
                                   r0 + ci * 64 + ((threadIdx.x >> 5) & 3) * 16, ci, n_tiles, c);
     }
 #else
@@ -692,10 +705,11 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1) k_vis_ws(const T *qkv, T *o
 #define WG_OVL false
 /* The warp-specialised variant, taken only when the caller asks (wgmma = 2:
  * HYOCR_VIS_WS=1) until an H200 run shows it wins: NC consumer warpgroups, BN
- * keys a tile, NS stages. */
+ * keys a tile, NS stages, OVL: softmax under P·V. */
 #define WS_NC 2
 #define WS_BN 128
 #define WS_NS 4
+#define WS_OVL true
 
 template <typename T, int NWG, int BN, int NS, int MINB, bool OVL>
 static cudaError_t vis_wg_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
@@ -711,7 +725,7 @@ static cudaError_t vis_wg_launch(cudaStream_t s, void *out, const void *qkv, int
     return cudaGetLastError();
 }
 
-template <typename T, int NC, int BN, int NS>
+template <typename T, int NC, int BN, int NS, bool OVL>
 static cudaError_t vis_ws_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
 {
     typedef WsShape<NC, BN, NS> S;
@@ -722,18 +736,18 @@ static cudaError_t vis_ws_launch(cudaStream_t s, void *out, const void *qkv, int
     static int checked;
     if (!checked) {
         cudaFuncAttributes fa;
-        cudaError_t e = cudaFuncGetAttributes(&fa, k_vis_ws<T, NC, BN, NS>);
+        cudaError_t e = cudaFuncGetAttributes(&fa, k_vis_ws<T, NC, BN, NS, OVL>);
         if (e != cudaSuccess) return e;
         if (fa.numRegs * S::NT > 65536 ||
             (fa.numRegs - WsRegs<NC>::PROD) * 128 < (WsRegs<NC>::CONS - fa.numRegs) * 128 * NC)
             return cudaErrorInvalidConfiguration;
         checked = 1;
     }
-    cudaError_t e = cudaFuncSetAttribute(k_vis_ws<T, NC, BN, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaError_t e = cudaFuncSetAttribute(k_vis_ws<T, NC, BN, NS, OVL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)S::SMEM);
     if (e != cudaSuccess) return e;
     dim3 g((unsigned)((n + S::BM - 1) / S::BM), (unsigned)H);
-    k_vis_ws<T, NC, BN, NS><<<g, S::NT, S::SMEM, s>>>((const T *)qkv, (T *)out, n, H, scale * LOG2E);
+    k_vis_ws<T, NC, BN, NS, OVL><<<g, S::NT, S::SMEM, s>>>((const T *)qkv, (T *)out, n, H, scale * LOG2E);
     return cudaGetLastError();
 }
 
@@ -762,8 +776,8 @@ cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void 
     if (n <= 0 || H <= 0) return cudaSuccess;
     if (D != FV_D) return hk_flash_full(s, t, out, qkv, n, H, D, scale);
     if (wgmma == 2)
-        return t == HK_BF16 ? vis_ws_launch<__nv_bfloat16, WS_NC, WS_BN, WS_NS>(s, out, qkv, n, H, scale)
-                            : vis_ws_launch<__half, WS_NC, WS_BN, WS_NS>(s, out, qkv, n, H, scale);
+        return t == HK_BF16 ? vis_ws_launch<__nv_bfloat16, WS_NC, WS_BN, WS_NS, WS_OVL>(s, out, qkv, n, H, scale)
+                            : vis_ws_launch<__half, WS_NC, WS_BN, WS_NS, WS_OVL>(s, out, qkv, n, H, scale);
     if (wgmma && WG_ON)
         return t == HK_BF16 ? vis_wg_launch<__nv_bfloat16, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL>(s, out, qkv, n, H, scale)
                             : vis_wg_launch<__half, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL>(s, out, qkv, n, H, scale);

@@ -53,10 +53,10 @@ import re, sys
 choice = [l.split()[1] for l in open(sys.argv[1]) if l.startswith("CHOICE")]
 src = open(sys.argv[2]).read()
 m = re.match(r"wg(\d+)x(\d+)s(\d+)/(\d+)([os])$", choice[0]) if choice else None
-w = re.match(r"ws(\d+)x(\d+)s(\d+)$", choice[0]) if choice else None
+w = re.match(r"ws(\d+)x(\d+)s(\d+)([os])$", choice[0]) if choice else None
 vals = {"WG_ON": "1" if m or w else "0"}
 if w:
-    vals.update(WS_NC=w[1], WS_BN=w[2], WS_NS=w[3])
+    vals.update(WS_NC=w[1], WS_BN=w[2], WS_NS=w[3], WS_OVL="true" if w[4] == "o" else "false")
     print("the warp-specialised kernel won: it runs with HYOCR_VIS_WS=1")
 if m:
     vals.update(WG_NWG=m[1], WG_BN=m[2], WG_NS=m[3], WG_MINB=m[4], WG_OVL="true" if m[5] == "o" else "false")
