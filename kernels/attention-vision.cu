@@ -705,10 +705,14 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1) k_vis_ws(const T *qkv, T *o
 #define WG_OVL false
 /* The warp-specialised variant, taken only when the caller asks (wgmma = 2:
  * HYOCR_VIS_WS=1) until an H200 run shows it wins: NC consumer warpgroups, BN
- * keys a tile, NS stages, OVL: softmax under P·V. */
-#define WS_NC 2
-#define WS_BN 128
-#define WS_NS 4
+ * keys a tile, NS stages, OVL: softmax under P·V. BN = 64 keeps the mma.sync
+ * kernel's tiles, hence its running maxima and its rounded weights (k_vis_wg gave
+ * its very bits); 128-key tiles round other weights, a few output ulps apart at
+ * 65..200 keys. Three consumers: 192 rows a CTA, a third less L2 traffic a row
+ * than two. */
+#define WS_NC 3
+#define WS_BN 64
+#define WS_NS 6
 #define WS_OVL true
 
 template <typename T, int NWG, int BN, int NS, int MINB, bool OVL>

@@ -1936,8 +1936,8 @@ static void test_attention_full_wgmma(gconstpointer data)
 #endif
 }
 
-/* Its warp-specialised variant (HYOCR_VIS_WS=1, k_vis_ws: 128 query rows and 128-key
- * tiles a CTA): one row, one short of a key tile, a tile, one over, and pages. */
+/* Its warp-specialised variant (HYOCR_VIS_WS=1, k_vis_ws as launched: 192 query rows a
+ * CTA, 64-key tiles): one row, a key tile's edges, a CTA's rows' edges, and pages. */
 static void test_attention_full_ws(gconstpointer data)
 {
     const dt_case *c = data;
@@ -1946,7 +1946,7 @@ static void test_attention_full_ws(gconstpointer data)
 #if HYOCR_HAVE_CUDA
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
-    static const int sizes[] = { 1, 63, 64, 65, 127, 128, 129, 4096, 4200, 16384 };
+    static const int sizes[] = { 1, 63, 64, 65, 127, 129, 191, 192, 193, 4096, 4200, 16384 };
     if (have_wgmma(s)) expect_full_like_mma(c, s, 2, sizes, G_N_ELEMENTS(sizes));
     CK(cudaStreamDestroy(s));
 #endif
