@@ -467,13 +467,13 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
  *   its 128 threads arrive on once their copies of the tile landed, one "empty"
  *   mbarrier a stage that the consumers arrive on once their products read it;
  * - warpgroups 1..NC each own 64 query rows; setmaxnreg hands the copier's
- *   registers to them (WsRegs), so BN = 128 keys a tile fit (S, P, O and Q);
- * - ping-pong: a consumer issues its products (P·V of tile j − 1, then q·kᵀ of
- *   tile j) only in its turn, handed round by named barriers, so one
+ *   registers to them (WsRegs): with two, S, P, O and Q of 128-key tiles fit;
+ * - ping-pong: a consumer issues its products (q·kᵀ of tile j, then P·V of tile
+ *   j − 1) only in its turn, handed round by named barriers, so one
  *   warpgroup's products run while the others do their softmax;
- * - per row block, the arithmetic is k_vis_wg's non-overlapped one (softmax of
- *   tile j, O scaled, P packed, then O += P·V): only the grouping of the fp32
- *   sums inside the products differs with BN.
+ * - per row block, the arithmetic is k_vis_wg's (softmax of tile j, O scaled,
+ *   P packed, then O += P·V), so with BN = 64 only the grouping of the fp32
+ *   sums inside the products can differ.
  * Proxies: cp.async writes through the generic proxy and wgmma reads through
  * the async one, so each copier thread waits for its own copies, fences
  * (fence.proxy.async) and only then arrives (release); a consumer's try_wait
@@ -520,8 +520,9 @@ __device__ __forceinline__ void ws_bar_arrive(int id)
 }
 
 /* Registers a thread after setmaxnreg: the CTA starts with 65536 / threads
- * (rounded down to 8: 168 for 384 threads, 128 for 512); the copier gives up
- * what the consumers take, exactly (multiples of 8). */
+ * (rounded down to 8: 168 for 384 threads, 128 for 512); the copier gives up at
+ * least what the consumers take (multiples of 8; vis_ws_launch checks). The
+ * copier's loop spills at 32, not at 40. */
 template <int NC> struct WsRegs;
 template <> struct WsRegs<2> { static constexpr int PROD = 40, CONS = 232; };  /* 128·128 = 256·64 */
 template <> struct WsRegs<3> { static constexpr int PROD = 40, CONS = 152; };  /* 128·88 ≥ 384·24 */
