@@ -705,7 +705,13 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1) k_vis_ws(const T *qkv, T *o
 #define WG_MINB 1
 #define WG_OVL false
 /* The warp-specialised variant, taken only when the caller asks (wgmma = 2:
- * HYOCR_VIS_WS=1) until an H200 run shows it wins: NC consumer warpgroups, BN
+ * HYOCR_VIS_WS=1): it loses. H200, session 8 (bench/flash_bench.cu, 16384 patches,
+ * H = 16, fp16): every ws variant slower than k_vis_wg's 3752 µs — 3 consumers ×
+ * 64 keys without the overlap 4120 µs, with it (the launched one) 4806, 2 × 128
+ * keys 4746 / 5634; a 2048² page's vision attention 4807 µs a layer against 3765.
+ * Its outputs are k_vis_wg's bits. Kept as the base for what it lacks (TMA copies,
+ * 128-row consumers); the cp.async copier warpgroup costs the fourth consumer's
+ * latency hiding. NC consumer warpgroups, BN
  * keys a tile, NS stages, OVL: softmax under P·V. BN = 64 keeps the mma.sync
  * kernel's tiles, hence its running maxima and its rounded weights (k_vis_wg gave
  * its very bits); 128-key tiles round other weights, a few output ulps apart at
