@@ -2,15 +2,16 @@
 # The batched decode step's switches (issues 15 and 17), measured on the GPU machine:
 #   micro  bench/decode_bench.cu (k_decode against k_decode_staged: 2–4 stages, either grid order,
 #          1/4/16 rows at contexts 1087 and 4191, the engine's split and a sweep; f16 and bf16) and
-#          bench/elementwise_bench.cu (its "N heads a block" rows: rope_qknorm spread), then the
-#          GPU tests of both (test-backend-cuda: paged_decode_staged, rope_qknorm_spread, paged,
-#          paged_verify_bound, rope_qknorm).                                        (~4 min)
+#          bench/elementwise_bench.cu (its "N heads a block" rows: rope_qknorm spread),
+#          bench/gemm_rows_bench.cu (the fused norm products, HK_GEMV_NORM_HELD), then the GPU
+#          tests of all three (test-backend-cuda: paged_decode_staged, rope_qknorm_spread,
+#          fused_held, paged, paged_verify_bound, rope_qknorm, fused).             (~4 min)
 #   steps  the engine's decode steps (tests/test-decode's benchmark, graphs: batch 1 at 4191
 #          tokens, batches 1/4/16 at 1087) with each switch alone and together.   (~6 min)
 #   source .device/setup.sh 2>/dev/null; OUT=/tmp/o bench/decstep.sh micro|steps
 # Env: HYOCR_BENCH_CKPT (full-size checkpoint, default /tmp/hy-full; made by
 # bench/make_random_checkpoint.py when missing). Writes $OUT/decode-bench-{f16,bf16}.txt,
-# $OUT/elementwise.txt, $OUT/tests.tap, $OUT/steps.txt.
+# $OUT/elementwise.txt, $OUT/gemm-rows.txt, $OUT/tests.tap, $OUT/steps.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/hyocr-decstep}
@@ -28,6 +29,8 @@ micro)
     nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/decode_bench.cu -o /tmp/decode-bench &
     nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/elementwise_bench.cu \
         -o /tmp/elementwise-bench &
+    nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/gemm_rows_bench.cu \
+        -o /tmp/gemm-rows-bench &
     build tests/test-backend-cuda
     wait
     /tmp/decode-bench | tee "$OUT/decode-bench-f16.txt"; echo "exit $?" >>"$OUT/decode-bench-f16.txt"
@@ -35,7 +38,8 @@ micro)
     tail -1 "$OUT/decode-bench-bf16.txt"
     /tmp/elementwise-bench >"$OUT/elementwise.txt"; echo "exit $?" >>"$OUT/elementwise.txt"
     grep -E "heads a block|^exit|MISMATCH" "$OUT/elementwise.txt"
-    for t in paged_decode_staged rope_qknorm_spread paged paged_verify_bound rope_qknorm; do
+    /tmp/gemm-rows-bench | tee "$OUT/gemm-rows.txt"; echo "exit $?" >>"$OUT/gemm-rows.txt"
+    for t in paged_decode_staged rope_qknorm_spread fused_held paged paged_verify_bound rope_qknorm fused; do
         for d in f16 bf16; do echo "-p /backend-cuda/$d/$t"; done
     done | xargs $B/tests/test-backend-cuda --tap >"$OUT/tests.tap" 2>&1
     echo "tests exit $?"; grep -E "^(not )?ok|rel-L2 .* exceeds|differ" "$OUT/tests.tap" | head -30
@@ -57,6 +61,8 @@ steps)
         run "HYOCR_DECODE_STAGES=3 HYOCR_DECODE_HEADS_FIRST=1" HYOCR_DECODE_STAGES=3 HYOCR_DECODE_HEADS_FIRST=1
         run "HYOCR_ROPE_HEADS=4" HYOCR_ROPE_HEADS=4
         run "HYOCR_ROPE_HEADS=1" HYOCR_ROPE_HEADS=1
+        run "HYOCR_GEMM_NORM_HELD=1" HYOCR_GEMM_NORM_HELD=1
+        run "all three (STAGES=3, ROPE_HEADS=4, NORM_HELD)" HYOCR_DECODE_STAGES=3 HYOCR_ROPE_HEADS=4 HYOCR_GEMM_NORM_HELD=1
         run "default again" 
     } | tee "$OUT/steps.txt"
     ;;

@@ -789,6 +789,27 @@ static void test_fused(gconstpointer data)
     }
 }
 
+/* HYOCR_GEMM_NORM_HELD: the fused norm products of several rows with each residual row loaded
+ * whole (HK_GEMV_NORM_HELD) still give the unfused ops' bits (run_fused), at K 1024 (held) and
+ * 2048 (over the registers: rows_norm). */
+static void test_fused_held(gconstpointer data)
+{
+    const dt_case *c = data;
+    if (!cuda(c)) return;
+    g_autoptr(GError) err = NULL;
+    hyocr_backend_params p = { .dtype = c->dtype, .tuning.gemm_norm_held = true };
+    hyocr_backend *t = hyocr_backend_cuda_init(&p, &err);
+    g_assert_no_error(err);
+    const int rows[] = { 2, 9, 16 };
+    for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
+        run_fused(c, t, rows[i], 4096, 1024, 0);
+        run_fused(c, t, rows[i], 3584, 1024, 2);
+        run_fused(c, t, rows[i], 37, 96, 0);   /* a row shorter than a lane's first float4 round */
+        run_fused(c, t, rows[i], 300, 2048, 2);
+    }
+    hyocr_backend_free(t);
+}
+
 /* What the fused products refuse, with what they state they take (the model asks first). */
 static void test_fused_errors(gconstpointer data)
 {
@@ -2432,6 +2453,7 @@ int main(int argc, char **argv)
         add("norms", c, test_norms);
         add("pointwise", c, test_pointwise);
         add("fused", c, test_fused);
+        add("fused_held", c, test_fused_held);
         add("fused_errors", c, test_fused_errors);
         add("vision_helpers", c, test_vision_helpers);
         add("embed", c, test_embed);

@@ -11,7 +11,7 @@ static const char *const NAMES[] = {
     "HYOCR_PROFILE", "HYOCR_NO_GRAPH", "HYOCR_NO_GEMV", "HYOCR_CPU_GENERIC",
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
     "HYOCR_VIS_WS", "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE",
-    "HYOCR_DECODE_STAGES", "HYOCR_DECODE_HEADS_FIRST", "HYOCR_ROPE_HEADS",
+    "HYOCR_DECODE_STAGES", "HYOCR_DECODE_HEADS_FIRST", "HYOCR_ROPE_HEADS", "HYOCR_GEMM_NORM_HELD",
 };
 
 static void clear_env(void)
@@ -76,6 +76,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.decode_stages, ==, 0);
     g_assert_false(t.decode_heads_first);
     g_assert_cmpint(t.rope_heads, ==, 0);
+    g_assert_false(t.gemm_norm_held);
     g_assert_cmpint(t.text_chunk_rows, ==, 0);
     g_assert_true(t.rows_verify);   /* the block kernel is the default: 0 turns it off */
     g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */

@@ -95,6 +95,7 @@ typedef struct {
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
     bool             decode_hf;      /* HYOCR_DECODE_HEADS_FIRST: its grid heads × splits */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
+    bool             norm_held;      /* HYOCR_GEMM_NORM_HELD: HK_GEMV_NORM_HELD in the fused norm products */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
@@ -809,7 +810,8 @@ static bool cuda_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf 
         return ck(hk_gemv1(cb->stream, cb->act, mode, out->data, buf_t(cb, out), NULL, residual->data, norm_w->data,
                            buf_t(cb, norm_w), eps, w->data, N, K, cb->pdl),
                   "norm_matmul", error);
-    return ck(hk_gemm_rows(cb->stream, cb->act, mode, out->data, buf_t(cb, out), NULL, residual->data, norm_w->data,
+    return ck(hk_gemm_rows(cb->stream, cb->act, mode | (cb->norm_held ? HK_GEMV_NORM_HELD : 0), out->data,
+                           buf_t(cb, out), NULL, residual->data, norm_w->data,
                            buf_t(cb, norm_w), eps, w->data, M, N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
               "norm_matmul", error);
 }
@@ -1925,6 +1927,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->decode_stages = t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     cb->decode_hf = t->decode_heads_first;
     cb->rope_heads = t->rope_heads;
+    cb->norm_held = t->gemm_norm_held;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma ? (t->vis_ws ? 2 : 1) : 0;
