@@ -73,7 +73,7 @@ int main()
                 CK(cudaStreamSynchronize(s));
                 cudaGraph_t g;
                 cudaGraphExec_t ge;
-                CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+                CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
                 for (int l = 0; l < LAYERS; l++) CK(call(l));
                 CK(cudaStreamEndCapture(s, &g));
                 CK(cudaGraphInstantiate(&ge, g, 0));
