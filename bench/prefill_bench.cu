@@ -1,11 +1,15 @@
 /* hyocr — the prefill's paged causal attention: the 64-row template (k_flash, the before)
- * against the k_prefill variants (attention-prefill.cu), on the text model's shapes (16 q heads,
+ * against the k_prefill variants (attention-prefill.cu), unsplit and split-KV (each item's keys
+ * over several CTAs, then k_prefill_merge: HYOCR_PREFILL_SPLIT's mode at N CTAs an SM, "s N";
+ * where the engine's rule leaves a call unsplit, as the 4191-row one, the row runs it
+ * unsplit and its µs carry a '*'), on the text model's shapes (16 q heads,
  * 8 KV heads, head dim 128, fp16, KV blocks of 16 tokens scattered over the cache) and the
  * engine's calls: a 2048² page's 4191-token prompt in chunks of 1024 rows (n_past 0, 1024,
  * 2048, 3072, 4096), a 4096² page's 16543 tokens in chunks of 1024, and 4191 rows in one call.
  * Per call: µs (cudaEvents around each launch, median of 25 after 3 warm-ups), TFLOP/s (the
  * causal work as bench/roofline.py counts it: 4·Hq·D a (row, key) pair the row sees), and
- * max |new − old| against 4 output ulps of the largest |old| (nonfinite values fail).
+ * max |new − old| against 4 output ulps of the largest |old| (nonfinite values fail); a split
+ * row's max |split − unsplit| (the same variant's) too, "vs uns", with the same bound.
  * Build and run (GPU machine, repository root):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/prefill_bench.cu -o /tmp/prefill-bench && /tmp/prefill-bench
  * The non-Hopper code on the same card (PTX for compute_80, JIT-compiled):
@@ -32,12 +36,16 @@ template <typename T> static __global__ void k_fill(T *p, size_t n, uint32_t see
     }
 }
 
-struct kernel_row { const char *name; hk_prefill_kind kind; };
+/* per_sm > 0: split mode at about per_sm CTAs an SM; unsplit: the row of index base */
+struct kernel_row { const char *name; hk_prefill_kind kind; int per_sm, base; };
 static const kernel_row K[] = {
-    { "template", HK_PREFILL_TEMPLATE }, { "W4 MW2", HK_PREFILL_W4M2 },
-    { "W4 MW1", HK_PREFILL_W4M1 },
+    { "template", HK_PREFILL_TEMPLATE, 0, 0 }, { "W4 MW2", HK_PREFILL_W4M2, 0, 1 },
+    { "W4 MW1", HK_PREFILL_W4M1, 0, 2 },       { "MW2 s2", HK_PREFILL_W4M2, 2, 1 },
+    { "MW2 s4", HK_PREFILL_W4M2, 4, 1 },        { "MW2 s8", HK_PREFILL_W4M2, 8, 1 },
+    { "MW1 s4", HK_PREFILL_W4M1, 4, 2 },        { "MW1 s8", HK_PREFILL_W4M1, 8, 2 },
 };
 #define NK (int)(sizeof K / sizeof K[0])
+static int g_sms;
 
 /* One call's device arguments: the sequence, its block table, and each kernel's tile list
  * (heaviest first, as backend-cuda.c's paged_plan_build lists them). */
@@ -46,7 +54,37 @@ struct call {
     hk_seq *seq;
     int2 *tiles[NK];
     int n_tiles[NK];
+    int4 *splits[NK], *merges[NK];   /* split rows the rule splits: else NULL, 0 */
+    int n_splits[NK], n_merges[NK];
+    float *part[NK];
 };
+
+/* The split list as backend-cuda.c's pf_split_plan / pf_split_item build it. */
+static void split_init(call &c, int k, int tr, int n)
+{
+    const int G = HQ / HKV;
+    int64_t key_tiles = 0;
+    for (int i = 0; i < n; i++) key_tiles += hk_prefill_key_tiles(c.n_past, c.n_new, G, i, tr);
+    int len = hk_prefill_split_len((int64_t)n * HKV, key_tiles * HKV, g_sms, K[k].per_sm);
+    c.splits[k] = c.merges[k] = NULL;
+    c.part[k] = NULL;
+    c.n_splits[k] = c.n_merges[k] = 0;
+    if (!len) return;
+    std::vector<int4> sp, mg;
+    for (int i = n - 1; i >= 0; i--) {
+        int kt = hk_prefill_key_tiles(c.n_past, c.n_new, G, i, tr), at = (int)sp.size();
+        int4 m;
+        sp.resize(at + (kt + len - 1) / len);
+        if (hk_prefill_splits(&sp[at], &m, 0, i, kt, len, at) > 1) mg.push_back(m);
+    }
+    CK(cudaMalloc(&c.splits[k], sp.size() * sizeof(int4)));
+    CK(cudaMemcpy(c.splits[k], sp.data(), sp.size() * sizeof(int4), cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&c.merges[k], (mg.size() + 1) * sizeof(int4)));
+    if (mg.size()) CK(cudaMemcpy(c.merges[k], mg.data(), mg.size() * sizeof(int4), cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&c.part[k], hk_prefill_part_floats(K[k].kind, (int)sp.size(), HKV) * sizeof(float)));
+    c.n_splits[k] = (int)sp.size();
+    c.n_merges[k] = (int)mg.size();
+}
 
 static call call_init(int n_past, int n_new)
 {
@@ -61,6 +99,7 @@ static call call_init(int n_past, int n_new)
         CK(cudaMalloc(&c.tiles[k], t.size() * sizeof(int2)));
         CK(cudaMemcpy(c.tiles[k], t.data(), t.size() * sizeof(int2), cudaMemcpyHostToDevice));
         c.n_tiles[k] = n;
+        split_init(c, k, tr, n);
     }
     return c;
 }
@@ -68,7 +107,12 @@ static call call_init(int n_past, int n_new)
 static void call_free(call &c)
 {
     cudaFree(c.seq);
-    for (int k = 0; k < NK; k++) cudaFree(c.tiles[k]);
+    for (int k = 0; k < NK; k++) {
+        cudaFree(c.tiles[k]);
+        cudaFree(c.splits[k]);
+        cudaFree(c.merges[k]);
+        cudaFree(c.part[k]);
+    }
 }
 
 static double call_flops(const call &c)
@@ -119,55 +163,67 @@ static double g_chunked_us[NK];
 static bool g_fits[NK];
 
 template <typename T>
-static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::vector<int> &chunks, T *qkv, T *out0,
-                     T *out1, T *kc, T *vc, int32_t *bt, bool chunked)
+static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::vector<int> &chunks, T *qkv,
+                     T *const *out, T *kc, T *vc, int32_t *bt, bool chunked)
 {
     const float ulp = dt == HK_BF16 ? 1.0f / 128 : 1.0f / 1024;
-    printf("\n%s\n%-6s %6s %6s", title, "call", "n_past", "n_new");
-    for (int k = 0; k < NK; k++) printf(" | %-8s %8s %6s%s", K[k].name, "us", "TF/s", k ? "   max|d|" : "");
-    printf("\n");
-    double tot_us[NK] = { 0 }, tot_f = 0, worst[NK] = { 0 };
+    printf("\n%s\n%-4s %6s %6s  %-8s %9s %6s %9s %9s %7s\n", title, "call", "n_past", "n_new", "kernel", "us", "TF/s",
+           "max|d|", "vs uns", "CTAs");
+    double tot_us[NK] = { 0 }, tot_f = 0, worst[NK] = { 0 }, worst_uns[NK] = { 0 };
     bool ok = true;
     int n_past = 0;
     for (size_t ci = 0; ci < chunks.size(); ci++) {
         call c = call_init(n_past, chunks[ci]);
         size_t no = (size_t)c.n_new * HQ * D;
-        hk_paged_args a = { .t = dt, .qkv = qkv, .out = out0, .k_cache = kc, .v_cache = vc, .block_size = BS,
+        hk_paged_args a = { .t = dt, .qkv = qkv, .out = out[0], .k_cache = kc, .v_cache = vc, .block_size = BS,
                             .Hq = HQ, .Hkv = HKV, .D = D, .scale = 1.0f / sqrtf((float)D), .seqs = c.seq,
                             .n_seqs = 1, .block_tables = bt, .total_rows = c.n_new };
         double f = call_flops(c);
         tot_f += f;
-        printf("%-6zu %6d %6d", ci, c.n_past, c.n_new);
-        for (int k = 0; k < NK; k++) {
+        for (int k = 0; k < NK; k++) {   /* unsplit rows first: the split rows compare with them */
+            printf("%-4zu %6d %6d  %-8s", ci, c.n_past, c.n_new, K[k].name);
             if (!g_fits[k]) {
-                printf(" | %-8s %8s %6s%s", "", "-", "-", k ? "        -" : "");
+                printf(" %9s\n", "-");
                 continue;
             }
             a.prefill = K[k].kind;
             a.tiles = c.tiles[k];
             a.n_tiles = c.n_tiles[k];
-            a.out = k ? out1 : out0;
+            a.pf_splits = c.splits[k];
+            a.n_pf_splits = c.n_splits[k];
+            a.pf_merges = c.merges[k];
+            a.n_pf_merges = c.n_merges[k];
+            a.pf_part = c.part[k];
+            a.out = out[k];
             CK(cudaMemsetAsync(a.out, 0xff, no * sizeof(T), s));   /* NaN: a row not written shows */
             CK(hk_attention_prefill(s, &a));
             CK(cudaStreamSynchronize(s));
-            double mx = 0;
-            bool pass = true;
+            double mx = 0, mu = 0;
+            bool pass = true, pass_u = true;
             if (k) {
-                pass = diff<T>(out0, out1, no, ulp, &mx);
-                ok &= pass;
+                pass = diff<T>(out[0], out[k], no, ulp, &mx);
                 worst[k] = std::max(worst[k], mx);
+                if (K[k].per_sm) {
+                    pass_u = diff<T>(out[K[k].base], out[k], no, ulp, &mu);
+                    worst_uns[k] = std::max(worst_uns[k], mu);
+                }
+                ok &= pass && pass_u;
             } else {
                 std::vector<T> h(no);   /* the template's own output must be finite */
-                CK(cudaMemcpy(h.data(), out0, no * sizeof(T), cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy(h.data(), out[0], no * sizeof(T), cudaMemcpyDeviceToHost));
                 for (size_t i = 0; i < no; i++)
                     if (!isfinite((float)h[i])) { ok = false; printf(" (template: nonfinite output)"); break; }
             }
             double us = median_us(s, a);
             tot_us[k] += us;
-            printf(" | %-8s %8.1f %6.0f", "", us, f / us * 1e-6);
-            if (k) printf(" %8.2g%s", mx, pass ? "" : "!");
+            bool unsplit = K[k].per_sm && !c.n_splits[k];
+            printf(" %8.1f%s %6.0f", us, unsplit ? "*" : " ", f / us * 1e-6);
+            if (k) printf(" %8.2g%s", mx, pass ? " " : "!");
+            else printf(" %9s", "");
+            if (K[k].per_sm && c.n_splits[k]) printf(" %8.2g%s", mu, pass_u ? " " : "!");
+            else printf(" %9s", "");
+            printf(" %7d\n", (c.n_splits[k] ? c.n_splits[k] : c.n_tiles[k]) * HKV);
         }
-        printf("\n");
         call_free(c);
         n_past += chunks[ci];
     }
@@ -175,6 +231,7 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
         if (!g_fits[k]) continue;
         printf("total %-8s %9.1f us %5.0f TFLOP/s", K[k].name, tot_us[k], tot_f / tot_us[k] * 1e-6);
         if (k) printf("  %.2fx the template  max|d| %.2g", tot_us[0] / tot_us[k], worst[k]);
+        if (K[k].per_sm) printf("  %.2fx unsplit  max|split - unsplit| %.2g", tot_us[K[k].base] / tot_us[k], worst_uns[k]);
         printf("\n");
         if (chunked) g_chunked_us[k] += tot_us[k];
     }
@@ -187,11 +244,12 @@ template <typename T> static int run(hk_dtype dt)
     CK(cudaStreamCreate(&s));
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
+    g_sms = p.multiProcessorCount;
     printf("device %s, %d SMs, %s; %d q heads, %d KV heads, head dim %d, KV blocks of %d tokens\n", p.name,
            p.multiProcessorCount, dt == HK_BF16 ? "bf16" : "f16", HQ, HKV, D, BS);
     hk_prefill_kind pick = hk_prefill_pick(0);
     for (int k = 0; k < NK; k++) {
-        if (K[k].kind == pick) printf("the engine's pick on this card: %s\n", K[k].name);
+        if (K[k].kind == pick && !K[k].per_sm) printf("the engine's pick on this card: %s\n", K[k].name);
         /* the pick is the largest that fits */
         g_fits[k] = K[k].kind == HK_PREFILL_TEMPLATE || pick == HK_PREFILL_W4M2 ||
                     (pick == HK_PREFILL_W4M1 && K[k].kind == HK_PREFILL_W4M1);
@@ -204,13 +262,12 @@ template <typename T> static int run(hk_dtype dt)
     srand(1234);
     for (int i = n_blocks - 1; i > 0; i--) std::swap(perm[i], perm[rand() % (i + 1)]);
     size_t ncache = (size_t)n_blocks * BS * HKV * D, nq = (size_t)4200 * (HQ + 2 * HKV) * D, no = (size_t)4200 * HQ * D;
-    T *kc, *vc, *qkv, *out0, *out1;
+    T *kc, *vc, *qkv, *out[NK];
     int32_t *bt;
     CK(cudaMalloc(&kc, ncache * sizeof(T)));
     CK(cudaMalloc(&vc, ncache * sizeof(T)));
     CK(cudaMalloc(&qkv, nq * sizeof(T)));
-    CK(cudaMalloc(&out0, no * sizeof(T)));
-    CK(cudaMalloc(&out1, no * sizeof(T)));
+    for (int k = 0; k < NK; k++) CK(cudaMalloc(&out[k], no * sizeof(T)));
     CK(cudaMalloc(&bt, n_blocks * sizeof(int32_t)));
     CK(cudaMemcpy(bt, perm.data(), n_blocks * sizeof(int32_t), cudaMemcpyHostToDevice));
     k_fill<T><<<1024, 256, 0, s>>>(kc, ncache, 11u);
@@ -219,20 +276,21 @@ template <typename T> static int run(hk_dtype dt)
     CK(cudaStreamSynchronize(s));
 
     bool ok = true;
-    ok &= scenario<T>(s, dt, "2048² page: 4191 tokens in chunks of 1024", { 1024, 1024, 1024, 1024, 95 }, qkv, out0,
-                      out1, kc, vc, bt, true);
+    ok &= scenario<T>(s, dt, "2048² page: 4191 tokens in chunks of 1024", { 1024, 1024, 1024, 1024, 95 }, qkv, out,
+                      kc, vc, bt, true);
     std::vector<int> big(16, 1024);
     big.push_back(MAX_TOKENS - 16 * 1024);
-    ok &= scenario<T>(s, dt, "4096² page: 16543 tokens in chunks of 1024", big, qkv, out0, out1, kc, vc, bt, true);
-    ok &= scenario<T>(s, dt, "4191 tokens in one call", { 4191 }, qkv, out0, out1, kc, vc, bt, false);
-    printf("\n%s (every variant within 4 ulps of the largest |template output| in every call)\n",
-           ok ? "PASS" : "FAIL");
+    ok &= scenario<T>(s, dt, "4096² page: 16543 tokens in chunks of 1024", big, qkv, out, kc, vc, bt, true);
+    ok &= scenario<T>(s, dt, "4191 tokens in one call", { 4191 }, qkv, out, kc, vc, bt, false);
+    printf("\n%s (every variant within 4 ulps of the largest |template output| in every call, every split one "
+           "within 4 ulps of its unsplit variant's)\n", ok ? "PASS" : "FAIL");
     int best = 0;   /* over both pages' chunked calls: what the engine runs */
     for (int k = 1; k < NK; k++)
         if (g_fits[k] && g_chunked_us[k] < g_chunked_us[best]) best = k;
     printf("CHOICE %s (%.1f us over the chunked calls of both pages; template %.1f us)\n", K[best].name,
            g_chunked_us[best], g_chunked_us[0]);
-    cudaFree(kc); cudaFree(vc); cudaFree(qkv); cudaFree(out0); cudaFree(out1); cudaFree(bt);
+    cudaFree(kc); cudaFree(vc); cudaFree(qkv); cudaFree(bt);
+    for (int k = 0; k < NK; k++) cudaFree(out[k]);
     return ok ? 0 : 1;
 }
 

@@ -7,6 +7,7 @@
  * is loaded once per group). Memory is O(tile): nothing of size n² ever exists.
  * Also the KV write of the new rows into the paged cache. */
 #include "hk-flash.h"
+#include <limits.h>
 #include <math.h>
 
 #define FA_BM 64
@@ -25,6 +26,9 @@ struct FaArgs {
     const int32_t *bt;
     int block_size;
     int bs_shift;                         /* k_prefill: log2 of block_size where it is a power of 2, else −1 */
+    const int4 *splits;                   /* k_prefill split mode: (seq, tile, first key tile, end key tile) */
+    const int4 *merges;                   /* k_prefill_merge: (seq, tile, first split, splits) */
+    float *part, *part_ml;                /* split mode: [split · Hkv + KV head][BM][D] and [..][BM][2] */
 };
 
 /* Where this CTA's 64 rows and its keys live. */
@@ -330,8 +334,36 @@ __device__ __forceinline__ void pf_softmax(float (*sc)[PF_BN / 8][4], float (*o)
     }
 }
 
-/* CTA = one item (a sequence's BM flattened (position, group head) rows) of one KV head. */
-template <typename T, int W, int MW>
+/* A split's partial: row r (of the CTA's BM) at slot · BM + r, o as fp32, (m, l) beside it.
+ * rl0: this lane's h = 0 row of block 0, rows from n_rows on are past the sequence. */
+template <int MW, int BM>
+__device__ __forceinline__ void pf_store_part(const FaArgs &a, size_t slot, float (*o)[PF_D / 8][4],
+                                              float (*m)[2], float (*l)[2], int rl0, int n_rows, int tig)
+{
+    float *acc = a.part + slot * BM * PF_D;
+    float2 *ml = (float2 *)a.part_ml + slot * BM;
+#pragma unroll
+    for (int w = 0; w < MW; w++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float sum = hk_quad_sum(l[w][h]);
+            int r = rl0 + w * 16 + 8 * h;
+            if (r >= n_rows) continue;
+            float2 *d = (float2 *)(acc + (size_t)r * PF_D + 2 * tig);
+#pragma unroll
+            for (int dt = 0; dt < PF_D / 8; dt++) d[dt * 4] = make_float2(o[w][dt][2 * h], o[w][dt][2 * h + 1]);
+            if (tig == 0) ml[r] = make_float2(m[w][h], sum);
+        }
+}
+
+/* CTA = one item (a sequence's BM flattened (position, group head) rows) of one KV head.
+ * SPLIT (a.splits, flash-decoding for prefill): the CTA sees only the key tiles
+ * [kt0, kt1) of its item and, unless that is all of them, leaves its rows' unnormalised
+ * partial (fp32 o, the raw max m and the sum l) in slot split · Hkv + KV head for
+ * k_prefill_merge. The causal mask and the skips are the same: a split's rows may see
+ * none of its keys (m stays −1e30, l 0: weight zero in the merge); the first split holds
+ * key 0, which every row sees. */
+template <typename T, int W, int MW, bool SPLIT>
 __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -342,7 +374,12 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
     T *sQ = (T *)pf_smem, *sKV = sQ + S::BM * PF_DS;   /* stage s: K at sKV + 2·s·TILE, V after it */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3;
     const int item = blockIdx.x / a.Hkv, kvh = blockIdx.x - item * a.Hkv;
-    const int2 wk = a.tiles[item];
+    int4 wk;
+    if (SPLIT) wk = a.splits[item];
+    else {
+        int2 w2 = a.tiles[item];
+        wk = make_int4(w2.x, w2.y, 0, INT_MAX);
+    }
     const hk_seq s = a.seqs[wk.x];
     const int G = a.G, flat = s.n_new * G, r0 = wk.y * S::BM;
     if (r0 >= flat) return;
@@ -353,7 +390,9 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
         const T *src = (const T *)a.q + (size_t)(s.row0 + pos) * a.q_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
         cp16(sQ + r * PF_DS + ch * 8, src + ch * 8, r0 + r < flat);
     }
-    pf_load_kv<T, S::NT>(sKV, sKV + S::TILE, a, s.bt_off, kvh, 0, n_keys);
+    const int n_tiles = (n_keys + PF_BN - 1) / PF_BN;
+    const int j0 = wk.z, j1 = min(wk.w, n_tiles);   /* unsplit: 0, n_tiles */
+    pf_load_kv<T, S::NT>(sKV, sKV + S::TILE, a, s.bt_off, kvh, j0 * PF_BN, n_keys);
     cp_commit();
 
     /* this warp's rows: flattened fw0 .. fw0 + 16·MW − 1; keys past hi are masked for all of
@@ -371,18 +410,17 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
         l[w][0] = l[w][1] = 0.0f;
     }
 
-    const int n_tiles = (n_keys + PF_BN - 1) / PF_BN;
-    for (int j = 0; j < n_tiles; j++) {
+    for (int j = j0; j < j1; j++) {
         cp_wait<0>();      /* tile j (and Q) landed */
         __syncthreads();   /* for every warp; and every warp is done with tile j − 1's stage */
-        if (j + 1 < n_tiles) {
-            T *nK = sKV + ((j + 1) & 1) * 2 * S::TILE;
+        if (j + 1 < j1) {
+            T *nK = sKV + ((j + 1 - j0) & 1) * 2 * S::TILE;
             pf_load_kv<T, S::NT>(nK, nK + S::TILE, a, s.bt_off, kvh, (j + 1) * PF_BN, n_keys);
         }
         cp_commit();
         const int key0 = j * PF_BN;
         if (key0 > hi) continue;   /* warp-uniform: every row of the warp is done */
-        const T *sK = sKV + (j & 1) * 2 * S::TILE, *sV = sK + S::TILE;
+        const T *sK = sKV + ((j - j0) & 1) * 2 * S::TILE, *sV = sK + S::TILE;
         float sc[MW][PF_BN / 8][4];
         pf_qk<T, MW>(sc, sQ + warp * 16 * MW * PF_DS, sK, lane);
         if (key0 + PF_BN - 1 > lo)
@@ -392,6 +430,10 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
         hk_pv<T, MW, PF_BN, PF_D, PF_DS>(o, sc, sV, lane);
     }
 
+    if (SPLIT && (j0 > 0 || j1 < n_tiles)) {
+        pf_store_part<MW, S::BM>(a, (size_t)item * a.Hkv + kvh, o, m, l, fr0 - r0, flat - r0, tig);
+        return;
+    }
 #pragma unroll
     for (int w = 0; w < MW; w++)
 #pragma unroll
@@ -404,6 +446,41 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
             hk_store_row<T, PF_D>(dst, o[w], h, 1.0f / sum, tig);
         }
 #endif
+}
+
+/* The split items' outputs: o = Σ 2^((m_s − M)·c)·o_s / Σ 2^((m_s − M)·c)·l_s over the item's
+ * splits s (M their largest m), in fp32. CTA = one merge entry of one KV head; a warp a row,
+ * 4 dims a lane. */
+template <typename T, int BM>
+__global__ void __launch_bounds__(128) k_prefill_merge(FaArgs a)
+{
+    const int e = blockIdx.x / a.Hkv, kvh = blockIdx.x - e * a.Hkv, lane = threadIdx.x & 31;
+    const int4 mg = a.merges[e];   /* seq, tile, first split, splits */
+    const hk_seq s = a.seqs[mg.x];
+    const int G = a.G, r0 = mg.y * BM, n_rows = min(BM, s.n_new * G - r0);
+    const float c = a.scale_log2;
+    for (int r = threadIdx.x >> 5; r < n_rows; r += 4) {
+        const size_t slot0 = (size_t)mg.z * a.Hkv + kvh;
+        float mx = -INFINITY;
+        for (int p = 0; p < mg.w; p++) mx = fmaxf(mx, a.part_ml[((slot0 + (size_t)p * a.Hkv) * BM + r) * 2]);
+        float sum = 0.0f;
+        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int p = 0; p < mg.w; p++) {
+            size_t slot = slot0 + (size_t)p * a.Hkv;
+            float2 ml = ((const float2 *)a.part_ml)[slot * BM + r];
+            float wt = exp2f((ml.x - mx) * c);
+            float4 v = ((const float4 *)(a.part + (slot * BM + r) * PF_D))[lane];
+            sum += wt * ml.y;
+            acc.x += wt * v.x;
+            acc.y += wt * v.y;
+            acc.z += wt * v.z;
+            acc.w += wt * v.w;
+        }
+        float inv = 1.0f / sum;
+        int fr = r0 + r, pos = fr / G;
+        T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D + 4 * lane;
+        *(uint2 *)dst = make_uint2(pack2<T>(acc.x * inv, acc.y * inv), pack2<T>(acc.z * inv, acc.w * inv));
+    }
 }
 
 /* ---- KV write: one block per new row, 16-byte chunks of k|v ---- */
@@ -470,9 +547,10 @@ static cudaError_t full_t(cudaStream_t s, void *out, const void *qkv, int n, int
     return cudaErrorInvalidValue;
 }
 
-/* The shared-memory attribute is set once per variant and device. */
-template <typename T, int W, int MW>
-static cudaError_t launch_prefill(cudaStream_t s, const FaArgs &a, int n_items)
+/* The shared-memory attribute is set once per variant and device. Split mode (n_merges ≥ 0):
+ * n_items splits, then the merge of the n_merges items that have several. */
+template <typename T, int W, int MW, bool SPLIT>
+static cudaError_t launch_prefill(cudaStream_t s, const FaArgs &a, int n_items, int n_merges)
 {
     typedef PfShape<W, MW> S;
     static bool ready[64];
@@ -481,11 +559,16 @@ static cudaError_t launch_prefill(cudaStream_t s, const FaArgs &a, int n_items)
     if (e != cudaSuccess) return e;
     if (dev < 0 || dev >= 64) dev = 63;
     if (!ready[dev]) {
-        e = cudaFuncSetAttribute(k_prefill<T, W, MW>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SMEM);
+        e = cudaFuncSetAttribute(k_prefill<T, W, MW, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)S::SMEM);
         if (e != cudaSuccess) return e;
         ready[dev] = true;
     }
-    k_prefill<T, W, MW><<<(unsigned)n_items * (unsigned)a.Hkv, S::NT, S::SMEM, s>>>(a);
+    k_prefill<T, W, MW, SPLIT><<<(unsigned)n_items * (unsigned)a.Hkv, S::NT, S::SMEM, s>>>(a);
+    if (SPLIT && n_merges > 0) {
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        k_prefill_merge<T, S::BM><<<(unsigned)n_merges * (unsigned)a.Hkv, 128, 0, s>>>(a);
+    }
     return cudaGetLastError();
 }
 
@@ -498,10 +581,21 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
     a.tiles = p->tiles;
     a.bs_shift = p->block_size & (p->block_size - 1) ? -1 : __builtin_ctz((unsigned)p->block_size);
     if (p->D != 128) return cudaErrorInvalidValue;
+    if (p->n_pf_splits > 0) {
+        a.splits = p->pf_splits;
+        a.merges = p->pf_merges;
+        a.part = p->pf_part;
+        a.part_ml = p->pf_part + hk_prefill_part_floats(p->prefill, p->n_pf_splits, p->Hkv) / (PF_D + 2) * PF_D;
+        switch (p->prefill) {
+        case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2, true>(s, a, p->n_pf_splits, p->n_pf_merges);
+        case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1, true>(s, a, p->n_pf_splits, p->n_pf_merges);
+        default: return cudaErrorInvalidValue;   /* the template has no split mode */
+        }
+    }
     switch (p->prefill) {
     case HK_PREFILL_TEMPLATE: return launch_flash<T, 128, 128, true>(s, a, dim3((unsigned)p->n_tiles, (unsigned)p->Hkv));
-    case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2>(s, a, p->n_tiles);
-    case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1>(s, a, p->n_tiles);
+    case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2, false>(s, a, p->n_tiles, 0);
+    case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1, false>(s, a, p->n_tiles, 0);
     }
     return cudaErrorInvalidValue;
 }
@@ -557,9 +651,37 @@ hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, i
     return tiles128 * Hkv >= 4 * (int64_t)(sm_count > 0 ? sm_count : 80) ? HK_PREFILL_W4M2 : HK_PREFILL_W4M1;
 }
 
+int hk_prefill_key_tiles(int n_past, int n_new, int G, int tile, int tile_rows)
+{
+    int last = min((tile + 1) * tile_rows, n_new * G) - 1;
+    return (n_past + last / G + 1 + PF_BN - 1) / PF_BN;
+}
+
+int hk_prefill_split_len(int64_t ctas, int64_t key_tiles, int sm_count, int per_sm)
+{
+    int64_t sm = sm_count > 0 ? sm_count : 80, want = (int64_t)per_sm * sm;
+    if (per_sm <= 0 || ctas >= HK_PF_SPLIT_BELOW * sm) return 0;
+    int64_t len = (key_tiles + want - 1) / want;
+    return (int)(len < HK_PF_SPLIT_MIN_TILES ? HK_PF_SPLIT_MIN_TILES : len > INT_MAX ? INT_MAX : len);
+}
+
+int hk_prefill_splits(int4 *splits, int4 *merge, int seq, int tile, int key_tiles, int split_len, int part0)
+{
+    int n = (key_tiles + split_len - 1) / split_len;
+    for (int i = 0; i < n; i++)   /* balanced: lengths differ by one tile at most */
+        splits[i] = make_int4(seq, tile, (int)((int64_t)key_tiles * i / n), (int)((int64_t)key_tiles * (i + 1) / n));
+    if (n > 1) *merge = make_int4(seq, tile, part0, n);
+    return n;
+}
+
+size_t hk_prefill_part_floats(hk_prefill_kind k, int n_splits, int Hkv)
+{
+    return (size_t)n_splits * Hkv * hk_prefill_tile_rows(k) * (PF_D + 2);
+}
+
 cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *p)
 {
-    if (p->n_tiles <= 0) return cudaSuccess;
+    if (p->n_tiles <= 0 && p->n_pf_splits <= 0) return cudaSuccess;
     return p->t == HK_BF16 ? prefill_t<__nv_bfloat16>(s, p) : prefill_t<__half>(s, p);
 }
 

@@ -79,6 +79,15 @@ typedef struct {
                                     * (row, group-head) pairs), each sequence's heaviest first */
     int            n_tiles;
     hk_prefill_kind prefill;
+    /* Split mode (k_prefill variants only; n_pf_splits > 0: tiles unused): each item's key
+     * tiles in splits (hk_prefill_splits: seq, tile, first key tile, end key tile; an item's
+     * splits adjacent), the items of several splits to merge (seq, tile, first split, splits),
+     * and the partials' scratch (hk_prefill_part_floats floats). */
+    const int4    *pf_splits;
+    int            n_pf_splits;
+    const int4    *pf_merges;
+    int            n_pf_merges;
+    float         *pf_part;
     const hk_split *splits;        /* decode work */
     int            n_splits;
     int            n_dec_rows;
@@ -181,6 +190,23 @@ cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *a);
 int             hk_prefill_tile_rows(hk_prefill_kind k);
 hk_prefill_kind hk_prefill_pick(int device);
 hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, int Hkv, int sm_count);
+/* Split-KV prefill ("flash-decoding for prefill"; HYOCR_PREFILL_SPLIT, off by default until
+ * measured). A call of fewer than HK_PF_SPLIT_BELOW CTAs an SM (a 1024-row chunk: 128 of
+ * 128 rows or 256 of 64 on 132 SMs; its short last chunk a few, each scanning every key)
+ * leaves most of the card idle or waiting on its longest CTA. Split, each item's key tiles
+ * go to CTAs of about the same length — the call's key tiles (summed over items and KV
+ * heads) over per_sm CTAs an SM, never under HK_PF_SPLIT_MIN_TILES (a split's fixed cost:
+ * its Q load and its fp32 partial) — and a merge kernel combines the partials.
+ * hk_prefill_key_tiles: the 64-key tiles the rows of one item see. hk_prefill_split_len: key
+ * tiles per split, 0 = run unsplit. hk_prefill_splits: appends an item's splits (returns how
+ * many) and, where several, sets *merge (part0: the index of its first split). */
+#define HK_PF_SPLIT_BELOW 4
+#define HK_PF_SPLIT_MIN_TILES 4
+#define HK_PF_SPLIT_PER_SM 4
+int    hk_prefill_key_tiles(int n_past, int n_new, int G, int tile, int tile_rows);
+int    hk_prefill_split_len(int64_t ctas, int64_t key_tiles, int sm_count, int per_sm);
+int    hk_prefill_splits(int4 *splits, int4 *merge, int seq, int tile, int key_tiles, int split_len, int part0);
+size_t hk_prefill_part_floats(hk_prefill_kind k, int n_splits, int Hkv);
 /* Any head dim ≤ 256 (warp per row × head; for shapes the fast kernels do not take; attention-generic.cu). */
 cudaError_t hk_attention_full_generic(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                                       float scale);

@@ -1337,6 +1337,63 @@ static void forced_split_check(const dt_case *c, kv_fix *f, const int32_t *bt, i
 #endif
 
 #if HYOCR_HAVE_CUDA
+/* The split-KV mode of prefill kernel kind (a: its unsplit call, tiles heaviest first) at
+ * split_len key tiles a split, against the CPU (ref) and the unsplit kernel (uns). Both keep
+ * fp32 partials; they differ by P's rounding to the compute type against another running max
+ * and by the order of the sums, so split and unsplit agree within 4 output ulps of the largest
+ * |unsplit output| (the bound bench/prefill_bench.cu holds them to; the measured max|d| is
+ * printed). */
+static void prefill_split_check(const dt_case *c, const hk_paged_args *a0, hk_prefill_kind kind, int n_tiles,
+                                int split_len, const hyocr_seq_view *sv, const float *ref, const float *uns,
+                                const char *what0)
+{
+    const int G = a0->Hq / a0->Hkv, tr = hk_prefill_tile_rows(kind);
+    const size_t no = (size_t)sv->n_new * a0->Hq * a0->D;
+    GArray *sp = g_array_new(FALSE, FALSE, sizeof(int4)), *mg = g_array_new(FALSE, FALSE, sizeof(int4));
+    for (int t = n_tiles - 1; t >= 0; t--) {
+        int kt = hk_prefill_key_tiles(sv->n_past, sv->n_new, G, t, tr);
+        guint at = sp->len;
+        g_array_set_size(sp, at + (guint)((kt + split_len - 1) / split_len));
+        int4 m;
+        if (hk_prefill_splits(&g_array_index(sp, int4, at), &m, 0, t, kt, split_len, (int)at) > 1)
+            g_array_append_val(mg, m);
+    }
+    void *d_sp, *d_mg, *d_part;
+    CK(cudaMalloc(&d_sp, sp->len * sizeof(int4)));
+    CK(cudaMalloc(&d_mg, (mg->len + 1) * sizeof(int4)));
+    CK(cudaMalloc(&d_part, hk_prefill_part_floats(kind, (int)sp->len, a0->Hkv) * sizeof(float)));
+    CK(cudaMemcpy(d_sp, sp->data, sp->len * sizeof(int4), cudaMemcpyHostToDevice));
+    if (mg->len) CK(cudaMemcpy(d_mg, mg->data, mg->len * sizeof(int4), cudaMemcpyHostToDevice));
+    hk_paged_args a = *a0;
+    a.pf_splits = d_sp;
+    a.n_pf_splits = (int)sp->len;
+    a.pf_merges = d_mg;
+    a.n_pf_merges = (int)mg->len;
+    a.pf_part = d_part;
+    CK(cudaMemset(a.out, 0xff, no * 2));
+    CK(hk_attention_prefill(NULL, &a));
+    CK(cudaDeviceSynchronize());
+    g_autofree float *got = kernel_out(c, a.out, no);
+    g_autofree char *what = g_strdup_printf("%s, split by %d key tiles (%u splits, %u merged items)", what0,
+                                            split_len, sp->len, mg->len);
+    expect_close(what, got, ref, no, c->tol);
+    double mx = 0, big = 0;
+    for (size_t i = 0; i < no; i++) {
+        mx = fmax(mx, fabs((double)got[i] - uns[i]));   /* a NaN (a row left unwritten) fails below */
+        big = fmax(big, fabs((double)uns[i]));
+        if (isnan(got[i])) mx = INFINITY;
+    }
+    double bound = 4.0 * (c->dtype == HYOCR_COMPUTE_BF16 ? 1.0 / 128 : 1.0 / 1024) * big;
+    g_test_message("%s: max|split - unsplit| %.3g (bound %.3g)", what, mx, bound);
+    printf("# %s: max|split - unsplit| %.3g (bound %.3g)\n", what, mx, bound);
+    g_assert_cmpfloat(mx, <=, bound);
+    g_array_free(sp, TRUE);
+    g_array_free(mg, TRUE);
+    cudaFree(d_sp);
+    cudaFree(d_mg);
+    cudaFree(d_part);
+}
+
 /* Every prefill kernel the card can run (hk_prefill_kind), called directly on the call the
  * backend just made (its new k/v are in the cache; qkv is the call's), against the CPU's out. */
 static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_view *sv, const pair *pq,
@@ -1359,6 +1416,7 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
     CK(cudaMalloc(&d_out, no * 2));
     CK(cudaMemcpy(d_seq, &hs, sizeof hs, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_bt, sv->block_table, (size_t)nb * 4, cudaMemcpyHostToDevice));
+    float *uns[G_N_ELEMENTS(kinds)] = { 0 };   /* each variant's unsplit output */
     for (size_t k = 0; k < G_N_ELEMENTS(kinds); k++) {
         g_autofree char *what = g_strdup_printf("prefill kernel %d, n_past %d, %d rows (Hq %d, Hkv %d, blocks of %d)",
                                                 (int)kinds[k], sv->n_past, sv->n_new, Hq, Hkv, f->bs);
@@ -1382,9 +1440,21 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
         CK(cudaMemset(d_out, 0xff, no * 2));   /* NaN: a row left unwritten fails */
         CK(hk_attention_prefill(NULL, &a));
         CK(cudaDeviceSynchronize());
-        g_autofree float *got = kernel_out(c, d_out, no);
-        expect_close(what, got, ref, no, c->tol);
+        uns[k] = kernel_out(c, d_out, no);
+        expect_close(what, uns[k], ref, no, c->tol);
+        if (kinds[k] == HK_PREFILL_TEMPLATE) continue;
+        /* split-KV: one key tile a split (every item's last split its diagonal tile alone, where
+         * a warp may see none of its keys), 3 (an odd first tile: the other stage first), and
+         * HYOCR_PREFILL_SPLIT's default rule on this card (where the call is short of CTAs) */
+        int sms = 0;
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        int64_t key_tiles = 0;
+        for (int t = 0; t < n_tiles; t++) key_tiles += hk_prefill_key_tiles(sv->n_past, sv->n_new, Hq / Hkv, t, tr);
+        int lens[] = { 1, 3, hk_prefill_split_len((int64_t)n_tiles * Hkv, key_tiles * Hkv, sms, HK_PF_SPLIT_PER_SM) };
+        for (size_t li = 0; li < G_N_ELEMENTS(lens); li++)
+            if (lens[li]) prefill_split_check(c, &a, kinds[k], n_tiles, lens[li], sv, ref, uns[k], what);
     }
+    for (size_t k = 0; k < G_N_ELEMENTS(kinds); k++) g_free(uns[k]);
     cudaFree(d_seq);
     cudaFree(d_bt);
     cudaFree(d_tiles);
@@ -1444,6 +1514,14 @@ static void test_paged_prefill(gconstpointer data)
     hyocr_backend *t = hyocr_backend_cuda_init(&p, &err);
     g_assert_no_error(err);
     run_chunks(c, t, 16, 8, 16, 300, 129);
+    hyocr_backend_free(t);
+    /* HYOCR_PREFILL_SPLIT's backend: every chunk here is short of CTAs, so split (a short last
+     * chunk of 131 rows too); a group of 3 with blocks of 7 */
+    p = (hyocr_backend_params){ .dtype = c->dtype, .tuning.prefill_split = 1 };
+    t = hyocr_backend_cuda_init(&p, &err);
+    g_assert_no_error(err);
+    run_chunks(c, t, 16, 8, 16, 1155, 1024);
+    run_chunks(c, t, 6, 2, 7, 517, 200);
     hyocr_backend_free(t);
 }
 

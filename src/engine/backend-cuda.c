@@ -102,6 +102,7 @@ typedef struct {
     int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel); 2: its
                                      * warp-specialised variant (HYOCR_VIS_WS=1) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
+    int              pf_split;      /* split-KV prefill's CTAs an SM (HYOCR_PREFILL_SPLIT); 0: never split */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -1026,15 +1027,46 @@ static bool cuda_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int
  * block each for the block kernel (as bound steps have them). */
 typedef struct {
     GArray *seqs, *bt, *row_seq, *tiles, *splits, *blocks;
-    int     total_rows, parts, dec_rows, split_len, block_ctx;
+    GArray *pf_splits, *pf_merges;   /* split-KV prefill (pf_split_len > 0) instead of tiles */
+    int     total_rows, parts, dec_rows, split_len, block_ctx, pf_split_len;
     hk_prefill_kind prefill;   /* the kernel of this call's prefill tiles */
 } paged_plan;
 
 static void paged_plan_clear(paged_plan *p)
 {
-    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->splits, p->blocks };
+    GArray *a[] = { p->seqs, p->bt, p->row_seq, p->tiles, p->splits, p->blocks, p->pf_splits, p->pf_merges };
     for (size_t i = 0; i < G_N_ELEMENTS(a); i++)
         if (a[i]) g_array_free(a[i], TRUE);
+}
+
+/* Whether this call's prefill items are split (pf_split_len: key tiles a split; the call
+ * then runs the largest k_prefill variant, as the splits make the CTAs it lacked). */
+static void pf_split_plan(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int G,
+                          int Hkv)
+{
+    p->pf_split_len = 0;
+    if (!cb->pf_split || cb->prefill == HK_PREFILL_TEMPLATE) return;
+    int tr = hk_prefill_tile_rows(cb->prefill);
+    int64_t items = 0, key_tiles = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        if (seqs[s].n_new < 2) continue;
+        int n = (seqs[s].n_new * G + tr - 1) / tr;
+        items += n;
+        for (int t = 0; t < n; t++) key_tiles += hk_prefill_key_tiles(seqs[s].n_past, seqs[s].n_new, G, t, tr);
+    }
+    p->pf_split_len = hk_prefill_split_len(items * Hkv, key_tiles * Hkv, cb->sm_count, cb->pf_split);
+    if (p->pf_split_len) p->prefill = cb->prefill;
+}
+
+/* Appends the splits of item (seq, tile) and, where it has several, its merge. */
+static void pf_split_item(paged_plan *p, int seq, int tile, int key_tiles)
+{
+    guint at = p->pf_splits->len;
+    g_array_set_size(p->pf_splits, at + (guint)((key_tiles + p->pf_split_len - 1) / p->pf_split_len));
+    int4 merge;
+    if (hk_prefill_splits(&g_array_index(p->pf_splits, int4, at), &merge, seq, tile, key_tiles, p->pf_split_len,
+                          (int)at) > 1)
+        g_array_append_val(p->pf_merges, merge);
 }
 
 static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int bs,
@@ -1046,6 +1078,8 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
     p->tiles = g_array_new(FALSE, FALSE, sizeof(int32_t) * 2);
     p->splits = g_array_new(FALSE, FALSE, sizeof(hk_split));
     p->blocks = g_array_new(FALSE, FALSE, sizeof(hk_block));
+    p->pf_splits = g_array_new(FALSE, FALSE, sizeof(int32_t) * 4);
+    p->pf_merges = g_array_new(FALSE, FALSE, sizeof(int32_t) * 4);
     const bool as_blocks = cb->invariant && cb->verify_kernel && D == 128 && hk_verify_fits(1, Hq, Hkv, D);
     int64_t dec_ctx = 0;
     int dec = 0;
@@ -1057,6 +1091,7 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
     for (int s = 0; s < n_seqs; s++)
         if (seqs[s].n_new > 1) tiles128 += ((int64_t)seqs[s].n_new * G + 127) / 128;
     p->prefill = hk_prefill_for_call(cb->prefill, tiles128, Hkv, cb->sm_count);
+    pf_split_plan(cb, p, seqs, n_seqs, G, Hkv);
     for (int s = 0; s < n_seqs; s++) {
         const hyocr_seq_view *sv = &seqs[s];
         int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
@@ -1067,7 +1102,9 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
         if (sv->n_new > 1) {
             /* causal: the last tiles see the most keys; launched first, they do not trail the grid */
             int tr = hk_prefill_tile_rows(p->prefill), n_tiles = (sv->n_new * G + tr - 1) / tr;
-            for (int t = n_tiles - 1; t >= 0; t--) g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
+            for (int t = n_tiles - 1; t >= 0; t--)
+                if (p->pf_split_len) pf_split_item(p, s, t, hk_prefill_key_tiles(sv->n_past, sv->n_new, G, t, tr));
+                else g_array_append_vals(p->tiles, (int32_t[]){ s, t }, 1);
         } else if (sv->n_new == 1 && as_blocks) {
             hk_block b = { row, 1, sv->n_past, hs.bt_off };
             g_array_append_val(p->blocks, b);
@@ -1207,10 +1244,16 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
     size_t o_tiles = meta_add(&mp, pp.tiles->data, pp.tiles->len * sizeof(int32_t) * 2);
     size_t o_splits = meta_add(&mp, pp.splits->data, pp.splits->len * sizeof(hk_split));
     size_t o_blk = meta_add(&mp, pp.blocks->data, pp.blocks->len * sizeof(hk_block));
-    const int n_blocks = (int)pp.blocks->len;
+    size_t o_pfs = meta_add(&mp, pp.pf_splits->data, pp.pf_splits->len * sizeof(int4));
+    size_t o_pfm = meta_add(&mp, pp.pf_merges->data, pp.pf_merges->len * sizeof(int4));
+    const int n_blocks = (int)pp.blocks->len, n_pfs = (int)pp.pf_splits->len;
     size_t vparts = n_blocks ? hk_verify_part_floats(pp.block_ctx, n_blocks, Hq, Hkv, D) : 0;
+    /* the split prefill's partials share the decode partials' scratch: the merge is done
+     * reading them before the decode kernel of the same call writes its own */
+    size_t pfparts = pp.pf_merges->len ? hk_prefill_part_floats(pp.prefill, n_pfs, Hkv) : 0;
     bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) && decode_scratch(cb, &pp, Hq, Hkv, D, error) &&
-              (!vparts || scratch_need(cb, &cb->part, vparts * sizeof(float), error));
+              (!vparts || scratch_need(cb, &cb->part, vparts * sizeof(float), error)) &&
+              (!pfparts || scratch_need(cb, &cb->part, pfparts * sizeof(float), error));
     g_byte_array_free(mp.b, TRUE);
     if (ok) {
         hk_paged_args a = {
@@ -1219,11 +1262,13 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .seqs = meta_ptr(cb, o_seqs), .n_seqs = n_seqs, .block_tables = meta_ptr(cb, o_bt),
             .row_seq = meta_ptr(cb, o_rs), .total_rows = pp.total_rows,
             .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len, .prefill = pp.prefill,
+            .pf_splits = meta_ptr(cb, o_pfs), .n_pf_splits = n_pfs, .pf_merges = meta_ptr(cb, o_pfm),
+            .n_pf_merges = (int)pp.pf_merges->len, .pf_part = cb->part.ptr,
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
             .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
             .split_max = pp.split_len,
-            .decode_kv_write = pp.tiles->len == 0 && pp.blocks->len == 0 && !views_share(seqs, n_seqs),
+            .decode_kv_write = pp.tiles->len == 0 && n_pfs == 0 && pp.blocks->len == 0 && !views_share(seqs, n_seqs),
             .decode_stages = decode_stages_for(cb, pp.dec_rows), .decode_heads_first = cb->decode_hf,
         };
         /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
@@ -1932,6 +1977,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma ? (t->vis_ws ? 2 : 1) : 0;
     cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
+    cb->pf_split = t->prefill_split == 1 ? HK_PF_SPLIT_PER_SM : MIN(t->prefill_split, 64);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

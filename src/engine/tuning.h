@@ -44,6 +44,9 @@ typedef struct {
                                    * (k_vis_ws) instead of k_vis_wg, where wgmma is used */
     bool         prefill_template; /* HYOCR_PREFILL_TEMPLATE: the prefill's paged attention by the 64-row
                                     * template, not k_prefill */
+    int          prefill_split;   /* HYOCR_PREFILL_SPLIT: k_prefill calls short of CTAs split each item's keys
+                                   * (split-KV); 1 = on at the default CTAs an SM, N > 1 = about N CTAs an
+                                   * SM; 0 = off (the default until measured) */
     hyocr_switch invariant;       /* HYOCR_INVARIANT: CUDA decode rows computed alike whatever the step's
                                    * rows (speculation's verify rows then equal plain decoding's) */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
