@@ -585,7 +585,8 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
         a.splits = p->pf_splits;
         a.merges = p->pf_merges;
         a.part = p->pf_part;
-        a.part_ml = p->pf_part + hk_prefill_part_floats(p->prefill, p->n_pf_splits, p->Hkv) / (PF_D + 2) * PF_D;
+        if (p->pf_part)   /* none where no item has several splits: every split writes its output */
+            a.part_ml = p->pf_part + hk_prefill_part_floats(p->prefill, p->n_pf_splits, p->Hkv) / (PF_D + 2) * PF_D;
         switch (p->prefill) {
         case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2, true>(s, a, p->n_pf_splits, p->n_pf_merges);
         case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1, true>(s, a, p->n_pf_splits, p->n_pf_merges);
@@ -662,7 +663,7 @@ int hk_prefill_split_len(int64_t ctas, int64_t key_tiles, int sm_count, int per_
     int64_t sm = sm_count > 0 ? sm_count : 80, want = (int64_t)per_sm * sm;
     if (per_sm <= 0 || ctas >= HK_PF_SPLIT_BELOW * sm) return 0;
     int64_t len = (key_tiles + want - 1) / want;
-    return (int)(len < HK_PF_SPLIT_MIN_TILES ? HK_PF_SPLIT_MIN_TILES : len > INT_MAX ? INT_MAX : len);
+    return (int)(len < HK_PF_SPLIT_MIN_TILES ? HK_PF_SPLIT_MIN_TILES : len > (1 << 20) ? (1 << 20) : len);   /* no sum of tiles overflows */
 }
 
 int hk_prefill_splits(int4 *splits, int4 *merge, int seq, int tile, int key_tiles, int split_len, int part0)

@@ -1462,6 +1462,52 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
 }
 #endif
 
+#if HYOCR_HAVE_CUDA
+/* The split-KV prefill's plan (host only, no device needed): the rule on the 2048² page's
+ * calls on an H200's 132 SMs, and every item's splits covering its key tiles exactly,
+ * balanced, with a merge entry where there are several. */
+static void test_prefill_split_plan(void)
+{
+    const int sms = 132, per_sm = HK_PF_SPLIT_PER_SM, tr = hk_prefill_tile_rows(HK_PREFILL_W4M2);
+    /* 4191 rows in one call: 66 items × 8 KV heads = 528 CTAs, enough: unsplit */
+    g_assert_cmpint(hk_prefill_split_len(66 * 8, 100000, sms, per_sm), ==, 0);
+    g_assert_cmpint(hk_prefill_split_len(16 * 8, 904 * 8, sms, 0), ==, 0);   /* the switch off */
+    /* 1024 rows at n_past 3072 (G 2): item t sees 3072 + 64·t + 64 keys, 49 + t tiles; 904 in
+     * all × 8 heads over 4 × 132 CTAs: 14 tiles a split */
+    int64_t kt = 0;
+    for (int t = 0; t < 16; t++) {
+        g_assert_cmpint(hk_prefill_key_tiles(3072, 1024, 2, t, tr), ==, 49 + t);
+        kt += hk_prefill_key_tiles(3072, 1024, 2, t, tr);
+    }
+    g_assert_cmpint(hk_prefill_split_len(16 * 8, kt * 8, sms, per_sm), ==, 14);
+    /* the short last chunk, 95 rows at 4096: 2 items of 65 and 66 tiles, 24 CTAs; at least
+     * HK_PF_SPLIT_MIN_TILES a split */
+    g_assert_cmpint(hk_prefill_key_tiles(4096, 95, 2, 0, tr), ==, 65);
+    g_assert_cmpint(hk_prefill_key_tiles(4096, 95, 2, 1, tr), ==, 66);
+    g_assert_cmpint(hk_prefill_split_len(2 * 8, 131 * 8, sms, per_sm), ==, HK_PF_SPLIT_MIN_TILES);
+    g_assert_cmpint(hk_prefill_key_tiles(400, 117, 3, 5, 64), ==, 9);   /* 351 rows of a group of 3: 517 keys */
+    for (int tiles = 1; tiles <= 70; tiles++)
+        for (int len = 1; len <= 9; len++) {
+            int4 sp[70], mg = { -1, -1, -1, -1 };
+            int n = hk_prefill_splits(sp, &mg, 3, 5, tiles, len, 11);
+            g_assert_cmpint(n, ==, (tiles + len - 1) / len);
+            int lo = INT_MAX, hi = 0;
+            for (int i = 0; i < n; i++) {
+                g_assert_cmpint(sp[i].x, ==, 3);
+                g_assert_cmpint(sp[i].y, ==, 5);
+                g_assert_cmpint(sp[i].z, ==, i ? sp[i - 1].w : 0);
+                lo = MIN(lo, sp[i].w - sp[i].z);
+                hi = MAX(hi, sp[i].w - sp[i].z);
+            }
+            g_assert_cmpint(sp[n - 1].w, ==, tiles);
+            g_assert_cmpint(lo, >=, 1);
+            g_assert_cmpint(hi, <=, MIN(len, lo + 1));
+            if (n > 1) g_assert_true(mg.x == 3 && mg.y == 5 && mg.z == 11 && mg.w == n);
+            else g_assert_cmpint(mg.x, ==, -1);
+        }
+}
+#endif
+
 /* A prompt of `total` tokens in calls of `chunk` rows (the engine's prefill chunks: n_past > 0
  * from the second call on, the last call short), each through the backend against the CPU;
  * the last also by every prefill kernel directly. */
@@ -2520,6 +2566,9 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/backend-cuda/init", test_init);
+#if HYOCR_HAVE_CUDA
+    g_test_add_func("/backend-cuda/prefill_split_plan", test_prefill_split_plan);
+#endif
     const dt_case *cases[] = { &F16, &BF16 };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         const dt_case *c = cases[i];
