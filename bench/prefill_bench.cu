@@ -75,12 +75,13 @@ static void split_init(call &c, int k, int tr, int n)
         int kt = hk_prefill_key_tiles(c.n_past, c.n_new, G, i, tr), at = (int)sp.size();
         int4 m;
         sp.resize(at + (kt + len - 1) / len);
-        if (hk_prefill_splits(&sp[at], &m, 0, i, kt, len, at) > 1) mg.push_back(m);
+        hk_prefill_splits(&sp[at], &m, 0, i, kt, len, at);
+        mg.push_back(m);
     }
     CK(cudaMalloc(&c.splits[k], sp.size() * sizeof(int4)));
     CK(cudaMemcpy(c.splits[k], sp.data(), sp.size() * sizeof(int4), cudaMemcpyHostToDevice));
-    CK(cudaMalloc(&c.merges[k], (mg.size() + 1) * sizeof(int4)));
-    if (mg.size()) CK(cudaMemcpy(c.merges[k], mg.data(), mg.size() * sizeof(int4), cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&c.merges[k], mg.size() * sizeof(int4)));
+    CK(cudaMemcpy(c.merges[k], mg.data(), mg.size() * sizeof(int4), cudaMemcpyHostToDevice));
     CK(cudaMalloc(&c.part[k], hk_prefill_part_floats(K[k].kind, (int)sp.size(), HKV) * sizeof(float)));
     c.n_splits[k] = (int)sp.size();
     c.n_merges[k] = (int)mg.size();

@@ -335,20 +335,23 @@ __device__ __forceinline__ void pf_softmax(float (*sc)[PF_BN / 8][4], float (*o)
 }
 
 /* A split's partial: row r (of the CTA's BM) at slot · BM + r, o as fp32, (m, l) beside it.
- * rl0: this lane's h = 0 row of block 0, rows from n_rows on are past the sequence. */
+ * fr0: this lane's h = 0 row of block 0 (flattened), rows from flat on are past the sequence;
+ * the CTA's rows from its thread index (nothing more held live through the loop: W4 MW2
+ * spilled on sm_80 otherwise). */
 template <int MW, int BM>
 __device__ __forceinline__ void pf_store_part(const FaArgs &a, size_t slot, float (*o)[PF_D / 8][4],
-                                              float (*m)[2], float (*l)[2], int rl0, int n_rows, int tig)
+                                              float (*m)[2], float (*l)[2], int fr0, int flat, int tig)
 {
     float *acc = a.part + slot * BM * PF_D;
     float2 *ml = (float2 *)a.part_ml + slot * BM;
+    const int rl0 = (threadIdx.x >> 5) * 16 * MW + ((threadIdx.x & 31) >> 2);
 #pragma unroll
     for (int w = 0; w < MW; w++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             float sum = hk_quad_sum(l[w][h]);
             int r = rl0 + w * 16 + 8 * h;
-            if (r >= n_rows) continue;
+            if (fr0 + w * 16 + 8 * h >= flat) continue;
             float2 *d = (float2 *)(acc + (size_t)r * PF_D + 2 * tig);
 #pragma unroll
             for (int dt = 0; dt < PF_D / 8; dt++) d[dt * 4] = make_float2(o[w][dt][2 * h], o[w][dt][2 * h + 1]);
@@ -358,9 +361,9 @@ __device__ __forceinline__ void pf_store_part(const FaArgs &a, size_t slot, floa
 
 /* CTA = one item (a sequence's BM flattened (position, group head) rows) of one KV head.
  * SPLIT (a.splits, flash-decoding for prefill): the CTA sees only the key tiles
- * [kt0, kt1) of its item and, unless that is all of them, leaves its rows' unnormalised
- * partial (fp32 o, the raw max m and the sum l) in slot split · Hkv + KV head for
- * k_prefill_merge. The causal mask and the skips are the same: a split's rows may see
+ * [kt0, kt1) of its item and leaves its rows' unnormalised partial (fp32 o, the raw max m
+ * and the sum l) in slot split · Hkv + KV head for k_prefill_merge — an item's only split
+ * too: with a second way to store its output, W4 MW2 spilled 40 bytes on sm_80. The causal mask and the skips are the same: a split's rows may see
  * none of its keys (m stays −1e30, l 0: weight zero in the merge); the first split holds
  * key 0, which every row sees. */
 template <typename T, int W, int MW, bool SPLIT>
@@ -390,9 +393,11 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
         const T *src = (const T *)a.q + (size_t)(s.row0 + pos) * a.q_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
         cp16(sQ + r * PF_DS + ch * 8, src + ch * 8, r0 + r < flat);
     }
-    const int n_tiles = (n_keys + PF_BN - 1) / PF_BN;
-    const int j0 = wk.z, j1 = min(wk.w, n_tiles);   /* unsplit: 0, n_tiles */
-    pf_load_kv<T, S::NT>(sKV, sKV + S::TILE, a, s.bt_off, kvh, j0 * PF_BN, n_keys);
+    const int j0 = wk.z, n_tiles = min((n_keys + PF_BN - 1) / PF_BN, wk.w);   /* unsplit: 0, all */
+    {
+        T *st = sKV + (j0 & 1) * 2 * S::TILE;   /* tile j in stage j & 1 */
+        pf_load_kv<T, S::NT>(st, st + S::TILE, a, s.bt_off, kvh, j0 * PF_BN, n_keys);
+    }
     cp_commit();
 
     /* this warp's rows: flattened fw0 .. fw0 + 16·MW − 1; keys past hi are masked for all of
@@ -410,17 +415,17 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
         l[w][0] = l[w][1] = 0.0f;
     }
 
-    for (int j = j0; j < j1; j++) {
+    for (int j = j0; j < n_tiles; j++) {
         cp_wait<0>();      /* tile j (and Q) landed */
         __syncthreads();   /* for every warp; and every warp is done with tile j − 1's stage */
-        if (j + 1 < j1) {
-            T *nK = sKV + ((j + 1 - j0) & 1) * 2 * S::TILE;
+        if (j + 1 < n_tiles) {
+            T *nK = sKV + ((j + 1) & 1) * 2 * S::TILE;
             pf_load_kv<T, S::NT>(nK, nK + S::TILE, a, s.bt_off, kvh, (j + 1) * PF_BN, n_keys);
         }
         cp_commit();
         const int key0 = j * PF_BN;
         if (key0 > hi) continue;   /* warp-uniform: every row of the warp is done */
-        const T *sK = sKV + ((j - j0) & 1) * 2 * S::TILE, *sV = sK + S::TILE;
+        const T *sK = sKV + (j & 1) * 2 * S::TILE, *sV = sK + S::TILE;
         float sc[MW][PF_BN / 8][4];
         pf_qk<T, MW>(sc, sQ + warp * 16 * MW * PF_DS, sK, lane);
         if (key0 + PF_BN - 1 > lo)
@@ -430,57 +435,61 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
         hk_pv<T, MW, PF_BN, PF_D, PF_DS>(o, sc, sV, lane);
     }
 
-    if (SPLIT && (j0 > 0 || j1 < n_tiles)) {
-        pf_store_part<MW, S::BM>(a, (size_t)item * a.Hkv + kvh, o, m, l, fr0 - r0, flat - r0, tig);
-        return;
+    if (SPLIT) {   /* slot split · Hkv + KV head: the block index */
+        pf_store_part<MW, S::BM>(a, blockIdx.x, o, m, l, fr0, flat, tig);
+    } else {
+#pragma unroll
+        for (int w = 0; w < MW; w++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float sum = hk_quad_sum(l[w][h]);
+                int fr = fr0 + w * 16 + 8 * h;
+                if (fr >= flat) continue;
+                int pos = fr / G;
+                T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
+                hk_store_row<T, PF_D>(dst, o[w], h, 1.0f / sum, tig);
+            }
     }
-#pragma unroll
-    for (int w = 0; w < MW; w++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float sum = hk_quad_sum(l[w][h]);
-            int fr = fr0 + w * 16 + 8 * h;
-            if (fr >= flat) continue;
-            int pos = fr / G;
-            T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
-            hk_store_row<T, PF_D>(dst, o[w], h, 1.0f / sum, tig);
-        }
 #endif
 }
 
 /* The split items' outputs: o = Σ 2^((m_s − M)·c)·o_s / Σ 2^((m_s − M)·c)·l_s over the item's
- * splits s (M their largest m), in fp32. CTA = one merge entry of one KV head; a warp a row,
- * 4 dims a lane. */
+ * splits s (M their largest m), in fp32. A warp a row, 4 dims a lane; CTA (x: merge entry ·
+ * Hkv + KV head, y: 4 of its rows): one CTA per item and head would leave each warp a chain of
+ * BM / 4 rows of dependent L2 reads. */
 template <typename T, int BM>
 __global__ void __launch_bounds__(128) k_prefill_merge(FaArgs a)
 {
     const int e = blockIdx.x / a.Hkv, kvh = blockIdx.x - e * a.Hkv, lane = threadIdx.x & 31;
+    const int r = blockIdx.y * 4 + (threadIdx.x >> 5);
     const int4 mg = a.merges[e];   /* seq, tile, first split, splits */
     const hk_seq s = a.seqs[mg.x];
-    const int G = a.G, r0 = mg.y * BM, n_rows = min(BM, s.n_new * G - r0);
+    const int G = a.G, fr = mg.y * BM + r;
+    if (fr >= s.n_new * G) return;
     const float c = a.scale_log2;
-    for (int r = threadIdx.x >> 5; r < n_rows; r += 4) {
-        const size_t slot0 = (size_t)mg.z * a.Hkv + kvh;
-        float mx = -INFINITY;
-        for (int p = 0; p < mg.w; p++) mx = fmaxf(mx, a.part_ml[((slot0 + (size_t)p * a.Hkv) * BM + r) * 2]);
-        float sum = 0.0f;
-        float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        for (int p = 0; p < mg.w; p++) {
-            size_t slot = slot0 + (size_t)p * a.Hkv;
-            float2 ml = ((const float2 *)a.part_ml)[slot * BM + r];
-            float wt = exp2f((ml.x - mx) * c);
-            float4 v = ((const float4 *)(a.part + (slot * BM + r) * PF_D))[lane];
-            sum += wt * ml.y;
-            acc.x += wt * v.x;
-            acc.y += wt * v.y;
-            acc.z += wt * v.z;
-            acc.w += wt * v.w;
-        }
-        float inv = 1.0f / sum;
-        int fr = r0 + r, pos = fr / G;
-        T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D + 4 * lane;
-        *(uint2 *)dst = make_uint2(pack2<T>(acc.x * inv, acc.y * inv), pack2<T>(acc.z * inv, acc.w * inv));
+    const float2 *ml = (const float2 *)a.part_ml + ((size_t)mg.z * a.Hkv + kvh) * BM + r;   /* step Hkv · BM */
+    const float4 *acc = (const float4 *)a.part + (((size_t)mg.z * a.Hkv + kvh) * BM + r) * (PF_D / 4) + lane;
+    const size_t step = (size_t)a.Hkv * BM;
+    float mx = -INFINITY;
+#pragma unroll 4
+    for (int p = 0; p < mg.w; p++) mx = fmaxf(mx, ml[p * step].x);
+    float sum = 0.0f;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+    for (int p = 0; p < mg.w; p++) {
+        float2 v = ml[p * step];
+        float4 x = acc[p * step * (PF_D / 4)];
+        float wt = exp2f((v.x - mx) * c);
+        sum += wt * v.y;
+        o.x += wt * x.x;
+        o.y += wt * x.y;
+        o.z += wt * x.z;
+        o.w += wt * x.w;
     }
+    float inv = 1.0f / sum;
+    int pos = fr / G;
+    T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D + 4 * lane;
+    *(uint2 *)dst = make_uint2(pack2<T>(o.x * inv, o.y * inv), pack2<T>(o.z * inv, o.w * inv));
 }
 
 /* ---- KV write: one block per new row, 16-byte chunks of k|v ---- */
@@ -547,8 +556,8 @@ static cudaError_t full_t(cudaStream_t s, void *out, const void *qkv, int n, int
     return cudaErrorInvalidValue;
 }
 
-/* The shared-memory attribute is set once per variant and device. Split mode (n_merges ≥ 0):
- * n_items splits, then the merge of the n_merges items that have several. */
+/* The shared-memory attribute is set once per variant and device. SPLIT: n_items splits, then
+ * the merge of their n_merges items. */
 template <typename T, int W, int MW, bool SPLIT>
 static cudaError_t launch_prefill(cudaStream_t s, const FaArgs &a, int n_items, int n_merges)
 {
@@ -565,9 +574,9 @@ static cudaError_t launch_prefill(cudaStream_t s, const FaArgs &a, int n_items, 
         ready[dev] = true;
     }
     k_prefill<T, W, MW, SPLIT><<<(unsigned)n_items * (unsigned)a.Hkv, S::NT, S::SMEM, s>>>(a);
-    if (SPLIT && n_merges > 0) {
+    if (SPLIT) {
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        k_prefill_merge<T, S::BM><<<(unsigned)n_merges * (unsigned)a.Hkv, 128, 0, s>>>(a);
+        k_prefill_merge<T, S::BM><<<dim3((unsigned)n_merges * (unsigned)a.Hkv, S::BM / 4), 128, 0, s>>>(a);
     }
     return cudaGetLastError();
 }
@@ -585,8 +594,7 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
         a.splits = p->pf_splits;
         a.merges = p->pf_merges;
         a.part = p->pf_part;
-        if (p->pf_part)   /* none where no item has several splits: every split writes its output */
-            a.part_ml = p->pf_part + hk_prefill_part_floats(p->prefill, p->n_pf_splits, p->Hkv) / (PF_D + 2) * PF_D;
+        a.part_ml = p->pf_part + hk_prefill_part_floats(p->prefill, p->n_pf_splits, p->Hkv) / (PF_D + 2) * PF_D;
         switch (p->prefill) {
         case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2, true>(s, a, p->n_pf_splits, p->n_pf_merges);
         case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1, true>(s, a, p->n_pf_splits, p->n_pf_merges);
@@ -671,7 +679,7 @@ int hk_prefill_splits(int4 *splits, int4 *merge, int seq, int tile, int key_tile
     int n = (key_tiles + split_len - 1) / split_len;
     for (int i = 0; i < n; i++)   /* balanced: lengths differ by one tile at most */
         splits[i] = make_int4(seq, tile, (int)((int64_t)key_tiles * i / n), (int)((int64_t)key_tiles * (i + 1) / n));
-    if (n > 1) *merge = make_int4(seq, tile, part0, n);
+    *merge = make_int4(seq, tile, part0, n);
     return n;
 }
 

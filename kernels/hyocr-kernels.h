@@ -81,7 +81,7 @@ typedef struct {
     hk_prefill_kind prefill;
     /* Split mode (k_prefill variants only; n_pf_splits > 0: tiles unused): each item's key
      * tiles in splits (hk_prefill_splits: seq, tile, first key tile, end key tile; an item's
-     * splits adjacent), the items of several splits to merge (seq, tile, first split, splits),
+     * splits adjacent), every item's merge (seq, tile, first split, splits),
      * and the partials' scratch (hk_prefill_part_floats floats). */
     const int4    *pf_splits;
     int            n_pf_splits;
@@ -199,7 +199,7 @@ hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, i
  * its Q load and its fp32 partial) — and a merge kernel combines the partials.
  * hk_prefill_key_tiles: the 64-key tiles the rows of one item see. hk_prefill_split_len: key
  * tiles per split, 0 = run unsplit. hk_prefill_splits: appends an item's splits (returns how
- * many) and, where several, sets *merge (part0: the index of its first split). */
+ * many) and sets its *merge (part0: the index of its first split), one split or several. */
 #define HK_PF_SPLIT_BELOW 4
 #define HK_PF_SPLIT_MIN_TILES 4
 #define HK_PF_SPLIT_PER_SM 4

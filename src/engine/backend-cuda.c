@@ -1054,19 +1054,19 @@ static void pf_split_plan(const cuda_backend *cb, paged_plan *p, const hyocr_seq
         items += n;
         for (int t = 0; t < n; t++) key_tiles += hk_prefill_key_tiles(seqs[s].n_past, seqs[s].n_new, G, t, tr);
     }
+    if (!items) return;   /* decode rows only */
     p->pf_split_len = hk_prefill_split_len(items * Hkv, key_tiles * Hkv, cb->sm_count, cb->pf_split);
     if (p->pf_split_len) p->prefill = cb->prefill;
 }
 
-/* Appends the splits of item (seq, tile) and, where it has several, its merge. */
+/* Appends the splits of item (seq, tile) and its merge. */
 static void pf_split_item(paged_plan *p, int seq, int tile, int key_tiles)
 {
     guint at = p->pf_splits->len;
     g_array_set_size(p->pf_splits, at + (guint)((key_tiles + p->pf_split_len - 1) / p->pf_split_len));
     int4 merge;
-    if (hk_prefill_splits(&g_array_index(p->pf_splits, int4, at), &merge, seq, tile, key_tiles, p->pf_split_len,
-                          (int)at) > 1)
-        g_array_append_val(p->pf_merges, merge);
+    hk_prefill_splits(&g_array_index(p->pf_splits, int4, at), &merge, seq, tile, key_tiles, p->pf_split_len, (int)at);
+    g_array_append_val(p->pf_merges, merge);
 }
 
 static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int bs,
@@ -1250,7 +1250,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
     size_t vparts = n_blocks ? hk_verify_part_floats(pp.block_ctx, n_blocks, Hq, Hkv, D) : 0;
     /* the split prefill's partials share the decode partials' scratch: the merge is done
      * reading them before the decode kernel of the same call writes its own */
-    size_t pfparts = pp.pf_merges->len ? hk_prefill_part_floats(pp.prefill, n_pfs, Hkv) : 0;
+    size_t pfparts = n_pfs ? hk_prefill_part_floats(pp.prefill, n_pfs, Hkv) : 0;
     bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) && decode_scratch(cb, &pp, Hq, Hkv, D, error) &&
               (!vparts || scratch_need(cb, &cb->part, vparts * sizeof(float), error)) &&
               (!pfparts || scratch_need(cb, &cb->part, pfparts * sizeof(float), error));
