@@ -1,8 +1,9 @@
 /* hyocr — the prefill's paged causal attention: the 64-row template (k_flash, the before)
  * against the k_prefill variants (attention-prefill.cu), unsplit and split-KV (each item's keys
  * over several CTAs, then k_prefill_merge: HYOCR_PREFILL_SPLIT's mode at N CTAs an SM, "s N";
- * where the engine's rule leaves a call unsplit, as the 4191-row one, the row runs it
- * unsplit and its µs carry a '*'), on the text model's shapes (16 q heads,
+ * partials within HK_PF_SPLIT_PART_MAX, or the MiB a row's name gives ("big": no bound); where
+ * the rule leaves a call unsplit, as the 4191-row one, the row runs it unsplit and its µs carry
+ * a '*'; "part MiB": its fp32 partials), on the text model's shapes (16 q heads,
  * 8 KV heads, head dim 128, fp16, KV blocks of 16 tokens scattered over the cache) and the
  * engine's calls: a 2048² page's 4191-token prompt in chunks of 1024 rows (n_past 0, 1024,
  * 2048, 3072, 4096), a 4096² page's 16543 tokens in chunks of 1024, and 4191 rows in one call.
@@ -36,13 +37,15 @@ template <typename T> static __global__ void k_fill(T *p, size_t n, uint32_t see
     }
 }
 
-/* per_sm > 0: split mode at about per_sm CTAs an SM; unsplit: the row of index base */
-struct kernel_row { const char *name; hk_prefill_kind kind; int per_sm, base; };
+/* per_sm > 0: split mode at about per_sm CTAs an SM, partials within part_mib MiB (0: the
+ * engine's HK_PF_SPLIT_PART_MAX); unsplit: the row of index base */
+struct kernel_row { const char *name; hk_prefill_kind kind; int per_sm, base, part_mib; };
 static const kernel_row K[] = {
-    { "template", HK_PREFILL_TEMPLATE, 0, 0 }, { "W4 MW2", HK_PREFILL_W4M2, 0, 1 },
-    { "W4 MW1", HK_PREFILL_W4M1, 0, 2 },       { "MW2 s2", HK_PREFILL_W4M2, 2, 1 },
-    { "MW2 s4", HK_PREFILL_W4M2, 4, 1 },        { "MW2 s8", HK_PREFILL_W4M2, 8, 1 },
-    { "MW1 s4", HK_PREFILL_W4M1, 4, 2 },        { "MW1 s8", HK_PREFILL_W4M1, 8, 2 },
+    { "template", HK_PREFILL_TEMPLATE, 0, 0, 0 }, { "W4 MW2", HK_PREFILL_W4M2, 0, 1, 0 },
+    { "W4 MW1", HK_PREFILL_W4M1, 0, 2, 0 },       { "MW2 s2", HK_PREFILL_W4M2, 2, 1, 0 },
+    { "MW2 s4", HK_PREFILL_W4M2, 4, 1, 0 },        { "MW2 s8", HK_PREFILL_W4M2, 8, 1, 0 },
+    { "MW1 s4", HK_PREFILL_W4M1, 4, 2, 0 },        { "MW1 s8", HK_PREFILL_W4M1, 8, 2, 0 },
+    { "MW2 s8 9M", HK_PREFILL_W4M2, 8, 1, 9 },     { "MW2 s8 big", HK_PREFILL_W4M2, 8, 1, 1 << 20 },
 };
 #define NK (int)(sizeof K / sizeof K[0])
 static int g_sms;
@@ -64,8 +67,13 @@ static void split_init(call &c, int k, int tr, int n)
 {
     const int G = HQ / HKV;
     int64_t key_tiles = 0;
-    for (int i = 0; i < n; i++) key_tiles += hk_prefill_key_tiles(c.n_past, c.n_new, G, i, tr);
-    int len = hk_prefill_split_len((int64_t)n * HKV, key_tiles * HKV, g_sms, K[k].per_sm);
+    int max_tiles = 0;
+    for (int i = 0; i < n; i++) {
+        key_tiles += hk_prefill_key_tiles(c.n_past, c.n_new, G, i, tr);
+        max_tiles = std::max(max_tiles, hk_prefill_key_tiles(c.n_past, c.n_new, G, i, tr));
+    }
+    size_t cap = K[k].part_mib ? (size_t)K[k].part_mib << 20 : HK_PF_SPLIT_PART_MAX;
+    int len = hk_prefill_split_len(K[k].kind, n, key_tiles, max_tiles, HKV, g_sms, K[k].per_sm, cap);
     c.splits[k] = c.merges[k] = NULL;
     c.part[k] = NULL;
     c.n_splits[k] = c.n_merges[k] = 0;
@@ -168,8 +176,8 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
                      T *const *out, T *kc, T *vc, int32_t *bt, bool chunked)
 {
     const float ulp = dt == HK_BF16 ? 1.0f / 128 : 1.0f / 1024;
-    printf("\n%s\n%-4s %6s %6s  %-8s %9s %6s %9s %9s %7s\n", title, "call", "n_past", "n_new", "kernel", "us", "TF/s",
-           "max|d|", "vs uns", "CTAs");
+    printf("\n%s\n%-4s %6s %6s  %-9s %9s %6s %9s %9s %7s %8s\n", title, "call", "n_past", "n_new", "kernel", "us",
+           "TF/s", "max|d|", "vs uns", "CTAs", "part MiB");
     double tot_us[NK] = { 0 }, tot_f = 0, worst[NK] = { 0 }, worst_uns[NK] = { 0 };
     bool ok = true;
     int n_past = 0;
@@ -182,7 +190,7 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
         double f = call_flops(c);
         tot_f += f;
         for (int k = 0; k < NK; k++) {   /* unsplit rows first: the split rows compare with them */
-            printf("%-4zu %6d %6d  %-8s", ci, c.n_past, c.n_new, K[k].name);
+            printf("%-4zu %6d %6d  %-9s", ci, c.n_past, c.n_new, K[k].name);
             if (!g_fits[k]) {
                 printf(" %9s\n", "-");
                 continue;
@@ -223,14 +231,15 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
             else printf(" %9s", "");
             if (K[k].per_sm && c.n_splits[k]) printf(" %8.2g%s", mu, pass_u ? " " : "!");
             else printf(" %9s", "");
-            printf(" %7d\n", (c.n_splits[k] ? c.n_splits[k] : c.n_tiles[k]) * HKV);
+            printf(" %7d %8.1f\n", (c.n_splits[k] ? c.n_splits[k] : c.n_tiles[k]) * HKV,
+                   hk_prefill_part_floats(K[k].kind, c.n_splits[k], HKV) * 4.0 / (1 << 20));
         }
         call_free(c);
         n_past += chunks[ci];
     }
     for (int k = 0; k < NK; k++) {
         if (!g_fits[k]) continue;
-        printf("total %-8s %9.1f us %5.0f TFLOP/s", K[k].name, tot_us[k], tot_f / tot_us[k] * 1e-6);
+        printf("total %-9s %9.1f us %5.0f TFLOP/s", K[k].name, tot_us[k], tot_f / tot_us[k] * 1e-6);
         if (k) printf("  %.2fx the template  max|d| %.2g", tot_us[0] / tot_us[k], worst[k]);
         if (K[k].per_sm) printf("  %.2fx unsplit  max|split - unsplit| %.2g", tot_us[K[k].base] / tot_us[k], worst_uns[k]);
         printf("\n");

@@ -666,12 +666,18 @@ int hk_prefill_key_tiles(int n_past, int n_new, int G, int tile, int tile_rows)
     return (n_past + last / G + 1 + PF_BN - 1) / PF_BN;
 }
 
-int hk_prefill_split_len(int64_t ctas, int64_t key_tiles, int sm_count, int per_sm)
+int hk_prefill_split_len(hk_prefill_kind k, int64_t items, int64_t key_tiles, int max_tiles, int Hkv, int sm_count,
+                         int per_sm, size_t part_max)
 {
     int64_t sm = sm_count > 0 ? sm_count : 80, want = (int64_t)per_sm * sm;
-    if (per_sm <= 0 || ctas >= HK_PF_SPLIT_BELOW * sm) return 0;
-    int64_t len = (key_tiles + want - 1) / want;
-    return (int)(len < HK_PF_SPLIT_MIN_TILES ? HK_PF_SPLIT_MIN_TILES : len > (1 << 20) ? (1 << 20) : len);   /* no sum of tiles overflows */
+    if (per_sm <= 0 || items <= 0 || k == HK_PREFILL_TEMPLATE || items * Hkv >= HK_PF_SPLIT_BELOW * sm) return 0;
+    int64_t len = (key_tiles * Hkv + want - 1) / want;
+    len = len < HK_PF_SPLIT_MIN_TILES ? HK_PF_SPLIT_MIN_TILES : len;
+    /* Σ ⌈tiles / len⌉ ≤ key_tiles / len + items splits of an item's rows over every KV head */
+    int64_t fit = (int64_t)(part_max / (hk_prefill_part_floats(k, 1, Hkv) * sizeof(float))) - items;
+    if (fit <= 0) return 0;
+    if (len < (key_tiles + fit - 1) / fit) len = (key_tiles + fit - 1) / fit;
+    return len >= max_tiles ? 0 : (int)len;   /* no item would have two */
 }
 
 int hk_prefill_splits(int4 *splits, int4 *merge, int seq, int tile, int key_tiles, int split_len, int part0)

@@ -197,14 +197,23 @@ hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, i
  * go to CTAs of about the same length — the call's key tiles (summed over items and KV
  * heads) over per_sm CTAs an SM, never under HK_PF_SPLIT_MIN_TILES (a split's fixed cost:
  * its Q load and its fp32 partial) — and a merge kernel combines the partials.
+ * The partials (hk_prefill_part_floats: BM rows × (D + 2) floats a split and KV head, 532 KB
+ * an item's split over 8 heads with W4 MW2) stay within part_max bytes, HK_PF_SPLIT_PART_MAX
+ * in the engine: longer splits where the rule's would not fit, none where not even one split
+ * an item fits. The scratch they share with the decode partials is outside the memory plan's
+ * HYOCR_MEMPLAN_CUDA_BACKEND (4 MiB of metadata and decode partials): switching the mode on
+ * by default means adding 1.25 × HK_PF_SPLIT_PART_MAX there (scratch grows by a quarter).
  * hk_prefill_key_tiles: the 64-key tiles the rows of one item see. hk_prefill_split_len: key
- * tiles per split, 0 = run unsplit. hk_prefill_splits: appends an item's splits (returns how
- * many) and sets its *merge (part0: the index of its first split), one split or several. */
+ * tiles per split for a call of items items seeing key_tiles tiles in all, the most max_tiles;
+ * 0 = run unsplit. hk_prefill_splits: appends an item's splits (returns how many) and sets its
+ * *merge (part0: the index of its first split), one split or several. */
 #define HK_PF_SPLIT_BELOW 4
 #define HK_PF_SPLIT_MIN_TILES 4
 #define HK_PF_SPLIT_PER_SM 4
+#define HK_PF_SPLIT_PART_MAX ((size_t)32 << 20)
 int    hk_prefill_key_tiles(int n_past, int n_new, int G, int tile, int tile_rows);
-int    hk_prefill_split_len(int64_t ctas, int64_t key_tiles, int sm_count, int per_sm);
+int    hk_prefill_split_len(hk_prefill_kind k, int64_t items, int64_t key_tiles, int max_tiles, int Hkv, int sm_count,
+                            int per_sm, size_t part_max);
 int    hk_prefill_splits(int4 *splits, int4 *merge, int seq, int tile, int key_tiles, int split_len, int part0);
 size_t hk_prefill_part_floats(hk_prefill_kind k, int n_splits, int Hkv);
 /* Any head dim ≤ 256 (warp per row × head; for shapes the fast kernels do not take; attention-generic.cu). */

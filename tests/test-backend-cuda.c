@@ -1449,8 +1449,13 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
         int sms = 0;
         CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         int64_t key_tiles = 0;
-        for (int t = 0; t < n_tiles; t++) key_tiles += hk_prefill_key_tiles(sv->n_past, sv->n_new, Hq / Hkv, t, tr);
-        int lens[] = { 1, 3, hk_prefill_split_len((int64_t)n_tiles * Hkv, key_tiles * Hkv, sms, HK_PF_SPLIT_PER_SM) };
+        int max_tiles = 0;
+        for (int t = 0; t < n_tiles; t++) {
+            key_tiles += hk_prefill_key_tiles(sv->n_past, sv->n_new, Hq / Hkv, t, tr);
+            max_tiles = MAX(max_tiles, hk_prefill_key_tiles(sv->n_past, sv->n_new, Hq / Hkv, t, tr));
+        }
+        int lens[] = { 1, 3, hk_prefill_split_len(kinds[k], n_tiles, key_tiles, max_tiles, Hkv, sms, HK_PF_SPLIT_PER_SM,
+                                                  HK_PF_SPLIT_PART_MAX) };
         for (size_t li = 0; li < G_N_ELEMENTS(lens); li++)
             if (lens[li]) prefill_split_check(c, &a, kinds[k], n_tiles, lens[li], sv, ref, uns[k], what);
     }
@@ -1469,22 +1474,33 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
 static void test_prefill_split_plan(void)
 {
     const int sms = 132, per_sm = HK_PF_SPLIT_PER_SM, tr = hk_prefill_tile_rows(HK_PREFILL_W4M2);
-    /* 4191 rows in one call: 66 items × 8 KV heads = 528 CTAs, enough: unsplit */
-    g_assert_cmpint(hk_prefill_split_len(66 * 8, 100000, sms, per_sm), ==, 0);
-    g_assert_cmpint(hk_prefill_split_len(16 * 8, 904 * 8, sms, 0), ==, 0);   /* the switch off */
+    const hk_prefill_kind W = HK_PREFILL_W4M2;
+    const size_t cap = HK_PF_SPLIT_PART_MAX, none = SIZE_MAX / 2;
+    /* 4191 rows in one call: 66 items (8382 flattened rows in W4 MW2's 128) × 8 KV heads = 528
+     * CTAs, enough: unsplit */
+    g_assert_cmpint(hk_prefill_split_len(W, 66, 4000, 66, 8, sms, per_sm, none), ==, 0);
+    g_assert_cmpint(hk_prefill_split_len(W, 16, 904, 64, 8, sms, 0, none), ==, 0);   /* the switch off */
+    g_assert_cmpint(hk_prefill_split_len(HK_PREFILL_TEMPLATE, 16, 904, 64, 8, sms, per_sm, none), ==, 0);
     /* 1024 rows at n_past 3072 (G 2): item t sees 3072 + 64·t + 64 keys, 49 + t tiles; 904 in
-     * all × 8 heads over 4 × 132 CTAs: 14 tiles a split */
+     * all × 8 heads over 4 × 132 CTAs: 14 tiles a split. Within 32 MiB of partials (63 item
+     * splits of 532 480 bytes): 904 tiles over 63 − 16 → 20 */
     int64_t kt = 0;
     for (int t = 0; t < 16; t++) {
         g_assert_cmpint(hk_prefill_key_tiles(3072, 1024, 2, t, tr), ==, 49 + t);
         kt += hk_prefill_key_tiles(3072, 1024, 2, t, tr);
     }
-    g_assert_cmpint(hk_prefill_split_len(16 * 8, kt * 8, sms, per_sm), ==, 14);
-    /* the short last chunk, 95 rows at 4096: 2 items of 65 and 66 tiles, 24 CTAs; at least
-     * HK_PF_SPLIT_MIN_TILES a split */
+    g_assert_cmpint(hk_prefill_part_floats(W, 1, 8) * sizeof(float), ==, 532480);
+    g_assert_cmpint(hk_prefill_split_len(W, 16, kt, 64, 8, sms, per_sm, none), ==, 14);
+    g_assert_cmpint(hk_prefill_split_len(W, 16, kt, 64, 8, sms, per_sm, (size_t)32 << 20), ==, 20);
+    g_assert_cmpint(hk_prefill_split_len(W, 16, kt, 64, 8, sms, per_sm, (size_t)8 << 20), ==, 0);   /* 15 < 16 items */
+    /* the short last chunk, 95 rows at 4096: 2 items of 65 and 66 tiles, 16 CTAs; at least
+     * HK_PF_SPLIT_MIN_TILES a split (34 splits, 18 MB); within 8 MiB: 131 tiles over 15 − 2 → 11 */
     g_assert_cmpint(hk_prefill_key_tiles(4096, 95, 2, 0, tr), ==, 65);
     g_assert_cmpint(hk_prefill_key_tiles(4096, 95, 2, 1, tr), ==, 66);
-    g_assert_cmpint(hk_prefill_split_len(2 * 8, 131 * 8, sms, per_sm), ==, HK_PF_SPLIT_MIN_TILES);
+    g_assert_cmpint(hk_prefill_split_len(W, 2, 131, 66, 8, sms, per_sm, cap), ==, HK_PF_SPLIT_MIN_TILES);
+    g_assert_cmpint(hk_prefill_split_len(W, 2, 131, 66, 8, sms, per_sm, (size_t)8 << 20), ==, 11);
+    /* no item longer than a split: no split at all */
+    g_assert_cmpint(hk_prefill_split_len(W, 2, 6, 3, 8, sms, per_sm, cap), ==, 0);
     g_assert_cmpint(hk_prefill_key_tiles(400, 117, 3, 5, 64), ==, 9);   /* 351 rows of a group of 3: 517 keys */
     for (int tiles = 1; tiles <= 70; tiles++)
         for (int len = 1; len <= 9; len++) {

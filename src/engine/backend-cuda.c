@@ -1048,14 +1048,19 @@ static void pf_split_plan(const cuda_backend *cb, paged_plan *p, const hyocr_seq
     if (!cb->pf_split || cb->prefill == HK_PREFILL_TEMPLATE) return;
     int tr = hk_prefill_tile_rows(cb->prefill);
     int64_t items = 0, key_tiles = 0;
+    int max_tiles = 0;
     for (int s = 0; s < n_seqs; s++) {
         if (seqs[s].n_new < 2) continue;
         int n = (seqs[s].n_new * G + tr - 1) / tr;
         items += n;
-        for (int t = 0; t < n; t++) key_tiles += hk_prefill_key_tiles(seqs[s].n_past, seqs[s].n_new, G, t, tr);
+        for (int t = 0; t < n; t++) {
+            int kt = hk_prefill_key_tiles(seqs[s].n_past, seqs[s].n_new, G, t, tr);
+            key_tiles += kt;
+            max_tiles = MAX(max_tiles, kt);
+        }
     }
-    if (!items) return;   /* decode rows only */
-    p->pf_split_len = hk_prefill_split_len(items * Hkv, key_tiles * Hkv, cb->sm_count, cb->pf_split);
+    p->pf_split_len = hk_prefill_split_len(cb->prefill, items, key_tiles, max_tiles, Hkv, cb->sm_count, cb->pf_split,
+                                           HK_PF_SPLIT_PART_MAX);
     if (p->pf_split_len) p->prefill = cb->prefill;
 }
 
