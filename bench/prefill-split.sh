@@ -26,7 +26,7 @@ if has bench; then
         >"$OUT/prefill-bench-build.log" 2>&1 || { tail -20 "$OUT/prefill-bench-build.log"; exit 1; }
     for t in f16 bf16; do
         timeout 300 /tmp/prefill-bench $t >"$OUT/prefill-bench-$t.txt" 2>&1 || { echo "prefill_bench $t: FAIL"; rc=1; }
-        grep -E "^total|^PASS|^FAIL|^CHOICE|page|one call" "$OUT/prefill-bench-$t.txt"
+        grep -E "^total|^PASS|^FAIL|^CHOICE|page|one call|engine without" "$OUT/prefill-bench-$t.txt"
     done
 fi
 if has test; then

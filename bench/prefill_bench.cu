@@ -2,8 +2,9 @@
  * against the k_prefill variants (attention-prefill.cu), unsplit and split-KV (each item's keys
  * over several CTAs, then k_prefill_merge: HYOCR_PREFILL_SPLIT's mode at N CTAs an SM, "s N";
  * partials within HK_PF_SPLIT_PART_MAX, or the MiB a row's name gives ("big": no bound); where
- * the rule leaves a call unsplit, as the 4191-row one, the row runs it unsplit and its µs carry
- * a '*'; "part MiB": its fp32 partials), on the text model's shapes (16 q heads,
+ * the rule leaves a call unsplit, as the 4191-row one, the row runs what the engine would (W4
+ * MW2 where the call has 4 CTAs an SM, else W4 MW1) and its µs carry a '*'; "part MiB": its
+ * fp32 partials), on the text model's shapes (16 q heads,
  * 8 KV heads, head dim 128, fp16, KV blocks of 16 tokens scattered over the cache) and the
  * engine's calls: a 2048² page's 4191-token prompt in chunks of 1024 rows (n_past 0, 1024,
  * 2048, 3072, 4096), a 4096² page's 16543 tokens in chunks of 1024, and 4191 rows in one call.
@@ -49,6 +50,7 @@ static const kernel_row K[] = {
 };
 #define NK (int)(sizeof K / sizeof K[0])
 static int g_sms;
+static hk_prefill_kind g_pick;
 
 /* One call's device arguments: the sequence, its block table, and each kernel's tile list
  * (heaviest first, as backend-cuda.c's paged_plan_build lists them). */
@@ -178,7 +180,7 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
     const float ulp = dt == HK_BF16 ? 1.0f / 128 : 1.0f / 1024;
     printf("\n%s\n%-4s %6s %6s  %-9s %9s %6s %9s %9s %7s %8s\n", title, "call", "n_past", "n_new", "kernel", "us",
            "TF/s", "max|d|", "vs uns", "CTAs", "part MiB");
-    double tot_us[NK] = { 0 }, tot_f = 0, worst[NK] = { 0 }, worst_uns[NK] = { 0 };
+    double tot_us[NK] = { 0 }, tot_f = 0, worst[NK] = { 0 }, worst_uns[NK] = { 0 }, tot_engine = 0;
     bool ok = true;
     int n_past = 0;
     for (size_t ci = 0; ci < chunks.size(); ci++) {
@@ -187,17 +189,23 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
         hk_paged_args a = { .t = dt, .qkv = qkv, .out = out[0], .k_cache = kc, .v_cache = vc, .block_size = BS,
                             .Hq = HQ, .Hkv = HKV, .D = D, .scale = 1.0f / sqrtf((float)D), .seqs = c.seq,
                             .n_seqs = 1, .block_tables = bt, .total_rows = c.n_new };
-        double f = call_flops(c);
+        double f = call_flops(c), us_k[NK] = { 0 };
         tot_f += f;
+        /* the engine's row without the split: hk_prefill_for_call's pick for the call */
+        const int now = g_pick == HK_PREFILL_TEMPLATE ? 0
+                        : hk_prefill_for_call(g_pick, (c.n_new * (HQ / HKV) + 127) / 128, HKV, g_sms) == HK_PREFILL_W4M2
+                            ? 1 : 2;
         for (int k = 0; k < NK; k++) {   /* unsplit rows first: the split rows compare with them */
             printf("%-4zu %6d %6d  %-9s", ci, c.n_past, c.n_new, K[k].name);
             if (!g_fits[k]) {
                 printf(" %9s\n", "-");
                 continue;
             }
-            a.prefill = K[k].kind;
-            a.tiles = c.tiles[k];
-            a.n_tiles = c.n_tiles[k];
+            /* a split row the rule leaves unsplit: the engine's unsplit pick for the call */
+            int tk = K[k].per_sm && !c.n_splits[k] ? now : k;
+            a.prefill = K[tk].kind;
+            a.tiles = c.tiles[tk];
+            a.n_tiles = c.n_tiles[tk];
             a.pf_splits = c.splits[k];
             a.n_pf_splits = c.n_splits[k];
             a.pf_merges = c.merges[k];
@@ -223,7 +231,7 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
                 for (size_t i = 0; i < no; i++)
                     if (!isfinite((float)h[i])) { ok = false; printf(" (template: nonfinite output)"); break; }
             }
-            double us = median_us(s, a);
+            double us = us_k[k] = median_us(s, a);
             tot_us[k] += us;
             bool unsplit = K[k].per_sm && !c.n_splits[k];
             printf(" %8.1f%s %6.0f", us, unsplit ? "*" : " ", f / us * 1e-6);
@@ -231,17 +239,21 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
             else printf(" %9s", "");
             if (K[k].per_sm && c.n_splits[k]) printf(" %8.2g%s", mu, pass_u ? " " : "!");
             else printf(" %9s", "");
-            printf(" %7d %8.1f\n", (c.n_splits[k] ? c.n_splits[k] : c.n_tiles[k]) * HKV,
+            printf(" %7d %8.1f\n", (c.n_splits[k] ? c.n_splits[k] : c.n_tiles[tk]) * HKV,
                    hk_prefill_part_floats(K[k].kind, c.n_splits[k], HKV) * 4.0 / (1 << 20));
         }
+        tot_engine += us_k[now];
         call_free(c);
         n_past += chunks[ci];
     }
+    printf("the engine without the split (%s per call): %.1f us\n", g_pick == HK_PREFILL_TEMPLATE ? "template"
+           : "W4 MW2 where 4 CTAs an SM, else W4 MW1", tot_engine);
     for (int k = 0; k < NK; k++) {
         if (!g_fits[k]) continue;
         printf("total %-9s %9.1f us %5.0f TFLOP/s", K[k].name, tot_us[k], tot_f / tot_us[k] * 1e-6);
         if (k) printf("  %.2fx the template  max|d| %.2g", tot_us[0] / tot_us[k], worst[k]);
-        if (K[k].per_sm) printf("  %.2fx unsplit  max|split - unsplit| %.2g", tot_us[K[k].base] / tot_us[k], worst_uns[k]);
+        if (K[k].per_sm)
+            printf("  %.2fx the engine without  max|split - unsplit| %.2g", tot_engine / tot_us[k], worst_uns[k]);
         printf("\n");
         if (chunked) g_chunked_us[k] += tot_us[k];
     }
@@ -257,7 +269,7 @@ template <typename T> static int run(hk_dtype dt)
     g_sms = p.multiProcessorCount;
     printf("device %s, %d SMs, %s; %d q heads, %d KV heads, head dim %d, KV blocks of %d tokens\n", p.name,
            p.multiProcessorCount, dt == HK_BF16 ? "bf16" : "f16", HQ, HKV, D, BS);
-    hk_prefill_kind pick = hk_prefill_pick(0);
+    hk_prefill_kind pick = g_pick = hk_prefill_pick(0);
     for (int k = 0; k < NK; k++) {
         if (K[k].kind == pick && !K[k].per_sm) printf("the engine's pick on this card: %s\n", K[k].name);
         /* the pick is the largest that fits */
