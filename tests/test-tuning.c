@@ -80,7 +80,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.rope_heads, ==, 0);
     g_assert_false(t.gemm_norm_held);
     g_assert_cmpint(t.text_chunk_rows, ==, 0);
-    g_assert_cmpint(t.prefill_split, ==, 0);
+    g_assert_cmpint(t.prefill_split, ==, -1);   /* off, where unset is the backend's default */
     g_assert_true(t.rows_verify);   /* the block kernel is the default: 0 turns it off */
     g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */
     g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);

@@ -1039,6 +1039,11 @@ static void paged_plan_clear(paged_plan *p)
         if (a[i]) g_array_free(a[i], TRUE);
 }
 
+/* The split-KV prefill's CTAs an SM where HYOCR_PREFILL_SPLIT is unset: 0, off, until measured
+ * on the H200 (bench/prefill-split.sh). Turning it on (HK_PF_SPLIT_PER_SM) means adding the
+ * partials' 1.25 × HK_PF_SPLIT_PART_MAX to memplan.h's HYOCR_MEMPLAN_CUDA_BACKEND. */
+#define PF_SPLIT_DEFAULT 0
+
 /* Whether this call's prefill items are split (pf_split_len: key tiles a split; the call
  * then runs the largest k_prefill variant, as the splits make the CTAs it lacked). */
 static void pf_split_plan(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int G,
@@ -1982,7 +1987,10 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma ? (t->vis_ws ? 2 : 1) : 0;
     cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
-    cb->pf_split = t->prefill_split == 1 ? HK_PF_SPLIT_PER_SM : MIN(t->prefill_split, 64);
+    cb->pf_split = t->prefill_split < 0    ? 0
+                   : t->prefill_split == 0 ? PF_SPLIT_DEFAULT
+                   : t->prefill_split == 1 ? HK_PF_SPLIT_PER_SM
+                                           : MIN(t->prefill_split, 64);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

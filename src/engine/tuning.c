@@ -41,7 +41,9 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->no_wgmma = env_switch("HYOCR_NO_WGMMA") == HYOCR_SWITCH_ON;
     t->vis_ws = env_switch("HYOCR_VIS_WS") == HYOCR_SWITCH_ON;
     t->prefill_template = env_switch("HYOCR_PREFILL_TEMPLATE") == HYOCR_SWITCH_ON;
-    t->prefill_split = env_count("HYOCR_PREFILL_SPLIT");
+    /* a count whose "0" is off, not the default: the default may be on once measured */
+    const char *ps = g_getenv("HYOCR_PREFILL_SPLIT");
+    t->prefill_split = ps && strcmp(ps, "0") == 0 ? -1 : env_count("HYOCR_PREFILL_SPLIT");
     t->invariant = env_switch("HYOCR_INVARIANT");
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
     if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);

@@ -46,7 +46,8 @@ typedef struct {
                                     * template, not k_prefill */
     int          prefill_split;   /* HYOCR_PREFILL_SPLIT: k_prefill calls short of CTAs split each item's keys
                                    * (split-KV); 1 = on at the default CTAs an SM, N > 1 = about N CTAs an
-                                   * SM; 0 = off (the default until measured) */
+                                   * SM; −1 ("0") = off; 0 (unset) = the backend's default (off until
+                                   * measured: backend-cuda.c's PF_SPLIT_DEFAULT) */
     hyocr_switch invariant;       /* HYOCR_INVARIANT: CUDA decode rows computed alike whatever the step's
                                    * rows (speculation's verify rows then equal plain decoding's) */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
