@@ -200,9 +200,9 @@ hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, i
  * The partials (hk_prefill_part_floats: BM rows × (D + 2) floats a split and KV head, 532 KB
  * an item's split over 8 heads with W4 MW2) stay within part_max bytes, HK_PF_SPLIT_PART_MAX
  * in the engine: longer splits where the rule's would not fit, none where not even one split
- * an item fits. The scratch they share with the decode partials is outside the memory plan's
- * HYOCR_MEMPLAN_CUDA_BACKEND (4 MiB of metadata and decode partials): switching the mode on
- * by default means adding 1.25 × HK_PF_SPLIT_PART_MAX there (scratch grows by a quarter).
+ * an item fits. The scratch they share with the decode partials is in the memory plan's
+ * HYOCR_MEMPLAN_CUDA_BACKEND (its 1.25 × HK_PF_SPLIT_PART_MAX: scratch grows by a quarter);
+ * 6 MiB keeps a 2048² page within its 2.4 GiB (32 MiB took it 34 MB further).
  * hk_prefill_key_tiles: the 64-key tiles the rows of one item see. hk_prefill_split_len: key
  * tiles per split for a call of items items seeing key_tiles tiles in all, the most max_tiles;
  * 0 = run unsplit. hk_prefill_splits: appends an item's splits (returns how many) and sets its
@@ -210,7 +210,7 @@ hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, i
 #define HK_PF_SPLIT_BELOW 4
 #define HK_PF_SPLIT_MIN_TILES 4
 #define HK_PF_SPLIT_PER_SM 4
-#define HK_PF_SPLIT_PART_MAX ((size_t)32 << 20)
+#define HK_PF_SPLIT_PART_MAX ((size_t)6 << 20)
 int    hk_prefill_key_tiles(int n_past, int n_new, int G, int tile, int tile_rows);
 int    hk_prefill_split_len(hk_prefill_kind k, int64_t items, int64_t key_tiles, int max_tiles, int Hkv, int sm_count,
                             int per_sm, size_t part_max);

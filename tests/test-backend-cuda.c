@@ -1494,11 +1494,14 @@ static void test_prefill_split_plan(void)
     g_assert_cmpint(hk_prefill_split_len(W, 16, kt, 64, 8, sms, per_sm, (size_t)32 << 20), ==, 20);
     g_assert_cmpint(hk_prefill_split_len(W, 16, kt, 64, 8, sms, per_sm, (size_t)8 << 20), ==, 0);   /* 15 < 16 items */
     /* the short last chunk, 95 rows at 4096: 2 items of 65 and 66 tiles, 16 CTAs; at least
-     * HK_PF_SPLIT_MIN_TILES a split (34 splits, 18 MB); within 8 MiB: 131 tiles over 15 − 2 → 11 */
+     * HK_PF_SPLIT_MIN_TILES a split (34 splits, 18 MB) within 32 MiB; within 8 MiB: 131 tiles
+     * over 15 − 2 → 11; within the engine's 6 MiB: over 11 − 2 → 15 (10 splits, 80 CTAs) */
     g_assert_cmpint(hk_prefill_key_tiles(4096, 95, 2, 0, tr), ==, 65);
     g_assert_cmpint(hk_prefill_key_tiles(4096, 95, 2, 1, tr), ==, 66);
-    g_assert_cmpint(hk_prefill_split_len(W, 2, 131, 66, 8, sms, per_sm, cap), ==, HK_PF_SPLIT_MIN_TILES);
+    g_assert_cmpint(hk_prefill_split_len(W, 2, 131, 66, 8, sms, per_sm, (size_t)32 << 20), ==, HK_PF_SPLIT_MIN_TILES);
     g_assert_cmpint(hk_prefill_split_len(W, 2, 131, 66, 8, sms, per_sm, (size_t)8 << 20), ==, 11);
+    g_assert_cmpint(cap, ==, (size_t)6 << 20);
+    g_assert_cmpint(hk_prefill_split_len(W, 2, 131, 66, 8, sms, per_sm, cap), ==, 15);
     /* no item longer than a split: no split at all */
     g_assert_cmpint(hk_prefill_split_len(W, 2, 6, 3, 8, sms, per_sm, cap), ==, 0);
     g_assert_cmpint(hk_prefill_key_tiles(400, 117, 3, 5, 64), ==, 9);   /* 351 rows of a group of 3: 517 keys */

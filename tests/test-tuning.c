@@ -75,7 +75,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.decode_split, ==, 0);
-    g_assert_cmpint(t.decode_stages, ==, 0);
+    g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */
     g_assert_false(t.decode_heads_first);
     g_assert_cmpint(t.rope_heads, ==, 0);
     g_assert_false(t.gemm_norm_held);

@@ -1039,10 +1039,17 @@ static void paged_plan_clear(paged_plan *p)
         if (a[i]) g_array_free(a[i], TRUE);
 }
 
-/* The split-KV prefill's CTAs an SM where HYOCR_PREFILL_SPLIT is unset: 0, off, until measured
- * on the H200 (bench/prefill-split.sh). Turning it on (HK_PF_SPLIT_PER_SM) means adding the
- * partials' 1.25 × HK_PF_SPLIT_PART_MAX to memplan.h's HYOCR_MEMPLAN_CUDA_BACKEND. */
-#define PF_SPLIT_DEFAULT 0
+/* The split-KV prefill's CTAs an SM where HYOCR_PREFILL_SPLIT is unset. H200, session 8
+ * (bench/results/2026-12-03-h200-s8 call 5): a 2048² page's prefill 31.9 → 28.2 ms with the
+ * 32 MiB partials, whose +34 MB would have taken the page past its 2.4 GiB target; within
+ * HK_PF_SPLIT_PART_MAX (6 MiB, in memplan.h's HYOCR_MEMPLAN_CUDA_BACKEND) only the short last
+ * chunk splits (16 CTAs that each scanned every key become 80; the 1024-row chunks' 16 items
+ * do not fit; prefill_bench's "MW2 s8 9M" row, where it splits in 16: 549 → 447 µs a layer). */
+#define PF_SPLIT_DEFAULT HK_PF_SPLIT_PER_SM
+/* rope_qknorm's heads a block for steps of up to 16 rows where HYOCR_ROPE_HEADS is unset: the
+ * same bits as a row a block; H200, session 8 (calls 4–5), the engine's graph steps: batch 1
+ * at 4191 1012 → 1035 tokens/s, batch 4 at 1087 3819 → 3900, batch 16 8429 → 8455. */
+#define ROPE_HEADS_DEFAULT 4
 
 /* Whether this call's prefill items are split (pf_split_len: key tiles a split; the call
  * then runs the largest k_prefill variant, as the splits make the CTAs it lacked). */
@@ -1161,10 +1168,17 @@ static int bound_split_len(const cuda_backend *cb, int Hq, int Hkv, int block_si
 
 /* The decode kernel of a step of rows decode rows: one row keeps k_decode (batch-1
  * decode is not to get slower); several, the staged kernel where HYOCR_DECODE_STAGES
- * asks for it (the same bits, so the invariant mode may mix them). */
+ * asks for it, else two rounds deep from DECODE_STAGED_ROWS rows on (the same bits, so
+ * the invariant mode may mix them). H200, session 8, the engine's graph steps at 1087-token
+ * contexts: 16 rows 8407 → 8736 tokens/s with two rounds (three: 8299), 4 rows 3835 → 3394
+ * (bench/results/2026-12-03-h200-s8 calls 4–5; decode_bench: 16 rows 41.4 → 35.2 µs a call,
+ * 4 rows 17.6 → 17.8). Steps of 5..15 rows were not measured: they keep k_decode. */
+#define DECODE_STAGED_ROWS 16
 static int decode_stages_for(const cuda_backend *cb, int rows)
 {
-    return rows > 1 ? cb->decode_stages : 0;
+    if (rows <= 1) return 0;
+    if (cb->decode_stages >= 0) return cb->decode_stages;
+    return rows >= DECODE_STAGED_ROWS ? 2 : 0;
 }
 
 /* Paged attention of a bound decode step: every operand on the device. */
@@ -1979,9 +1993,11 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->gemv = !t->no_gemv;
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
-    cb->decode_stages = t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
+    /* −1: the rule of decode_stages_for; HYOCR_DECODE_STAGES=0 (or out of range): k_decode */
+    cb->decode_stages = t->decode_stages == 0 ? -1
+                        : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     cb->decode_hf = t->decode_heads_first;
-    cb->rope_heads = t->rope_heads;
+    cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
     cb->norm_held = t->gemm_norm_held;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;

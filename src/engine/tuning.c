@@ -29,7 +29,8 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->fuse = env_switch("HYOCR_FUSE");
     t->pdl = env_switch("HYOCR_PDL");
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");
-    t->decode_stages = env_count("HYOCR_DECODE_STAGES");
+    const char *ds = g_getenv("HYOCR_DECODE_STAGES");
+    t->decode_stages = ds && strcmp(ds, "0") == 0 ? -1 : env_count("HYOCR_DECODE_STAGES");
     t->decode_heads_first = env_switch("HYOCR_DECODE_HEADS_FIRST") == HYOCR_SWITCH_ON;
     t->rope_heads = env_count("HYOCR_ROPE_HEADS");
     t->gemm_norm_held = env_switch("HYOCR_GEMM_NORM_HELD") == HYOCR_SWITCH_ON;

@@ -28,12 +28,13 @@ typedef struct {
     int          decode_split;    /* HYOCR_DECODE_SPLIT: keys per split of the graph's decode attention
                                    * (rounded to what the kernels take); 0 = chosen per step */
     int          decode_stages;   /* HYOCR_DECODE_STAGES: CUDA decode steps of several rows through the
-                                   * staged decode kernel, that many rounds deep (2..4); 0 = k_decode */
+                                   * staged decode kernel, that many rounds deep (2..4); 0 = unset (the
+                                   * backend's rule), -1 = "0": k_decode */
     bool         decode_heads_first; /* HYOCR_DECODE_HEADS_FIRST: and its grid heads × splits */
     bool         gemm_norm_held;  /* HYOCR_GEMM_NORM_HELD: hk_gemm_rows's NORM modes load a residual row
                                    * whole before its sums (HK_GEMV_NORM_HELD; the same bits) */
     int          rope_heads;      /* HYOCR_ROPE_HEADS: CUDA rope_qknorm of decode-sized steps (≤ 16 rows)
-                                   * with a row's heads spread over blocks of that many; 0 = a row a block */
+                                   * with a row's heads spread over blocks of that many; 0 = unset (4) */
     int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
                                    * params leave it at 0; 0 = the default (HYOCR_TEXT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
