@@ -1170,10 +1170,11 @@ static int bound_split_len(const cuda_backend *cb, int Hq, int Hkv, int block_si
  * decode is not to get slower); several, the staged kernel where HYOCR_DECODE_STAGES
  * asks for it, else two rounds deep from DECODE_STAGED_ROWS rows on (the same bits, so
  * the invariant mode may mix them). H200, session 8, the engine's graph steps at 1087-token
- * contexts: 16 rows 8407 → 8736 tokens/s with two rounds (three: 8299), 4 rows 3835 → 3394
- * (bench/results/2026-12-03-h200-s8 calls 4–5; decode_bench: 16 rows 41.4 → 35.2 µs a call,
- * 4 rows 17.6 → 17.8). Steps of 5..15 rows were not measured: they keep k_decode. */
-#define DECODE_STAGED_ROWS 16
+ * contexts, k_decode → two rounds, tokens/s (bench/results/2026-12-03-h200-s8 call7, twice
+ * each, alike): 2 rows 2279 → 2116, 4 3916 → 3560, 6 5567 → 5213, 8 5980 → 6469, 10 6635 →
+ * 6676, 12 7485 → 7280, 14 7993 → 8101, 16 8468 → 8954 (three rounds lost at 16, call4). From
+ * 8 rows on it gains on the whole (12 rows lose 3 %); below, it loses 6–9 %. */
+#define DECODE_STAGED_ROWS 8
 static int decode_stages_for(const cuda_backend *cb, int rows)
 {
     if (rows <= 1) return 0;
