@@ -7,6 +7,7 @@
  * error instead of text. Jobs submitted while others decode join their decode
  * steps; cancelling one frees its KV blocks within a step; the queue is bounded;
  * many threads submit at once; freeing the engine ends what it still holds. */
+#include "engine-internal.h"
 #include "error.h"
 #include "hyocr-build-config.h"
 #include "hyocr.h"
@@ -45,6 +46,7 @@ typedef struct {
     int64_t  swap_space;
     int64_t  memory_limit;
     int      kv_block_size;
+    bool     cuda;
     int      n_swapped, n_freed;   /* preemption notices seen in the log */
 } engine_opts;
 
@@ -61,7 +63,7 @@ static hyocr_engine *open_engine_dir(const char *dir, engine_opts *o, GError **e
     hyocr_engine_params ep;
     hyocr_engine_params_init(&ep);
     ep.model_dir = dir;
-    ep.device = HYOCR_DEVICE_CPU;
+    ep.device = o && o->cuda ? HYOCR_DEVICE_CUDA : HYOCR_DEVICE_CPU;
     ep.n_threads = 2;
     if (o) {
         if (o->max_batch) ep.max_batch = o->max_batch;
@@ -296,6 +298,59 @@ static void test_burst_grows_once(void)
         assert_ids(s.res[i].token_ids, want);
     }
     job_set_clear(&s);
+}
+
+/* CUDA: jobs admitted next to decoding ones have their vision pass on the backend's
+ * side lane, beside the decode steps (HYOCR_VISION_BESIDE), and get the tokens they get
+ * alone; with the switch off, none does. Skipped (loudly) without a CUDA device. */
+static void test_cuda_vision_beside(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .max_batch = 4, .cuda = true };
+    g_autofree char *dir = hyocr_test_data(CKPT, NULL);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = open_engine_dir(dir, &o, &err);
+    if (!eng) {
+        g_test_skip("no usable CUDA device");
+        g_test_message("CUDA engine unavailable: %s", err ? err->message : "?");
+        return;
+    }
+    enum { N = 6 };
+    GArray *alone[N];
+    for (int i = 0; i < N; i++) {
+        job_set one;
+        job_set_init(&one, 1);
+        g_free(one.paths[0]);
+        one.paths[0] = hyocr_test_data("images", cases[i % N_CASES].image, NULL);
+        one.jp[0].image_path = one.paths[0];
+        one.jp[0].task = cases[i % N_CASES].task;
+        run_set(eng, &one);
+        g_assert_no_error(one.res[0].error);
+        alone[i] = g_array_ref(one.res[0].token_ids);
+        job_set_clear(&one);
+    }
+    hyocr_engine_stats st;
+    for (int beside = 1; beside >= 0; beside--) {
+        eng->tuning.vision_beside = beside ? HYOCR_SWITCH_ON : HYOCR_SWITCH_OFF;
+        hyocr_engine_get_stats(eng, &st);
+        int64_t before = st.vision_beside;
+        job_set s;
+        job_set_init(&s, N);
+        run_set(eng, &s);
+        for (int i = 0; i < N; i++) {
+            g_assert_no_error(s.res[i].error);
+            assert_ids(s.res[i].token_ids, alone[i]);
+        }
+        job_set_clear(&s);
+        hyocr_engine_get_stats(eng, &st);
+        g_assert_cmpint(st.largest_batch, >=, 2);
+        /* the first job starts alone; each later one beside the steps of those before */
+        g_assert_cmpint(st.vision_beside - before, ==, beside ? N - 1 : 0);
+    }
+    hyocr_mem_info mi;
+    hyocr_engine_mem_info(eng, &mi);
+    g_assert_cmpint(mi.kv_reserved, ==, 0);
+    for (int i = 0; i < N; i++) g_array_unref(alone[i]);
 }
 
 /* Sampling with a seed is per job: batched draws equal the same job alone. */
@@ -1483,6 +1538,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/batch/sizes", test_batch_sizes);
     g_test_add_func("/batch/burst-grows-once", test_burst_grows_once);
+    g_test_add_func("/batch/cuda/vision-beside", test_cuda_vision_beside);
     g_test_add_func("/batch/sampling-alone", test_sampling_alone);
     g_test_add_func("/batch/mixed-paths", test_mixed_paths);
     g_test_add_func("/batch/preempt-recompute", test_preempt_recompute);

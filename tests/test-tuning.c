@@ -12,7 +12,7 @@ static const char *const NAMES[] = {
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
     "HYOCR_VIS_WS", "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE",
     "HYOCR_DECODE_STAGES", "HYOCR_DECODE_HEADS_FIRST", "HYOCR_ROPE_HEADS", "HYOCR_GEMM_NORM_HELD",
-    "HYOCR_PREFILL_SPLIT",
+    "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
 };
 
 static void clear_env(void)
@@ -57,6 +57,7 @@ static void test_on(void)
         g_assert_cmpint(t.prefill_split, ==, i ? 0 : 1);   /* a count: "yes" is not a number */
         g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_ON);
     }
 }
 
@@ -74,6 +75,7 @@ static void test_zero_is_off(void)
     g_assert_false(t.prefill_template);
     g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);
+    g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.decode_split, ==, 0);
     g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */
     g_assert_false(t.decode_heads_first);

@@ -4,8 +4,11 @@
  * HYOCR_BUF_F32 buffers hold float; every other kind holds the compute type.
  * GEMMs go through cuBLASLt (fp32 accumulation, bias in the epilogue), the rest
  * through our kernels (the .cu files in kernels/, reached via kernels/hyocr-kernels.h).
- * Everything runs on one stream: ops enqueue and return, download_f32 and sync
- * wait. Every device allocation goes through dev_alloc, which enforces the
+ * Ops run on one stream: they enqueue and return, download_f32 and sync wait.
+ * Between side_begin and side_end they go to a second stream of lower priority
+ * instead (a page's vision pass beside the decode steps), with their own GEMM
+ * workspace and staging, and buffers taken and given back there are
+ * stream-ordered (cudaMallocAsync), so nothing on that lane waits for the device. Every device allocation goes through dev_alloc, which enforces the
  * memory limit and turns failure into HYOCR_ERROR_NO_MEMORY. The ops are not
  * thread-safe (one stream, one caller at a time); mem_info is. */
 #include "backend.h"
@@ -36,6 +39,20 @@ typedef struct {
     void  *ptr;
     size_t cap;
 } scratch;
+
+/* What a lane (a stream) owns: work on two streams at once must not share a
+ * workspace or a staging buffer. The current lane's are in cuda_backend's
+ * fields of the same names; side_begin and side_end swap them with these. */
+typedef struct {
+    cudaStream_t stream;
+    scratch      lt_ws, stage, conv_x, conv_bias;
+} cuda_lane;
+
+/* A buffer, and whether it came from the stream-ordered allocator. */
+typedef struct {
+    hyocr_buf base;
+    bool      ordered;
+} cuda_buf;
 
 /* The bytes a metadata buffer last received (a host copy; len 0: unknown). */
 typedef struct {
@@ -87,6 +104,9 @@ typedef struct {
     size_t           o_ids, o_pos, o_seqs, o_rs, o_bt, o_slots, o_pens, o_draws, o_first, o_dseqs, o_blk;
     /* bumped whenever scratch a captured graph may point into moves */
     uint64_t         epoch;
+    /* the other lane (the side stream while the main one is current, and back) */
+    cuda_lane        other;
+    bool             on_side;
     /* HYOCR_PROFILE=1: per-op GPU time (cuda-profile.c), resolved where the host waits anyway */
     hyocr_cuda_profile *prof;
     bool             gemv;          /* our kernels for decode-sized GEMMs, 1..16 rows (HYOCR_NO_GEMV=1: cuBLAS) */
@@ -171,7 +191,8 @@ static char *usage_string(cuda_backend *cb)
                            MIB(cb->bytes[BUCKET_SCRATCH]));
 }
 
-/* The one place device memory is taken. */
+/* The one place device memory is taken; on the side lane from the stream-ordered
+ * allocator (a cudaFree would wait for the whole device). */
 static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **error)
 {
     g_mutex_lock(&cb->mem_lock);
@@ -188,7 +209,8 @@ static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **erro
         return NULL;
     }
     void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 256);
+    cudaError_t e = cb->on_side && bucket != BUCKET_SCRATCH ? cudaMallocAsync(&p, bytes ? bytes : 256, cb->stream)
+                                                            : cudaMalloc(&p, bytes ? bytes : 256);
     if (e != cudaSuccess) {
         cudaGetLastError();
         size_t fr = 0, tot = 0;
@@ -208,10 +230,11 @@ static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **erro
     return p;
 }
 
-static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes)
+static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes, bool ordered)
 {
     if (!p) return;
-    cudaFree(p);
+    if (ordered) cudaFreeAsync(p, cb->stream);
+    else cudaFree(p);
     g_mutex_lock(&cb->mem_lock);
     cb->bytes[bucket] -= (int64_t)bytes;
     cb->total -= (int64_t)bytes;
@@ -230,7 +253,7 @@ static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **er
     if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta) cb->epoch++;
     if (s->ptr) {
         if (!ck(cudaStreamSynchronize(cb->stream), N_("stream synchronize"), error)) return false;
-        dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap);
+        dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap, false);
         s->ptr = NULL;
         s->cap = 0;
     }
@@ -243,7 +266,7 @@ static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **er
 
 static void scratch_release(cuda_backend *cb, scratch *s)
 {
-    dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap);
+    dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap, false);
     s->ptr = NULL;
     s->cap = 0;
 }
@@ -336,14 +359,17 @@ static hyocr_buf *cuda_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, G
         return NULL;
     }
     size_t bytes = n * (size_t)es;
+    bool ordered = cb->on_side;
     void *p = dev_alloc(cb, (int)kind, bytes, error);
     if (!p) return NULL;
     /* Zeroed like the CPU backend's buffers, so nothing reads garbage. */
     if (!ck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, cb->stream), N_("memset"), error)) {
-        dev_free(cb, (int)kind, p, bytes);
+        dev_free(cb, (int)kind, p, bytes, ordered);
         return NULL;
     }
-    hyocr_buf *b = g_new0(hyocr_buf, 1);
+    cuda_buf *cbuf = g_new0(cuda_buf, 1);
+    hyocr_buf *b = &cbuf->base;
+    cbuf->ordered = ordered;
     b->kind = kind;
     b->elem_size = es;
     b->n = n;
@@ -355,10 +381,15 @@ static void cuda_buf_free(hyocr_backend *be, hyocr_buf *b)
 {
     if (!b) return;
     cuda_backend *cb = CB(be);
-    /* Queued kernels may still read it. */
-    cudaStreamSynchronize(cb->stream);
-    hyocr_cuda_profile_resolve(cb->prof);
-    dev_free(cb, (int)b->kind, b->data, b->n * (size_t)b->elem_size);
+    /* A stream-ordered buffer is given back in the current stream's order (the side
+     * lane's work that read it is done by the time the main lane frees it); any other
+     * may still be read by queued kernels, so wait first. */
+    bool ordered = ((cuda_buf *)b)->ordered;
+    if (!ordered) {
+        cudaStreamSynchronize(cb->stream);
+        hyocr_cuda_profile_resolve(cb->prof);
+    }
+    dev_free(cb, (int)b->kind, b->data, b->n * (size_t)b->elem_size, ordered);
     g_free(b);
 }
 
@@ -1699,15 +1730,80 @@ static bool cuda_sync(hyocr_backend *be, GError **error)
     return ok;
 }
 
+/* ---------------------------------------------------------------- the side lane */
+
+static void lane_swap(cuda_backend *cb)
+{
+    cuda_lane cur = { cb->stream, cb->lt_ws, cb->stage, cb->conv_x, cb->conv_bias };
+    cb->stream = cb->other.stream;
+    cb->lt_ws = cb->other.lt_ws;
+    cb->stage = cb->other.stage;
+    cb->conv_x = cb->other.conv_x;
+    cb->conv_bias = cb->other.conv_bias;
+    cb->other = cur;
+    cb->on_side = !cb->on_side;
+    /* the legacy handle of gemm_fallback follows */
+    cublasSetStream(cb->blas, cb->stream);
+    if (cb->lt_ws.ptr) cublasSetWorkspace(cb->blas, cb->lt_ws.ptr, cb->lt_ws.cap);
+}
+
+/* Lowest priority: the main lane's decode steps take the SMs first as blocks
+ * retire. False without an error where there is no side lane (profiling: its
+ * timers are on the main stream; a card without stream-ordered allocation). */
+static bool cuda_side_begin(hyocr_backend *be, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (cb->on_side || cb->prof || cb->capturing) return false;
+    if (!cb->other.stream) {
+        int pools = 0, lo = 0, hi = 0;
+        if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, cb->device) != cudaSuccess || !pools) {
+            cudaGetLastError();
+            return false;
+        }
+        if (!ck(cudaDeviceGetStreamPriorityRange(&lo, &hi), N_("creating a stream"), error) ||
+            !ck(cudaStreamCreateWithPriority(&cb->other.stream, cudaStreamNonBlocking, lo), N_("creating a stream"),
+                error))
+            return false;
+    }
+    lane_swap(cb);
+    if (scratch_need(cb, &cb->lt_ws, LT_WORKSPACE, error)) {
+        cublasSetWorkspace(cb->blas, cb->lt_ws.ptr, cb->lt_ws.cap);
+        return true;
+    }
+    lane_swap(cb);
+    return false;
+}
+
+static void cuda_side_end(hyocr_backend *be)
+{
+    cuda_backend *cb = CB(be);
+    if (cb->on_side) lane_swap(cb);
+}
+
+/* Whether the side lane's work is done (waiting for it when wait); false with
+ * an error when it failed. */
+static bool cuda_side_idle(hyocr_backend *be, bool wait, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    cudaStream_t side = cb->on_side ? cb->stream : cb->other.stream;
+    if (!side) return true;
+    cudaError_t e = wait ? cudaStreamSynchronize(side) : cudaStreamQuery(side);
+    if (e == cudaErrorNotReady) return false;
+    return ck(e, N_("stream synchronize"), error);
+}
+
 static void cuda_free(hyocr_backend *be)
 {
     cuda_backend *cb = CB(be);
+    cuda_side_end(be);
+    if (cb->other.stream) cudaStreamSynchronize(cb->other.stream);
     if (cb->stream) cudaStreamSynchronize(cb->stream);
     hyocr_cuda_profile_free(cb->prof);
     cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
     scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->conv_x,
-                     &cb->conv_bias, &cb->small, &cb->dmeta };
+                     &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
+                     &cb->other.conv_x, &cb->other.conv_bias };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
     g_free(cb->meta_held.bytes);
     g_free(cb->pos_held.bytes);
@@ -1724,6 +1820,7 @@ static void cuda_free(hyocr_backend *be)
     if (cb->dmeta_host) cudaFreeHost(cb->dmeta_host);
     if (cb->dmeta_done) cudaEventDestroy(cb->dmeta_done);
     if (cb->stream) cudaStreamDestroy(cb->stream);
+    if (cb->other.stream) cudaStreamDestroy(cb->other.stream);
     g_mutex_clear(&cb->mem_lock);
     g_free(cb);
 }
@@ -1890,6 +1987,9 @@ static const hyocr_backend_ops cuda_ops = {
     .norm_matmul = cuda_norm_matmul,
     .matmul_residual = cuda_matmul_residual,
     .fused_rows = cuda_fused_rows,
+    .side_begin = cuda_side_begin,
+    .side_end = cuda_side_end,
+    .side_idle = cuda_side_idle,
 };
 
 /* Picks the device and checks that this build can run on it. */
@@ -1935,7 +2035,11 @@ static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError 
 
 static bool runtime_open(cuda_backend *cb, GError **error)
 {
-    if (!ck(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), N_("creating a stream"), error)) return false;
+    /* The highest priority: a side lane's vision pass yields the SMs to the decode steps. */
+    int lo = 0, hi = 0;
+    if (cudaDeviceGetStreamPriorityRange(&lo, &hi) != cudaSuccess) cudaGetLastError();
+    if (!ck(cudaStreamCreateWithPriority(&cb->stream, cudaStreamNonBlocking, hi), N_("creating a stream"), error))
+        return false;
     cudaError_t e = hk_kernels_probe(cb->stream, &cb->wgmma_built);
     if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
         cudaGetLastError();

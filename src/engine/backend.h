@@ -254,6 +254,17 @@ typedef struct {
     bool   (*matmul_residual)(hyocr_backend *be, hyocr_buf *residual, const hyocr_buf *x, const hyocr_buf *w,
                               int M, int N, int K, GError **error);
     int    (*fused_rows)(hyocr_backend *be, int K, bool norm);
+
+    /* ---- a second lane (optional: NULL where the backend has none) ----
+     * Between side_begin (false without an error: no side lane now, run on the main one)
+     * and side_end, ops are queued on a second stream that yields the device to the main
+     * one, so a page's vision pass runs beside the decode steps; the host does not wait
+     * there (buffers taken and given back are stream-ordered). side_idle: whether that
+     * work is done (waiting for it when wait; false with an error when it failed). Its
+     * results may be read on the main lane once it is. */
+    bool   (*side_begin)(hyocr_backend *be, GError **error);
+    void   (*side_end)(hyocr_backend *be);
+    bool   (*side_idle)(hyocr_backend *be, bool wait, GError **error);
 } hyocr_backend_ops;
 
 /* One decode step for decode_bind: one row (token) per sequence. */

@@ -75,6 +75,8 @@ typedef struct hyocr_sched {
     GArray             *spares;         /* host_block: swap buffers free for the next preemption */
     int                 next_order;
     bool                exclusive;      /* the job running alone has the vision weights off the device */
+    job_state          *beside;         /* JOB_VISION: its vision pass runs on the side lane */
+    int64_t             n_beside;       /* vision passes run there */
     bool                settled;        /* nothing holds device memory for jobs */
     bool                in_redo;        /* running the FP16-overflowed jobs in redo_dtype */
     bool                redo_failed;
@@ -126,6 +128,7 @@ static void publish(hyocr_sched *s)
     s->stats.kv_blocks_used = blocks;
     s->stats.kv_blocks_total = pool ? hyocr_kv_pool_n_blocks(pool) : 0;
     s->stats.kv_grows = s->eng->model ? M(s)->kv_grows : 0;
+    s->stats.vision_beside = s->n_beside;
     g_mutex_unlock(&s->lock);
 }
 
@@ -465,15 +468,19 @@ static bool prepare(hyocr_sched *s, job_state *st)
     return false;
 }
 
-/* Vision, prefill, first token. alone: nothing else holds KV blocks. */
-static void start_job(hyocr_sched *s, job_state *st, bool alone)
+static void admission_begins(hyocr_sched *s, job_state *st)
 {
-    GError *err = NULL;
     not_waiting(s, st->handle);
     s->settled = false;
     g_atomic_int_set(&s->eng->busy, 1);
+}
+
+/* After the vision pass: prefill, first token. alone: nothing else holds KV blocks. */
+static void start_text(hyocr_sched *s, job_state *st, bool alone)
+{
+    GError *err = NULL;
     bool finite = true;
-    bool ok = hyocr_job_vision(st, &err) && vision_host_copy(s, st, &finite, &err);
+    bool ok = vision_host_copy(s, st, &finite, &err);
     if (ok) {
         note_inputs(st);
         hyocr_pixels_free(st->px);
@@ -502,6 +509,86 @@ static void start_job(hyocr_sched *s, job_state *st, bool alone)
     hyocr_job_emit_simple(st, HYOCR_EVENT_PREFILL);
     st->batch_size = 1;
     token_from(s, st, s->logits);
+}
+
+/* Vision, prefill, first token. */
+static void start_job(hyocr_sched *s, job_state *st, bool alone)
+{
+    GError *err = NULL;
+    admission_begins(s, st);
+    if (!hyocr_job_vision(st, false, &err)) {
+        end_job(s, st, err);
+        return;
+    }
+    start_text(s, st, alone);
+}
+
+/* ---- a vision pass beside the decode steps ----------------------------------------------
+ * A job admitted next to running ones has its vision pass queued on the backend's side
+ * lane, a stream that yields the device to the main one: the decode steps go on while it
+ * runs (a 1024² page's pass is about ten steps of 16 rows) instead of stopping for it.
+ * Its prefill then runs between two steps, as before. One pass at a time. */
+
+static bool has_room(const hyocr_sched *s, const job_state *st, bool *ever);
+
+/* Where HYOCR_VISION_BESIDE is unset: off until measured on the H200. */
+#define BESIDE_DEFAULT false
+
+static bool beside_possible(const hyocr_sched *s)
+{
+    const hyocr_backend *be = s->eng->be;
+    hyocr_switch sw = s->eng->tuning.vision_beside;
+    bool on = sw == HYOCR_SWITCH_DEFAULT ? BESIDE_DEFAULT : sw == HYOCR_SWITCH_ON;
+    return be->ops->side_begin && on && max_batch(s) > 1;
+}
+
+/* False: no side lane now (the job starts the plain way). */
+static bool vision_beside(hyocr_sched *s, job_state *st)
+{
+    hyocr_backend *be = s->eng->be;
+    g_autoptr(GError) why = NULL;
+    if (!beside_possible(s) || !be->ops->side_begin(be, &why)) {
+        if (why)
+            hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "no side lane for vision passes (%s); they stop the decode "
+                             "steps", why->message);
+        return false;
+    }
+    admission_begins(s, st);
+    GError *err = NULL;
+    bool ok = hyocr_job_vision(st, true, &err);
+    be->ops->side_end(be);
+    if (!ok) {
+        end_job(s, st, err);
+        return true;
+    }
+    st->phase = JOB_VISION;
+    s->beside = st;
+    s->n_beside++;
+    return true;
+}
+
+/* The rest of the side lane's job's admission once its pass is done (waited for when
+ * no step runs beside it) and the pool has room for its prefill. False: not yet. */
+static bool land_beside(hyocr_sched *s)
+{
+    hyocr_backend *be = s->eng->be;
+    job_state *st = s->beside;
+    GError *err = NULL;
+    if (!be->ops->side_idle(be, s->n_running == 0, &err) && !err) return false;
+    bool ever;
+    st->phase = JOB_QUEUED;   /* has_room: with a block left for each running job */
+    if (!err && !hyocr_job_cancelled(st) && !has_room(s, st, &ever) && s->n_running > 0) {
+        st->phase = JOB_VISION;
+        return false;
+    }
+    s->beside = NULL;
+    if (!err && hyocr_job_cancelled(st)) err = cancelled_error(st);
+    if (err || !hyocr_job_vision_done(st, &err)) {
+        end_job(s, st, err);
+        return true;
+    }
+    start_text(s, st, s->n_running == 0 && count_phase(s, JOB_SWAPPED, JOB_RECOMPUTE) == 0);
+    return true;
 }
 
 /* ---- preemption and resumption -------------------------------------------------------- */
@@ -627,15 +714,19 @@ static bool holds_kv(const job_state *st)
     return st->phase == JOB_RUNNING || st->phase == JOB_SWAPPED || st->phase == JOB_RECOMPUTE;
 }
 
+static bool beside_possible(const hyocr_sched *s);
+
 /* Blocks the pool may take next to the weights, the backend's scratch and the
  * largest vision or prefill (or recompute) scratch of the jobs it serves and
- * cand (a vision pass runs while the pool holds other jobs' K/V), and the
- * decode step's rows; -1 without a budget. */
+ * cand (a vision pass runs while the pool holds other jobs' K/V; beside the decode
+ * steps, next to the text scratch of the latest prefill and the side lane's own),
+ * and the decode step's rows; -1 without a budget. */
 static int64_t budget_blocks(hyocr_sched *s, const job_state *cand)
 {
     int64_t budget = hyocr_engine_budget(s->eng);
     if (budget <= 0) return -1;
     int64_t scratch = 0, fixed = 0, per_block = 0;
+    bool beside = beside_possible(s);
     for (guint i = 0; i <= s->jobs->len; i++) {
         const job_state *st = i < s->jobs->len ? &((hyocr_request *)s->jobs->pdata[i])->st : cand;
         if (!st || (st != cand && !holds_kv(st))) continue;
@@ -643,8 +734,9 @@ static int64_t budget_blocks(hyocr_sched *s, const job_state *cand)
         /* a recompute runs the prefill over the prompt and what was generated */
         hyocr_memplan again;
         hyocr_engine_memory_plan(s->eng, p->grid_h, p->grid_w, st->kv_tokens, 1, &again);
-        scratch = MAX(scratch, MAX(p->vision, p->image_embeds + MAX(p->prefill, again.prefill)));
-        fixed = p->weights + p->backend + p->pick;   /* the pick slots stay while jobs run */
+        int64_t text = p->image_embeds + MAX(p->prefill, again.prefill);
+        scratch = MAX(scratch, beside ? p->vision + text : MAX(p->vision, text));
+        fixed = p->weights + p->backend + p->pick + (beside ? HYOCR_MEMPLAN_CUDA_SIDE : 0);   /* the pick slots stay while jobs run */
         per_block = p->kv_per_block;
     }
     const hyocr_text_config *t = &M(s)->cfg.text;
@@ -762,7 +854,7 @@ static bool admit_queued(hyocr_sched *s, job_state *st)
         return true;
     }
     prefetch_next(s, st);
-    start_job(s, st, alone);
+    if (alone || !vision_beside(s, st)) start_job(s, st, alone);
     return true;
 }
 
@@ -781,7 +873,8 @@ static bool admit_preempted(hyocr_sched *s, job_state *st)
 static void admit(hyocr_sched *s)
 {
     job_state *st;
-    while (s->n_running < max_batch(s) && !s->exclusive && (st = next_waiting(s))) {
+    if (s->beside && !land_beside(s)) return;
+    while (s->n_running < max_batch(s) && !s->beside && !s->exclusive && (st = next_waiting(s))) {
         if (hyocr_job_cancelled(st)) {
             end_job(s, st, cancelled_error(st));
             continue;
@@ -797,7 +890,8 @@ static void reap_cancelled(hyocr_sched *s)
 {
     for (guint i = 0; i < s->jobs->len;) {
         job_state *st = &((hyocr_request *)s->jobs->pdata[i])->st;
-        if (st->phase != JOB_RUNNING && hyocr_job_cancelled(st)) {
+        /* the side lane's job ends when it lands: its pass still writes its buffers */
+        if (st->phase != JOB_RUNNING && st->phase != JOB_VISION && hyocr_job_cancelled(st)) {
             end_job(s, st, cancelled_error(st));
             continue;
         }
@@ -1100,7 +1194,8 @@ static void redo_turn(hyocr_sched *s)
  * the next job sizes its own pool. */
 static void settle(hyocr_sched *s)
 {
-    if (s->settled || s->n_running > 0 || any_phase(s, JOB_SWAPPED) || any_phase(s, JOB_RECOMPUTE)) return;
+    if (s->settled || s->n_running > 0 || s->beside || any_phase(s, JOB_SWAPPED) || any_phase(s, JOB_RECOMPUTE))
+        return;
     hyocr_model *m = M(s);
     if (m) {
         swap_drop_spares(s);
@@ -1155,6 +1250,10 @@ static bool take_incoming(hyocr_sched *s)
 
 static void cancel_everything(hyocr_sched *s)
 {
+    if (s->beside) {
+        s->eng->be->ops->side_idle(s->eng->be, true, NULL);
+        s->beside = NULL;
+    }
     while (s->jobs->len > 0) {
         job_state *st = &((hyocr_request *)s->jobs->pdata[0])->st;
         end_job(s, st, g_error_new(HYOCR_ERROR, HYOCR_ERROR_CANCELLED, _("cancelled: the engine was closed")));

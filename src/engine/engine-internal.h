@@ -49,6 +49,7 @@ typedef enum {
     JOB_SWAPPED,     /* preempted: its K/V sit in host memory */
     JOB_RECOMPUTE,   /* preempted: its K/V are gone, the prefill is redone on resume */
     JOB_REDO,        /* non-finite in FP16: set aside for a BF16 rerun */
+    JOB_VISION,      /* its vision pass runs on the side lane, beside the decode steps */
     JOB_FINISHED,
 } job_phase;
 
@@ -127,7 +128,8 @@ bool   hyocr_job_check_memory(job_state *st, GError **error);   /* fills st->pla
 /* Drafts a round the job speculates with: 0 when the engine has no draft, the job asks for none or
  * wants the logits (the host chooses its tokens then). */
 int    hyocr_job_spec_tokens(const job_state *st);
-bool   hyocr_job_vision(job_state *st, GError **error);
+bool   hyocr_job_vision(job_state *st, bool beside, GError **error);
+bool   hyocr_job_vision_done(job_state *st, GError **error);
 bool   hyocr_job_cancelled(void *data);
 bool   hyocr_job_stage_done(job_state *st, double *ms, GError **error);
 void   hyocr_job_emit_simple(job_state *st, hyocr_event_type type);

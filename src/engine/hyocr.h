@@ -322,6 +322,7 @@ typedef struct {
     int64_t kv_blocks_total; /* the KV pool now (0 when idle) */
     int64_t kv_blocks_used;
     int64_t kv_grows;        /* times the pool was replaced by a larger one while jobs held it */
+    int64_t vision_beside;   /* vision passes run beside decode steps (the backend's side lane) */
 } hyocr_engine_stats;
 
 /* Thread-safe: what the scheduler is doing now (for gauges and metrics). */

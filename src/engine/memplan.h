@@ -32,6 +32,9 @@ G_BEGIN_DECLS
  * scratch_need does), plus 4 MiB for op metadata and decode partials and 8 for the split
  * prefill's partials (HK_PF_SPLIT_PART_MAX, 6 MiB, grown by a quarter). */
 #define HYOCR_MEMPLAN_CUDA_BACKEND ((int64_t)92 << 20)
+/* And once a vision pass has run on its side lane (batch.c): that lane's own GEMM
+ * workspace and staging, 32 MiB each grown by a quarter. */
+#define HYOCR_MEMPLAN_CUDA_SIDE ((int64_t)80 << 20)
 
 /* Token-choice slots of the device pick path (decode.c): one penalty set of
  * ceil(vocab/32) 32-bit words each, allocated at once on the first decode step. */

@@ -83,6 +83,9 @@ typedef struct hyocr_model {
     int        n_tap_layers;
 
     hyocr_buf *scratch[HYOCR_SCRATCH_COUNT];
+    /* A vision pass runs beside decode steps (the scheduler's side lane): it keeps
+     * the text scratch, which their captured graphs point into. */
+    bool       beside;
     /* Rows per chunk of the row-wise parts of the ViT blocks and merger, and of
      * the prefill (memplan.h's defaults; tests lower them). Multiples of 512 keep
      * the CPU backend's results bit-identical to unchunked runs. */

@@ -49,6 +49,9 @@ typedef struct {
                                    * (split-KV); 1 = on at the default CTAs an SM, N > 1 = about N CTAs an
                                    * SM; −1 ("0") = off; 0 (unset) = the backend's default (off until
                                    * measured: backend-cuda.c's PF_SPLIT_DEFAULT) */
+    hyocr_switch vision_beside;   /* HYOCR_VISION_BESIDE: a page admitted next to decoding ones has its vision
+                                   * pass on the backend's side lane, beside the decode steps (batch.c);
+                                   * default off until measured (batch.c's BESIDE_DEFAULT) */
     hyocr_switch invariant;       /* HYOCR_INVARIANT: CUDA decode rows computed alike whatever the step's
                                    * rows (speculation's verify rows then equal plain decoding's) */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */

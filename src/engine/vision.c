@@ -250,13 +250,25 @@ static bool tower(hyocr_model *m, const hyocr_pixels *px, const vit_dims *d, hyo
     return ok;
 }
 
+/* The scratch a vision pass starts and ends without: all of it, or beside the
+ * decode steps (m->beside) the vision and merger slots only, since the steps'
+ * captured graphs point into the text slots. */
+static void trim(hyocr_model *m)
+{
+    if (!m->beside) {
+        hyocr_model_trim_scratch(m);
+        return;
+    }
+    for (int i = HYOCR_SCRATCH_V_X; i <= HYOCR_SCRATCH_M_NORM; i++) hyocr_model_scratch_release(m, i);
+}
+
 hyocr_buf *hyocr_vision_forward(hyocr_model *m, const hyocr_pixels *px, int *n_rows, hyocr_vision_debug *dbg,
                                 hyocr_cancel_fn cancel, void *cancel_data, GError **error)
 {
     if (!check_grid(m, px, error) || !hyocr_model_vision_reload(m, error)) return NULL;
     /* Start from no scratch (a previous decode's buffers included), as the
-     * memory plan assumes. */
-    hyocr_model_trim_scratch(m);
+     * memory plan assumes; beside decode steps their buffers stay. */
+    trim(m);
     vit_dims d = vit_dims_of(m, px);
     hyocr_buf *out = NULL;
     if (tower(m, px, &d, cancel, cancel_data, error) &&
@@ -274,7 +286,7 @@ hyocr_buf *hyocr_vision_forward(hyocr_model *m, const hyocr_pixels *px, int *n_r
         out = NULL;
     }
     /* Vision activations scale with the image; do not keep them for the decoder. */
-    hyocr_model_trim_scratch(m);
+    trim(m);
     if (out && n_rows) *n_rows = rows;
     return out;
 }
