@@ -77,6 +77,9 @@ typedef struct hyocr_sched {
     bool                exclusive;      /* the job running alone has the vision weights off the device */
     job_state          *beside;         /* JOB_VISION: its vision pass runs on the side lane */
     int64_t             n_beside;       /* vision passes run there */
+    gint64              beside_t0;      /* when it was queued (µs), */
+    double              beside_queue_ms;/* the host's time queueing it */
+    int64_t             beside_step0;   /* decode steps run before it */
     bool                settled;        /* nothing holds device memory for jobs */
     bool                in_redo;        /* running the FP16-overflowed jobs in redo_dtype */
     bool                redo_failed;
@@ -555,8 +558,11 @@ static bool vision_beside(hyocr_sched *s, job_state *st)
     }
     admission_begins(s, st);
     GError *err = NULL;
+    s->beside_t0 = g_get_monotonic_time();
+    s->beside_step0 = s->stats.decode_steps;
     bool ok = hyocr_job_vision(st, true, &err);
     be->ops->side_end(be);
+    s->beside_queue_ms = (double)(g_get_monotonic_time() - s->beside_t0) / 1000.0;
     if (!ok) {
         end_job(s, st, err);
         return true;
@@ -582,6 +588,10 @@ static bool land_beside(hyocr_sched *s)
         return false;
     }
     s->beside = NULL;
+    /* how much the pass ran beside the steps: the side lane's diagnostics */
+    g_debug("%s: vision pass queued in %.1f ms, done after %.1f ms, %" G_GINT64_FORMAT " decode steps beside it",
+            job_name(st), s->beside_queue_ms, (double)(g_get_monotonic_time() - s->beside_t0) / 1000.0,
+            s->stats.decode_steps - s->beside_step0);
     if (!err && hyocr_job_cancelled(st)) err = cancelled_error(st);
     if (err || !hyocr_job_vision_done(st, &err)) {
         end_job(s, st, err);
