@@ -1833,13 +1833,14 @@ static double bench_ms(cudaStream_t s, bench_fn fn, void *ctx, int reps)
 typedef struct {
     hk_dtype t;
     void    *out, *qkv;
-    int      n, H, D, wgmma;
+    int      n, H, D, wgmma, softmax;
 } full_bench;
 
 static cudaError_t full_fn(cudaStream_t s, void *p)
 {
     full_bench *b = p;
-    return hk_attention_full(s, b->t, b->out, b->qkv, b->n, b->H, b->D, 1.0f / sqrtf((float)b->D), b->wgmma);
+    return hk_attention_full(s, b->t, b->out, b->qkv, b->n, b->H, b->D, 1.0f / sqrtf((float)b->D), b->wgmma,
+                             b->softmax);
 }
 
 /* The vision kernels: mma.sync, and where the device has wgmma k_vis_wg and k_vis_ws. */
@@ -2111,6 +2112,141 @@ static void test_attention_full_ws(gconstpointer data)
     CK(cudaStreamCreate(&s));
     static const int sizes[] = { 1, 63, 64, 65, 127, 129, 191, 192, 193, 4096, 4200, 16384 };
     if (have_wgmma(s)) expect_full_like_mma(c, s, 2, sizes, G_N_ELEMENTS(sizes));
+    CK(cudaStreamDestroy(s));
+#endif
+}
+
+#if HYOCR_HAVE_CUDA
+/* out[R][H][D] in double for rows[] of the attention over qkv (as rounded to the compute type). */
+static void full_ref_rows(const float *qkv, int n, int H, int D, const int *rows, int R, double *out)
+{
+    const size_t st = (size_t)3 * H * D;
+    const double scale = 1.0 / sqrt((double)D);
+    g_autofree double *p = g_new(double, n);
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < H; h++) {
+            const float *q = qkv + rows[r] * st + (size_t)h * D;
+            double mx = -INFINITY, l = 0;
+            for (int j = 0; j < n; j++) {
+                const float *k = qkv + j * st + (size_t)(H + h) * D;
+                double s = 0;
+                for (int d = 0; d < D; d++) s += (double)q[d] * k[d];
+                p[j] = s * scale;
+                mx = MAX(mx, p[j]);
+            }
+            double *o = out + ((size_t)r * H + h) * D;
+            for (int d = 0; d < D; d++) o[d] = 0;
+            for (int j = 0; j < n; j++) {
+                const float *v = qkv + j * st + (size_t)(2 * H + h) * D;
+                double w = exp(p[j] - mx);
+                l += w;
+                for (int d = 0; d < D; d++) o[d] += w * v[d];
+            }
+            for (int d = 0; d < D; d++) o[d] /= l;
+        }
+}
+
+/* One run of hk_attention_full (wgmma mode, softmax flags) against the reference rows:
+ * rel-L2 and max |Δ| over them; every output must be finite (rows left unwritten are NaN). */
+static void full_err_rows(hk_dtype t, cudaStream_t s, full_bench *b, const int *rows, int R, const double *ref,
+                          double *rel, double *mx)
+{
+    const size_t row = (size_t)b->H * b->D, no = (size_t)b->n * row;
+    float *f32 = NULL;
+    CK(cudaMemsetAsync(b->out, 0xff, no * 2, s));
+    CK(full_fn(s, b));
+    CK(cudaMalloc((void **)&f32, no * 4));
+    CK(hk_convert(s, f32, HK_F32, b->out, t, no));
+    g_autofree float *h = g_new(float, no);
+    CK(cudaMemcpyAsync(h, f32, no * 4, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    cudaFree(f32);
+    for (size_t i = 0; i < no; i++) g_assert_true(isfinite(h[i]));
+    double num = 0, den = 0;
+    *mx = 0;
+    for (int r = 0; r < R; r++)
+        for (size_t i = 0; i < row; i++) {
+            double d = fabs(h[rows[r] * row + i] - ref[r * row + i]);
+            *mx = MAX(*mx, d);
+            num += d * d;
+            den += ref[r * row + i] * ref[r * row + i];
+        }
+    *rel = sqrt(num / MAX(den, 1e-300));
+}
+
+/* k_vis_wg's softmax variants (HYOCR_VIS_EXP_FMA = 1..4 of each 8 exponentials on the
+ * FMA pipe, HYOCR_VIS_LAZY_RESCALE) against a double reference at 48 sampled rows
+ * (the first and last, CTA and tile edges among them). They round other weights to
+ * fp16/bf16 than the default kernel (the lazy rescale scales them by up to 2^8, the
+ * polynomial's 2^-22.4 moves a few across a rounding edge), so not its bits: the
+ * bar is its own error against the reference, rel-L2 within 1.25× (the weights'
+ * rounding noise is the same size, a fresh draw; over 48·16 rows its estimate moves
+ * by a few %) and max |Δ| within 1.5× plus one output ulp of max |ref|. Keys ramped
+ * (k_j × (1 + 6j/n)) make each row's max rise past 2^8 several times: the lazy
+ * rescale's taken branch; plain random keys mostly skip it. */
+static void expect_vis_softmax(const dt_case *c, cudaStream_t s, int n, double ramp)
+{
+    hk_dtype t = case_kt(c);
+    const int H = 16, D = 72, R = MIN(n, 48);
+    const size_t nq = (size_t)n * 3 * H * D, no = (size_t)n * H * D, st = (size_t)3 * H * D;
+    g_autofree float *h = rnd_fast(nq, -2, 2);
+    for (int j = 0; j < n; j++)
+        for (size_t i = (size_t)H * D; i < (size_t)2 * H * D; i++) h[j * st + i] *= (float)(1 + ramp * j / n);
+    void *f32 = NULL;
+    full_bench b = { t, NULL, NULL, n, H, D, 0, 0 };
+    CK(cudaMalloc(&f32, nq * 4));
+    CK(cudaMalloc(&b.qkv, nq * 2));
+    CK(cudaMalloc(&b.out, no * 2));
+    CK(cudaMemcpy(f32, h, nq * 4, cudaMemcpyHostToDevice));
+    CK(hk_convert(s, b.qkv, t, f32, HK_F32, nq));
+    CK(hk_convert(s, f32, HK_F32, b.qkv, t, nq));   /* the inputs as the kernels see them */
+    CK(cudaMemcpyAsync(h, f32, nq * 4, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    cudaFree(f32);
+    int rows[48];
+    for (int r = 0; r < R; r++) rows[r] = R > 1 ? (int)((int64_t)r * (n - 1) / (R - 1)) : 0;
+    if (R > 4) rows[1] = MIN(255, n - 1), rows[2] = MIN(256, n - 1), rows[3] = MIN(64, n - 1);
+    g_autofree double *ref = g_new(double, (size_t)R * H * D);
+    full_ref_rows(h, n, H, D, rows, R, ref);
+    const double ulp = t == HK_BF16 ? 1.0 / 128 : 1.0 / 1024;
+    double big = 0;
+    for (size_t i = 0; i < (size_t)R * H * D; i++) big = MAX(big, fabs(ref[i]));
+    double rel0, mx0;
+    b.wgmma = 1;
+    full_err_rows(t, s, &b, rows, R, ref, &rel0, &mx0);
+    if (g_test_verbose())
+        printf("vis softmax %s n %d ramp %g: default rel-L2 %.3g max|d| %.3g (max|ref| %.3g)\n", c->name, n, ramp,
+               rel0, mx0, big);
+    for (int lazy = 0; lazy < 2; lazy++)
+        for (int k = lazy ? 0 : 1; k <= 4; k++) {
+            double rel, mx;
+            b.softmax = k | (lazy ? HK_VIS_LAZY : 0);
+            full_err_rows(t, s, &b, rows, R, ref, &rel, &mx);
+            if (g_test_verbose())
+                printf("vis softmax %s n %d ramp %g: exp_fma %d lazy %d rel-L2 %.3g (%.3fx) max|d| %.3g (%.3fx)\n",
+                       c->name, n, ramp, k, lazy, rel, rel / MAX(rel0, 1e-300), mx, mx / MAX(mx0, 1e-300));
+            g_assert_cmpfloat(rel, <=, 1.25 * rel0 + 1e-7);
+            g_assert_cmpfloat(mx, <=, 1.5 * mx0 + ulp * big);
+        }
+    cudaFree(b.qkv);
+    cudaFree(b.out);
+}
+#endif
+
+static void test_attention_full_softmax(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+#if HYOCR_HAVE_CUDA
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    static const int sizes[] = { 16384, 4200, 1000, 129, 64, 1 };
+    if (have_wgmma(s))
+        for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
+            expect_vis_softmax(c, s, sizes[i], 0);
+            expect_vis_softmax(c, s, sizes[i], 6);
+        }
     CK(cudaStreamDestroy(s));
 #endif
 }
@@ -2608,6 +2744,7 @@ int main(int argc, char **argv)
         add("attention_full_long", c, test_attention_full_long);
         add("attention_full_wgmma", c, test_attention_full_wgmma);
         add("attention_full_ws", c, test_attention_full_ws);
+        add("attention_full_softmax", c, test_attention_full_softmax);
         add("paged", c, test_paged);
         add("paged_long_decode", c, test_paged_long_decode);
         add("paged_decode_staged", c, test_paged_decode_staged);

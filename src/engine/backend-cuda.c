@@ -123,6 +123,8 @@ typedef struct {
                                      * warp-specialised variant (HYOCR_VIS_WS=1) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
     int              pf_split;      /* split-KV prefill's CTAs an SM (HYOCR_PREFILL_SPLIT); 0: never split */
+    int              vis_softmax;   /* k_vis_wg's softmax flags (hk_attention_full; HYOCR_VIS_EXP_FMA,
+                                     * HYOCR_VIS_LAZY_RESCALE); 0: the mma.sync kernel's bits */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -1008,7 +1010,8 @@ static bool cuda_attention_full(hyocr_backend *be, hyocr_buf *out, const hyocr_b
     if (D != 72 && D != 128)
         return ck(hk_attention_full_generic(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale),
                   N_("attention_full (generic head dim)"), error);
-    return ck(hk_attention_full(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale, cb->wgmma),
+    return ck(hk_attention_full(cb->stream, cb->act, out->data, qkv->data, n, H, D, scale, cb->wgmma,
+                                cb->vis_softmax),
               "attention_full", error);
 }
 
@@ -2112,6 +2115,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
                    : t->prefill_split == 0 ? PF_SPLIT_DEFAULT
                    : t->prefill_split == 1 ? HK_PF_SPLIT_PER_SM
                                            : MIN(t->prefill_split, 64);
+    cb->vis_softmax = MIN(t->vis_exp_fma, 4) | (t->vis_lazy ? HK_VIS_LAZY : 0);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);
