@@ -3,7 +3,6 @@
  * template (attention-prefill.cu). */
 #include "hk-wgmma.h"
 #include <math.h>
-#include <type_traits>
 
 /* ---- vision attention, head_dim 72 ----
  * The vision tower's hot spot (27 layers × 16 heads × 16384² for a 2048² page),
@@ -361,14 +360,6 @@ __device__ __forceinline__ bool wg_softmax_x(float (*sc)[4], float *m, float *l,
     return rescale;
 }
 
-/* The mma.sync kernel's arithmetic exactly (k_vis_ws; k_vis_wg by default). */
-template <int BN, bool MASK>
-__device__ __forceinline__ void wg_softmax(float (*sc)[4], float *m, float *l, float *corr, int key0, int n, int tig,
-                                           float c)
-{
-    wg_softmax_x<BN, MASK, 0, false>(sc, m, l, corr, key0, n, tig, c);
-}
-
 __device__ __forceinline__ void wg_rescale(float (*o)[4], const float *corr)
 {
 #pragma unroll
@@ -390,14 +381,6 @@ template <typename T, int BN> __device__ __forceinline__ void wg_pack(uint32_t (
         pa[kk][2] = pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
         pa[kk][3] = pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
     }
-}
-
-template <int BN>
-__device__ __forceinline__ void wg_softmax_tile(float (*sc)[4], float *m, float *l, float *corr, int key0, int n,
-                                                int tig, float c)
-{
-    if (key0 + BN <= n) wg_softmax<BN, false>(sc, m, l, corr, key0, n, tig, c);
-    else wg_softmax<BN, true>(sc, m, l, corr, key0, n, tig, c);
 }
 
 template <int BN, int EXPF, bool LAZY>
@@ -522,242 +505,6 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
 #endif
 }
 
-/* ---- the same on Hopper, warp-specialised (FlashAttention-3's schedule) ----
- * k_vis_wg above makes all its warpgroups copy K/V and meet at one __syncthreads
- * a tile, so they run their products and their softmax in lockstep and the
- * tensor cores idle while every warpgroup waits on MUFU. Here:
- * - warpgroup 0 only copies: K_t and V_t into stage t % NS of a ring (cp.async,
- *   the same core-matrix tiles as k_vis_wg), one "full" mbarrier a stage that
- *   its 128 threads arrive on once their copies of the tile landed, one "empty"
- *   mbarrier a stage that the consumers arrive on once their products read it;
- * - warpgroups 1..NC each own 64 query rows; setmaxnreg hands the copier's
- *   registers to them (WsRegs): with two, S, P, O and Q of 128-key tiles fit;
- * - ping-pong: a consumer issues its products (q·kᵀ of tile j, then P·V of tile
- *   j − 1) only in its turn, handed round by named barriers, so one
- *   warpgroup's products run while the others do their softmax;
- * - per row block, the arithmetic is k_vis_wg's (softmax of tile j, O scaled,
- *   P packed, then O += P·V), so with BN = 64 only the grouping of the fp32
- *   sums inside the products can differ.
- * Proxies: cp.async writes through the generic proxy and wgmma reads through
- * the async one, so each copier thread waits for its own copies, fences
- * (fence.proxy.async) and only then arrives (release); a consumer's try_wait
- * acquires. A stage is refilled only after the consumers' wgmma.wait_group on
- * the products that read it. */
-
-__device__ __forceinline__ void ws_mbar_init(uint64_t *b, int count)
-{
-#if HK_HAVE_WGMMA
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(count) : "memory");
-#endif
-}
-
-/* arrive-on with the default .release.cta semantics */
-__device__ __forceinline__ void ws_mbar_arrive(uint64_t *b)
-{
-#if HK_HAVE_WGMMA
-    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(smem_addr(b)) : "memory");
-#endif
-}
-
-/* Until the phase of parity `parity` has completed (default .acquire.cta). */
-__device__ __forceinline__ void ws_mbar_wait(uint64_t *b, uint32_t parity)
-{
-#if HK_HAVE_WGMMA
-    asm volatile("{\n.reg .pred p;\nWS_WAIT:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 "@!p bra WS_WAIT;\n}\n" ::"r"(smem_addr(b)),
-                 "r"(parity)
-                 : "memory");
-#endif
-}
-
-/* Named barriers 1..NC (0 is __syncthreads'): 256 threads, the warpgroup whose
- * turn it is (sync) and the one before it (arrive). */
-__device__ __forceinline__ void ws_bar_sync(int id)
-{
-    asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory");
-}
-
-__device__ __forceinline__ void ws_bar_arrive(int id)
-{
-    asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory");
-}
-
-/* Registers a thread after setmaxnreg: the CTA starts with 65536 / threads
- * (rounded down to 8: 168 for 384 threads, 128 for 512); the copier gives up at
- * least what the consumers take (multiples of 8; vis_ws_launch checks). The
- * copier's loop spills at 32, not at 40. */
-template <int NC> struct WsRegs;
-template <> struct WsRegs<2> { static constexpr int PROD = 40, CONS = 232; };  /* 128·128 = 256·64 */
-template <> struct WsRegs<3> { static constexpr int PROD = 40, CONS = 152; };  /* 128·88 ≥ 384·24 */
-
-template <int R> __device__ __forceinline__ void ws_regs_dec(void)
-{
-#if HK_HAVE_WGMMA
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
-#endif
-}
-
-template <int R> __device__ __forceinline__ void ws_regs_inc(void)
-{
-#if HK_HAVE_WGMMA
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
-#endif
-}
-
-template <int NC, int BN, int NS> struct WsShape {
-    static constexpr int NT = 128 * (NC + 1), BM = 64 * NC;
-    static constexpr int KT = BN * WG_DK, VT = BN * FV_D, ST = KT + VT; /* elements */
-    /* the stages, then NS full and NS empty mbarriers */
-    static constexpr size_t BAR = (size_t)NS * ST * 2, SMEM = BAR + 2 * NS * sizeof(uint64_t);
-    /* tiles whose copies fly ahead of the one a copier thread signals: the
-     * consumers hold two stages (P·V of j − 1 after q·kᵀ of j), so at most NS − 2
-     * without deadlock (tile t's stage waits on the release of t − NS, which
-     * needs tile t − NS + 1 signalled) */
-    static constexpr int LAG = NS - 2;
-    static_assert(NS >= 3, "stages: two held by the consumers, one in flight");
-};
-
-/* Warpgroup 0: every tile's K and V into the ring. */
-template <typename T, int NC, int BN, int NS>
-__device__ __forceinline__ void ws_produce(T *sm, uint64_t *full, uint64_t *empty, const T *kb, const T *vb,
-                                           int stride, int n, int n_tiles)
-{
-    typedef WsShape<NC, BN, NS> S;
-    for (int t = 0; t < n_tiles; t++) {
-        const int s = t % NS;
-        if (t >= NS) ws_mbar_wait(empty + s, ((t / NS) - 1) & 1); /* tile t − NS's readers are done */
-        T *st = sm + s * S::ST;
-        wg_load<T, 128, BN, WG_CK>(st, kb, stride, t * BN, n);
-        wg_load<T, 128, BN, WG_CV>(st + S::KT, vb, stride, t * BN, n);
-        cp_commit();
-        if (t >= S::LAG) {
-            cp_wait<S::LAG>(); /* this thread's copies of tile t − LAG landed */
-            wg_fence_smem();
-            ws_mbar_arrive(full + (t - S::LAG) % NS);
-        }
-    }
-    cp_wait_all();
-    wg_fence_smem();
-    for (int t = n_tiles > S::LAG ? n_tiles - S::LAG : 0; t < n_tiles; t++) ws_mbar_arrive(full + t % NS);
-}
-
-/* Consumer c (0..NC−1, warpgroup c + 1): rows r0 + 64c .. + 63 against every tile.
- * OVL: the softmax of tile j waits only for q·kᵀ of tile j and runs while the
- * tensor cores still do P·V of tile j − 1 (FA3's intra-warpgroup overlap; O is
- * scaled after it, so the arithmetic is the same as without). */
-template <typename T, int NC, int BN, int NS, bool OVL>
-__device__ __forceinline__ void ws_consume(const T *sm, uint64_t *full, uint64_t *empty, const T *qb, T *out,
-                                           int stride, int n, int H, int head, int row0, int c, int n_tiles,
-                                           float cs)
-{
-    typedef WsShape<NC, BN, NS> S;
-    const int lane = threadIdx.x & 31;
-    uint32_t qa[WG_DK / 16][4], pa[BN / 16][4];
-    wg_load_q<T>(qa, qb, stride, row0, n, lane);
-    float sc[BN / 8][4], o[FV_D / 8][4], m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f }, corr[2];
-#pragma unroll
-    for (int i = 0; i < BN / 8; i++) sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < FV_D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
-    const int me = 1 + c, next = 1 + (c + 1) % NC;
-    /* the last consumer opens the first turn (the one it hands over after each of its own) */
-    if (c == NC - 1) ws_bar_arrive(1);
-
-    /* tile j; FIRST (j = 0) has no P·V before it: a separate copy of the body, as
-     * a wgmma under a branch the compiler cannot prove uniform gets serialised */
-    auto step = [&](int j, auto first) {
-        constexpr bool FIRST = decltype(first)::value;
-        const int s = j % NS;
-        ws_mbar_wait(full + s, (j / NS) & 1);
-        ws_bar_sync(me); /* this warpgroup's turn on the tensor cores */
-        wg_pin_u<BN / 16>(pa);
-        wg_pin<BN / 8>(sc);
-        wg_pin<FV_D / 8>(o);
-        wg_fence();
-        /* q·kᵀ first: with OVL the softmax waits only for it, and runs under P·V */
-        wg_issue_qk<T, BN>(sc, qa, sm + s * S::ST);
-        wg_commit();
-        if (!FIRST) {
-            wg_issue_pv<T, BN>(o, pa, sm + ((j - 1) % NS) * S::ST + S::KT);
-            wg_commit();
-        }
-        /* the next one's turn; the last consumer's last hand-over would open a turn nobody takes */
-        if (c != NC - 1 || j + 1 < n_tiles) ws_bar_arrive(next);
-        if (OVL && !FIRST) wg_wait<1>();
-        else wg_wait<0>();
-        wg_pin<BN / 8>(sc);
-        if (!OVL && !FIRST) ws_mbar_arrive(empty + (j - 1) % NS); /* K and V of tile j − 1 read */
-        wg_softmax_tile<BN>(sc, m, l, corr, j * BN, n, lane & 3, cs);
-        if (OVL) {
-            wg_wait<0>();
-            if (!FIRST) ws_mbar_arrive(empty + (j - 1) % NS);
-        }
-        wg_pin<FV_D / 8>(o);
-        wg_pin_u<BN / 16>(pa); /* P·V of tile j − 1 read them until here */
-        wg_rescale(o, corr);
-        wg_pack<T, BN>(pa, sc);
-    };
-    step(0, std::true_type());
-    for (int j = 1; j < n_tiles; j++) step(j, std::false_type());
-    wg_pin_u<BN / 16>(pa);
-    wg_pin<FV_D / 8>(o);
-    wg_fence();
-    wg_issue_pv<T, BN>(o, pa, sm + ((n_tiles - 1) % NS) * S::ST + S::KT);
-    wg_commit();
-    wg_wait<0>();
-    wg_pin<FV_D / 8>(o);
-    wg_pin_u<BN / 16>(pa);
-    wg_store<T>(out, o, l, row0, n, H, head, lane);
-}
-
-/* CTA = one copier warpgroup and NC consumer warpgroups of 64 query rows of one
- * head, BN keys a tile, NS stages, OVL as ws_consume. One CTA an SM (the register
- * split assumes it). */
-template <typename T, int NC, int BN, int NS, bool OVL>
-__global__ void __launch_bounds__(128 * (NC + 1), 1) k_vis_ws(const T *qkv, T *out, int n, int H, float c)
-{
-#if HK_HAVE_WGMMA
-    typedef WsShape<NC, BN, NS> S;
-    extern __shared__ __align__(128) unsigned char ws_raw[];
-    T *sm = (T *)ws_raw; /* [stage][K tile | V tile] */
-    uint64_t *full = (uint64_t *)(ws_raw + S::BAR), *empty = full + NS;
-    /* warp-uniform as far as the compiler can tell (a shuffle of lane 0's): the
-     * roles' wgmma then sit on no divergent path */
-    const int wg = __shfl_sync(0xffffffffu, (int)(threadIdx.x >> 7), 0);
-    const int r0 = blockIdx.x * S::BM, head = blockIdx.y, stride = 3 * H * FV_D;
-    const T *qb = qkv + (size_t)head * FV_D, *kb = qb + (size_t)H * FV_D, *vb = kb + (size_t)H * FV_D;
-
-    /* K's chunk 9 (dims 72..79) in every stage: zero, never copied over; wgmma
-     * reads it through the async proxy, hence the fence before the barrier */
-    for (int i = threadIdx.x; i < NS * BN; i += S::NT) {
-        int r = i % BN;
-        *(int4 *)(sm + (i / BN) * S::ST + ((r >> 3) * WG_CK + 9) * 64 + (r & 7) * 8) = make_int4(0, 0, 0, 0);
-    }
-    wg_fence_smem();
-    if (threadIdx.x == 0)
-        for (int s = 0; s < NS; s++) {
-            ws_mbar_init(full + s, 128);        /* every copier thread */
-            ws_mbar_init(empty + s, 128 * NC);  /* every consumer thread */
-        }
-    __syncthreads(); /* the zeros and the initialised mbarriers, for all */
-    const int n_tiles = (n + BN - 1) / BN;
-    if (wg == 0) {
-        ws_regs_dec<WsRegs<NC>::PROD>();
-        ws_produce<T, NC, BN, NS>(sm, full, empty, kb, vb, stride, n, n_tiles);
-    } else {
-        ws_regs_inc<WsRegs<NC>::CONS>();
-        const int ci = wg - 1;
-        ws_consume<T, NC, BN, NS, OVL>(sm, full, empty, qb, out, stride, n, H, head,
-                                  r0 + ci * 64 + ((threadIdx.x >> 5) & 3) * 16, ci, n_tiles, c);
-    }
-#else
-    __trap(); /* the launcher takes this kernel only where the probe saw wgmma */
-#endif
-}
-
 /* The variant launched (bench/flash_bench.cu measures the others; tests/gpu/vision.sh
  * can take its pick): NWG warpgroups of 64 rows a CTA, BN-key tiles, NS stages,
  * MINB CTAs an SM, OVL: softmax under P·V. WG_ON 0 leaves the mma.sync kernel
@@ -768,23 +515,6 @@ __global__ void __launch_bounds__(128 * (NC + 1), 1) k_vis_ws(const T *qkv, T *o
 #define WG_NS 2
 #define WG_MINB 1
 #define WG_OVL false
-/* The warp-specialised variant, taken only when the caller asks (wgmma = 2:
- * HYOCR_VIS_WS=1): it loses. H200, session 8 (bench/flash_bench.cu, 16384 patches,
- * H = 16, fp16): every ws variant slower than k_vis_wg's 3752 µs — 3 consumers ×
- * 64 keys without the overlap 4120 µs, with it (the launched one) 4806, 2 × 128
- * keys 4746 / 5634; a 2048² page's vision attention 4807 µs a layer against 3765.
- * Its outputs are k_vis_wg's bits. Kept as the base for what it lacks (TMA copies,
- * 128-row consumers); the cp.async copier warpgroup costs the fourth consumer's
- * latency hiding. NC consumer warpgroups, BN
- * keys a tile, NS stages, OVL: softmax under P·V. BN = 64 keeps the mma.sync
- * kernel's tiles, hence its running maxima and its rounded weights (k_vis_wg gave
- * its very bits); 128-key tiles round other weights, a few output ulps apart at
- * 65..200 keys. Three consumers: 192 rows a CTA, a third less L2 traffic a row
- * than two. */
-#define WS_NC 3
-#define WS_BN 64
-#define WS_NS 6
-#define WS_OVL true
 
 template <typename T, int NWG, int BN, int NS, int MINB, bool OVL, int EXPF = 0, bool LAZY = false>
 static cudaError_t vis_wg_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
@@ -818,32 +548,6 @@ static cudaError_t vis_wg_t(cudaStream_t s, void *out, const void *qkv, int n, i
                             : vis_wg_softmax<T, 0, false>(s, out, qkv, n, H, scale, sm);
 }
 
-template <typename T, int NC, int BN, int NS, bool OVL>
-static cudaError_t vis_ws_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
-{
-    typedef WsShape<NC, BN, NS> S;
-    /* setmaxnreg.inc waits for registers the copier's dec gave back: if the kernel
-     * started with fewer than WsRegs assumes (ptxas has given it the launch
-     * bound's 65536 / threads so far), the consumers would wait forever. Refuse
-     * instead of hanging the card. */
-    static int checked;
-    if (!checked) {
-        cudaFuncAttributes fa;
-        cudaError_t e = cudaFuncGetAttributes(&fa, k_vis_ws<T, NC, BN, NS, OVL>);
-        if (e != cudaSuccess) return e;
-        if (fa.numRegs * S::NT > 65536 ||
-            (fa.numRegs - WsRegs<NC>::PROD) * 128 < (WsRegs<NC>::CONS - fa.numRegs) * 128 * NC)
-            return cudaErrorInvalidConfiguration;
-        checked = 1;
-    }
-    cudaError_t e = cudaFuncSetAttribute(k_vis_ws<T, NC, BN, NS, OVL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)S::SMEM);
-    if (e != cudaSuccess) return e;
-    dim3 g((unsigned)((n + S::BM - 1) / S::BM), (unsigned)H);
-    k_vis_ws<T, NC, BN, NS, OVL><<<g, S::NT, S::SMEM, s>>>((const T *)qkv, (T *)out, n, H, scale * LOG2E);
-    return cudaGetLastError();
-}
-
 /* Whether the code this device runs was built with wgmma (sm_90a): the launcher
  * cannot tell from the device's compute capability alone (a compute_80 PTX build
  * runs on an H200 too). */
@@ -868,9 +572,6 @@ cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void 
 {
     if (n <= 0 || H <= 0) return cudaSuccess;
     if (D != FV_D) return hk_flash_full(s, t, out, qkv, n, H, D, scale);
-    if (wgmma == 2)
-        return t == HK_BF16 ? vis_ws_launch<__nv_bfloat16, WS_NC, WS_BN, WS_NS, WS_OVL>(s, out, qkv, n, H, scale)
-                            : vis_ws_launch<__half, WS_NC, WS_BN, WS_NS, WS_OVL>(s, out, qkv, n, H, scale);
     if (wgmma && WG_ON)
         return t == HK_BF16 ? vis_wg_t<__nv_bfloat16>(s, out, qkv, n, H, scale, softmax)
                             : vis_wg_t<__half>(s, out, qkv, n, H, scale, softmax);

@@ -175,10 +175,10 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
                            const void *kn, hk_dtype knt, float eps, int pdl, int heads_per_cta);
 
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128
- * (attention-vision.cu). wgmma: take the Hopper kernel for D = 72 (only where hk_kernels_probe said so):
- * 1 k_vis_wg, 2 its warp-specialised variant k_vis_ws; 0 the mma.sync kernel. softmax: k_vis_wg's
- * (0: the mma.sync kernel's bits): HK_VIS_EXPF_MASK, how many of each 8 exponentials run on the FMA
- * pipe (0..4, more counts as 4); HK_VIS_LAZY, O rescaled only when a row's max rose past 2^8. */
+ * (attention-vision.cu). wgmma: take the Hopper kernel k_vis_wg for D = 72 (only where
+ * hk_kernels_probe said so); 0 the mma.sync kernel. softmax: k_vis_wg's (0: the mma.sync
+ * kernel's bits): HK_VIS_EXPF_MASK, how many of each 8 exponentials run on the FMA pipe (0..4,
+ * more counts as 4); HK_VIS_LAZY, O rescaled only when a row's max rose past 2^8. */
 #define HK_VIS_EXPF_MASK 15
 #define HK_VIS_LAZY      16
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,

@@ -1843,7 +1843,7 @@ static cudaError_t full_fn(cudaStream_t s, void *p)
                              b->softmax);
 }
 
-/* The vision kernels: mma.sync, and where the device has wgmma k_vis_wg and k_vis_ws. */
+/* The vision kernels: mma.sync, and where the device has wgmma k_vis_wg. */
 static void bench_full(hk_dtype t, int n, cudaStream_t s)
 {
     const int H = 16, D = 72;
@@ -1851,11 +1851,11 @@ static void bench_full(hk_dtype t, int n, cudaStream_t s)
     CK(hk_kernels_probe(s, &wg));
     full_bench b = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0 };
     CK(cudaMalloc(&b.out, (size_t)n * H * D * 2));
-    for (b.wgmma = 0; b.wgmma <= (wg ? 2 : 0); b.wgmma++) {
+    for (b.wgmma = 0; b.wgmma <= (wg ? 1 : 0); b.wgmma++) {
         double ms = bench_ms(s, full_fn, &b, n > 8192 ? 5 : 20);
         double flop = 4.0 * n * (double)n * H * D;
         printf("# bench %-5s attention_full %-8s n=%-6d H=%d D=%d: %8.3f ms  %6.1f TFLOP/s\n",
-               t == HK_BF16 ? "bf16" : "f16", b.wgmma == 2 ? "wgmma-ws" : b.wgmma ? "wgmma" : "mma.sync", n, H, D, ms, flop / ms * 1e-9);
+               t == HK_BF16 ? "bf16" : "f16", b.wgmma ? "wgmma" : "mma.sync", n, H, D, ms, flop / ms * 1e-9);
     }
     cudaFree(b.out);
     cudaFree(b.qkv);
@@ -2025,12 +2025,11 @@ static void bench_copy(cudaStream_t s)
 #endif
 
 #if HYOCR_HAVE_CUDA
-/* Hopper vision kernel `mode` (hk_attention_full's wgmma: 1 k_vis_wg, 2 k_vis_ws) against
- * the mma.sync kernel every other card runs, on the same random qkv at each n: only the
- * order of the fp32 sums inside the products differs, so the outputs agree to a few
- * output ulps (max |Δ| ≤ 4 ulps of the largest |out|, rel-L2 ≤ tol / 4). Rows left
- * unwritten read as NaN and fail. */
-static void expect_full_like_mma(const dt_case *c, cudaStream_t s, int mode, const int *sizes, size_t n_sizes)
+/* The Hopper vision kernel (k_vis_wg) against the mma.sync kernel every other card runs,
+ * on the same random qkv at each n: only the order of the fp32 sums inside the products
+ * differs, so the outputs agree to a few output ulps (max |Δ| ≤ 4 ulps of the largest
+ * |out|, rel-L2 ≤ tol / 4). Rows left unwritten read as NaN and fail. */
+static void expect_full_like_mma(const dt_case *c, cudaStream_t s, const int *sizes, size_t n_sizes)
 {
     hk_dtype t = case_kt(c);
     const int H = 16, D = 72;
@@ -2039,7 +2038,7 @@ static void expect_full_like_mma(const dt_case *c, cudaStream_t s, int mode, con
         int n = sizes[k];
         size_t no = (size_t)n * H * D;
         full_bench a = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0 }, b = a;
-        b.wgmma = mode;
+        b.wgmma = 1;
         CK(cudaMalloc(&a.out, no * 2));
         CK(cudaMalloc(&b.out, no * 2));
         CK(cudaMemsetAsync(b.out, 0xff, no * 2, s));   /* NaN: a row left unwritten fails */
@@ -2063,8 +2062,8 @@ static void expect_full_like_mma(const dt_case *c, cudaStream_t s, int mode, con
         }
         double rel = sqrt(num / MAX(den, 1e-30));
         if (g_test_verbose())
-            printf("%s vs mma.sync %s n %d: max|d| %.3g (max|out| %.3g, bound %.3g), rel-L2 %.3g (bound %.3g)\n",
-                   mode == 2 ? "wgmma-ws" : "wgmma", c->name, n, mx, big, 4 * ulp * MAX(big, 1e-3), rel, c->tol / 4);
+            printf("wgmma vs mma.sync %s n %d: max|d| %.3g (max|out| %.3g, bound %.3g), rel-L2 %.3g (bound %.3g)\n",
+                   c->name, n, mx, big, 4 * ulp * MAX(big, 1e-3), rel, c->tol / 4);
         g_assert_cmpfloat(mx, <=, 4 * ulp * MAX(big, 1e-3));
         g_assert_cmpfloat(rel, <=, c->tol / 4);
         cudaFree(f32);
@@ -2095,23 +2094,7 @@ static void test_attention_full_wgmma(gconstpointer data)
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     static const int sizes[] = { 16384, 4200, 1000, 129, 64, 1 };
-    if (have_wgmma(s)) expect_full_like_mma(c, s, 1, sizes, G_N_ELEMENTS(sizes));
-    CK(cudaStreamDestroy(s));
-#endif
-}
-
-/* Its warp-specialised variant (HYOCR_VIS_WS=1, k_vis_ws as launched: 192 query rows a
- * CTA, 64-key tiles): one row, a key tile's edges, a CTA's rows' edges, and pages. */
-static void test_attention_full_ws(gconstpointer data)
-{
-    const dt_case *c = data;
-    hyocr_backend *g = cuda(c);
-    if (!g) return;
-#if HYOCR_HAVE_CUDA
-    cudaStream_t s;
-    CK(cudaStreamCreate(&s));
-    static const int sizes[] = { 1, 63, 64, 65, 127, 129, 191, 192, 193, 4096, 4200, 16384 };
-    if (have_wgmma(s)) expect_full_like_mma(c, s, 2, sizes, G_N_ELEMENTS(sizes));
+    if (have_wgmma(s)) expect_full_like_mma(c, s, sizes, G_N_ELEMENTS(sizes));
     CK(cudaStreamDestroy(s));
 #endif
 }
@@ -2743,7 +2726,6 @@ int main(int argc, char **argv)
         add("attention_full", c, test_attention_full);
         add("attention_full_long", c, test_attention_full_long);
         add("attention_full_wgmma", c, test_attention_full_wgmma);
-        add("attention_full_ws", c, test_attention_full_ws);
         add("attention_full_softmax", c, test_attention_full_softmax);
         add("paged", c, test_paged);
         add("paged_long_decode", c, test_paged_long_decode);

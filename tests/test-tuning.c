@@ -10,7 +10,7 @@
 static const char *const NAMES[] = {
     "HYOCR_PROFILE", "HYOCR_NO_GRAPH", "HYOCR_NO_GEMV", "HYOCR_CPU_GENERIC",
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
-    "HYOCR_VIS_WS", "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE",
+    "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE",
     "HYOCR_DECODE_STAGES", "HYOCR_DECODE_HEADS_FIRST", "HYOCR_ROPE_HEADS", "HYOCR_GEMM_NORM_HELD",
     "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
     "HYOCR_VIS_EXP_FMA", "HYOCR_VIS_LAZY_RESCALE",
@@ -53,7 +53,6 @@ static void test_on(void)
         g_assert_true(t.no_gemv);
         g_assert_true(t.cpu_generic);
         g_assert_true(t.no_wgmma);
-        g_assert_true(t.vis_ws);
         g_assert_true(t.prefill_template);
         g_assert_cmpint(t.prefill_split, ==, i ? 0 : 1);   /* a count: "yes" is not a number */
         g_assert_cmpint(t.vis_exp_fma, ==, i ? 0 : 1);
@@ -74,7 +73,6 @@ static void test_zero_is_off(void)
     g_assert_false(t.no_gemv);
     g_assert_false(t.cpu_generic);
     g_assert_false(t.no_wgmma);
-    g_assert_false(t.vis_ws);
     g_assert_false(t.prefill_template);
     g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);

@@ -119,8 +119,7 @@ typedef struct {
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
-    int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel); 2: its
-                                     * warp-specialised variant (HYOCR_VIS_WS=1) */
+    int              wgmma;         /* and it is used (HYOCR_NO_WGMMA=1: the mma.sync kernel) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
     int              pf_split;      /* split-KV prefill's CTAs an SM (HYOCR_PREFILL_SPLIT); 0: never split */
     int              vis_softmax;   /* k_vis_wg's softmax flags (hk_attention_full; HYOCR_VIS_EXP_FMA,
@@ -2109,7 +2108,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->norm_held = t->gemm_norm_held;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
-    cb->wgmma = cb->wgmma_built && !t->no_wgmma ? (t->vis_ws ? 2 : 1) : 0;
+    cb->wgmma = cb->wgmma_built && !t->no_wgmma;
     cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
     cb->pf_split = t->prefill_split < 0    ? 0
                    : t->prefill_split == 0 ? PF_SPLIT_DEFAULT

@@ -40,7 +40,6 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->resize_threads = rt && *rt ? MAX(env_count("HYOCR_RESIZE_THREADS"), 1) : 0;
     t->rows_verify = env_switch("HYOCR_VERIFY_KERNEL") == HYOCR_SWITCH_OFF;
     t->no_wgmma = env_switch("HYOCR_NO_WGMMA") == HYOCR_SWITCH_ON;
-    t->vis_ws = env_switch("HYOCR_VIS_WS") == HYOCR_SWITCH_ON;
     t->prefill_template = env_switch("HYOCR_PREFILL_TEMPLATE") == HYOCR_SWITCH_ON;
     /* a count whose "0" is off, not the default: the default may be on once measured */
     const char *ps = g_getenv("HYOCR_PREFILL_SPLIT");

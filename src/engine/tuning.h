@@ -41,8 +41,6 @@ typedef struct {
                                    * 0 = the cores, at most 8 */
     bool         rows_verify;     /* HYOCR_VERIFY_KERNEL=0: CUDA verify blocks row by row, not by the block kernel */
     bool         no_wgmma;        /* HYOCR_NO_WGMMA: the vision attention's mma.sync kernel on Hopper too */
-    bool         vis_ws;          /* HYOCR_VIS_WS: the vision attention's warp-specialised wgmma kernel
-                                   * (k_vis_ws) instead of k_vis_wg, where wgmma is used */
     bool         prefill_template; /* HYOCR_PREFILL_TEMPLATE: the prefill's paged attention by the 64-row
                                     * template, not k_prefill */
     int          prefill_split;   /* HYOCR_PREFILL_SPLIT: k_prefill calls short of CTAs split each item's keys

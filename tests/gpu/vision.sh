@@ -11,8 +11,7 @@
 #    bench/vision-profile.sh (per-op time of a warm job, both vision kernels, 3 sizes).
 # HYOCR_VISION_STEPS picks steps (default "flash build test parity bench profile").
 # HYOCR_VISION_PICK=1: the build launches the variant flash_bench chose (CHOICE line; the
-# mma.sync kernel when it won), written into kernels/attention-vision.cu's WG_* defines; a
-# warp-specialised choice (ws…) goes into the WS_* defines, and runs only with HYOCR_VIS_WS=1.
+# mma.sync kernel when it won), written into kernels/attention-vision.cu's WG_* defines.
 set -uo pipefail
 OUT=${OUT:-/tmp/hyocr-vision}
 mkdir -p "$OUT"
@@ -53,11 +52,7 @@ import re, sys
 choice = [l.split()[1] for l in open(sys.argv[1]) if l.startswith("CHOICE")]
 src = open(sys.argv[2]).read()
 m = re.match(r"wg(\d+)x(\d+)s(\d+)/(\d+)([os])$", choice[0]) if choice else None
-w = re.match(r"ws(\d+)x(\d+)s(\d+)([os])$", choice[0]) if choice else None
-vals = {"WG_ON": "1" if m or w else "0"}
-if w:
-    vals.update(WS_NC=w[1], WS_BN=w[2], WS_NS=w[3], WS_OVL="true" if w[4] == "o" else "false")
-    print("the warp-specialised kernel won: it runs with HYOCR_VIS_WS=1")
+vals = {"WG_ON": "1" if m else "0"}
 if m:
     vals.update(WG_NWG=m[1], WG_BN=m[2], WG_NS=m[3], WG_MINB=m[4], WG_OVL="true" if m[5] == "o" else "false")
 for k, v in vals.items():
@@ -77,8 +72,7 @@ if has test; then
     timeout 300 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 8 >"$OUT/meson-test.log" 2>&1
     grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$OUT/meson-test.log" | grep -vE " OK " | tail -15
     build-gpu/tests/test-backend-cuda -p /backend-cuda/f16/attention_full_wgmma -p /backend-cuda/bf16/attention_full_wgmma \
-        -p /backend-cuda/f16/attention_full_ws -p /backend-cuda/bf16/attention_full_ws \
-        --verbose 2>&1 | tee "$OUT/wgmma-test.txt" | grep -E "wgmma(-ws)? vs|OK|FAIL|SKIP|ERROR" | head -40
+        --verbose 2>&1 | tee "$OUT/wgmma-test.txt" | grep -E "wgmma vs|OK|FAIL|SKIP|ERROR" | head -40
 fi
 if has parity; then
     step "tiny fixtures on CUDA (FP16)"
