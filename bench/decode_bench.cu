@@ -2,8 +2,7 @@
  * before) against k_decode_staged with 2, 3 and 4 stages (attention-decode.cu), on the text
  * model's shapes (16 q heads, 8 KV heads, head dim 128, KV blocks of 16 tokens scattered over
  * the cache) for 1, 4 and 16 rows at contexts of 1087 (a 1024² page) and 4191 (a 2048² page)
- * tokens; "stagedNhf": N stages, the grid heads × splits (decode_heads_first). As the
- * engine's bound steps run it: splits derived on the device (dev_split_len)
+ * tokens. As the engine's bound steps run it: splits derived on the device (dev_split_len)
  * from the context bound (the context rounded up to 1024, decode.c) with the split length the
  * engine picks (hk_decode_split_len) and, as a sweep, 128/256/512; the new k/v stored by the
  * kernel (kv_write). A call is one layer: 24 calls, each over its own layer's cache (so the
@@ -87,8 +86,7 @@ static void fixture_rows(fixture &f, int rows, int ctx)
     CK(cudaMemcpy(f.seqs, s.data(), rows * sizeof(hk_seq), cudaMemcpyHostToDevice));
 }
 
-static hk_paged_args call_args(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages, bool hf,
-                               int layer)
+static hk_paged_args call_args(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages, int layer)
 {
     int bound = (ctx + 1023) / 1024 * 1024, max_splits = (bound + split_len - 1) / split_len;
     int parts = rows * max_splits;
@@ -117,17 +115,16 @@ static hk_paged_args call_args(const fixture &f, hk_dtype t, int rows, int ctx, 
     a.dev_max_splits = max_splits;
     a.decode_kv_write = 1;
     a.decode_stages = stages;
-    a.decode_heads_first = hf;
     return a;
 }
 
 /* µs a call: the 24 layers' calls in one graph, median of REPS replays. */
-static double time_us(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages, bool hf)
+static double time_us(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages)
 {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (int l = 0; l < LAYERS; l++) {   /* uncaptured first: the shared-memory attributes, errors */
-        hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, hf, l);
+        hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, l);
         CK(hk_attention_decode(s, &a));
     }
     CK(cudaStreamSynchronize(s));
@@ -136,7 +133,7 @@ static double time_us(const fixture &f, hk_dtype t, int rows, int ctx, int split
     /* relaxed, as the engine captures: the launchers set shared-memory attributes while capturing */
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
     for (int l = 0; l < LAYERS; l++) {
-        hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, hf, l);
+        hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, l);
         CK(hk_attention_decode(s, &a));
     }
     CK(cudaStreamEndCapture(s, &g));
@@ -165,11 +162,11 @@ static float to_f(__nv_bfloat16 h) { return __bfloat162float(h); }
 
 /* layer 0's output of one kernel */
 template <typename T>
-static std::vector<T> output(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages, bool hf)
+static std::vector<T> output(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages)
 {
     size_t no = (size_t)rows * HQ * D;
     CK(cudaMemset(f.out, 0xff, no * sizeof(T)));
-    hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, hf, 0);
+    hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, 0);
     CK(hk_attention_decode(NULL, &a));
     CK(cudaDeviceSynchronize());
     std::vector<T> h(no);
@@ -196,18 +193,16 @@ template <typename T> static int run(hk_dtype t, float ulp)
                 int len = sw ? sw : hk_decode_split_len(sm, (int64_t)bound * rows, rows, HQ, HKV);
                 if (sw && sw == hk_decode_split_len(sm, (int64_t)bound * rows, rows, HQ, HKV)) continue;
                 double bytes = (double)rows * ctx * HKV * D * 2 * sizeof(T);
-                std::vector<T> ref = output<T>(f, t, rows, ctx, len, 0, false);
+                std::vector<T> ref = output<T>(f, t, rows, ctx, len, 0);
                 float top = 0.0f;
                 for (T x : ref) top = fmaxf(top, fabsf(to_f(x)));
-                for (int v : { 0, 2, 3, 4, -2, -3, -4 }) {
-                    int st = abs(v);
-                    bool hf = v < 0;
-                    double us = time_us(f, t, rows, ctx, len, st, hf);
+                for (int st : { 0, 2, 3, 4 }) {
+                    double us = time_us(f, t, rows, ctx, len, st);
                     double mx = 0.0;
                     size_t nbits = 0;
                     bool finite = true;
                     if (st) {
-                        std::vector<T> got = output<T>(f, t, rows, ctx, len, st, hf);
+                        std::vector<T> got = output<T>(f, t, rows, ctx, len, st);
                         for (size_t i = 0; i < got.size(); i++) {
                             float g = to_f(got[i]), r = to_f(ref[i]);
                             finite &= isfinite(g) && isfinite(r);
@@ -218,7 +213,7 @@ template <typename T> static int run(hk_dtype t, float ulp)
                     bool ok = finite && mx <= 2.0 * ulp * top;
                     bad |= !ok;
                     char name[16];
-                    snprintf(name, sizeof name, st ? "staged%d%s" : "k_decode", st, hf ? "hf" : "");
+                    snprintf(name, sizeof name, st ? "staged%d" : "k_decode", st);
                     printf("%-5d rows %5d %5d%s %-9s %9.2f %8.0f %12.3g %6zu%s\n", rows, ctx, len, sw ? "*" : " ", name,
                            us, bytes / us * 1e-3, mx, nbits, ok ? "" : "  MISMATCH");
                 }

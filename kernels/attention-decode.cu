@@ -26,16 +26,16 @@ struct DecArgs {
     int kv_write;                        /* store the decode rows' new k/v in the cache */
 };
 
-/* The split of this CTA (x: its index in the grid's split axis). With dev_split_len, row r = sequence r (one decode row
+/* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
  * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
  * so a captured launch serves every context up to max·split_len. */
-__device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp, int x)
+__device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
 {
     if (a.dev_split_len <= 0) {
-        sp = a.splits[x];
+        sp = a.splits[blockIdx.x];
         return true;
     }
-    int L = a.dev_split_len, row = x / a.dev_max_splits, i = x - row * a.dev_max_splits;
+    int L = a.dev_split_len, row = blockIdx.x / a.dev_max_splits, i = blockIdx.x - row * a.dev_max_splits;
     int ctx = a.seqs[row].n_past + 1, n = (ctx + L - 1) / L;
     if (i >= n) return false;
     sp.seq = row;
@@ -224,12 +224,11 @@ __device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, co
 /* After the rounds: merges the CTA's token groups into this split's partial (or the
  * output, for a row of one split); the last split of the row to finish merges the
  * partials (no second launch). red (DEC_TG·GT·(D + 2) + GT·DEC_RCHUNK floats) may
- * alias the key stages: every thread is past its rounds at the first barrier. hx:
- * the CTA's index in the grid's head axis, nh: that axis' size (the row's counters). */
+ * alias the key stages: every thread is past its rounds at the first barrier. */
 template <typename T, int GT>
 __device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp, const hk_seq &s, int head0,
                                            const float (&m)[GT], const float (&l)[GT], const float (&acc)[GT][8],
-                                           float *red, float *sh, int *s_last, int hx, int nh)
+                                           float *red, float *sh, int *s_last)
 {
     constexpr int D = 128;
     const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
@@ -276,7 +275,7 @@ __device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp,
     /* Elect the last split of this row (threadFenceReduction pattern). */
     __threadfence();
     __syncthreads();
-    unsigned *ctr = &a.counters[(size_t)sp.row * nh + hx];
+    unsigned *ctr = &a.counters[(size_t)sp.row * gridDim.y + blockIdx.y];
     if (threadIdx.x == 0) *s_last = atomicAdd(ctr, 1u) == (unsigned)sp.n_parts - 1;
     __syncthreads();
     if (!*s_last) return;
@@ -305,7 +304,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
 
     hk_griddep_launch_next();
     hk_split sp;
-    if (!dec_split(a, sp, blockIdx.x)) return;   /* whole CTA: before any barrier */
+    if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     const hk_seq s = a.seqs[sp.seq];
     const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
     const int tg = threadIdx.x >> 4;
@@ -347,7 +346,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
         if (base + 2 * RT < L) dec_load(a, sp, blk, b0, base + 2 * RT, L, kvh, inew, true, kn, vn, ka, va);
         dec_round<T, GT>(kb, vb, base + RT, L, q, m, l, acc);
     }
-    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, red, sh, &s_last, blockIdx.y, gridDim.y);
+    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, red, sh, &s_last);
 }
 
 /* int4 slots of one stage of k_decode_staged: a thread's DEC_U key and DEC_U value rows. */
@@ -381,13 +380,10 @@ __device__ __forceinline__ void dec_stage(const DecArgs &a, const hk_split &sp, 
  * the same splits, rounds, token groups and arithmetic (dec_round, dec_finish), so
  * the same bits, but NS − 1 rounds (32 KB each a CTA) in flight while one is
  * computed instead of one, and no register sets held for them (k_decode: two, 128
- * registers). The first NS − 1 rounds are issued before the grid wait. HF (heads
- * first): the grid is (heads, splits) instead of (splits, heads), so the CTAs of
- * one split's KV heads start together and read each cache block's slots (all
- * heads of a token side by side) at about the same time, not a wave apart. */
+ * registers). The first NS − 1 rounds are issued before the grid wait. */
 /* (minimum 2 blocks: ptxas's own target, 96 registers, spilled a few bytes at NS = 2;
  * ≤ 119 still lets three CTAs of NS = 2 share an SM) */
-template <typename T, int GT, int NS, bool HF>
+template <typename T, int GT, int NS>
 __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
 {
     constexpr int RT = DEC_TG * DEC_U;
@@ -399,10 +395,9 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
 
     hk_griddep_launch_next();
     hk_split sp;
-    const int hx = HF ? blockIdx.x : blockIdx.y, nh = HF ? gridDim.x : gridDim.y;
-    if (!dec_split(a, sp, HF ? blockIdx.y : blockIdx.x)) return;   /* whole CTA: before any barrier */
+    if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     const hk_seq s = a.seqs[sp.seq];
-    const int head0 = hx * GT, kvh = head0 / a.G;
+    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
     const int tg = threadIdx.x >> 4;
     const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size, nr = (L + RT - 1) / RT;
     const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
@@ -450,7 +445,7 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     }
     cp_wait_all();   /* empty groups only by now; the stages become the merge's buffers */
     __syncthreads();
-    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, dsm, sh, &s_last, hx, nh);
+    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, dsm, sh, &s_last);
 }
 
 static int decode_gt(const hk_paged_args *p)
@@ -459,19 +454,12 @@ static int decode_gt(const hk_paged_args *p)
 }
 
 /* Over the 48 KB a launch gets without asking (NS = 2 already is). */
-template <typename T, int GT, int NS, bool HF>
-static cudaError_t decode_staged_hf(cudaLaunchConfig_t &cfg, const DecArgs &a)
-{
-    cudaError_t e = cudaFuncSetAttribute(k_decode_staged<T, GT, NS, HF>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)cfg.dynamicSmemBytes);
-    if (HF) cfg.gridDim = dim3(cfg.gridDim.y, cfg.gridDim.x);
-    return e != cudaSuccess ? e : cudaLaunchKernelEx(&cfg, k_decode_staged<T, GT, NS, HF>, a);
-}
-
 template <typename T, int GT, int NS>
-static cudaError_t decode_staged_launch(cudaLaunchConfig_t &cfg, const DecArgs &a, bool heads_first)
+static cudaError_t decode_staged_launch(cudaLaunchConfig_t &cfg, const DecArgs &a)
 {
-    return heads_first ? decode_staged_hf<T, GT, NS, true>(cfg, a) : decode_staged_hf<T, GT, NS, false>(cfg, a);
+    cudaError_t e = cudaFuncSetAttribute(k_decode_staged<T, GT, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)cfg.dynamicSmemBytes);
+    return e != cudaSuccess ? e : cudaLaunchKernelEx(&cfg, k_decode_staged<T, GT, NS>, a);
 }
 
 template <typename T>
@@ -499,12 +487,11 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = p->pdl ? 1 : 0;
-    const bool hf = p->decode_heads_first && p->n_splits <= 65535;   /* the grid's y limit */
     switch (p->decode_stages) {
     case 0: return GT == 2 ? cudaLaunchKernelEx(&cfg, k_decode<T, 2>, a) : cudaLaunchKernelEx(&cfg, k_decode<T, 1>, a);
-    case 2: return GT == 2 ? decode_staged_launch<T, 2, 2>(cfg, a, hf) : decode_staged_launch<T, 1, 2>(cfg, a, hf);
-    case 3: return GT == 2 ? decode_staged_launch<T, 2, 3>(cfg, a, hf) : decode_staged_launch<T, 1, 3>(cfg, a, hf);
-    case 4: return GT == 2 ? decode_staged_launch<T, 2, 4>(cfg, a, hf) : decode_staged_launch<T, 1, 4>(cfg, a, hf);
+    case 2: return GT == 2 ? decode_staged_launch<T, 2, 2>(cfg, a) : decode_staged_launch<T, 1, 2>(cfg, a);
+    case 3: return GT == 2 ? decode_staged_launch<T, 2, 3>(cfg, a) : decode_staged_launch<T, 1, 3>(cfg, a);
+    case 4: return GT == 2 ? decode_staged_launch<T, 2, 4>(cfg, a) : decode_staged_launch<T, 1, 4>(cfg, a);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -348,46 +348,8 @@ __device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, floa
     }
 }
 
-/* rows_norm with the lane's float4s of the row loaded at once (K ≤ 32·4·ROWS_NORM_HELD) before
- * the sums, which are rows_norm's (the same order, the same roundings): the loop above waits
- * on its loads a few at a time, twice a row, each row of a warp in turn, after the grid wait. */
-#define ROWS_NORM_HELD 8
-template <typename T>
-__device__ void rows_norm_held(T *xs, const float *res, const void *nw, int nwt, float eps, int K, int lane)
-{
-    const int nv = K >> 2;
-    const float4 *r4 = (const float4 *)res;
-    float4 v[ROWS_NORM_HELD];
-#pragma unroll
-    for (int i = 0; i < ROWS_NORM_HELD; i++)
-        if (lane + 32 * i < nv) v[i] = r4[lane + 32 * i];
-    float sq = 0.0f;
-#pragma unroll
-    for (int i = 0; i < ROWS_NORM_HELD; i++)
-        if (lane + 32 * i < nv) sq = __fadd_rn(sq, hk_sq4(v[i]));
-    const float rstd = rsqrtf(hk_warp_sum(sq) / K + eps);
-    const int ct = ctype<T>::value;
-#pragma unroll
-    for (int i = 0; i < ROWS_NORM_HELD; i++) {
-        const int c = lane + 32 * i;
-        if (c >= nv) break;
-        const float4 g = hk_ld4(nw, nwt, c);
-        union {
-            uint2 u;
-            T     h[4];
-        } o;
-        o.h[0] = from_float<T>(hk_round(v[i].x * rstd, ct) * g.x);
-        o.h[1] = from_float<T>(hk_round(v[i].y * rstd, ct) * g.y);
-        o.h[2] = from_float<T>(hk_round(v[i].z * rstd, ct) * g.z);
-        o.h[3] = from_float<T>(hk_round(v[i].w * rstd, ct) * g.w);
-        *(uint2 *)(xs + 4 * c) = o.u;
-    }
-}
-
-/* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use;
- * HELD: the NORM modes' rows by rows_norm_held (a template argument: its registers would
- * otherwise count against every launch — NORM at ≤ 8 rows took 72, with it 128). */
-template <typename T, int G, bool HI, int MODE, bool HELD>
+/* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use. */
+template <typename T, int G, bool HI, int MODE>
 __global__ void __launch_bounds__(ROWS_WARPS * 32, 2)
 k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, float eps, const T *w, int M, int N,
             int K)
@@ -421,10 +383,8 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
     }
     hk_griddep_wait();
     if (norm) {
-        /* held (HK_GEMV_NORM_HELD, K within ROWS_NORM_HELD float4s a lane): the same bits */
         for (int r = warp; r < M; r += ROWS_WARPS)
-            if (HELD) rows_norm_held<T>(xs + (size_t)r * ld, res + (size_t)r * K, nw, nwt, eps, K, lane);
-            else rows_norm<T>(xs + (size_t)r * ld, res + (size_t)r * K, nw, nwt, eps, K, lane);
+            rows_norm<T>(xs + (size_t)r * ld, res + (size_t)r * K, nw, nwt, eps, K, lane);
         __syncthreads();
     }
     for (int i0 = 0; i0 < mine; i0 += G) {
@@ -494,14 +454,14 @@ static size_t rows_smem(int mode, int M, int K)
     return (size_t)M * rows_ld(K) * 2;
 }
 
-template <typename T, int G, bool HI, int MODE, bool HELD>
-static cudaError_t gemm_rows_launch_t(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
-                                      hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
+template <typename T, int G, bool HI, int MODE>
+static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
+                                    hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
     const size_t smem = rows_smem(MODE, M, K);
     /* over the 48 KB a launch gets without asking, with the partial sums (K > 1024 at 16 rows) */
     if (smem + sizeof(float) * (MODE == HK_GEMV_NORM_GLU ? 2 : 1) * ROWS_WARPS * 4 * 32 > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(k_gemm_rows<T, G, HI, MODE, HELD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        cudaError_t e = cudaFuncSetAttribute(k_gemm_rows<T, G, HI, MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              (int)smem);
         if (e != cudaSuccess) return e;
     }
@@ -515,18 +475,8 @@ static cudaError_t gemm_rows_launch_t(cudaStream_t s, void *out, hk_dtype ot, co
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE, HELD>, out, (int)ot, (const T *)x, res, nw, (int)nwt, eps,
+    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE>, out, (int)ot, (const T *)x, res, nw, (int)nwt, eps,
                               (const T *)w, M, N, K);
-}
-
-/* held only reaches the NORM modes' kernels (no second copy of the others). */
-template <typename T, int G, bool HI, int MODE>
-static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
-                                    hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int held)
-{
-    constexpr bool norm = MODE == HK_GEMV_NORM || MODE == HK_GEMV_NORM_GLU;
-    if (norm && held) return gemm_rows_launch_t<T, G, HI, MODE, norm>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
-    return gemm_rows_launch_t<T, G, HI, MODE, false>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
 }
 
 /* K ≤ 1024 (most of the model's products) is one round of 4 chunks a warp; longer K
@@ -535,31 +485,28 @@ static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, cons
  * the order of the sums. */
 template <typename T, int MODE>
 static cudaError_t gemm_rows_mode(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
-                                  hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int held)
+                                  hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
     constexpr int G_LONG = MODE == HK_GEMV_NORM_GLU ? 4 : 8;
     const bool hi = M > 8;
     if (K <= 32 * ROWS_WARPS * 4)
-        return hi ? gemm_rows_launch<T, 4, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, held)
-                  : gemm_rows_launch<T, 4, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, held);
-    /* (held is never set here: K over what rows_norm_held holds) */
-    return hi ? gemm_rows_launch_t<T, G_LONG, true, MODE, false>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
-              : gemm_rows_launch_t<T, G_LONG, false, MODE, false>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+        return hi ? gemm_rows_launch<T, 4, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
+                  : gemm_rows_launch<T, 4, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    return hi ? gemm_rows_launch<T, G_LONG, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
+              : gemm_rows_launch<T, G_LONG, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
 }
 
 template <typename T>
 static cudaError_t gemm_rows_t(cudaStream_t s, int mode, void *out, hk_dtype ot, const void *x, float *res,
-                               const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                               int held)
+                               const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
     switch (mode) {
-    case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 0);
-    case HK_GEMV_NORM:
-        return gemm_rows_mode<T, HK_GEMV_NORM>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, held);
+    case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    case HK_GEMV_NORM: return gemm_rows_mode<T, HK_GEMV_NORM>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
     case HK_GEMV_NORM_GLU:
-        return gemm_rows_mode<T, HK_GEMV_NORM_GLU>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, held);
+        return gemm_rows_mode<T, HK_GEMV_NORM_GLU>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
     case HK_GEMV_RESIDUAL:
-        return gemm_rows_mode<T, HK_GEMV_RESIDUAL>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 0);
+        return gemm_rows_mode<T, HK_GEMV_RESIDUAL>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
     default: return cudaErrorInvalidValue;
     }
 }
@@ -569,9 +516,6 @@ extern "C" {
 cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                          const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
-    /* the held norm where the row fits the registers it takes; else rows_norm (the same bits) */
-    const int held = (mode & HK_GEMV_NORM_HELD) && K <= 32 * 4 * ROWS_NORM_HELD;
-    mode &= ~HK_GEMV_NORM_HELD;
     const bool norm = mode == HK_GEMV_NORM || mode == HK_GEMV_NORM_GLU, residual = mode == HK_GEMV_RESIDUAL;
     if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX || mode < HK_GEMV_PLAIN || mode > HK_GEMV_RESIDUAL)
         return cudaErrorInvalidValue;
@@ -582,8 +526,8 @@ cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dty
                                   (nwt == HK_F16 || nwt == HK_BF16 || nwt == HK_F32)
                             : x && (uintptr_t)x % 16 == 0;
     if (!out_ok || !in_ok) return cudaErrorInvalidValue;
-    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, held)
-                        : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, held);
+    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
+                        : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
 }
 
 } /* extern "C" */

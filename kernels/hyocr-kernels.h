@@ -108,9 +108,8 @@ typedef struct {
     /* Decode kernel only. 0: k_decode (registers hold the keys in flight); 2..4: its
      * staged variant (attention-decode.cu), that many rounds of keys through shared
      * memory by cp.async — the same bits (same splits, rounds and sums), more of the
-     * cache in flight a CTA. Others: cudaErrorInvalidValue. decode_heads_first (staged
-     * only): its grid heads × splits, the CTAs of a split's heads launched together. */
-    int            decode_stages, decode_heads_first;
+     * cache in flight a CTA. Others: cudaErrorInvalidValue. */
+    int            decode_stages;
 } hk_paged_args;
 
 /* Shared memory the decode kernel needs for GT heads per CTA, a split length and a block size. */
@@ -266,9 +265,7 @@ cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const vo
  * NORM_GLU read res[M, K] and nw (16-byte aligned, K ≤ HK_GEMM_ROWS_NORM_MAX_K) instead of x and
  * normalise as hk_add_norm does at that K; RESIDUAL adds into res[M, N]. Each mode gives the bits
  * of the unfused ops it replaces, their product through hk_gemm_rows (PLAIN). pdl: launched as a
- * programmatic dependent. HK_GEMV_NORM_HELD or-ed into NORM / NORM_GLU: each warp loads a
- * residual row whole before its sums (K ≤ 1024; the same bits), not a few loads at a time. */
-#define HK_GEMV_NORM_HELD 16
+ * programmatic dependent. */
 #define HK_GEMM_ROWS_MAX 16
 #define HK_GEMM_ROWS_NORM_MAX_K HK_ADD_NORM_WARP_MAX_N   /* the width whose sums NORM repeats */
 cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,

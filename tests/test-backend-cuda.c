@@ -789,27 +789,6 @@ static void test_fused(gconstpointer data)
     }
 }
 
-/* HYOCR_GEMM_NORM_HELD: the fused norm products of several rows with each residual row loaded
- * whole (HK_GEMV_NORM_HELD) still give the unfused ops' bits (run_fused), at K 1024 (held) and
- * 2048 (over the registers: rows_norm). */
-static void test_fused_held(gconstpointer data)
-{
-    const dt_case *c = data;
-    if (!cuda(c)) return;
-    g_autoptr(GError) err = NULL;
-    hyocr_backend_params p = { .dtype = c->dtype, .tuning.gemm_norm_held = true };
-    hyocr_backend *t = hyocr_backend_cuda_init(&p, &err);
-    g_assert_no_error(err);
-    const int rows[] = { 2, 9, 16 };
-    for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
-        run_fused(c, t, rows[i], 4096, 1024, 0);
-        run_fused(c, t, rows[i], 3584, 1024, 2);
-        run_fused(c, t, rows[i], 37, 96, 0);   /* a row shorter than a lane's first float4 round */
-        run_fused(c, t, rows[i], 300, 2048, 2);
-    }
-    hyocr_backend_free(t);
-}
-
 /* What the fused products refuse, with what they state they take (the model asks first). */
 static void test_fused_errors(gconstpointer data)
 {
@@ -1631,7 +1610,7 @@ static void *dev_copy(const void *h, size_t n)
  * stages: listed splits of len keys, or (dev) splits derived on the device, every
  * context within bound; returns the outputs as floats. */
 static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const hk_seq *hs, int rows, void *d_bt,
-                            int len, bool dev, int bound, int stages, bool hf)
+                            int len, bool dev, int bound, int stages)
 {
     const int Hq = f->Hq, Hkv = f->Hkv, D = f->D;
     const size_t no = (size_t)rows * Hq * D;
@@ -1659,7 +1638,7 @@ static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const h
         .part_ml = (float *)d_part + (size_t)parts * Hq * D, .split_max = len,
         .dev_split_len = dev ? len : 0, .dev_max_splits = dev ? max_splits : 0,
         .decode_kv_write = 1,   /* rewrites the new k/v the backends stored: the same values */
-        .decode_stages = stages, .decode_heads_first = hf,
+        .decode_stages = stages,
     };
     CK(hk_attention_decode(NULL, &a));
     CK(cudaDeviceSynchronize());
@@ -1681,9 +1660,8 @@ static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const h
  * the same splits, rounds and sums) and the CPU: four decode rows of ragged contexts (one
  * 4191-token prefix, a 1087, one inside a split, one of a single key) over scattered
  * blocks, with listed splits of 128 and 64 keys and with splits derived on the device
- * (bound steps), each with either grid order (decode_heads_first); then a backend built
- * with HYOCR_DECODE_STAGES's field on (and at 3 stages HYOCR_DECODE_HEADS_FIRST's),
- * through attention_paged, against the CPU. */
+ * (bound steps); then a backend built with HYOCR_DECODE_STAGES's field on, through
+ * attention_paged, against the CPU. */
 static void test_paged_decode_staged(gconstpointer data)
 {
     const dt_case *c = data;
@@ -1723,15 +1701,13 @@ static void test_paged_decode_staged(gconstpointer data)
     void *d_bt = dev_copy(tables->data, tables->len * sizeof(int32_t));
     static const struct { int len; bool dev; } modes[] = { { 128, false }, { 64, false }, { 256, true } };
     for (size_t m = 0; m < G_N_ELEMENTS(modes); m++) {
-        g_autofree float *old = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, 0, false);
+        g_autofree float *old = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, 0);
         g_autofree char *w0 = g_strdup_printf("k_decode, %d-key splits%s", modes[m].len, modes[m].dev ? " (device)" : "");
         expect_close(w0, old, ref, no, c->tol);
-        for (int v = 0; v < 2 * (HK_DECODE_STAGES_MAX - 1); v++) {
-            int st = 2 + v / 2;
-            bool hf = v % 2;
-            g_autofree float *got = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, st, hf);
-            g_autofree char *w = g_strdup_printf("k_decode_staged<%d%s>, %d-key splits%s", st, hf ? ", heads first" : "",
-                                                 modes[m].len, modes[m].dev ? " (device)" : "");
+        for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++) {
+            g_autofree float *got = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, st);
+            g_autofree char *w = g_strdup_printf("k_decode_staged<%d>, %d-key splits%s", st, modes[m].len,
+                                                 modes[m].dev ? " (device)" : "");
             expect_close(w, got, ref, no, c->tol);
             expect_equal(w, got, old, no);
         }
@@ -1740,7 +1716,7 @@ static void test_paged_decode_staged(gconstpointer data)
     g_array_free(tables, TRUE);
     for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++) {
         g_autoptr(GError) err = NULL;
-        hyocr_backend_params p = { .dtype = c->dtype, .tuning.decode_stages = st, .tuning.decode_heads_first = st == 3 };
+        hyocr_backend_params p = { .dtype = c->dtype, .tuning.decode_stages = st };
         hyocr_backend *t = hyocr_backend_cuda_init(&p, &err);
         g_assert_no_error(err);
         pair tq = mk2(t, HYOCR_BUF_ACT, qkv, nq), to = mk2(t, HYOCR_BUF_ACT, NULL, no);
@@ -1753,7 +1729,7 @@ static void test_paged_decode_staged(gconstpointer data)
         OK(t->ops->upload_f32(t, tf.v.g, 0, vh, f.v.n, E));
         OK(t->ops->attention_paged(t, to.g, tq.g, tf.k.g, tf.v.g, f.bs, sv, ROWS, Hq, Hkv, D, scale, E));
         g_autofree float *got = get(t, to.g, 0, no);
-        g_autofree char *w = g_strdup_printf("backend with decode_stages %d%s, 4 rows", st, st == 3 ? ", heads first" : "");
+        g_autofree char *w = g_strdup_printf("backend with decode_stages %d, 4 rows", st);
         expect_close(w, got, ref, no, c->tol);
         free2(t, &tq);
         free2(t, &to);
@@ -2717,7 +2693,6 @@ int main(int argc, char **argv)
         add("norms", c, test_norms);
         add("pointwise", c, test_pointwise);
         add("fused", c, test_fused);
-        add("fused_held", c, test_fused_held);
         add("fused_errors", c, test_fused_errors);
         add("vision_helpers", c, test_vision_helpers);
         add("embed", c, test_embed);

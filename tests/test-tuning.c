@@ -10,10 +10,9 @@
 static const char *const NAMES[] = {
     "HYOCR_PROFILE", "HYOCR_NO_GRAPH", "HYOCR_NO_GEMV", "HYOCR_CPU_GENERIC",
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
-    "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE",
-    "HYOCR_DECODE_STAGES", "HYOCR_DECODE_HEADS_FIRST", "HYOCR_ROPE_HEADS", "HYOCR_GEMM_NORM_HELD",
-    "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
-    "HYOCR_VIS_EXP_FMA", "HYOCR_VIS_LAZY_RESCALE",
+    "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE", "HYOCR_DECODE_STAGES",
+    "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE", "HYOCR_VIS_EXP_FMA",
+    "HYOCR_VIS_LAZY_RESCALE",
 };
 
 static void clear_env(void)
@@ -79,9 +78,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.decode_split, ==, 0);
     g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */
-    g_assert_false(t.decode_heads_first);
     g_assert_cmpint(t.rope_heads, ==, 0);
-    g_assert_false(t.gemm_norm_held);
     g_assert_cmpint(t.text_chunk_rows, ==, 0);
     g_assert_cmpint(t.prefill_split, ==, -1);   /* off, where unset is the backend's default */
     g_assert_cmpint(t.vis_exp_fma, ==, 0);

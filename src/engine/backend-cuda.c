@@ -113,9 +113,7 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
-    bool             decode_hf;      /* HYOCR_DECODE_HEADS_FIRST: its grid heads × splits */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
-    bool             norm_held;      /* HYOCR_GEMM_NORM_HELD: HK_GEMV_NORM_HELD in the fused norm products */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
@@ -843,7 +841,7 @@ static bool cuda_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf 
         return ck(hk_gemv1(cb->stream, cb->act, mode, out->data, buf_t(cb, out), NULL, residual->data, norm_w->data,
                            buf_t(cb, norm_w), eps, w->data, N, K, cb->pdl),
                   "norm_matmul", error);
-    return ck(hk_gemm_rows(cb->stream, cb->act, mode | (cb->norm_held ? HK_GEMV_NORM_HELD : 0), out->data,
+    return ck(hk_gemm_rows(cb->stream, cb->act, mode, out->data,
                            buf_t(cb, out), NULL, residual->data, norm_w->data,
                            buf_t(cb, norm_w), eps, w->data, M, N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
               "norm_matmul", error);
@@ -1245,7 +1243,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
         .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
         .decode_kv_write = !shared && !blocks, .pdl = shared || blocks ? 0 : cb->pdl,
-        .decode_stages = decode_stages_for(cb, rows), .decode_heads_first = cb->decode_hf,
+        .decode_stages = decode_stages_for(cb, rows),
     };
     if (D != 128)
         return ck(hk_kv_write(cb->stream, &a), N_("KV write"), error) &&
@@ -1327,7 +1325,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
             .split_max = pp.split_len,
             .decode_kv_write = pp.tiles->len == 0 && n_pfs == 0 && pp.blocks->len == 0 && !views_share(seqs, n_seqs),
-            .decode_stages = decode_stages_for(cb, pp.dec_rows), .decode_heads_first = cb->decode_hf,
+            .decode_stages = decode_stages_for(cb, pp.dec_rows),
         };
         /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
          * the kernel may follow the upload of its own work list directly. */
@@ -2103,9 +2101,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     /* −1: the rule of decode_stages_for; HYOCR_DECODE_STAGES=0 (or out of range): k_decode */
     cb->decode_stages = t->decode_stages == 0 ? -1
                         : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
-    cb->decode_hf = t->decode_heads_first;
     cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
-    cb->norm_held = t->gemm_norm_held;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = cb->wgmma_built && !t->no_wgmma;

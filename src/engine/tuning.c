@@ -31,9 +31,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");
     const char *ds = g_getenv("HYOCR_DECODE_STAGES");
     t->decode_stages = ds && strcmp(ds, "0") == 0 ? -1 : env_count("HYOCR_DECODE_STAGES");
-    t->decode_heads_first = env_switch("HYOCR_DECODE_HEADS_FIRST") == HYOCR_SWITCH_ON;
     t->rope_heads = env_count("HYOCR_ROPE_HEADS");
-    t->gemm_norm_held = env_switch("HYOCR_GEMM_NORM_HELD") == HYOCR_SWITCH_ON;
     t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");
     /* set but below 1 (or not a number): one thread, as it always meant */
     const char *rt = g_getenv("HYOCR_RESIZE_THREADS");

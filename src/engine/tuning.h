@@ -30,9 +30,6 @@ typedef struct {
     int          decode_stages;   /* HYOCR_DECODE_STAGES: CUDA decode steps of several rows through the
                                    * staged decode kernel, that many rounds deep (2..4); 0 = unset (the
                                    * backend's rule), -1 = "0": k_decode */
-    bool         decode_heads_first; /* HYOCR_DECODE_HEADS_FIRST: and its grid heads × splits */
-    bool         gemm_norm_held;  /* HYOCR_GEMM_NORM_HELD: hk_gemm_rows's NORM modes load a residual row
-                                   * whole before its sums (HK_GEMV_NORM_HELD; the same bits) */
     int          rope_heads;      /* HYOCR_ROPE_HEADS: CUDA rope_qknorm of decode-sized steps (≤ 16 rows)
                                    * with a row's heads spread over blocks of that many; 0 = unset (4) */
     int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
