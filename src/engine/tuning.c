@@ -44,6 +44,8 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->prefill_split = ps && strcmp(ps, "0") == 0 ? -1 : env_count("HYOCR_PREFILL_SPLIT");
     t->invariant = env_switch("HYOCR_INVARIANT");
     t->vision_beside = env_switch("HYOCR_VISION_BESIDE");
+    const char *ss = g_getenv("HYOCR_SIDE_SMS");
+    t->side_sms = ss && strcmp(ss, "0") == 0 ? -1 : env_count("HYOCR_SIDE_SMS");
     t->vis_exp_fma = env_count("HYOCR_VIS_EXP_FMA");
     t->vis_lazy = env_switch("HYOCR_VIS_LAZY_RESCALE") == HYOCR_SWITCH_ON;
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
