@@ -1763,12 +1763,13 @@ typedef CUresult (*fn_desc)(CUdevResourceDesc *, CUdevResource *, unsigned);
 typedef CUresult (*fn_green)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned);
 typedef CUresult (*fn_gstream)(CUstream *, CUgreenCtx, unsigned, int);
 
-/* The driver's entry point, without linking libcuda (NULL where this driver has none). */
+/* The driver's entry point, without linking libcuda (NULL where this driver has none): at
+ * the 12.8 ABI, since cuGreenCtxStreamCreate is not found at 12.4's. */
 static void *driver_fn(const char *name)
 {
     void *fn = NULL;
     enum cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &q) != cudaSuccess ||
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12080, cudaEnableDefault, &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess) {
         cudaGetLastError();
         return NULL;
