@@ -109,6 +109,8 @@ typedef struct {
     cuda_lane        other;
     bool             on_side;
     int              side_sms;       /* the SMs its stream may use */
+    bool             side_pending;   /* work was queued there and is not known to be done */
+    GArray          *held;           /* dev_frees put off meanwhile (held_free) */
     void            *side_green;     /* CUgreenCtx of its stream, or NULL */
     /* HYOCR_PROFILE=1: per-op GPU time (cuda-profile.c), resolved where the host waits anyway */
     hyocr_cuda_profile *prof;
@@ -232,9 +234,26 @@ static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **erro
     return p;
 }
 
+typedef struct {
+    void  *p;
+    int    bucket;
+    size_t bytes;
+} held_free;
+
+/* cudaFree waits for the whole device: while the side lane has work queued, frees
+ * wait for it to be done instead of the host (a decode step beside a vision pass
+ * grows its logits and the like on its first step at a new row count, and each such
+ * free held that step until the pass was done: one step ran beside each 1024² pass,
+ * H200 session 9 call 5). The memory counts as held until then. */
 static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes, bool ordered)
 {
     if (!p) return;
+    if (!ordered && cb->side_pending) {
+        if (!cb->held) cb->held = g_array_new(FALSE, FALSE, sizeof(held_free));
+        held_free h = { p, bucket, bytes };
+        g_array_append_val(cb->held, h);
+        return;
+    }
     if (ordered) cudaFreeAsync(p, cb->stream);
     else cudaFree(p);
     g_mutex_lock(&cb->mem_lock);
@@ -1855,7 +1874,19 @@ static bool cuda_side_begin(hyocr_backend *be, GError **error)
 static void cuda_side_end(hyocr_backend *be)
 {
     cuda_backend *cb = CB(be);
-    if (cb->on_side) lane_swap(cb);
+    if (!cb->on_side) return;
+    lane_swap(cb);
+    cb->side_pending = true;
+}
+
+static void side_done(cuda_backend *cb)
+{
+    cb->side_pending = false;
+    for (guint i = 0; cb->held && i < cb->held->len; i++) {
+        held_free *h = &g_array_index(cb->held, held_free, i);
+        dev_free(cb, h->bucket, h->p, h->bytes, false);
+    }
+    if (cb->held) g_array_set_size(cb->held, 0);
 }
 
 /* Whether the side lane's work is done (waiting for it when wait); false with
@@ -1867,6 +1898,7 @@ static bool cuda_side_idle(hyocr_backend *be, bool wait, GError **error)
     if (!side) return true;
     cudaError_t e = wait ? cudaStreamSynchronize(side) : cudaStreamQuery(side);
     if (e == cudaErrorNotReady) return false;
+    if (e == cudaSuccess) side_done(cb);
     return ck(e, N_("stream synchronize"), error);
 }
 
@@ -1875,6 +1907,8 @@ static void cuda_free(hyocr_backend *be)
     cuda_backend *cb = CB(be);
     cuda_side_end(be);
     if (cb->other.stream) cudaStreamSynchronize(cb->other.stream);
+    side_done(cb);
+    if (cb->held) g_array_free(cb->held, TRUE);
     if (cb->stream) cudaStreamSynchronize(cb->stream);
     hyocr_cuda_profile_free(cb->prof);
     cb->prof = NULL;
