@@ -354,24 +354,39 @@ static void note_inputs(job_state *st)
     r->grid_w = st->px->grid_w;
 }
 
-/* The merger output checked for NaN/Inf (FP16 overflow); where other jobs may
- * come to share the pool it is also kept on the host, so a preempted job's
- * prefill can be redone without the tower. */
-static bool vision_host_copy(hyocr_sched *s, job_state *st, bool *finite, GError **error)
+/* The merger output checked for NaN/Inf (FP16 overflow). */
+static bool vision_check(hyocr_sched *s, job_state *st, bool *finite, GError **error)
+{
+    size_t n = (size_t)st->n_vision_rows * M(s)->cfg.text.hidden_size;
+    return hyocr_model_check_finite(M(s), st->vision, n, finite, error);
+}
+
+/* Where other jobs may come to share the pool, a job's image embeddings are kept so a
+ * preempted job's prefill can be redone without the tower: on the host for a job
+ * admitted alone (its peak stays the single job's plan), on the device for one
+ * admitted next to others (counted by budget_blocks) — the host copy, a synchronous
+ * download into fresh pageable memory and a scan, cost each batched admission 1–4 ms
+ * a 1024² page (H200, session 9). A preempted job's go to the host when its K/V are
+ * freed (move: the device copy is freed too). False: they could not be kept (the job
+ * then fails on resume, with a message saying so). */
+static bool embeds_to_host(hyocr_sched *s, job_state *st, bool move)
 {
     hyocr_backend *be = s->eng->be;
     size_t n = (size_t)st->n_vision_rows * M(s)->cfg.text.hidden_size;
-    if (max_batch(s) <= 1) return hyocr_model_check_finite(M(s), st->vision, n, finite, error);
+    if (!st->vision) return st->host_vision != NULL;
     float *h = g_try_new(float, n);
-    if (!h) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of host memory for the %zu floats of a page's image embeddings"), n);
-        return false;
-    }
-    if (!be->ops->download_f32(be, st->vision, 0, h, n, error)) {
+    g_autoptr(GError) err = NULL;
+    if (!h || !be->ops->download_f32(be, st->vision, 0, h, n, &err)) {
+        hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "%s: its image embeddings could not be kept on the host (%s)",
+                         job_name(st), err ? err->message : "out of host memory");
         g_free(h);
         return false;
     }
-    *finite = all_finite(h, n);
+    if (move) {
+        be->ops->buf_free(be, st->vision);
+        st->vision = NULL;
+    }
+    g_free(st->host_vision);
     st->host_vision = h;
     st->host_vision_n = n;
     return true;
@@ -437,8 +452,10 @@ static bool prefill(hyocr_sched *s, job_state *st, bool alone, GError **error)
         .n_image_rows = st->n_vision_rows, .image_token_id = p->ids[p->image_start], .taps = taps,
     };
     bool ok = hyocr_text_forward(m, &q, 1, s->logits, hyocr_job_cancelled, st, error);
-    be->ops->buf_free(be, st->vision);
-    st->vision = NULL;
+    if (alone || max_batch(s) <= 1) {
+        be->ops->buf_free(be, st->vision);
+        st->vision = NULL;
+    }
     if (ok && st->spec) {
         g_autoptr(GError) err = NULL;
         if (!hyocr_spec_job_prefill(s->eng->draft, st->spec, taps, p->n, &err)) {
@@ -483,7 +500,9 @@ static void start_text(hyocr_sched *s, job_state *st, bool alone)
 {
     GError *err = NULL;
     bool finite = true;
-    bool ok = vision_host_copy(s, st, &finite, &err);
+    bool ok = vision_check(s, st, &finite, &err);
+    /* without the copy it still runs; only a recompute would then fail */
+    if (ok && finite && alone && max_batch(s) > 1) embeds_to_host(s, st, false);
     if (ok) {
         note_inputs(st);
         hyocr_pixels_free(st->px);
@@ -632,6 +651,7 @@ static void preempt(hyocr_sched *s, job_state *st)
                          "swapped out (%zu bytes)", job_name(st), st->n_gen, blocks,
                          hyocr_model_kv_swap_bytes(M(s), st->seq));
     } else {
+        embeds_to_host(s, st, true);
         hyocr_kv_seq_release(M(s)->kv_pool, st->seq);
         st->phase = JOB_RECOMPUTE;
         hyocr_engine_log(s->eng, HYOCR_LOG_INFO, "KV cache full: %s preempted after %d tokens, %d blocks "
@@ -641,14 +661,15 @@ static void preempt(hyocr_sched *s, job_state *st)
 }
 
 /* The prefill of prompt + generated tokens (all but the last, which the next
- * step feeds), over the image embeddings kept on the host. */
+ * step feeds), over the image embeddings kept on the host (embeds_to_host). */
 static bool recompute(hyocr_sched *s, job_state *st, GError **error)
 {
     hyocr_model *m = M(s);
     hyocr_backend *be = s->eng->be;
     const hyocr_prompt *p = st->prompt;
     if (!st->host_vision) {
-        /* admitted while max_batch was 1 (no host copy), preempted after it was raised */
+        /* admitted while max_batch was 1 (nothing kept), preempted after it was raised; or the
+         * copy to the host failed */
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
                     _("%s: preempted without its image embeddings kept; run it again"), job_name(st));
         return false;
@@ -730,12 +751,13 @@ static bool beside_possible(const hyocr_sched *s);
  * largest vision or prefill (or recompute) scratch of the jobs it serves and
  * cand (a vision pass runs while the pool holds other jobs' K/V; beside the decode
  * steps, next to the text scratch of the latest prefill and the side lane's own),
- * and the decode step's rows; -1 without a budget. */
+ * the image embeddings the other jobs keep (keeps_embeds) and the decode step's
+ * rows; -1 without a budget. */
 static int64_t budget_blocks(hyocr_sched *s, const job_state *cand)
 {
     int64_t budget = hyocr_engine_budget(s->eng);
     if (budget <= 0) return -1;
-    int64_t scratch = 0, fixed = 0, per_block = 0;
+    int64_t scratch = 0, fixed = 0, per_block = 0, kept = 0;
     bool beside = beside_possible(s);
     for (guint i = 0; i <= s->jobs->len; i++) {
         const job_state *st = i < s->jobs->len ? &((hyocr_request *)s->jobs->pdata[i])->st : cand;
@@ -746,12 +768,13 @@ static int64_t budget_blocks(hyocr_sched *s, const job_state *cand)
         hyocr_engine_memory_plan(s->eng, p->grid_h, p->grid_w, st->kv_tokens, 1, &again);
         int64_t text = p->image_embeds + MAX(p->prefill, again.prefill);
         scratch = MAX(scratch, beside ? p->vision + text : MAX(p->vision, text));
+        if (st != cand && st->vision) kept += p->image_embeds;
         fixed = p->weights + p->backend + p->pick + (beside ? HYOCR_MEMPLAN_CUDA_SIDE : 0);   /* the pick slots stay while jobs run */
         per_block = p->kv_per_block;
     }
     const hyocr_text_config *t = &M(s)->cfg.text;
     scratch += (int64_t)max_batch(s) * ((int64_t)t->vocab_size * 4 + (int64_t)t->hidden_size * 8);
-    return per_block > 0 ? MAX(budget - fixed - scratch, 0) / per_block : -1;
+    return per_block > 0 ? MAX(budget - fixed - scratch - kept, 0) / per_block : -1;
 }
 
 /* Blocks the pool should have for cand: what every job it serves and cand can
