@@ -178,7 +178,13 @@ __global__ void __launch_bounds__(32 * W, FV_MIN_CTAS(W, MW)) k_flash_vis(const 
  * - K and V tiles live in shared memory as 8×8 core matrices (the unswizzled
  *   canonical layout): K with 10 chunks a group of 8 keys, V with 9;
  * - the softmax is the mma.sync kernel's arithmetic (same scale folding, same
- *   ex2), so only the order of the fp32 sums inside the products differs. */
+ *   ex2) but for the lazy rescale (WG_LAZY_LOG2: O, l and the row max rescaled
+ *   only when a row's max rose past 2^8, not at every tile), launched since
+ *   the H200's session 9: flash_bench, 16384 patches, 16 heads, fp16 / bf16,
+ *   every tile 3753 / 3720 µs, lazy 3522 / 3528 (0.94×; 4096 patches 246 →
+ *   234); a 2048² page's vision 136–137 → 131 ms. With every tile's rescale
+ *   (hk_attention_full's lazy = 0, HYOCR_VIS_LAZY_RESCALE=0) only the order of
+ *   the fp32 sums inside the products differs from the mma.sync kernel. */
 #define WG_DK 80 /* dims of q·kᵀ */
 #define WG_CK 10 /* 16-byte chunks a key row has in K's tile */
 #define WG_CV 9  /* in V's tile */
@@ -276,50 +282,30 @@ __device__ __forceinline__ void wg_issue_pv(float (*o)[4], const uint32_t (*pa)[
     for (int kk = 0; kk < BN / 16; kk++) wg_mma_n72t<T>(o, pa[kk], wg_desc(sV + kk * 2 * WG_CV * 64, WG_CV * 128, 128), 1);
 }
 
-/* 2^x on the FMA pipe, for the share of a tile's exponentials taken off MUFU
- * (FlashAttention-4's trick; at head dim 72 the 16 ex2 an SM does a clock weigh
- * about as much as its tensor cores' 4096 FLOPs, so MUFU is half the softmax's
- * critical path). Cody–Waite: x = j + f with j = round(x) (adding 1.5·2^23 rounds
- * to an integer and leaves j in the low mantissa bits), |f| ≤ 1/2 exact; 2^f by a
- * degree-5 polynomial; j added to the exponent field (bits(t) << 23 is j << 23:
- * the constant's own bits shift out). The coefficients: a relative-error Remez fit
- * on [-1/2, 1/2] (7.5e-8), rounded to fp32 and moved by a few ulps for the least
- * fp32 error (bench/exp2_fit.py redoes both): max relative error 1.8e-7 = 2^-22.4
- * over x in [-124, 9], against ex2.approx's 2 ulps. x is clamped at −125 so the
- * exponent stays normal: there (and at −inf) it gives 2^-125 where ex2.approx.ftz
- * gives 0, nothing next to a row's max weight of 1; masked scores keep MUFU.
- * 10 instructions (FMNMX, 3 FADD, 5 FFMA, LEA) for one MUFU. */
-__device__ __forceinline__ float wg_ex2_fma(float x)
-{
-    x = fmaxf(x, -125.0f);
-    const float t = __fadd_rn(x, 12582912.0f), f = __fsub_rn(x, __fsub_rn(t, 12582912.0f));
-    float p = fmaf(1.327647245e-03f, f, 9.675540961e-03f);
-    p = fmaf(p, f, 5.550713092e-02f);
-    p = fmaf(p, f, 2.402212024e-01f);
-    p = fmaf(p, f, 6.931470037e-01f);
-    p = fmaf(p, f, 1.000000119e+00f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
-/* LAZY: O, l and the row's reference max are rescaled only once a row's max rose
- * by more than 2^8 (FlashAttention-4): the weights then reach 256 at most, far
- * inside fp16 and bf16, and the sums stay in fp32. Decided for the whole warp
- * (the rescale is a branch), so most tiles after the first skip the 36 FMULs of
- * O and the two ex2 of the correction. */
+/* LAZY (the launched k_vis_wg; hk_attention_full's lazy = 0, HYOCR_VIS_LAZY_RESCALE=0,
+ * rescales at every tile): O, l and the row's reference max m are rescaled only
+ * once a row's max rose by more than 2^8 over m (FlashAttention-4), decided for
+ * the whole warp (the rescale is a branch): most tiles after the first skip the
+ * 36 FMULs of O and the two ex2 of the correction. Safe because a weight is
+ * exp2(s·c − m·c) with s·c − m·c ≤ 8 until m moves: at most 2^8, far inside fp16
+ * (65504) and bf16, rounded to them with the same relative error as a weight ≤ 1;
+ * l and O stay in fp32 (≤ 2^8 · n · |v|); small weights are lifted away from
+ * fp16's subnormals, not pushed into them. Not the mma.sync kernel's bits (other
+ * weights are rounded): against a double reference its rel-L2 is 1.02–1.18× the
+ * every-tile kernel's, its max |Δ| up to 1.88× (test-backend-cuda's
+ * attention_full_softmax, H200 session 9; speeds in the comment at the top of
+ * the wgmma part). */
 #define WG_LAZY_LOG2 8.0f
 
-/* The online softmax of one tile's raw scores (the mma.sync kernel's arithmetic):
- * the scores become the weights, m rises to the tile's max, l takes the new sum;
- * corr is what O must be multiplied by. Keys from n on are masked when MASK.
- * EXPF: of each 8 exponentials a thread takes in a row (its 2 columns of 4 key
- * groups), that many by wg_ex2_fma, the others by ex2 (MUFU); 0 is the mma.sync
- * kernel's bits. LAZY: as WG_LAZY_LOG2; returns whether O must be rescaled
- * (warp-uniform; always without LAZY). */
-template <int BN, bool MASK, int EXPF, bool LAZY>
-__device__ __forceinline__ bool wg_softmax_x(float (*sc)[4], float *m, float *l, float *corr, int key0, int n,
-                                             int tig, float c)
+/* The online softmax of one tile's raw scores (the mma.sync kernel's arithmetic,
+ * but for LAZY): the scores become the weights, m rises to the tile's max (with
+ * LAZY only when the warp rescales), l takes the new sum; corr is what O must be
+ * multiplied by. Keys from n on are masked when MASK. Returns whether O must be
+ * rescaled (warp-uniform; always without LAZY). */
+template <int BN, bool MASK, bool LAZY>
+__device__ __forceinline__ bool wg_softmax(float (*sc)[4], float *m, float *l, float *corr, int key0, int n, int tig,
+                                           float c)
 {
-    static_assert(EXPF >= 0 && EXPF <= 8, "EXPF: exponentials of 8 on the FMA pipe");
     float mx[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
@@ -349,9 +335,7 @@ __device__ __forceinline__ bool wg_softmax_x(float (*sc)[4], float *m, float *l,
         for (int nt = 0; nt < BN / 8; nt++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                const float x = fmaf(sc[nt][2 * h + e], c, -mc);
-                /* spread over the tile: the FMA-pipe ones interleave with the MUFU ones */
-                const float p = !MASK && (2 * nt + e) % 8 < EXPF ? wg_ex2_fma(x) : ex2(x);
+                const float p = ex2(fmaf(sc[nt][2 * h + e], c, -mc));
                 sc[nt][2 * h + e] = p;
                 sum += p;
             }
@@ -383,12 +367,12 @@ template <typename T, int BN> __device__ __forceinline__ void wg_pack(uint32_t (
     }
 }
 
-template <int BN, int EXPF, bool LAZY>
-__device__ __forceinline__ bool wg_softmax_tile_x(float (*sc)[4], float *m, float *l, float *corr, int key0, int n,
-                                                  int tig, float c)
+template <int BN, bool LAZY>
+__device__ __forceinline__ bool wg_softmax_tile(float (*sc)[4], float *m, float *l, float *corr, int key0, int n,
+                                                int tig, float c)
 {
-    if (key0 + BN <= n) return wg_softmax_x<BN, false, EXPF, LAZY>(sc, m, l, corr, key0, n, tig, c);
-    return wg_softmax_x<BN, true, EXPF, LAZY>(sc, m, l, corr, key0, n, tig, c);
+    if (key0 + BN <= n) return wg_softmax<BN, false, LAZY>(sc, m, l, corr, key0, n, tig, c);
+    return wg_softmax<BN, true, LAZY>(sc, m, l, corr, key0, n, tig, c);
 }
 
 template <typename T>
@@ -406,9 +390,9 @@ __device__ __forceinline__ void wg_store(T *out, float (*o)[4], const float *l, 
 /* CTA = NWG warpgroups of 64 query rows of one head (warp w owns rows
  * 16w..16w+15), BN keys a tile, NS stages of K and V. OVL: the softmax of tile j
  * overlaps P·V of tile j − 1 (needs NS ≥ 3: tiles j − 1, j and the one in flight);
- * else each tile's products are waited for in turn (NS ≥ 2). EXPF, LAZY: the
- * softmax's (wg_softmax_x; 0, false: the mma.sync kernel's bits). */
-template <typename T, int NWG, int BN, int NS, int MINB, bool OVL, int EXPF = 0, bool LAZY = false>
+ * else each tile's products are waited for in turn (NS ≥ 2). LAZY: the lazy
+ * rescale (WG_LAZY_LOG2); false: the mma.sync kernel's softmax arithmetic. */
+template <typename T, int NWG, int BN, int NS, int MINB, bool OVL, bool LAZY>
 __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out, int n, int H, float c)
 {
 #if HK_HAVE_WGMMA
@@ -469,7 +453,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
             wg_wait<0>();
         }
         wg_pin<BN / 8>(sc);
-        const bool rescale = wg_softmax_tile_x<BN, EXPF, LAZY>(sc, m, l, corr, j * BN, n, lane & 3, c);
+        const bool rescale = wg_softmax_tile<BN, LAZY>(sc, m, l, corr, j * BN, n, lane & 3, c);
         if (OVL) {
             wg_wait<0>();
             wg_pin<FV_D / 8>(o);
@@ -516,36 +500,27 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
 #define WG_MINB 1
 #define WG_OVL false
 
-template <typename T, int NWG, int BN, int NS, int MINB, bool OVL, int EXPF = 0, bool LAZY = false>
+template <typename T, int NWG, int BN, int NS, int MINB, bool OVL, bool LAZY>
 static cudaError_t vis_wg_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
 {
     typedef WgShape<NWG, BN, NS> S;
     if (S::SMEM > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(k_vis_wg<T, NWG, BN, NS, MINB, OVL, EXPF, LAZY>,
+        cudaError_t e = cudaFuncSetAttribute(k_vis_wg<T, NWG, BN, NS, MINB, OVL, LAZY>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)S::SMEM);
         if (e != cudaSuccess) return e;
     }
     dim3 g((unsigned)((n + S::BM - 1) / S::BM), (unsigned)H);
-    k_vis_wg<T, NWG, BN, NS, MINB, OVL, EXPF, LAZY>
+    k_vis_wg<T, NWG, BN, NS, MINB, OVL, LAZY>
         <<<g, S::NT, S::SMEM, s>>>((const T *)qkv, (T *)out, n, H, scale * LOG2E);
     return cudaGetLastError();
 }
 
-/* The launched k_vis_wg with hk_attention_full's softmax flags (HK_VIS_EXPF_MASK,
- * HK_VIS_LAZY): EXPF 0..4 (more would make the FMA pipe the bottleneck in turn). */
-template <typename T, int EXPF, bool LAZY>
-static cudaError_t vis_wg_softmax(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale, int sm)
-{
-    if constexpr (EXPF < 4)
-        if ((sm & HK_VIS_EXPF_MASK) > EXPF) return vis_wg_softmax<T, EXPF + 1, LAZY>(s, out, qkv, n, H, scale, sm);
-    return vis_wg_launch<T, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL, EXPF, LAZY>(s, out, qkv, n, H, scale);
-}
-
+/* The launched shape, lazy rescale or (lazy = 0) every tile's. */
 template <typename T>
-static cudaError_t vis_wg_t(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale, int sm)
+static cudaError_t vis_wg_t(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale, int lazy)
 {
-    return sm & HK_VIS_LAZY ? vis_wg_softmax<T, 0, true>(s, out, qkv, n, H, scale, sm)
-                            : vis_wg_softmax<T, 0, false>(s, out, qkv, n, H, scale, sm);
+    return lazy ? vis_wg_launch<T, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL, true>(s, out, qkv, n, H, scale)
+                : vis_wg_launch<T, WG_NWG, WG_BN, WG_NS, WG_MINB, WG_OVL, false>(s, out, qkv, n, H, scale);
 }
 
 /* Whether the code this device runs was built with wgmma (sm_90a): the launcher
@@ -568,13 +543,13 @@ static cudaError_t vis_t(cudaStream_t s, void *out, const void *qkv, int n, int 
 extern "C" {
 
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
-                              float scale, int wgmma, int softmax)
+                              float scale, int wgmma, int lazy)
 {
     if (n <= 0 || H <= 0) return cudaSuccess;
     if (D != FV_D) return hk_flash_full(s, t, out, qkv, n, H, D, scale);
     if (wgmma && WG_ON)
-        return t == HK_BF16 ? vis_wg_t<__nv_bfloat16>(s, out, qkv, n, H, scale, softmax)
-                            : vis_wg_t<__half>(s, out, qkv, n, H, scale, softmax);
+        return t == HK_BF16 ? vis_wg_t<__nv_bfloat16>(s, out, qkv, n, H, scale, lazy)
+                            : vis_wg_t<__half>(s, out, qkv, n, H, scale, lazy);
     return t == HK_BF16 ? vis_t<__nv_bfloat16>(s, out, qkv, n, H, scale) : vis_t<__half>(s, out, qkv, n, H, scale);
 }
 

@@ -175,13 +175,11 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
 
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128
  * (attention-vision.cu). wgmma: take the Hopper kernel k_vis_wg for D = 72 (only where
- * hk_kernels_probe said so); 0 the mma.sync kernel. softmax: k_vis_wg's (0: the mma.sync
- * kernel's bits): HK_VIS_EXPF_MASK, how many of each 8 exponentials run on the FMA pipe (0..4,
- * more counts as 4); HK_VIS_LAZY, O rescaled only when a row's max rose past 2^8. */
-#define HK_VIS_EXPF_MASK 15
-#define HK_VIS_LAZY      16
+ * hk_kernels_probe said so); 0 the mma.sync kernel. lazy: k_vis_wg rescales O only when a row's
+ * max rose past 2^8 (the engine's default, faster); 0: at every key tile, the mma.sync kernel's
+ * softmax arithmetic. */
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
-                              float scale, int wgmma, int softmax);
+                              float scale, int wgmma, int lazy);
 /* hk_kernels_probe's wgmma part (flash_bench.cu calls it alone): waits on s. */
 cudaError_t hk_vision_probe(cudaStream_t s, int *wgmma);
 /* Paged attention: the KV write, then the prefill tiles (attention-prefill.cu), then the decode splits

@@ -1809,23 +1809,23 @@ static double bench_ms(cudaStream_t s, bench_fn fn, void *ctx, int reps)
 typedef struct {
     hk_dtype t;
     void    *out, *qkv;
-    int      n, H, D, wgmma, softmax;
+    int      n, H, D, wgmma, lazy;   /* hk_attention_full's */
 } full_bench;
 
 static cudaError_t full_fn(cudaStream_t s, void *p)
 {
     full_bench *b = p;
     return hk_attention_full(s, b->t, b->out, b->qkv, b->n, b->H, b->D, 1.0f / sqrtf((float)b->D), b->wgmma,
-                             b->softmax);
+                             b->lazy);
 }
 
-/* The vision kernels: mma.sync, and where the device has wgmma k_vis_wg. */
+/* The vision kernels: mma.sync, and where the device has wgmma k_vis_wg (as launched: the lazy rescale). */
 static void bench_full(hk_dtype t, int n, cudaStream_t s)
 {
     const int H = 16, D = 72;
     int wg = 0;
     CK(hk_kernels_probe(s, &wg));
-    full_bench b = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0 };
+    full_bench b = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0, 1 };
     CK(cudaMalloc(&b.out, (size_t)n * H * D * 2));
     for (b.wgmma = 0; b.wgmma <= (wg ? 1 : 0); b.wgmma++) {
         double ms = bench_ms(s, full_fn, &b, n > 8192 ? 5 : 20);
@@ -2001,10 +2001,12 @@ static void bench_copy(cudaStream_t s)
 #endif
 
 #if HYOCR_HAVE_CUDA
-/* The Hopper vision kernel (k_vis_wg) against the mma.sync kernel every other card runs,
- * on the same random qkv at each n: only the order of the fp32 sums inside the products
- * differs, so the outputs agree to a few output ulps (max |Δ| ≤ 4 ulps of the largest
- * |out|, rel-L2 ≤ tol / 4). Rows left unwritten read as NaN and fail. */
+/* The Hopper vision kernel (k_vis_wg) with every tile's rescale (lazy = 0) against the
+ * mma.sync kernel every other card runs, on the same random qkv at each n: only the order of
+ * the fp32 sums inside the products differs, so the outputs agree to a few output ulps
+ * (max |Δ| ≤ 4 ulps of the largest |out|, rel-L2 ≤ tol / 4). Rows left unwritten read as NaN
+ * and fail. The launched lazy rescale rounds other weights: attention_full_softmax holds it
+ * to a double reference against this one. */
 static void expect_full_like_mma(const dt_case *c, cudaStream_t s, const int *sizes, size_t n_sizes)
 {
     hk_dtype t = case_kt(c);
@@ -2013,7 +2015,7 @@ static void expect_full_like_mma(const dt_case *c, cudaStream_t s, const int *si
     for (size_t k = 0; k < n_sizes; k++) {
         int n = sizes[k];
         size_t no = (size_t)n * H * D;
-        full_bench a = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0 }, b = a;
+        full_bench a = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0, 0 }, b = a;
         b.wgmma = 1;
         CK(cudaMalloc(&a.out, no * 2));
         CK(cudaMalloc(&b.out, no * 2));
@@ -2105,7 +2107,7 @@ static void full_ref_rows(const float *qkv, int n, int H, int D, const int *rows
         }
 }
 
-/* One run of hk_attention_full (wgmma mode, softmax flags) against the reference rows:
+/* One run of hk_attention_full (b's mode) against the reference rows:
  * rel-L2 and max |Δ| over them; every output must be finite (rows left unwritten are NaN). */
 static void full_err_rows(hk_dtype t, cudaStream_t s, full_bench *b, const int *rows, int R, const double *ref,
                           double *rel, double *mx)
@@ -2133,16 +2135,22 @@ static void full_err_rows(hk_dtype t, cudaStream_t s, full_bench *b, const int *
     *rel = sqrt(num / MAX(den, 1e-300));
 }
 
-/* k_vis_wg's softmax variants (HYOCR_VIS_EXP_FMA = 1..4 of each 8 exponentials on the
- * FMA pipe, HYOCR_VIS_LAZY_RESCALE) against a double reference at 48 sampled rows
- * (the first and last, CTA and tile edges among them). They round other weights to
- * fp16/bf16 than the default kernel (the lazy rescale scales them by up to 2^8, the
- * polynomial's 2^-22.4 moves a few across a rounding edge), so not its bits: the
- * bar is its own error against the reference, rel-L2 within 1.25× (the weights'
- * rounding noise is the same size, a fresh draw; over 48·16 rows its estimate moves
- * by a few %) and max |Δ| within 1.5× plus one output ulp of max |ref|. Keys ramped
- * (k_j × (1 + 6j/n)) make each row's max rise past 2^8 several times: the lazy
- * rescale's taken branch; plain random keys mostly skip it. */
+/* k_vis_wg's two softmax schedules against a double reference at 48 sampled rows (the
+ * first and last, CTA and tile edges among them): every tile's rescale (lazy = 0, the
+ * mma.sync kernel's arithmetic) and the launched lazy one (rescaled only when a row's max
+ * rose past 2^8). Each within the compute type's tol (rel-L2; what attention_full holds the
+ * backend to against the CPU; measured at most 2.9e-4 in fp16, 2.4e-3 in bf16). The lazy one rounds other weights (scaled by up to 2^8), so
+ * not the same bits: its bars are against the every-tile kernel's error on the same rows.
+ * rel-L2 ≤ 1.25× (the H200, session 9, bench/results/2026-12-03-h200-s9/call3: 1.02–1.18×;
+ * the weights' rounding noise is the same size, a fresh draw, and its estimate over 48·16
+ * rows moves by a few %). max |Δ| ≤ 2×, or one output step more where that is larger
+ * (ulp·big / 2: the spacing of fp16/bf16 values just under max |ref|): measured 0.98–1.88×,
+ * up to 1.88× in fp16 with ramped keys, where both errors are about one output step (every
+ * tile 0.68, lazy 1.27 steps at max |ref| 2: an extreme of ~55k rounded outputs, which
+ * another draw moves by a step). A lazy rescale gone wrong (a missed rescale, a stale max)
+ * is off by far more. Keys ramped (k_j × (1 + 6j/n)) make each row's max rise past 2^8
+ * several times: the taken branch; plain random keys mostly skip it. Up to 64 keys (one
+ * tile) both are the same arithmetic (measured: the same errors). */
 static void expect_vis_softmax(const dt_case *c, cudaStream_t s, int n, double ramp)
 {
     hk_dtype t = case_kt(c);
@@ -2152,7 +2160,7 @@ static void expect_vis_softmax(const dt_case *c, cudaStream_t s, int n, double r
     for (int j = 0; j < n; j++)
         for (size_t i = (size_t)H * D; i < (size_t)2 * H * D; i++) h[j * st + i] *= (float)(1 + ramp * j / n);
     void *f32 = NULL;
-    full_bench b = { t, NULL, NULL, n, H, D, 0, 0 };
+    full_bench b = { t, NULL, NULL, n, H, D, 1, 0 };
     CK(cudaMalloc(&f32, nq * 4));
     CK(cudaMalloc(&b.qkv, nq * 2));
     CK(cudaMalloc(&b.out, no * 2));
@@ -2170,23 +2178,18 @@ static void expect_vis_softmax(const dt_case *c, cudaStream_t s, int n, double r
     const double ulp = t == HK_BF16 ? 1.0 / 128 : 1.0 / 1024;
     double big = 0;
     for (size_t i = 0; i < (size_t)R * H * D; i++) big = MAX(big, fabs(ref[i]));
-    double rel0, mx0;
-    b.wgmma = 1;
+    double rel0, mx0, rel, mx;
     full_err_rows(t, s, &b, rows, R, ref, &rel0, &mx0);
+    b.lazy = 1;
+    full_err_rows(t, s, &b, rows, R, ref, &rel, &mx);
     if (g_test_verbose())
-        printf("vis softmax %s n %d ramp %g: default rel-L2 %.3g max|d| %.3g (max|ref| %.3g)\n", c->name, n, ramp,
-               rel0, mx0, big);
-    for (int lazy = 0; lazy < 2; lazy++)
-        for (int k = lazy ? 0 : 1; k <= 4; k++) {
-            double rel, mx;
-            b.softmax = k | (lazy ? HK_VIS_LAZY : 0);
-            full_err_rows(t, s, &b, rows, R, ref, &rel, &mx);
-            if (g_test_verbose())
-                printf("vis softmax %s n %d ramp %g: exp_fma %d lazy %d rel-L2 %.3g (%.3fx) max|d| %.3g (%.3fx)\n",
-                       c->name, n, ramp, k, lazy, rel, rel / MAX(rel0, 1e-300), mx, mx / MAX(mx0, 1e-300));
-            g_assert_cmpfloat(rel, <=, 1.25 * rel0 + 1e-7);
-            g_assert_cmpfloat(mx, <=, 1.5 * mx0 + ulp * big);
-        }
+        printf("vis softmax %s n %d ramp %g: every tile rel-L2 %.3g max|d| %.3g (max|ref| %.3g); "
+               "lazy rel-L2 %.3g (%.3fx) max|d| %.3g (%.3fx)\n",
+               c->name, n, ramp, rel0, mx0, big, rel, rel / MAX(rel0, 1e-300), mx, mx / MAX(mx0, 1e-300));
+    g_assert_cmpfloat(rel0, <=, c->tol);
+    g_assert_cmpfloat(rel, <=, c->tol);
+    g_assert_cmpfloat(rel, <=, 1.25 * rel0 + 1e-7);
+    g_assert_cmpfloat(mx, <=, MAX(2 * mx0, mx0 + ulp * big / 2));
     cudaFree(b.qkv);
     cudaFree(b.out);
 }

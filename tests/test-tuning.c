@@ -11,7 +11,7 @@ static const char *const NAMES[] = {
     "HYOCR_PROFILE", "HYOCR_NO_GRAPH", "HYOCR_NO_GEMV", "HYOCR_CPU_GENERIC",
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
     "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE", "HYOCR_DECODE_STAGES",
-    "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE", "HYOCR_VIS_EXP_FMA",
+    "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
     "HYOCR_VIS_LAZY_RESCALE", "HYOCR_SIDE_SMS",
 };
 
@@ -54,8 +54,7 @@ static void test_on(void)
         g_assert_true(t.no_wgmma);
         g_assert_true(t.prefill_template);
         g_assert_cmpint(t.prefill_split, ==, i ? 0 : 1);   /* a count: "yes" is not a number */
-        g_assert_cmpint(t.vis_exp_fma, ==, i ? 0 : 1);
-        g_assert_true(t.vis_lazy);
+        g_assert_cmpint(t.vis_lazy, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_ON);
@@ -82,8 +81,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.rope_heads, ==, 0);
     g_assert_cmpint(t.text_chunk_rows, ==, 0);
     g_assert_cmpint(t.prefill_split, ==, -1);   /* off, where unset is the backend's default */
-    g_assert_cmpint(t.vis_exp_fma, ==, 0);
-    g_assert_false(t.vis_lazy);
+    g_assert_cmpint(t.vis_lazy, ==, HYOCR_SWITCH_OFF);   /* every tile, where unset is the backend's lazy */
     g_assert_true(t.rows_verify);   /* the block kernel is the default: 0 turns it off */
     g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */
     g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);
@@ -104,7 +102,6 @@ static void test_counts(void)
         g_setenv("HYOCR_DECODE_STAGES", cases[i].v, TRUE);
         g_setenv("HYOCR_ROPE_HEADS", cases[i].v, TRUE);
         g_setenv("HYOCR_PREFILL_SPLIT", cases[i].v, TRUE);
-        g_setenv("HYOCR_VIS_EXP_FMA", cases[i].v, TRUE);
         g_setenv("HYOCR_SIDE_SMS", cases[i].v, TRUE);
         hyocr_tuning t;
         hyocr_tuning_from_env(&t);
@@ -114,7 +111,6 @@ static void test_counts(void)
         g_assert_cmpint(t.decode_stages, ==, cases[i].split);
         g_assert_cmpint(t.rope_heads, ==, cases[i].split);
         g_assert_cmpint(t.prefill_split, ==, cases[i].split);
-        g_assert_cmpint(t.vis_exp_fma, ==, cases[i].split);   /* the backend takes at most 4 */
         g_assert_cmpint(t.side_sms, ==, cases[i].split);
         g_assert_cmpint(t.resize_threads, ==, cases[i].threads);
     }

@@ -46,8 +46,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->vision_beside = env_switch("HYOCR_VISION_BESIDE");
     const char *ss = g_getenv("HYOCR_SIDE_SMS");
     t->side_sms = ss && strcmp(ss, "0") == 0 ? -1 : env_count("HYOCR_SIDE_SMS");
-    t->vis_exp_fma = env_count("HYOCR_VIS_EXP_FMA");
-    t->vis_lazy = env_switch("HYOCR_VIS_LAZY_RESCALE") == HYOCR_SWITCH_ON;
+    t->vis_lazy = env_switch("HYOCR_VIS_LAZY_RESCALE");
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
     if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);
     const char *k = g_getenv("HYOCR_DRAFT_STANDIN_K");

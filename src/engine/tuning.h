@@ -52,10 +52,8 @@ typedef struct {
                                    * SIDE_FREE_SMS left free), −1 ("0") = no partition */
     hyocr_switch invariant;       /* HYOCR_INVARIANT: CUDA decode rows computed alike whatever the step's
                                    * rows (speculation's verify rows then equal plain decoding's) */
-    int          vis_exp_fma;     /* HYOCR_VIS_EXP_FMA: k_vis_wg computes that many of each 8 softmax
-                                   * exponentials on the FMA pipe, not MUFU (1..4; more is 4); 0 = off */
-    bool         vis_lazy;        /* HYOCR_VIS_LAZY_RESCALE: k_vis_wg rescales O only when a row's max
-                                   * rose by more than 2^8 */
+    hyocr_switch vis_lazy;        /* HYOCR_VIS_LAZY_RESCALE: k_vis_wg rescales O only when a row's max
+                                   * rose by more than 2^8; default on (the backend's), "0": every tile */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
     char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
     double       draft_standin_k;         /* HYOCR_DRAFT_STANDIN_K: right drafts a round (a mean if fractional) */
