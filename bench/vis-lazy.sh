@@ -8,8 +8,9 @@
 #    (PASS/FAIL lines in $OUT/flash-bench.txt); the table: µs at 4096 and 16384 patches, H = 16,
 #    and the 16384 µs as a ratio to the launched kernel (below 1: faster);
 # 2. test-backend-cuda's attention_full_softmax (both against a double reference: the lazy one's
-#    rel-L2 within 1.25× the every-tile one's, max |Δ| within 2× or one output step more) and
-#    attention_full_wgmma (every tile against the mma.sync kernel), verbose;
+#    rel-L2 within 1.25× the every-tile one's, max |Δ| within 2× or one output step more),
+#    attention_full_wgmma (every tile against the mma.sync kernel), and attention_full /
+#    attention_full_long (the backend as launched, lazy, against the CPU backend), verbose;
 # 3. HYOCR_VIS_E2E=1: a 2048² page through the engine (warm second job of two), launched and
 #    HYOCR_VIS_LAZY_RESCALE=0, twice each: vision ms (the JSON's timings.vision_ms).
 set -uo pipefail
@@ -35,7 +36,7 @@ awk '/^(f16|bf16) n=/ { split($2, a, "="); t = $1; n = a[2]; next }
          printf "%-22s %9s %9s %9s %9s %7.3f %7.3f\n", v, us[v, "f16", 4096], us[v, "f16", 16384], us[v, "bf16", 4096],
                 us[v, "bf16", 16384], us[v, "f16", 16384] / us[base, "f16", 16384], us[v, "bf16", 16384] / us[base, "bf16", 16384] }
      }' "$OUT/flash-bench.txt"
-echo "=== test-backend-cuda attention_full_softmax, attention_full_wgmma"
+echo "=== test-backend-cuda attention_full_softmax, attention_full_wgmma, attention_full(_long)"
 if [ ! -f build-gpu/build.ninja ]; then
     meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=disabled \
         --buildtype=release >"$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
@@ -43,7 +44,9 @@ fi
 ninja -C build-gpu tests/test-backend-cuda src/cli/hyocr >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 timeout 600 build-gpu/tests/test-backend-cuda -p /backend-cuda/f16/attention_full_softmax \
     -p /backend-cuda/bf16/attention_full_softmax -p /backend-cuda/f16/attention_full_wgmma \
-    -p /backend-cuda/bf16/attention_full_wgmma --verbose >"$OUT/softmax-test.txt" 2>&1
+    -p /backend-cuda/bf16/attention_full_wgmma -p /backend-cuda/f16/attention_full -p /backend-cuda/bf16/attention_full \
+    -p /backend-cuda/f16/attention_full_long -p /backend-cuda/bf16/attention_full_long \
+    --verbose >"$OUT/softmax-test.txt" 2>&1
 echo "test-backend-cuda exit $?"
 grep -E "n (16384|4200) |^ok|^not ok|SKIP|ERROR|Bail" "$OUT/softmax-test.txt"
 if [ -n "${HYOCR_VIS_E2E:-}" ]; then
