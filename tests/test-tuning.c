@@ -12,7 +12,7 @@ static const char *const NAMES[] = {
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
     "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE", "HYOCR_DECODE_STAGES",
     "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
-    "HYOCR_VIS_LAZY_RESCALE", "HYOCR_SIDE_SMS",
+    "HYOCR_VIS_LAZY_RESCALE",
 };
 
 static void clear_env(void)
@@ -75,7 +75,6 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_OFF);
-    g_assert_cmpint(t.side_sms, ==, -1);   /* no partition, where unset is the backend's default */
     g_assert_cmpint(t.decode_split, ==, 0);
     g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */
     g_assert_cmpint(t.rope_heads, ==, 0);
@@ -102,7 +101,6 @@ static void test_counts(void)
         g_setenv("HYOCR_DECODE_STAGES", cases[i].v, TRUE);
         g_setenv("HYOCR_ROPE_HEADS", cases[i].v, TRUE);
         g_setenv("HYOCR_PREFILL_SPLIT", cases[i].v, TRUE);
-        g_setenv("HYOCR_SIDE_SMS", cases[i].v, TRUE);
         hyocr_tuning t;
         hyocr_tuning_from_env(&t);
         clear_env();
@@ -111,7 +109,6 @@ static void test_counts(void)
         g_assert_cmpint(t.decode_stages, ==, cases[i].split);
         g_assert_cmpint(t.rope_heads, ==, cases[i].split);
         g_assert_cmpint(t.prefill_split, ==, cases[i].split);
-        g_assert_cmpint(t.side_sms, ==, cases[i].split);
         g_assert_cmpint(t.resize_threads, ==, cases[i].threads);
     }
 }

@@ -17,7 +17,6 @@
 #include "i18n.h"
 #include "hyocr-build-config.h"
 #include "../../kernels/hyocr-kernels.h"
-#include <cuda.h>
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -108,10 +107,8 @@ typedef struct {
     /* the other lane (the side stream while the main one is current, and back) */
     cuda_lane        other;
     bool             on_side;
-    int              side_sms;       /* the SMs its stream may use */
     bool             side_pending;   /* work was queued there and is not known to be done */
     GArray          *held;           /* dev_frees put off meanwhile (held_free) */
-    void            *side_green;     /* CUgreenCtx of its stream, or NULL */
     /* HYOCR_PROFILE=1: per-op GPU time (cuda-profile.c), resolved where the host waits anyway */
     hyocr_cuda_profile *prof;
     bool             gemv;          /* our kernels for decode-sized GEMMs, 1..16 rows (HYOCR_NO_GEMV=1: cuBLAS) */
@@ -1768,83 +1765,16 @@ static void lane_swap(cuda_backend *cb)
     if (cb->lt_ws.ptr) cublasSetWorkspace(cb->blas, cb->lt_ws.ptr, cb->lt_ws.cap);
 }
 
-/* The side lane's SMs: a green context of that many, so the decode steps on the
- * main stream always find SMs free. Stream priority alone does not do it: it only
- * orders the blocks waiting for an SM, and a vision GEMM's or attention's blocks
- * hold theirs for tens of µs, which each of a step's ~150 kernels waited — one
- * step ran beside a 1024² page's 16 ms vision pass (H200, session 9 call 3). */
-#define SIDE_FREE_SMS 32
-
-typedef CUresult (*fn_get_res)(CUdevice, CUdevResource *, CUdevResourceType);
-typedef CUresult (*fn_split)(CUdevResource *, unsigned *, const CUdevResource *, CUdevResource *, unsigned, unsigned);
-typedef CUresult (*fn_desc)(CUdevResourceDesc *, CUdevResource *, unsigned);
-typedef CUresult (*fn_green)(CUgreenCtx *, CUdevResourceDesc, CUdevice, unsigned);
-typedef CUresult (*fn_gstream)(CUstream *, CUgreenCtx, unsigned, int);
-
-/* The driver's entry point, without linking libcuda (NULL where this driver has none): at
- * the 12.8 ABI, since cuGreenCtxStreamCreate is not found at 12.4's. */
-static void *driver_fn(const char *name)
-{
-    void *fn = NULL;
-    enum cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion(name, &fn, 12080, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-        cudaGetLastError();
-        return NULL;
-    }
-    return fn;
-}
-
-/* A stream on sms SMs of the card; false (nothing made) where green contexts are not to be had. */
-static bool green_stream(cuda_backend *cb, int sms, int priority, cudaStream_t *out)
-{
-    fn_get_res get_res = driver_fn("cuDeviceGetDevResource");
-    fn_split split = driver_fn("cuDevSmResourceSplitByCount");
-    fn_desc desc = driver_fn("cuDevResourceGenerateDesc");
-    fn_green green = driver_fn("cuGreenCtxCreate");
-    fn_gstream gstream = driver_fn("cuGreenCtxStreamCreate");
-    if (!get_res || !split || !desc || !green || !gstream) return false;
-    CUdevResource all, part, rest;
-    CUdevResourceDesc d;
-    CUgreenCtx g;
-    CUstream s;
-    unsigned n = 1;
-    if (get_res(cb->device, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS ||
-        split(&part, &n, &all, &rest, 0, (unsigned)sms) != CUDA_SUCCESS || n != 1 ||
-        desc(&d, &part, 1) != CUDA_SUCCESS || green(&g, d, cb->device, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS)
-        return false;
-    if (gstream(&s, g, CU_STREAM_NON_BLOCKING, priority) != CUDA_SUCCESS) return false;
-    /* what the lane will do there: a stream-ordered buffer and a kernel */
-    void *p = NULL;
-    int built = 0;
-    if (cudaMallocAsync(&p, 256, (cudaStream_t)s) != cudaSuccess || cudaFreeAsync(p, (cudaStream_t)s) != cudaSuccess ||
-        hk_kernels_probe((cudaStream_t)s, &built) != cudaSuccess || cudaStreamSynchronize((cudaStream_t)s) != cudaSuccess) {
-        cudaGetLastError();
-        g_debug("CUDA backend: a green context's stream failed its probe; the side lane uses all SMs");
-        cudaStreamDestroy((cudaStream_t)s);
-        CUresult (*green_free)(CUgreenCtx) = driver_fn("cuGreenCtxDestroy");
-        if (green_free) green_free(g);
-        return false;
-    }
-    cb->side_sms = (int)part.sm.smCount;
-    cb->side_green = g;
-    *out = (cudaStream_t)s;
-    return true;
-}
-
-/* The side lane's stream: on a green context of HYOCR_SIDE_SMS SMs (unset: all but
- * SIDE_FREE_SMS; "0", or no green contexts: all of them), of the lowest priority. */
+/* The side lane's stream, of the highest priority (the main one has the lowest): its
+ * vision pass keeps the card while the decode steps fill the gaps it leaves. The other
+ * way round, each step's ~150 kernels took SMs first and stretched every pass to 40–60
+ * ms; a green context of 72–120 SMs for it was slower still (H200, session 9 calls
+ * 6–7; the green context's code is at e473d8b). */
 static bool side_stream(cuda_backend *cb, GError **error)
 {
     int lo = 0, hi = 0;
-    if (!ck(cudaDeviceGetStreamPriorityRange(&lo, &hi), N_("creating a stream"), error)) return false;
-    int want = cb->base.tuning.side_sms;
-    want = want < 0 ? 0 : want > 0 ? want : cb->sm_count - SIDE_FREE_SMS;
-    bool green = want > 0 && want < cb->sm_count && green_stream(cb, want, lo, &cb->other.stream);
-    g_debug("CUDA backend: the side lane runs on %d of %d SMs", green ? cb->side_sms : cb->sm_count, cb->sm_count);
-    if (green) return true;
-    cb->side_sms = cb->sm_count;
-    return ck(cudaStreamCreateWithPriority(&cb->other.stream, cudaStreamNonBlocking, lo), N_("creating a stream"), error);
+    return ck(cudaDeviceGetStreamPriorityRange(&lo, &hi), N_("creating a stream"), error) &&
+           ck(cudaStreamCreateWithPriority(&cb->other.stream, cudaStreamNonBlocking, hi), N_("creating a stream"), error);
 }
 
 /* False without an error where there is no side lane (profiling: its timers are
@@ -1932,8 +1862,6 @@ static void cuda_free(hyocr_backend *be)
     if (cb->dmeta_done) cudaEventDestroy(cb->dmeta_done);
     if (cb->stream) cudaStreamDestroy(cb->stream);
     if (cb->other.stream) cudaStreamDestroy(cb->other.stream);
-    CUresult (*green_free)(CUgreenCtx) = cb->side_green ? driver_fn("cuGreenCtxDestroy") : NULL;
-    if (green_free) green_free(cb->side_green);
     g_mutex_clear(&cb->mem_lock);
     g_free(cb);
 }
@@ -2148,10 +2076,10 @@ static bool device_open(cuda_backend *cb, const hyocr_backend_params *p, GError 
 
 static bool runtime_open(cuda_backend *cb, GError **error)
 {
-    /* The highest priority: a side lane's vision pass yields the SMs to the decode steps. */
+    /* The lowest priority: a side lane's vision pass goes first (side_stream). */
     int lo = 0, hi = 0;
     if (cudaDeviceGetStreamPriorityRange(&lo, &hi) != cudaSuccess) cudaGetLastError();
-    if (!ck(cudaStreamCreateWithPriority(&cb->stream, cudaStreamNonBlocking, hi), N_("creating a stream"), error))
+    if (!ck(cudaStreamCreateWithPriority(&cb->stream, cudaStreamNonBlocking, lo), N_("creating a stream"), error))
         return false;
     cudaError_t e = hk_kernels_probe(cb->stream, &cb->wgmma_built);
     if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {

@@ -44,8 +44,6 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->prefill_split = ps && strcmp(ps, "0") == 0 ? -1 : env_count("HYOCR_PREFILL_SPLIT");
     t->invariant = env_switch("HYOCR_INVARIANT");
     t->vision_beside = env_switch("HYOCR_VISION_BESIDE");
-    const char *ss = g_getenv("HYOCR_SIDE_SMS");
-    t->side_sms = ss && strcmp(ss, "0") == 0 ? -1 : env_count("HYOCR_SIDE_SMS");
     t->vis_lazy = env_switch("HYOCR_VIS_LAZY_RESCALE");
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
     if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);

@@ -47,9 +47,6 @@ typedef struct {
     hyocr_switch vision_beside;   /* HYOCR_VISION_BESIDE: a page admitted next to decoding ones has its vision
                                    * pass on the backend's side lane, beside the decode steps (batch.c);
                                    * default off until measured (batch.c's BESIDE_DEFAULT) */
-    int          side_sms;        /* HYOCR_SIDE_SMS: the SMs the side lane's work may use (a green context),
-                                   * the rest being left to the decode steps; 0 = unset (backend-cuda.c's
-                                   * SIDE_FREE_SMS left free), −1 ("0") = no partition */
     hyocr_switch invariant;       /* HYOCR_INVARIANT: CUDA decode rows computed alike whatever the step's
                                    * rows (speculation's verify rows then equal plain decoding's) */
     hyocr_switch vis_lazy;        /* HYOCR_VIS_LAZY_RESCALE: k_vis_wg rescales O only when a row's max
