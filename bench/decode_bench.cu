@@ -15,6 +15,7 @@
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/decode_bench.cu -o /tmp/decode-bench && /tmp/decode-bench
  * An argument "bf16" runs bf16 instead; the A100 code: -gencode=arch=compute_80,code=sm_80. */
 #include "../kernels/attention-decode.cu"
+#include "bench-timing.h"
 #include <algorithm>
 #include <math.h>
 #include <stdio.h>
@@ -128,33 +129,14 @@ static double time_us(const fixture &f, hk_dtype t, int rows, int ctx, int split
         CK(hk_attention_decode(s, &a));
     }
     CK(cudaStreamSynchronize(s));
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    /* relaxed, as the engine captures: the launchers set shared-memory attributes while capturing */
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-    for (int l = 0; l < LAYERS; l++) {
-        hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, l);
-        CK(hk_attention_decode(s, &a));
-    }
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int i = 0; i < 3; i++) CK(cudaGraphLaunch(ge, s));
-    cudaEvent_t e[REPS + 1];
-    for (int i = 0; i <= REPS; i++) CK(cudaEventCreate(&e[i]));
-    CK(cudaEventRecord(e[0], s));
-    for (int i = 0; i < REPS; i++) {
-        CK(cudaGraphLaunch(ge, s));
-        CK(cudaEventRecord(e[i + 1], s));
-    }
-    CK(cudaEventSynchronize(e[REPS]));
-    std::vector<float> ms(REPS);
-    for (int i = 0; i < REPS; i++) CK(cudaEventElapsedTime(&ms[i], e[i], e[i + 1]));
-    for (int i = 0; i <= REPS; i++) cudaEventDestroy(e[i]);
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
+    double ms = bench_graph_median_ms(s, REPS, [&] {
+        for (int l = 0; l < LAYERS; l++) {
+            hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, l);
+            CK(hk_attention_decode(s, &a));
+        }
+    });
     CK(cudaStreamDestroy(s));
-    std::sort(ms.begin(), ms.end());
-    return ms[REPS / 2] * 1e3 / LAYERS;
+    return ms * 1e3 / LAYERS;
 }
 
 static float to_f(__half h) { return __half2float(h); }

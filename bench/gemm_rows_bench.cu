@@ -7,6 +7,7 @@
  * and run (GPU machine, repository root):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/gemm_rows_bench.cu -o /tmp/gemm-rows-bench && /tmp/gemm-rows-bench */
 #include "../kernels/gemv.cu"
+#include "bench-timing.h"
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,28 +65,9 @@ int main()
             };
             for (int l = 0; l < LAYERS; l++) CK(call(l));
             CK(cudaStreamSynchronize(s));
-            cudaGraph_t g;
-            cudaGraphExec_t ge;
-            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-            for (int l = 0; l < LAYERS; l++) CK(call(l));
-            CK(cudaStreamEndCapture(s, &g));
-            CK(cudaGraphInstantiate(&ge, g, 0));
-            for (int i = 0; i < 3; i++) CK(cudaGraphLaunch(ge, s));
-            cudaEvent_t e[REPS + 1];
-            for (int i = 0; i <= REPS; i++) CK(cudaEventCreate(&e[i]));
-            CK(cudaEventRecord(e[0], s));
-            for (int i = 0; i < REPS; i++) {
-                CK(cudaGraphLaunch(ge, s));
-                CK(cudaEventRecord(e[i + 1], s));
-            }
-            CK(cudaEventSynchronize(e[REPS]));
-            std::vector<float> ms(REPS);
-            for (int i = 0; i < REPS; i++) CK(cudaEventElapsedTime(&ms[i], e[i], e[i + 1]));
-            for (int i = 0; i <= REPS; i++) cudaEventDestroy(e[i]);
-            std::sort(ms.begin(), ms.end());
-            const double us = ms[REPS / 2] * 1e3 / LAYERS;
-            CK(cudaGraphExecDestroy(ge));
-            CK(cudaGraphDestroy(g));
+            const double us = bench_graph_median_ms(s, REPS, [&] {
+                for (int l = 0; l < LAYERS; l++) CK(call(l));
+            }) * 1e3 / LAYERS;
             double bytes = (double)sh.nw * K * 2;
             printf("%-18s %4d %10.2f %8.0f\n", sh.name, M, us, bytes / us * 1e-3);
         }

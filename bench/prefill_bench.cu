@@ -18,6 +18,7 @@
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_80,code=compute_80 -Ikernels bench/prefill_bench.cu -o /tmp/prefill-bench-80 && /tmp/prefill-bench-80
  * An argument "bf16" runs bf16 instead. */
 #include "../kernels/attention-prefill.cu"
+#include "bench-timing.h"
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,20 +135,7 @@ static double call_flops(const call &c)
 
 static double median_us(cudaStream_t s, hk_paged_args a)
 {
-    for (int i = 0; i < 3; i++) CK(hk_attention_prefill(s, &a));
-    cudaEvent_t e[REPS + 1];
-    for (int i = 0; i <= REPS; i++) CK(cudaEventCreate(&e[i]));
-    CK(cudaEventRecord(e[0], s));
-    for (int i = 0; i < REPS; i++) {   /* back to back: each interval is one launch */
-        CK(hk_attention_prefill(s, &a));
-        CK(cudaEventRecord(e[i + 1], s));
-    }
-    CK(cudaEventSynchronize(e[REPS]));
-    std::vector<float> ms(REPS);
-    for (int i = 0; i < REPS; i++) CK(cudaEventElapsedTime(&ms[i], e[i], e[i + 1]));
-    for (int i = 0; i <= REPS; i++) cudaEventDestroy(e[i]);
-    std::sort(ms.begin(), ms.end());
-    return ms[REPS / 2] * 1e3;
+    return bench_median_ms(s, REPS, [&] { CK(hk_attention_prefill(s, &a)); }) * 1e3;
 }
 
 /* max |x − ref| over n outputs, and whether it is within 4 ulps of the largest |ref|. */
