@@ -5,11 +5,12 @@
  * GEMMs go through cuBLASLt (fp32 accumulation, bias in the epilogue), the rest
  * through our kernels (the .cu files in kernels/, reached via kernels/hyocr-kernels.h).
  * Ops run on one stream: they enqueue and return, download_f32 and sync wait.
- * Between side_begin and side_end they go to a second stream of lower priority
+ * Between side_begin and side_end they go to a second stream of higher priority
  * instead (a page's vision pass beside the decode steps), with their own GEMM
- * workspace and staging, and buffers taken and given back there are
- * stream-ordered (cudaMallocAsync), so nothing on that lane waits for the device. Every device allocation goes through dev_alloc, which enforces the
- * memory limit and turns failure into HYOCR_ERROR_NO_MEMORY. The ops are not
+ * workspace and staging; buffers taken and given back there are stream-ordered
+ * (cudaMallocAsync), and other frees wait for that lane's work rather than the
+ * host, so the host does not wait for it. Every device allocation goes through
+ * dev_alloc, which enforces the memory limit and turns failure into HYOCR_ERROR_NO_MEMORY. The ops are not
  * thread-safe (one stream, one caller at a time); mem_info is. */
 #include "backend.h"
 #include "cuda-profile.h"

@@ -257,8 +257,8 @@ typedef struct {
 
     /* ---- a second lane (optional: NULL where the backend has none) ----
      * Between side_begin (false without an error: no side lane now, run on the main one)
-     * and side_end, ops are queued on a second stream that yields the device to the main
-     * one, so a page's vision pass runs beside the decode steps; the host does not wait
+     * and side_end, ops are queued on a second stream, so a page's vision pass runs beside
+     * the decode steps (on CUDA it goes first, the steps fill its gaps); the host does not wait
      * there (buffers taken and given back are stream-ordered). side_idle: whether that
      * work is done (waiting for it when wait; false with an error when it failed). Its
      * results may be read on the main lane once it is. */

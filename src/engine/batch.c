@@ -547,9 +547,10 @@ static void start_job(hyocr_sched *s, job_state *st, bool alone)
 
 /* ---- a vision pass beside the decode steps ----------------------------------------------
  * A job admitted next to running ones has its vision pass queued on the backend's side
- * lane, a stream that yields the device to the main one: the decode steps go on while it
- * runs (a 1024² page's pass is about ten steps of 16 rows) instead of stopping for it.
- * Its prefill then runs between two steps, as before. One pass at a time. */
+ * lane, a second stream: the decode steps go on in the gaps it leaves (a 1024² page's
+ * pass is about ten steps of 16 rows) instead of stopping for it. Its prefill then runs
+ * between two steps, as before. One pass at a time. Measured on the H200 (session 9,
+ * docs/PERFORMANCE.md) level with the plain path at best, hence off by default. */
 
 static bool has_room(const hyocr_sched *s, const job_state *st, bool *ever);
 
@@ -751,7 +752,7 @@ static bool beside_possible(const hyocr_sched *s);
  * largest vision or prefill (or recompute) scratch of the jobs it serves and
  * cand (a vision pass runs while the pool holds other jobs' K/V; beside the decode
  * steps, next to the text scratch of the latest prefill and the side lane's own),
- * the image embeddings the other jobs keep (keeps_embeds) and the decode step's
+ * the image embeddings the other jobs keep (embeds_to_host) and the decode step's
  * rows; -1 without a budget. */
 static int64_t budget_blocks(hyocr_sched *s, const job_state *cand)
 {
