@@ -760,6 +760,7 @@ static void test_config_malformed(void)
     put(dir, "config.json", "{\n  \"hidden_size\": 16,\n  \"vision_config\": {\n}");
     g_autoptr(GError) err = NULL;
     g_autoptr(hyocr_config) cfg = hyocr_config_load(dir, &err);
+    g_assert_null(cfg);
     ASSERT_ERR(err, HYOCR_ERROR_PARSE, path, "not valid JSON");
     g_autofree char *escaped = g_regex_escape_string(path, -1);
     g_autofree char *pattern = g_strdup_printf("^%s:\\d+:\\d+: ", escaped);

@@ -456,6 +456,7 @@ static void test_pdf_many_pages(Fixture *fx, gconstpointer data)
 #endif
     g_autoptr(GError) err = NULL;
     g_autoptr(GArray) sel = hyocr_page_selection_parse("10001", 10000, &err);
+    g_assert_null(sel);
     expect_error(err, HYOCR_ERROR_INVALID_ARGUMENT, "page 10001 is past the end of the document (10000 pages)");
 }
 

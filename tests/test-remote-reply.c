@@ -306,7 +306,7 @@ static void test_params(void)
     g_assert_true(g_str_has_prefix(err->message, HYOCR_TEST_DATA "/ckpt-flat/config.json: not a PEM certificate: "));
     /* a trusted fingerprint: 64 hex digits, any case, colons or spaces between */
     p.trusted_certificate = NULL;
-    static const char *const bad[] = { "abc", "zz:" "00000000000000000000000000000000000000000000000000000000000000",
+    static const char *const bad[] = { "abc", "zz:00000000000000000000000000000000000000000000000000000000000000",
                                        "00000000000000000000000000000000000000000000000000000000000000000" };
     for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
         p.trusted_fingerprint = bad[i];
@@ -323,6 +323,7 @@ static void test_params(void)
     g_clear_error(&err);
     g_autoptr(hyocr_remote) pinned = hyocr_remote_new(&p, &err);
     g_assert_no_error(err);
+    g_assert_nonnull(pinned);
 }
 
 int main(int argc, char **argv)

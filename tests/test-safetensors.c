@@ -358,6 +358,7 @@ static void test_overlap(fixture *f, gconstpointer data)
     g_autoptr(GError) err = NULL;
     g_autoptr(hyocr_safetensors) st = hyocr_safetensors_open_file(f->path, &err);
     g_assert_no_error(err);
+    g_assert_nonnull(st);
     write_raw(f->path, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
                        "\"c\":{\"dtype\":\"BF16\",\"shape\":[8],\"data_offsets\":[0,16]}}", -1, buf, 16);
     EXPECT_OPEN_ERR(f->path, HYOCR_ERROR_PARSE, f->path, "'a'", "'c'", "overlap");

@@ -496,11 +496,11 @@ static hyocr_image *page_image(const hyocr_job_params *jp, const hyocr_image **s
 static char *image_url(hyocr_remote_job *job, GError **error)
 {
     const hyocr_image *src = NULL;
-    g_autoptr(hyocr_image) owned = page_image(&job->params, &src, error);
+    g_autoptr(hyocr_image) owned G_GNUC_UNUSED = page_image(&job->params, &src, error);   /* src's owner */
     if (!src) return NULL;
     hyocr_image *small = NULL;
     if (!hyocr_image_fit(src, job->params.max_side, 0, &small, error)) return NULL;
-    g_autoptr(hyocr_image) fitted = small;
+    g_autoptr(hyocr_image) fitted G_GNUC_UNUSED = small;   /* freed with the scope */
     if (small) src = small;
     job->end.res.image_width = src->width;
     job->end.res.image_height = src->height;
