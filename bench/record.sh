@@ -26,7 +26,7 @@ step() {
     shift 2
     [ $(( END - t )) -lt "$limit" ] && limit=$(( END - t ))
     [ "$limit" -gt 0 ] || { echo "$name: no time left" | tee -a "$OUT/log.txt"; return; }
-    timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
+    timeout "$limit" bash -c '"$@"' _ "$@" >"$OUT/$name.txt" 2>&1   # bash: the functions below too
     local rc=$?
     echo "[$(( $(date +%s) - T0 )) s] $name: exit $rc after $(( $(date +%s) - t )) s" | tee -a "$OUT/log.txt"
 }
@@ -41,6 +41,8 @@ build() {
 tests() {
     meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning
 }
+export -f build tests
+export OUT
 
 case $PART in
 1)
