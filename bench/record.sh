@@ -9,8 +9,8 @@
 #         (HYOCR_VISION_BESIDE off against on, alternated).
 # PART=2: bench/gpu-bench.sh (no transformers rows) and bench/serve-bench.sh (two requests a
 #         client): the benchmark of record for the commit.
-# Each step's output is in its own folder under $OUT (few files come back from a call), and a
-# line a step with its seconds and exit status is in $OUT/log.txt.
+# Each step's output is $OUT/NAME.txt, the benches' own files a folder each, packed (few files
+# come back from a call); a line a step with its seconds and exit status is in $OUT/log.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/hyocr-record}
@@ -31,8 +31,8 @@ step() {
     echo "[$(( $(date +%s) - T0 )) s] $name: exit $rc after $(( $(date +%s) - t )) s" | tee -a "$OUT/log.txt"
 }
 build() {
-    ( [ -f /tmp/hy-full/model.safetensors ] || python3 bench/make_random_checkpoint.py /tmp/hy-full
-      python3 bench/make_images.py /tmp/img ) >"$OUT/inputs.txt" 2>&1 &
+    # the checkpoint while it compiles (the benches make it too where it is missing, and their images)
+    [ -f /tmp/hy-full/model.safetensors ] || python3 bench/make_random_checkpoint.py /tmp/hy-full >"$OUT/ckpt.txt" 2>&1 &
     [ -f build-gpu/build.ninja ] || meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 \
         -Ddownload=enabled --buildtype=release || return 1
     ninja -C build-gpu || return 1
