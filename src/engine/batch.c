@@ -549,12 +549,13 @@ static void start_job(hyocr_sched *s, job_state *st, bool alone)
  * A job admitted next to running ones has its vision pass queued on the backend's side
  * lane, a second stream: the decode steps go on in the gaps it leaves (a 1024² page's
  * pass is about ten steps of 16 rows) instead of stopping for it. Its prefill then runs
- * between two steps, as before. One pass at a time. Measured on the H200 (session 9,
- * docs/PERFORMANCE.md) level with the plain path at best, hence off by default. */
+ * between two steps, as before. One pass at a time. Measured on the H200 (sessions 9 and
+ * 11, docs/PERFORMANCE.md): level with the plain path at best (+2.9 % at the median of five
+ * alternated rounds, inside the runs' spread), hence off by default. */
 
 static bool has_room(const hyocr_sched *s, const job_state *st, bool *ever);
 
-/* Where HYOCR_VISION_BESIDE is unset: off until measured on the H200. */
+/* Where HYOCR_VISION_BESIDE is unset: off (no gain measured, above). */
 #define BESIDE_DEFAULT false
 
 static bool beside_possible(const hyocr_sched *s)

@@ -46,7 +46,7 @@ typedef struct {
                                    * measured: backend-cuda.c's PF_SPLIT_DEFAULT) */
     hyocr_switch vision_beside;   /* HYOCR_VISION_BESIDE: a page admitted next to decoding ones has its vision
                                    * pass on the backend's side lane, beside the decode steps (batch.c);
-                                   * default off until measured (batch.c's BESIDE_DEFAULT) */
+                                   * default off: no gain measured (batch.c's BESIDE_DEFAULT) */
     hyocr_switch invariant;       /* HYOCR_INVARIANT: CUDA decode rows computed alike whatever the step's
                                    * rows (speculation's verify rows then equal plain decoding's) */
     hyocr_switch vis_lazy;        /* HYOCR_VIS_LAZY_RESCALE: k_vis_wg rescales O only when a row's max
