@@ -10,7 +10,6 @@
 #define DEC_THREADS 128
 #define DEC_TG (DEC_THREADS / 16)   /* token groups: 16 lanes × 8 dims cover D = 128 */
 #define DEC_U 8                     /* key (and value) rows in flight per thread */
-#define DEC_RCHUNK 128              /* parts merged per round by the electing CTA */
 
 struct DecArgs {
     const void *q, *k, *v;   /* the qkv rows, the K and V caches (hk_paged_fill) */
@@ -63,56 +62,39 @@ template <typename T> __device__ __forceinline__ void unpack8(float *f, int4 raw
     }
 }
 
-/* Merges GT heads' partial states: (m, l, acc) of several producers → one. The
- * electing CTA of a row calls this over all the row's parts in global memory. */
+/* Merges GT heads' partial states: (m, l, acc) of the row's splits → the output. The
+ * electing CTA of a row calls this over all the row's parts in global memory. Each thread
+ * merges its own outputs' parts in one pass (a running max, as the rounds do), so the
+ * loads of every part are independent and in flight together: the two-pass merge with
+ * block-wide reductions before it took ~5 µs of dependent round trips, 40 % of a one-row
+ * call at 1087 or 4191 keys (bench/results/2026-12-04-h200-s11, call8). */
 template <typename T, int GT>
-__device__ void dec_merge_parts(const DecArgs &a, const hk_split &sp, int head0, float *wts, float *sh)
+__device__ void dec_merge_parts(const DecArgs &a, const hk_split &sp, int head0)
 {
     constexpr int D = 128;
-    float M[GT], den[GT];
-#pragma unroll
-    for (int g = 0; g < GT; g++) {
-        float mx = -INFINITY;
-        for (int p = threadIdx.x; p < sp.n_parts; p += DEC_THREADS)
-            mx = fmaxf(mx, __ldcg(&a.part_ml[((size_t)(sp.part0 + p) * a.Hq + head0 + g) * 2]));
-        M[g] = hk_block_max(mx, sh);
-        den[g] = 0.0f;
-    }
-    float num[GT * D / DEC_THREADS];
-#pragma unroll
-    for (int k = 0; k < GT * D / DEC_THREADS; k++) num[k] = 0.0f;
-    for (int c0 = 0; c0 < sp.n_parts; c0 += DEC_RCHUNK) {
-        int cn = min(DEC_RCHUNK, sp.n_parts - c0);
-        __syncthreads();
-#pragma unroll
-        for (int g = 0; g < GT; g++)
-            for (int p = threadIdx.x; p < cn; p += DEC_THREADS) {
-                const float *ml = &a.part_ml[((size_t)(sp.part0 + c0 + p) * a.Hq + head0 + g) * 2];
-                float w = exp2f(__ldcg(ml) - M[g]);
-                wts[g * DEC_RCHUNK + p] = w;
-                den[g] += w * __ldcg(ml + 1);
-            }
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < GT * D / DEC_THREADS; k++) {
-            int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
-            const float *src = a.part_acc + ((size_t)(sp.part0 + c0) * a.Hq + head0 + g) * D + d;
-            float r = 0.0f;
-#pragma unroll 8
-            for (int p = 0; p < cn; p++) r += wts[g * DEC_RCHUNK + p] * __ldcg(src + (size_t)p * a.Hq * D);
-            num[k] += r;
-        }
-    }
-#pragma unroll
-    for (int g = 0; g < GT; g++) den[g] = hk_block_sum(den[g], sh);
-    hk_seq s = a.seqs[sp.seq];
+    const hk_seq s = a.seqs[sp.seq];
+    const size_t ml_stride = (size_t)a.Hq * 2, acc_stride = (size_t)a.Hq * D;
 #pragma unroll
     for (int k = 0; k < GT * D / DEC_THREADS; k++) {
         int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
-        float dv = den[0];
-#pragma unroll
-        for (int gg = 1; gg < GT; gg++) if (g == gg) dv = den[gg];
-        ((T *)a.out)[(size_t)s.row0 * a.Hq * D + (size_t)(head0 + g) * D + d] = T(num[k] / dv);
+        const float *ml = a.part_ml + ((size_t)sp.part0 * a.Hq + head0 + g) * 2;
+        const float *src = a.part_acc + ((size_t)sp.part0 * a.Hq + head0 + g) * D + d;
+        float M = -INFINITY, num = 0.0f, den = 0.0f;
+#pragma unroll 4
+        for (int p = 0; p < sp.n_parts; p++) {
+            const float m = __ldcg(ml + p * ml_stride), l = __ldcg(ml + p * ml_stride + 1);
+            const float x = __ldcg(src + p * acc_stride);
+            if (m > M) {   /* every part has a finite max: its split holds keys */
+                const float c = exp2f(M - m);
+                num *= c;
+                den *= c;
+                M = m;
+            }
+            const float w = exp2f(m - M);
+            num += w * x;
+            den += w * l;
+        }
+        ((T *)a.out)[(size_t)s.row0 * a.Hq * D + (size_t)(head0 + g) * D + d] = T(num / den);
     }
 }
 
@@ -223,19 +205,18 @@ __device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, co
 
 /* After the rounds: merges the CTA's token groups into this split's partial (or the
  * output, for a row of one split); the last split of the row to finish merges the
- * partials (no second launch). red (DEC_TG·GT·(D + 2) + GT·DEC_RCHUNK floats) may
+ * partials (no second launch). red (DEC_TG·GT·(D + 2) floats) may
  * alias the key stages: every thread is past its rounds at the first barrier. */
 template <typename T, int GT>
 __device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp, const hk_seq &s, int head0,
                                            const float (&m)[GT], const float (&l)[GT], const float (&acc)[GT][8],
-                                           float *red, float *sh, int *s_last)
+                                           float *red, int *s_last)
 {
     constexpr int D = 128;
     const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
     float *red_acc = red;                          /* [DEC_TG][GT][D] */
     float *red_m = red_acc + DEC_TG * GT * D;      /* [DEC_TG][GT] */
     float *red_l = red_m + DEC_TG * GT;            /* [DEC_TG][GT] */
-    float *wts = red_l + DEC_TG * GT;              /* [GT][DEC_RCHUNK] */
 #pragma unroll
     for (int g = 0; g < GT; g++) {
         if (lane16 == 0) {
@@ -280,7 +261,7 @@ __device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp,
     __syncthreads();
     if (!*s_last) return;
     __threadfence();
-    dec_merge_parts<T, GT>(a, sp, head0, wts, sh);
+    dec_merge_parts<T, GT>(a, sp, head0);
     if (threadIdx.x == 0) *ctr = 0;   /* ready for the next call */
 }
 
@@ -298,8 +279,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     constexpr int RT = DEC_TG * DEC_U;
     extern __shared__ __align__(16) float dsm[];
     float *red = dsm;
-    int *blk = (int *)(red + DEC_TG * GT * 130 + GT * DEC_RCHUNK);   /* block ids of this split */
-    __shared__ float sh[32];
+    int *blk = (int *)(red + DEC_TG * GT * 130);   /* block ids of this split */
     __shared__ int s_last;
 
     hk_griddep_launch_next();
@@ -346,7 +326,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
         if (base + 2 * RT < L) dec_load(a, sp, blk, b0, base + 2 * RT, L, kvh, inew, true, kn, vn, ka, va);
         dec_round<T, GT>(kb, vb, base + RT, L, q, m, l, acc);
     }
-    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, red, sh, &s_last);
+    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, red, &s_last);
 }
 
 /* int4 slots of one stage of k_decode_staged: a thread's DEC_U key and DEC_U value rows. */
@@ -390,7 +370,6 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     extern __shared__ __align__(16) float dsm[];
     int4 *stages = (int4 *)dsm;                              /* [NS][2·DEC_U][DEC_THREADS] */
     int *blk = (int *)(stages + NS * DEC_STAGE_SLOTS);       /* block ids of this split */
-    __shared__ float sh[32];
     __shared__ int s_last;
 
     hk_griddep_launch_next();
@@ -445,7 +424,7 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     }
     cp_wait_all();   /* empty groups only by now; the stages become the merge's buffers */
     __syncthreads();
-    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, dsm, sh, &s_last);
+    dec_finish<T, GT>(a, sp, s, head0, m, l, acc, dsm, &s_last);
 }
 
 static int decode_gt(const hk_paged_args *p)
@@ -505,7 +484,7 @@ int hk_decode_heads_per_cta(int Hq, int Hkv)
 
 size_t hk_decode_smem(int GT, int split_max, int block_size)
 {
-    size_t floats = (size_t)DEC_TG * GT * 128 + 2 * (size_t)DEC_TG * GT + (size_t)GT * DEC_RCHUNK;
+    size_t floats = (size_t)DEC_TG * GT * 128 + 2 * (size_t)DEC_TG * GT;
     size_t blocks = (size_t)split_max / (block_size > 0 ? block_size : 1) + 2;
     return floats * sizeof(float) + blocks * sizeof(int);
 }
