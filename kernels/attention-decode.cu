@@ -11,6 +11,31 @@
 #define DEC_TG (DEC_THREADS / 16)   /* token groups: 16 lanes × 8 dims cover D = 128 */
 #define DEC_U 8                     /* key (and value) rows in flight per thread */
 
+/* A CTA's time line for bench/decode_trace.cu, only when built with HK_DECODE_TRACE:
+ * per CTA five words, %globaltimer at its start, after q, after its rounds and at its end,
+ * then (SM << 8) | how it ended (0: partial written, 1: merged the row, 2: a row of one split). */
+#ifdef HK_DECODE_TRACE
+__device__ unsigned long long g_dec_trace[65536 * 5];
+__device__ __forceinline__ unsigned long long dec_now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ unsigned dec_smid()
+{
+    unsigned id;
+    asm("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+}
+#define DEC_TRACE(k, v) do { if (threadIdx.x == 0) g_dec_trace[(blockIdx.x + blockIdx.y * gridDim.x) * 5 + (k)] = (v); } while (0)
+#define DEC_TRACE_END(sp, last) do { DEC_TRACE(3, dec_now()); \
+    DEC_TRACE(4, (unsigned long long)dec_smid() << 8 | ((sp).n_parts == 1 ? 2u : (unsigned)(last))); } while (0)
+#else
+#define DEC_TRACE(k, v) do {} while (0)
+#define DEC_TRACE_END(sp, last) do {} while (0)
+#endif
+
 struct DecArgs {
     const void *q, *k, *v;   /* the qkv rows, the K and V caches (hk_paged_fill) */
     void *out;
@@ -285,6 +310,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     hk_griddep_launch_next();
     hk_split sp;
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
+    DEC_TRACE(0, dec_now());
     const hk_seq s = a.seqs[sp.seq];
     const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
     const int tg = threadIdx.x >> 4;
@@ -301,6 +327,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     int4 kn, vn;
     float q[GT][8];
     dec_row<T, GT>(a, sp, s, blk, b0, head0, kvh, inew, kn, vn, q);
+    DEC_TRACE(1, dec_now());
     if (inew >= 0) {
 #pragma unroll
         for (int u = 0; u < DEC_U; u++)
@@ -326,7 +353,9 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
         if (base + 2 * RT < L) dec_load(a, sp, blk, b0, base + 2 * RT, L, kvh, inew, true, kn, vn, ka, va);
         dec_round<T, GT>(kb, vb, base + RT, L, q, m, l, acc);
     }
+    DEC_TRACE(2, dec_now());
     dec_finish<T, GT>(a, sp, s, head0, m, l, acc, red, &s_last);
+    DEC_TRACE_END(sp, s_last);
 }
 
 /* int4 slots of one stage of k_decode_staged: a thread's DEC_U key and DEC_U value rows. */
@@ -375,6 +404,7 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     hk_griddep_launch_next();
     hk_split sp;
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
+    DEC_TRACE(0, dec_now());
     const hk_seq s = a.seqs[sp.seq];
     const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
     const int tg = threadIdx.x >> 4;
@@ -393,6 +423,7 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     int4 kn, vn;
     float q[GT][8];
     dec_row<T, GT>(a, sp, s, blk, b0, head0, kvh, inew, kn, vn, q);
+    DEC_TRACE(1, dec_now());
     float m[GT], l[GT], acc[GT][8];
 #pragma unroll
     for (int g = 0; g < GT; g++) {
@@ -424,7 +455,9 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     }
     cp_wait_all();   /* empty groups only by now; the stages become the merge's buffers */
     __syncthreads();
+    DEC_TRACE(2, dec_now());
     dec_finish<T, GT>(a, sp, s, head0, m, l, acc, dsm, &s_last);
+    DEC_TRACE_END(sp, s_last);
 }
 
 static int decode_gt(const hk_paged_args *p)
