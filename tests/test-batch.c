@@ -1009,7 +1009,7 @@ static void test_busy_and_empty(void)
  * and can hold the engine's thread at one token until the test lets it go. */
 typedef struct gate {
     hyocr_engine *eng;
-    GArray       *tokens, *batch, *kv_used;
+    GArray       *tokens, *batch, *kv_used, *workspace;
     int           end;              /* the end event's type, -1 before */
     int           pause_at;         /* > 0: hold at this token */
     GMutex        lock;
@@ -1026,6 +1026,7 @@ static void gate_init(gate *g, hyocr_engine *eng, int pause_at)
     g->tokens = g_array_new(FALSE, FALSE, sizeof(int32_t));
     g->batch = g_array_new(FALSE, FALSE, sizeof(int));
     g->kv_used = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    g->workspace = g_array_new(FALSE, FALSE, sizeof(int64_t));
     g->end = -1;
     g->pause_at = pause_at;
     g->other_tokens_at_end = -1;
@@ -1038,6 +1039,7 @@ static void gate_clear(gate *g)
     g_array_unref(g->tokens);
     g_array_unref(g->batch);
     g_array_unref(g->kv_used);
+    g_array_unref(g->workspace);
     g_mutex_clear(&g->lock);
     g_cond_clear(&g->cond);
 }
@@ -1056,6 +1058,7 @@ static void gate_event(const hyocr_event *ev, void *data)
     g_array_append_val(g->tokens, ev->token);
     g_array_append_val(g->batch, ev->batch_size);
     g_array_append_val(g->kv_used, mi.kv_used);
+    g_array_append_val(g->workspace, mi.workspace);
     if ((int)g->tokens->len != g->pause_at) return;
     g_mutex_lock(&g->lock);
     g->reached = true;
@@ -1105,6 +1108,34 @@ static void assert_same_ids(const GArray *a, const GArray *b)
 {
     g_assert_cmpuint(a->len, ==, b->len);
     for (guint i = 0; i < a->len; i++) g_assert_cmpint(g_array_index(a, int32_t, i), ==, g_array_index(b, int32_t, i));
+}
+
+/* A page admitted alone where others could join keeps its image embeddings for a recompute on
+ * the host, not the device (batch.c, embeds_leave_device): from its second token on, the device
+ * holds what it holds for the same job with no room for others (max_batch 1, where nothing is
+ * kept) — and the first token came before the copy. */
+static void test_alone_embeds_leave(void)
+{
+    if (!require_fixtures()) return;
+    int64_t ws[2][2];
+    for (int i = 0; i < 2; i++) {
+        engine_opts o = { .max_batch = i ? 4 : 1 };
+        g_autoptr(hyocr_engine) eng = open_engine(&o);
+        g_autofree char *path = hyocr_test_data("images", cases[0].image, NULL);
+        hyocr_job_params jp;
+        case_params(&jp, 0, path, 6);
+        gate g;
+        gate_init(&g, eng, 0);
+        run_gated_alone(eng, &jp, &g);
+        g_assert_cmpuint(g.workspace->len, ==, 6);
+        ws[i][0] = g_array_index(g.workspace, int64_t, 0);
+        ws[i][1] = g_array_index(g.workspace, int64_t, 3);
+        gate_clear(&g);
+    }
+    g_test_message("device workspace at tokens 1 and 4: max_batch 1 %" G_GINT64_FORMAT " %" G_GINT64_FORMAT
+                   ", max_batch 4 %" G_GINT64_FORMAT " %" G_GINT64_FORMAT, ws[0][0], ws[0][1], ws[1][0], ws[1][1]);
+    g_assert_cmpint(ws[1][1], ==, ws[0][1]);
+    g_assert_cmpint(ws[1][0], >, ws[0][0]);   /* at the first token the embeddings were still there */
 }
 
 /* B is submitted while A decodes (A's thread held at its 4th token meanwhile):
@@ -1541,6 +1572,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batch/cuda/vision-beside", test_cuda_vision_beside);
     g_test_add_func("/batch/sampling-alone", test_sampling_alone);
     g_test_add_func("/batch/mixed-paths", test_mixed_paths);
+    g_test_add_func("/batch/alone-embeds-leave", test_alone_embeds_leave);
     g_test_add_func("/batch/preempt-recompute", test_preempt_recompute);
     g_test_add_func("/batch/preempt-swap", test_preempt_swap);
     g_test_add_func("/batch/preempt-sampled", test_preempt_sampled);

@@ -392,6 +392,19 @@ static bool embeds_to_host(hyocr_sched *s, job_state *st, bool move)
     return true;
 }
 
+/* A job admitted alone keeps its image embeddings on the host, not the device, so its peak
+ * stays the single job's plan: moved there once its first token is out, the synchronous copy
+ * (1-4 ms a 1024² page on the H200, session 9) is not in its time to first token — or before
+ * its draft's context is made, which the plan does not count beside them. Without the copy it
+ * still runs; only a recompute would then fail. */
+static void embeds_leave_device(hyocr_sched *s, job_state *st)
+{
+    embeds_to_host(s, st, true);
+    if (!st->vision) return;
+    s->eng->be->ops->buf_free(s->eng->be, st->vision);
+    st->vision = NULL;
+}
+
 static int full_blocks(const hyocr_sched *s, const job_state *st)
 {
     int bs = M(s)->kv_block_size;
@@ -452,9 +465,11 @@ static bool prefill(hyocr_sched *s, job_state *st, bool alone, GError **error)
         .n_image_rows = st->n_vision_rows, .image_token_id = p->ids[p->image_start], .taps = taps,
     };
     bool ok = hyocr_text_forward(m, &q, 1, s->logits, hyocr_job_cancelled, st, error);
-    if (alone || max_batch(s) <= 1) {
+    if (max_batch(s) <= 1) {
         be->ops->buf_free(be, st->vision);
         st->vision = NULL;
+    } else if (alone && st->spec) {
+        embeds_leave_device(s, st);
     }
     if (ok && st->spec) {
         g_autoptr(GError) err = NULL;
@@ -501,8 +516,6 @@ static void start_text(hyocr_sched *s, job_state *st, bool alone)
     GError *err = NULL;
     bool finite = true;
     bool ok = vision_check(s, st, &finite, &err);
-    /* without the copy it still runs; only a recompute would then fail */
-    if (ok && finite && alone && max_batch(s) > 1) embeds_to_host(s, st, false);
     if (ok) {
         note_inputs(st);
         hyocr_pixels_free(st->px);
@@ -530,7 +543,7 @@ static void start_text(hyocr_sched *s, job_state *st, bool alone)
     publish(s);
     hyocr_job_emit_simple(st, HYOCR_EVENT_PREFILL);
     st->batch_size = 1;
-    token_from(s, st, s->logits);
+    if (token_from(s, st, s->logits) && alone && st->vision) embeds_leave_device(s, st);
 }
 
 /* Vision, prefill, first token. */
