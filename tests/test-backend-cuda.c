@@ -363,6 +363,42 @@ static void test_transfer(gconstpointer data)
     g->ops->buf_free(g, k);
 }
 
+/* A large upload (the page's pixels) goes through the pinned ring, to an fp16 buffer converted on
+ * the host where the CPU can (F16C); in pieces under the ring's threshold it goes the pageable
+ * way, converted on the device. Both must give the same bits for every value: ties, fp16
+ * subnormals and overflow, fp32 subnormals, infinities, NaNs of either sign and payload. */
+static void test_upload_large(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+    const size_t n = 2500007, piece = 262144;   /* two ring chunks and an odd tail; pieces of 1 MiB */
+    g_autofree float *x = rnd(n, -8, 8);
+    static const uint32_t special[] = {
+        0x00000000, 0x80000000, 0x3f801000, 0x3f803000, 0x33800000, 0x33000000, 0x33000001, 0xb3400000,
+        0x387fc000, 0x477fe000, 0x477fefff, 0x477ff000, 0xc77ff000, 0x7149f2ca, 0x00000001, 0x80800000,
+        0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001, 0x7fa5a5a5, 0xffffffff, 0x3eaaaaab,
+    };
+    for (size_t i = 0; i < n; i += 997) memcpy(&x[i], &special[(i / 997) % G_N_ELEMENTS(special)], 4);
+    for (size_t i = 1; i < n; i += 7919) x[i] = ldexpf(x[i], (int)(i % 61) - 40);   /* every exponent */
+    for (int kind = 0; kind < 2; kind++) {
+        hyocr_buf_kind k = kind ? HYOCR_BUF_F32 : HYOCR_BUF_ACT;
+        hyocr_buf *whole = mk(g, k, x, n), *parts = mk(g, k, NULL, n);
+        for (size_t i = 0; i < n; i += piece) OK(g->ops->upload_f32(g, parts, i, x + i, MIN(piece, n - i), E));
+        g_autofree float *a = get(g, whole, 0, n), *b = get(g, parts, 0, n);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t ua, ub, ux;
+            memcpy(&ua, &a[i], 4), memcpy(&ub, &b[i], 4), memcpy(&ux, &x[i], 4);
+            if (ua != ub)
+                g_error("%s upload of %zu values: value %zu (0x%08x) reads back as 0x%08x, in pieces 0x%08x",
+                        kind ? "F32" : "ACT", n, i, ux, ua, ub);
+            if (kind && ua != ux) g_error("F32 upload: value %zu 0x%08x reads back as 0x%08x", i, ux, ua);
+        }
+        g->ops->buf_free(g, whole);
+        g->ops->buf_free(g, parts);
+    }
+}
+
 static uint16_t f32_to_bf16(float f)
 {
     uint32_t u;
@@ -2689,6 +2725,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         const dt_case *c = cases[i];
         add("transfer", c, test_transfer);
+        add("upload_large", c, test_upload_large);
         add("upload_weight", c, test_upload_weight);
         add("matmul", c, test_matmul);
         add("gemm_rows_invariance", c, test_gemm_rows_invariance);
