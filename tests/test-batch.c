@@ -1138,6 +1138,51 @@ static void test_alone_embeds_leave(void)
     g_assert_cmpint(ws[1][0], >, ws[0][0]);   /* at the first token the embeddings were still there */
 }
 
+/* So does a burst submitted one job at a time: two jobs taken together, the first held at
+ * its first token while six more arrive, then let go — the second's admission sizes the pool
+ * for all eight (batch.c, take_arrived). Taken only at the loop's next turn, the six made a
+ * second growth (the pool at two jobs' size, then eight), each growth holding the old storage
+ * and the new at once. 32 tokens a job: the pool's estimate of a job (all its tokens) then
+ * covers the block a new job leaves each running one (has_room) at the tiny model's size. */
+static void test_arrivals_grow_once(void)
+{
+    if (!require_fixtures()) return;
+    enum { N = 8 };
+    engine_opts o = { .max_batch = N };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    g_autofree char *path = hyocr_test_data("images", cases[0].image, NULL);
+    hyocr_job_params jp[N];
+    gate g[N];
+    hyocr_request *req[N];
+    for (int i = 0; i < N; i++) {
+        case_params(&jp[i], 0, path, 32);
+        gate_init(&g[i], eng, i == 0 ? 1 : 0);
+        jp[i].on_event = gate_event;
+        jp[i].user_data = &g[i];
+    }
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_engine_submit_many(eng, jp, 2, req, &err));
+    gate_wait_reached(&g[0]);
+    for (int i = 2; i < N; i++) {
+        req[i] = hyocr_engine_submit(eng, &jp[i], &err);
+        g_assert_no_error(err);
+    }
+    gate_open(&g[0]);
+    for (int i = 0; i < N; i++) {
+        hyocr_job_result res = { 0 };
+        g_assert_true(hyocr_request_wait(req[i], &res, &err));
+        g_assert_no_error(res.error);
+        g_assert_cmpuint(res.token_ids->len, ==, 32);
+        hyocr_job_result_clear(&res);
+        hyocr_request_unref(req[i]);
+        gate_clear(&g[i]);
+    }
+    hyocr_engine_stats st;
+    hyocr_engine_get_stats(eng, &st);
+    g_assert_cmpint(st.largest_batch, >, 2);
+    g_assert_cmpint(st.kv_grows, ==, 1);
+}
+
 /* B is submitted while A decodes (A's thread held at its 4th token meanwhile):
  * B joins A's decode steps (steps of two), and each gets its tokens alone. */
 static void test_submit_while_running(void)
@@ -1568,11 +1613,12 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/batch/sizes", test_batch_sizes);
-    g_test_add_func("/batch/burst-grows-once", test_burst_grows_once);
     g_test_add_func("/batch/cuda/vision-beside", test_cuda_vision_beside);
     g_test_add_func("/batch/sampling-alone", test_sampling_alone);
     g_test_add_func("/batch/mixed-paths", test_mixed_paths);
     g_test_add_func("/batch/alone-embeds-leave", test_alone_embeds_leave);
+    g_test_add_func("/batch/burst-grows-once", test_burst_grows_once);
+    g_test_add_func("/batch/arrivals-grow-once", test_arrivals_grow_once);
     g_test_add_func("/batch/preempt-recompute", test_preempt_recompute);
     g_test_add_func("/batch/preempt-swap", test_preempt_swap);
     g_test_add_func("/batch/preempt-sampled", test_preempt_sampled);
