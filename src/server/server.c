@@ -85,6 +85,7 @@ typedef struct {
     char       *host;         /* the client's address (gone with the connection) */
     GByteArray *body;         /* what was read of the body, up to the limit */
     bool        too_big;
+    guint       sent_status;  /* the status line that went out, 0 before the headers */
 } request_state;
 
 static void request_state_free(request_state *r)
@@ -99,17 +100,28 @@ static request_state *state_of(SoupServerMessage *msg)
     return g_object_get_data(G_OBJECT(msg), "hyocr-request");
 }
 
+/* The status the client was sent: a stream its client left is logged with the 200 it got,
+ * not the 500 libsoup sets on the message once its connection is gone; a client gone before
+ * any answer with 499, nginx's number for it — no server error either way. */
+static void wrote_headers(SoupServerMessage *msg, gpointer data)
+{
+    (void)data;
+    request_state *r = state_of(msg);
+    if (r) r->sent_status = soup_server_message_get_status(msg);
+}
+
 static void log_request(SoupServer *soup, SoupServerMessage *msg, gpointer data)
 {
     (void)soup;
     bool aborted = GPOINTER_TO_INT(data);
     request_state *r = state_of(msg);
+    guint status = r && r->sent_status ? r->sent_status : aborted ? 499 : soup_server_message_get_status(msg);
     double secs = r ? (double)(g_get_monotonic_time() - r->arrival) / 1e6 : 0;
     const char *note = g_object_get_data(G_OBJECT(msg), "hyocr-note");
     const char *host = r && r->host ? r->host : "?";
     fprintf(stderr, "hyocr serve: %s \"%s %s\" %u %.3f s%s%s\n", host,
             soup_server_message_get_method(msg), g_uri_get_path(soup_server_message_get_uri(msg)),
-            soup_server_message_get_status(msg), secs, note ? note : "",
+            status, secs, note ? note : "",
             aborted ? _(" (the connection closed before the response was complete)") : "");
     fflush(stderr);
 }
@@ -168,6 +180,7 @@ static void early(SoupServer *soup, SoupServerMessage *msg, const char *path, GH
     r->host = g_strdup(soup_server_message_get_remote_host(msg));
     r->body = g_byte_array_new();
     g_object_set_data_full(G_OBJECT(msg), "hyocr-request", r, (GDestroyNotify)request_state_free);
+    g_signal_connect(msg, "wrote-headers", G_CALLBACK(wrote_headers), NULL);
     if ((g_str_has_prefix(path, "/v1/") || g_str_has_prefix(path, "/web/api/")) && !authorized(s, msg)) {
         hyocr_api_error e = { 0 };
         hyocr_api_error_set(&e, 401, NULL, _("a valid API key is needed: send the header "
