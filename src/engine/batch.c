@@ -468,7 +468,7 @@ static bool prefill(hyocr_sched *s, job_state *st, bool alone, GError **error)
     if (max_batch(s) <= 1) {
         be->ops->buf_free(be, st->vision);
         st->vision = NULL;
-    } else if (alone && st->spec) {
+    } else if (ok && alone && st->spec) {
         embeds_leave_device(s, st);
     }
     if (ok && st->spec) {
