@@ -1,5 +1,6 @@
 /* Image decoding, orientation, Pillow-exact resampling, smart_resize and pixel_values. */
 #include "image.h"
+#include "hostmem.h"
 #include "resize.h"
 #include "config.h"
 #include "error.h"
@@ -1314,6 +1315,54 @@ static void test_errors_memory(void)
     g_assert_null(hyocr_image_new(0, 3));
 }
 
+/* AnonHugePages of the mapping that holds p, from /proc/self/smaps (kB); -1 where it cannot tell. */
+static long huge_kb_at(const void *p)
+{
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents("/proc/self/smaps", &text, NULL, NULL)) return -1;
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    bool in = false;
+    for (char **l = lines; *l; l++) {
+        unsigned long lo, hi;
+        if (sscanf(*l, "%lx-%lx ", &lo, &hi) == 2 && strchr(*l, '-') < strchr(*l, ' ')) {
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+            continue;
+        }
+        long kb;
+        if (in && sscanf(*l, "AnonHugePages: %ld kB", &kb) == 1) return kb;
+    }
+    return -1;
+}
+
+/* A page-sized host buffer asked for huge pages gets them (hostmem.h); one not asked for does
+ * not, where the kernel's mode is "madvise" (Debian's default), so the advice is what did it. */
+static void test_huge_pages(void)
+{
+    g_autofree char *mode = NULL;
+    if (!g_file_get_contents("/sys/kernel/mm/transparent_hugepage/enabled", &mode, NULL, NULL) ||
+        strstr(mode, "[never]")) {
+        g_test_skip("SKIP: transparent huge pages are off on this machine (or not Linux)");
+        return;
+    }
+    const size_t n = 48u << 20;
+    uint8_t *a = g_malloc0(n), *b = g_malloc0(n);
+    hyocr_host_advise_huge(a, n);
+    memset(a, 1, n);
+    memset(b, 1, n);
+    long ka = huge_kb_at(a + n / 2), kb = huge_kb_at(b + n / 2);
+    g_test_message("AnonHugePages: advised %ld kB, not advised %ld kB (THP: %s)", ka, kb, g_strstrip(mode));
+    g_assert_cmpint(ka, >, 0);
+    if (strstr(mode, "[madvise]")) g_assert_cmpint(kb, ==, 0);
+    g_free(a);
+    g_free(b);
+    /* below the threshold nothing is marked: glibc's heap serves those, mostly touched already */
+    uint8_t *c = g_malloc0(HYOCR_HUGE_MIN - 4096);
+    hyocr_host_advise_huge(c, HYOCR_HUGE_MIN - 4096);
+    memset(c, 1, HYOCR_HUGE_MIN - 4096);
+    if (strstr(mode, "[madvise]")) g_assert_cmpint(huge_kb_at(c + (HYOCR_HUGE_MIN >> 1)), ==, 0);
+    g_free(c);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1327,6 +1376,7 @@ int main(int argc, char **argv)
     FX("/image/jpeg/gray", test_jpeg_gray);
     FX("/image/jpeg/cmyk-ycck", test_jpeg_cmyk_ycck);
     g_test_add_func("/image/exif/parse", test_exif_parse);
+    g_test_add_func("/image/huge-pages", test_huge_pages);
     g_test_add_func("/image/exif/orient-all", test_orient_all);
     FX("/image/exif/jpeg", test_exif_jpeg);
     FX("/image/exif/png", test_exif_png);

@@ -6,6 +6,7 @@
  * thread runs it. Matmuls go to OpenBLAS when present (single-threaded
  * OpenBLAS on fixed tiles, see blas_gemm). */
 #include "backend.h"
+#include "hostmem.h"
 #include "error.h"
 #include "i18n.h"
 #include "hyocr-build-config.h"
@@ -269,6 +270,7 @@ static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GE
                     bytes, (double)bytes / (1024.0 * 1024.0));
         return NULL;
     }
+    hyocr_host_advise_huge(data, alloc_bytes);
     hyocr_buf *b = g_try_new0(hyocr_buf, 1);
     if (!b) {
         free(data);

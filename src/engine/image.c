@@ -14,6 +14,7 @@
  *    (the Huffman read-ahead usually notices a missing EOI earlier; both then refuse).
  * Other libjpeg warnings (corrupt data inside a scan) are ignored, as Pillow ignores them. */
 #include "image.h"
+#include "hostmem.h"
 #include "error.h"
 #include "i18n.h"
 #include "reader.h"
@@ -40,8 +41,10 @@ hyocr_image *hyocr_image_new(int width, int height)
 {
     if (width < 1 || height < 1 || (size_t)width > SIZE_MAX / 3 / (size_t)height)
         return NULL;
-    uint8_t *rgb = g_try_malloc0((size_t)width * (size_t)height * 3);
+    const size_t bytes = (size_t)width * (size_t)height * 3;
+    uint8_t *rgb = g_try_malloc0(bytes);
     if (!rgb) return NULL;
+    hyocr_host_advise_huge(rgb, bytes);
     hyocr_image *img = g_new0(hyocr_image, 1);
     img->width = width;
     img->height = height;

@@ -15,6 +15,7 @@
 #endif
 
 #include "resize.h"
+#include "hostmem.h"
 #include "error.h"
 #include "i18n.h"
 
@@ -504,9 +505,10 @@ hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_proces
                       "%d×%d image (%zu patches)"), rw, rh, n_patches);
         return NULL;
     }
+    hyocr_host_advise_huge(data, n_patches * patch_dim * sizeof(float));
     packing pk = { .img = src, .p = p, .tp = tp, .out = data };
     build_lut(pc, pk.lut);
-    /* the fresh buffer's page faults are most of this pass, and they parallelise too */
+    /* a fresh buffer's page faults are most of this pass (hostmem.h), and they parallelise too */
     parallel_rows(rh / p, n_patches * patch_dim * sizeof(float), n_threads, pack_rows, &pk);
     hyocr_pixels *px = g_new0(hyocr_pixels, 1);
     px->grid_t = 1;
