@@ -8,6 +8,7 @@
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/gemm_rows_bench.cu -o /tmp/gemm-rows-bench && /tmp/gemm-rows-bench */
 #include "../kernels/gemv.cu"
 #include "bench-timing.h"
+#include "bench-fill.h"
 #include <algorithm>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,24 +18,6 @@
     fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 enum { LAYERS = 24, REPS = 20, K = 1024 };
-
-static __global__ void k_fill_h(__half *p, size_t n, uint32_t seed, float scale)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15; h *= 2246822519u; h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
-        p[i] = __float2half(((float)(h & 0xffff) / 65535.0f * 2.0f - 1.0f) * scale);
-    }
-}
-
-static __global__ void k_fill_f(float *p, size_t n, uint32_t seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2246822519u ^ seed;
-        h ^= h >> 13; h *= 3266489917u; h ^= h >> 16;
-        p[i] = (float)(h & 0xffff) / 65535.0f * 6.0f - 3.0f;
-    }
-}
 
 int main()
 {
