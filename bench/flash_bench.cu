@@ -11,6 +11,7 @@
 #include "../kernels/attention-vision.cu"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <vector>
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
@@ -85,6 +86,23 @@ template <typename T> static bool diff(const char *what, const T *a, const T *b,
     return ok;
 }
 
+/* FB_DUMP=DIR: each variant's output to DIR/TYPE-VARIANT-N.bin ('/' and ' ' in a name as
+ * '_'), so that two builds of a kernel can be compared bit for bit (cmp). */
+template <typename T> static void dump(const char *tn, const char *name, int n, const T *d, size_t count)
+{
+    const char *dir = getenv("FB_DUMP");
+    if (!dir) return;
+    std::vector<T> h(count);
+    CK(cudaMemcpy(h.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-%s-%d.bin", dir, tn, name, n);
+    for (char *c = path + strlen(dir) + 1; *c; c++)
+        if (*c == '/' || *c == ' ') *c = '_';
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(h.data(), sizeof(T), count, f) != count) { fprintf(stderr, "FB_DUMP: cannot write %s\n", path); exit(1); }
+    fclose(f);
+}
+
 typedef void (*vis_fn)(cudaStream_t, void *, const void *, int, int, float);
 template <typename T, int W, int MW> static void vis(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
 {
@@ -151,6 +169,7 @@ template <typename T> static void suite(const char *tn, int ti, cudaStream_t s)
             f(s, o1, qkv, n, H, scale);
             CK(cudaStreamSynchronize(s));
             V[v].ok &= diff<T>(V[v].name, o0, o1, no, ulp);
+            dump<T>(tn, V[v].name, n, o1, no);
             if (n >= 4096) {
                 double t = time_ms(s, [&] { f(s, o1, qkv, n, H, scale); }, reps);
                 printf("  %-8s %9.1f us  %5.0f TFLOP/s\n", V[v].name, t * 1e3, tf / t);

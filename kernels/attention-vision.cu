@@ -208,7 +208,8 @@ __device__ __forceinline__ void wg_load(T *s, const T *base, int stride, int key
     }
 }
 
-/* Tile t's keys and values into its stage (one copy group a tile, committed by the caller). */
+/* Tile t's keys and values into its stage (one copy group a tile, committed by
+ * the caller): the general path, for the last tile when it is partial. */
 template <typename T, int NWG, int BN, int NS>
 __device__ __forceinline__ void wg_load_tile(T *sm, const T *kb, const T *vb, int stride, int t, int n)
 {
@@ -216,6 +217,64 @@ __device__ __forceinline__ void wg_load_tile(T *sm, const T *kb, const T *vb, in
     T *st = sm + (t % NS) * S::ST;
     wg_load<T, S::NT, BN, WG_CK>(st, kb, stride, t * BN, n);
     wg_load<T, S::NT, BN, WG_CV>(st + S::KT, vb, stride, t * BN, n);
+}
+
+/* A thread's share of a full tile's copies, worked out once before the loop:
+ * slot i is chunk threadIdx.x + i·NT of wg_load's numbering, for K and V alike
+ * (same keys, same dims; K's tile has one chunk more a group of 8 keys). In the
+ * loop the division by 9, the core-matrix offsets and the copies' branches had
+ * cost a warp ~60 of its ~370 instructions a tile (Nsight Compute, H200 session
+ * 13); with them here, the descriptors built once and the row max as a tree, the
+ * kernel gives the same bits 0.8 % sooner (3548 → 3518 µs at 16384 patches): it
+ * waits on its barrier and its products' waits, not on its instruction count. */
+template <int NT, int BN> struct WgSlots {
+    static constexpr int N = (BN * WG_CV + NT - 1) / NT;
+    uint32_t g[N]; /* element offset from the tile's first key: r·stride + 8c */
+    uint32_t s[N]; /* byte offsets in the stage: K's tile << 16 | V's tile */
+
+    __device__ __forceinline__ void init(int stride, int kt_bytes)
+    {
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const int x = threadIdx.x + i * NT, q = x >> 3, c = q % WG_CV, r = (q / WG_CV) * 8 + (x & 7);
+            g[i] = (uint32_t)(r * stride + c * 8);
+            const uint32_t sk = (uint32_t)(((r >> 3) * WG_CK + c) * 64 + (r & 7) * 8) * 2;
+            const uint32_t sv = (uint32_t)kt_bytes + (uint32_t)(((r >> 3) * WG_CV + c) * 64 + (r & 7) * 8) * 2;
+            s[i] = sk << 16 | sv;
+        }
+    }
+};
+
+__device__ __forceinline__ void wg_cp16(uint32_t dst, const void *src)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+#endif
+}
+
+/* A full tile (keys t·BN .. t·BN + BN − 1 all < n) through the slots; stage is
+ * the shared address of its stage. */
+template <typename T, int NT, int BN>
+__device__ __forceinline__ void wg_load_full(const WgSlots<NT, BN> &sl, uint32_t stage, const T *kb, const T *vb,
+                                             int stride, int t)
+{
+    const size_t row = (size_t)t * BN * stride;
+#pragma unroll
+    for (int i = 0; i < WgSlots<NT, BN>::N; i++)
+        if ((BN * WG_CV) % NT == 0 || i * NT + threadIdx.x < BN * WG_CV) {
+            wg_cp16(stage + (sl.s[i] >> 16), kb + row + sl.g[i]);
+            wg_cp16(stage + (sl.s[i] & 0xffffu), vb + row + sl.g[i]);
+        }
+}
+
+/* Tile t into its stage: through the slots when full, else the general path. */
+template <typename T, int NWG, int BN, int NS>
+__device__ __forceinline__ void wg_load_any(const WgSlots<128 * NWG, BN> &sl, T *sm, uint32_t sbase, const T *kb,
+                                            const T *vb, int stride, int t, int n)
+{
+    typedef WgShape<NWG, BN, NS> S;
+    if ((t + 1) * BN <= n) wg_load_full<T, S::NT, BN>(sl, sbase + (uint32_t)((t % NS) * S::ST * 2), kb, vb, stride, t);
+    else wg_load_tile<T, NWG, BN, NS>(sm, kb, vb, stride, t, n);
 }
 
 __device__ __forceinline__ uint32_t wg_ld32(const void *p, bool ok)
@@ -266,20 +325,23 @@ template <typename T> struct WgQk<T, 128> {
     }
 };
 
-/* Issues S = Q·Kᵀ of one tile (five k16 steps; not waited for). */
+/* Issues S = Q·Kᵀ of one tile (five k16 steps; not waited for). dK: the
+ * descriptor of the tile's first K chunk; a k16 step is two chunks further
+ * (256 bytes, 16 in the descriptor's 16-byte units). */
 template <typename T, int BN>
-__device__ __forceinline__ void wg_issue_qk(float (*sc)[4], const uint32_t (*qa)[4], const T *sK)
+__device__ __forceinline__ void wg_issue_qk(float (*sc)[4], const uint32_t (*qa)[4], uint64_t dK)
 {
 #pragma unroll
-    for (int kk = 0; kk < WG_DK / 16; kk++) WgQk<T, BN>::run(sc, qa[kk], wg_desc(sK + kk * 2 * 64, 128, WG_CK * 128), kk);
+    for (int kk = 0; kk < WG_DK / 16; kk++) WgQk<T, BN>::run(sc, qa[kk], dK + (uint64_t)(kk * 16), kk);
 }
 
-/* Issues O += P·V of one tile (BN / 16 k16 steps; not waited for). */
+/* Issues O += P·V of one tile (BN / 16 k16 steps; not waited for); dV as dK,
+ * a k16 step being two groups of 8 keys (2·9 chunks). */
 template <typename T, int BN>
-__device__ __forceinline__ void wg_issue_pv(float (*o)[4], const uint32_t (*pa)[4], const T *sV)
+__device__ __forceinline__ void wg_issue_pv(float (*o)[4], const uint32_t (*pa)[4], uint64_t dV)
 {
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++) wg_mma_n72t<T>(o, pa[kk], wg_desc(sV + kk * 2 * WG_CV * 64, WG_CV * 128, 128), 1);
+    for (int kk = 0; kk < BN / 16; kk++) wg_mma_n72t<T>(o, pa[kk], dV + (uint64_t)(kk * 2 * WG_CV * 8), 1);
 }
 
 /* LAZY (the launched k_vis_wg; hk_attention_full's lazy = 0, HYOCR_VIS_LAZY_RESCALE=0,
@@ -309,16 +371,21 @@ __device__ __forceinline__ bool wg_softmax(float (*sc)[4], float *m, float *l, f
     float mx[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
-        mx[h] = m[h];
+        float t[BN / 8];
 #pragma unroll
-        for (int nt = 0; nt < BN / 8; nt++)
+        for (int nt = 0; nt < BN / 8; nt++) {
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float v = sc[nt][2 * h + e];
-                if (MASK && key0 + nt * 8 + 2 * tig + e >= n) v = -INFINITY;
-                sc[nt][2 * h + e] = v;
-                mx[h] = fmaxf(mx[h], v);
-            }
+            for (int e = 0; e < 2; e++)
+                if (MASK && key0 + nt * 8 + 2 * tig + e >= n) sc[nt][2 * h + e] = -INFINITY;
+            t[nt] = fmaxf(sc[nt][2 * h], sc[nt][2 * h + 1]);
+        }
+        /* a tree, not a chain of BN / 4 dependent maxima: the same value (a max
+         * is exact in any order), a few steps deep */
+#pragma unroll
+        for (int w = BN / 16; w >= 1; w >>= 1)
+#pragma unroll
+            for (int i = 0; i < w; i++) t[i] = fmaxf(t[i], t[i + w]);
+        mx[h] = fmaxf(m[h], t[0]);
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
         mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
     }
@@ -412,10 +479,16 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
         *(int4 *)(sm + (i / BN) * S::ST + ((r >> 3) * WG_CK + 9) * 64 + (r & 7) * 8) = make_int4(0, 0, 0, 0);
     }
     const int n_tiles = (n + BN - 1) / BN;
+    WgSlots<S::NT, BN> sl;
+    sl.init(stride, S::KT * 2);
+    const uint32_t sbase = smem_addr(sm);
+    /* the descriptors of stage 0's first K and V chunks; stage s is s·ST
+     * elements (s·ST / 8 descriptor units) further */
+    const uint64_t dK0 = wg_desc(sm, 128, WG_CK * 128), dV0 = wg_desc(sm + S::KT, WG_CV * 128, 128);
     /* copy groups: one per tile, committed in order (empty past the end) */
 #pragma unroll
     for (int t = 0; t < AHEAD; t++) {
-        if (t < n_tiles) wg_load_tile<T, NWG, BN, NS>(sm, kb, vb, stride, t, n);
+        if (t < n_tiles) wg_load_any<T, NWG, BN, NS>(sl, sm, sbase, kb, vb, stride, t, n);
         cp_commit();
     }
     uint32_t qa[WG_DK / 16][4], pa[BN / 16][4];
@@ -434,19 +507,19 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
         /* tile j is in shared memory for all, and every warpgroup is done with the
          * stage the copy below refills (its last reader's wait came before this) */
         __syncthreads();
-        if (j + AHEAD < n_tiles) wg_load_tile<T, NWG, BN, NS>(sm, kb, vb, stride, j + AHEAD, n);
+        if (j + AHEAD < n_tiles) wg_load_any<T, NWG, BN, NS>(sl, sm, sbase, kb, vb, stride, j + AHEAD, n);
         cp_commit();
-        const T *sK = sm + (j % NS) * S::ST;
+        const uint64_t stg = (uint64_t)((j % NS) * (S::ST / 8));
 
         wg_pin_u<BN / 16>(pa);
         wg_pin<BN / 8>(sc);
         wg_pin<FV_D / 8>(o);
         wg_fence();
-        wg_issue_qk<T, BN>(sc, qa, sK);
+        wg_issue_qk<T, BN>(sc, qa, dK0 + stg);
         wg_commit();
         if (OVL && j > 0) {
             /* P·V of tile j − 1 behind it; the softmax below runs under it */
-            wg_issue_pv<T, BN>(o, pa, sm + ((j - 1) % NS) * S::ST + S::KT);
+            wg_issue_pv<T, BN>(o, pa, dV0 + (uint64_t)(((j - 1) % NS) * (S::ST / 8)));
             wg_commit();
             wg_wait<1>();
         } else {
@@ -466,7 +539,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
             wg_pin_u<BN / 16>(pa);
             wg_pin<FV_D / 8>(o);
             wg_fence();
-            wg_issue_pv<T, BN>(o, pa, sK + S::KT);
+            wg_issue_pv<T, BN>(o, pa, dV0 + stg);
             wg_commit();
             wg_wait<0>();
             wg_pin<FV_D / 8>(o);
@@ -477,7 +550,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
         wg_pin_u<BN / 16>(pa);
         wg_pin<FV_D / 8>(o);
         wg_fence();
-        wg_issue_pv<T, BN>(o, pa, sm + ((n_tiles - 1) % NS) * S::ST + S::KT);
+        wg_issue_pv<T, BN>(o, pa, dV0 + (uint64_t)(((n_tiles - 1) % NS) * (S::ST / 8)));
         wg_commit();
         wg_wait<0>();
         wg_pin<FV_D / 8>(o);
