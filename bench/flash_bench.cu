@@ -14,6 +14,10 @@
 #include <string.h>
 #include <vector>
 
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
@@ -96,7 +100,7 @@ template <typename T> static void dump(const char *tn, const char *name, int n, 
     CK(cudaMemcpy(h.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
     char path[512];
     snprintf(path, sizeof path, "%s/%s-%s-%d.bin", dir, tn, name, n);
-    for (char *c = path + strlen(dir) + 1; *c; c++)
+    for (char *c = path + MIN(strlen(dir) + 1, strlen(path)); *c; c++)
         if (*c == '/' || *c == ' ') *c = '_';
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(h.data(), sizeof(T), count, f) != count) { fprintf(stderr, "FB_DUMP: cannot write %s\n", path); exit(1); }
