@@ -5,6 +5,7 @@
  * compute, bias epilogue, 32 MiB of workspace) and prints each one's µs and TFLOP/s.
  * Build and run (GPU machine):
  *   nvcc -O3 -std=c++17 -arch=sm_90 bench/lt_algos.cu -lcublasLt -o /tmp/lt-algos && /tmp/lt-algos */
+#include "bench-fill.h"
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <stdio.h>
@@ -16,17 +17,6 @@
     fprintf(stderr, "%s:%d cublasLt status %d\n", __FILE__, __LINE__, (int)s_); exit(1); } } while (0)
 
 #define COUNT 12
-
-static __global__ void k_fill(__half *p, size_t n, unsigned seed)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        unsigned h = (unsigned)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        p[i] = __float2half(((float)(h & 0xffff) / 65535.0f - 0.5f) * 0.1f);
-    }
-}
 
 struct shape { const char *what; int M, N, K; };
 
@@ -52,9 +42,9 @@ int main(void)
     CK(cudaMalloc(&B, big * 2));
     CK(cudaMalloc(&D, big * 2));
     CK(cudaMalloc(&bias, 8192 * 2));
-    k_fill<<<1024, 256>>>(A, big, 1);
-    k_fill<<<1024, 256>>>(B, big, 2);
-    k_fill<<<64, 256>>>(bias, 8192, 3);
+    k_fill_h<<<1024, 256>>>(A, big, 1, 0.05f);
+    k_fill_h<<<1024, 256>>>(B, big, 2, 0.05f);
+    k_fill_h<<<64, 256>>>(bias, 8192, 3, 0.05f);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
