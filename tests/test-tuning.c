@@ -12,7 +12,7 @@ static const char *const NAMES[] = {
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
     "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE", "HYOCR_DECODE_STAGES",
     "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
-    "HYOCR_VIS_LAZY_RESCALE",
+    "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIT_CHUNK_ROWS",
 };
 
 static void clear_env(void)
@@ -98,6 +98,7 @@ static void test_counts(void)
         g_setenv("HYOCR_DECODE_SPLIT", cases[i].v, TRUE);
         g_setenv("HYOCR_RESIZE_THREADS", cases[i].v, TRUE);
         g_setenv("HYOCR_TEXT_CHUNK_ROWS", cases[i].v, TRUE);
+        g_setenv("HYOCR_VIT_CHUNK_ROWS", cases[i].v, TRUE);
         g_setenv("HYOCR_DECODE_STAGES", cases[i].v, TRUE);
         g_setenv("HYOCR_ROPE_HEADS", cases[i].v, TRUE);
         g_setenv("HYOCR_PREFILL_SPLIT", cases[i].v, TRUE);
@@ -106,6 +107,7 @@ static void test_counts(void)
         clear_env();
         g_assert_cmpint(t.decode_split, ==, cases[i].split);
         g_assert_cmpint(t.text_chunk_rows, ==, cases[i].split);
+        g_assert_cmpint(t.vit_chunk_rows, ==, cases[i].split);
         g_assert_cmpint(t.decode_stages, ==, cases[i].split);
         g_assert_cmpint(t.rope_heads, ==, cases[i].split);
         g_assert_cmpint(t.prefill_split, ==, cases[i].split);
@@ -122,6 +124,7 @@ static void engine_case(bool fuse)
     g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);
     g_setenv("HYOCR_RESIZE_THREADS", "2", TRUE);
     g_setenv("HYOCR_TEXT_CHUNK_ROWS", "1536", TRUE);
+    g_setenv("HYOCR_VIT_CHUNK_ROWS", "2048", TRUE);
     if (fuse) g_setenv("HYOCR_FUSE", "1", TRUE);
     hyocr_engine_params ep;
     hyocr_engine_params_init(&ep);
@@ -137,6 +140,7 @@ static void engine_case(bool fuse)
     /* the CPU's default is unfused; HYOCR_FUSE=1 fuses its steps, whatever their rows */
     g_assert_cmpint(eng->model->fused_rows, ==, fuse ? INT_MAX : 0);
     g_assert_cmpint(eng->model->text_chunk_rows, ==, 1536);   /* the params left it at 0 */
+    g_assert_cmpint(eng->model->vit_chunk_rows, ==, 2048);
 }
 
 static void test_engine_hands_down(gconstpointer fuse)

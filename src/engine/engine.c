@@ -266,6 +266,7 @@ static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError *
     eng->kv_block_bytes = hyocr_model_kv_bytes_per_block(eng->model);
     eng->kv_fixed_blocks = p->kv_n_blocks;
     if (p->vit_chunk_rows > 0) eng->model->vit_chunk_rows = p->vit_chunk_rows;
+    else if (eng->tuning.vit_chunk_rows > 0) eng->model->vit_chunk_rows = eng->tuning.vit_chunk_rows;
     if (p->text_chunk_rows > 0) eng->model->text_chunk_rows = p->text_chunk_rows;
     else if (eng->tuning.text_chunk_rows > 0) eng->model->text_chunk_rows = eng->tuning.text_chunk_rows;
     load_draft(eng, p);

@@ -34,6 +34,8 @@ typedef struct {
                                    * with a row's heads spread over blocks of that many; 0 = unset (4) */
     int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
                                    * params leave it at 0; 0 = the default (HYOCR_TEXT_CHUNK_ROWS) */
+    int          vit_chunk_rows;  /* HYOCR_VIT_CHUNK_ROWS: rows per chunk of the ViT's row-wise parts where
+                                   * the engine's params leave it at 0; 0 = the default (HYOCR_VIT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
                                    * 0 = the cores, at most 8 */
     bool         rows_verify;     /* HYOCR_VERIFY_KERNEL=0: CUDA verify blocks row by row, not by the block kernel */
