@@ -52,10 +52,11 @@ typedef struct {
     scratch      lt_ws, stage, conv_x, conv_bias;
 } cuda_lane;
 
-/* A buffer, and whether it came from the stream-ordered allocator. */
+/* A buffer, and whether it came from the stream-ordered allocator (on the side lane, or on the
+ * main one with HYOCR_ORDERED_ALLOC=1: main). */
 typedef struct {
     hyocr_buf base;
-    bool      ordered;
+    bool      ordered, main;
 } cuda_buf;
 
 /* The bytes a metadata buffer last received (a host copy; len 0: unknown). */
@@ -128,6 +129,7 @@ typedef struct {
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
     int              pf_split;      /* split-KV prefill's CTAs an SM (HYOCR_PREFILL_SPLIT); 0: never split */
     bool             vis_lazy;      /* k_vis_wg's lazy rescale (HYOCR_VIS_LAZY_RESCALE=0: every tile) */
+    bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=1) */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -196,9 +198,9 @@ static char *usage_string(cuda_backend *cb)
                            MIB(cb->bytes[BUCKET_SCRATCH]));
 }
 
-/* The one place device memory is taken; on the side lane from the stream-ordered
- * allocator (a cudaFree would wait for the whole device). */
-static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **error)
+/* The one place device memory is taken; ordered: from the stream-ordered allocator, in the
+ * current stream's order (a cudaFree would wait for the whole device). */
+static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, bool ordered, GError **error)
 {
     g_mutex_lock(&cb->mem_lock);
     bool over = cb->memory_limit > 0 && (bytes > (size_t)INT64_MAX ||
@@ -214,8 +216,7 @@ static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, GError **erro
         return NULL;
     }
     void *p = NULL;
-    cudaError_t e = cb->on_side && bucket != BUCKET_SCRATCH ? cudaMallocAsync(&p, bytes ? bytes : 256, cb->stream)
-                                                            : cudaMalloc(&p, bytes ? bytes : 256);
+    cudaError_t e = ordered ? cudaMallocAsync(&p, bytes ? bytes : 256, cb->stream) : cudaMalloc(&p, bytes ? bytes : 256);
     if (e != cudaSuccess) {
         cudaGetLastError();
         size_t fr = 0, tot = 0;
@@ -245,8 +246,9 @@ typedef struct {
  * wait for it to be done instead of the host (a decode step beside a vision pass
  * grows its logits and the like on its first step at a new row count, and each such
  * free held that step until the pass was done: one step ran beside each 1024² pass,
- * H200 session 9 call 5). The memory counts as held until then. */
-static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes, bool ordered)
+ * H200 session 9 call 5). The memory counts as held until then. A stream-ordered buffer goes
+ * back in the order of `ordered`, the stream given. */
+static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes, cudaStream_t ordered)
 {
     if (!p) return;
     if (!ordered && cb->side_pending) {
@@ -255,7 +257,7 @@ static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes, bool o
         g_array_append_val(cb->held, h);
         return;
     }
-    if (ordered) cudaFreeAsync(p, cb->stream);
+    if (ordered) cudaFreeAsync(p, ordered);
     else cudaFree(p);
     g_mutex_lock(&cb->mem_lock);
     cb->bytes[bucket] -= (int64_t)bytes;
@@ -275,12 +277,12 @@ static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **er
     if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta) cb->epoch++;
     if (s->ptr) {
         if (!ck(cudaStreamSynchronize(cb->stream), N_("stream synchronize"), error)) return false;
-        dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap, false);
+        dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap, NULL);
         s->ptr = NULL;
         s->cap = 0;
     }
     size_t cap = bytes < 4096 ? 4096 : bytes + bytes / 4;
-    s->ptr = dev_alloc(cb, BUCKET_SCRATCH, cap, error);
+    s->ptr = dev_alloc(cb, BUCKET_SCRATCH, cap, false, error);
     if (!s->ptr) return false;
     s->cap = cap;
     return true;
@@ -288,7 +290,7 @@ static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **er
 
 static void scratch_release(cuda_backend *cb, scratch *s)
 {
-    dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap, false);
+    dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap, NULL);
     s->ptr = NULL;
     s->cap = 0;
 }
@@ -381,17 +383,20 @@ static hyocr_buf *cuda_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, G
         return NULL;
     }
     size_t bytes = n * (size_t)es;
-    bool ordered = cb->on_side;
-    void *p = dev_alloc(cb, (int)kind, bytes, error);
+    /* not while capturing: the allocation would become a node of the graph */
+    bool main = !cb->on_side && cb->ordered_main && !cb->capturing && (kind == HYOCR_BUF_ACT || kind == HYOCR_BUF_F32);
+    bool ordered = cb->on_side || main;
+    void *p = dev_alloc(cb, (int)kind, bytes, ordered, error);
     if (!p) return NULL;
     /* Zeroed like the CPU backend's buffers, so nothing reads garbage. */
     if (!ck(cudaMemsetAsync(p, 0, bytes ? bytes : 1, cb->stream), N_("memset"), error)) {
-        dev_free(cb, (int)kind, p, bytes, ordered);
+        dev_free(cb, (int)kind, p, bytes, ordered ? cb->stream : NULL);
         return NULL;
     }
     cuda_buf *cbuf = g_new0(cuda_buf, 1);
     hyocr_buf *b = &cbuf->base;
     cbuf->ordered = ordered;
+    cbuf->main = main;
     b->kind = kind;
     b->elem_size = es;
     b->n = n;
@@ -404,14 +409,16 @@ static void cuda_buf_free(hyocr_backend *be, hyocr_buf *b)
     if (!b) return;
     cuda_backend *cb = CB(be);
     /* A stream-ordered buffer is given back in the current stream's order (the side
-     * lane's work that read it is done by the time the main lane frees it); any other
-     * may still be read by queued kernels, so wait first. */
-    bool ordered = ((cuda_buf *)b)->ordered;
-    if (!ordered) {
+     * lane's work that read it is done by the time the main lane frees it), the main
+     * lane's own in the main stream's (only that lane reads them); any other may still be
+     * read by queued kernels, so wait first. */
+    const cuda_buf *cbuf = (const cuda_buf *)b;
+    if (!cbuf->ordered) {
         cudaStreamSynchronize(cb->stream);
         hyocr_cuda_profile_resolve(cb->prof);
     }
-    dev_free(cb, (int)b->kind, b->data, b->n * (size_t)b->elem_size, ordered);
+    cudaStream_t order = !cbuf->ordered ? NULL : cbuf->main && cb->on_side ? cb->other.stream : cb->stream;
+    dev_free(cb, (int)b->kind, b->data, b->n * (size_t)b->elem_size, order);
     g_free(b);
 }
 
@@ -1838,6 +1845,17 @@ static bool side_stream(cuda_backend *cb, GError **error)
            ck(cudaStreamCreateWithPriority(&cb->other.stream, cudaStreamNonBlocking, hi), N_("creating a stream"), error);
 }
 
+/* Whether the device has CUDA's stream-ordered allocator (memory pools). */
+static bool pools_supported(cuda_backend *cb)
+{
+    int pools = 0;
+    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, cb->device) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return pools != 0;
+}
+
 /* False without an error where there is no side lane (profiling: its timers are
  * on the main stream; a card without stream-ordered allocation). */
 static bool cuda_side_begin(hyocr_backend *be, GError **error)
@@ -1845,11 +1863,7 @@ static bool cuda_side_begin(hyocr_backend *be, GError **error)
     cuda_backend *cb = CB(be);
     if (cb->on_side || cb->prof || cb->capturing) return false;
     if (!cb->other.stream) {
-        int pools = 0;
-        if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, cb->device) != cudaSuccess || !pools) {
-            cudaGetLastError();
-            return false;
-        }
+        if (!pools_supported(cb)) return false;
         if (!side_stream(cb, error)) return false;
     }
     lane_swap(cb);
@@ -1874,7 +1888,7 @@ static void side_done(cuda_backend *cb)
     cb->side_pending = false;
     for (guint i = 0; cb->held && i < cb->held->len; i++) {
         held_free *h = &g_array_index(cb->held, held_free, i);
-        dev_free(cb, h->bucket, h->p, h->bytes, false);
+        dev_free(cb, h->bucket, h->p, h->bytes, NULL);
     }
     if (cb->held) g_array_set_size(cb->held, 0);
 }
@@ -2214,6 +2228,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
                                            : MIN(t->prefill_split, 64);
     /* H200, session 9: the vision attention 0.94× its time, a 2048² page's vision 136–137 → 131 ms */
     cb->vis_lazy = t->vis_lazy != HYOCR_SWITCH_OFF;
+    cb->ordered_main = t->ordered_alloc == HYOCR_SWITCH_ON && pools_supported(cb);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

@@ -1,0 +1,39 @@
+# s14 call8 (planned; no machine was lent after call6): HYOCR_ORDERED_ALLOC=1 — the main lane's
+# activations from the stream-ordered allocator — its GPU tests, then its time against the default.
+# From the repository root: cp this to .device/run08.sh; source .device/setup.sh >/dev/null && bash .device/run08.sh
+set -u
+export PATH=/usr/local/cuda/bin:$PATH
+T0=$(date +%s)
+L=$OUT/log.txt
+( [ -f /tmp/hy-full/model.safetensors ] || python3 bench/make_random_checkpoint.py /tmp/hy-full > $OUT/ckpt.txt 2>&1 ) &
+( python3 bench/make_images.py /tmp/hyocr-img > /dev/null 2>&1 ) &
+[ -f build-gpu/build.ninja ] || { rm -rf build-gpu; meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=enabled --buildtype=release > $OUT/setup.txt 2>&1; }
+ninja -C build-gpu > $OUT/build.txt 2>&1 || { tail -30 $OUT/build.txt; exit 1; }
+wait
+echo "built at $(( $(date +%s) - T0 )) s" >> $L
+build-gpu/tests/test-backend-cuda -p /backend-cuda/f16/ordered_alloc -p /backend-cuda/bf16/ordered_alloc > $OUT/ordered-test.txt 2>&1
+echo "ordered_alloc test rc=$?" >> $L
+HYOCR_ORDERED_ALLOC=1 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch > $OUT/tests-on.txt 2>&1
+echo "GPU suites with the switch on rc=$? at $(( $(date +%s) - T0 )) s" >> $L
+HY=build-gpu/src/cli/hyocr
+show() { python3 -c "
+import json
+rows=[json.loads(l) for l in open('$1')]
+print('%-3s %-7s %s' % ('$2', '$3', ' | '.join('%.2f/%.2f/%.2f peak %d' % (r['timings']['vision_ms'], r['timings']['prefill_ms'], r['timings']['first_token_ms'], r.get('memory',{}).get('peak',-1)) for r in rows)))"; }
+for order in "0 1" "1 0" "0 1"; do
+  for v in $order; do
+    for spec in "1024 5" "2048 3"; do
+      set -- $spec
+      HYOCR_ORDERED_ALLOC=$v $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_$1.png --task recognize --device cuda --repeat $2 --max-batch 1 --warmup \
+        --max-new-tokens 8 --ignore-eos --no-tail-stop --format jsonl > /tmp/o.jsonl 2> /tmp/o.err || tail -3 /tmp/o.err >> $L
+      show /tmp/o.jsonl $v "$1x$2" >> $L
+    done
+  done
+done
+# the peak of record's job (2048² + 256 tokens) with the switch on: the engine's count, and the card's
+HYOCR_ORDERED_ALLOC=1 $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_2048.png --task recognize --device cuda --max-batch 1 \
+  --max-new-tokens 256 --ignore-eos --no-tail-stop --format jsonl > /tmp/o.jsonl 2>/dev/null &
+pid=$!; mx=0; while kill -0 $pid 2>/dev/null; do u=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1); [ "$u" -gt "$mx" ] && mx=$u; sleep 0.05; done
+show /tmp/o.jsonl 1 2048-256 >> $L; echo "nvidia-smi max used ${mx} MiB" >> $L
+echo "all at $(( $(date +%s) - T0 )) s" >> $L
+cat $L
