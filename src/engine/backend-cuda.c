@@ -265,8 +265,9 @@ static void dev_free(cuda_backend *cb, int bucket, void *p, size_t bytes, cudaSt
     g_mutex_unlock(&cb->mem_lock);
 }
 
-/* Grows a scratch buffer; the old one may still be read by queued work, so wait first. */
-static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **error)
+/* Grows a scratch buffer to cap bytes (≥ bytes); the old one may still be read by queued work,
+ * so wait first. */
+static bool scratch_grow(cuda_backend *cb, scratch *s, size_t bytes, size_t cap, GError **error)
 {
     if (s->cap >= bytes) return true;
     if (cb->capturing)
@@ -281,11 +282,25 @@ static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **er
         s->ptr = NULL;
         s->cap = 0;
     }
-    size_t cap = bytes < 4096 ? 4096 : bytes + bytes / 4;
     s->ptr = dev_alloc(cb, BUCKET_SCRATCH, cap, false, error);
     if (!s->ptr) return false;
     s->cap = cap;
     return true;
+}
+
+/* Scratch of a size that varies with the call: grown by a quarter more than asked, so that a
+ * slowly growing need does not reallocate (and wait) every time. */
+static bool scratch_need(cuda_backend *cb, scratch *s, size_t bytes, GError **error)
+{
+    return scratch_grow(cb, s, bytes, bytes < 4096 ? 4096 : bytes + bytes / 4, error);
+}
+
+/* Scratch of one size for good (the staging buffer, used in STAGE_BYTES pieces): exactly that;
+ * the quarter more had held 8 MiB that nothing used through every job's peak. (The GEMM
+ * workspace keeps its quarter: cuBLASLt is offered all of it, and its picks depend on it.) */
+static bool scratch_fixed(cuda_backend *cb, scratch *s, size_t bytes, GError **error)
+{
+    return scratch_grow(cb, s, bytes, bytes, error);
 }
 
 static void scratch_release(cuda_backend *cb, scratch *s)
@@ -452,7 +467,7 @@ static bool cuda_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off
     if (dst_off > SIZE_MAX - n || !need("upload_weight", name, dst, dst_off + n, error)) return false;
     hk_dtype st = t->dtype == HYOCR_DTYPE_F32 ? HK_F32 : t->dtype == HYOCR_DTYPE_F16 ? HK_F16 : HK_BF16;
     hk_dtype dt = buf_t(cb, dst);
-    if (n && !scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
+    if (n && !scratch_fixed(cb, &cb->stage, STAGE_BYTES, error)) return false;
     /* Raw bytes to the device, converted there; the pageable copy waits for the
      * previous chunk's conversion, so one staging buffer suffices. */
     size_t chunk = STAGE_BYTES / esz;
@@ -622,7 +637,7 @@ static bool cuda_upload_f32(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, c
     if (dst_off > SIZE_MAX - n || !need("upload_f32", "dst", dst, dst_off + n, error)) return false;
     if (!n) return true;
     bool f32 = dst->kind == HYOCR_BUF_F32;
-    if (!f32 && !scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
+    if (!f32 && !scratch_fixed(cb, &cb->stage, STAGE_BYTES, error)) return false;
     if (n * 4 >= UP_MIN && !cb->capturing && up_ready(cb))
         return upload_pinned(cb, at(dst, dst_off), dst->elem_size, buf_t(cb, dst), src, n, error);
     if (f32)
@@ -649,7 +664,7 @@ static bool cuda_download_f32(hyocr_backend *be, const hyocr_buf *src, size_t sr
                   error) &&
                ck(cudaStreamSynchronize(cb->stream), N_("download"), error) &&
                (hyocr_cuda_profile_resolve(cb->prof), true);
-    if (!scratch_need(cb, &cb->stage, STAGE_BYTES, error)) return false;
+    if (!scratch_fixed(cb, &cb->stage, STAGE_BYTES, error)) return false;
     size_t chunk = STAGE_BYTES / 4;
     for (size_t i = 0; i < n; i += chunk) {
         size_t m = n - i < chunk ? n - i : chunk;

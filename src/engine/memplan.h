@@ -27,14 +27,14 @@ G_BEGIN_DECLS
 #define HYOCR_VIT_CHUNK_ROWS  4096
 #define HYOCR_TEXT_CHUNK_ROWS 1024
 
-/* Device scratch the CUDA backend keeps for itself: cuBLAS(Lt) workspace and the
- * host↔device staging buffer (32 MiB each, grown by a quarter as backend-cuda.c's
- * scratch_need does), plus 4 MiB for op metadata and decode partials and 8 for the split
+/* Device scratch the CUDA backend keeps for itself: cuBLAS(Lt) workspace (32 MiB, grown by a
+ * quarter as backend-cuda.c's scratch_need does) and the host↔device staging buffer (32 MiB,
+ * scratch_fixed: exactly), plus 4 MiB for op metadata and decode partials and 8 for the split
  * prefill's partials (HK_PF_SPLIT_PART_MAX, 6 MiB, grown by a quarter). */
-#define HYOCR_MEMPLAN_CUDA_BACKEND ((int64_t)92 << 20)
+#define HYOCR_MEMPLAN_CUDA_BACKEND ((int64_t)84 << 20)
 /* And once a vision pass has run on its side lane (batch.c): that lane's own GEMM
- * workspace and staging, 32 MiB each grown by a quarter. */
-#define HYOCR_MEMPLAN_CUDA_SIDE ((int64_t)80 << 20)
+ * workspace (grown by a quarter) and staging: 40 + 32 MiB. */
+#define HYOCR_MEMPLAN_CUDA_SIDE ((int64_t)72 << 20)
 
 /* Token-choice slots of the device pick path (decode.c): one penalty set of
  * ceil(vocab/32) 32-bit words each, allocated at once on the first decode step. */
