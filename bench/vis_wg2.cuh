@@ -12,8 +12,25 @@
  * rows, the same grid as k_vis_wg) and a register file of up to 255 a thread for the
  * doubled state. The arithmetic of a row block is k_vis_wg's (same softmax, same products),
  * so with the same BN and LAZY it should give k_vis_wg's bits: flash_bench's FB_DUMP and cmp
- * say whether it does. */
+ * say whether it does. Its prologue is k_vis_wg's, copied: if it wins, it takes k_vis_wg's
+ * place in kernels/attention-vision.cu rather than standing beside it. */
 #pragma once
+
+/* One row block's turn in a tile, its q·kᵀ done: the softmax of its scores, O rescaled, P
+ * packed, and its P·V issued (not waited for). */
+template <typename T, bool LAZY>
+__device__ __forceinline__ void wg2_block(float (*sc)[4], float *m, float *l, float *corr, float (*o)[4],
+                                          uint32_t (*p)[4], int key0, int n, int tig, float c, uint64_t dV)
+{
+    wg_pin<8>(sc);
+    if (wg_softmax_tile<64, LAZY>(sc, m, l, corr, key0, n, tig, c)) wg_rescale(o, corr);
+    wg_pack<T, 64>(p, sc);
+    wg_pin_u<4>(p);
+    wg_pin<FV_D / 8>(o);
+    wg_fence();
+    wg_issue_pv<T, 64>(o, p, dV);
+    wg_commit();
+}
 
 template <typename T, int NS, bool LAZY>
 __global__ void __launch_bounds__(256, 1) k_vis_wg2(const T *qkv, T *out, int n, int H, float c)
@@ -79,25 +96,9 @@ __global__ void __launch_bounds__(256, 1) k_vis_wg2(const T *qkv, T *out, int n,
         wg_issue_qk<T, BN>(sb, qb2, dK0 + stg);
         wg_commit();
         wg_wait<1>(); /* q·kᵀ A done; B's runs under A's softmax */
-        wg_pin<BN / 8>(sa);
-        const bool ra = wg_softmax_tile<BN, LAZY>(sa, ma, la, ca, j * BN, n, lane & 3, c);
-        if (ra) wg_rescale(oa, ca);
-        wg_pack<T, BN>(pa, sa);
-        wg_pin_u<BN / 16>(pa);
-        wg_pin<FV_D / 8>(oa);
-        wg_fence();
-        wg_issue_pv<T, BN>(oa, pa, dV0 + stg);
-        wg_commit();
+        wg2_block<T, LAZY>(sa, ma, la, ca, oa, pa, j * BN, n, lane & 3, c, dV0 + stg);
         wg_wait<1>(); /* q·kᵀ B done; A's P·V runs under B's softmax */
-        wg_pin<BN / 8>(sb);
-        const bool rb = wg_softmax_tile<BN, LAZY>(sb, mb, lb, cb, j * BN, n, lane & 3, c);
-        if (rb) wg_rescale(ob, cb);
-        wg_pack<T, BN>(pb, sb);
-        wg_pin_u<BN / 16>(pb);
-        wg_pin<FV_D / 8>(ob);
-        wg_fence();
-        wg_issue_pv<T, BN>(ob, pb, dV0 + stg);
-        wg_commit();
+        wg2_block<T, LAZY>(sb, mb, lb, cb, ob, pb, j * BN, n, lane & 3, c, dV0 + stg);
         wg_wait<0>();
         wg_pin<FV_D / 8>(oa);
         wg_pin<FV_D / 8>(ob);

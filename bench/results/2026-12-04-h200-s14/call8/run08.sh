@@ -1,25 +1,11 @@
 # s14 call8 (planned; no machine was lent after call6): HYOCR_ORDERED_ALLOC=1 — the main lane's
 # activations from the stream-ordered allocator — its GPU tests, then its time against the default.
 # From the repository root: cp this to .device/run08.sh; source .device/setup.sh >/dev/null && bash .device/run08.sh
-set -u
-export PATH=/usr/local/cuda/bin:$PATH
-T0=$(date +%s)
-L=$OUT/log.txt
-( [ -f /tmp/hy-full/model.safetensors ] || python3 bench/make_random_checkpoint.py /tmp/hy-full > $OUT/ckpt.txt 2>&1 ) &
-( python3 bench/make_images.py /tmp/hyocr-img > /dev/null 2>&1 ) &
-[ -f build-gpu/build.ninja ] || { rm -rf build-gpu; meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=enabled --buildtype=release > $OUT/setup.txt 2>&1; }
-ninja -C build-gpu > $OUT/build.txt 2>&1 || { tail -30 $OUT/build.txt; exit 1; }
-wait
-echo "built at $(( $(date +%s) - T0 )) s" >> $L
+source bench/results/2026-12-04-h200-s14/pre.sh
 build-gpu/tests/test-backend-cuda -p /backend-cuda/f16/ordered_alloc -p /backend-cuda/bf16/ordered_alloc > $OUT/ordered-test.txt 2>&1
 echo "ordered_alloc test rc=$?" >> $L
 HYOCR_ORDERED_ALLOC=1 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch > $OUT/tests-on.txt 2>&1
 echo "GPU suites with the switch on rc=$? at $(( $(date +%s) - T0 )) s" >> $L
-HY=build-gpu/src/cli/hyocr
-show() { python3 -c "
-import json
-rows=[json.loads(l) for l in open('$1')]
-print('%-3s %-7s %s' % ('$2', '$3', ' | '.join('%.2f/%.2f/%.2f peak %d' % (r['timings']['vision_ms'], r['timings']['prefill_ms'], r['timings']['first_token_ms'], r.get('memory',{}).get('peak',-1)) for r in rows)))"; }
 for order in "0 1" "1 0" "0 1"; do
   for v in $order; do
     for spec in "1024 5" "2048 3"; do
