@@ -12,8 +12,8 @@
  * rows, the same grid as k_vis_wg) and a register file of up to 255 a thread for the
  * doubled state. The arithmetic of a row block is k_vis_wg's (same softmax, same products),
  * so with the same BN and LAZY it should give k_vis_wg's bits: flash_bench's FB_DUMP and cmp
- * say whether it does. Its prologue is k_vis_wg's, copied: if it wins, it takes k_vis_wg's
- * place in kernels/attention-vision.cu rather than standing beside it. */
+ * say whether it does. If it wins, it takes k_vis_wg's place in kernels/attention-vision.cu
+ * rather than standing beside it. */
 #pragma once
 
 /* One row block's turn in a tile, its q·kᵀ done: the softmax of its scores, O rescaled, P
@@ -45,20 +45,10 @@ __global__ void __launch_bounds__(256, 1) k_vis_wg2(const T *qkv, T *out, int n,
     const int r0 = blockIdx.x * BM, head = blockIdx.y, stride = 3 * H * FV_D;
     const T *qb = qkv + (size_t)head * FV_D, *kb = qb + (size_t)H * FV_D, *vb = kb + (size_t)H * FV_D;
 
-    for (int i = threadIdx.x; i < NS * BN; i += S::NT) {
-        int r = i % BN;
-        *(int4 *)(sm + (i / BN) * S::ST + ((r >> 3) * WG_CK + 9) * 64 + (r & 7) * 8) = make_int4(0, 0, 0, 0);
-    }
-    const int n_tiles = (n + BN - 1) / BN;
     WgSlots<S::NT, BN> sl;
-    sl.init(stride, S::KT * 2);
     const uint32_t sbase = smem_addr(sm);
+    const int n_tiles = wg_kv_begin<T, NWG, BN, NS, AHEAD>(sm, sl, sbase, kb, vb, stride, n);
     const uint64_t dK0 = wg_desc(sm, 128, WG_CK * 128), dV0 = wg_desc(sm + S::KT, WG_CV * 128, 128);
-#pragma unroll
-    for (int t = 0; t < AHEAD; t++) {
-        if (t < n_tiles) wg_load_any<T, NWG, BN, NS>(sl, sm, sbase, kb, vb, stride, t, n);
-        cp_commit();
-    }
     /* block b of this warp: rows r0 + 128·wg + 64·b + 16·q .. + 15 */
     const int rowA = r0 + wg * 128 + q * 16, rowB = rowA + 64;
     uint32_t qa[WG_DK / 16][4], qb2[WG_DK / 16][4], pa[BN / 16][4], pb[BN / 16][4];

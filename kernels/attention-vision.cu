@@ -454,6 +454,29 @@ __device__ __forceinline__ void wg_store(T *out, float (*o)[4], const float *l, 
     }
 }
 
+/* What a wgmma vision CTA does with K and V before its loop: K's chunk 9 (dims 72..79)
+ * zeroed in every stage (the copies never write it), each thread's copy slots, and the first
+ * AHEAD tiles' copies in flight (a copy group a tile, committed in order, empty past the end).
+ * Returns the number of key tiles. */
+template <typename T, int NWG, int BN, int NS, int AHEAD>
+__device__ __forceinline__ int wg_kv_begin(T *sm, WgSlots<128 * NWG, BN> &sl, uint32_t sbase, const T *kb,
+                                           const T *vb, int stride, int n)
+{
+    typedef WgShape<NWG, BN, NS> S;
+    for (int i = threadIdx.x; i < NS * BN; i += S::NT) {
+        int r = i % BN;
+        *(int4 *)(sm + (i / BN) * S::ST + ((r >> 3) * WG_CK + 9) * 64 + (r & 7) * 8) = make_int4(0, 0, 0, 0);
+    }
+    const int n_tiles = (n + BN - 1) / BN;
+    sl.init(stride, S::KT * 2);
+#pragma unroll
+    for (int t = 0; t < AHEAD; t++) {
+        if (t < n_tiles) wg_load_any<T, NWG, BN, NS>(sl, sm, sbase, kb, vb, stride, t, n);
+        cp_commit();
+    }
+    return n_tiles;
+}
+
 /* CTA = NWG warpgroups of 64 query rows of one head (warp w owns rows
  * 16w..16w+15), BN keys a tile, NS stages of K and V. OVL: the softmax of tile j
  * overlaps P·V of tile j − 1 (needs NS ≥ 3: tiles j − 1, j and the one in flight);
@@ -473,24 +496,12 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
     const int r0 = blockIdx.x * S::BM, head = blockIdx.y, stride = 3 * H * FV_D;
     const T *qb = qkv + (size_t)head * FV_D, *kb = qb + (size_t)H * FV_D, *vb = kb + (size_t)H * FV_D;
 
-    /* K's chunk 9 (dims 72..79) in every stage: zero; the copies never write it */
-    for (int i = threadIdx.x; i < NS * BN; i += S::NT) {
-        int r = i % BN;
-        *(int4 *)(sm + (i / BN) * S::ST + ((r >> 3) * WG_CK + 9) * 64 + (r & 7) * 8) = make_int4(0, 0, 0, 0);
-    }
-    const int n_tiles = (n + BN - 1) / BN;
     WgSlots<S::NT, BN> sl;
-    sl.init(stride, S::KT * 2);
     const uint32_t sbase = smem_addr(sm);
+    const int n_tiles = wg_kv_begin<T, NWG, BN, NS, AHEAD>(sm, sl, sbase, kb, vb, stride, n);
     /* the descriptors of stage 0's first K and V chunks; stage s is s·ST
      * elements (s·ST / 8 descriptor units) further */
     const uint64_t dK0 = wg_desc(sm, 128, WG_CK * 128), dV0 = wg_desc(sm + S::KT, WG_CV * 128, 128);
-    /* copy groups: one per tile, committed in order (empty past the end) */
-#pragma unroll
-    for (int t = 0; t < AHEAD; t++) {
-        if (t < n_tiles) wg_load_any<T, NWG, BN, NS>(sl, sm, sbase, kb, vb, stride, t, n);
-        cp_commit();
-    }
     uint32_t qa[WG_DK / 16][4], pa[BN / 16][4];
     wg_load_q<T>(qa, qb, stride, r0 + warp * 16, n, lane);
     float sc[BN / 8][4], o[FV_D / 8][4], m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f }, corr[2];
