@@ -415,6 +415,7 @@ void hyocr_pixels_free(hyocr_pixels *px)
 {
     if (!px) return;
     g_free(px->data);
+    hyocr_image_free(px->image);
     g_free(px);
 }
 
@@ -475,8 +476,39 @@ static void pack_rows(void *ctx, int r0, int r1)
     pack_patches(pk->img, pk->p, pk->tp, (const float (*)[256])pk->lut, pk->out, r0, r1);
 }
 
-hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
-                                      GError **error)
+/* n_patches · patch_dim fp32 values, or NULL (error set) */
+static float *rows_alloc(const hyocr_pixels *px, GError **error)
+{
+    size_t n = (size_t)px->n_patches, d = (size_t)px->patch_dim;
+    float *data = n > SIZE_MAX / sizeof(float) / d ? NULL : g_try_new(float, n * d);
+    if (!data)
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory for the pixel values of a "
+                      "%d×%d image (%zu patches)"), px->resized_width, px->resized_height, n);
+    else
+        hyocr_host_advise_huge(data, n * d * sizeof(float));
+    return data;
+}
+
+static void rows_pack(const hyocr_pixels *px, const hyocr_image *src, int n_threads, float *data)
+{
+    packing pk = { .img = src, .p = px->patch_size, .tp = px->patch_dim / (3 * px->patch_size * px->patch_size),
+                   .out = data };
+    memcpy(pk.lut, px->lut, sizeof pk.lut);
+    /* a fresh buffer's page faults are most of this pass (hostmem.h), and they parallelise too */
+    parallel_rows(px->grid_h, (size_t)px->n_patches * px->patch_dim * sizeof(float), n_threads, pack_rows, &pk);
+}
+
+/* The image the patches are cut from, kept: the resized one, or a copy of img. */
+static hyocr_image *image_keep(const hyocr_image *img, hyocr_image **resized)
+{
+    if (*resized) return g_steal_pointer(resized);
+    hyocr_image *copy = hyocr_image_new(img->width, img->height);
+    if (copy) memcpy(copy->rgb, img->rgb, (size_t)img->width * img->height * 3);
+    return copy;
+}
+
+hyocr_pixels *hyocr_pixels_from_parts(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
+                                      unsigned parts, GError **error)
 {
     if (!check_processor(pc, error))
         return NULL;
@@ -496,28 +528,45 @@ hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_proces
     }
     const hyocr_image *src = resized ? resized : img;
     size_t n_patches = (size_t)(rh / p) * (size_t)(rw / p);
-    size_t patch_dim = (size_t)3 * tp * p * p;
-    float *data = n_patches > SIZE_MAX / sizeof(float) / patch_dim
-                      ? NULL : g_try_new(float, n_patches * patch_dim);
-    if (!data || n_patches > INT_MAX) {
-        g_free(data);
+    if (n_patches > INT_MAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory for the pixel values of a "
                       "%d×%d image (%zu patches)"), rw, rh, n_patches);
         return NULL;
     }
-    hyocr_host_advise_huge(data, n_patches * patch_dim * sizeof(float));
-    packing pk = { .img = src, .p = p, .tp = tp, .out = data };
-    build_lut(pc, pk.lut);
-    /* a fresh buffer's page faults are most of this pass (hostmem.h), and they parallelise too */
-    parallel_rows(rh / p, n_patches * patch_dim * sizeof(float), n_threads, pack_rows, &pk);
-    hyocr_pixels *px = g_new0(hyocr_pixels, 1);
+    g_autoptr(hyocr_pixels) px = g_new0(hyocr_pixels, 1);
     px->grid_t = 1;
     px->grid_h = rh / p;
     px->grid_w = rw / p;
     px->n_patches = (int)n_patches;
-    px->patch_dim = (int)patch_dim;
+    px->patch_dim = 3 * tp * p * p;
+    px->patch_size = p;
     px->resized_width = rw;
     px->resized_height = rh;
-    px->data = data;
-    return px;
+    build_lut(pc, px->lut);
+    if (parts & HYOCR_PIXELS_PACKED) {
+        if (!(px->data = rows_alloc(px, error))) return NULL;
+        rows_pack(px, src, n_threads, px->data);
+    }
+    if ((parts & HYOCR_PIXELS_IMAGE) && !(px->image = image_keep(img, &resized))) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory resizing a %d×%d image "
+                      "to %d×%d"), img->width, img->height, rw, rh);
+        return NULL;
+    }
+    return g_steal_pointer(&px);
+}
+
+hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
+                                      GError **error)
+{
+    return hyocr_pixels_from_parts(img, pc, n_threads, HYOCR_PIXELS_PACKED, error);
+}
+
+const float *hyocr_pixels_rows(const hyocr_pixels *px, int n_threads, float **owned, GError **error)
+{
+    *owned = NULL;
+    g_return_val_if_fail(px->data || px->image, NULL);
+    if (px->data) return px->data;
+    if (!(*owned = rows_alloc(px, error))) return NULL;
+    rows_pack(px, px->image, n_threads, *owned);
+    return *owned;
 }
