@@ -6,13 +6,10 @@
  * /tmp/flash-bench
  * The wg… rows take k_vis_wg's launched softmax (the lazy rescale). With -DFB_VIS_LAZY: only
  * the launched shape and the overlapped one, each lazy and with O rescaled every tile (…E;
- * bench/vis-lazy.sh). With -DFB_VIS_WG2 also bench/vis_wg2.cuh's two-row-block kernel
- * (wg2x128s…; with FB_VIS_LAZY its output should be the wg4x64s2/1s row's bits: FB_DUMP). */
+ * bench/vis-lazy.sh). With -DFB_VIS_WG2 also k_vis_wg2, the two-row-block kernel (wg2x128s…;
+ * HYOCR_VIS_WG2; with FB_VIS_LAZY its output should be the wg4x64s2/1s row's bits: FB_DUMP). */
 #include "../kernels/attention-prefill.cu"
 #include "../kernels/attention-vision.cu"
-#ifdef FB_VIS_WG2
-#include "vis_wg2.cuh"
-#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +131,7 @@ struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; doubl
                                       wg<__half, NWG, BN, NS, MINB, OVL, false>, \
                                       wg<__nv_bfloat16, NWG, BN, NS, MINB, OVL, false>, true, { 0, 0 } }
 #ifdef FB_VIS_WG2
-/* bench/vis_wg2.cuh's k_vis_wg2: two 64-row blocks a warpgroup, NS stages, the lazy rescale */
+/* k_vis_wg2: two 64-row blocks a warpgroup, NS stages, the lazy rescale */
 template <typename T, int NS> static void wg2(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
 {
     cudaError_t e = vis_wg2_launch<T, NS, true>(s, o, q, n, H, sc);

@@ -1,4 +1,5 @@
-# s14 call9 (planned; no machine was lent after call6): bench/vis_wg2.cuh's k_vis_wg2 (two 64-row
+# s14 call9 (planned; no machine was lent after call6): k_vis_wg2 (bench/vis_wg2.cuh then, in
+# kernels/attention-vision.cu behind HYOCR_VIS_WG2 since session 15; two 64-row
 # blocks a warpgroup, one block's softmax under the other's product) against the launched k_vis_wg:
 # the same bits (FB_DUMP + cmp against the wg4x64s2/1s row) and the time.
 # From the repository root: cp this to .device/run09.sh; source .device/setup.sh >/dev/null && bash .device/run09.sh
