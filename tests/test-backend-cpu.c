@@ -942,7 +942,7 @@ static float *paged_call(hyocr_backend *be, paged_env *e, const float *qkv, cons
     size_t W = (size_t)(e->Hq + 2 * e->Hkv) * e->D, on = (size_t)rows * e->Hq * e->D;
     hyocr_buf *bq = buf_new(be, HYOCR_BUF_ACT, qkv, rows * W), *bo = buf_new(be, HYOCR_BUF_ACT, NULL, on);
     g_assert_true(be->ops->attention_paged(be, bo, bq, e->kc, e->vc, e->bs, sv, n_seqs, e->Hq, e->Hkv, e->D,
-                                           1.0f / sqrtf((float)e->D), &err));
+                                           1.0f / sqrtf((float)e->D), NULL, &err));
     g_assert_no_error(err);
     float *out = buf_get(be, bo, on);
     be->ops->buf_free(be, bq);
@@ -1056,10 +1056,10 @@ static void test_attention_paged(void)
     int32_t bad_bt[3] = { 1, 100, 2 };
     hyocr_seq_view bad = { bad_bt, 0, 9 };
     hyocr_buf *bq = buf_new(be, HYOCR_BUF_ACT, qb, LB * W), *bo = buf_new(be, HYOCR_BUF_ACT, NULL, LB * HD);
-    g_assert_false(be->ops->attention_paged(be, bo, bq, e3.kc, e3.vc, bs, &bad, 1, Hq, Hkv, D, 0.1f, &err));
+    g_assert_false(be->ops->attention_paged(be, bo, bq, e3.kc, e3.vc, bs, &bad, 1, Hq, Hkv, D, 0.1f, NULL, &err));
     expect_error(err, HYOCR_ERROR_INVALID_ARGUMENT, "block 100");
     g_clear_error(&err);
-    g_assert_false(be->ops->attention_paged(be, bo, bq, e3.kc, e3.vc, bs, one, 2, Hq, Hkv, D, 0.1f, &err));
+    g_assert_false(be->ops->attention_paged(be, bo, bq, e3.kc, e3.vc, bs, one, 2, Hq, Hkv, D, 0.1f, NULL, &err));
     expect_error(err, HYOCR_ERROR_INVALID_ARGUMENT, "qkv");
     be->ops->buf_free(be, bq);
     be->ops->buf_free(be, bo);
@@ -1187,7 +1187,7 @@ static void run_all_ops(hyocr_backend *be, op_results *r)
     for (int i = 0; i < 64; i++) bt_a[i] = (i * 13) % 64;
     hyocr_seq_view sv[2] = { { bt_a, 0, rows - 20 }, { bt_a + 48, 0, 20 } };
     hyocr_buf *bpo = buf_new(be, HYOCR_BUF_ACT, NULL, (size_t)rows * 4 * 32);
-    g_assert_true(be->ops->attention_paged(be, bpo, bq, e.kc, e.vc, 8, sv, 2, 4, 2, 32, 0.2f, &err));
+    g_assert_true(be->ops->attention_paged(be, bpo, bq, e.kc, e.vc, 8, sv, 2, 4, 2, 32, 0.2f, NULL, &err));
     keep(r, buf_get(be, bpo, (size_t)rows * 128), (size_t)rows * 128);
     g_assert_no_error(err);
 

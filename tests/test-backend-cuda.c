@@ -264,7 +264,7 @@ static void test_errors(gconstpointer data)
     hyocr_seq_view sv = { bt, 10, 10 };
     hyocr_buf *kv = mk(g, HYOCR_BUF_KV, NULL, 16 * 1 * 128 * 2);
     hyocr_buf *q = mk(g, HYOCR_BUF_ACT, NULL, 10 * 3 * 128);
-    g_assert_false(g->ops->attention_paged(g, q, q, kv, kv, 16, &sv, 1, 1, 1, 128, 0.1f, &err));
+    g_assert_false(g->ops->attention_paged(g, q, q, kv, kv, 16, &sv, 1, 1, 1, 128, 0.1f, NULL, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
     g_assert_nonnull(strstr(err->message, "block"));
     g_clear_error(&err);
@@ -1267,11 +1267,98 @@ static void paged_step(const dt_case *c, kv_fix *f, const hyocr_seq_view *sv, in
     float scale = (float)pow(f->D, -0.5);
     hyocr_backend *g = f->g;
     BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f->k.c, f->v.c, f->bs, sv, n_seqs, f->Hq, f->Hkv, f->D,
-                                        scale, E),
-         g->ops->attention_paged(g, po.g, pq.g, f->k.g, f->v.g, f->bs, sv, n_seqs, f->Hq, f->Hkv, f->D, scale, E));
+                                        scale, NULL, E),
+         g->ops->attention_paged(g, po.g, pq.g, f->k.g, f->v.g, f->bs, sv, n_seqs, f->Hq, f->Hkv, f->D, scale, NULL, E));
     cmp2(g, what, &po, 0, no, c->tol);
     free2(g, &pq);
     free2(g, &po);
+}
+
+#if HYOCR_HAVE_CUDA
+/* A spare buffer of bytes bytes (attention_paged's), every byte 0x5a; whether it still is. */
+static hyocr_buf *spare_new(hyocr_backend *g, size_t bytes)
+{
+    g_autoptr(GError) err = NULL;
+    hyocr_buf *b = g->ops->alloc(g, HYOCR_BUF_ACT, bytes / 2, &err);
+    g_assert_no_error(err);
+    CK(cudaMemset(b->data, 0x5a, bytes));
+    return b;
+}
+
+static bool spare_untouched(const hyocr_buf *b)
+{
+    size_t bytes = b->n * (size_t)b->elem_size;
+    g_autofree uint8_t *h = g_malloc(bytes);
+    CK(cudaMemcpy(h, b->data, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; i++)
+        if (h[i] != 0x5a) return false;
+    return true;
+}
+#endif
+
+/* A 2048² page's last full prefill chunk (1024 rows after 3072 in the cache): with
+ * HYOCR_PREFILL_SPARE=1 and a spare buffer the size of its gu and act (text.c's mlp, 22 MB)
+ * the backend takes the room for the split prefill's partials there — 16 items split where
+ * its own 6 MiB fits no split — and the rows still match the CPU's; a spare below its own
+ * room is left alone and changes no bit; with the switch off (the default) any spare is. */
+static void test_paged_spare(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *plain = cuda(c);
+    if (!plain) return;
+#if HYOCR_HAVE_CUDA
+    g_autoptr(GError) err = NULL;
+    hyocr_backend_params bp = { .dtype = c->dtype, .tuning.prefill_spare = HYOCR_SWITCH_ON };
+    hyocr_backend *g = hyocr_backend_cuda_init(&bp, &err);
+    g_assert_no_error(err);
+    const int Hq = 16, Hkv = 8, D = 128, P = 3072, N = 1024;
+    kv_fix f;
+    kv_init(&f, g, 16, (P + N) / 16 + 8, Hq, Hkv, D);
+    g_autofree int32_t *bt = kv_table(&f, P + N);
+    hyocr_seq_view sv = { bt, 0, P };
+    paged_step(c, &f, &sv, 1, "paged spare: the prefix");
+    sv = (hyocr_seq_view){ bt, P, N };
+    size_t nq = (size_t)N * (Hq + 2 * Hkv) * D, no = (size_t)N * Hq * D;
+    g_autofree float *qkv = rndq(g, nq, -2, 2);
+    pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
+    hyocr_buf *o_none = mk(g, HYOCR_BUF_ACT, NULL, no), *o_small = mk(g, HYOCR_BUF_ACT, NULL, no);
+    hyocr_buf *big = spare_new(g, (size_t)N * 3 * 3584 * 2), *small = spare_new(g, (size_t)4 << 20);
+    const float scale = (float)pow(D, -0.5);
+    OK(cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, f.bs, &sv, 1, Hq, Hkv, D, scale, NULL, E));
+    OK(g->ops->attention_paged(g, o_none, pq.g, f.k.g, f.v.g, f.bs, &sv, 1, Hq, Hkv, D, scale, NULL, E));
+    OK(g->ops->attention_paged(g, o_small, pq.g, f.k.g, f.v.g, f.bs, &sv, 1, Hq, Hkv, D, scale, small, E));
+    OK(g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, f.bs, &sv, 1, Hq, Hkv, D, scale, big, E));
+    cmp2(g, "paged spare: the chunk, partials in the spare", &po, 0, no, c->tol);
+    g_autofree float *a = get(g, o_none, 0, no), *b = get(g, o_small, 0, no), *ref = get(cpu(), po.c, 0, no);
+    expect_close("paged spare: the chunk, no spare", a, ref, no, c->tol);
+    g_assert_cmpmem(b, no * sizeof(float), a, no * sizeof(float));
+    g_assert_true(spare_untouched(small));
+    g_assert_false(spare_untouched(big));
+    g->ops->buf_free(g, big);
+    g->ops->buf_free(g, small);
+    g->ops->buf_free(g, o_none);
+    g->ops->buf_free(g, o_small);
+    free2(g, &pq);
+    free2(g, &po);
+    kv_clear(&f);
+    hyocr_backend_free(g);
+
+    /* the switch off: the same call on the default backend leaves a big spare alone */
+    kv_init(&f, plain, 16, (P + N) / 16 + 8, Hq, Hkv, D);
+    g_autofree int32_t *bt2 = kv_table(&f, P + N);
+    sv = (hyocr_seq_view){ bt2, 0, P };
+    paged_step(c, &f, &sv, 1, "paged spare off: the prefix");
+    sv = (hyocr_seq_view){ bt2, P, N };
+    pq = mk2(plain, HYOCR_BUF_ACT, qkv, nq);
+    po = mk2(plain, HYOCR_BUF_ACT, NULL, no);
+    big = spare_new(plain, (size_t)N * 3 * 3584 * 2);
+    OK(plain->ops->attention_paged(plain, po.g, pq.g, f.k.g, f.v.g, f.bs, &sv, 1, Hq, Hkv, D, scale, big, E));
+    g_assert_true(spare_untouched(big));
+    plain->ops->buf_free(plain, big);
+    free2(plain, &pq);
+    free2(plain, &po);
+    kv_clear(&f);
+#endif
 }
 
 static void run_paged(const dt_case *c, hyocr_backend *g, int Hq, int Hkv, int prefill, int steps)
@@ -1352,8 +1439,8 @@ static void forced_split_check(const dt_case *c, kv_fix *f, const int32_t *bt, i
     hyocr_seq_view sv = { bt, n_past, 1 };
     float scale = (float)pow(D, -0.5);
     /* both backends write the row's k/v; the backend's own output is not used here */
-    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f->k.c, f->v.c, f->bs, &sv, 1, Hq, Hkv, D, scale, E),
-         g->ops->attention_paged(g, po.g, pq.g, f->k.g, f->v.g, f->bs, &sv, 1, Hq, Hkv, D, scale, E));
+    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f->k.c, f->v.c, f->bs, &sv, 1, Hq, Hkv, D, scale, NULL, E),
+         g->ops->attention_paged(g, po.g, pq.g, f->k.g, f->v.g, f->bs, &sv, 1, Hq, Hkv, D, scale, NULL, E));
     OK(g->ops->sync(g, E));
 
     int n_parts = (ctx + len - 1) / len, nb = (ctx + f->bs - 1) / f->bs;
@@ -1608,8 +1695,8 @@ static void run_chunks(const dt_case *c, hyocr_backend *g, int Hq, int Hkv, int 
         g_autofree float *qkv = rndq(g, nq, -2, 2);
         pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
         float scale = (float)pow(128, -0.5);
-        BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, bs, &sv, 1, Hq, Hkv, 128, scale, E),
-             g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, bs, &sv, 1, Hq, Hkv, 128, scale, E));
+        BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, bs, &sv, 1, Hq, Hkv, 128, scale, NULL, E),
+             g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, bs, &sv, 1, Hq, Hkv, 128, scale, NULL, E));
         cmp2(g, what, &po, 0, no, c->tol);
 #if HYOCR_HAVE_CUDA
         OK(g->ops->sync(g, E));
@@ -1770,8 +1857,8 @@ static void test_paged_decode_staged(gconstpointer data)
     g_autofree float *qkv = rndq(g, nq, -2, 2);
     pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
     float scale = (float)pow(D, -0.5);
-    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, f.bs, sv, ROWS, Hq, Hkv, D, scale, E),
-         g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, f.bs, sv, ROWS, Hq, Hkv, D, scale, E));
+    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, f.bs, sv, ROWS, Hq, Hkv, D, scale, NULL, E),
+         g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, f.bs, sv, ROWS, Hq, Hkv, D, scale, NULL, E));
     cmp2(g, "paged decode, 4 rows", &po, 0, no, c->tol);
 #if HYOCR_HAVE_CUDA
     g_autofree float *ref = get(cpu(), po.c, 0, no);
@@ -1810,7 +1897,7 @@ static void test_paged_decode_staged(gconstpointer data)
         g_autofree float *kh = get(g, f.k.g, 0, f.k.n), *vh = get(g, f.v.g, 0, f.v.n);
         OK(t->ops->upload_f32(t, tf.k.g, 0, kh, f.k.n, E));
         OK(t->ops->upload_f32(t, tf.v.g, 0, vh, f.v.n, E));
-        OK(t->ops->attention_paged(t, to.g, tq.g, tf.k.g, tf.v.g, f.bs, sv, ROWS, Hq, Hkv, D, scale, E));
+        OK(t->ops->attention_paged(t, to.g, tq.g, tf.k.g, tf.v.g, f.bs, sv, ROWS, Hq, Hkv, D, scale, NULL, E));
         g_autofree float *got = get(t, to.g, 0, no);
         g_autofree char *w = g_strdup_printf("backend with decode_stages %d, 4 rows", st);
         expect_close(w, got, ref, no, c->tol);
@@ -2497,11 +2584,11 @@ static void test_invariant(gconstpointer data)
     g_autofree float *qkv = rndq(g, R * wq, -2, 2);
     hyocr_buf *bq = mk(g, HYOCR_BUF_ACT, qkv, R * wq), *bo = mk(g, HYOCR_BUF_ACT, NULL, R * wo);
     const float scale = (float)pow(D, -0.5);
-    OK(g->ops->attention_paged(g, bo, bq, f.k.g, f.v.g, f.bs, v, R, Hq, Hkv, D, scale, E));
+    OK(g->ops->attention_paged(g, bo, bq, f.k.g, f.v.g, f.bs, v, R, Hq, Hkv, D, scale, NULL, E));
     g_autofree float *block = get(g, bo, 0, R * wo);
     for (int r = R - 1; r >= 0; r--) {   /* the later rows' K/V stay in the cache, unseen */
         hyocr_buf *q1 = mk(g, HYOCR_BUF_ACT, qkv + r * wq, wq), *o1 = mk(g, HYOCR_BUF_ACT, NULL, wo);
-        OK(g->ops->attention_paged(g, o1, q1, f.k.g, f.v.g, f.bs, &v[r], 1, Hq, Hkv, D, scale, E));
+        OK(g->ops->attention_paged(g, o1, q1, f.k.g, f.v.g, f.bs, &v[r], 1, Hq, Hkv, D, scale, NULL, E));
         g_autofree float *one = get(g, o1, 0, wo);
         g_autofree char *what = g_strdup_printf("invariant: decode row at %d alone, as row %d of a block", P + r, r);
         expect_equal(what, one, block + r * wo, wo);
@@ -2591,13 +2678,13 @@ static void test_paged_verify_bound(gconstpointer data)
     hyocr_decode_meta dm = { .n_rows = R, .ids = ids, .views = v, .block_size = bs,
                              .max_blocks = (P + R + 255) / 256 * 256 / bs, .pick_first = first, .shared = true };
     OK(g->ops->decode_bind(g, &dm, E));
-    OK(g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, bs, v, R, Hq, Hkv, D, scale, E));
+    OK(g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, bs, v, R, Hq, Hkv, D, scale, NULL, E));
     g->ops->decode_unbind(g);
-    OK(cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, bs, v, R, Hq, Hkv, D, scale, E));
+    OK(cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, bs, v, R, Hq, Hkv, D, scale, NULL, E));
     cmp2(g, "bound verify: a block of 16 rows across a KV block boundary", &po, 0, no, c->tol);
     g_autofree float *bound = get(g, po.g, 0, no);
     hyocr_buf *o2 = mk(g, HYOCR_BUF_ACT, NULL, no);
-    OK(g->ops->attention_paged(g, o2, pq.g, f.k.g, f.v.g, bs, v, R, Hq, Hkv, D, scale, E));
+    OK(g->ops->attention_paged(g, o2, pq.g, f.k.g, f.v.g, bs, v, R, Hq, Hkv, D, scale, NULL, E));
     g_autofree float *eager = get(g, o2, 0, no);
     expect_close("bound verify against the same rows unbound", bound, eager, no, c->tol);
     g->ops->buf_free(g, o2);
@@ -2625,8 +2712,8 @@ static void verify_kernel_case(const dt_case *c, hyocr_backend *g, int ctx_cap)
     pair pq = mk2(g, HYOCR_BUF_ACT, qkv, nq), po = mk2(g, HYOCR_BUF_ACT, NULL, no);
     float scale = (float)pow(D, -0.5);
     /* both store the rows' K/V (and the CUDA side's output is overwritten below) */
-    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, f.bs, v, R, Hq, Hkv, D, scale, E),
-         g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, f.bs, v, R, Hq, Hkv, D, scale, E));
+    BOTH(g, cpu()->ops->attention_paged(cpu(), po.c, pq.c, f.k.c, f.v.c, f.bs, v, R, Hq, Hkv, D, scale, NULL, E),
+         g->ops->attention_paged(g, po.g, pq.g, f.k.g, f.v.g, f.bs, v, R, Hq, Hkv, D, scale, NULL, E));
     OK(g->ops->sync(g, E));
     const int nb1 = (P1 + R1 + 15) / 16, nb2 = (P2 + R2 + 15) / 16, maxb = ctx_cap / 16;
     g_autofree int32_t *bt = g_new0(int32_t, 2 * maxb);
@@ -2897,6 +2984,7 @@ int main(int argc, char **argv)
         add("attention_full_long", c, test_attention_full_long);
         add("attention_full_wgmma", c, test_attention_full_wgmma);
         add("attention_full_wg2", c, test_attention_full_wg2);
+        add("paged_spare", c, test_paged_spare);
         add("attention_full_softmax", c, test_attention_full_softmax);
         add("paged", c, test_paged);
         add("paged_long_decode", c, test_paged_long_decode);

@@ -1526,8 +1526,9 @@ static bool paged_layout(const hyocr_seq_view *seqs, int n_seqs, int qt, int G, 
 static bool cpu_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv,
                                 hyocr_buf *k_cache, hyocr_buf *v_cache, int block_size,
                                 const hyocr_seq_view *seqs, int n_seqs,
-                                int Hq, int Hkv, int D, float scale, GError **error)
+                                int Hq, int Hkv, int D, float scale, hyocr_buf *spare, GError **error)
 {
+    (void)spare;   /* no partials: a row's keys are one thread's */
     if (!hyocr_paged_check(be, k_cache, v_cache, block_size, seqs, n_seqs, Hq, Hkv, D, NULL, error)) return false;
     if (D > ATT_DMAX || Hq / Hkv > ATT_QMAX) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,

@@ -129,6 +129,7 @@ typedef struct {
                                      * the mma.sync one (HYOCR_NO_WGMMA=1) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
     int              pf_split;      /* split-KV prefill's CTAs an SM (HYOCR_PREFILL_SPLIT); 0: never split */
+    bool             pf_spare;      /* its partials in attention_paged's spare where it has more room (HYOCR_PREFILL_SPARE) */
     bool             vis_lazy;      /* k_vis_wg's lazy rescale (HYOCR_VIS_LAZY_RESCALE=0: every tile) */
     bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=1) */
 } cuda_backend;
@@ -1243,7 +1244,7 @@ static void paged_plan_clear(paged_plan *p)
 /* Whether this call's prefill items are split (pf_split_len: key tiles a split; the call
  * then runs the largest k_prefill variant, as the splits make the CTAs it lacked). */
 static void pf_split_plan(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int G,
-                          int Hkv)
+                          int Hkv, size_t part_max)
 {
     p->pf_split_len = 0;
     if (!cb->pf_split || cb->prefill == HK_PREFILL_TEMPLATE) return;
@@ -1261,7 +1262,7 @@ static void pf_split_plan(const cuda_backend *cb, paged_plan *p, const hyocr_seq
         }
     }
     p->pf_split_len = hk_prefill_split_len(cb->prefill, items, key_tiles, max_tiles, Hkv, cb->sm_count, cb->pf_split,
-                                           HK_PF_SPLIT_PART_MAX);
+                                           part_max);
     if (p->pf_split_len) p->prefill = cb->prefill;
 }
 
@@ -1276,7 +1277,7 @@ static void pf_split_item(paged_plan *p, int seq, int tile, int key_tiles)
 }
 
 static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_seq_view *seqs, int n_seqs, int bs,
-                             int Hq, int Hkv, int D)
+                             int Hq, int Hkv, int D, size_t pf_part_max)
 {
     p->seqs = g_array_new(FALSE, FALSE, sizeof(hk_seq));
     p->bt = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -1297,7 +1298,7 @@ static void paged_plan_build(const cuda_backend *cb, paged_plan *p, const hyocr_
     for (int s = 0; s < n_seqs; s++)
         if (seqs[s].n_new > 1) tiles128 += ((int64_t)seqs[s].n_new * G + 127) / 128;
     p->prefill = hk_prefill_for_call(cb->prefill, tiles128, Hkv, cb->sm_count);
-    pf_split_plan(cb, p, seqs, n_seqs, G, Hkv);
+    pf_split_plan(cb, p, seqs, n_seqs, G, Hkv, pf_part_max);
     for (int s = 0; s < n_seqs; s++) {
         const hyocr_seq_view *sv = &seqs[s];
         int nb = (sv->n_past + sv->n_new + bs - 1) / bs;
@@ -1428,9 +1429,21 @@ static bool views_share(const hyocr_seq_view *seqs, int n_seqs)
     return false;
 }
 
+/* The room for a call's split-prefill partials in the caller's spare buffer (attention_paged;
+ * HYOCR_PREFILL_SPARE=1, off until measured), 0 where it has less than the backend's own
+ * (HK_PF_SPLIT_PART_MAX, in the memory plan). A
+ * 2048² page's 1024-row chunks need 8.5 MB for a first split (16 items × 532 KB), which the
+ * backend's 6 MiB cannot hold; their gate|up buffer (14.7 MB) holds ~2.4 splits an item. Not
+ * while capturing: the graph would keep the spare's address. */
+static size_t pf_room(const cuda_backend *cb, const hyocr_buf *spare)
+{
+    size_t bytes = cb->pf_spare && spare && spare->data && !cb->capturing ? spare->n * (size_t)spare->elem_size : 0;
+    return bytes > HK_PF_SPLIT_PART_MAX ? bytes : 0;
+}
+
 static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
                                  hyocr_buf *v_cache, int block_size, const hyocr_seq_view *seqs, int n_seqs, int Hq,
-                                 int Hkv, int D, float scale, GError **error)
+                                 int Hkv, int D, float scale, hyocr_buf *spare, GError **error)
 {
     cuda_backend *cb = CB(be);
     int64_t rows;
@@ -1450,7 +1463,8 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
                                           scale, error);
 
     paged_plan pp = { 0 };
-    paged_plan_build(cb, &pp, seqs, n_seqs, block_size, Hq, Hkv, D);
+    const size_t room = pf_room(cb, spare);
+    paged_plan_build(cb, &pp, seqs, n_seqs, block_size, Hq, Hkv, D, room ? room : HK_PF_SPLIT_PART_MAX);
     meta_pack mp = { g_byte_array_new() };
     size_t o_seqs = meta_add(&mp, pp.seqs->data, pp.seqs->len * sizeof(hk_seq));
     size_t o_bt = meta_add(&mp, pp.bt->data, pp.bt->len * sizeof(int32_t));
@@ -1462,12 +1476,13 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
     size_t o_pfm = meta_add(&mp, pp.pf_merges->data, pp.pf_merges->len * sizeof(int4));
     const int n_blocks = (int)pp.blocks->len, n_pfs = (int)pp.pf_splits->len;
     size_t vparts = n_blocks ? hk_verify_part_floats(pp.block_ctx, n_blocks, Hq, Hkv, D) : 0;
-    /* the split prefill's partials share the decode partials' scratch: the merge is done
-     * reading them before the decode kernel of the same call writes its own */
+    /* the split prefill's partials: in the spare buffer where it has the room, else in the
+     * decode partials' scratch (the merge is done reading them before the decode kernel of
+     * the same call writes its own) */
     size_t pfparts = n_pfs ? hk_prefill_part_floats(pp.prefill, n_pfs, Hkv) : 0;
     bool ok = meta_upload(cb, mp.b->data, mp.b->len, error) && decode_scratch(cb, &pp, Hq, Hkv, D, error) &&
               (!vparts || scratch_need(cb, &cb->part, vparts * sizeof(float), error)) &&
-              (!pfparts || scratch_need(cb, &cb->part, pfparts * sizeof(float), error));
+              (!pfparts || room || scratch_need(cb, &cb->part, pfparts * sizeof(float), error));
     g_byte_array_free(mp.b, TRUE);
     if (ok) {
         hk_paged_args a = {
@@ -1477,7 +1492,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .row_seq = meta_ptr(cb, o_rs), .total_rows = pp.total_rows,
             .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len, .prefill = pp.prefill,
             .pf_splits = meta_ptr(cb, o_pfs), .n_pf_splits = n_pfs, .pf_merges = meta_ptr(cb, o_pfm),
-            .n_pf_merges = (int)pp.pf_merges->len, .pf_part = cb->part.ptr,
+            .n_pf_merges = (int)pp.pf_merges->len, .pf_part = room ? spare->data : cb->part.ptr,
             .splits = meta_ptr(cb, o_splits), .n_splits = (int)pp.splits->len,
             .n_dec_rows = pp.dec_rows, .counters = cb->counters.ptr,
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
@@ -2301,6 +2316,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
                    : t->prefill_split == 0 ? PF_SPLIT_DEFAULT
                    : t->prefill_split == 1 ? HK_PF_SPLIT_PER_SM
                                            : MIN(t->prefill_split, 64);
+    cb->pf_spare = t->prefill_spare == HYOCR_SWITCH_ON;
     /* H200, session 9: the vision attention 0.94× its time, a 2048² page's vision 136–137 → 131 ms */
     cb->vis_lazy = t->vis_lazy != HYOCR_SWITCH_OFF;
     cb->ordered_main = t->ordered_alloc == HYOCR_SWITCH_ON && pools_supported(cb);

@@ -149,11 +149,13 @@ typedef struct {
                           int Hq, int Hkv, const hyocr_rope_params *rope,
                           const hyocr_buf *q_norm, const hyocr_buf *k_norm, float eps, GError **error);
     /* Writes k and v of qkv rows into the paged cache, then causal GQA attention of the
-     * q rows over the cache. Sequences are packed in qkv/out in order. */
+     * q rows over the cache. Sequences are packed in qkv/out in order. spare (may be NULL):
+     * a buffer that holds nothing the caller needs during the call, which the backend may
+     * fill with the call's own intermediate results (CUDA: the split prefill's partials). */
     bool   (*attention_paged)(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *qkv,
                               hyocr_buf *k_cache, hyocr_buf *v_cache, int block_size,
                               const hyocr_seq_view *seqs, int n_seqs,
-                              int Hq, int Hkv, int D, float scale, GError **error);
+                              int Hq, int Hkv, int D, float scale, hyocr_buf *spare, GError **error);
 
     /* ---- the DFlash draft (dflash.c), whose layers attend to a context cache without a mask ----
      * Both take the draft's cursor from a buffer, cursor[0] (an int32 as raw bits in an F32

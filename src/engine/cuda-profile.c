@@ -190,12 +190,13 @@ static bool p_rope_qknorm(hyocr_backend *be, hyocr_buf *qkv, int M, const int32_
                           const hyocr_rope_params *r, const hyocr_buf *qn, const hyocr_buf *kn, float eps, GError **e)
 { PROF(M <= 64 ? "rope_qknorm (<=64 rows)" : "rope_qknorm (>64 rows)", IN->rope_qknorm(be, qkv, M, pos, na, Hq, Hkv, r, qn, kn, eps, e)); }
 static bool p_attention_paged(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *qkv, hyocr_buf *kc, hyocr_buf *vc,
-                              int bs, const hyocr_seq_view *sv, int ns, int Hq, int Hkv, int D, float sc, GError **e)
+                              int bs, const hyocr_seq_view *sv, int ns, int Hq, int Hkv, int D, float sc,
+                              hyocr_buf *spare, GError **e)
 {
     int rows = 0;
     for (int i = 0; sv && i < ns; i++) rows += sv[i].n_new;
     PROF(rows == ns ? "attention_paged (decode)" : "attention_paged (prefill)",
-         IN->attention_paged(be, o, qkv, kc, vc, bs, sv, ns, Hq, Hkv, D, sc, e));
+         IN->attention_paged(be, o, qkv, kc, vc, bs, sv, ns, Hq, Hkv, D, sc, spare, e));
 }
 static bool p_embed(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *t, const int32_t *ids, int n, int C, GError **e)
 { PROF("embed", IN->embed(be, o, t, ids, n, C, e)); }

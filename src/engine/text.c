@@ -188,6 +188,8 @@ static bool embed_rows(hyocr_model *m, hyocr_buf *h, text_batch *b, const hyocr_
 
 typedef struct {
     hyocr_buf *h, *a, *qkv, *att, *delta, *gu, *act, *last, *logits;
+    hyocr_buf *mlp;                  /* gu and act in one allocation: the attention's spare */
+    hyocr_buf  gu_view, act_view;    /* what gu and act point to */
 } text_bufs;
 
 /* One chunk's worth of every role (the residual h included: a chunk runs
@@ -202,11 +204,17 @@ static bool text_bufs_get(hyocr_model *m, int rows, int n_seqs, text_bufs *t, GE
     t->qkv = hyocr_model_scratch(m, HYOCR_SCRATCH_T_QKV, HYOCR_BUF_ACT, M * qkv_w, error);
     t->att = hyocr_model_scratch(m, HYOCR_SCRATCH_T_ATT, HYOCR_BUF_ACT, M * (size_t)c->num_heads * c->head_dim, error);
     t->delta = hyocr_model_scratch(m, HYOCR_SCRATCH_T_DELTA, HYOCR_BUF_ACT, M * H, error);
-    t->gu = hyocr_model_scratch(m, HYOCR_SCRATCH_T_GU, HYOCR_BUF_ACT, M * 2 * I, error);
-    t->act = hyocr_model_scratch(m, HYOCR_SCRATCH_T_ACT, HYOCR_BUF_ACT, M * I, error);
+    /* one buffer, so that while the attention runs (neither holds anything then) the
+     * backend has the two together for its partials (attention_paged's spare) */
+    t->mlp = hyocr_model_scratch(m, HYOCR_SCRATCH_T_MLP, HYOCR_BUF_ACT, M * 3 * I, error);
     t->last = hyocr_model_scratch(m, HYOCR_SCRATCH_T_LAST, HYOCR_BUF_ACT, (size_t)n_seqs * H, error);
     t->logits = hyocr_model_scratch(m, HYOCR_SCRATCH_T_LOGITS, HYOCR_BUF_F32, (size_t)n_seqs * c->vocab_size, error);
-    return t->h && t->a && t->qkv && t->att && t->delta && t->gu && t->act && t->last && t->logits;
+    if (!t->h || !t->a || !t->qkv || !t->att || !t->delta || !t->mlp || !t->last || !t->logits) return false;
+    t->gu_view = hyocr_buf_view(t->mlp, 0, M * 2 * I);
+    t->act_view = hyocr_buf_view(t->mlp, M * 2 * I, M * I);
+    t->gu = &t->gu_view;
+    t->act = &t->act_view;
+    return true;
 }
 
 /* Decode-sized steps (batch 1, batches of a few jobs, a verify block) take the fused
@@ -230,7 +238,7 @@ static bool text_layer_fused(hyocr_model *m, int l, const text_batch *b, const t
            OPS->rope_qknorm(m->be, t->qkv, M, k->pos, b->n_axes, Hq, Hkv, &m->rope, L->q_norm, L->k_norm, eps,
                             error) &&
            OPS->attention_paged(m->be, t->att, t->qkv, m->k_cache[l], m->v_cache[l], m->kv_block_size, k->views,
-                                k->n_views, Hq, Hkv, D, scale, error) &&
+                                k->n_views, Hq, Hkv, D, scale, t->mlp, error) &&
            OPS->matmul_residual(m->be, t->h, t->att, L->o_w, M, H, Hq * D, error) &&
            OPS->norm_matmul(m->be, t->act, t->h, L->post_norm, eps, L->gate_up_w, M, c->intermediate_size, H, true,
                             error) &&
@@ -239,7 +247,9 @@ static bool text_layer_fused(hyocr_model *m, int l, const text_batch *b, const t
 
 /* One decoder layer over the chunk's rows. As in the ViT, the MLP output stays
  * in delta and is added by the next add_rmsnorm (or the final norm); pending says
- * whether delta holds one now (not before the first layer, nor after a tap). */
+ * whether delta holds one now (not before the first layer, nor after a tap). The
+ * attention may fill mlp (gu and act: written only later, by gate|up and SwiGLU) with
+ * its own partials. */
 static bool text_layer(hyocr_model *m, int l, bool pending, const text_batch *b, const text_chunk *k,
                        const text_bufs *t, GError **error)
 {
@@ -255,7 +265,7 @@ static bool text_layer(hyocr_model *m, int l, bool pending, const text_batch *b,
            OPS->rope_qknorm(m->be, t->qkv, M, k->pos, b->n_axes, Hq, Hkv, &m->rope, L->q_norm, L->k_norm,
                             c->rms_norm_eps, error) &&
            OPS->attention_paged(m->be, t->att, t->qkv, m->k_cache[l], m->v_cache[l], m->kv_block_size, k->views,
-                                k->n_views, Hq, Hkv, D, scale, error) &&
+                                k->n_views, Hq, Hkv, D, scale, t->mlp, error) &&
            OPS->matmul(m->be, t->delta, t->att, L->o_w, 0, NULL, M, H, Hq * D, error) &&
            OPS->add_rmsnorm(m->be, t->a, t->h, t->delta, L->post_norm, M, H, c->rms_norm_eps, error) &&
            OPS->matmul(m->be, t->gu, t->a, L->gate_up_w, 0, NULL, M, 2 * I, H, error) &&

@@ -47,6 +47,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->prefill_split = ps && strcmp(ps, "0") == 0 ? -1 : env_count("HYOCR_PREFILL_SPLIT");
     t->invariant = env_switch("HYOCR_INVARIANT");
     t->vision_beside = env_switch("HYOCR_VISION_BESIDE");
+    t->prefill_spare = env_switch("HYOCR_PREFILL_SPARE");
     t->vis_lazy = env_switch("HYOCR_VIS_LAZY_RESCALE");
     t->vis_wg2 = env_switch("HYOCR_VIS_WG2");
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");

@@ -51,6 +51,10 @@ typedef struct {
                                    * (split-KV); 1 = on at the default CTAs an SM, N > 1 = about N CTAs an
                                    * SM; −1 ("0") = off; 0 (unset) = the backend's default (off until
                                    * measured: backend-cuda.c's PF_SPLIT_DEFAULT) */
+    hyocr_switch prefill_spare;   /* HYOCR_PREFILL_SPARE=1: CUDA, the split prefill's partials in the layer's MLP
+                                   * buffers (free while the attention runs; attention_paged's spare), 22 MB for a
+                                   * 1024-row chunk instead of the backend's 6 MiB, so long chunks split too (off
+                                   * until measured) */
     hyocr_switch vision_beside;   /* HYOCR_VISION_BESIDE: a page admitted next to decoding ones has its vision
                                    * pass on the backend's side lane, beside the decode steps (batch.c);
                                    * default off: no gain measured (batch.c's BESIDE_DEFAULT) */
