@@ -1431,10 +1431,10 @@ static bool views_share(const hyocr_seq_view *seqs, int n_seqs)
 
 /* The room for a call's split-prefill partials in the caller's spare buffer (attention_paged;
  * HYOCR_PREFILL_SPARE=1, off until measured), 0 where it has less than the backend's own
- * (HK_PF_SPLIT_PART_MAX, in the memory plan). A
- * 2048² page's 1024-row chunks need 8.5 MB for a first split (16 items × 532 KB), which the
- * backend's 6 MiB cannot hold; their gate|up buffer (14.7 MB) holds ~2.4 splits an item. Not
- * while capturing: the graph would keep the spare's address. */
+ * (HK_PF_SPLIT_PART_MAX, in the memory plan). A 2048² page's 1024-row chunks need 8.5 MB a
+ * split level (16 items × 532 KB) and two levels to split at all, which the backend's 6 MiB
+ * cannot hold; their MLP buffers (text.c's mlp: gu and act, 22 MB) hold about two and a half.
+ * Not while capturing: the graph would keep the spare's address. */
 static size_t pf_room(const cuda_backend *cb, const hyocr_buf *spare)
 {
     size_t bytes = cb->pf_spare && spare && spare->data && !cb->capturing ? spare->n * (size_t)spare->elem_size : 0;
