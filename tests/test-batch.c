@@ -305,21 +305,29 @@ static void test_burst_grows_once(void)
     job_set_clear(&s);
 }
 
+/* A CUDA engine of up to max_batch jobs on the flat checkpoint; NULL (the test skipped,
+ * loudly) without a usable CUDA device or the fixtures. */
+static hyocr_engine *open_cuda_engine(engine_opts *o)
+{
+    if (!require_fixtures()) return NULL;
+    g_autofree char *dir = hyocr_test_data(CKPT, NULL);
+    g_autoptr(GError) err = NULL;
+    hyocr_engine *eng = open_engine_dir(dir, o, &err);
+    if (!eng) {
+        g_test_skip("no usable CUDA device");
+        g_test_message("CUDA engine unavailable: %s", err ? err->message : "?");
+    }
+    return eng;
+}
+
 /* CUDA: jobs admitted next to decoding ones have their vision pass on the backend's
  * side lane, beside the decode steps (HYOCR_VISION_BESIDE), and get the tokens they get
  * alone; with the switch off, none does. Skipped (loudly) without a CUDA device. */
 static void test_cuda_vision_beside(void)
 {
-    if (!require_fixtures()) return;
     engine_opts o = { .max_batch = 4, .cuda = true };
-    g_autofree char *dir = hyocr_test_data(CKPT, NULL);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(hyocr_engine) eng = open_engine_dir(dir, &o, &err);
-    if (!eng) {
-        g_test_skip("no usable CUDA device");
-        g_test_message("CUDA engine unavailable: %s", err ? err->message : "?");
-        return;
-    }
+    g_autoptr(hyocr_engine) eng = open_cuda_engine(&o);
+    if (!eng) return;
     enum { N = 6 };
     GArray *alone[N];
     for (int i = 0; i < N; i++) {
@@ -374,16 +382,9 @@ static void keep_first(const float *logits, int n_vocab, int step, void *data)
  * Skipped (loudly) without a CUDA device. */
 static void test_cuda_upload_u8(void)
 {
-    if (!require_fixtures()) return;
     engine_opts o = { .max_batch = 1, .cuda = true };
-    g_autofree char *dir = hyocr_test_data(CKPT, NULL);
-    g_autoptr(GError) err = NULL;
-    g_autoptr(hyocr_engine) eng = open_engine_dir(dir, &o, &err);
-    if (!eng) {
-        g_test_skip("no usable CUDA device");
-        g_test_message("CUDA engine unavailable: %s", err ? err->message : "?");
-        return;
-    }
+    g_autoptr(hyocr_engine) eng = open_cuda_engine(&o);
+    if (!eng) return;
     GArray *first[2][N_CASES] = { { NULL } }, *ids[2][N_CASES];
     for (int u8 = 0; u8 < 2; u8++) {
         eng->tuning.upload_u8 = u8 ? HYOCR_SWITCH_ON : HYOCR_SWITCH_OFF;

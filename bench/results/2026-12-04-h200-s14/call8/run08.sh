@@ -6,16 +6,7 @@ build-gpu/tests/test-backend-cuda -p /backend-cuda/f16/ordered_alloc -p /backend
 echo "ordered_alloc test rc=$?" >> $L
 HYOCR_ORDERED_ALLOC=1 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch > $OUT/tests-on.txt 2>&1
 echo "GPU suites with the switch on rc=$? at $(( $(date +%s) - T0 )) s" >> $L
-for order in "0 1" "1 0" "0 1"; do
-  for v in $order; do
-    for spec in "1024 5" "2048 3"; do
-      set -- $spec
-      HYOCR_ORDERED_ALLOC=$v $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_$1.png --task recognize --device cuda --repeat $2 --max-batch 1 --warmup \
-        --max-new-tokens 8 --ignore-eos --no-tail-stop --format jsonl > /tmp/o.jsonl 2> /tmp/o.err || tail -3 /tmp/o.err >> $L
-      show /tmp/o.jsonl $v "$1x$2" >> $L
-    done
-  done
-done
+ab HYOCR_ORDERED_ALLOC "1024 5" "2048 3"
 # the peak of record's job (2048² + 256 tokens) with the switch on: the engine's count, and the card's
 HYOCR_ORDERED_ALLOC=1 $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_2048.png --task recognize --device cuda --max-batch 1 \
   --max-new-tokens 256 --ignore-eos --no-tail-stop --format jsonl > /tmp/o.jsonl 2>/dev/null &

@@ -11,16 +11,7 @@ build-gpu/tests/test-batch -p /batch/cuda/upload-u8 > $OUT/u8-batch.txt 2>&1
 echo "batch upload-u8 rc=$? ($(grep -c '^ok' $OUT/u8-batch.txt) ok, $(grep -c SKIP $OUT/u8-batch.txt) skipped)" >> $L
 HYOCR_UPLOAD_U8=1 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch > $OUT/tests-on.txt 2>&1
 echo "GPU suites with the switch on rc=$? at $(( $(date +%s) - T0 )) s" >> $L
-for order in "0 1" "1 0" "0 1"; do
-  for v in $order; do
-    for spec in "1024 5" "2048 3"; do
-      set -- $spec
-      HYOCR_UPLOAD_U8=$v $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_$1.png --task recognize --device cuda --repeat $2 --max-batch 1 --warmup \
-        --max-new-tokens 8 --ignore-eos --no-tail-stop --format jsonl > /tmp/o.jsonl 2> /tmp/o.err || tail -3 /tmp/o.err >> $L
-      show /tmp/o.jsonl $v "$1x$2" >> $L
-    done
-  done
-done
+ab HYOCR_UPLOAD_U8 "1024 5" "2048 3"
 # the upload op itself: per-op table of 4 warm jobs a size, both ways
 for v in 0 1; do
   for size in 1024 2048 4096; do

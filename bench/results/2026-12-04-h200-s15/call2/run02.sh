@@ -11,15 +11,6 @@ echo "attention_full_wg2 rc=$? ($(grep -c '^ok' $OUT/wg2-test.txt) ok, $(grep -c
 HYOCR_VIS_WG2=1 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda batch > $OUT/tests-on.txt 2>&1
 echo "GPU suites with the switch on rc=$? at $(( $(date +%s) - T0 )) s" >> $L
 HYOCR_BENCH=1 build-gpu/tests/test-backend-cuda -p /backend-cuda/f16/bench 2>&1 | grep "attention_full" >> $L
-for order in "0 1" "1 0" "0 1"; do
-  for v in $order; do
-    for spec in "1024 5" "2048 3" "4096 2"; do
-      set -- $spec
-      HYOCR_VIS_WG2=$v $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_$1.png --task recognize --device cuda --repeat $2 --max-batch 1 --warmup \
-        --max-new-tokens 8 --ignore-eos --no-tail-stop --format jsonl > /tmp/o.jsonl 2> /tmp/o.err || tail -3 /tmp/o.err >> $L
-      show /tmp/o.jsonl $v "$1x$2" >> $L
-    done
-  done
-done
+ab HYOCR_VIS_WG2 "1024 5" "2048 3" "4096 2"
 echo "all at $(( $(date +%s) - T0 )) s" >> $L
 cat $L
