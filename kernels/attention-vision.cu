@@ -477,6 +477,23 @@ __device__ __forceinline__ int wg_kv_begin(T *sm, WgSlots<128 * NWG, BN> &sl, ui
     return n_tiles;
 }
 
+/* The start of key tile j in a wgmma vision CTA's loop: once its copies (this thread's) have
+ * landed, a barrier makes the tile visible to all and tells that every warpgroup is done with
+ * the stage the next copy refills (its last reader's wait came before); then tile j + AHEAD's
+ * copies go out (an empty group past the end). Returns tile j's stage offset in descriptor
+ * units. */
+template <typename T, int NWG, int BN, int NS, int AHEAD>
+__device__ __forceinline__ uint64_t wg_tile_begin(const WgSlots<128 * NWG, BN> &sl, T *sm, uint32_t sbase,
+                                                  const T *kb, const T *vb, int stride, int j, int n_tiles, int n)
+{
+    cp_wait<AHEAD - 1>(); /* later tiles may fly */
+    wg_fence_smem();
+    __syncthreads();
+    if (j + AHEAD < n_tiles) wg_load_any<T, NWG, BN, NS>(sl, sm, sbase, kb, vb, stride, j + AHEAD, n);
+    cp_commit();
+    return (uint64_t)((j % NS) * (WgShape<NWG, BN, NS>::ST / 8));
+}
+
 /* CTA = NWG warpgroups of 64 query rows of one head (warp w owns rows
  * 16w..16w+15), BN keys a tile, NS stages of K and V. OVL: the softmax of tile j
  * overlaps P·V of tile j − 1 (needs NS ≥ 3: tiles j − 1, j and the one in flight);
@@ -513,14 +530,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
     for (int i = 0; i < BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
 
     for (int j = 0; j < n_tiles; j++) {
-        cp_wait<AHEAD - 1>(); /* tile j's copies (this thread's) landed; later tiles may fly */
-        wg_fence_smem();
-        /* tile j is in shared memory for all, and every warpgroup is done with the
-         * stage the copy below refills (its last reader's wait came before this) */
-        __syncthreads();
-        if (j + AHEAD < n_tiles) wg_load_any<T, NWG, BN, NS>(sl, sm, sbase, kb, vb, stride, j + AHEAD, n);
-        cp_commit();
-        const uint64_t stg = (uint64_t)((j % NS) * (S::ST / 8));
+        const uint64_t stg = wg_tile_begin<T, NWG, BN, NS, AHEAD>(sl, sm, sbase, kb, vb, stride, j, n_tiles, n);
 
         wg_pin_u<BN / 16>(pa);
         wg_pin<BN / 8>(sc);
@@ -641,12 +651,7 @@ __global__ void __launch_bounds__(256, 1) k_vis_wg2(const T *qkv, T *out, int n,
         for (int e = 0; e < 4; e++) pa[i][e] = pb[i][e] = 0u;
 
     for (int j = 0; j < n_tiles; j++) {
-        cp_wait<AHEAD - 1>();
-        wg_fence_smem();
-        __syncthreads();
-        if (j + AHEAD < n_tiles) wg_load_any<T, NWG, BN, NS>(sl, sm, sbase, kb, vb, stride, j + AHEAD, n);
-        cp_commit();
-        const uint64_t stg = (uint64_t)((j % NS) * (S::ST / 8));
+        const uint64_t stg = wg_tile_begin<T, NWG, BN, NS, AHEAD>(sl, sm, sbase, kb, vb, stride, j, n_tiles, n);
 
         wg_pin<BN / 8>(sa);
         wg_pin<BN / 8>(sb);

@@ -208,7 +208,8 @@ hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, i
  * The partials (hk_prefill_part_floats: BM rows × (D + 2) floats a split and KV head, 532 KB
  * an item's split over 8 heads with W4 MW2) stay within part_max bytes, HK_PF_SPLIT_PART_MAX
  * in the engine (or the room of attention_paged's spare buffer, HYOCR_PREFILL_SPARE): longer
- * splits where the rule's would not fit, none where not even one split an item fits. The scratch they share with the decode partials is in the memory plan's
+ * splits where the rule's would not fit, none where not even one split an item fits. The
+ * scratch they share with the decode partials is in the memory plan's
  * HYOCR_MEMPLAN_CUDA_BACKEND (its 1.25 × HK_PF_SPLIT_PART_MAX: scratch grows by a quarter);
  * 6 MiB keeps a 2048² page within its 2.4 GiB (32 MiB took it 34 MB further).
  * hk_prefill_key_tiles: the 64-key tiles the rows of one item see. hk_prefill_split_len: key

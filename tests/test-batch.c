@@ -167,8 +167,8 @@ typedef struct {
     char            **paths;
 } job_set;
 
-/* n jobs cycling through the reference cases. */
-static void job_set_init(job_set *s, int n)
+/* n jobs cycling through the reference cases from case first. */
+static void job_set_init_from(job_set *s, int n, int first)
 {
     s->n = n;
     s->jp = g_new0(hyocr_job_params, n);
@@ -176,7 +176,7 @@ static void job_set_init(job_set *s, int n)
     s->rec = g_new0(recorder, n);
     s->paths = g_new0(char *, n + 1);
     for (int i = 0; i < n; i++) {
-        int c = i % N_CASES;
+        int c = (first + i) % N_CASES;
         s->paths[i] = hyocr_test_data("images", cases[c].image, NULL);
         recorder_init(&s->rec[i]);
         hyocr_job_params *jp = &s->jp[i];
@@ -189,6 +189,11 @@ static void job_set_init(job_set *s, int n)
         jp->on_event = record;
         jp->user_data = &s->rec[i];
     }
+}
+
+static void job_set_init(job_set *s, int n)
+{
+    job_set_init_from(s, n, 0);
 }
 
 static void job_set_clear(job_set *s)
@@ -332,11 +337,7 @@ static void test_cuda_vision_beside(void)
     GArray *alone[N];
     for (int i = 0; i < N; i++) {
         job_set one;
-        job_set_init(&one, 1);
-        g_free(one.paths[0]);
-        one.paths[0] = hyocr_test_data("images", cases[i % N_CASES].image, NULL);
-        one.jp[0].image_path = one.paths[0];
-        one.jp[0].task = cases[i % N_CASES].task;
+        job_set_init_from(&one, 1, i);
         run_set(eng, &one);
         g_assert_no_error(one.res[0].error);
         alone[i] = g_array_ref(one.res[0].token_ids);
@@ -390,11 +391,7 @@ static void test_cuda_upload_u8(void)
         eng->tuning.upload_u8 = u8 ? HYOCR_SWITCH_ON : HYOCR_SWITCH_OFF;
         for (int c = 0; c < N_CASES; c++) {
             job_set one;
-            job_set_init(&one, 1);
-            g_free(one.paths[0]);
-            one.paths[0] = hyocr_test_data("images", cases[c].image, NULL);
-            one.jp[0].image_path = one.paths[0];
-            one.jp[0].task = cases[c].task;
+            job_set_init_from(&one, 1, c);
             one.jp[0].on_logits = keep_first;
             one.jp[0].logits_data = &first[u8][c];
             run_set(eng, &one);

@@ -464,16 +464,16 @@ static void pack_patches(const hyocr_image *img, int p, int tp, const float lut[
 }
 
 typedef struct {
-    const hyocr_image *img;
-    int                p, tp;
-    float              lut[3][256];
-    float             *out;
+    const hyocr_pixels *px;    /* the grid, the patch and the table */
+    const hyocr_image  *img;
+    float              *out;
 } packing;
 
 static void pack_rows(void *ctx, int r0, int r1)
 {
     const packing *pk = ctx;
-    pack_patches(pk->img, pk->p, pk->tp, (const float (*)[256])pk->lut, pk->out, r0, r1);
+    const int p = pk->px->patch_size, tp = pk->px->patch_dim / (3 * p * p);
+    pack_patches(pk->img, p, tp, (const float (*)[256])pk->px->lut, pk->out, r0, r1);
 }
 
 /* n_patches · patch_dim fp32 values, or NULL (error set) */
@@ -491,9 +491,7 @@ static float *rows_alloc(const hyocr_pixels *px, GError **error)
 
 static void rows_pack(const hyocr_pixels *px, const hyocr_image *src, int n_threads, float *data)
 {
-    packing pk = { .img = src, .p = px->patch_size, .tp = px->patch_dim / (3 * px->patch_size * px->patch_size),
-                   .out = data };
-    memcpy(pk.lut, px->lut, sizeof pk.lut);
+    packing pk = { .px = px, .img = src, .out = data };
     /* a fresh buffer's page faults are most of this pass (hostmem.h), and they parallelise too */
     parallel_rows(px->grid_h, (size_t)px->n_patches * px->patch_dim * sizeof(float), n_threads, pack_rows, &pk);
 }
