@@ -78,6 +78,18 @@ static hyocr_backend *cuda(const dt_case *c)
     return g_cuda[i];
 }
 
+/* Another CUDA backend of c's type with tuning t (the switch a test is about); for tests that
+ * cuda(c) found a device for. */
+static hyocr_backend *cuda_tuned(const dt_case *c, hyocr_tuning t)
+{
+    g_autoptr(GError) err = NULL;
+    hyocr_backend_params p = { .dtype = c->dtype, .tuning = t };
+    hyocr_backend *be = hyocr_backend_cuda_init(&p, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(be);
+    return be;
+}
+
 /* ---------------------------------------------------------------- helpers */
 
 static float *rnd(size_t n, double lo, double hi)
@@ -1140,10 +1152,7 @@ static void test_rope_spread(gconstpointer data)
             for (int i = 0; i < M; i++) pos[i] = g_test_rand_int_range(0, 5000);
             hyocr_rope_params rp;
             rope_init(&rp, D, HYOCR_ROPE_LAYOUT_R1, 0);
-            g_autoptr(GError) err = NULL;
-            hyocr_backend_params bp = { .dtype = c->dtype, .tuning.rope_heads = hpc };
-            hyocr_backend *t = hyocr_backend_cuda_init(&bp, &err);
-            g_assert_no_error(err);
+            hyocr_backend *t = cuda_tuned(c, (hyocr_tuning){ .rope_heads = hpc });
             pair px = mk2(g, HYOCR_BUF_ACT, x, n), pq = mk2(g, HYOCR_BUF_WEIGHT, qn, D), pk = mk2(g, HYOCR_BUF_WEIGHT, kn, D);
             pair tx = mk2(t, HYOCR_BUF_ACT, x, n), tq = mk2(t, HYOCR_BUF_WEIGHT, qn, D), tk = mk2(t, HYOCR_BUF_WEIGHT, kn, D);
             BOTH(g, cpu()->ops->rope_qknorm(cpu(), px.c, M, pos, 1, Hq, Hkv, &rp, pq.c, pk.c, 1e-5f, E),
@@ -1346,10 +1355,7 @@ static void test_paged_spare(gconstpointer data)
     const dt_case *c = data;
     hyocr_backend *plain = cuda(c);
     if (!plain) return;
-    g_autoptr(GError) err = NULL;
-    hyocr_backend_params bp = { .dtype = c->dtype, .tuning.prefill_spare = HYOCR_SWITCH_ON };
-    hyocr_backend *g = hyocr_backend_cuda_init(&bp, &err);
-    g_assert_no_error(err);
+    hyocr_backend *g = cuda_tuned(c, (hyocr_tuning){ .prefill_spare = HYOCR_SWITCH_ON });
     spare_chunk(c, g, true);
     hyocr_backend_free(g);
     spare_chunk(c, plain, false);
@@ -1716,17 +1722,12 @@ static void test_paged_prefill(gconstpointer data)
     run_chunks(c, g, 6, 2, 7, 517, 200);
     run_chunks(c, g, 4, 4, 32, 300, 129);
     /* HYOCR_PREFILL_TEMPLATE's backend: its tiles of 64 rows for the template */
-    g_autoptr(GError) err = NULL;
-    hyocr_backend_params p = { .dtype = c->dtype, .tuning.prefill_template = true };
-    hyocr_backend *t = hyocr_backend_cuda_init(&p, &err);
-    g_assert_no_error(err);
+    hyocr_backend *t = cuda_tuned(c, (hyocr_tuning){ .prefill_template = true });
     run_chunks(c, t, 16, 8, 16, 300, 129);
     hyocr_backend_free(t);
     /* HYOCR_PREFILL_SPLIT's backend: every chunk here is short of CTAs, so split (a short last
      * chunk of 131 rows too); a group of 3 with blocks of 7 */
-    p = (hyocr_backend_params){ .dtype = c->dtype, .tuning.prefill_split = 1 };
-    t = hyocr_backend_cuda_init(&p, &err);
-    g_assert_no_error(err);
+    t = cuda_tuned(c, (hyocr_tuning){ .prefill_split = 1 });
     run_chunks(c, t, 16, 8, 16, 1155, 1024);
     run_chunks(c, t, 6, 2, 7, 517, 200);
     hyocr_backend_free(t);
@@ -1879,10 +1880,7 @@ static void test_paged_decode_staged(gconstpointer data)
     cudaFree(d_bt);
     g_array_free(tables, TRUE);
     for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++) {
-        g_autoptr(GError) err = NULL;
-        hyocr_backend_params p = { .dtype = c->dtype, .tuning.decode_stages = st };
-        hyocr_backend *t = hyocr_backend_cuda_init(&p, &err);
-        g_assert_no_error(err);
+        hyocr_backend *t = cuda_tuned(c, (hyocr_tuning){ .decode_stages = st });
         pair tq = mk2(t, HYOCR_BUF_ACT, qkv, nq), to = mk2(t, HYOCR_BUF_ACT, NULL, no);
         kv_fix tf = f;   /* the same layout on a fresh backend: the caches copied over */
         tf.g = t;
@@ -2474,10 +2472,7 @@ static void test_bench(gconstpointer data)
         bench_matmul(g, "decode gate|up", 1, 7168, 1024, false, 200);
         bench_rows(g, "rows");
         /* the same through cuBLAS (what HYOCR_NO_GEMV=1 gives), for comparison */
-        g_autoptr(GError) err = NULL;
-        hyocr_backend_params p = { .dtype = c->dtype, .tuning.no_gemv = true };
-        hyocr_backend *blas = hyocr_backend_cuda_init(&p, &err);
-        g_assert_no_error(err);
+        hyocr_backend *blas = cuda_tuned(c, (hyocr_tuning){ .no_gemv = true });
         bench_rows(blas, "cuBLAS rows");
         hyocr_backend_free(blas);
         bench_matmul(g, "decode lm_head", 1, 120818, 1024, true, 50);
@@ -2558,10 +2553,7 @@ static void test_invariant(gconstpointer data)
 {
     const dt_case *c = data;
     if (!cuda(c)) return;
-    g_autoptr(GError) err = NULL;
-    hyocr_backend_params p = { .dtype = c->dtype, .tuning.invariant = HYOCR_SWITCH_ON };
-    hyocr_backend *g = hyocr_backend_cuda_init(&p, &err);
-    g_assert_no_error(err);
+    hyocr_backend *g = cuda_tuned(c, (hyocr_tuning){ .invariant = HYOCR_SWITCH_ON });
     invariant_products(g, 4096, 1024);
     invariant_products(g, 1024, 3584);
     invariant_products(g, 1003, 2048);
@@ -2622,10 +2614,7 @@ static void test_ordered_alloc(gconstpointer data)
     const dt_case *c = data;
     hyocr_backend *plain = cuda(c);
     if (!plain) return;
-    g_autoptr(GError) err = NULL;
-    hyocr_backend_params p = { .dtype = c->dtype, .tuning.ordered_alloc = HYOCR_SWITCH_ON };
-    hyocr_backend *g = hyocr_backend_cuda_init(&p, &err);
-    g_assert_no_error(err);
+    hyocr_backend *g = cuda_tuned(c, (hyocr_tuning){ .ordered_alloc = HYOCR_SWITCH_ON });
     const size_t n = (size_t)3 << 20;   /* 6 MiB of fp16 a buffer: the pool's own blocks */
     g_autofree float *x = rnd(n, -3, 3);
     /* once first, so the backend's own scratch (staging, workspace) is in place before counting */
