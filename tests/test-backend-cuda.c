@@ -2222,6 +2222,27 @@ static bool have_wgmma(cudaStream_t s)
     if (!wg) g_test_skip("SKIP: no wgmma vision attention here (needs an sm_90 card and a build with arch 90)");
     return wg != 0;
 }
+
+/* A vision q|k|v of n rows (H heads × D) on the device, of type t: h (n · 3·H·D floats) is
+ * filled at random in [−2, 2) with each key row j scaled by 1 + ramp·j/n (ramped keys raise
+ * a row's max tile after tile), and left holding the inputs as the kernels see them. */
+static void *ramped_qkv(hk_dtype t, cudaStream_t s, int n, int H, int D, double ramp, float *h)
+{
+    const size_t nq = (size_t)n * 3 * H * D, st = (size_t)3 * H * D;
+    g_autofree float *x = rnd_fast(nq, -2, 2);
+    for (int j = 0; j < n; j++)
+        for (size_t i = (size_t)H * D; i < (size_t)2 * H * D; i++) x[j * st + i] *= (float)(1 + ramp * j / n);
+    void *f32 = NULL, *qkv = NULL;
+    CK(cudaMalloc(&f32, nq * 4));
+    CK(cudaMalloc(&qkv, nq * 2));
+    CK(cudaMemcpy(f32, x, nq * 4, cudaMemcpyHostToDevice));
+    CK(hk_convert(s, qkv, t, f32, HK_F32, nq));
+    CK(hk_convert(s, f32, HK_F32, qkv, t, nq));
+    CK(cudaMemcpyAsync(h, f32, nq * 4, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    cudaFree(f32);
+    return qkv;
+}
 #endif
 
 /* The Hopper vision attention against the mma.sync kernel, at the sizes of real pages
@@ -2258,19 +2279,10 @@ static void test_attention_full_wg2(gconstpointer data)
     for (size_t k = 0; have_wgmma(s) && k < G_N_ELEMENTS(sizes); k++)
         for (int ramp = 0; ramp <= 6; ramp += 6) {
             const int n = sizes[k];
-            const size_t nq = (size_t)n * 3 * H * D, no = (size_t)n * H * D, st = (size_t)3 * H * D;
-            g_autofree float *h = rnd_fast(nq, -2, 2);
-            for (int j = 0; j < n; j++)
-                for (size_t i = (size_t)H * D; i < (size_t)2 * H * D; i++)
-                    h[j * st + i] *= (float)(1 + (double)ramp * j / n);
-            float *f32 = NULL;
-            full_bench a = { t, NULL, NULL, n, H, D, HK_VIS_WG, 0 }, b = a;
+            const size_t no = (size_t)n * H * D;
+            g_autofree float *h = g_new(float, (size_t)n * 3 * H * D);
+            full_bench a = { t, NULL, ramped_qkv(t, s, n, H, D, ramp, h), n, H, D, HK_VIS_WG, 0 }, b = a;
             b.wgmma = HK_VIS_WG2;
-            CK(cudaMalloc((void **)&f32, nq * 4));
-            CK(cudaMalloc(&a.qkv, nq * 2));
-            CK(cudaMemcpy(f32, h, nq * 4, cudaMemcpyHostToDevice));
-            CK(hk_convert(s, a.qkv, t, f32, HK_F32, nq));
-            b.qkv = a.qkv;
             CK(cudaMalloc(&a.out, no * 2));
             CK(cudaMalloc(&b.out, no * 2));
             g_autofree uint16_t *ha = g_new(uint16_t, no), *hb = g_new(uint16_t, no);
@@ -2288,7 +2300,6 @@ static void test_attention_full_wg2(gconstpointer data)
                         g_error("%s n %d ramp %d lazy %d: output %zu (row %zu) is 0x%04x by k_vis_wg, 0x%04x by "
                                 "k_vis_wg2", c->name, n, ramp, a.lazy, i, i / ((size_t)H * D), ha[i], hb[i]);
             }
-            cudaFree(f32);
             cudaFree(a.qkv);
             cudaFree(a.out);
             cudaFree(b.out);
@@ -2375,21 +2386,10 @@ static void expect_vis_softmax(const dt_case *c, cudaStream_t s, int n, double r
 {
     hk_dtype t = case_kt(c);
     const int H = 16, D = 72, R = MIN(n, 48);
-    const size_t nq = (size_t)n * 3 * H * D, no = (size_t)n * H * D, st = (size_t)3 * H * D;
-    g_autofree float *h = rnd_fast(nq, -2, 2);
-    for (int j = 0; j < n; j++)
-        for (size_t i = (size_t)H * D; i < (size_t)2 * H * D; i++) h[j * st + i] *= (float)(1 + (double)ramp * j / n);
-    void *f32 = NULL;
-    full_bench b = { t, NULL, NULL, n, H, D, 1, 0 };
-    CK(cudaMalloc(&f32, nq * 4));
-    CK(cudaMalloc(&b.qkv, nq * 2));
+    const size_t nq = (size_t)n * 3 * H * D, no = (size_t)n * H * D;
+    g_autofree float *h = g_new(float, nq);
+    full_bench b = { t, NULL, ramped_qkv(t, s, n, H, D, ramp, h), n, H, D, 1, 0 };
     CK(cudaMalloc(&b.out, no * 2));
-    CK(cudaMemcpy(f32, h, nq * 4, cudaMemcpyHostToDevice));
-    CK(hk_convert(s, b.qkv, t, f32, HK_F32, nq));
-    CK(hk_convert(s, f32, HK_F32, b.qkv, t, nq));   /* the inputs as the kernels see them */
-    CK(cudaMemcpyAsync(h, f32, nq * 4, cudaMemcpyDeviceToHost, s));
-    CK(cudaStreamSynchronize(s));
-    cudaFree(f32);
     int rows[48];
     for (int r = 0; r < R; r++) rows[r] = R > 1 ? (int)((int64_t)r * (n - 1) / (R - 1)) : 0;
     if (R > 4) rows[1] = MIN(255, n - 1), rows[2] = MIN(256, n - 1), rows[3] = MIN(64, n - 1);
