@@ -1118,6 +1118,160 @@ static void test_embed(void)
     hyocr_backend_free(be);
 }
 
+/* ---------------------------------------------------------------- bf16 weights kept */
+
+static hyocr_backend *cpu_new_weights(int n_threads, bool f32_weights)
+{
+    hyocr_backend_params p = { .n_threads = n_threads, .tuning.cpu_generic = generic_mode,
+                               .tuning.cpu_f32_weights = f32_weights };
+    g_autoptr(GError) err = NULL;
+    hyocr_backend *be = hyocr_backend_cpu_init(&p, &err);
+    g_assert_no_error(err);
+    return be;
+}
+
+/* n bf16 values from [-1, 1): a float's top 16 bits */
+static uint16_t *rand_bf16(uint64_t seed, size_t n)
+{
+    g_autofree float *f = rand_f32(seed, n, -1, 1);
+    uint16_t *h = g_new(uint16_t, n ? n : 1);
+    for (size_t i = 0; i < n; i++) h[i] = bf16_bits(f[i]);
+    return h;
+}
+
+/* A weight buffer asked for as HYOCR_BUF_WEIGHT_BF16 and filled from a BF16 tensor. */
+static hyocr_buf *bf16_weight(hyocr_backend *be, const uint16_t *h, size_t n)
+{
+    g_autoptr(GError) err = NULL;
+    hyocr_buf *b = be->ops->alloc(be, HYOCR_BUF_WEIGHT_BF16, n, &err);
+    g_assert_no_error(err);
+    hyocr_tensor t = { .name = "w", .dtype = HYOCR_DTYPE_BF16, .n_dims = 1, .shape = { (int64_t)n },
+                       .data = h, .nbytes = n * 2 };
+    g_assert_true(be->ops->upload_weight(be, b, 0, &t, &err));
+    g_assert_no_error(err);
+    return b;
+}
+
+typedef struct {
+    int M, N, K;
+} mm_shape;
+
+/* out = x·w[off..]ᵀ + bias, the product the model makes, on one backend. */
+static float *bf16_product(hyocr_backend *be, const mm_shape *s, const uint16_t *wh, size_t off, const float *x,
+                           const float *bias)
+{
+    g_autoptr(GError) err = NULL;
+    size_t nw = off + (size_t)s->N * s->K;
+    hyocr_buf *w = bf16_weight(be, wh, nw);
+    hyocr_buf *bx = buf_new(be, HYOCR_BUF_ACT, x, (size_t)s->M * s->K);
+    hyocr_buf *bb = buf_new(be, HYOCR_BUF_WEIGHT, bias, (size_t)s->N);
+    hyocr_buf *bo = buf_new(be, HYOCR_BUF_ACT, NULL, (size_t)s->M * s->N);
+    g_assert_true(be->ops->matmul(be, bo, bx, w, off, bb, s->M, s->N, s->K, &err));
+    g_assert_no_error(err);
+    float *o = buf_get(be, bo, (size_t)s->M * s->N);
+    hyocr_buf *all[] = { w, bx, bb, bo };
+    for (size_t i = 0; i < G_N_ELEMENTS(all); i++) be->ops->buf_free(be, all[i]);
+    return o;
+}
+
+/* A BF16 checkpoint's matrices kept in their 16 bits give every product the bits they give
+ * widened to fp32 at load (HYOCR_CPU_F32_WEIGHTS), at the model's shapes: decode rows
+ * (one row: sgemv a few widened rows at a time), a few rows, and a page's rows over two row
+ * tiles; K over OpenBLAS' 4096 block, odd K, N with a tail past the 256-row tiles. */
+static void test_bf16_weights(void)
+{
+    const mm_shape shapes[] = {
+        { 1, 4096, 1024 }, { 1, 7168, 1024 }, { 1, 1024, 3584 }, { 1, 1152, 4304 }, { 1, 1282, 1024 },
+        { 1, 300, 37 }, { 3, 1152, 1152 }, { 17, 600, 1024 }, { generic_mode ? 70 : 600, 1152, 4304 },
+        { generic_mode ? 65 : 530, 3456, 1152 },
+    };
+    hyocr_backend *f32 = cpu_new_weights(2, true), *kept = cpu_new_weights(2, false);
+    g_assert_cmpint(f32->bf16_elem, ==, 4);
+    g_assert_cmpint(kept->bf16_elem, ==, 2);
+    for (size_t i = 0; i < G_N_ELEMENTS(shapes); i++) {
+        const mm_shape *s = &shapes[i];
+        size_t off = (size_t)3 * s->K;   /* a product at an offset, as the draft's k|v rows are */
+        g_autofree uint16_t *wh = rand_bf16(100 + i, off + (size_t)s->N * s->K);
+        g_autofree float *x = rand_f32(200 + i, (size_t)s->M * s->K, -2, 2);
+        g_autofree float *bias = rand_f32(300 + i, (size_t)s->N, -1, 1);
+        g_autofree float *a = bf16_product(f32, s, wh, off, x, bias);
+        g_autofree float *b = bf16_product(kept, s, wh, off, x, bias);
+        g_autofree char *what = g_strdup_printf("%d×%d×%d product on kept bf16 weights", s->M, s->N, s->K);
+        check_bitwise(what, b, a, (size_t)s->M * s->N);
+    }
+    hyocr_backend_free(f32);
+    hyocr_backend_free(kept);
+}
+
+/* The rest of what reads a weight matrix: the fused decode products and the embeddings;
+ * and the bytes each way, and what refuses them. */
+static void test_bf16_weights_ops(void)
+{
+    const int M = 2, N = 96, K = 64, V = 11;
+    g_autofree uint16_t *wh = rand_bf16(7, (size_t)2 * N * K);
+    g_autofree uint16_t *th = rand_bf16(8, (size_t)V * K);
+    g_autofree float *res = rand_f32(9, (size_t)M * K, -1, 1);
+    g_autofree float *nw = rand_f32(10, (size_t)K, 0.5f, 1.5f);
+    g_autofree float *x = rand_f32(11, (size_t)M * N, -1, 1);
+    const int32_t ids[3] = { 10, 0, 4 };
+    float *out[2][4] = { { 0 } };
+    for (int k = 0; k < 2; k++) {
+        g_autoptr(GError) err = NULL;
+        hyocr_backend *be = cpu_new_weights(2, k == 0);
+        hyocr_buf *w = bf16_weight(be, wh, (size_t)2 * N * K), *tab = bf16_weight(be, th, (size_t)V * K);
+        hyocr_mem_info mi;
+        be->ops->mem_info(be, &mi);
+        g_assert_cmpint(mi.weights, ==, (int64_t)(2 * N * K + V * K) * (k == 0 ? 4 : 2));
+        g_assert_cmpint(w->kind, ==, HYOCR_BUF_WEIGHT);
+        hyocr_buf *bres = buf_new(be, HYOCR_BUF_F32, res, (size_t)M * K);
+        hyocr_buf *bnw = buf_new(be, HYOCR_BUF_WEIGHT, nw, (size_t)K);
+        hyocr_buf *bx = buf_new(be, HYOCR_BUF_ACT, x, (size_t)M * N);
+        hyocr_buf *o1 = buf_new(be, HYOCR_BUF_ACT, NULL, (size_t)M * N);
+        hyocr_buf *o2 = buf_new(be, HYOCR_BUF_ACT, NULL, (size_t)3 * K);
+        hyocr_buf *o3 = buf_new(be, HYOCR_BUF_F32, res, (size_t)M * K);
+        hyocr_buf *bids = buf_new(be, HYOCR_BUF_F32, NULL, 3);
+        memcpy(bids->data, ids, sizeof ids);
+        g_assert_true(be->ops->norm_matmul(be, o1, bres, bnw, 1e-6f, w, M, N, K, true, &err));
+        out[k][0] = buf_get(be, o1, (size_t)M * N);
+        g_assert_true(be->ops->embed(be, o2, tab, ids, 3, K, &err));
+        out[k][1] = buf_get(be, o2, (size_t)3 * K);
+        g_assert_true(be->ops->embed_ids(be, o2, tab, bids, 0, 3, K, &err));
+        out[k][2] = buf_get(be, o2, (size_t)3 * K);
+        g_assert_true(be->ops->matmul_residual(be, o3, bx, w, M, K, N, &err));
+        out[k][3] = buf_get(be, o3, (size_t)M * K);
+        g_assert_no_error(err);
+        for (int r = 0; r < 3; r++)   /* an embedding row is the bf16 row widened */
+            for (int c = 0; c < K; c++) {
+                uint32_t u = (uint32_t)th[(size_t)ids[r] * K + c] << 16;
+                g_assert_cmpmem(&out[k][1][r * K + c], 4, &u, 4);
+            }
+        if (k == 1) {   /* an op that reads fp32 only refuses the kept matrix by name */
+            g_assert_false(be->ops->add_rmsnorm(be, o3, bres, NULL, w, M, K, 1e-6f, &err));
+            expect_error(err, HYOCR_ERROR_INVALID_ARGUMENT, "2-byte elements");
+            g_clear_error(&err);
+            float f[4] = { 1, 2, 3, 4 };
+            hyocr_tensor t = { .name = "f32 weights", .dtype = HYOCR_DTYPE_F32, .n_dims = 1, .shape = { 4 },
+                               .data = f, .nbytes = sizeof f };
+            g_assert_false(be->ops->upload_weight(be, w, 0, &t, &err));
+            expect_error(err, HYOCR_ERROR_INVALID_ARGUMENT, "is not BF16");
+            g_clear_error(&err);
+            g_assert_cmpuint(wh[0], ==, ((uint16_t *)w->data)[0]);   /* and it is unchanged */
+        }
+        hyocr_buf *all[] = { w, tab, bres, bnw, bx, o1, o2, o3, bids };
+        for (size_t i = 0; i < G_N_ELEMENTS(all); i++) be->ops->buf_free(be, all[i]);
+        be->ops->mem_info(be, &mi);
+        g_assert_cmpint(mi.weights, ==, 0);
+        hyocr_backend_free(be);
+    }
+    const size_t n[4] = { (size_t)M * N, (size_t)3 * K, (size_t)3 * K, (size_t)M * K };
+    const char *what[4] = { "norm_matmul (gate|up)", "embed", "embed_ids", "matmul_residual" };
+    for (int i = 0; i < 4; i++) {
+        check_bitwise(what[i], out[1][i], out[0][i], n[i]);
+        g_free(out[0][i]);
+        g_free(out[1][i]);
+    }
+}
+
 /* ---------------------------------------------------------------- thread-count independence */
 
 typedef struct {
@@ -1260,6 +1414,8 @@ int main(int argc, char **argv)
         { "attention-paged", test_attention_paged, true },
         { "gqa-mapping", test_gqa_mapping, true },
         { "embed", test_embed, false },
+        { "bf16-weights", test_bf16_weights, true },
+        { "bf16-weights-ops", test_bf16_weights_ops, true },
         { "threads", test_threads, true },
         { "cuda-stub", test_cuda_stub, false },
     };

@@ -46,7 +46,14 @@ static void test_arithmetic(void)
         const hyocr_config *cfg = hyocr_checkpoint_config(ck);
         /* Every used tensor is uploaded once (the tied head is not a tensor of its own). */
         for (int elem = 2; elem <= 4; elem += 2)
-            g_assert_cmpint(hyocr_memplan_weights(cfg, elem, st.lm_head_tied), ==, st.n_params * elem);
+            g_assert_cmpint(hyocr_memplan_weights(cfg, elem, elem, st.lm_head_tied), ==, st.n_params * elem);
+        /* The CPU keeps a BF16 checkpoint's matrices in 2 bytes: all but the vectors and the
+         * position table (what a loaded engine measures: test_engine_plan). ckpt-nested is the
+         * transformers-5 export, F32 and F16. */
+        g_assert_true(st.bf16_only == (k == 0));
+        int64_t mixed = hyocr_memplan_weights(cfg, 4, 2, st.lm_head_tied);
+        g_assert_cmpint(mixed, <, st.n_params * 4);
+        g_assert_cmpint(mixed, >, st.n_params * 2);
         const hyocr_text_config *t = &cfg->text;
         g_assert_cmpint(hyocr_memplan_kv_per_token(cfg, 2), ==, t->num_layers * 2 * t->num_kv_heads * t->head_dim * 2);
 
@@ -697,7 +704,7 @@ static void test_weights_refused(void)
     g_assert_no_error(err);
     hyocr_checkpoint_stats st;
     hyocr_checkpoint_get_stats(ck, &st);
-    int64_t weights = hyocr_memplan_weights(hyocr_checkpoint_config(ck), 4, st.lm_head_tied);
+    int64_t weights = hyocr_memplan_weights(hyocr_checkpoint_config(ck), 4, 2, st.lm_head_tied);
     hyocr_engine_params ep;
     hyocr_engine_params_init(&ep);
     ep.model_dir = dir;

@@ -13,7 +13,7 @@ static const char *const NAMES[] = {
     "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE", "HYOCR_DECODE_STAGES",
     "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
     "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIT_CHUNK_ROWS", "HYOCR_ORDERED_ALLOC",
-    "HYOCR_UPLOAD_U8", "HYOCR_VIS_WG2", "HYOCR_PREFILL_SPARE",
+    "HYOCR_UPLOAD_U8", "HYOCR_VIS_WG2", "HYOCR_PREFILL_SPARE", "HYOCR_CPU_F32_WEIGHTS",
 };
 
 static void clear_env(void)
@@ -52,6 +52,7 @@ static void test_on(void)
         g_assert_true(t.no_graph);
         g_assert_true(t.no_gemv);
         g_assert_true(t.cpu_generic);
+        g_assert_true(t.cpu_f32_weights);
         g_assert_true(t.no_wgmma);
         g_assert_true(t.prefill_template);
         g_assert_cmpint(t.prefill_split, ==, i ? 0 : 1);   /* a count: "yes" is not a number */
@@ -75,6 +76,7 @@ static void test_zero_is_off(void)
     g_assert_false(t.no_graph);
     g_assert_false(t.no_gemv);
     g_assert_false(t.cpu_generic);
+    g_assert_false(t.cpu_f32_weights);
     g_assert_false(t.no_wgmma);
     g_assert_false(t.prefill_template);
     g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);

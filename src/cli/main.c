@@ -148,11 +148,15 @@ static void print_memory_plan(const hyocr_checkpoint *ck, const char *model, hyo
     const hyocr_checkpoint *dr = hyocr_checkpoint_draft(ck);
     p.draft = dr ? hyocr_checkpoint_dflash_config(dr) : NULL;
     p.spec_tokens = p.draft ? p.draft->block_size - 1 : 0;
+    hyocr_checkpoint_stats ds = { 0 };
+    if (dr) hyocr_checkpoint_get_stats(dr, &ds);
+    hyocr_memplan_params_bf16(&p, st.bf16_only, ds.bf16_only, 2);   /* 2: what both backends keep a bf16 matrix in */
     g_autoptr(hyocr_tokenizer) tok = load_tokenizer(model, NULL);
     hyocr_memplan plan;
     hyocr_memplan_for_job(cfg, &p, 0, 0, 0, 1, &plan);
-    g_print("memory plan    %s, %d-byte activations/weights/KV, up to %d new tokens%s\n", kind == HYOCR_BACKEND_CUDA ?
-            "cuda" : "cpu", p.act_elem, max_new, tok ? "" : " (no tokenizer: prompt text estimated)");
+    g_print("memory plan    %s, %d-byte activations/KV, %d-byte weight matrices, up to %d new tokens%s\n",
+            kind == HYOCR_BACKEND_CUDA ? "cuda" : "cpu", p.act_elem, p.matrix_elem, max_new,
+            tok ? "" : " (no tokenizer: prompt text estimated)");
     g_print("  weights      %.3f GiB (%" G_GINT64_FORMAT " bytes)\n", GIB(plan.weights), plan.weights);
     g_print("  KV cache     %.1f MiB per 1K tokens (%" G_GINT64_FORMAT " bytes per token)\n",
             plan.kv_per_token * 1024 / 1048576.0, plan.kv_per_token);

@@ -1,5 +1,9 @@
 /* hyocr — CPU backend: every op of backend.h in fp32.
  *
+ * A BF16 checkpoint's weight matrices keep their 16 bits (half the memory, half
+ * the bytes a decode step reads); the products widen the rows they use to fp32
+ * first, which is exact, so they compute what they would on fp32 weights.
+ *
  * Results must not depend on the thread count: work is cut into items whose
  * boundaries depend only on the shapes, each output element is written by
  * exactly one item, and an item computes it with the same code whichever
@@ -188,11 +192,19 @@ static void run(hyocr_backend *be, int64_t n_items, int64_t min_grain, cpu_task_
     pool_run(cb->pool, n_items, grain_for(cb, n_items, min_grain), fn, ctx);
 }
 
-static bool need(const char *op, const char *what, const hyocr_buf *b, size_t n, GError **error)
+/* A buffer of n elements at least. bf16: the op reads weights kept as bf16 too
+ * (matmul and embed); every other op reads fp32 only. */
+static bool need_as(const char *op, const char *what, const hyocr_buf *b, size_t n, bool bf16, GError **error)
 {
     if (!b || !b->data) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     _("CPU backend: %s: buffer '%s' is missing"), op, what);
+        return false;
+    }
+    if (b->elem_size != (int)sizeof(float) && !(bf16 && b->elem_size == 2)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("CPU backend: %s: buffer '%s' holds %d-byte elements, which this op does not read (a bug in hyocr)"),
+                    op, what, b->elem_size);
         return false;
     }
     if (b->n < n) {
@@ -202,6 +214,11 @@ static bool need(const char *op, const char *what, const hyocr_buf *b, size_t n,
         return false;
     }
     return true;
+}
+
+static bool need(const char *op, const char *what, const hyocr_buf *b, size_t n, GError **error)
+{
+    return need_as(op, what, b, n, false, error);
 }
 
 static bool dims_ok(const char *op, GError **error, int n, const int *d)
@@ -250,17 +267,22 @@ static bool within_limit(cpu_backend *cb, hyocr_buf_kind kind, size_t bytes, GEr
 static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GError **error)
 {
     cpu_backend *cb = CB(be);
-    if ((int)kind < 0 || kind > HYOCR_BUF_KV) {
+    if ((int)kind < 0 || kind > HYOCR_BUF_WEIGHT_BF16) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     _("CPU backend: unknown buffer kind %d"), (int)kind);
         return NULL;
     }
-    if (n > (SIZE_MAX - CPU_ALIGN) / sizeof(float) || n > (size_t)INT64_MAX / sizeof(float)) {
+    size_t es = sizeof(float);
+    if (kind == HYOCR_BUF_WEIGHT_BF16) {
+        kind = HYOCR_BUF_WEIGHT;
+        es = (size_t)cb->base.bf16_elem;
+    }
+    if (n > (SIZE_MAX - CPU_ALIGN) / es || n > (size_t)INT64_MAX / es) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
                     _("CPU backend: cannot allocate %zu floats: the size overflows"), n);
         return NULL;
     }
-    size_t bytes = n * sizeof(float);
+    size_t bytes = n * es;
     if (!within_limit(cb, kind, bytes, error)) return NULL;
     void *data = NULL;
     size_t alloc_bytes = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
@@ -281,7 +303,7 @@ static hyocr_buf *cpu_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GE
         return NULL;
     }
     b->kind = kind;
-    b->elem_size = sizeof(float);
+    b->elem_size = (int)es;
     b->n = n;
     b->data = data;
     g_mutex_lock(&cb->mem_lock);
@@ -296,7 +318,7 @@ static void cpu_buf_free(hyocr_backend *be, hyocr_buf *b)
 {
     if (!b) return;
     cpu_backend *cb = CB(be);
-    int64_t bytes = (int64_t)(b->n * sizeof(float));
+    int64_t bytes = (int64_t)(b->n * (size_t)b->elem_size);
     g_mutex_lock(&cb->mem_lock);
     cb->bytes[b->kind] -= bytes;
     cb->total -= bytes;
@@ -384,8 +406,17 @@ static bool cpu_upload_weight(hyocr_backend *be, hyocr_buf *dst, size_t dst_off,
                     name, t->file ? _(" in ") : "", t->file ? t->file : "", n, n * esz, t->nbytes);
         return false;
     }
-    if (dst_off > SIZE_MAX - n || !need("upload_weight", name, dst, dst_off + n, error))
+    if (dst_off > SIZE_MAX - n || !need_as("upload_weight", name, dst, dst_off + n, true, error))
         return false;
+    if (dst->elem_size == 2) {   /* kept as the checkpoint has it: the loader asks for this only for BF16 */
+        if (t->dtype != HYOCR_DTYPE_BF16) {
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        _("CPU backend: tensor %s is not BF16 but its buffer keeps bf16 values (a bug in hyocr)"), name);
+            return false;
+        }
+        memcpy((uint16_t *)dst->data + dst_off, t->data, n * 2);
+        return true;
+    }
     convert_ctx c = { t->data, t->dtype, F(dst) + dst_off };
     run(be, (int64_t)n, 1 << 16, convert_task, &c);
     return true;
@@ -491,10 +522,76 @@ static inline v4f exp4(v4f x)
 /* ---------------------------------------------------------------- matmul */
 
 typedef struct {
-    const float *x, *w, *bias;
-    float       *out;
-    int          M, N, K, n_tiles_n;
+    const float    *x, *w, *bias;
+    const uint16_t *wh;           /* bf16 weights (w is NULL then) */
+    float          *out;
+    int             M, N, K, n_tiles_n, n_tiles_m;
+    atomic_int     *oom;          /* a task could not get its widened rows */
 } gemm_ctx;
+
+typedef uint16_t v8u16 __attribute__((vector_size(16)));
+typedef uint32_t v8u32 __attribute__((vector_size(32)));
+
+/* bf16 → fp32 is the 16 bits moved up: exact. */
+static void widen_bf16(float *dst, const uint16_t *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8u16 h;
+        memcpy(&h, src + i, sizeof h);
+        v8u32 w = __builtin_convertvector(h, v8u32) << 16;
+        memcpy(dst + i, &w, sizeof w);
+    }
+    for (; i < n; i++) dst[i] = bf16_to_f32(src[i]);
+}
+
+/* One task's widened weight rows, kept while its tiles use the same ones. */
+typedef struct {
+    float *p;
+    size_t cap;
+    int    n0, nn;
+} wide_rows;
+
+static void wide_rows_clear(wide_rows *r) { free(r->p); }
+
+/* The fp32 rows [n0, n0 + nn) of c's weights, K apart: in place, or widened into r
+ * (64-byte aligned, like the weights). NULL when r cannot grow (c->oom is set). */
+static const float *w_rows(const gemm_ctx *c, wide_rows *r, int n0, int nn)
+{
+    if (!c->wh) return c->w + (size_t)n0 * c->K;
+    if (r->p && r->n0 == n0 && r->nn == nn) return r->p;
+    size_t n = (size_t)nn * c->K;
+    if (n > r->cap) {
+        free(r->p);
+        r->p = NULL;
+        r->cap = 0;
+        void *p = NULL;
+        if (posix_memalign(&p, CPU_ALIGN, n * sizeof(float)) != 0) {
+            atomic_store(c->oom, 1);
+            return NULL;
+        }
+        r->p = p;
+        r->cap = n;
+    }
+    widen_bf16(r->p, c->wh + (size_t)n0 * c->K, n);
+    r->n0 = n0;
+    r->nn = nn;
+    return r->p;
+}
+
+/* Tile t of an m × n grid: fp32 weights go row block by row block (the x rows stay
+ * in cache), bf16 ones column block by column block (a task widens a block's
+ * weight rows once for its tiles). The order changes no result. */
+static void tile_at(const gemm_ctx *c, int64_t t, int tm, int tn, int *m0, int *n0)
+{
+    if (c->wh) {
+        *n0 = (int)(t / c->n_tiles_m) * tn;
+        *m0 = (int)(t % c->n_tiles_m) * tm;
+    } else {
+        *m0 = (int)(t / c->n_tiles_n) * tm;
+        *n0 = (int)(t % c->n_tiles_n) * tn;
+    }
+}
 
 /* Four dot products of one x row against four w rows, sharing the x loads. */
 static void dot_1x4(const float *x, const float *w, size_t ldw, int K, float *o)
@@ -522,20 +619,25 @@ static void dot_1x4(const float *x, const float *w, size_t ldw, int K, float *o)
 static void gemm_tile_task(void *p, int64_t b, int64_t e)
 {
     const gemm_ctx *c = p;
+    wide_rows r = { 0 };
     for (int64_t t = b; t < e; t++) {
-        int m0 = (int)(t / c->n_tiles_n) * GEMM_TILE, n0 = (int)(t % c->n_tiles_n) * GEMM_TILE;
+        int m0, n0;
+        tile_at(c, t, GEMM_TILE, GEMM_TILE, &m0, &n0);
         int m1 = m0 + GEMM_TILE < c->M ? m0 + GEMM_TILE : c->M;
         int n1 = n0 + GEMM_TILE < c->N ? n0 + GEMM_TILE : c->N;
+        const float *w = w_rows(c, &r, n0, n1 - n0);
+        if (!w) break;
         for (int m = m0; m < m1; m++) {
             const float *xr = c->x + (size_t)m * c->K;
             float *orow = c->out + (size_t)m * c->N;
             int n = n0;
             for (; n + 4 <= n1; n += 4)
-                dot_1x4(xr, c->w + (size_t)n * c->K, (size_t)c->K, c->K, orow + n);
+                dot_1x4(xr, w + (size_t)(n - n0) * c->K, (size_t)c->K, c->K, orow + n);
             for (; n < n1; n++)
-                orow[n] = dot_f32(xr, c->w + (size_t)n * c->K, c->K);
+                orow[n] = dot_f32(xr, w + (size_t)(n - n0) * c->K, c->K);
         }
     }
+    wide_rows_clear(&r);
 }
 
 static void bias_task(void *p, int64_t b, int64_t e)
@@ -555,21 +657,47 @@ static void bias_task(void *p, int64_t b, int64_t e)
 #define BLAS_TILE_M 512
 #define BLAS_TILE_N 256
 
+/* One row against bf16 weights: a tile's rows are widened a few at a time (they
+ * stay in the core's cache for sgemv) and each sgemv gives a row what it gives it
+ * in a call over the whole tile (test-backend-cpu checks the bits at the model's
+ * shapes). */
+#define WIDE_GEMV_ROWS 32
+
+static bool gemv_wide(const gemm_ctx *c, wide_rows *r, int n0, int nn, float *o)
+{
+    for (int j = 0; j < nn; j += WIDE_GEMV_ROWS) {
+        int k = nn - j < WIDE_GEMV_ROWS ? nn - j : WIDE_GEMV_ROWS;
+        const float *w = w_rows(c, r, n0 + j, k);
+        if (!w) return false;
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, k, c->K, 1.0f, w, c->K, c->x, 1, 0.0f, o + j, 1);
+    }
+    return true;
+}
+
 static void blas_tile_task(void *p, int64_t b, int64_t e)
 {
     const gemm_ctx *c = p;
+    wide_rows r = { 0 };
     for (int64_t t = b; t < e; t++) {
-        int m0 = (int)(t / c->n_tiles_n) * BLAS_TILE_M, n0 = (int)(t % c->n_tiles_n) * BLAS_TILE_N;
+        int m0, n0;
+        tile_at(c, t, BLAS_TILE_M, BLAS_TILE_N, &m0, &n0);
         int mm = c->M - m0 < BLAS_TILE_M ? c->M - m0 : BLAS_TILE_M;
         int nn = c->N - n0 < BLAS_TILE_N ? c->N - n0 : BLAS_TILE_N;
-        const float *x = c->x + (size_t)m0 * c->K, *w = c->w + (size_t)n0 * c->K;
+        const float *x = c->x + (size_t)m0 * c->K;
         float *o = c->out + (size_t)m0 * c->N + n0;
+        if (mm == 1 && c->wh) {
+            if (!gemv_wide(c, &r, n0, nn, o)) break;
+            continue;
+        }
+        const float *w = w_rows(c, &r, n0, nn);
+        if (!w) break;
         if (mm == 1)
             cblas_sgemv(CblasRowMajor, CblasNoTrans, nn, c->K, 1.0f, w, c->K, x, 1, 0.0f, o, 1);
         else
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, mm, nn, c->K, 1.0f, x, c->K, w, c->K,
                         0.0f, o, c->N);
     }
+    wide_rows_clear(&r);
 }
 
 #endif
@@ -588,8 +716,8 @@ static void blas_gemm(hyocr_backend *be, gemm_ctx *c)
 #if HYOCR_HAVE_BLAS
     blas_single_thread();
     c->n_tiles_n = (c->N + BLAS_TILE_N - 1) / BLAS_TILE_N;
-    int64_t tiles = (int64_t)((c->M + BLAS_TILE_M - 1) / BLAS_TILE_M) * c->n_tiles_n;
-    run(be, tiles, 1, blas_tile_task, c);
+    c->n_tiles_m = (c->M + BLAS_TILE_M - 1) / BLAS_TILE_M;
+    run(be, (int64_t)c->n_tiles_m * c->n_tiles_n, 1, blas_tile_task, c);
 #endif
 }
 
@@ -598,19 +726,27 @@ static bool cpu_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, co
 {
     if (!DIMS_OK("matmul", error, M, N, K) ||
         !need("matmul", "out", out, (size_t)M * N, error) || !need("matmul", "x", x, (size_t)M * K, error) ||
-        !need("matmul", "w", w, w_off + (size_t)N * K, error) ||
+        !need_as("matmul", "w", w, w_off + (size_t)N * K, true, error) ||
         (bias && !need("matmul", "bias", bias, (size_t)N, error)))
         return false;
     if (M == 0 || N == 0) return true;
-    gemm_ctx c = { F(x), F(w) + w_off, bias ? F(bias) : NULL, F(out), M, N, K, 0 };
+    atomic_int oom = 0;
+    bool bf16 = w->elem_size == 2;
+    gemm_ctx c = { F(x), bf16 ? NULL : F(w) + w_off, bias ? F(bias) : NULL,
+                   bf16 ? (const uint16_t *)w->data + w_off : NULL, F(out), M, N, K, 0, 0, &oom };
     if (K == 0) {
         memset(c.out, 0, (size_t)M * N * sizeof(float));
     } else if (CB(be)->use_blas) {
         blas_gemm(be, &c);
     } else {
         c.n_tiles_n = (N + GEMM_TILE - 1) / GEMM_TILE;
-        int64_t tiles = (int64_t)((M + GEMM_TILE - 1) / GEMM_TILE) * c.n_tiles_n;
-        run(be, tiles, 1, gemm_tile_task, &c);
+        c.n_tiles_m = (M + GEMM_TILE - 1) / GEMM_TILE;
+        run(be, (int64_t)c.n_tiles_m * c.n_tiles_n, 1, gemm_tile_task, &c);
+    }
+    if (atomic_load(&oom)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY,
+                    _("CPU backend: matmul: out of host memory for a block of weight rows of %d widened to fp32"), K);
+        return false;
     }
     if (bias) run(be, M, 16, bias_task, &c);
     return true;
@@ -821,7 +957,7 @@ static bool cpu_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *
     if (!DIMS_OK("norm_matmul", error, M, N, K) || !need("norm_matmul", "out", out, (size_t)M * N, error) ||
         !need("norm_matmul", "residual", residual, (size_t)M * K, error) ||
         !need("norm_matmul", "norm weight", norm_w, (size_t)K, error) ||
-        !need("norm_matmul", "w", w, (size_t)(glu ? 2 : 1) * N * K, error))
+        !need_as("norm_matmul", "w", w, (size_t)(glu ? 2 : 1) * N * K, true, error))
         return false;
     if (M == 0 || N == 0 || K == 0) return cpu_matmul(be, out, residual, w, 0, NULL, M, N, 0, error);
     g_autofree float *xn = g_new(float, (size_t)M * K);
@@ -1714,7 +1850,7 @@ static bool embed_rows(const char *op, hyocr_buf *out, const hyocr_buf *table, c
                     _("CPU backend: %s: invalid arguments (%d ids, width %d)"), op, n, C);
         return false;
     }
-    if (!need(op, "out", out, (size_t)n * C, error) || !need(op, "table", table, (size_t)C, error)) return false;
+    if (!need(op, "out", out, (size_t)n * C, error) || !need_as(op, "table", table, (size_t)C, true, error)) return false;
     size_t rows = table->n / (size_t)C;
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= rows) {
@@ -1723,8 +1859,13 @@ static bool embed_rows(const char *op, hyocr_buf *out, const hyocr_buf *table, c
                           "(%zu rows); the tokenizer and checkpoint do not match"), op, ids[i], i, rows);
             return false;
         }
-    for (int i = 0; i < n; i++)
-        memcpy(F(out) + (size_t)i * C, F(table) + (size_t)ids[i] * C, (size_t)C * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        size_t row = (size_t)ids[i] * C;
+        if (table->elem_size == 2)
+            widen_bf16(F(out) + (size_t)i * C, (const uint16_t *)table->data + row, (size_t)C);
+        else
+            memcpy(F(out) + (size_t)i * C, F(table) + row, (size_t)C * sizeof(float));
+    }
     return true;
 }
 
@@ -2041,6 +2182,7 @@ hyocr_backend *hyocr_backend_cpu_init(const hyocr_backend_params *p, GError **er
      * stream. Settled here, it happens while the model loads. */
     if (cb->use_blas) blas_single_thread();
     cb->avx2 = !generic && cpu_has_avx2();
+    cb->base.bf16_elem = cb->base.tuning.cpu_f32_weights ? 4 : 2;
     g_mutex_init(&cb->mem_lock);
     return &cb->base;
 }

@@ -389,6 +389,7 @@ static inline void *at(const hyocr_buf *b, size_t off) { return (uint8_t *)b->da
 static hyocr_buf *cuda_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GError **error)
 {
     cuda_backend *cb = CB(be);
+    if (kind == HYOCR_BUF_WEIGHT_BF16) kind = HYOCR_BUF_WEIGHT;   /* converted like any weight (bf16_elem 2) */
     if ((int)kind < 0 || kind > HYOCR_BUF_KV) {
         invalid(error, _("unknown buffer kind %d"), (int)kind);
         return NULL;
@@ -2291,6 +2292,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->base.kind = HYOCR_BACKEND_CUDA;
     /* F32 (the zero value of the params) means "the default", FP16. */
     cb->base.dtype = p && p->dtype == HYOCR_COMPUTE_BF16 ? HYOCR_COMPUTE_BF16 : HYOCR_COMPUTE_F16;
+    cb->base.bf16_elem = 2;   /* every weight is stored in the compute type */
     cb->act = cb->base.dtype == HYOCR_COMPUTE_BF16 ? HK_BF16 : HK_F16;
     if (p) cb->base.tuning = p->tuning;
     cb->plans = g_hash_table_new_full(plan_hash, plan_equal, g_free, plan_free);

@@ -116,6 +116,14 @@ bool hyocr_rope_check(const hyocr_backend *be, const char *op, const hyocr_rope_
     return true;
 }
 
+hyocr_buf_kind hyocr_weight_kind(const hyocr_tensor *const *t, int n, bool matrix)
+{
+    if (!matrix || n <= 0) return HYOCR_BUF_WEIGHT;
+    for (int i = 0; i < n; i++)
+        if (!t[i] || t[i]->dtype != HYOCR_DTYPE_BF16) return HYOCR_BUF_WEIGHT;
+    return HYOCR_BUF_WEIGHT_BF16;
+}
+
 int64_t hyocr_memory_limit_resolve(int64_t limit, int64_t total)
 {
     if (limit >= 0) return limit;

@@ -31,6 +31,12 @@ typedef enum {
     HYOCR_BUF_F32,      /* always fp32 (residual stream, logits, norms' statistics) */
     HYOCR_BUF_WEIGHT,   /* weights: converted once at upload */
     HYOCR_BUF_KV,       /* paged KV cache storage */
+    /* An allocation request, not a kind a buffer keeps: a weight matrix whose every value
+     * is a bf16 (the checkpoint's type), read only by matmul, the fused products and embed.
+     * The buffer comes back as HYOCR_BUF_WEIGHT; its elem_size says whether the backend
+     * kept the 16 bits (the CPU: its products widen them, which is exact) or converted
+     * them as it converts any weight. */
+    HYOCR_BUF_WEIGHT_BF16,
 } hyocr_buf_kind;
 
 /* Backends allocate these (possibly inside a larger struct of their own). */
@@ -295,6 +301,7 @@ struct hyocr_backend {
     hyocr_backend_kind        kind;
     hyocr_compute_dtype       dtype;
     hyocr_tuning              tuning;   /* as the params gave them; the model takes its own from here */
+    int                       bf16_elem; /* bytes an element of a HYOCR_BUF_WEIGHT_BF16 request takes */
 };
 
 typedef struct {
@@ -324,6 +331,11 @@ void           hyocr_rope_params_init_plain(hyocr_rope_params *rp, int head_dim,
 bool           hyocr_rope_check(const hyocr_backend *be, const char *op, const hyocr_rope_params *rp, int M,
                                 const int32_t *pos, int n_axes, int Hq, int Hkv, int min_hq, int max_dim, int *axes,
                                 GError **error);
+
+/* The kind a loader asks for a weight buffer of these n tensors as: HYOCR_BUF_WEIGHT_BF16 for a
+ * matrix (a buffer only matmul, the fused products and embed read) whose tensors are all BF16,
+ * HYOCR_BUF_WEIGHT otherwise. */
+hyocr_buf_kind hyocr_weight_kind(const hyocr_tensor *const *t, int n, bool matrix);
 
 /* The bytes a memory_limit of hyocr_backend_params allows on a device (or machine) of
  * total bytes: the limit itself, or a negative one as millionths of total; 0 = none

@@ -286,6 +286,9 @@ static bool validate_tensors(hyocr_checkpoint *ck, GError **error)
         if (!check_tensor(ck, e, t, error)) return false;
         count_tensor(&ck->stats, e, t);
     }
+    size_t all = 0;
+    for (int d = 0; d < HYOCR_DTYPE_COUNT; d++) all += ck->stats.bytes_per_dtype[d];
+    ck->stats.bf16_only = ck->stats.n_tensors > 0 && ck->stats.bytes_per_dtype[HYOCR_DTYPE_BF16] == all;
     if (ck->cfg && ck->cfg->text.tie_word_embeddings) {
         ck->stats.lm_head_tied = true;
         g_hash_table_replace(ck->by_canon, g_strdup("lm_head.weight"),

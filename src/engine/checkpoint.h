@@ -20,6 +20,7 @@ typedef struct {
     int64_t n_params_text;
     size_t  bytes_per_dtype[HYOCR_DTYPE_COUNT];
     bool    lm_head_tied;         /* true when lm_head reuses embed_tokens */
+    bool    bf16_only;            /* every tensor the model uses is BF16 (the releases are) */
     bool    transformers_names;   /* file used the transformers-5 scheme */
     int     n_files;
 } hyocr_checkpoint_stats;

@@ -24,7 +24,8 @@ typedef struct {
     bool                    failed;
 } loader;
 
-/* The named tensors of one prefix back to back in one weight buffer (fused q|k|v, gate|up). */
+/* The named tensors of one prefix back to back in one weight buffer (fused q|k|v, gate|up).
+ * Every 2-D tensor of the draft is a product's weights (hyocr_weight_kind's matrix). */
 static hyocr_buf *load_cat(loader *ld, const char *prefix, const char *const *names, int k)
 {
     if (ld->failed) return NULL;
@@ -41,7 +42,7 @@ static hyocr_buf *load_cat(loader *ld, const char *prefix, const char *const *na
         }
         n += (size_t)hyocr_tensor_numel(t[i]);
     }
-    hyocr_buf *b = OPS->alloc(d->be, HYOCR_BUF_WEIGHT, n, ld->error);
+    hyocr_buf *b = OPS->alloc(d->be, hyocr_weight_kind(t, k, t[0]->n_dims == 2), n, ld->error);
     size_t off = 0;
     for (int i = 0; b && i < k; i++) {
         if (!OPS->upload_weight(d->be, b, off, t[i], ld->error)) {

@@ -26,7 +26,6 @@ struct hyocr_engine {
     hyocr_model        *model;            /* NULL only after a failed dtype reload */
     int                 max_model_len;
     int                 kv_fixed_blocks;  /* the engine's fixed pool, 0 when it grows per job */
-    bool                lm_head_tied;
     int32_t             eos[2 * HYOCR_MAX_EOS + 1];
     int                 n_eos;
     gint                cancel_gen;       /* atomic: hyocr_engine_cancel bumps it; a job submitted before is

@@ -162,9 +162,6 @@ static bool engine_open(hyocr_engine *eng, const hyocr_engine_params *p, GError 
     g_autofree char *tok_path = g_build_filename(eng->model_dir, "tokenizer.json", NULL);
     eng->tok = hyocr_tokenizer_load(tok_path, error);
     if (!eng->tok) return false;
-    hyocr_checkpoint_stats cs;
-    hyocr_checkpoint_get_stats(eng->ck, &cs);
-    eng->lm_head_tied = cs.lm_head_tied;
     collect_eos(eng);
     return open_standin(eng, p, error);
 }
@@ -173,6 +170,19 @@ static bool engine_open(hyocr_engine *eng, const hyocr_engine_params *p, GError 
 bool hyocr_engine_load(hyocr_engine *eng, GError **error)
 {
     return load_model(eng, &eng->params, error);
+}
+
+/* The memory plan's params for this engine's backend, checkpoint and draft. */
+static void plan_params(hyocr_engine *eng, hyocr_memplan_params *p)
+{
+    hyocr_memplan_params_init(p, eng->be->kind);
+    p->act_elem = eng->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2;
+    hyocr_checkpoint_stats cs, ds = { 0 };
+    hyocr_checkpoint_get_stats(eng->ck, &cs);
+    const hyocr_checkpoint *dr = hyocr_checkpoint_draft(eng->ck);
+    if (dr) hyocr_checkpoint_get_stats(dr, &ds);
+    hyocr_memplan_params_bf16(p, cs.bf16_only, ds.bf16_only, eng->be->bf16_elem);
+    p->lm_head_tied = cs.lm_head_tied;
 }
 
 /* A memory limit below the weights is refused before a byte is uploaded, with
@@ -184,15 +194,12 @@ static bool check_weights_fit(hyocr_engine *eng, GError **error)
     eng->be->ops->mem_info(eng->be, &mi);
     int64_t lim = mi.limit;
     if (lim <= 0) return true;
-    hyocr_checkpoint_stats cs;
-    hyocr_checkpoint_get_stats(eng->ck, &cs);
     hyocr_memplan_params mp;
-    hyocr_memplan_params_init(&mp, eng->be->kind);
-    int elem = eng->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2;
-    int64_t weights = hyocr_memplan_weights(hyocr_checkpoint_config(eng->ck), elem, cs.lm_head_tied);
+    plan_params(eng, &mp);
+    int64_t weights = hyocr_memplan_weights(hyocr_checkpoint_config(eng->ck), mp.act_elem, mp.matrix_elem, mp.lm_head_tied);
     if (weights + mp.backend_bytes <= lim) return true;
     hyocr_memplan plan = {
-        .act_elem = elem, .weights = weights, .backend = mp.backend_bytes, .total = weights + mp.backend_bytes,
+        .act_elem = mp.act_elem, .weights = weights, .backend = mp.backend_bytes, .total = weights + mp.backend_bytes,
         .backend_kind = eng->be->kind, .budget = lim, .budget_is_limit = true, .fits = false,
     };
     g_autofree char *w = hyocr_memplan_format_bytes(plan.total);
@@ -228,8 +235,9 @@ static void load_draft(hyocr_engine *eng, const hyocr_engine_params *p)
     const hyocr_dflash_config *dc = hyocr_checkpoint_dflash_config(dr);
     hyocr_mem_info mi;
     eng->be->ops->mem_info(eng->be, &mi);
-    int elem = eng->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2;
-    if (mi.limit > 0 && mi.weights + hyocr_memplan_draft_weights(dc, elem) > mi.limit) {
+    hyocr_memplan_params mp;
+    plan_params(eng, &mp);
+    if (mi.limit > 0 && mi.weights + hyocr_memplan_draft_weights(dc, mp.act_elem, mp.draft_matrix_elem) > mi.limit) {
         hyocr_engine_log(eng, HYOCR_LOG_WARNING, "the DFlash draft does not fit the memory limit next to the model; "
                          "decoding without speculation");
         return;
@@ -666,9 +674,7 @@ static void memcheck_init(memcheck *mc, hyocr_engine *eng, bool at_rest)
 {
     memset(mc, 0, sizeof *mc);
     mc->eng = eng;
-    hyocr_memplan_params_init(&mc->p, eng->be->kind);
-    mc->p.act_elem = eng->be->dtype == HYOCR_COMPUTE_F32 ? 4 : 2;
-    mc->p.lm_head_tied = eng->lm_head_tied;
+    plan_params(eng, &mc->p);
     mc->p.kv_block_size = eng->model->kv_block_size;
     mc->p.kv_fixed_blocks = eng->kv_fixed_blocks;
     mc->p.max_model_len = eng->max_model_len;

@@ -23,6 +23,7 @@ void hyocr_memplan_params_init(hyocr_memplan_params *p, hyocr_backend_kind kind)
 {
     memset(p, 0, sizeof *p);
     p->act_elem = kind == HYOCR_BACKEND_CUDA ? 2 : 4;
+    p->matrix_elem = p->draft_matrix_elem = p->act_elem;
     p->backend_bytes = kind == HYOCR_BACKEND_CUDA ? HYOCR_MEMPLAN_CUDA_BACKEND : 0;
     p->lm_head_tied = true;
     p->kv_block_size = 16;
@@ -30,36 +31,59 @@ void hyocr_memplan_params_init(hyocr_memplan_params *p, hyocr_backend_kind kind)
     p->text_chunk_rows = HYOCR_TEXT_CHUNK_ROWS;
 }
 
-/* Element counts of the buffers model.c's load_vision uploads. */
-static int64_t vision_weight_elems(const hyocr_config *cfg)
+/* Weight elements: in matrices (model.c's load1m and fused products: hyocr_weight_kind's
+ * matrix) and the rest (norms, biases, the position table, the merger's vectors). */
+typedef struct {
+    int64_t mat, rest;
+} weight_elems;
+
+static int64_t weight_bytes(weight_elems w, int elem, int matrix_elem)
+{
+    return w.mat * matrix_elem + w.rest * elem;
+}
+
+/* The buffers model.c's load_vision uploads. */
+static weight_elems vision_weight_elems(const hyocr_config *cfg)
 {
     const hyocr_vision_config *v = &cfg->vision;
     int64_t C = v->hidden_size, I = v->intermediate_size, T = v->out_hidden_size;
     int64_t pp = (int64_t)v->num_channels * v->patch_size * v->patch_size, edge = hyocr_config_pos_edge(cfg);
-    int64_t block = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + I * C + I + C * I + C;
-    int64_t embed = C * pp + C + (edge * edge + 1) * C;
-    int64_t merger = C + 8 * C * C + 2 * C + 8 * C * C + 4 * C + 4 * C + T * 4 * C + T + 3 * T;
-    return embed + v->num_layers * block + merger;
+    int64_t block_mat = 3 * C * C + C * C + I * C + C * I, block_rest = 2 * C + 3 * C + C + 2 * C + I + C;
+    int64_t merger_mat = 8 * C * C + 8 * C * C + T * 4 * C, merger_rest = C + 2 * C + 4 * C + 4 * C + T + 3 * T;
+    return (weight_elems){ C * pp + v->num_layers * block_mat + merger_mat,
+                           C + (edge * edge + 1) * C + v->num_layers * block_rest + merger_rest };
 }
 
 /* … and load_text: fused q|k|v and gate|up are one buffer each, which costs the same. */
-static int64_t text_weight_elems(const hyocr_config *cfg, bool tied)
+static weight_elems text_weight_elems(const hyocr_config *cfg, bool tied)
 {
     const hyocr_text_config *t = &cfg->text;
     int64_t H = t->hidden_size, D = t->head_dim, I = t->intermediate_size, V = t->vocab_size;
     int64_t q = (int64_t)t->num_heads * D, kv = (int64_t)t->num_kv_heads * D;
-    int64_t layer = H + (q + 2 * kv) * H + H * q + 2 * D + H + 2 * I * H + H * I;
-    return V * H + t->num_layers * layer + H + (tied ? 0 : V * H);
+    int64_t layer_mat = (q + 2 * kv) * H + H * q + 2 * I * H + H * I, layer_rest = H + 2 * D + H;
+    return (weight_elems){ V * H + t->num_layers * layer_mat + (tied ? 0 : V * H), t->num_layers * layer_rest + H };
 }
 
-int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, bool lm_head_tied)
+int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, int matrix_elem, bool lm_head_tied)
 {
-    return (vision_weight_elems(cfg) + text_weight_elems(cfg, lm_head_tied)) * elem;
+    return weight_bytes(vision_weight_elems(cfg), elem, matrix_elem) +
+           weight_bytes(text_weight_elems(cfg, lm_head_tied), elem, matrix_elem);
 }
 
-int64_t hyocr_memplan_vision_weights(const hyocr_config *cfg, int elem)
+int64_t hyocr_memplan_vision_weights(const hyocr_config *cfg, int elem, int matrix_elem)
 {
-    return vision_weight_elems(cfg) * elem;
+    return weight_bytes(vision_weight_elems(cfg), elem, matrix_elem);
+}
+
+int hyocr_memplan_matrix_elem(int act_elem, bool bf16_only, int bf16_elem)
+{
+    return bf16_only && bf16_elem > 0 ? bf16_elem : act_elem;
+}
+
+void hyocr_memplan_params_bf16(hyocr_memplan_params *p, bool model_bf16, bool draft_bf16, int bf16_elem)
+{
+    p->matrix_elem = hyocr_memplan_matrix_elem(p->act_elem, model_bf16, bf16_elem);
+    p->draft_matrix_elem = hyocr_memplan_matrix_elem(p->act_elem, draft_bf16, bf16_elem);
 }
 
 int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem)
@@ -68,12 +92,13 @@ int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem)
     return (int64_t)t->num_layers * 2 * t->num_kv_heads * t->head_dim * elem;
 }
 
-int64_t hyocr_memplan_draft_weights(const hyocr_dflash_config *d, int elem)
+int64_t hyocr_memplan_draft_weights(const hyocr_dflash_config *d, int elem, int matrix_elem)
 {
     int64_t H = d->hidden_size, D = d->head_dim, I = d->intermediate_size;
     int64_t q = (int64_t)d->num_heads * D, kv = (int64_t)d->num_kv_heads * D;
-    int64_t layer = H + (q + 2 * kv) * H + H * q + 2 * D + H + 2 * I * H + H * I;
-    return (H * d->n_target_layers * H + 2 * H + d->num_layers * layer) * elem;
+    int64_t layer_mat = (q + 2 * kv) * H + H * q + 2 * I * H + H * I, layer_rest = H + 2 * D + H;
+    weight_elems w = { H * d->n_target_layers * H + d->num_layers * layer_mat, 2 * H + d->num_layers * layer_rest };
+    return weight_bytes(w, elem, matrix_elem);
 }
 
 int64_t hyocr_memplan_draft_ctx_per_token(const hyocr_dflash_config *d, int elem)
@@ -91,7 +116,7 @@ static void plan_draft(const hyocr_config *cfg, const hyocr_memplan_params *p, h
     if (!d) return;
     int64_t e = p->act_elem, B = d->block_size, H = d->hidden_size, D = d->head_dim, I = d->intermediate_size;
     int64_t V = d->vocab_size, W = (int64_t)d->n_target_layers * H;
-    out->draft_weights = hyocr_memplan_draft_weights(d, e);
+    out->draft_weights = hyocr_memplan_draft_weights(d, e, p->draft_matrix_elem);
     if (p->spec_tokens <= 0) return;
     int64_t rows = MAX((int64_t)out->kv_tokens + B, 256);
     out->draft_ctx = rows * hyocr_memplan_draft_ctx_per_token(d, e);
@@ -208,8 +233,8 @@ void hyocr_memplan_for_job(const hyocr_config *cfg, const hyocr_memplan_params *
     out->prompt_tokens = MAX(prompt_tokens, 0);
     out->max_new_tokens = max_new_tokens;
     out->act_elem = p->act_elem;
-    out->weights = hyocr_memplan_weights(cfg, p->act_elem, p->lm_head_tied);
-    out->vision_weights = hyocr_memplan_vision_weights(cfg, p->act_elem);
+    out->weights = hyocr_memplan_weights(cfg, p->act_elem, p->matrix_elem, p->lm_head_tied);
+    out->vision_weights = hyocr_memplan_vision_weights(cfg, p->act_elem, p->matrix_elem);
     out->vision_offload = p->vision_offload;
     out->backend = p->backend_bytes;
     out->kv_per_token = hyocr_memplan_kv_per_token(cfg, p->act_elem);

@@ -42,6 +42,9 @@ G_BEGIN_DECLS
 
 typedef struct {
     int     act_elem;         /* bytes per activation / weight / KV element: 4 (CPU) or 2 (CUDA) */
+    int     matrix_elem;      /* bytes per element of a weight matrix: act_elem, or 2 where the CPU keeps
+                               * a BF16 checkpoint's (hyocr_memplan_params_bf16) */
+    int     draft_matrix_elem; /* the same for the draft's matrices */
     int64_t backend_bytes;    /* the backend's own scratch (HYOCR_MEMPLAN_CUDA_BACKEND, 0 on the CPU) */
     bool    lm_head_tied;     /* the head shares the embedding buffer */
     int     kv_block_size;    /* tokens per KV block */
@@ -116,11 +119,18 @@ typedef struct hyocr_memplan {
  * the chunk sizes above, no fixed pool, no length cap, tied head. */
 void    hyocr_memplan_params_init(hyocr_memplan_params *p, hyocr_backend_kind kind);
 
-int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, bool lm_head_tied);
-int64_t hyocr_memplan_vision_weights(const hyocr_config *cfg, int elem);
+/* The weights as the loaders upload them: matrices of matrix_elem bytes an element, the
+ * rest (norms, biases, tables) of elem. */
+int64_t hyocr_memplan_weights(const hyocr_config *cfg, int elem, int matrix_elem, bool lm_head_tied);
+int64_t hyocr_memplan_vision_weights(const hyocr_config *cfg, int elem, int matrix_elem);
+/* matrix_elem and draft_matrix_elem for a model and draft whose tensors are (or are not) all BF16
+ * (hyocr_checkpoint_stats.bf16_only): bf16_elem (hyocr_backend.bf16_elem, what the backend's
+ * HYOCR_BUF_WEIGHT_BF16 takes: 2 on both backends unless told otherwise) or act_elem. */
+void    hyocr_memplan_params_bf16(hyocr_memplan_params *p, bool model_bf16, bool draft_bf16, int bf16_elem);
+int     hyocr_memplan_matrix_elem(int act_elem, bool bf16_only, int bf16_elem);
 int64_t hyocr_memplan_kv_per_token(const hyocr_config *cfg, int elem);
 /* The DFlash draft's weights as dflash.c uploads them; one token's row of its context cache. */
-int64_t hyocr_memplan_draft_weights(const hyocr_dflash_config *d, int elem);
+int64_t hyocr_memplan_draft_weights(const hyocr_dflash_config *d, int elem, int matrix_elem);
 int64_t hyocr_memplan_draft_ctx_per_token(const hyocr_dflash_config *d, int elem);
 /* Placeholder tokens of a grid_h × grid_w patch grid: (h/2)·(w/2 + 1) + 2. */
 int     hyocr_memplan_image_tokens(int grid_h, int grid_w);

@@ -26,6 +26,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->no_graph = env_switch("HYOCR_NO_GRAPH") == HYOCR_SWITCH_ON;
     t->no_gemv = env_switch("HYOCR_NO_GEMV") == HYOCR_SWITCH_ON;
     t->cpu_generic = env_switch("HYOCR_CPU_GENERIC") == HYOCR_SWITCH_ON;
+    t->cpu_f32_weights = env_switch("HYOCR_CPU_F32_WEIGHTS") == HYOCR_SWITCH_ON;
     t->fuse = env_switch("HYOCR_FUSE");
     t->pdl = env_switch("HYOCR_PDL");
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");

@@ -22,6 +22,9 @@ typedef struct {
     bool         no_graph;        /* HYOCR_NO_GRAPH: decode steps op by op instead of as CUDA graphs */
     bool         no_gemv;         /* HYOCR_NO_GEMV: products of 1..16 rows through cuBLAS, not ours */
     bool         cpu_generic;     /* HYOCR_CPU_GENERIC: the CPU backend's portable paths (no OpenBLAS, no AVX2) */
+    bool         cpu_f32_weights; /* HYOCR_CPU_F32_WEIGHTS: the CPU backend widens a BF16 checkpoint's weight
+                                   * matrices to fp32 at load instead of keeping their 16 bits (the same
+                                   * products, twice the memory: for A/B runs and the tests that show it) */
     hyocr_switch fuse;            /* HYOCR_FUSE: the fused decode products; default on for CUDA */
     hyocr_switch pdl;             /* HYOCR_PDL: programmatic dependent launch in captured decode steps;
                                    * default on from sm_90, never below */
