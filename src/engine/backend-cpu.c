@@ -527,10 +527,26 @@ typedef struct {
     float          *out;
     int             M, N, K, n_tiles_n, n_tiles_m;
     atomic_int     *oom;          /* a task could not get its widened rows */
+    bool            avx2;
 } gemm_ctx;
 
 typedef uint16_t v8u16 __attribute__((vector_size(16)));
 typedef uint32_t v8u32 __attribute__((vector_size(32)));
+
+#ifdef HAVE_AVX2_PATH
+__attribute__((target("avx2"))) static void widen_bf16_avx2(float *dst, const uint16_t *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
+        _mm256_storeu_si256((__m256i *)(dst + i), _mm256_slli_epi32(v, 16));
+    }
+    for (; i < n; i++) {
+        uint32_t u = (uint32_t)src[i] << 16;
+        memcpy(dst + i, &u, sizeof u);
+    }
+}
+#endif
 
 /* bf16 → fp32 is the 16 bits moved up: exact. */
 static void widen_bf16(float *dst, const uint16_t *src, size_t n)
@@ -573,11 +589,147 @@ static const float *w_rows(const gemm_ctx *c, wide_rows *r, int n0, int nn)
         r->p = p;
         r->cap = n;
     }
-    widen_bf16(r->p, c->wh + (size_t)n0 * c->K, n);
+#ifdef HAVE_AVX2_PATH
+    if (c->avx2)
+        widen_bf16_avx2(r->p, c->wh + (size_t)n0 * c->K, n);
+    else
+#endif
+        widen_bf16(r->p, c->wh + (size_t)n0 * c->K, n);
     r->n0 = n0;
     r->nn = nn;
     return r->p;
 }
+
+#ifdef HAVE_AVX2_PATH
+/* A few x rows (decode steps: memory-bound) against weight rows [n0, n1), the weights read once
+ * as stored: an output's dot product runs in 8 fp32 lanes of FMAs over K, summed in a fixed order,
+ * whichever block of rows and weight rows it is computed in (so neither the chunking nor the
+ * thread count changes a result). bf16 rows are widened in registers, exactly: the two weight
+ * types give the same bits, and a kept bf16 matrix is read at 2 bytes a weight. */
+#define GEMV_MAX_ROWS 16
+
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256 w8(const void *w, size_t i, bool bf16)
+{
+    if (!bf16) return _mm256_loadu_ps((const float *)w + i);
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline float w1(const void *w, size_t i, bool bf16)
+{
+    if (!bf16) return ((const float *)w)[i];
+    uint32_t u = (uint32_t)((const uint16_t *)w)[i] << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* ((v0 + v4) + (v1 + v5)) + ((v2 + v6) + (v3 + v7)), in registers: with K ~1000 a sum through
+ * memory had cost about as much as a third of the products. */
+__attribute__((target("avx2,fma"), always_inline)) static inline float hsum8(__m256 a)
+{
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    t = _mm_hadd_ps(t, t);
+    return _mm_cvtss_f32(_mm_hadd_ps(t, t));
+}
+
+/* The tail of K past the last 8 and the store: (m, n)'s sum from its lanes on. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void dot_end(const gemm_ctx *c, const void *w,
+                                                                           bool bf16, int m, int n, size_t k,
+                                                                           __m256 a)
+{
+    size_t K = (size_t)c->K;
+    const float *x = c->x + (size_t)m * K;
+    float s = hsum8(a);
+    for (; k < K; k++) s = fmaf(x[k], w1(w, (size_t)n * K + k, bf16), s);
+    c->out[(size_t)m * c->N + n] = s;
+}
+
+/* Rows m, m + 1 of x against weight rows n .. n + 3: written out, so the eight sums stay in
+ * registers (GCC -O2 does not unroll loops over them). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void dot_2x4(const gemm_ctx *c, int m, int n, bool bf16)
+{
+    const void *w = bf16 ? (const void *)c->wh : (const void *)c->w;
+    size_t K = (size_t)c->K, r0 = (size_t)n * K, r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+    const float *x0 = c->x + (size_t)m * K, *x1 = x0 + K;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    size_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 w0 = w8(w, r0 + k, bf16), w1v = w8(w, r1 + k, bf16), w2 = w8(w, r2 + k, bf16), w3 = w8(w, r3 + k, bf16);
+        __m256 xa = _mm256_loadu_ps(x0 + k), xb = _mm256_loadu_ps(x1 + k);
+        a00 = _mm256_fmadd_ps(xa, w0, a00);
+        a01 = _mm256_fmadd_ps(xa, w1v, a01);
+        a02 = _mm256_fmadd_ps(xa, w2, a02);
+        a03 = _mm256_fmadd_ps(xa, w3, a03);
+        a10 = _mm256_fmadd_ps(xb, w0, a10);
+        a11 = _mm256_fmadd_ps(xb, w1v, a11);
+        a12 = _mm256_fmadd_ps(xb, w2, a12);
+        a13 = _mm256_fmadd_ps(xb, w3, a13);
+    }
+    dot_end(c, w, bf16, m, n, k, a00);
+    dot_end(c, w, bf16, m, n + 1, k, a01);
+    dot_end(c, w, bf16, m, n + 2, k, a02);
+    dot_end(c, w, bf16, m, n + 3, k, a03);
+    dot_end(c, w, bf16, m + 1, n, k, a10);
+    dot_end(c, w, bf16, m + 1, n + 1, k, a11);
+    dot_end(c, w, bf16, m + 1, n + 2, k, a12);
+    dot_end(c, w, bf16, m + 1, n + 3, k, a13);
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void dot_1x4w(const gemm_ctx *c, int m, int n, bool bf16)
+{
+    const void *w = bf16 ? (const void *)c->wh : (const void *)c->w;
+    size_t K = (size_t)c->K, r0 = (size_t)n * K, r1 = r0 + K, r2 = r1 + K, r3 = r2 + K;
+    const float *x0 = c->x + (size_t)m * K;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 xa = _mm256_loadu_ps(x0 + k);
+        a0 = _mm256_fmadd_ps(xa, w8(w, r0 + k, bf16), a0);
+        a1 = _mm256_fmadd_ps(xa, w8(w, r1 + k, bf16), a1);
+        a2 = _mm256_fmadd_ps(xa, w8(w, r2 + k, bf16), a2);
+        a3 = _mm256_fmadd_ps(xa, w8(w, r3 + k, bf16), a3);
+    }
+    dot_end(c, w, bf16, m, n, k, a0);
+    dot_end(c, w, bf16, m, n + 1, k, a1);
+    dot_end(c, w, bf16, m, n + 2, k, a2);
+    dot_end(c, w, bf16, m, n + 3, k, a3);
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void dot_1x1w(const gemm_ctx *c, int m, int n, bool bf16)
+{
+    const void *w = bf16 ? (const void *)c->wh : (const void *)c->w;
+    size_t K = (size_t)c->K, r0 = (size_t)n * K;
+    const float *x0 = c->x + (size_t)m * K;
+    __m256 a0 = _mm256_setzero_ps();
+    size_t k = 0;
+    for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k), w8(w, r0 + k, bf16), a0);
+    dot_end(c, w, bf16, m, n, k, a0);
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void gemv_rows(const gemm_ctx *c, int n0, int n1,
+                                                                             bool bf16)
+{
+    int n = n0;
+    for (; n + 4 <= n1; n += 4) {
+        int m = 0;
+        for (; m + 2 <= c->M; m += 2) dot_2x4(c, m, n, bf16);
+        if (m < c->M) dot_1x4w(c, m, n, bf16);
+    }
+    for (; n < n1; n++)
+        for (int m = 0; m < c->M; m++) dot_1x1w(c, m, n, bf16);
+}
+
+__attribute__((target("avx2,fma"))) static void gemv_task_f32(void *p, int64_t b, int64_t e)
+{
+    gemv_rows(p, (int)b, (int)e, false);
+}
+
+__attribute__((target("avx2,fma"))) static void gemv_task_bf16(void *p, int64_t b, int64_t e)
+{
+    gemv_rows(p, (int)b, (int)e, true);
+}
+#endif
 
 /* Tile t of an m × n grid: fp32 weights go row block by row block (the x rows stay
  * in cache), bf16 ones column block by column block (a task widens a block's
@@ -733,9 +885,13 @@ static bool cpu_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, co
     atomic_int oom = 0;
     bool bf16 = w->elem_size == 2;
     gemm_ctx c = { F(x), bf16 ? NULL : F(w) + w_off, bias ? F(bias) : NULL,
-                   bf16 ? (const uint16_t *)w->data + w_off : NULL, F(out), M, N, K, 0, 0, &oom };
+                   bf16 ? (const uint16_t *)w->data + w_off : NULL, F(out), M, N, K, 0, 0, &oom, CB(be)->avx2 };
     if (K == 0) {
         memset(c.out, 0, (size_t)M * N * sizeof(float));
+#ifdef HAVE_AVX2_PATH
+    } else if (M <= GEMV_MAX_ROWS && c.avx2) {
+        run(be, N, 64, bf16 ? gemv_task_bf16 : gemv_task_f32, &c);
+#endif
     } else if (CB(be)->use_blas) {
         blas_gemm(be, &c);
     } else {
