@@ -633,6 +633,30 @@ __attribute__((target("avx2,fma"), always_inline)) static inline float hsum8(__m
     return _mm_cvtss_f32(_mm_hadd_ps(t, t));
 }
 
+/* 16 values a step as two halves, [0..3, 8..11] and [4..7, 12..15]: how unpacking 16 bf16
+ * weights with zeros lays them out, so a bf16 row takes one load and two unpacks a step; x and
+ * fp32 rows are put the same way (one lane order for both weight types: the same bits). */
+__attribute__((target("avx2,fma"), always_inline)) static inline void f16x(const float *p, __m256 *lo, __m256 *hi)
+{
+    __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    *lo = _mm256_permute2f128_ps(a, b, 0x20);
+    *hi = _mm256_permute2f128_ps(a, b, 0x31);
+}
+
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256 w16(const void *w, size_t i, bool bf16,
+                                                                         __m256 xl, __m256 xh, __m256 acc)
+{
+    __m256 lo, hi;
+    if (bf16) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i)), z = _mm256_setzero_si256();
+        lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, v));
+        hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, v));
+    } else {
+        f16x((const float *)w + i, &lo, &hi);
+    }
+    return _mm256_fmadd_ps(xh, hi, _mm256_fmadd_ps(xl, lo, acc));
+}
+
 /* The tail of K past the last 8 and the store: (m, n)'s sum from its lanes on. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void dot_end(const gemm_ctx *c, const void *w,
                                                                            bool bf16, int m, int n, size_t k,
@@ -654,6 +678,19 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void dot_2x4(co
     const float *x0 = c->x + (size_t)m * K, *x1 = x0 + K;
     __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
     size_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m256 xal, xah, xbl, xbh;
+        f16x(x0 + k, &xal, &xah);
+        f16x(x1 + k, &xbl, &xbh);
+        a00 = w16(w, r0 + k, bf16, xal, xah, a00);
+        a10 = w16(w, r0 + k, bf16, xbl, xbh, a10);
+        a01 = w16(w, r1 + k, bf16, xal, xah, a01);
+        a11 = w16(w, r1 + k, bf16, xbl, xbh, a11);
+        a02 = w16(w, r2 + k, bf16, xal, xah, a02);
+        a12 = w16(w, r2 + k, bf16, xbl, xbh, a12);
+        a03 = w16(w, r3 + k, bf16, xal, xah, a03);
+        a13 = w16(w, r3 + k, bf16, xbl, xbh, a13);
+    }
     for (; k + 8 <= K; k += 8) {
         __m256 w0 = w8(w, r0 + k, bf16), w1v = w8(w, r1 + k, bf16), w2 = w8(w, r2 + k, bf16), w3 = w8(w, r3 + k, bf16);
         __m256 xa = _mm256_loadu_ps(x0 + k), xb = _mm256_loadu_ps(x1 + k);
@@ -683,6 +720,14 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void dot_1x4w(c
     const float *x0 = c->x + (size_t)m * K;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     size_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m256 xl, xh;
+        f16x(x0 + k, &xl, &xh);
+        a0 = w16(w, r0 + k, bf16, xl, xh, a0);
+        a1 = w16(w, r1 + k, bf16, xl, xh, a1);
+        a2 = w16(w, r2 + k, bf16, xl, xh, a2);
+        a3 = w16(w, r3 + k, bf16, xl, xh, a3);
+    }
     for (; k + 8 <= K; k += 8) {
         __m256 xa = _mm256_loadu_ps(x0 + k);
         a0 = _mm256_fmadd_ps(xa, w8(w, r0 + k, bf16), a0);
@@ -703,6 +748,11 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void dot_1x1w(c
     const float *x0 = c->x + (size_t)m * K;
     __m256 a0 = _mm256_setzero_ps();
     size_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m256 xl, xh;
+        f16x(x0 + k, &xl, &xh);
+        a0 = w16(w, r0 + k, bf16, xl, xh, a0);
+    }
     for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x0 + k), w8(w, r0 + k, bf16), a0);
     dot_end(c, w, bf16, m, n, k, a0);
 }
