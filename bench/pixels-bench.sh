@@ -1,14 +1,3 @@
 #!/bin/bash
-# Builds bench/pixels_bench.c against the engine library of a configured build (BUILD, default
-# build/, after `ninja -C build`) with test-image's link line, and runs it. From the repository root:
-#   bench/pixels-bench.sh [threads]
-set -euo pipefail
-B=${BUILD:-build}
-rule=$(awk '/^build tests\/test-image:/{print $3; exit}' "$B/build.ninja")
-args=$(awk '/^build tests\/test-image:/{getline; sub(/^ LINK_ARGS = /, ""); print; exit}' "$B/build.ninja")
-cc -O2 -c -Isrc/engine -I"$B/src/engine" -I"$B" $(pkg-config --cflags glib-2.0) bench/pixels_bench.c -o /tmp/pixels_bench.o
-# the paths in the link line are relative to the build folder; a CUDA build links through nvcc
-linker=cc
-[ "$rule" = cuda_LINKER ] && linker=nvcc
-(cd "$B" && eval "$linker /tmp/pixels_bench.o -o /tmp/pixels-bench $args")
-/tmp/pixels-bench "$@"
+# bench/pixels_bench.c (preprocessing and the upload's host work): bench/pixels-bench.sh [threads]
+exec "$(dirname "$0")/engine-bench.sh" pixels_bench "$@"

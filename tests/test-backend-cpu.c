@@ -1175,9 +1175,10 @@ static float *bf16_product(hyocr_backend *be, const mm_shape *s, const uint16_t 
 }
 
 /* A BF16 checkpoint's matrices kept in their 16 bits give every product the bits they give
- * widened to fp32 at load (HYOCR_CPU_F32_WEIGHTS), at the model's shapes: decode rows
- * (one row: sgemv a few widened rows at a time), a few rows, and a page's rows over two row
- * tiles; K over OpenBLAS' 4096 block, odd K, N with a tail past the 256-row tiles. */
+ * widened to fp32 at load (HYOCR_CPU_F32_WEIGHTS), at the model's shapes: decode rows and a few
+ * (up to 16: the AVX2 kernel, bf16 widened in registers), more rows (sgemm on widened blocks of
+ * rows) up to a page's over two row tiles; K over OpenBLAS' 4096 block, odd K, N with a tail past
+ * the 256-row tiles and past the kernel's four. */
 static void test_bf16_weights(void)
 {
     const mm_shape shapes[] = {

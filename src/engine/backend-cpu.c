@@ -7,7 +7,8 @@
  * Results must not depend on the thread count: work is cut into items whose
  * boundaries depend only on the shapes, each output element is written by
  * exactly one item, and an item computes it with the same code whichever
- * thread runs it. Matmuls go to OpenBLAS when present (single-threaded
+ * thread runs it. Matmuls of up to 16 rows (decode steps) run on our AVX2
+ * kernel (gemv_rows); larger ones go to OpenBLAS when present (single-threaded
  * OpenBLAS on fixed tiles, see blas_gemm). */
 #include "backend.h"
 #include "hostmem.h"
@@ -859,23 +860,6 @@ static void bias_task(void *p, int64_t b, int64_t e)
 #define BLAS_TILE_M 512
 #define BLAS_TILE_N 256
 
-/* One row against bf16 weights: a tile's rows are widened a few at a time (they
- * stay in the core's cache for sgemv) and each sgemv gives a row what it gives it
- * in a call over the whole tile (test-backend-cpu checks the bits at the model's
- * shapes). */
-#define WIDE_GEMV_ROWS 32
-
-static bool gemv_wide(const gemm_ctx *c, wide_rows *r, int n0, int nn, float *o)
-{
-    for (int j = 0; j < nn; j += WIDE_GEMV_ROWS) {
-        int k = nn - j < WIDE_GEMV_ROWS ? nn - j : WIDE_GEMV_ROWS;
-        const float *w = w_rows(c, r, n0 + j, k);
-        if (!w) return false;
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, k, c->K, 1.0f, w, c->K, c->x, 1, 0.0f, o + j, 1);
-    }
-    return true;
-}
-
 static void blas_tile_task(void *p, int64_t b, int64_t e)
 {
     const gemm_ctx *c = p;
@@ -887,10 +871,6 @@ static void blas_tile_task(void *p, int64_t b, int64_t e)
         int nn = c->N - n0 < BLAS_TILE_N ? c->N - n0 : BLAS_TILE_N;
         const float *x = c->x + (size_t)m0 * c->K;
         float *o = c->out + (size_t)m0 * c->N + n0;
-        if (mm == 1 && c->wh) {
-            if (!gemv_wide(c, &r, n0, nn, o)) break;
-            continue;
-        }
         const float *w = w_rows(c, &r, n0, nn);
         if (!w) break;
         if (mm == 1)

@@ -64,33 +64,16 @@ static hyocr_buf *load_cat(loader *ld, size_t n, const char *const *names, int n
     return b;
 }
 
-/* One tensor, name given printf-style. */
-static hyocr_buf *load_one(loader *ld, size_t n, bool matrix, const char *fmt, va_list ap)
+/* One tensor, name given printf-style; matrix: only matmul and embed read it. */
+static hyocr_buf *load1(loader *ld, size_t n, bool matrix, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+static hyocr_buf *load1(loader *ld, size_t n, bool matrix, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     g_autofree char *name = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
     const char *names[] = { name };
     return load_cat(ld, n, names, 1, matrix);
-}
-
-static hyocr_buf *load1(loader *ld, size_t n, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-static hyocr_buf *load1(loader *ld, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    hyocr_buf *b = load_one(ld, n, false, fmt, ap);
-    va_end(ap);
-    return b;
-}
-
-/* A weight matrix: one that only matmul and embed read. */
-static hyocr_buf *load1m(loader *ld, size_t n, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-static hyocr_buf *load1m(loader *ld, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    hyocr_buf *b = load_one(ld, n, true, fmt, ap);
-    va_end(ap);
-    return b;
 }
 
 /* Several tensors of one layer, "<prefix>.<suffix>", concatenated. */
@@ -111,18 +94,18 @@ static void load_vit_block(loader *ld, hyocr_vit_block *b, int i)
     static const char *const qkv_w[] = { "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight" };
     static const char *const qkv_b[] = { "self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias" };
 
-    b->ln1_g = load1(ld, C, "%s.input_layernorm.weight", p);
-    b->ln1_b = load1(ld, C, "%s.input_layernorm.bias", p);
+    b->ln1_g = load1(ld, C, false, "%s.input_layernorm.weight", p);
+    b->ln1_b = load1(ld, C, false, "%s.input_layernorm.bias", p);
     b->qkv_w = load_fused(ld, 3 * C * C, p, qkv_w, 3, true);
     b->qkv_b = load_fused(ld, 3 * C, p, qkv_b, 3, false);
-    b->o_w = load1m(ld, C * C, "%s.self_attn.o_proj.weight", p);
-    b->o_b = load1(ld, C, "%s.self_attn.o_proj.bias", p);
-    b->ln2_g = load1(ld, C, "%s.post_attention_layernorm.weight", p);
-    b->ln2_b = load1(ld, C, "%s.post_attention_layernorm.bias", p);
-    b->fc1_w = load1m(ld, I * C, "%s.mlp.dense_h_to_4h.weight", p);
-    b->fc1_b = load1(ld, I, "%s.mlp.dense_h_to_4h.bias", p);
-    b->fc2_w = load1m(ld, C * I, "%s.mlp.dense_4h_to_h.weight", p);
-    b->fc2_b = load1(ld, C, "%s.mlp.dense_4h_to_h.bias", p);
+    b->o_w = load1(ld, C * C, true, "%s.self_attn.o_proj.weight", p);
+    b->o_b = load1(ld, C, false, "%s.self_attn.o_proj.bias", p);
+    b->ln2_g = load1(ld, C, false, "%s.post_attention_layernorm.weight", p);
+    b->ln2_b = load1(ld, C, false, "%s.post_attention_layernorm.bias", p);
+    b->fc1_w = load1(ld, I * C, true, "%s.mlp.dense_h_to_4h.weight", p);
+    b->fc1_b = load1(ld, I, false, "%s.mlp.dense_h_to_4h.bias", p);
+    b->fc2_w = load1(ld, C * I, true, "%s.mlp.dense_4h_to_h.weight", p);
+    b->fc2_b = load1(ld, C, false, "%s.mlp.dense_4h_to_h.bias", p);
 }
 
 static void load_vision(loader *ld)
@@ -133,23 +116,23 @@ static void load_vision(loader *ld)
     size_t pp = (size_t)v->num_channels * v->patch_size * v->patch_size;
     size_t edge = (size_t)hyocr_config_pos_edge(&m->cfg);
 
-    m->patch_w = load1m(ld, C * pp, "vit.embeddings.patch_embedding.weight");
-    m->patch_b = load1(ld, C, "vit.embeddings.patch_embedding.bias");
-    m->pos_table = load1(ld, (edge * edge + 1) * C, "vit.embeddings.position_embedding.weight");
+    m->patch_w = load1(ld, C * pp, true, "vit.embeddings.patch_embedding.weight");
+    m->patch_b = load1(ld, C, false, "vit.embeddings.patch_embedding.bias");
+    m->pos_table = load1(ld, (edge * edge + 1) * C, false, "vit.embeddings.position_embedding.weight");
     m->vit = g_new0(hyocr_vit_block, v->num_layers);
     for (int i = 0; i < v->num_layers; i++) load_vit_block(ld, &m->vit[i], i);
 
-    m->before_rms = load1(ld, C, "vit.perceive.before_rms.weight");
-    m->proj0_w = load1m(ld, 2 * C * 4 * C, "vit.perceive.proj.0.weight");   /* [2C, C, 2, 2] = [2C, 4C] (c, dy, dx) */
-    m->proj0_b = load1(ld, 2 * C, "vit.perceive.proj.0.bias");
-    m->proj2_w = load1m(ld, 4 * C * 2 * C, "vit.perceive.proj.2.weight");   /* 1×1 conv = [4C, 2C] */
-    m->proj2_b = load1(ld, 4 * C, "vit.perceive.proj.2.bias");
-    m->newline = load1(ld, 4 * C, "vit.perceive.image_newline");
-    m->mlp_w = load1m(ld, T * 4 * C, "vit.perceive.mlp.weight");
-    m->mlp_b = load1(ld, T, "vit.perceive.mlp.bias");
-    m->img_begin = load1(ld, T, "vit.perceive.image_begin");
-    m->img_end = load1(ld, T, "vit.perceive.image_end");
-    m->after_rms = load1(ld, T, "vit.perceive.after_rms.weight");
+    m->before_rms = load1(ld, C, false, "vit.perceive.before_rms.weight");
+    m->proj0_w = load1(ld, 2 * C * 4 * C, true, "vit.perceive.proj.0.weight");   /* [2C, C, 2, 2] = [2C, 4C] (c, dy, dx) */
+    m->proj0_b = load1(ld, 2 * C, false, "vit.perceive.proj.0.bias");
+    m->proj2_w = load1(ld, 4 * C * 2 * C, true, "vit.perceive.proj.2.weight");   /* 1×1 conv = [4C, 2C] */
+    m->proj2_b = load1(ld, 4 * C, false, "vit.perceive.proj.2.bias");
+    m->newline = load1(ld, 4 * C, false, "vit.perceive.image_newline");
+    m->mlp_w = load1(ld, T * 4 * C, true, "vit.perceive.mlp.weight");
+    m->mlp_b = load1(ld, T, false, "vit.perceive.mlp.bias");
+    m->img_begin = load1(ld, T, false, "vit.perceive.image_begin");
+    m->img_end = load1(ld, T, false, "vit.perceive.image_end");
+    m->after_rms = load1(ld, T, false, "vit.perceive.after_rms.weight");
 }
 
 static void load_text_layer(loader *ld, hyocr_text_layer *L, int i)
@@ -161,14 +144,14 @@ static void load_text_layer(loader *ld, hyocr_text_layer *L, int i)
     static const char *const qkv[] = { "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight" };
     static const char *const gu[] = { "mlp.gate_proj.weight", "mlp.up_proj.weight" };
 
-    L->in_norm = load1(ld, H, "%s.input_layernorm.weight", p);
+    L->in_norm = load1(ld, H, false, "%s.input_layernorm.weight", p);
     L->qkv_w = load_fused(ld, (q + 2 * kv) * H, p, qkv, 3, true);
-    L->o_w = load1m(ld, H * q, "%s.self_attn.o_proj.weight", p);
-    L->q_norm = load1(ld, D, "%s.self_attn.query_layernorm.weight", p);
-    L->k_norm = load1(ld, D, "%s.self_attn.key_layernorm.weight", p);
-    L->post_norm = load1(ld, H, "%s.post_attention_layernorm.weight", p);
+    L->o_w = load1(ld, H * q, true, "%s.self_attn.o_proj.weight", p);
+    L->q_norm = load1(ld, D, false, "%s.self_attn.query_layernorm.weight", p);
+    L->k_norm = load1(ld, D, false, "%s.self_attn.key_layernorm.weight", p);
+    L->post_norm = load1(ld, H, false, "%s.post_attention_layernorm.weight", p);
     L->gate_up_w = load_fused(ld, 2 * I * H, p, gu, 2, true);
-    L->down_w = load1m(ld, H * I, "%s.mlp.down_proj.weight", p);
+    L->down_w = load1(ld, H * I, true, "%s.mlp.down_proj.weight", p);
 }
 
 static void load_text(loader *ld)
@@ -179,12 +162,12 @@ static void load_text(loader *ld)
     hyocr_checkpoint_stats st;
     hyocr_checkpoint_get_stats(ld->ck, &st);
 
-    m->embed = load1m(ld, V * H, "model.embed_tokens.weight");
+    m->embed = load1(ld, V * H, true, "model.embed_tokens.weight");
     m->layers = g_new0(hyocr_text_layer, t->num_layers);
     for (int i = 0; i < t->num_layers; i++) load_text_layer(ld, &m->layers[i], i);
-    m->final_norm = load1(ld, H, "model.norm.weight");
+    m->final_norm = load1(ld, H, false, "model.norm.weight");
     /* A tied head shares the embedding buffer instead of a second 120k×1024 copy. */
-    m->lm_head = st.lm_head_tied ? m->embed : load1m(ld, V * H, "lm_head.weight");
+    m->lm_head = st.lm_head_tied ? m->embed : load1(ld, V * H, true, "lm_head.weight");
 }
 
 static bool check_shapes(const hyocr_config *cfg, const char *dir, GError **error)
