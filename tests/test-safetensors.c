@@ -6,6 +6,7 @@
 
 #include <glib/gstdio.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ file builders */
@@ -470,6 +471,55 @@ static void write_text(const char *dir, const char *name, const char *text)
     write_bytes(p, text, strlen(text));
 }
 
+/* KiB of path's mappings in this process's resident set (/proc/self/smaps), -1 if not mapped. */
+static long mapped_rss_kib(const char *path)
+{
+    g_autofree char *smaps = NULL;
+    g_assert_true(g_file_get_contents("/proc/self/smaps", &smaps, NULL, NULL));
+    g_auto(GStrv) lines = g_strsplit(smaps, "\n", -1);
+    long total = -1;
+    gboolean in = FALSE;
+    for (int i = 0; lines[i]; i++) {
+        long kib;
+        if (g_ascii_isxdigit(lines[i][0]) && strchr(lines[i], '-'))   /* a mapping's first line */
+            in = g_str_has_suffix(lines[i], path);
+        else if (in && sscanf(lines[i], "Rss: %ld kB", &kib) == 1)
+            total = (total < 0 ? 0 : total) + kib;
+    }
+    return total;
+}
+
+/* A loaded tensor's pages leave the resident set and read back the same. */
+static void test_release(void)
+{
+    g_autofree char *path = hyocr_test_data("ckpt-flat", "model-00001-of-00002.safetensors", NULL);
+    if (!hyocr_test_require(path)) return;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_safetensors) st = hyocr_safetensors_open_file(path, &err);
+    g_assert_no_error(err);
+    g_autofree char *real = realpath(path, NULL);
+    uint64_t sum = 0, again = 0;
+    size_t bytes = 0;
+    for (size_t i = 0; i < hyocr_safetensors_count(st); i++) {
+        const hyocr_tensor *t = hyocr_safetensors_at(st, i);
+        for (size_t k = 0; k < t->nbytes; k++) sum += ((const uint8_t *)t->data)[k] * (k + 1);
+        bytes += t->nbytes;
+    }
+    long before = mapped_rss_kib(real);
+    g_test_message("%zu tensor bytes; the mapping's RSS %ld KiB", bytes, before);
+    g_assert_cmpint(before, >=, (long)(bytes / 1024));
+    for (size_t i = 0; i < hyocr_safetensors_count(st); i++) hyocr_tensor_release(hyocr_safetensors_at(st, i));
+    long after = mapped_rss_kib(real);
+    g_test_message("after the release: %ld KiB", after);
+    g_assert_cmpint(after, <=, before - (long)(bytes / 1024) + 8);   /* the header's pages may stay */
+    for (size_t i = 0; i < hyocr_safetensors_count(st); i++) {
+        const hyocr_tensor *t = hyocr_safetensors_at(st, i);
+        for (size_t k = 0; k < t->nbytes; k++) again += ((const uint8_t *)t->data)[k] * (k + 1);
+    }
+    g_assert_cmpuint(again, ==, sum);
+    hyocr_tensor_release(NULL);
+}
+
 static void test_shards_ok(void)
 {
     g_autofree char *dir = hyocr_test_tmpdir();
@@ -595,6 +645,7 @@ int main(int argc, char **argv)
     FX("/safetensors/bad-entries", test_bad_entries);
     FX("/safetensors/corruption-sweep", test_corruption_sweep);
     g_test_add_func("/safetensors/shards", test_shards_ok);
+    g_test_add_func("/safetensors/release", test_release);
     g_test_add_func("/safetensors/index-preferred", test_index_preferred);
     g_test_add_func("/safetensors/index-errors", test_index_errors);
     return g_test_run();

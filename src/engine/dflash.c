@@ -51,6 +51,7 @@ static hyocr_buf *load_cat(loader *ld, const char *prefix, const char *const *na
         }
         off += (size_t)hyocr_tensor_numel(t[i]);
     }
+    for (int i = 0; b && i < k; i++) hyocr_tensor_release(t[i]);
     ld->failed = b == NULL;
     return b;
 }

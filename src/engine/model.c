@@ -61,6 +61,7 @@ static hyocr_buf *load_cat(loader *ld, size_t n, const char *const *names, int n
         }
         off += (size_t)hyocr_tensor_numel(t);
     }
+    for (int i = 0; i < n_names; i++) hyocr_tensor_release(ts[i]);
     return b;
 }
 

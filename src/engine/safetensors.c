@@ -208,6 +208,17 @@ void hyocr_safetensors_free(hyocr_safetensors *st)
 
 /* ------------------------------------------------------------------ mapping */
 
+void hyocr_tensor_release(const hyocr_tensor *t)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (!t || !t->data || !t->nbytes || page <= 0) return;
+    /* the mapping is private and never written: a dropped page is read again from the file's
+     * cache, so the pages at the ends, shared with neighbours not copied yet, may go too */
+    uintptr_t b = (uintptr_t)t->data / (uintptr_t)page * (uintptr_t)page;
+    uintptr_t e = (uintptr_t)t->data + t->nbytes;
+    madvise((void *)b, e - b, MADV_DONTNEED);
+}
+
 static st_file *map_file(const char *path, GError **error)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -49,6 +49,11 @@ const char *hyocr_safetensors_other_dtype(const hyocr_safetensors *st, const cha
 /* Number of files mapped (1, or the shard count). */
 int         hyocr_safetensors_n_files(const hyocr_safetensors *st);
 
+/* t's bytes have been copied where they are used: their pages leave the process's resident set
+ * (they stay in the page cache, and a later read maps them again), so a loaded model does not also
+ * count the checkpoint file in its RSS. */
+void        hyocr_tensor_release(const hyocr_tensor *t);
+
 const char *hyocr_dtype_name(hyocr_dtype dt);
 size_t      hyocr_dtype_size(hyocr_dtype dt);
 float       hyocr_bf16_to_f32(uint16_t v);
