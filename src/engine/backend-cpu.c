@@ -542,10 +542,7 @@ __attribute__((target("avx2"))) static void widen_bf16_avx2(float *dst, const ui
         __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + i)));
         _mm256_storeu_si256((__m256i *)(dst + i), _mm256_slli_epi32(v, 16));
     }
-    for (; i < n; i++) {
-        uint32_t u = (uint32_t)src[i] << 16;
-        memcpy(dst + i, &u, sizeof u);
-    }
+    for (; i < n; i++) dst[i] = bf16_to_f32(src[i]);
 }
 #endif
 
@@ -618,11 +615,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline __m256 w8(const
 
 __attribute__((target("avx2,fma"), always_inline)) static inline float w1(const void *w, size_t i, bool bf16)
 {
-    if (!bf16) return ((const float *)w)[i];
-    uint32_t u = (uint32_t)((const uint16_t *)w)[i] << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return bf16 ? bf16_to_f32(((const uint16_t *)w)[i]) : ((const float *)w)[i];
 }
 
 /* ((v0 + v4) + (v1 + v5)) + ((v2 + v6) + (v3 + v7)), in registers: with K ~1000 a sum through
