@@ -31,7 +31,7 @@ void hyocr_memplan_params_init(hyocr_memplan_params *p, hyocr_backend_kind kind)
     p->text_chunk_rows = HYOCR_TEXT_CHUNK_ROWS;
 }
 
-/* Weight elements: in matrices (model.c's load1m and fused products: hyocr_weight_kind's
+/* Weight elements: in matrices (model.c's load1 and load_fused with matrix set: hyocr_weight_kind's
  * matrix) and the rest (norms, biases, the position table, the merger's vectors). */
 typedef struct {
     int64_t mat, rest;
