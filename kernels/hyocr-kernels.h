@@ -100,6 +100,12 @@ typedef struct {
      * CTAs of dev_split_len keys, those past the context idle), so the launch can be
      * captured once and replayed while the context grows. */
     int            dev_split_len, dev_max_splits;
+    /* With dev_split_len: a step whose splits would take more than one wave of the card
+     * (the launch's kernel's CTAs an SM × SMs) takes longer splits, up to split_max,
+     * chosen on the device from the live contexts (attention-decode.cu's dec_balanced_len);
+     * the partials and the grid stay those of dev_split_len. 1: on; N > 1: as if a wave
+     * were N CTAs a head column (the tests' way to make it choose). */
+    int            dev_balance;
     /* Decode kernel only. kv_write: it also stores each decode row's new k/v in the
      * cache (the caller then runs hk_kv_write for no decode row; the kernel reads the
      * new token from qkv either way). pdl: launched as a programmatic dependent

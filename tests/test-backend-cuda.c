@@ -1774,8 +1774,8 @@ static void *dev_copy(const void *h, size_t n)
 /* One direct decode launch of the rows (hs, their tables in d_bt) with decode_stages
  * stages: listed splits of len keys, or (dev) splits derived on the device, every
  * context within bound; returns the outputs as floats. */
-static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const hk_seq *hs, int rows, void *d_bt,
-                            int len, bool dev, int bound, int stages)
+static float *decode_direct_b(const dt_case *c, kv_fix *f, const pair *pq, const hk_seq *hs, int rows, void *d_bt,
+                              int len, bool dev, int bound, int stages, int balance)
 {
     const int Hq = f->Hq, Hkv = f->Hkv, D = f->D;
     const size_t no = (size_t)rows * Hq * D;
@@ -1800,8 +1800,8 @@ static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const h
         .block_size = f->bs, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = (float)pow(D, -0.5), .seqs = d_seq,
         .n_seqs = rows, .block_tables = d_bt, .total_rows = rows, .splits = dev ? NULL : d_sp,
         .n_splits = parts, .n_dec_rows = rows, .counters = d_ctr, .part_acc = d_part,
-        .part_ml = (float *)d_part + (size_t)parts * Hq * D, .split_max = len,
-        .dev_split_len = dev ? len : 0, .dev_max_splits = dev ? max_splits : 0,
+        .part_ml = (float *)d_part + (size_t)parts * Hq * D, .split_max = balance ? HK_SPLIT_MAX : len,
+        .dev_split_len = dev ? len : 0, .dev_max_splits = dev ? max_splits : 0, .dev_balance = balance,
         .decode_kv_write = 1,   /* rewrites the new k/v the backends stored: the same values */
         .decode_stages = stages,
     };
@@ -1818,6 +1818,36 @@ static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const h
     cudaFree(d_out);
     g_array_free(sp, TRUE);
     return got;
+}
+
+static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const hk_seq *hs, int rows, void *d_bt,
+                            int len, bool dev, int bound, int stages)
+{
+    return decode_direct_b(c, f, pq, hs, rows, d_bt, len, dev, bound, stages, 0);
+}
+#endif
+
+#if HYOCR_HAVE_CUDA
+/* Balanced splits (hk_paged_args.dev_balance, HYOCR_DECODE_BALANCE) of device-derived
+ * 64-key splits, the wave made `slots` CTAs a head column: the kernel must pick the
+ * shortest multiple of 64 keys whose splits fit — seen as the bits of the listed splits of
+ * that length (the same splits, the same sums) — and keep 64 where none fits (slots below
+ * the rows). ctxs {4191, 1087, 100, 1}: 12 slots → 576 keys (8 + 2 + 1 + 1 splits; 512
+ * would take 14), 40 → 192 (22 + 6 + 1 + 1; 128 would take 33 + 9 + 1 + 1). */
+static void balanced_check(const dt_case *c, kv_fix *f, const pair *pq, const hk_seq *hs, int rows, void *d_bt,
+                           const float *ref, size_t no)
+{
+    static const struct { int slots, want; } cases[] = { { 12, 576 }, { 40, 192 }, { 3, 64 } };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        for (int st = 0; st <= 2; st += 2) {
+            g_autofree float *got = decode_direct_b(c, f, pq, hs, rows, d_bt, 64, true, 4352, st, cases[i].slots);
+            g_autofree float *want = decode_direct(c, f, pq, hs, rows, d_bt, cases[i].want, false, 4352, st);
+            g_autofree char *w = g_strdup_printf("%s, balanced for %d slots (%d-key splits)",
+                                                 st ? "k_decode_staged<2>" : "k_decode", cases[i].slots, cases[i].want);
+            expect_close(w, got, ref, no, c->tol);
+            expect_equal(w, got, want, no);
+        }
+    }
 }
 #endif
 
@@ -1877,6 +1907,7 @@ static void test_paged_decode_staged(gconstpointer data)
             expect_equal(w, got, old, no);
         }
     }
+    balanced_check(c, &f, &pq, hs, ROWS, d_bt, ref, no);
     cudaFree(d_bt);
     g_array_free(tables, TRUE);
     for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++) {

@@ -14,6 +14,7 @@ static const char *const NAMES[] = {
     "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
     "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIT_CHUNK_ROWS", "HYOCR_ORDERED_ALLOC",
     "HYOCR_UPLOAD_U8", "HYOCR_VIS_WG2", "HYOCR_PREFILL_SPARE", "HYOCR_CPU_F32_WEIGHTS",
+    "HYOCR_DECODE_BALANCE",
 };
 
 static void clear_env(void)
@@ -64,6 +65,7 @@ static void test_on(void)
         g_assert_cmpint(t.upload_u8, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.vis_wg2, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.decode_balance, ==, HYOCR_SWITCH_ON);
     }
 }
 
@@ -86,6 +88,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.upload_u8, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.vis_wg2, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_OFF);
+    g_assert_cmpint(t.decode_balance, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.decode_split, ==, 0);
     g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */
     g_assert_cmpint(t.rope_heads, ==, 0);

@@ -121,6 +121,7 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
+    bool             decode_balance; /* HYOCR_DECODE_BALANCE: bound steps' splits sized on the device to one wave */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
@@ -1382,6 +1383,8 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         return invalid(error, _("attention_paged: %d sequences, %d rows but the bound decode step has %d rows"), n_seqs,
                        rows, cb->bound_rows);
     int split_len = bound_split_len(cb, Hq, Hkv, block_size);
+    /* a forced split length (HYOCR_DECODE_SPLIT) is what an A/B run asked for: kept */
+    bool balance = cb->decode_balance && cb->split_override <= 0;
     int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
     if (D == 128 && !decode_scratch_n(cb, parts, rows, Hq, Hkv, D, error)) return false;
     /* rows of one verify block read each other's new K/V: all are stored before any attends, and
@@ -1401,7 +1404,8 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .row_seq = bound_ptr(cb, cb->o_rs), .total_rows = rows, .n_dec_rows = rows,
         .counters = cb->counters.ptr, .part_acc = cb->part.ptr,
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
-        .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
+        .split_max = balance ? MAX(split_len, HK_SPLIT_MAX) : split_len, .n_splits = parts,
+        .dev_split_len = split_len, .dev_max_splits = max_splits, .dev_balance = balance,
         .decode_kv_write = !shared && !blocks, .pdl = shared || blocks ? 0 : cb->pdl,
         .decode_stages = decode_stages_for(cb, rows),
     };
@@ -2307,6 +2311,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     /* −1: the rule of decode_stages_for; HYOCR_DECODE_STAGES=0 (or out of range): k_decode */
     cb->decode_stages = t->decode_stages == 0 ? -1
                         : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
+    cb->decode_balance = t->decode_balance == HYOCR_SWITCH_ON;   /* off until measured */
     cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;

@@ -32,6 +32,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");
     const char *ds = g_getenv("HYOCR_DECODE_STAGES");
     t->decode_stages = ds && strcmp(ds, "0") == 0 ? -1 : env_count("HYOCR_DECODE_STAGES");
+    t->decode_balance = env_switch("HYOCR_DECODE_BALANCE");
     t->rope_heads = env_count("HYOCR_ROPE_HEADS");
     t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");
     t->vit_chunk_rows = env_count("HYOCR_VIT_CHUNK_ROWS");

@@ -33,6 +33,9 @@ typedef struct {
     int          decode_stages;   /* HYOCR_DECODE_STAGES: CUDA decode steps of several rows through the
                                    * staged decode kernel, that many rounds deep (2..4); 0 = unset (the
                                    * backend's rule), -1 = "0": k_decode */
+    hyocr_switch decode_balance;  /* HYOCR_DECODE_BALANCE=1: CUDA graph decode steps whose attention splits would
+                                   * take more than one wave of the card take longer ones, chosen on the device
+                                   * from the live contexts (off until measured) */
     int          rope_heads;      /* HYOCR_ROPE_HEADS: CUDA rope_qknorm of decode-sized steps (≤ 16 rows)
                                    * with a row's heads spread over blocks of that many; 0 = unset (4) */
     int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
