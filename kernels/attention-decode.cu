@@ -51,9 +51,6 @@ struct DecArgs {
     int kv_write;                        /* store the decode rows' new k/v in the cache */
 };
 
-/* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
- * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
- * so a captured launch serves every context up to max·split_len. */
 __device__ __forceinline__ int warp_sum_int(int v)
 {
 #pragma unroll
@@ -92,6 +89,9 @@ __device__ __forceinline__ int dec_balanced_len(const DecArgs &a, int rows)
     return a.dev_split_len;
 }
 
+/* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
+ * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
+ * so a captured launch serves every context up to max·split_len. */
 __device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
 {
     if (a.dev_split_len <= 0) {
@@ -505,37 +505,30 @@ static int decode_gt(const hk_paged_args *p)
     return hk_decode_heads_per_cta(p->Hq, p->Hkv);
 }
 
-/* CTAs a head column of the grid has in one wave: the card's SMs × the CTAs of this
- * launch's kernel an SM holds (its shared memory at p->split_max), over the head columns. */
+/* The kernel of GT heads a CTA and that many rounds of staged keys (0: k_decode); NULL
+ * for a depth there is none of. */
 template <typename T>
-static cudaError_t decode_slots(const hk_paged_args *p, int GT, int *slots)
+static const void *decode_kernel(int GT, int stages)
+{
+    switch (stages) {
+    case 0: return GT == 2 ? (const void *)k_decode<T, 2> : (const void *)k_decode<T, 1>;
+    case 2: return GT == 2 ? (const void *)k_decode_staged<T, 2, 2> : (const void *)k_decode_staged<T, 1, 2>;
+    case 3: return GT == 2 ? (const void *)k_decode_staged<T, 2, 3> : (const void *)k_decode_staged<T, 1, 3>;
+    case 4: return GT == 2 ? (const void *)k_decode_staged<T, 2, 4> : (const void *)k_decode_staged<T, 1, 4>;
+    default: return NULL;
+    }
+}
+
+/* CTAs a head column of the grid has in one wave: the card's SMs × the CTAs of kernel k
+ * (with smem bytes of shared memory) an SM holds, over the head columns. */
+static cudaError_t decode_slots(const void *k, size_t smem, int columns, int *slots)
 {
     int dev, sms, per_sm = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess) return e;
-    const size_t smem = hk_decode_smem_staged(GT, p->split_max, p->block_size, p->decode_stages);
-    const void *k = p->decode_stages == 0 ? (GT == 2 ? (const void *)k_decode<T, 2> : (const void *)k_decode<T, 1>)
-                    : p->decode_stages == 2 ? (GT == 2 ? (const void *)k_decode_staged<T, 2, 2> : (const void *)k_decode_staged<T, 1, 2>)
-                    : p->decode_stages == 3 ? (GT == 2 ? (const void *)k_decode_staged<T, 2, 3> : (const void *)k_decode_staged<T, 1, 3>)
-                    : (GT == 2 ? (const void *)k_decode_staged<T, 2, 4> : (const void *)k_decode_staged<T, 1, 4>);
-    if (p->decode_stages) {
-        e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) return e;
-    }
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, DEC_THREADS, smem);
-    if (e != cudaSuccess) return e;
-    *slots = max(per_sm, 1) * sms / (p->Hq / GT);
-    return cudaSuccess;
-}
-
-/* Over the 48 KB a launch gets without asking (NS = 2 already is). */
-template <typename T, int GT, int NS>
-static cudaError_t decode_staged_launch(cudaLaunchConfig_t &cfg, const DecArgs &a)
-{
-    cudaError_t e = cudaFuncSetAttribute(k_decode_staged<T, GT, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)cfg.dynamicSmemBytes);
-    return e != cudaSuccess ? e : cudaLaunchKernelEx(&cfg, k_decode_staged<T, GT, NS>, a);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, DEC_THREADS, smem);
+    if (e == cudaSuccess) *slots = max(per_sm, 1) * sms / columns;
+    return e;
 }
 
 template <typename T>
@@ -552,30 +545,31 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     a.dev_split_len = p->dev_split_len;
     a.dev_max_splits = p->dev_max_splits;
     a.kv_write = p->decode_kv_write;
-    int GT = decode_gt(p);
-    if (p->dev_balance && p->dev_split_len > 0) {
-        cudaError_t e = p->dev_balance > 1 ? cudaSuccess : decode_slots<T>(p, GT, &a.dev_slots);
-        if (e != cudaSuccess) return e;
+    const int GT = decode_gt(p);
+    const void *k = decode_kernel<T>(GT, p->decode_stages);
+    if (!k) return cudaErrorInvalidValue;
+    const size_t smem = hk_decode_smem_staged(GT, p->split_max, p->block_size, p->decode_stages);
+    cudaError_t e = cudaSuccess;
+    /* the staged kernels take over the 48 KB a launch gets without asking (NS = 2 already) */
+    if (p->decode_stages) e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e == cudaSuccess && p->dev_balance && p->dev_split_len > 0) {
         if (p->dev_balance > 1) a.dev_slots = p->dev_balance;
+        else e = decode_slots(k, smem, p->Hq / GT, &a.dev_slots);
         a.dev_split_hi = p->split_max;
     }
+    if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)p->n_splits, (unsigned)(p->Hq / GT));
     cfg.blockDim = dim3(DEC_THREADS);
-    cfg.dynamicSmemBytes = hk_decode_smem_staged(GT, p->split_max, p->block_size, p->decode_stages);
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = p->pdl ? 1 : 0;
-    switch (p->decode_stages) {
-    case 0: return GT == 2 ? cudaLaunchKernelEx(&cfg, k_decode<T, 2>, a) : cudaLaunchKernelEx(&cfg, k_decode<T, 1>, a);
-    case 2: return GT == 2 ? decode_staged_launch<T, 2, 2>(cfg, a) : decode_staged_launch<T, 1, 2>(cfg, a);
-    case 3: return GT == 2 ? decode_staged_launch<T, 2, 3>(cfg, a) : decode_staged_launch<T, 1, 3>(cfg, a);
-    case 4: return GT == 2 ? decode_staged_launch<T, 2, 4>(cfg, a) : decode_staged_launch<T, 1, 4>(cfg, a);
-    default: return cudaErrorInvalidValue;
-    }
+    void *args[] = { &a };
+    return cudaLaunchKernelExC(&cfg, k, args);
 }
 
 extern "C" {
