@@ -79,10 +79,7 @@ __device__ __forceinline__ int dec_balanced_len(const DecArgs &a, int rows)
     int L = a.dev_split_len;
     if (dec_count_splits(a, rows, L) <= a.dev_slots) return L;
     /* no length below ⌈keys / slots⌉ fits: start there (a step or two from the answer) */
-    int keys = 0;
-    for (int r = threadIdx.x & 31; r < rows; r += 32) keys += a.seqs[r].n_past + 1;
-    keys = warp_sum_int(keys);
-    int lo = (keys + a.dev_slots - 1) / a.dev_slots;
+    const int keys = dec_count_splits(a, rows, 1), lo = (keys + a.dev_slots - 1) / a.dev_slots;
     L = max(L + HK_SPLIT_MIN, (lo + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN);
     for (; L <= a.dev_split_hi; L += HK_SPLIT_MIN)
         if (dec_count_splits(a, rows, L) <= a.dev_slots) return L;

@@ -1404,7 +1404,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .row_seq = bound_ptr(cb, cb->o_rs), .total_rows = rows, .n_dec_rows = rows,
         .counters = cb->counters.ptr, .part_acc = cb->part.ptr,
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
-        .split_max = balance ? MAX(split_len, HK_SPLIT_MAX) : split_len, .n_splits = parts,
+        .split_max = balance ? HK_SPLIT_MAX : split_len, .n_splits = parts,
         .dev_split_len = split_len, .dev_max_splits = max_splits, .dev_balance = balance,
         .decode_kv_write = !shared && !blocks, .pdl = shared || blocks ? 0 : cb->pdl,
         .decode_stages = decode_stages_for(cb, rows),
