@@ -1,10 +1,12 @@
-/* hyocr — hk_gemm_rows's fused norm products of a batched decode step (gemv.cu) on the model's
- * shapes — q|k|v (NORM, N 4096, K 1024) and gate|up (NORM_GLU, N 3584, K 1024) — at 2, 8, 9 and
- * 16 rows, fp16: the baseline for a change to k_gemm_rows. A call is one layer: 24 calls, each
- * with its own weights (the L2 holds none of them for the next), in one graph; µs a call is the
- * graph's time / 24, median of 20 replays after 3. GB/s counts the weights. (Its rows_norm_held
- * variant, HK_GEMV_NORM_HELD, was measured no faster and removed: docs/PERFORMANCE.md.) Build
- * and run (GPU machine, repository root):
+/* hyocr — hk_gemm_rows's products of a batched decode step (gemv.cu) on the model's shapes —
+ * q|k|v (NORM, N 4096, K 1024), gate|up (NORM_GLU, N 3584, K 1024), o (RESIDUAL, N 1024, K 2048)
+ * and down (RESIDUAL, N 1024, K 3584) — at 2, 8, 9 and 16 rows, fp16, unsplit and with K split
+ * over 2..4 CTAs a column block (hk_gemm_rows_split, HYOCR_ROWS_SPLIT; the rule's pick for this
+ * card is marked *): the baseline for a change to k_gemm_rows. A call is one layer: 24 calls,
+ * each with its own weights (the L2 holds none of them for the next), in one graph; µs a call
+ * is the graph's time / 24, median of 20 replays after 3. GB/s counts the weights. (Its
+ * rows_norm_held variant, HK_GEMV_NORM_HELD, was measured no faster and removed:
+ * docs/PERFORMANCE.md.) Build and run (GPU machine, repository root):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/gemm_rows_bench.cu -o /tmp/gemm-rows-bench && /tmp/gemm-rows-bench */
 #include "../kernels/gemv.cu"
 #include "bench-timing.h"
@@ -17,42 +19,59 @@
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
-enum { LAYERS = 24, REPS = 20, K = 1024 };
+enum { LAYERS = 24, REPS = 20 };
 
 int main()
 {
-    const struct { const char *name; int mode, N, nw; } shapes[] = {
-        { "q|k|v NORM", HK_GEMV_NORM, 4096, 4096 }, { "gate|up NORM_GLU", HK_GEMV_NORM_GLU, 3584, 7168 },
+    const struct { const char *name; int mode, N, nw, K; } shapes[] = {
+        { "q|k|v NORM", HK_GEMV_NORM, 4096, 4096, 1024 },
+        { "gate|up NORM_GLU", HK_GEMV_NORM_GLU, 3584, 7168, 1024 },
+        { "o RESIDUAL", HK_GEMV_RESIDUAL, 1024, 1024, 2048 },
+        { "down RESIDUAL", HK_GEMV_RESIDUAL, 1024, 1024, 3584 },
     };
     std::vector<__half *> w(LAYERS);
-    size_t wn = (size_t)7168 * K;
+    const size_t wn = (size_t)7168 * 1024;
     for (int l = 0; l < LAYERS; l++) {
         CK(cudaMalloc(&w[l], wn * 2));
         k_fill_h<<<1024, 256>>>(w[l], wn, 0x100u + l, 0.1f);
     }
     float *res;
-    __half *nw, *out;
-    CK(cudaMalloc(&res, (size_t)16 * K * 4));
-    CK(cudaMalloc(&nw, K * 2));
+    __half *nw, *out, *x;
+    void *work;
+    const size_t work_bytes = hk_gemm_rows_work_bytes(HK_GEMV_NORM_GLU, 4096, HK_GEMM_ROWS_SPLIT_MAX);
+    CK(cudaMalloc(&res, (size_t)16 * 4096 * 4));
+    CK(cudaMalloc(&nw, 1024 * 2));
     CK(cudaMalloc(&out, (size_t)16 * 4096 * 2));
-    k_fill_f<<<64, 256>>>(res, (size_t)16 * K, 7);
-    k_fill_h<<<4, 256>>>(nw, K, 9, 1.0f);
+    CK(cudaMalloc(&x, (size_t)16 * 3584 * 2));
+    CK(cudaMalloc(&work, work_bytes));
+    CK(cudaMemset(work, 0, work_bytes));
+    k_fill_f<<<64, 256>>>(res, (size_t)16 * 4096, 7);
+    k_fill_h<<<4, 256>>>(nw, 1024, 9, 1.0f);
+    k_fill_h<<<64, 256>>>(x, (size_t)16 * 3584, 11, 1.0f);
     CK(cudaDeviceSynchronize());
+    int dev, sms;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    printf("%-18s %4s %10s %8s\n", "product", "rows", "us", "GB/s");
+    printf("%-18s %4s %6s %10s %8s\n", "product", "rows", "splits", "us", "GB/s");
     for (auto &sh : shapes)
-        for (int M : { 2, 8, 9, 16 }) {
-            auto call = [&](int l) {
-                return hk_gemm_rows(s, HK_F16, sh.mode, out, HK_F16, NULL, res, nw, HK_F16, 1e-6f, w[l], M, sh.N, K, 0);
-            };
-            for (int l = 0; l < LAYERS; l++) CK(call(l));
-            CK(cudaStreamSynchronize(s));
-            const double us = bench_graph_median_ms(s, REPS, [&] {
+        for (int M : { 2, 8, 9, 16 })
+            for (int S = 1; S <= HK_GEMM_ROWS_SPLIT_MAX; S++) {
+                /* the residual, read by the norms and added to by o and down, stays bounded: the
+                 * weights are ±0.1 and x ±1, 24 × 20 additions */
+                auto call = [&](int l) {
+                    return hk_gemm_rows_split(s, HK_F16, sh.mode, out, HK_F16, x, res, nw, HK_F16, 1e-6f, w[l], M, sh.N,
+                                              sh.K, 0, S, S > 1 ? work : NULL);
+                };
                 for (int l = 0; l < LAYERS; l++) CK(call(l));
-            }) * 1e3 / LAYERS;
-            double bytes = (double)sh.nw * K * 2;
-            printf("%-18s %4d %10.2f %8.0f\n", sh.name, M, us, bytes / us * 1e-3);
-        }
+                CK(cudaStreamSynchronize(s));
+                const double us = bench_graph_median_ms(s, REPS, [&] {
+                    for (int l = 0; l < LAYERS; l++) CK(call(l));
+                }) * 1e3 / LAYERS;
+                const double bytes = (double)sh.nw * sh.K * 2;
+                printf("%-18s %4d %5d%s %10.2f %8.0f\n", sh.name, M, S,
+                       S == hk_gemm_rows_splits(sh.N, sh.K, sms) ? "*" : " ", us, bytes / us * 1e-3);
+            }
     return 0;
 }

@@ -348,19 +348,52 @@ __device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, floa
     }
 }
 
+/* Split K (gridDim.y = S > 1): the column block's S CTAs each publish their 4·32 warp-order
+ * sums, and the last to arrive (threadFenceReduction's election, one counter a column block,
+ * left zero for the next launch) adds the S of them in split order. So the sum depends on
+ * N, K and S only, never on M or on which CTA ends last. Threads 0..127 only (the others
+ * have returned): named barrier 1. Returns whether this CTA goes on to the epilogue. */
+template <int NB>
+__device__ __forceinline__ bool rows_split_add(float (&v)[NB], unsigned *sctr, float *spart, unsigned *last)
+{
+    const int S = gridDim.y, tid = threadIdx.x;
+    float *base = spart + (size_t)blockIdx.x * S * NB * 128;
+#pragma unroll
+    for (int t = 0; t < NB; t++) base[((size_t)blockIdx.y * NB + t) * 128 + tid] = v[t];
+    __threadfence();
+    asm volatile("bar.sync 1, 128;" ::: "memory");
+    if (tid == 0) {
+        const bool l = atomicAdd(sctr + blockIdx.x, 1u) == (unsigned)S - 1;
+        if (l) sctr[blockIdx.x] = 0;   /* every split has counted: ready for the next launch */
+        *last = l;
+    }
+    asm volatile("bar.sync 1, 128;" ::: "memory");
+    if (!*last) return false;
+    __threadfence();
+#pragma unroll
+    for (int t = 0; t < NB; t++) {
+        v[t] = __ldcg(base + (size_t)t * 128 + tid);
+        for (int s = 1; s < S; s++) v[t] += __ldcg(base + ((size_t)s * NB + t) * 128 + tid);
+    }
+    return true;
+}
+
 /* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use. */
 template <typename T, int G, bool HI, int MODE>
 __global__ void __launch_bounds__(ROWS_WARPS * 32, 2)
 k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, float eps, const T *w, int M, int N,
-            int K)
+            int K, unsigned *sctr, float *spart)
 {
     constexpr bool glu = MODE == HK_GEMV_NORM_GLU, norm = glu || MODE == HK_GEMV_NORM;
     constexpr int NB = glu ? 2 : 1;   /* B tiles: the gate and the up columns */
     extern __shared__ int4 xs_raw[];  /* norm: the M normalised rows, rows_ld(K) apart */
     __shared__ float part[NB][ROWS_WARPS][4][32];
+    __shared__ unsigned split_last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, q = lane & 3;
     const int n0 = blockIdx.x * ROWS_COLS, chunks = K >> 5, ld = norm ? rows_ld(K) : K;
-    const int mine = chunks > warp ? (chunks - warp + ROWS_WARPS - 1) / ROWS_WARPS : 0;
+    /* split s of S (blockIdx.y of gridDim.y): warp w is the column block's warp vw = s·8 + w of VW */
+    const int S = gridDim.y, vw = blockIdx.y * ROWS_WARPS + warp, VW = S * ROWS_WARPS;
+    const int mine = chunks > vw ? (chunks - vw + VW - 1) / VW : 0;
     const bool w_on = n0 + gid < N, a_on = gid < M, b_on = HI && gid + 8 < M;
     T *xs = (T *)xs_raw;
     const T *xsrc = norm ? xs : x;
@@ -377,7 +410,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
     /* The first weights (constant) are on their way before the kernel before has finished. */
 #pragma unroll
     for (int j = 0; j < G; j++) {
-        const int u = 4 * (warp + ROWS_WARPS * j);
+        const int u = 4 * (vw + VW * j);
 #pragma unroll
         for (int t = 0; t < NB; t++) wv[t][j] = w_on && j < mine ? __ldcs(wr[t] + u) : zero;
     }
@@ -391,7 +424,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
         if (i0) {
 #pragma unroll
             for (int j = 0; j < G; j++) {
-                const int u = 4 * (warp + ROWS_WARPS * (i0 + j));
+                const int u = 4 * (vw + VW * (i0 + j));
 #pragma unroll
                 for (int t = 0; t < NB; t++) wv[t][j] = w_on && i0 + j < mine ? __ldcs(wr[t] + u) : zero;
             }
@@ -399,7 +432,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
         int4 av[G], bv[G];
 #pragma unroll
         for (int j = 0; j < G; j++) {
-            const int u = 4 * (warp + ROWS_WARPS * (i0 + j));
+            const int u = 4 * (vw + VW * (i0 + j));
             const bool on = i0 + j < mine;
             if (norm) {
                 av[j] = a_on && on ? xa[u] : zero;
@@ -432,7 +465,6 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
     /* thread (r, l) adds register r of lane l over the warps, in warp order */
     const int r = threadIdx.x >> 5, l = lane;
     const int row = (l >> 2) + (r >= 2 ? 8 : 0), col = n0 + 2 * (l & 3) + (r & 1);
-    if (row >= M || col >= N) return;
     float v[NB];
 #pragma unroll
     for (int t = 0; t < NB; t++) {
@@ -440,11 +472,19 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
 #pragma unroll
         for (int s = 1; s < ROWS_WARPS; s++) v[t] += part[t][s][r][l];
     }
+    if (S > 1 && !rows_split_add<NB>(v, sctr, spart, &split_last)) return;
+    if (row >= M || col >= N) return;
     const int ct = ctype<T>::value;
     const size_t o = (size_t)row * N + col;
     if (MODE == HK_GEMV_RESIDUAL) res[o] += hk_round(v[0], ct);
     else if (glu) hk_st(out, ot, o, hk_swiglu1(hk_round(v[0], ct), hk_round(v[NB - 1], ct), ot));
     else hk_st(out, ot, o, v[0]);
+}
+
+/* Bytes of the split counters at the start of the work area: one a column block, in 256-byte units. */
+static inline size_t rows_ctr_bytes(int blocks)
+{
+    return ((size_t)blocks * sizeof(unsigned) + 255) / 256 * 256;
 }
 
 /* Bytes of shared memory the normalised rows take. */
@@ -456,7 +496,8 @@ static size_t rows_smem(int mode, int M, int K)
 
 template <typename T, int G, bool HI, int MODE>
 static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
-                                    hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
+                                    hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
+                                    void *work)
 {
     const size_t smem = rows_smem(MODE, M, K);
     /* over the 48 KB a launch gets without asking, with the partial sums (K > 1024 at 16 rows) */
@@ -469,55 +510,86 @@ static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, cons
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((N + ROWS_COLS - 1) / ROWS_COLS));
+    const int blocks = (N + ROWS_COLS - 1) / ROWS_COLS;
+    cfg.gridDim = dim3((unsigned)blocks, (unsigned)S);
     cfg.blockDim = dim3(ROWS_WARPS * 32);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl ? 1 : 0;
+    unsigned *sctr = (unsigned *)work;
+    float *spart = work ? (float *)((char *)work + rows_ctr_bytes(blocks)) : NULL;
     return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE>, out, (int)ot, (const T *)x, res, nw, (int)nwt, eps,
-                              (const T *)w, M, N, K);
+                              (const T *)w, M, N, K, sctr, spart);
 }
 
-/* K ≤ 1024 (most of the model's products) is one round of 4 chunks a warp; longer K
- * goes in rounds of 8 (4 with two B tiles, whose registers would spill). Neither depends
- * on M: only the registers rows 8..15 need. G changes when the loads are issued, never
- * the order of the sums. */
+/* Up to 4 chunks a warp (K ≤ 1024 unsplit: most of the model's products) is one round of
+ * 4; more goes in rounds of 8 (4 with two B tiles, whose registers would spill). Neither
+ * depends on M: only the registers rows 8..15 need. G changes when the loads are issued,
+ * never the order of the sums. */
 template <typename T, int MODE>
 static cudaError_t gemm_rows_mode(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
-                                  hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
+                                  hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
+                                  void *work)
 {
     constexpr int G_LONG = MODE == HK_GEMV_NORM_GLU ? 4 : 8;
     const bool hi = M > 8;
-    if (K <= 32 * ROWS_WARPS * 4)
-        return hi ? gemm_rows_launch<T, 4, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
-                  : gemm_rows_launch<T, 4, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
-    return hi ? gemm_rows_launch<T, G_LONG, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
-              : gemm_rows_launch<T, G_LONG, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    if (K <= 32 * ROWS_WARPS * 4 * S)
+        return hi ? gemm_rows_launch<T, 4, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work)
+                  : gemm_rows_launch<T, 4, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work);
+    return hi ? gemm_rows_launch<T, G_LONG, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work)
+              : gemm_rows_launch<T, G_LONG, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work);
 }
 
 template <typename T>
 static cudaError_t gemm_rows_t(cudaStream_t s, int mode, void *out, hk_dtype ot, const void *x, float *res,
-                               const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
+                               const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
+                               int S, void *work)
 {
+#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work
     switch (mode) {
-    case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
-    case HK_GEMV_NORM: return gemm_rows_mode<T, HK_GEMV_NORM>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
-    case HK_GEMV_NORM_GLU:
-        return gemm_rows_mode<T, HK_GEMV_NORM_GLU>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
-    case HK_GEMV_RESIDUAL:
-        return gemm_rows_mode<T, HK_GEMV_RESIDUAL>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(ROWS_ARGS);
+    case HK_GEMV_NORM: return gemm_rows_mode<T, HK_GEMV_NORM>(ROWS_ARGS);
+    case HK_GEMV_NORM_GLU: return gemm_rows_mode<T, HK_GEMV_NORM_GLU>(ROWS_ARGS);
+    case HK_GEMV_RESIDUAL: return gemm_rows_mode<T, HK_GEMV_RESIDUAL>(ROWS_ARGS);
     default: return cudaErrorInvalidValue;
     }
+#undef ROWS_ARGS
 }
 
 extern "C" {
 
+size_t hk_gemm_rows_work_bytes(int mode, int N, int splits)
+{
+    if (splits <= 1 || N <= 0) return 0;
+    const int blocks = (N + ROWS_COLS - 1) / ROWS_COLS;
+    return rows_ctr_bytes(blocks) + (size_t)blocks * splits * (mode == HK_GEMV_NORM_GLU ? 2 : 1) * 128 * sizeof(float);
+}
+
+int hk_gemm_rows_splits(int N, int K, int sms)
+{
+    if (N <= 0 || K <= 0 || sms <= 0) return 1;
+    const int blocks = (N + ROWS_COLS - 1) / ROWS_COLS, chunks = K / 32;
+    /* the CTAs fit one wave (2 an SM: k_gemm_rows's launch bounds); every warp has 2 chunks or more */
+    int s = 2 * sms / blocks;
+    if (s > chunks / (2 * ROWS_WARPS)) s = chunks / (2 * ROWS_WARPS);
+    if (s > HK_GEMM_ROWS_SPLIT_MAX) s = HK_GEMM_ROWS_SPLIT_MAX;
+    return s < 1 ? 1 : s;
+}
+
 cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                          const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
+    return hk_gemm_rows_split(s, t, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 1, NULL);
+}
+
+cudaError_t hk_gemm_rows_split(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
+                               const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
+                               int splits, void *work)
+{
     const bool norm = mode == HK_GEMV_NORM || mode == HK_GEMV_NORM_GLU, residual = mode == HK_GEMV_RESIDUAL;
-    if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX || mode < HK_GEMV_PLAIN || mode > HK_GEMV_RESIDUAL)
+    if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX || mode < HK_GEMV_PLAIN || mode > HK_GEMV_RESIDUAL || splits < 1 ||
+        splits > HK_GEMM_ROWS_SPLIT_MAX || (splits > 1 && (!work || (uintptr_t)work % 16)))
         return cudaErrorInvalidValue;
     if (M == 0 || N == 0) return cudaSuccess;
     if (K <= 0 || K % 32 || (t != HK_F16 && t != HK_BF16) || (uintptr_t)w % 16) return cudaErrorInvalidValue;
@@ -526,8 +598,8 @@ cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dty
                                   (nwt == HK_F16 || nwt == HK_BF16 || nwt == HK_F32)
                             : x && (uintptr_t)x % 16 == 0;
     if (!out_ok || !in_ok) return cudaErrorInvalidValue;
-    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl)
-                        : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl);
+    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, work)
+                        : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, work);
 }
 
 } /* extern "C" */

@@ -640,6 +640,93 @@ static void test_gemm_rows_invariance(gconstpointer data)
 #endif
 }
 
+#if HYOCR_HAVE_CUDA
+/* The split-K rule and its work area (host code: runs without a card too), and what
+ * hk_gemm_rows_split refuses before it launches anything. */
+static void test_gemm_rows_split_rule(void)
+{
+    /* H200 (132 SMs, 264 CTA slots): o and down (128 column blocks) split in two, the wide
+     * products not; a narrow N splits up to the cap; a short K keeps 2 chunks a warp */
+    g_assert_cmpint(hk_gemm_rows_splits(1024, 2048, 132), ==, 2);
+    g_assert_cmpint(hk_gemm_rows_splits(1024, 3584, 132), ==, 2);
+    g_assert_cmpint(hk_gemm_rows_splits(4096, 1024, 132), ==, 1);
+    g_assert_cmpint(hk_gemm_rows_splits(7168, 1024, 132), ==, 1);
+    g_assert_cmpint(hk_gemm_rows_splits(256, 4096, 132), ==, HK_GEMM_ROWS_SPLIT_MAX);
+    g_assert_cmpint(hk_gemm_rows_splits(256, 1024, 132), ==, 2);   /* 32 chunks: 2 a warp at 2 splits */
+    g_assert_cmpint(hk_gemm_rows_splits(1024, 256, 132), ==, 1);
+    g_assert_cmpint(hk_gemm_rows_splits(1024, 2048, 46), ==, 1);   /* a card that 128 CTAs fill */
+    g_assert_cmpint(hk_gemm_rows_splits(1024, 2048, 0), ==, 1);
+    /* counters in 256-byte units, then S × 4·32 floats a column block (two tiles with GLU) */
+    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_RESIDUAL, 1024, 1), ==, 0);
+    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_RESIDUAL, 1024, 2), ==, 512 + 128 * 2 * 512);
+    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_NORM_GLU, 1003, 3), ==, 512 + 126 * 3 * 2 * 512);
+    const cudaError_t inv = cudaErrorInvalidValue;
+    void *p = (void *)(uintptr_t)0x100000;   /* never touched: each call is refused before a launch */
+#define SPLIT(S, work) hk_gemm_rows_split(NULL, HK_F16, HK_GEMV_PLAIN, p, HK_F32, p, NULL, NULL, HK_F32, 0.0f, p, 4, \
+                                          64, 1024, 0, S, work)
+    g_assert_cmpint(SPLIT(0, p), ==, inv);
+    g_assert_cmpint(SPLIT(HK_GEMM_ROWS_SPLIT_MAX + 1, p), ==, inv);
+    g_assert_cmpint(SPLIT(2, NULL), ==, inv);
+    g_assert_cmpint(SPLIT(2, (char *)p + 4), ==, inv);
+#undef SPLIT
+}
+
+/* hk_gemm_rows_split called directly at 2..4 splits: against the unsplit product (the same
+ * sums in another order), each row the same bits at any M and at any position among the
+ * rows, the same bits again on a second call (the counters were left zero: a stale count
+ * would elect the wrong CTA and drop a split), and the counters zero after. */
+static void gemm_rows_split_kernel(const dt_case *c, hyocr_backend *g, int N, int K, int S)
+{
+    const int R = 16;
+    hk_dtype t = case_kt(c);
+    g_autofree float *x = rnd((size_t)R * K, -1, 1), *xr = g_new(float, (size_t)R * K);
+    g_autofree float *w = rnd((size_t)N * K, -0.1, 0.1);
+    for (int m = 0; m < R; m++) memcpy(xr + (size_t)m * K, x + (size_t)(R - 1 - m) * K, (size_t)K * sizeof(float));
+    hyocr_buf *bx = mk(g, HYOCR_BUF_ACT, x, (size_t)R * K), *bxr = mk(g, HYOCR_BUF_ACT, xr, (size_t)R * K);
+    hyocr_buf *bw = mk(g, HYOCR_BUF_WEIGHT, w, (size_t)N * K), *o = mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N);
+    const size_t wb = hk_gemm_rows_work_bytes(HK_GEMV_PLAIN, N, S), ctr = (size_t)(N + 7) / 8 * sizeof(unsigned);
+    void *work = NULL;
+    CK(cudaMalloc(&work, wb));
+    CK(cudaMemset(work, 0, wb));
+    OK(g->ops->sync(g, E));
+#define SPLIT(xp, M) hk_gemm_rows_split(NULL, t, HK_GEMV_PLAIN, o->data, HK_F32, xp, NULL, NULL, HK_F32, 0.0f, bw->data, M, \
+                                        N, K, 0, S, work)
+    CK(rows_plain(t, o->data, bx->data, bw->data, R, N, K));
+    CK(cudaDeviceSynchronize());
+    g_autofree float *one = get(g, o, 0, (size_t)R * N);
+    CK(SPLIT(bx->data, R));
+    CK(cudaDeviceSynchronize());
+    g_autofree float *ref = get(g, o, 0, (size_t)R * N);
+    g_autofree char *what = g_strdup_printf("hk_gemm_rows_split %d×%d×%d, %d splits, against unsplit", R, N, K, S);
+    expect_close(what, ref, one, (size_t)R * N, TOL_F32);
+    for (int M = 1; M <= R; M++) {
+        CK(cudaMemset(o->data, 0xff, (size_t)R * N * 4));
+        CK(SPLIT(bx->data, M));
+        CK(cudaDeviceSynchronize());
+        g_autofree float *got = get(g, o, 0, (size_t)M * N);
+        g_autofree char *w2 = g_strdup_printf("hk_gemm_rows_split %d×%d×%d, %d splits: rows against 16 rows", M, N, K, S);
+        expect_equal(w2, got, ref, (size_t)M * N);
+    }
+    CK(SPLIT(bxr->data, R));
+    CK(cudaDeviceSynchronize());
+    g_autofree float *rev = get(g, o, 0, (size_t)R * N);
+    for (int m = 0; m < R; m++) {
+        g_autofree char *w3 = g_strdup_printf("hk_gemm_rows_split %d×%d, %d splits: row %d at position %d", N, K, S, m,
+                                              R - 1 - m);
+        expect_equal(w3, rev + (size_t)(R - 1 - m) * N, ref + (size_t)m * N, (size_t)N);
+    }
+#undef SPLIT
+    g_autofree unsigned *counts = g_new(unsigned, ctr / sizeof(unsigned));
+    CK(cudaMemcpy(counts, work, ctr, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < ctr / sizeof(unsigned); i++) g_assert_cmpuint(counts[i], ==, 0);
+    CK(cudaFree(work));
+    g->ops->buf_free(g, bx);
+    g->ops->buf_free(g, bxr);
+    g->ops->buf_free(g, bw);
+    g->ops->buf_free(g, o);
+}
+#endif
+
 /* What hk_gemm_rows refuses (its callers then take cuBLAS, checked in test_matmul), and
  * nothing written when it does. */
 static void test_gemm_rows_errors(gconstpointer data)
@@ -881,6 +968,35 @@ static void test_fused(gconstpointer data)
         run_fused(c, g, M, 37, 96, 1);
         run_fused(c, g, M, 300, 2048, 0);    /* the widest normalised rows (over 48 KB at 16 rows) */
         run_fused(c, g, M, 300, 2048, 2);
+    }
+}
+
+/* Split K (HYOCR_ROWS_SPLIT): the kernel at 2..4 splits, then backends with it forced (3
+ * splits everywhere) and by the card's rule: the fused products bit for bit the unfused
+ * ones and close to the CPU's, the rows of a product independent of M. */
+static void test_gemm_rows_split(gconstpointer data)
+{
+    const dt_case *c = data;
+    hyocr_backend *g = cuda(c);
+    if (!g) return;
+#if HYOCR_HAVE_CUDA
+    gemm_rows_split_kernel(c, g, 1024, 2048, 2);   /* o */
+    gemm_rows_split_kernel(c, g, 1024, 3584, 3);   /* down: two rounds a warp unsplit, one here */
+    gemm_rows_split_kernel(c, g, 1003, 1024, 4);   /* ragged N */
+#endif
+    const int forced[] = { 3, 1 };
+    for (size_t i = 0; i < G_N_ELEMENTS(forced); i++) {
+        hyocr_backend *t = cuda_tuned(c, (hyocr_tuning){ .rows_split = forced[i] });
+        const int rows[] = { 2, 16 };
+        for (size_t j = 0; j < G_N_ELEMENTS(rows); j++) {
+            run_fused(c, t, rows[j], 1024, 2048, 1);
+            run_fused(c, t, rows[j], 1024, 3584, 1);
+            run_fused(c, t, rows[j], 4096, 1024, 0);
+            run_fused(c, t, rows[j], 300, 2048, 2);   /* two B tiles: twice the partials */
+        }
+        gemm_rows_invariance(t, 1024, 2048, HYOCR_BUF_ACT);
+        gemm_rows_invariance(t, 1003, 1024, HYOCR_BUF_F32);
+        hyocr_backend_free(t);
     }
 }
 
@@ -2975,6 +3091,7 @@ int main(int argc, char **argv)
     g_test_add_func("/backend-cuda/init", test_init);
 #if HYOCR_HAVE_CUDA
     g_test_add_func("/backend-cuda/prefill_split_plan", test_prefill_split_plan);
+    g_test_add_func("/backend-cuda/gemm_rows_split_rule", test_gemm_rows_split_rule);
 #endif
     const dt_case *cases[] = { &F16, &BF16 };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -2986,6 +3103,7 @@ int main(int argc, char **argv)
         add("matmul", c, test_matmul);
         add("gemm_rows_invariance", c, test_gemm_rows_invariance);
         add("gemm_rows_errors", c, test_gemm_rows_errors);
+        add("gemm_rows_split", c, test_gemm_rows_split);
         add("norms", c, test_norms);
         add("pointwise", c, test_pointwise);
         add("fused", c, test_fused);

@@ -80,6 +80,7 @@ typedef struct {
     int64_t          total, peak;
     /* scratch */
     scratch          lt_ws, stage, meta, part, counters, conv_x, conv_bias;
+    scratch          rows_work;      /* split-K products of several rows: counters (left zero), partials */
     /* metadata buffers: meta (work lists, ids, the pick's rows), pos (rope positions), and what each holds */
     scratch          pos;
     meta_held        meta_held, pos_held;
@@ -122,6 +123,8 @@ typedef struct {
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
     bool             decode_balance; /* HYOCR_DECODE_BALANCE: bound steps' splits sized on the device to one wave */
+    int              rows_split;     /* HYOCR_ROWS_SPLIT: products of several rows split K (0 off, 1 the card's
+                                      * rule, 2..HK_GEMM_ROWS_SPLIT_MAX that many splits everywhere) */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
@@ -278,7 +281,9 @@ static bool scratch_grow(cuda_backend *cb, scratch *s, size_t bytes, size_t cap,
                            _("CUDA backend: scratch would grow during a graph capture (a bug in hyocr: the step must run once "
                              "uncaptured first; please report it)")), false;
     /* Graphs point into these (the GEMM workspace, decode partials, bound metadata, results). */
-    if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta) cb->epoch++;
+    if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta ||
+        s == &cb->rows_work)
+        cb->epoch++;
     if (s->ptr) {
         if (!ck(cudaStreamSynchronize(cb->stream), N_("stream synchronize"), error)) return false;
         dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap, NULL);
@@ -861,6 +866,33 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
     return !bias || ck(hk_bias_add(cb->stream, out, ot, bias, ot, M, N), N_("bias add"), error);
 }
 
+/* K splits of a product of 2..16 rows (HYOCR_ROWS_SPLIT): 1, none, unless switched on; then
+ * the card's rule (hk_gemm_rows_splits: o and down of a decode step fill one wave instead of
+ * half of one) or the forced count. It depends on the shape only, never on M or the mode, so
+ * a row's bits stay those of any step, and the fused products those of the unfused ones. */
+static int rows_splits(const cuda_backend *cb, int N, int K)
+{
+    if (cb->rows_split <= 0) return 1;
+    return cb->rows_split > 1 ? cb->rows_split : hk_gemm_rows_splits(N, K, cb->sm_count);
+}
+
+/* hk_gemm_rows_split with its splits and work area (zeroed when it grows: the counters start
+ * at zero, and every call leaves them so). */
+static bool rows_product(cuda_backend *cb, int mode, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
+                         hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, const char *what,
+                         GError **error)
+{
+    const int S = rows_splits(cb, N, K);
+    const size_t bytes = hk_gemm_rows_work_bytes(mode, N, S);
+    if (bytes > cb->rows_work.cap &&
+        (!scratch_need(cb, &cb->rows_work, bytes, error) ||
+         !ck(cudaMemsetAsync(cb->rows_work.ptr, 0, cb->rows_work.cap, cb->stream), N_("memset"), error)))
+        return false;
+    return ck(hk_gemm_rows_split(cb->stream, cb->act, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S,
+                                 bytes ? cb->rows_work.ptr : NULL),
+              what, error);
+}
+
 /* Decode-sized products are memory bound (the weights are read once) and cuBLAS
  * reads the weights below memory speed there. Single rows go to hk_gemv (batch 1
  * decode +5 %); from 2 rows on cuBLAS beat that CUDA-core kernel (H200, session 2:
@@ -928,9 +960,8 @@ static bool cuda_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf *x, c
     /* As a programmatic dependent it reads its first weights before the kernel before
      * has finished: only where they are constant. */
     if (gemv_fits(cb, x, xp, wp, bp, M, K))
-        return ck(hk_gemm_rows(cb->stream, cb->act, HK_GEMV_PLAIN, out->data, ot, xp, NULL, NULL, HK_F32, 0.0f, wp, M,
-                               N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
-                  "gemm_rows", error);
+        return rows_product(cb, HK_GEMV_PLAIN, out->data, ot, xp, NULL, NULL, HK_F32, 0.0f, wp, M, N, K,
+                            cb->pdl && w->kind == HYOCR_BUF_WEIGHT, "gemm_rows", error);
     plan_key k;
     memset(&k, 0, sizeof k);
     k = (plan_key){ M, N, K, ot, bp != NULL, ptr_align(wp), ptr_align(xp), ptr_align(out->data) };
@@ -1002,10 +1033,8 @@ static bool cuda_norm_matmul(hyocr_backend *be, hyocr_buf *out, const hyocr_buf 
         return ck(hk_gemv1(cb->stream, cb->act, mode, out->data, buf_t(cb, out), NULL, residual->data, norm_w->data,
                            buf_t(cb, norm_w), eps, w->data, N, K, cb->pdl),
                   "norm_matmul", error);
-    return ck(hk_gemm_rows(cb->stream, cb->act, mode, out->data,
-                           buf_t(cb, out), NULL, residual->data, norm_w->data,
-                           buf_t(cb, norm_w), eps, w->data, M, N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
-              "norm_matmul", error);
+    return rows_product(cb, mode, out->data, buf_t(cb, out), NULL, residual->data, norm_w->data, buf_t(cb, norm_w), eps,
+                        w->data, M, N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT, "norm_matmul", error);
 }
 
 static bool cuda_matmul_residual(hyocr_backend *be, hyocr_buf *residual, const hyocr_buf *x, const hyocr_buf *w, int M,
@@ -1021,9 +1050,8 @@ static bool cuda_matmul_residual(hyocr_backend *be, hyocr_buf *residual, const h
         return ck(hk_gemv1(cb->stream, cb->act, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, residual->data, NULL, HK_F32,
                            0.0f, w->data, N, K, cb->pdl),
                   "matmul_residual", error);
-    return ck(hk_gemm_rows(cb->stream, cb->act, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, residual->data, NULL, HK_F32,
-                           0.0f, w->data, M, N, K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT),
-              "matmul_residual", error);
+    return rows_product(cb, HK_GEMV_RESIDUAL, NULL, HK_F32, x->data, residual->data, NULL, HK_F32, 0.0f, w->data, M, N,
+                        K, cb->pdl && w->kind == HYOCR_BUF_WEIGHT, "matmul_residual", error);
 }
 
 /* ---------------------------------------------------------------- norms, pointwise */
@@ -2009,7 +2037,7 @@ static void cuda_free(hyocr_backend *be)
     hyocr_cuda_profile_free(cb->prof);
     cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
-    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->conv_x,
+    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->rows_work, &cb->conv_x,
                      &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
                      &cb->other.conv_x, &cb->other.conv_bias };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
@@ -2312,6 +2340,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->decode_stages = t->decode_stages == 0 ? -1
                         : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     cb->decode_balance = t->decode_balance == HYOCR_SWITCH_ON;   /* off until measured */
+    cb->rows_split = MIN(t->rows_split, HK_GEMM_ROWS_SPLIT_MAX);   /* off until measured */
     cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;

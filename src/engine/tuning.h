@@ -36,6 +36,10 @@ typedef struct {
     hyocr_switch decode_balance;  /* HYOCR_DECODE_BALANCE=1: CUDA graph decode steps whose attention splits would
                                    * take more than one wave of the card take longer ones, chosen on the device
                                    * from the live contexts (off until measured) */
+    int          rows_split;      /* HYOCR_ROWS_SPLIT: CUDA products of 2..16 rows split K over CTAs where their
+                                   * columns alone leave the card half idle (o and down of a decode step); 1 =
+                                   * the card's rule, N in 2..4 = N splits for every such product (tests);
+                                   * unset or "0" = off (off until measured) */
     int          rope_heads;      /* HYOCR_ROPE_HEADS: CUDA rope_qknorm of decode-sized steps (≤ 16 rows)
                                    * with a row's heads spread over blocks of that many; 0 = unset (4) */
     int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
