@@ -50,6 +50,7 @@ typedef struct {
 typedef struct {
     cudaStream_t stream;
     scratch      lt_ws, stage, conv_x, conv_bias;
+    scratch      rows_work;   /* split-K products of several rows: counters (left zero), partials */
 } cuda_lane;
 
 /* A buffer, and whether it came from the stream-ordered allocator (on the side lane, or on the
@@ -80,7 +81,7 @@ typedef struct {
     int64_t          total, peak;
     /* scratch */
     scratch          lt_ws, stage, meta, part, counters, conv_x, conv_bias;
-    scratch          rows_work;      /* split-K products of several rows: counters (left zero), partials */
+    scratch          rows_work;      /* the current lane's (cuda_lane) */
     /* metadata buffers: meta (work lists, ids, the pick's rows), pos (rope positions), and what each holds */
     scratch          pos;
     meta_held        meta_held, pos_held;
@@ -1940,12 +1941,13 @@ static bool cuda_sync(hyocr_backend *be, GError **error)
 
 static void lane_swap(cuda_backend *cb)
 {
-    cuda_lane cur = { cb->stream, cb->lt_ws, cb->stage, cb->conv_x, cb->conv_bias };
+    cuda_lane cur = { cb->stream, cb->lt_ws, cb->stage, cb->conv_x, cb->conv_bias, cb->rows_work };
     cb->stream = cb->other.stream;
     cb->lt_ws = cb->other.lt_ws;
     cb->stage = cb->other.stage;
     cb->conv_x = cb->other.conv_x;
     cb->conv_bias = cb->other.conv_bias;
+    cb->rows_work = cb->other.rows_work;
     cb->other = cur;
     cb->on_side = !cb->on_side;
     /* the legacy handle of gemm_fallback follows */
@@ -2039,7 +2041,7 @@ static void cuda_free(hyocr_backend *be)
     if (cb->plans) g_hash_table_destroy(cb->plans);
     scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->rows_work, &cb->conv_x,
                      &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
-                     &cb->other.conv_x, &cb->other.conv_bias };
+                     &cb->other.conv_x, &cb->other.conv_bias, &cb->other.rows_work };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
     g_free(cb->meta_held.bytes);
     g_free(cb->pos_held.bytes);
