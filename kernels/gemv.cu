@@ -348,71 +348,82 @@ __device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, floa
     }
 }
 
-/* Split K (gridDim.y = S > 1): the column block's S CTAs each publish their 4·32 warp-order
- * sums, and the last to arrive (threadFenceReduction's election, one counter a column block,
- * left zero for the next launch) adds the S of them in split order. So the sum depends on
- * N, K and S only, never on M or on which CTA ends last. Threads 0..127 only (the others
- * have returned): named barrier 1. Returns whether this CTA goes on to the epilogue. */
-template <int NB>
+/* Split K (gridDim.y = S > 1): the column block's S CTAs each publish their warp-order sums
+ * (128 a column group), and the last to arrive (threadFenceReduction's election, one counter a
+ * column block, left zero for the next launch) adds the S of them in split order. So the sum
+ * depends on N, K and S only, never on M or on which CTA ends last. Threads 0..NT-1 only (the
+ * others have returned): named barrier 1. Returns whether this CTA goes on to the epilogue. */
+template <int NB, int THREADS>
 __device__ __forceinline__ bool rows_split_add(float (&v)[NB], unsigned *sctr, float *spart, unsigned *last)
 {
     const int S = gridDim.y, tid = threadIdx.x;
-    float *base = spart + (size_t)blockIdx.x * S * NB * 128;
+    float *base = spart + (size_t)blockIdx.x * S * NB * THREADS;
 #pragma unroll
-    for (int t = 0; t < NB; t++) base[((size_t)blockIdx.y * NB + t) * 128 + tid] = v[t];
+    for (int t = 0; t < NB; t++) base[((size_t)blockIdx.y * NB + t) * THREADS + tid] = v[t];
     __threadfence();
-    asm volatile("bar.sync 1, 128;" ::: "memory");
+    asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
     if (tid == 0) {
         const bool l = atomicAdd(sctr + blockIdx.x, 1u) == (unsigned)S - 1;
         if (l) sctr[blockIdx.x] = 0;   /* every split has counted: ready for the next launch */
         *last = l;
     }
-    asm volatile("bar.sync 1, 128;" ::: "memory");
+    asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
     if (!*last) return false;
     __threadfence();
 #pragma unroll
     for (int t = 0; t < NB; t++) {
-        v[t] = __ldcg(base + (size_t)t * 128 + tid);
-        for (int s = 1; s < S; s++) v[t] += __ldcg(base + ((size_t)s * NB + t) * 128 + tid);
+        v[t] = __ldcg(base + (size_t)t * THREADS + tid);
+        for (int s = 1; s < S; s++) v[t] += __ldcg(base + ((size_t)s * NB + t) * THREADS + tid);
     }
     return true;
 }
 
-/* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use. */
-template <typename T, int G, bool HI, int MODE>
+/* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use;
+ * CG column groups of 8 a CTA (1 or 2): each warp multiplies the x chunks it loaded (and the rows
+ * normalised once) by CG groups' weights, every column's chain of mmas and the warps' sum as with
+ * one group — the same bits, less x (or residual) read per column. */
+template <typename T, int G, bool HI, int MODE, int CG>
 __global__ void __launch_bounds__(ROWS_WARPS * 32, 2)
 k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, float eps, const T *w, int M, int N,
             int K, unsigned *sctr, float *spart)
 {
     constexpr bool glu = MODE == HK_GEMV_NORM_GLU, norm = glu || MODE == HK_GEMV_NORM;
-    constexpr int NB = glu ? 2 : 1;   /* B tiles: the gate and the up columns */
+    constexpr int NB = glu ? 2 : 1;   /* B tiles a group: the gate and the up columns */
+    constexpr int NT = CG * NB;       /* B tiles a warp */
     extern __shared__ int4 xs_raw[];  /* norm: the M normalised rows, rows_ld(K) apart */
-    __shared__ float part[NB][ROWS_WARPS][4][32];
+    __shared__ float part[NT][ROWS_WARPS][4][32];
     __shared__ unsigned split_last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, q = lane & 3;
-    const int n0 = blockIdx.x * ROWS_COLS, chunks = K >> 5, ld = norm ? rows_ld(K) : K;
+    const int n0 = blockIdx.x * ROWS_COLS * CG, chunks = K >> 5, ld = norm ? rows_ld(K) : K;
     /* split s of S (blockIdx.y of gridDim.y): warp w is the column block's warp vw = s·8 + w of VW */
     const int S = gridDim.y, vw = blockIdx.y * ROWS_WARPS + warp, VW = S * ROWS_WARPS;
     const int mine = chunks > vw ? (chunks - vw + VW - 1) / VW : 0;
-    const bool w_on = n0 + gid < N, a_on = gid < M, b_on = HI && gid + 8 < M;
+    const bool a_on = gid < M, b_on = HI && gid + 8 < M;
+    bool w_on[CG];
     T *xs = (T *)xs_raw;
     const T *xsrc = norm ? xs : x;
-    /* 16-byte units: chunk c of a row starts at unit 4c, the lane's at 4c + q */
-    const int4 *wr[NB];
-    wr[0] = (const int4 *)(w + (size_t)(w_on ? n0 + gid : 0) * K) + q;
-    if (glu) wr[NB - 1] = (const int4 *)(w + (size_t)(w_on ? N + n0 + gid : 0) * K) + q;
+    /* 16-byte units: chunk c of a row starts at unit 4c, the lane's at 4c + q; tile g·NB + t is
+     * group g's gate (t 0) or up (t 1) columns */
+    const int4 *wr[NT];
+#pragma unroll
+    for (int g = 0; g < CG; g++) {
+        const int n = n0 + ROWS_COLS * g + gid;
+        w_on[g] = n < N;
+        wr[g * NB] = (const int4 *)(w + (size_t)(w_on[g] ? n : 0) * K) + q;
+        if (glu) wr[g * NB + NB - 1] = (const int4 *)(w + (size_t)(w_on[g] ? N + n : 0) * K) + q;
+    }
     const int4 *xa = (const int4 *)(xsrc + (size_t)(a_on ? gid : 0) * ld) + q;
     const int4 *xb = (const int4 *)(xsrc + (size_t)(b_on ? gid + 8 : 0) * ld) + q;
     const int4 zero = make_int4(0, 0, 0, 0);
-    float acc[NB][4] = {};
+    float acc[NT][4] = {};
     hk_griddep_launch_next();
-    int4 wv[NB][G];
+    int4 wv[NT][G];
     /* The first weights (constant) are on their way before the kernel before has finished. */
 #pragma unroll
     for (int j = 0; j < G; j++) {
         const int u = 4 * (vw + VW * j);
 #pragma unroll
-        for (int t = 0; t < NB; t++) wv[t][j] = w_on && j < mine ? __ldcs(wr[t] + u) : zero;
+        for (int t = 0; t < NT; t++) wv[t][j] = w_on[t / NB] && j < mine ? __ldcs(wr[t] + u) : zero;
     }
     hk_griddep_wait();
     if (norm) {
@@ -426,7 +437,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
             for (int j = 0; j < G; j++) {
                 const int u = 4 * (vw + VW * (i0 + j));
 #pragma unroll
-                for (int t = 0; t < NB; t++) wv[t][j] = w_on && i0 + j < mine ? __ldcs(wr[t] + u) : zero;
+                for (int t = 0; t < NT; t++) wv[t][j] = w_on[t / NB] && i0 + j < mine ? __ldcs(wr[t] + u) : zero;
             }
         }
         int4 av[G], bv[G];
@@ -448,7 +459,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
             const uint32_t a0[4] = { (uint32_t)av[j].x, (uint32_t)bv[j].x, (uint32_t)av[j].y, (uint32_t)bv[j].y };
             const uint32_t a1[4] = { (uint32_t)av[j].z, (uint32_t)bv[j].z, (uint32_t)av[j].w, (uint32_t)bv[j].w };
 #pragma unroll
-            for (int t = 0; t < NB; t++) {
+            for (int t = 0; t < NT; t++) {
                 const uint32_t b0[2] = { (uint32_t)wv[t][j].x, (uint32_t)wv[t][j].y };
                 mma16816<T>(acc[t], a0, b0);
                 const uint32_t b1[2] = { (uint32_t)wv[t][j].z, (uint32_t)wv[t][j].w };
@@ -457,22 +468,22 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
         }
     }
 #pragma unroll
-    for (int t = 0; t < NB; t++)
+    for (int t = 0; t < NT; t++)
 #pragma unroll
         for (int r = 0; r < 4; r++) part[t][warp][r][lane] = acc[t][r];
     __syncthreads();
-    if (threadIdx.x >= 4 * 32) return;
-    /* thread (r, l) adds register r of lane l over the warps, in warp order */
-    const int r = threadIdx.x >> 5, l = lane;
-    const int row = (l >> 2) + (r >= 2 ? 8 : 0), col = n0 + 2 * (l & 3) + (r & 1);
+    if (threadIdx.x >= CG * 4 * 32) return;
+    /* thread (g, r, l) adds register r of lane l of group g over the warps, in warp order */
+    const int g = threadIdx.x >> 7, r = (threadIdx.x >> 5) & 3, l = lane;
+    const int row = (l >> 2) + (r >= 2 ? 8 : 0), col = n0 + ROWS_COLS * g + 2 * (l & 3) + (r & 1);
     float v[NB];
 #pragma unroll
     for (int t = 0; t < NB; t++) {
-        v[t] = part[t][0][r][l];
+        v[t] = part[g * NB + t][0][r][l];
 #pragma unroll
-        for (int s = 1; s < ROWS_WARPS; s++) v[t] += part[t][s][r][l];
+        for (int s = 1; s < ROWS_WARPS; s++) v[t] += part[g * NB + t][s][r][l];
     }
-    if (S > 1 && !rows_split_add<NB>(v, sctr, spart, &split_last)) return;
+    if (S > 1 && !rows_split_add<NB, CG * 128>(v, sctr, spart, &split_last)) return;
     if (row >= M || col >= N) return;
     const int ct = ctype<T>::value;
     const size_t o = (size_t)row * N + col;
@@ -487,6 +498,11 @@ static inline size_t rows_ctr_bytes(int blocks)
     return ((size_t)blocks * sizeof(unsigned) + 255) / 256 * 256;
 }
 
+static inline int rows_blocks(int N, int groups)
+{
+    return (N + ROWS_COLS * groups - 1) / (ROWS_COLS * groups);
+}
+
 /* Bytes of shared memory the normalised rows take. */
 static size_t rows_smem(int mode, int M, int K)
 {
@@ -494,23 +510,24 @@ static size_t rows_smem(int mode, int M, int K)
     return (size_t)M * rows_ld(K) * 2;
 }
 
-template <typename T, int G, bool HI, int MODE>
+template <typename T, int G, bool HI, int MODE, int CG>
 static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
                                     hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
                                     void *work)
 {
+    constexpr int NT = CG * (MODE == HK_GEMV_NORM_GLU ? 2 : 1);
     const size_t smem = rows_smem(MODE, M, K);
     /* over the 48 KB a launch gets without asking, with the partial sums (K > 1024 at 16 rows) */
-    if (smem + sizeof(float) * (MODE == HK_GEMV_NORM_GLU ? 2 : 1) * ROWS_WARPS * 4 * 32 > 48 * 1024) {
-        cudaError_t e = cudaFuncSetAttribute(k_gemm_rows<T, G, HI, MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem);
+    if (smem + sizeof(float) * NT * ROWS_WARPS * 4 * 32 > 48 * 1024) {
+        cudaError_t e = cudaFuncSetAttribute(k_gemm_rows<T, G, HI, MODE, CG>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-    const int blocks = (N + ROWS_COLS - 1) / ROWS_COLS;
+    const int blocks = rows_blocks(N, CG);
     cfg.gridDim = dim3((unsigned)blocks, (unsigned)S);
     cfg.blockDim = dim3(ROWS_WARPS * 32);
     cfg.dynamicSmemBytes = smem;
@@ -519,34 +536,46 @@ static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, cons
     cfg.numAttrs = pdl ? 1 : 0;
     unsigned *sctr = (unsigned *)work;
     float *spart = work ? (float *)((char *)work + rows_ctr_bytes(blocks)) : NULL;
-    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE>, out, (int)ot, (const T *)x, res, nw, (int)nwt, eps,
-                              (const T *)w, M, N, K, sctr, spart);
+    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE, CG>, out, (int)ot, (const T *)x, res, nw, (int)nwt,
+                              eps, (const T *)w, M, N, K, sctr, spart);
 }
 
 /* Up to 4 chunks a warp (K ≤ 1024 unsplit: most of the model's products) is one round of
- * 4; more goes in rounds of 8 (4 with two B tiles, whose registers would spill). Neither
- * depends on M: only the registers rows 8..15 need. G changes when the loads are issued,
- * never the order of the sums. */
+ * 4; more goes in rounds of 8 — fewer where a warp has more B tiles (two with NORM_GLU's gate
+ * and up, CG times that), whose registers would spill. Neither depends on M: only the
+ * registers rows 8..15 need. G changes when the loads are issued, never the order of the sums. */
+template <typename T, int MODE, int CG>
+static cudaError_t gemm_rows_groups(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
+                                    hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
+                                    void *work)
+{
+    constexpr int NT = CG * (MODE == HK_GEMV_NORM_GLU ? 2 : 1);
+    constexpr int G_SHORT = NT >= 4 ? 2 : 4, G_LONG = NT >= 4 ? 2 : NT >= 2 ? 4 : 8;
+    const bool hi = M > 8;
+#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work
+    if (K <= 32 * ROWS_WARPS * 4 * S)
+        return hi ? gemm_rows_launch<T, G_SHORT, true, MODE, CG>(ROWS_ARGS)
+                  : gemm_rows_launch<T, G_SHORT, false, MODE, CG>(ROWS_ARGS);
+    return hi ? gemm_rows_launch<T, G_LONG, true, MODE, CG>(ROWS_ARGS)
+              : gemm_rows_launch<T, G_LONG, false, MODE, CG>(ROWS_ARGS);
+#undef ROWS_ARGS
+}
+
 template <typename T, int MODE>
 static cudaError_t gemm_rows_mode(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
                                   hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
-                                  void *work)
+                                  int groups, void *work)
 {
-    constexpr int G_LONG = MODE == HK_GEMV_NORM_GLU ? 4 : 8;
-    const bool hi = M > 8;
-    if (K <= 32 * ROWS_WARPS * 4 * S)
-        return hi ? gemm_rows_launch<T, 4, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work)
-                  : gemm_rows_launch<T, 4, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work);
-    return hi ? gemm_rows_launch<T, G_LONG, true, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work)
-              : gemm_rows_launch<T, G_LONG, false, MODE>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work);
+    return groups == 2 ? gemm_rows_groups<T, MODE, 2>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work)
+                       : gemm_rows_groups<T, MODE, 1>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work);
 }
 
 template <typename T>
 static cudaError_t gemm_rows_t(cudaStream_t s, int mode, void *out, hk_dtype ot, const void *x, float *res,
                                const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                               int S, void *work)
+                               int S, int groups, void *work)
 {
-#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work
+#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, groups, work
     switch (mode) {
     case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(ROWS_ARGS);
     case HK_GEMV_NORM: return gemm_rows_mode<T, HK_GEMV_NORM>(ROWS_ARGS);
@@ -559,17 +588,18 @@ static cudaError_t gemm_rows_t(cudaStream_t s, int mode, void *out, hk_dtype ot,
 
 extern "C" {
 
-size_t hk_gemm_rows_work_bytes(int mode, int N, int splits)
+size_t hk_gemm_rows_work_bytes(int mode, int N, int splits, int groups)
 {
-    if (splits <= 1 || N <= 0) return 0;
-    const int blocks = (N + ROWS_COLS - 1) / ROWS_COLS;
-    return rows_ctr_bytes(blocks) + (size_t)blocks * splits * (mode == HK_GEMV_NORM_GLU ? 2 : 1) * 128 * sizeof(float);
+    if (splits <= 1 || N <= 0 || groups < 1 || groups > HK_GEMM_ROWS_GROUPS_MAX) return 0;
+    const int blocks = rows_blocks(N, groups);
+    return rows_ctr_bytes(blocks) +
+           (size_t)blocks * splits * groups * (mode == HK_GEMV_NORM_GLU ? 2 : 1) * 128 * sizeof(float);
 }
 
 int hk_gemm_rows_splits(int N, int K, int sms)
 {
     if (N <= 0 || K <= 0 || sms <= 0) return 1;
-    const int blocks = (N + ROWS_COLS - 1) / ROWS_COLS, chunks = K / 32;
+    const int blocks = rows_blocks(N, 1), chunks = K / 32;
     /* the CTAs fit one wave (2 an SM: k_gemm_rows's launch bounds); every warp has 2 chunks or more */
     int s = 2 * sms / blocks;
     if (s > chunks / (2 * ROWS_WARPS)) s = chunks / (2 * ROWS_WARPS);
@@ -577,19 +607,26 @@ int hk_gemm_rows_splits(int N, int K, int sms)
     return s < 1 ? 1 : s;
 }
 
+int hk_gemm_rows_groups(int N, int sms)
+{
+    /* more CTAs of one group than a wave holds (2 an SM) */
+    return N > 0 && sms > 0 && rows_blocks(N, 1) > 2 * sms ? 2 : 1;
+}
+
 cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                          const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
-    return hk_gemm_rows_split(s, t, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 1, NULL);
+    return hk_gemm_rows_ex(s, t, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 1, 1, NULL);
 }
 
-cudaError_t hk_gemm_rows_split(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
-                               const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                               int splits, void *work)
+cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
+                            const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
+                            int splits, int groups, void *work)
 {
     const bool norm = mode == HK_GEMV_NORM || mode == HK_GEMV_NORM_GLU, residual = mode == HK_GEMV_RESIDUAL;
     if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX || mode < HK_GEMV_PLAIN || mode > HK_GEMV_RESIDUAL || splits < 1 ||
-        splits > HK_GEMM_ROWS_SPLIT_MAX || (splits > 1 && (!work || (uintptr_t)work % 16)))
+        splits > HK_GEMM_ROWS_SPLIT_MAX || groups < 1 || groups > HK_GEMM_ROWS_GROUPS_MAX ||
+        (splits > 1 && (!work || (uintptr_t)work % 16)))
         return cudaErrorInvalidValue;
     if (M == 0 || N == 0) return cudaSuccess;
     if (K <= 0 || K % 32 || (t != HK_F16 && t != HK_BF16) || (uintptr_t)w % 16) return cudaErrorInvalidValue;
@@ -598,8 +635,10 @@ cudaError_t hk_gemm_rows_split(cudaStream_t s, hk_dtype t, int mode, void *out, 
                                   (nwt == HK_F16 || nwt == HK_BF16 || nwt == HK_F32)
                             : x && (uintptr_t)x % 16 == 0;
     if (!out_ok || !in_ok) return cudaErrorInvalidValue;
-    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, work)
-                        : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, work);
+    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits,
+                                                     groups, work)
+                        : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, groups,
+                                              work);
 }
 
 } /* extern "C" */

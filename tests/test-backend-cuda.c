@@ -641,9 +641,9 @@ static void test_gemm_rows_invariance(gconstpointer data)
 }
 
 #if HYOCR_HAVE_CUDA
-/* The split-K rule and its work area (host code: runs without a card too), and what
- * hk_gemm_rows_split refuses before it launches anything. */
-static void test_gemm_rows_split_rule(void)
+/* The layout rules and the work area (host code: runs without a card too), and what
+ * hk_gemm_rows_ex refuses before it launches anything. */
+static void test_gemm_rows_layout_rule(void)
 {
     /* H200 (132 SMs, 264 CTA slots): o and down (128 column blocks) split in two, the wide
      * products not; a narrow N splits up to the cap; a short K keeps 2 chunks a warp */
@@ -656,74 +656,121 @@ static void test_gemm_rows_split_rule(void)
     g_assert_cmpint(hk_gemm_rows_splits(1024, 256, 132), ==, 1);
     g_assert_cmpint(hk_gemm_rows_splits(1024, 2048, 46), ==, 1);   /* a card that 128 CTAs fill */
     g_assert_cmpint(hk_gemm_rows_splits(1024, 2048, 0), ==, 1);
-    /* counters in 256-byte units, then S × 4·32 floats a column block (two tiles with GLU) */
-    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_RESIDUAL, 1024, 1), ==, 0);
-    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_RESIDUAL, 1024, 2), ==, 512 + 128 * 2 * 512);
-    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_NORM_GLU, 1003, 3), ==, 512 + 126 * 3 * 2 * 512);
+    /* two column groups where one group's CTAs take more than a wave: q|k|v (512), gate|up
+     * (448), the head; not o/down (128), nor anything on a card with room for them */
+    g_assert_cmpint(hk_gemm_rows_groups(4096, 132), ==, 2);
+    g_assert_cmpint(hk_gemm_rows_groups(3584, 132), ==, 2);
+    g_assert_cmpint(hk_gemm_rows_groups(120832, 132), ==, 2);
+    g_assert_cmpint(hk_gemm_rows_groups(2112, 132), ==, 1);   /* 264 CTAs: one wave */
+    g_assert_cmpint(hk_gemm_rows_groups(1024, 132), ==, 1);
+    g_assert_cmpint(hk_gemm_rows_groups(4096, 256), ==, 1);
+    /* counters in 256-byte units, then S × 4·32 floats a column group (two tiles with GLU) */
+    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_RESIDUAL, 1024, 1, 1), ==, 0);
+    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_RESIDUAL, 1024, 2, 1), ==, 512 + 128 * 2 * 512);
+    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_NORM_GLU, 1003, 3, 1), ==, 512 + 126 * 3 * 2 * 512);
+    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_NORM_GLU, 1003, 3, 2), ==, 256 + 63 * 3 * 2 * 2 * 512);
     const cudaError_t inv = cudaErrorInvalidValue;
     void *p = (void *)(uintptr_t)0x100000;   /* never touched: each call is refused before a launch */
-#define SPLIT(S, work) hk_gemm_rows_split(NULL, HK_F16, HK_GEMV_PLAIN, p, HK_F32, p, NULL, NULL, HK_F32, 0.0f, p, 4, \
-                                          64, 1024, 0, S, work)
-    g_assert_cmpint(SPLIT(0, p), ==, inv);
-    g_assert_cmpint(SPLIT(HK_GEMM_ROWS_SPLIT_MAX + 1, p), ==, inv);
-    g_assert_cmpint(SPLIT(2, NULL), ==, inv);
-    g_assert_cmpint(SPLIT(2, (char *)p + 4), ==, inv);
-#undef SPLIT
+#define EX(S, G, work) hk_gemm_rows_ex(NULL, HK_F16, HK_GEMV_PLAIN, p, HK_F32, p, NULL, NULL, HK_F32, 0.0f, p, 4, 64, \
+                                       1024, 0, S, G, work)
+    g_assert_cmpint(EX(0, 1, p), ==, inv);
+    g_assert_cmpint(EX(HK_GEMM_ROWS_SPLIT_MAX + 1, 1, p), ==, inv);
+    g_assert_cmpint(EX(2, 1, NULL), ==, inv);
+    g_assert_cmpint(EX(2, 1, (char *)p + 4), ==, inv);
+    g_assert_cmpint(EX(1, 0, NULL), ==, inv);
+    g_assert_cmpint(EX(1, HK_GEMM_ROWS_GROUPS_MAX + 1, NULL), ==, inv);
+#undef EX
 }
 
-/* hk_gemm_rows_split called directly at 2..4 splits: against the unsplit product (the same
- * sums in another order), each row the same bits at any M and at any position among the
- * rows, the same bits again on a second call (the counters were left zero: a stale count
- * would elect the wrong CTA and drop a split), and the counters zero after. */
-static void gemm_rows_split_kernel(const dt_case *c, hyocr_backend *g, int N, int K, int S)
+/* One product of hk_gemm_rows_ex in a given layout, the kernel called directly: x, the
+ * residual (read by the norms, added to by RESIDUAL: restored from res0 first) and the
+ * output of the case; returns the M rows it wrote (RESIDUAL: the residual), fp32. */
+typedef struct {
+    hk_dtype   t;
+    int        mode, N, K;
+    hyocr_buf *x, *res, *res0, *nw, *w, *o;
+    void      *work;
+} layout_case;
+
+static float *layout_run(hyocr_backend *g, const layout_case *lc, const hyocr_buf *x, int M, int S, int groups)
 {
-    const int R = 16;
-    hk_dtype t = case_kt(c);
-    g_autofree float *x = rnd((size_t)R * K, -1, 1), *xr = g_new(float, (size_t)R * K);
-    g_autofree float *w = rnd((size_t)N * K, -0.1, 0.1);
-    for (int m = 0; m < R; m++) memcpy(xr + (size_t)m * K, x + (size_t)(R - 1 - m) * K, (size_t)K * sizeof(float));
-    hyocr_buf *bx = mk(g, HYOCR_BUF_ACT, x, (size_t)R * K), *bxr = mk(g, HYOCR_BUF_ACT, xr, (size_t)R * K);
-    hyocr_buf *bw = mk(g, HYOCR_BUF_WEIGHT, w, (size_t)N * K), *o = mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N);
-    const size_t wb = hk_gemm_rows_work_bytes(HK_GEMV_PLAIN, N, S), ctr = (size_t)(N + 7) / 8 * sizeof(unsigned);
-    void *work = NULL;
-    CK(cudaMalloc(&work, wb));
-    CK(cudaMemset(work, 0, wb));
+    const bool residual = lc->mode == HK_GEMV_RESIDUAL, norm = lc->mode == HK_GEMV_NORM || lc->mode == HK_GEMV_NORM_GLU;
+    const size_t nres = (size_t)16 * (residual ? lc->N : lc->K);
+    CK(cudaMemcpy(lc->res->data, lc->res0->data, nres * 4, cudaMemcpyDeviceToDevice));
+    CK(cudaMemset(lc->o->data, 0xff, (size_t)16 * lc->N * 4));   /* every element must be written */
+    CK(hk_gemm_rows_ex(NULL, lc->t, lc->mode, residual ? NULL : lc->o->data, HK_F32, norm ? NULL : x->data,
+                       lc->res->data, lc->nw->data, lc->t, 1e-6f, lc->w->data, M, lc->N, lc->K, 0, S, groups,
+                       S > 1 ? lc->work : NULL));
+    CK(cudaDeviceSynchronize());
+    return get(g, residual ? lc->res : lc->o, 0, (size_t)M * lc->N);
+}
+
+/* A mode and shape in every layout: the column groups give the bits of one group (at any
+ * splits); the splits are close to the unsplit product (fp32 sums in another order); in each
+ * layout every row has the same bits at any M and at any position among the rows (NORM and
+ * PLAIN read x or the residual in reverse), and the counters are left zero (a stale count
+ * would elect the wrong CTA and drop a split: the repeated calls would differ). */
+static void gemm_rows_layout(const dt_case *c, hyocr_backend *g, int mode, int N, int K)
+{
+    const int R = 16, Nw = mode == HK_GEMV_NORM_GLU ? 2 * N : N;
+    const bool residual = mode == HK_GEMV_RESIDUAL;
+    const size_t nres = (size_t)R * (residual ? N : K);
+    g_autofree float *x = rnd((size_t)R * K, -1, 1), *w = rnd((size_t)Nw * K, -0.1, 0.1);
+    g_autofree float *res = rnd(nres, -3, 3), *nw = rnd(K, 0.5, 1.5);
+    layout_case lc = { case_kt(c), mode, N, K, mk(g, HYOCR_BUF_ACT, x, (size_t)R * K), mk(g, HYOCR_BUF_F32, NULL, nres),
+                       mk(g, HYOCR_BUF_F32, res, nres), mk(g, HYOCR_BUF_WEIGHT, nw, K),
+                       mk(g, HYOCR_BUF_WEIGHT, w, (size_t)Nw * K), mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N), NULL };
+    /* x's rows (PLAIN), or the residual's (what the norms read), in reverse: row m at R-1-m */
+    g_autofree float *rev_src = g_new(float, nres);
+    const float *src = mode == HK_GEMV_PLAIN || residual ? x : res;
+    for (int m = 0; m < R; m++) memcpy(rev_src + (size_t)m * K, src + (size_t)(R - 1 - m) * K, (size_t)K * 4);
+    const size_t wb = hk_gemm_rows_work_bytes(mode, N, HK_GEMM_ROWS_SPLIT_MAX, 1);
+    const size_t ctr = (size_t)(N + 7) / 8 * sizeof(unsigned);
+    CK(cudaMalloc(&lc.work, wb));
+    CK(cudaMemset(lc.work, 0, wb));
     OK(g->ops->sync(g, E));
-#define SPLIT(xp, M) hk_gemm_rows_split(NULL, t, HK_GEMV_PLAIN, o->data, HK_F32, xp, NULL, NULL, HK_F32, 0.0f, bw->data, M, \
-                                        N, K, 0, S, work)
-    CK(rows_plain(t, o->data, bx->data, bw->data, R, N, K));
-    CK(cudaDeviceSynchronize());
-    g_autofree float *one = get(g, o, 0, (size_t)R * N);
-    CK(SPLIT(bx->data, R));
-    CK(cudaDeviceSynchronize());
-    g_autofree float *ref = get(g, o, 0, (size_t)R * N);
-    g_autofree char *what = g_strdup_printf("hk_gemm_rows_split %d×%d×%d, %d splits, against unsplit", R, N, K, S);
-    expect_close(what, ref, one, (size_t)R * N, TOL_F32);
-    for (int M = 1; M <= R; M++) {
-        CK(cudaMemset(o->data, 0xff, (size_t)R * N * 4));
-        CK(SPLIT(bx->data, M));
-        CK(cudaDeviceSynchronize());
-        g_autofree float *got = get(g, o, 0, (size_t)M * N);
-        g_autofree char *w2 = g_strdup_printf("hk_gemm_rows_split %d×%d×%d, %d splits: rows against 16 rows", M, N, K, S);
-        expect_equal(w2, got, ref, (size_t)M * N);
+    g_autofree float *one = layout_run(g, &lc, lc.x, R, 1, 1);
+    const struct { int S, groups; } layouts[] = { { 1, 2 }, { 2, 1 }, { 2, 2 }, { 3, 1 }, { 4, 2 } };
+    for (size_t i = 0; i < G_N_ELEMENTS(layouts); i++) {
+        const int S = layouts[i].S, G = layouts[i].groups;
+        g_autofree char *what = g_strdup_printf("hk_gemm_rows_ex mode %d %d×%d×%d, %d splits, %d groups", mode, R, N, K,
+                                                S, G);
+        g_autofree float *all = layout_run(g, &lc, lc.x, R, S, G);
+        if (S == 1) expect_equal(what, all, one, (size_t)R * N);
+        else expect_close(what, all, one, (size_t)R * N, residual ? TOL_F32 : c->tol / 8);
+        if (S > 1 && G > 1) {   /* the groups at these splits: the bits of one group */
+            g_autofree float *g1 = layout_run(g, &lc, lc.x, R, S, 1);
+            expect_equal(what, all, g1, (size_t)R * N);
+        }
+        const int rows[] = { 1, 5, 9, 15, 16 };
+        for (size_t j = 0; j < G_N_ELEMENTS(rows); j++) {
+            g_autofree float *got = layout_run(g, &lc, lc.x, rows[j], S, G);
+            g_autofree char *w2 = g_strdup_printf("%s: %d rows against 16", what, rows[j]);
+            expect_equal(w2, got, all, (size_t)rows[j] * N);
+        }
+        if (!residual) {
+            /* rows in reverse order: x for PLAIN, the residual the norm reads */
+            hyocr_buf *held = mode == HK_GEMV_PLAIN ? lc.x : lc.res0;
+            hyocr_buf *rv = mk(g, mode == HK_GEMV_PLAIN ? HYOCR_BUF_ACT : HYOCR_BUF_F32, rev_src, nres);
+            if (mode == HK_GEMV_PLAIN) lc.x = rv;
+            else lc.res0 = rv;
+            OK(g->ops->sync(g, E));
+            g_autofree float *rev = layout_run(g, &lc, lc.x, R, S, G);
+            for (int m = 0; m < R; m++) {
+                g_autofree char *w3 = g_strdup_printf("%s: row %d at position %d", what, m, R - 1 - m);
+                expect_equal(w3, rev + (size_t)(R - 1 - m) * N, all + (size_t)m * N, (size_t)N);
+            }
+            if (mode == HK_GEMV_PLAIN) lc.x = held;
+            else lc.res0 = held;
+            g->ops->buf_free(g, rv);
+        }
     }
-    CK(SPLIT(bxr->data, R));
-    CK(cudaDeviceSynchronize());
-    g_autofree float *rev = get(g, o, 0, (size_t)R * N);
-    for (int m = 0; m < R; m++) {
-        g_autofree char *w3 = g_strdup_printf("hk_gemm_rows_split %d×%d, %d splits: row %d at position %d", N, K, S, m,
-                                              R - 1 - m);
-        expect_equal(w3, rev + (size_t)(R - 1 - m) * N, ref + (size_t)m * N, (size_t)N);
-    }
-#undef SPLIT
     g_autofree unsigned *counts = g_new(unsigned, ctr / sizeof(unsigned));
-    CK(cudaMemcpy(counts, work, ctr, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(counts, lc.work, ctr, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < ctr / sizeof(unsigned); i++) g_assert_cmpuint(counts[i], ==, 0);
-    CK(cudaFree(work));
-    g->ops->buf_free(g, bx);
-    g->ops->buf_free(g, bxr);
-    g->ops->buf_free(g, bw);
-    g->ops->buf_free(g, o);
+    CK(cudaFree(lc.work));
+    hyocr_buf *bufs[] = { lc.x, lc.res, lc.res0, lc.nw, lc.w, lc.o };
+    for (size_t i = 0; i < G_N_ELEMENTS(bufs); i++) g->ops->buf_free(g, bufs[i]);
 }
 #endif
 
@@ -971,28 +1018,33 @@ static void test_fused(gconstpointer data)
     }
 }
 
-/* Split K (HYOCR_ROWS_SPLIT): the kernel at 2..4 splits, then backends with it forced (3
- * splits everywhere) and by the card's rule: the fused products bit for bit the unfused
- * ones and close to the CPU's, the rows of a product independent of M. */
-static void test_gemm_rows_split(gconstpointer data)
+/* The layouts of hk_gemm_rows_ex (HYOCR_ROWS_SPLIT, HYOCR_ROWS_WIDE): the kernel in each
+ * mode on the step's shapes and ragged ones, then backends with them forced (3 splits and 2
+ * groups everywhere) and by the card's rules: the fused products bit for bit the unfused ones
+ * and close to the CPU's, the rows of a product independent of M. */
+static void test_gemm_rows_layout(gconstpointer data)
 {
     const dt_case *c = data;
     hyocr_backend *g = cuda(c);
     if (!g) return;
 #if HYOCR_HAVE_CUDA
-    gemm_rows_split_kernel(c, g, 1024, 2048, 2);   /* o */
-    gemm_rows_split_kernel(c, g, 1024, 3584, 3);   /* down: two rounds a warp unsplit, one here */
-    gemm_rows_split_kernel(c, g, 1003, 1024, 4);   /* ragged N */
+    gemm_rows_layout(c, g, HK_GEMV_RESIDUAL, 1024, 2048);   /* o */
+    gemm_rows_layout(c, g, HK_GEMV_RESIDUAL, 1024, 3584);   /* down: two rounds a warp unsplit */
+    gemm_rows_layout(c, g, HK_GEMV_NORM, 4096, 1024);       /* q|k|v */
+    gemm_rows_layout(c, g, HK_GEMV_NORM_GLU, 3584, 1024);   /* gate|up */
+    gemm_rows_layout(c, g, HK_GEMV_PLAIN, 1003, 1024);      /* ragged N: the last group half out */
+    gemm_rows_layout(c, g, HK_GEMV_NORM_GLU, 300, 2048);    /* the widest normalised rows */
 #endif
-    const int forced[] = { 3, 1 };
-    for (size_t i = 0; i < G_N_ELEMENTS(forced); i++) {
-        hyocr_backend *t = cuda_tuned(c, (hyocr_tuning){ .rows_split = forced[i] });
+    const hyocr_tuning tunings[] = { { .rows_split = 3, .rows_wide = 2 }, { .rows_split = 1, .rows_wide = 1 } };
+    for (size_t i = 0; i < G_N_ELEMENTS(tunings); i++) {
+        hyocr_backend *t = cuda_tuned(c, tunings[i]);
         const int rows[] = { 2, 16 };
         for (size_t j = 0; j < G_N_ELEMENTS(rows); j++) {
             run_fused(c, t, rows[j], 1024, 2048, 1);
             run_fused(c, t, rows[j], 1024, 3584, 1);
             run_fused(c, t, rows[j], 4096, 1024, 0);
-            run_fused(c, t, rows[j], 300, 2048, 2);   /* two B tiles: twice the partials */
+            run_fused(c, t, rows[j], 3584, 1024, 2);
+            run_fused(c, t, rows[j], 300, 2048, 2);
         }
         gemm_rows_invariance(t, 1024, 2048, HYOCR_BUF_ACT);
         gemm_rows_invariance(t, 1003, 1024, HYOCR_BUF_F32);
@@ -3091,7 +3143,7 @@ int main(int argc, char **argv)
     g_test_add_func("/backend-cuda/init", test_init);
 #if HYOCR_HAVE_CUDA
     g_test_add_func("/backend-cuda/prefill_split_plan", test_prefill_split_plan);
-    g_test_add_func("/backend-cuda/gemm_rows_split_rule", test_gemm_rows_split_rule);
+    g_test_add_func("/backend-cuda/gemm_rows_layout_rule", test_gemm_rows_layout_rule);
 #endif
     const dt_case *cases[] = { &F16, &BF16 };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -3103,7 +3155,7 @@ int main(int argc, char **argv)
         add("matmul", c, test_matmul);
         add("gemm_rows_invariance", c, test_gemm_rows_invariance);
         add("gemm_rows_errors", c, test_gemm_rows_errors);
-        add("gemm_rows_split", c, test_gemm_rows_split);
+        add("gemm_rows_layout", c, test_gemm_rows_layout);
         add("norms", c, test_norms);
         add("pointwise", c, test_pointwise);
         add("fused", c, test_fused);

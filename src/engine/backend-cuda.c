@@ -126,6 +126,8 @@ typedef struct {
     bool             decode_balance; /* HYOCR_DECODE_BALANCE: bound steps' splits sized on the device to one wave */
     int              rows_split;     /* HYOCR_ROWS_SPLIT: products of several rows split K (0 off, 1 the card's
                                       * rule, 2..HK_GEMM_ROWS_SPLIT_MAX that many splits everywhere) */
+    int              rows_wide;      /* HYOCR_ROWS_WIDE: their column groups a CTA (0 off, 1 the card's rule, 2
+                                      * everywhere) */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
@@ -867,30 +869,38 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
     return !bias || ck(hk_bias_add(cb->stream, out, ot, bias, ot, M, N), N_("bias add"), error);
 }
 
-/* K splits of a product of 2..16 rows (HYOCR_ROWS_SPLIT): 1, none, unless switched on; then
- * the card's rule (hk_gemm_rows_splits: o and down of a decode step fill one wave instead of
- * half of one) or the forced count. It depends on the shape only, never on M or the mode, so
- * a row's bits stay those of any step, and the fused products those of the unfused ones. */
+/* The layout of a product of 2..16 rows (hk_gemm_rows_ex): K splits (HYOCR_ROWS_SPLIT) and
+ * column groups a CTA (HYOCR_ROWS_WIDE), each none unless switched on; then the card's rule
+ * (o and down of a decode step fill one wave instead of half of one; q|k|v and gate|up share
+ * their normalised rows over 16 columns) or the forced count. They depend on the shape only,
+ * never on M or the mode, so a row's bits stay those of any step, and the fused products those
+ * of the unfused ones (the groups never change bits; the splits do, alike everywhere). */
 static int rows_splits(const cuda_backend *cb, int N, int K)
 {
     if (cb->rows_split <= 0) return 1;
     return cb->rows_split > 1 ? cb->rows_split : hk_gemm_rows_splits(N, K, cb->sm_count);
 }
 
-/* hk_gemm_rows_split with its splits and work area (zeroed when it grows: the counters start
- * at zero, and every call leaves them so). */
+static int rows_groups(const cuda_backend *cb, int N)
+{
+    if (cb->rows_wide <= 0) return 1;
+    return cb->rows_wide > 1 ? cb->rows_wide : hk_gemm_rows_groups(N, cb->sm_count);
+}
+
+/* hk_gemm_rows_ex in that layout, with its work area (zeroed when it grows: the counters
+ * start at zero, and every call leaves them so). */
 static bool rows_product(cuda_backend *cb, int mode, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
                          hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, const char *what,
                          GError **error)
 {
-    const int S = rows_splits(cb, N, K);
-    const size_t bytes = hk_gemm_rows_work_bytes(mode, N, S);
+    const int S = rows_splits(cb, N, K), groups = rows_groups(cb, N);
+    const size_t bytes = hk_gemm_rows_work_bytes(mode, N, S, groups);
     if (bytes > cb->rows_work.cap &&
         (!scratch_need(cb, &cb->rows_work, bytes, error) ||
          !ck(cudaMemsetAsync(cb->rows_work.ptr, 0, cb->rows_work.cap, cb->stream), N_("memset"), error)))
         return false;
-    return ck(hk_gemm_rows_split(cb->stream, cb->act, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S,
-                                 bytes ? cb->rows_work.ptr : NULL),
+    return ck(hk_gemm_rows_ex(cb->stream, cb->act, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, groups,
+                              bytes ? cb->rows_work.ptr : NULL),
               what, error);
 }
 
@@ -2343,6 +2353,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
                         : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     cb->decode_balance = t->decode_balance == HYOCR_SWITCH_ON;   /* off until measured */
     cb->rows_split = MIN(t->rows_split, HK_GEMM_ROWS_SPLIT_MAX);   /* off until measured */
+    cb->rows_wide = MIN(t->rows_wide, HK_GEMM_ROWS_GROUPS_MAX);    /* off until measured */
     cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;

@@ -1,5 +1,6 @@
-# Session 18's first device call (one build, ≤ ~9.5 min): rowsplit.sh (HYOCR_ROWS_SPLIT and
-# s17's HYOCR_DECODE_BALANCE: tests, gemm_rows_bench, the 16-concurrent A/B, the suites), then
+# Session 18's first device call (one build, ≤ ~9.5 min): rowsplit.sh (HYOCR_ROWS_SPLIT,
+# HYOCR_ROWS_WIDE and s17's HYOCR_DECODE_BALANCE: tests, gemm_rows_bench, the 16-concurrent A/B,
+# the suites), then
 # session 14's call9 (k_vis_wg2 in flash_bench: bits and µs) if ≥ 150 s are left. It replaces
 # s17's next.sh as the first call (it covers balance.sh's test, A/B and suites).
 # From the repository root, on the GPU machine:
