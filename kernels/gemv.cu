@@ -292,6 +292,15 @@ cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype o
  * the 8 warps' partials added in warp order: the sum depends on N and K only, so row m of
  * a product is bit-identical whatever M is and whatever the other rows hold.
  *
+ * Two layouts of the same sums (hk_gemm_rows_ex), for shapes whose CTAs fit the card badly:
+ *   groups    a CTA owns 2 column groups of 8: each x chunk a warp loads (and the rows a
+ *             norm leaves in shared memory) meets both groups' weights. Each column's chain
+ *             and warp sum are the one-group ones: the same bits, half the x read a column.
+ *   splits    S CTAs share a column block's K: warp w of split s is warp s·8 + w of 8S, the
+ *             chunks dealt over all 8S, and the last CTA to finish adds the S CTAs' warp
+ *             sums in split order. The sum depends on N, K and S: other bits than S = 1, the
+ *             same at any M.
+ *
  * The modes of hk_gemv1, for decode steps of several rows through the fused layer. They
  * change where A comes from and where the sums go, never the order of the sums, so a
  * fused step gives the bits of the unfused ops (add_rmsnorm, this product, swiglu, add)
@@ -351,7 +360,7 @@ __device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, floa
 /* Split K (gridDim.y = S > 1): the column block's S CTAs each publish their warp-order sums
  * (128 a column group), and the last to arrive (threadFenceReduction's election, one counter a
  * column block, left zero for the next launch) adds the S of them in split order. So the sum
- * depends on N, K and S only, never on M or on which CTA ends last. Threads 0..NT-1 only (the
+ * depends on N, K and S only, never on M or on which CTA ends last. Threads 0..THREADS-1 only (the
  * others have returned): named barrier 1. Returns whether this CTA goes on to the epilogue. */
 template <int NB, int THREADS>
 __device__ __forceinline__ bool rows_split_add(float (&v)[NB], unsigned *sctr, float *spart, unsigned *last)
