@@ -38,14 +38,16 @@ int main()
     }
     float *res;
     __half *nw, *out, *x;
-    void *work;
-    const size_t work_bytes = hk_gemm_rows_work_bytes(HK_GEMV_NORM_GLU, 4096, HK_GEMM_ROWS_SPLIT_MAX, 1);
+    unsigned *ctr;
+    float *part;
+    const size_t part_floats = hk_gemm_rows_partials(HK_GEMV_NORM_GLU, 4096, HK_GEMM_ROWS_SPLIT_MAX, 1);
     CK(cudaMalloc(&res, (size_t)16 * 4096 * 4));
     CK(cudaMalloc(&nw, 1024 * 2));
     CK(cudaMalloc(&out, (size_t)16 * 4096 * 2));
     CK(cudaMalloc(&x, (size_t)16 * 3584 * 2));
-    CK(cudaMalloc(&work, work_bytes));
-    CK(cudaMemset(work, 0, work_bytes));
+    CK(cudaMalloc(&ctr, hk_gemm_rows_counters(4096) * sizeof(unsigned)));
+    CK(cudaMemset(ctr, 0, hk_gemm_rows_counters(4096) * sizeof(unsigned)));
+    CK(cudaMalloc(&part, part_floats * sizeof(float)));
     k_fill_f<<<64, 256>>>(res, (size_t)16 * 4096, 7);
     k_fill_h<<<4, 256>>>(nw, 1024, 9, 1.0f);
     k_fill_h<<<64, 256>>>(x, (size_t)16 * 3584, 11, 1.0f);
@@ -64,7 +66,7 @@ int main()
                      * the weights are ±0.1 and x ±1, 24 × 23 additions */
                     auto call = [&](int l) {
                         return hk_gemm_rows_ex(s, HK_F16, sh.mode, out, HK_F16, x, res, nw, HK_F16, 1e-6f, w[l], M,
-                                               sh.N, sh.K, 0, S, G, S > 1 ? work : NULL);
+                                               sh.N, sh.K, 0, S, G, S > 1 ? ctr : NULL, S > 1 ? part : NULL);
                     };
                     for (int l = 0; l < LAYERS; l++) CK(call(l));
                     CK(cudaStreamSynchronize(s));

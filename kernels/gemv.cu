@@ -501,12 +501,6 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
     else hk_st(out, ot, o, v[0]);
 }
 
-/* Bytes of the split counters at the start of the work area: one a column block, in 256-byte units. */
-static inline size_t rows_ctr_bytes(int blocks)
-{
-    return ((size_t)blocks * sizeof(unsigned) + 255) / 256 * 256;
-}
-
 static inline int rows_blocks(int N, int groups)
 {
     return (N + ROWS_COLS * groups - 1) / (ROWS_COLS * groups);
@@ -522,7 +516,7 @@ static size_t rows_smem(int mode, int M, int K)
 template <typename T, int G, bool HI, int MODE, int CG>
 static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
                                     hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
-                                    void *work)
+                                    unsigned *sctr, float *spart)
 {
     constexpr int NT = CG * (MODE == HK_GEMV_NORM_GLU ? 2 : 1);
     const size_t smem = rows_smem(MODE, M, K);
@@ -543,8 +537,6 @@ static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, cons
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    unsigned *sctr = (unsigned *)work;
-    float *spart = work ? (float *)((char *)work + rows_ctr_bytes(blocks)) : NULL;
     return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE, CG>, out, (int)ot, (const T *)x, res, nw, (int)nwt,
                               eps, (const T *)w, M, N, K, sctr, spart);
 }
@@ -556,12 +548,12 @@ static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, cons
 template <typename T, int MODE, int CG>
 static cudaError_t gemm_rows_groups(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
                                     hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
-                                    void *work)
+                                    unsigned *sctr, float *spart)
 {
     constexpr int NT = CG * (MODE == HK_GEMV_NORM_GLU ? 2 : 1);
     constexpr int G_SHORT = NT >= 4 ? 2 : 4, G_LONG = NT >= 4 ? 2 : NT >= 2 ? 4 : 8;
     const bool hi = M > 8;
-#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work
+#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, sctr, spart
     if (K <= 32 * ROWS_WARPS * 4 * S)
         return hi ? gemm_rows_launch<T, G_SHORT, true, MODE, CG>(ROWS_ARGS)
                   : gemm_rows_launch<T, G_SHORT, false, MODE, CG>(ROWS_ARGS);
@@ -573,18 +565,19 @@ static cudaError_t gemm_rows_groups(cudaStream_t s, void *out, hk_dtype ot, cons
 template <typename T, int MODE>
 static cudaError_t gemm_rows_mode(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
                                   hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
-                                  int groups, void *work)
+                                  int groups, unsigned *sctr, float *spart)
 {
-    return groups == 2 ? gemm_rows_groups<T, MODE, 2>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work)
-                       : gemm_rows_groups<T, MODE, 1>(s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, work);
+#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, sctr, spart
+    return groups == 2 ? gemm_rows_groups<T, MODE, 2>(ROWS_ARGS) : gemm_rows_groups<T, MODE, 1>(ROWS_ARGS);
+#undef ROWS_ARGS
 }
 
 template <typename T>
 static cudaError_t gemm_rows_t(cudaStream_t s, int mode, void *out, hk_dtype ot, const void *x, float *res,
                                const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                               int S, int groups, void *work)
+                               int S, int groups, unsigned *sctr, float *spart)
 {
-#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, groups, work
+#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, groups, sctr, spart
     switch (mode) {
     case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(ROWS_ARGS);
     case HK_GEMV_NORM: return gemm_rows_mode<T, HK_GEMV_NORM>(ROWS_ARGS);
@@ -597,12 +590,15 @@ static cudaError_t gemm_rows_t(cudaStream_t s, int mode, void *out, hk_dtype ot,
 
 extern "C" {
 
-size_t hk_gemm_rows_work_bytes(int mode, int N, int splits, int groups)
+int hk_gemm_rows_counters(int N)
+{
+    return N > 0 ? rows_blocks(N, 1) : 0;
+}
+
+size_t hk_gemm_rows_partials(int mode, int N, int splits, int groups)
 {
     if (splits <= 1 || N <= 0 || groups < 1 || groups > HK_GEMM_ROWS_GROUPS_MAX) return 0;
-    const int blocks = rows_blocks(N, groups);
-    return rows_ctr_bytes(blocks) +
-           (size_t)blocks * splits * groups * (mode == HK_GEMV_NORM_GLU ? 2 : 1) * 128 * sizeof(float);
+    return (size_t)rows_blocks(N, groups) * splits * groups * (mode == HK_GEMV_NORM_GLU ? 2 : 1) * 128;
 }
 
 int hk_gemm_rows_splits(int N, int K, int sms)
@@ -625,17 +621,17 @@ int hk_gemm_rows_groups(int N, int sms)
 cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                          const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
-    return hk_gemm_rows_ex(s, t, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 1, 1, NULL);
+    return hk_gemm_rows_ex(s, t, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 1, 1, NULL, NULL);
 }
 
 cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                             const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                            int splits, int groups, void *work)
+                            int splits, int groups, unsigned *counters, float *partials)
 {
     const bool norm = mode == HK_GEMV_NORM || mode == HK_GEMV_NORM_GLU, residual = mode == HK_GEMV_RESIDUAL;
     if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX || mode < HK_GEMV_PLAIN || mode > HK_GEMV_RESIDUAL || splits < 1 ||
         splits > HK_GEMM_ROWS_SPLIT_MAX || groups < 1 || groups > HK_GEMM_ROWS_GROUPS_MAX ||
-        (splits > 1 && (!work || (uintptr_t)work % 16)))
+        (splits > 1 && (!counters || !partials || (uintptr_t)partials % 16)))
         return cudaErrorInvalidValue;
     if (M == 0 || N == 0) return cudaSuccess;
     if (K <= 0 || K % 32 || (t != HK_F16 && t != HK_BF16) || (uintptr_t)w % 16) return cudaErrorInvalidValue;
@@ -645,9 +641,9 @@ cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_
                             : x && (uintptr_t)x % 16 == 0;
     if (!out_ok || !in_ok) return cudaErrorInvalidValue;
     return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits,
-                                                     groups, work)
+                                                     groups, counters, partials)
                         : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, groups,
-                                              work);
+                                              counters, partials);
 }
 
 } /* extern "C" */

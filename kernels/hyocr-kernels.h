@@ -286,19 +286,21 @@ cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dty
  * - K split over `splits` CTAs a column block (1..HK_GEMM_ROWS_SPLIT_MAX; 1: none), their sums
  *   added in split order by the last to finish: row m is bit-identical whatever M is for a given
  *   (N, K, splits) — but they are not the unsplit bits. For the products whose N leaves most of
- *   the card idle (o and down: N 1024, 128 CTAs of 264 slots on an H200). work:
- *   hk_gemm_rows_work_bytes(mode, N, splits, groups), 16-byte aligned, zero before its first
- *   call (every call leaves it so), one call at a time.
+ *   the card idle (o and down: N 1024, 128 CTAs of 264 slots on an H200). counters:
+ *   hk_gemm_rows_counters(N) of them, zero before the first call (every call leaves them so; a
+ *   call of any layout uses a prefix); partials: hk_gemm_rows_partials(mode, N, splits, groups)
+ *   floats, 16-byte aligned. One call at a time uses them.
  * - `groups` column groups of 8 a CTA (1..HK_GEMM_ROWS_GROUPS_MAX): a warp's x chunks (NORM:
  *   the rows normalised once) serve that many groups' weights — the same bits as 1, less x or
  *   residual read a column. For the products of more CTAs than a wave holds (q|k|v, gate|up).
- * hk_gemm_rows is splits 1, groups 1, no work area. */
+ * hk_gemm_rows is splits 1, groups 1, neither area. */
 #define HK_GEMM_ROWS_SPLIT_MAX  4
 #define HK_GEMM_ROWS_GROUPS_MAX 2
 cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                             const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                            int splits, int groups, void *work);
-size_t      hk_gemm_rows_work_bytes(int mode, int N, int splits, int groups);
+                            int splits, int groups, unsigned *counters, float *partials);
+int         hk_gemm_rows_counters(int N);
+size_t      hk_gemm_rows_partials(int mode, int N, int splits, int groups);
 /* The rules for a card of `sms` SMs (two CTAs an SM): the splits that fill one wave with at
  * least two chunks of K a warp (2 for N 1024 on an H200, 1 where N alone fills the card), and
  * the groups: 2 where one group's CTAs take more than a wave (N over 2112 on an H200). */

@@ -641,7 +641,7 @@ static void test_gemm_rows_invariance(gconstpointer data)
 }
 
 #if HYOCR_HAVE_CUDA
-/* The layout rules and the work area (host code: runs without a card too), and what
+/* The layout rules and the split areas' sizes (host code: runs without a card too), and what
  * hk_gemm_rows_ex refuses before it launches anything. */
 static void test_gemm_rows_layout_rule(void)
 {
@@ -664,21 +664,28 @@ static void test_gemm_rows_layout_rule(void)
     g_assert_cmpint(hk_gemm_rows_groups(2112, 132), ==, 1);   /* 264 CTAs: one wave */
     g_assert_cmpint(hk_gemm_rows_groups(1024, 132), ==, 1);
     g_assert_cmpint(hk_gemm_rows_groups(4096, 256), ==, 1);
-    /* counters in 256-byte units, then S × 4·32 floats a column group (two tiles with GLU) */
-    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_RESIDUAL, 1024, 1, 1), ==, 0);
-    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_RESIDUAL, 1024, 2, 1), ==, 512 + 128 * 2 * 512);
-    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_NORM_GLU, 1003, 3, 1), ==, 512 + 126 * 3 * 2 * 512);
-    g_assert_cmpint(hk_gemm_rows_work_bytes(HK_GEMV_NORM_GLU, 1003, 3, 2), ==, 256 + 63 * 3 * 2 * 2 * 512);
+    /* a counter a column block of one group (any layout uses a prefix); S × 4·32 partial sums a
+     * column group, two tiles with GLU */
+    g_assert_cmpint(hk_gemm_rows_counters(1024), ==, 128);
+    g_assert_cmpint(hk_gemm_rows_counters(1003), ==, 126);
+    g_assert_cmpint(hk_gemm_rows_partials(HK_GEMV_RESIDUAL, 1024, 1, 1), ==, 0);
+    g_assert_cmpint(hk_gemm_rows_partials(HK_GEMV_RESIDUAL, 1024, 2, 1), ==, 128 * 2 * 128);
+    g_assert_cmpint(hk_gemm_rows_partials(HK_GEMV_NORM_GLU, 1003, 3, 1), ==, 126 * 3 * 2 * 128);
+    g_assert_cmpint(hk_gemm_rows_partials(HK_GEMV_NORM_GLU, 1003, 3, 2), ==, 63 * 3 * 2 * 2 * 128);
+    g_assert_cmpint(hk_gemm_rows_partials(HK_GEMV_PLAIN, 8, 2, 2), ==, 1 * 2 * 2 * 128);   /* half a group idle */
     const cudaError_t inv = cudaErrorInvalidValue;
     void *p = (void *)(uintptr_t)0x100000;   /* never touched: each call is refused before a launch */
-#define EX(S, G, work) hk_gemm_rows_ex(NULL, HK_F16, HK_GEMV_PLAIN, p, HK_F32, p, NULL, NULL, HK_F32, 0.0f, p, 4, 64, \
-                                       1024, 0, S, G, work)
-    g_assert_cmpint(EX(0, 1, p), ==, inv);
-    g_assert_cmpint(EX(HK_GEMM_ROWS_SPLIT_MAX + 1, 1, p), ==, inv);
-    g_assert_cmpint(EX(2, 1, NULL), ==, inv);
-    g_assert_cmpint(EX(2, 1, (char *)p + 4), ==, inv);
-    g_assert_cmpint(EX(1, 0, NULL), ==, inv);
-    g_assert_cmpint(EX(1, HK_GEMM_ROWS_GROUPS_MAX + 1, NULL), ==, inv);
+    unsigned *ctr = p;
+    float *part = p;
+#define EX(S, G, c, pt) hk_gemm_rows_ex(NULL, HK_F16, HK_GEMV_PLAIN, p, HK_F32, p, NULL, NULL, HK_F32, 0.0f, p, 4, 64, \
+                                        1024, 0, S, G, c, pt)
+    g_assert_cmpint(EX(0, 1, ctr, part), ==, inv);
+    g_assert_cmpint(EX(HK_GEMM_ROWS_SPLIT_MAX + 1, 1, ctr, part), ==, inv);
+    g_assert_cmpint(EX(2, 1, NULL, part), ==, inv);
+    g_assert_cmpint(EX(2, 1, ctr, NULL), ==, inv);
+    g_assert_cmpint(EX(2, 1, ctr, (float *)((char *)p + 4)), ==, inv);
+    g_assert_cmpint(EX(1, 0, NULL, NULL), ==, inv);
+    g_assert_cmpint(EX(1, HK_GEMM_ROWS_GROUPS_MAX + 1, NULL, NULL), ==, inv);
 #undef EX
 }
 
@@ -689,7 +696,8 @@ typedef struct {
     hk_dtype   t;
     int        mode, N, K;
     hyocr_buf *x, *res, *res0, *nw, *w, *o;
-    void      *work;
+    unsigned  *ctr;
+    float     *part;
 } layout_case;
 
 static float *layout_run(hyocr_backend *g, const layout_case *lc, const hyocr_buf *x, int M, int S, int groups)
@@ -700,7 +708,7 @@ static float *layout_run(hyocr_backend *g, const layout_case *lc, const hyocr_bu
     CK(cudaMemset(lc->o->data, 0xff, (size_t)16 * lc->N * 4));   /* every element must be written */
     CK(hk_gemm_rows_ex(NULL, lc->t, lc->mode, residual ? NULL : lc->o->data, HK_F32, norm ? NULL : x->data,
                        lc->res->data, lc->nw->data, lc->t, 1e-6f, lc->w->data, M, lc->N, lc->K, 0, S, groups,
-                       S > 1 ? lc->work : NULL));
+                       S > 1 ? lc->ctr : NULL, S > 1 ? lc->part : NULL));
     CK(cudaDeviceSynchronize());
     return get(g, residual ? lc->res : lc->o, 0, (size_t)M * lc->N);
 }
@@ -719,15 +727,19 @@ static void gemm_rows_layout(const dt_case *c, hyocr_backend *g, int mode, int N
     g_autofree float *res = rnd(nres, -3, 3), *nw = rnd(K, 0.5, 1.5);
     layout_case lc = { case_kt(c), mode, N, K, mk(g, HYOCR_BUF_ACT, x, (size_t)R * K), mk(g, HYOCR_BUF_F32, NULL, nres),
                        mk(g, HYOCR_BUF_F32, res, nres), mk(g, HYOCR_BUF_WEIGHT, nw, K),
-                       mk(g, HYOCR_BUF_WEIGHT, w, (size_t)Nw * K), mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N), NULL };
+                       mk(g, HYOCR_BUF_WEIGHT, w, (size_t)Nw * K), mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N), NULL,
+                       NULL };
     /* x's rows (PLAIN), or the residual's (what the norms read), in reverse: row m at R-1-m */
     g_autofree float *rev_src = g_new(float, nres);
     const float *src = mode == HK_GEMV_PLAIN || residual ? x : res;
     for (int m = 0; m < R; m++) memcpy(rev_src + (size_t)m * K, src + (size_t)(R - 1 - m) * K, (size_t)K * 4);
-    const size_t wb = hk_gemm_rows_work_bytes(mode, N, HK_GEMM_ROWS_SPLIT_MAX, 1);
-    const size_t ctr = (size_t)(N + 7) / 8 * sizeof(unsigned);
-    CK(cudaMalloc(&lc.work, wb));
-    CK(cudaMemset(lc.work, 0, wb));
+    size_t pb = 0;
+    for (int groups = 1; groups <= HK_GEMM_ROWS_GROUPS_MAX; groups++)
+        pb = MAX(pb, hk_gemm_rows_partials(mode, N, HK_GEMM_ROWS_SPLIT_MAX, groups) * sizeof(float));
+    const size_t ctr = (size_t)hk_gemm_rows_counters(N) * sizeof(unsigned);
+    CK(cudaMalloc((void **)&lc.ctr, ctr));
+    CK(cudaMemset(lc.ctr, 0, ctr));
+    CK(cudaMalloc((void **)&lc.part, pb));
     OK(g->ops->sync(g, E));
     g_autofree float *one = layout_run(g, &lc, lc.x, R, 1, 1);
     const struct { int S, groups; } layouts[] = { { 1, 2 }, { 2, 1 }, { 2, 2 }, { 3, 1 }, { 4, 2 } };
@@ -766,9 +778,10 @@ static void gemm_rows_layout(const dt_case *c, hyocr_backend *g, int mode, int N
         }
     }
     g_autofree unsigned *counts = g_new(unsigned, ctr / sizeof(unsigned));
-    CK(cudaMemcpy(counts, lc.work, ctr, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(counts, lc.ctr, ctr, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < ctr / sizeof(unsigned); i++) g_assert_cmpuint(counts[i], ==, 0);
-    CK(cudaFree(lc.work));
+    CK(cudaFree(lc.ctr));
+    CK(cudaFree(lc.part));
     hyocr_buf *bufs[] = { lc.x, lc.res, lc.res0, lc.nw, lc.w, lc.o };
     for (size_t i = 0; i < G_N_ELEMENTS(bufs); i++) g->ops->buf_free(g, bufs[i]);
 }
@@ -1021,7 +1034,9 @@ static void test_fused(gconstpointer data)
 /* The layouts of hk_gemm_rows_ex (HYOCR_ROWS_SPLIT, HYOCR_ROWS_WIDE): the kernel in each
  * mode on the step's shapes and ragged ones, then backends with them forced (3 splits and 2
  * groups everywhere) and by the card's rules: the fused products bit for bit the unfused ones
- * and close to the CPU's, the rows of a product independent of M. */
+ * and close to the CPU's, the rows of a product independent of M. The forced backend runs
+ * products of several N one after another on the same counters and partials (a product's
+ * partials over another's counters would elect the wrong CTA there). */
 static void test_gemm_rows_layout(gconstpointer data)
 {
     const dt_case *c = data;

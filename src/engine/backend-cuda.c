@@ -50,7 +50,7 @@ typedef struct {
 typedef struct {
     cudaStream_t stream;
     scratch      lt_ws, stage, conv_x, conv_bias;
-    scratch      rows_work;   /* split-K products of several rows: counters (left zero), partials */
+    scratch      rows_ctr, rows_part;   /* split-K products of several rows: counters (left zero), partials */
 } cuda_lane;
 
 /* A buffer, and whether it came from the stream-ordered allocator (on the side lane, or on the
@@ -81,7 +81,7 @@ typedef struct {
     int64_t          total, peak;
     /* scratch */
     scratch          lt_ws, stage, meta, part, counters, conv_x, conv_bias;
-    scratch          rows_work;      /* the current lane's (cuda_lane) */
+    scratch          rows_ctr, rows_part;   /* the current lane's (cuda_lane) */
     /* metadata buffers: meta (work lists, ids, the pick's rows), pos (rope positions), and what each holds */
     scratch          pos;
     meta_held        meta_held, pos_held;
@@ -285,7 +285,7 @@ static bool scratch_grow(cuda_backend *cb, scratch *s, size_t bytes, size_t cap,
                              "uncaptured first; please report it)")), false;
     /* Graphs point into these (the GEMM workspace, decode partials, bound metadata, results). */
     if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta ||
-        s == &cb->rows_work)
+        s == &cb->rows_ctr || s == &cb->rows_part)
         cb->epoch++;
     if (s->ptr) {
         if (!ck(cudaStreamSynchronize(cb->stream), N_("stream synchronize"), error)) return false;
@@ -887,20 +887,23 @@ static int rows_groups(const cuda_backend *cb, int N)
     return cb->rows_wide > 1 ? cb->rows_wide : hk_gemm_rows_groups(N, cb->sm_count);
 }
 
-/* hk_gemm_rows_ex in that layout, with its work area (zeroed when it grows: the counters
- * start at zero, and every call leaves them so). */
+/* hk_gemm_rows_ex in that layout, with its counters (zeroed when they grow: they start at
+ * zero, and every call leaves them so) and partials. Two areas, so that no layout's partials
+ * ever lie where another product's counters are. */
 static bool rows_product(cuda_backend *cb, int mode, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
                          hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, const char *what,
                          GError **error)
 {
     const int S = rows_splits(cb, N, K), groups = rows_groups(cb, N);
-    const size_t bytes = hk_gemm_rows_work_bytes(mode, N, S, groups);
-    if (bytes > cb->rows_work.cap &&
-        (!scratch_need(cb, &cb->rows_work, bytes, error) ||
-         !ck(cudaMemsetAsync(cb->rows_work.ptr, 0, cb->rows_work.cap, cb->stream), N_("memset"), error)))
+    const size_t part = hk_gemm_rows_partials(mode, N, S, groups) * sizeof(float);
+    const size_t ctr = part ? (size_t)hk_gemm_rows_counters(N) * sizeof(unsigned) : 0;
+    if (ctr > cb->rows_ctr.cap &&
+        (!scratch_need(cb, &cb->rows_ctr, ctr, error) ||
+         !ck(cudaMemsetAsync(cb->rows_ctr.ptr, 0, cb->rows_ctr.cap, cb->stream), N_("memset"), error)))
         return false;
+    if (!scratch_need(cb, &cb->rows_part, part, error)) return false;
     return ck(hk_gemm_rows_ex(cb->stream, cb->act, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, groups,
-                              bytes ? cb->rows_work.ptr : NULL),
+                              part ? cb->rows_ctr.ptr : NULL, part ? cb->rows_part.ptr : NULL),
               what, error);
 }
 
@@ -1951,13 +1954,14 @@ static bool cuda_sync(hyocr_backend *be, GError **error)
 
 static void lane_swap(cuda_backend *cb)
 {
-    cuda_lane cur = { cb->stream, cb->lt_ws, cb->stage, cb->conv_x, cb->conv_bias, cb->rows_work };
+    cuda_lane cur = { cb->stream, cb->lt_ws, cb->stage, cb->conv_x, cb->conv_bias, cb->rows_ctr, cb->rows_part };
     cb->stream = cb->other.stream;
     cb->lt_ws = cb->other.lt_ws;
     cb->stage = cb->other.stage;
     cb->conv_x = cb->other.conv_x;
     cb->conv_bias = cb->other.conv_bias;
-    cb->rows_work = cb->other.rows_work;
+    cb->rows_ctr = cb->other.rows_ctr;
+    cb->rows_part = cb->other.rows_part;
     cb->other = cur;
     cb->on_side = !cb->on_side;
     /* the legacy handle of gemm_fallback follows */
@@ -2049,9 +2053,10 @@ static void cuda_free(hyocr_backend *be)
     hyocr_cuda_profile_free(cb->prof);
     cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
-    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->rows_work, &cb->conv_x,
+    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->rows_ctr, &cb->rows_part,
+                     &cb->conv_x,
                      &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
-                     &cb->other.conv_x, &cb->other.conv_bias, &cb->other.rows_work };
+                     &cb->other.conv_x, &cb->other.conv_bias, &cb->other.rows_ctr, &cb->other.rows_part };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
     g_free(cb->meta_held.bytes);
     g_free(cb->pos_held.bytes);
