@@ -10,7 +10,7 @@ set -u
 W=/tmp/s18next
 rm -rf $W && mkdir -p $W/rowsplit $W/call9
 S0=$(date +%s)
-OUT=$W/rowsplit timeout 430 bash bench/results/2026-12-05-h200-s18/rowsplit.sh > $W/rowsplit/stdout.txt 2>&1
+OUT=$W/rowsplit timeout 480 bash bench/results/2026-12-05-h200-s18/rowsplit.sh > $W/rowsplit/stdout.txt 2>&1
 echo "== rowsplit rc=$? at $(( $(date +%s) - S0 )) s"; tail -30 $W/rowsplit/log.txt 2>/dev/null
 left=$(( 565 - ($(date +%s) - S0) ))
 [ $left -gt 150 ] && { OUT=$W/call9 timeout $(( left - 10 )) bash bench/results/2026-12-04-h200-s14/call9/run09.sh > $W/call9/stdout.txt 2>&1
