@@ -2053,10 +2053,10 @@ static void cuda_free(hyocr_backend *be)
     hyocr_cuda_profile_free(cb->prof);
     cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
-    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->rows_ctr, &cb->rows_part,
-                     &cb->conv_x,
-                     &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
-                     &cb->other.conv_x, &cb->other.conv_bias, &cb->other.rows_ctr, &cb->other.rows_part };
+    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->rows_ctr,
+                     &cb->rows_part, &cb->conv_x, &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws,
+                     &cb->other.stage, &cb->other.conv_x, &cb->other.conv_bias, &cb->other.rows_ctr,
+                     &cb->other.rows_part };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
     g_free(cb->meta_held.bytes);
     g_free(cb->pos_held.bytes);
