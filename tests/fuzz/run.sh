@@ -70,6 +70,12 @@ for h in "${harnesses[@]}"; do
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
     rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
+    # -fork (-j) prints neither: its last "#N: cov: C ft: F corp: K exec/s E …" line instead
+    if [ -z "$done_line" ]; then
+        done_line=$(grep -E '^#[0-9]+: cov: ' "$log" | tail -1)
+        execs=${execs:-$(sed -n 's/^#\([0-9]*\):.*/\1/p' <<<"$done_line")}
+        speed=${speed:-$(sed -n 's/.* exec\/s \([0-9]*\).*/\1/p' <<<"$done_line")}
+    fi
     cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
     ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$done_line")
     corp=$(find "$corpus" -maxdepth 1 -type f | wc -l)
