@@ -513,13 +513,27 @@ static size_t rows_smem(int mode, int M, int K)
     return (size_t)M * rows_ld(K) * 2;
 }
 
+/* One call's arguments, carried unchanged through the dispatch on dtype, mode, groups and depth. */
+struct rows_call {
+    cudaStream_t s;
+    void *out;
+    hk_dtype ot;
+    const void *x;
+    float *res;
+    const void *nw;
+    hk_dtype nwt;
+    float eps;
+    const void *w;
+    int M, N, K, pdl, splits, groups;
+    unsigned *counters;
+    float *partials;
+};
+
 template <typename T, int G, bool HI, int MODE, int CG>
-static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
-                                    hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
-                                    unsigned *sctr, float *spart)
+static cudaError_t gemm_rows_launch(const rows_call &c)
 {
     constexpr int NT = CG * (MODE == HK_GEMV_NORM_GLU ? 2 : 1);
-    const size_t smem = rows_smem(MODE, M, K);
+    const size_t smem = rows_smem(MODE, c.M, c.K);
     /* over the 48 KB a launch gets without asking, with the partial sums (K > 1024 at 16 rows) */
     if (smem + sizeof(float) * NT * ROWS_WARPS * 4 * 32 > 48 * 1024) {
         cudaError_t e = cudaFuncSetAttribute(k_gemm_rows<T, G, HI, MODE, CG>,
@@ -530,15 +544,14 @@ static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, cons
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-    const int blocks = rows_blocks(N, CG);
-    cfg.gridDim = dim3((unsigned)blocks, (unsigned)S);
+    cfg.gridDim = dim3((unsigned)rows_blocks(c.N, CG), (unsigned)c.splits);
     cfg.blockDim = dim3(ROWS_WARPS * 32);
     cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
+    cfg.stream = c.s;
     cfg.attrs = &attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE, CG>, out, (int)ot, (const T *)x, res, nw, (int)nwt,
-                              eps, (const T *)w, M, N, K, sctr, spart);
+    cfg.numAttrs = c.pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE, CG>, c.out, (int)c.ot, (const T *)c.x, c.res, c.nw,
+                              (int)c.nwt, c.eps, (const T *)c.w, c.M, c.N, c.K, c.counters, c.partials);
 }
 
 /* Up to 4 chunks a warp (K ≤ 1024 unsplit: most of the model's products) is one round of
@@ -546,46 +559,32 @@ static cudaError_t gemm_rows_launch(cudaStream_t s, void *out, hk_dtype ot, cons
  * and up, CG times that), whose registers would spill. Neither depends on M: only the
  * registers rows 8..15 need. G changes when the loads are issued, never the order of the sums. */
 template <typename T, int MODE, int CG>
-static cudaError_t gemm_rows_groups(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
-                                    hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
-                                    unsigned *sctr, float *spart)
+static cudaError_t gemm_rows_depth(const rows_call &c)
 {
     constexpr int NT = CG * (MODE == HK_GEMV_NORM_GLU ? 2 : 1);
     constexpr int G_SHORT = NT >= 4 ? 2 : 4, G_LONG = NT >= 4 ? 2 : NT >= 2 ? 4 : 8;
-    const bool hi = M > 8;
-#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, sctr, spart
-    if (K <= 32 * ROWS_WARPS * 4 * S)
-        return hi ? gemm_rows_launch<T, G_SHORT, true, MODE, CG>(ROWS_ARGS)
-                  : gemm_rows_launch<T, G_SHORT, false, MODE, CG>(ROWS_ARGS);
-    return hi ? gemm_rows_launch<T, G_LONG, true, MODE, CG>(ROWS_ARGS)
-              : gemm_rows_launch<T, G_LONG, false, MODE, CG>(ROWS_ARGS);
-#undef ROWS_ARGS
+    const bool hi = c.M > 8;
+    if (c.K <= 32 * ROWS_WARPS * 4 * c.splits)
+        return hi ? gemm_rows_launch<T, G_SHORT, true, MODE, CG>(c) : gemm_rows_launch<T, G_SHORT, false, MODE, CG>(c);
+    return hi ? gemm_rows_launch<T, G_LONG, true, MODE, CG>(c) : gemm_rows_launch<T, G_LONG, false, MODE, CG>(c);
 }
 
 template <typename T, int MODE>
-static cudaError_t gemm_rows_mode(cudaStream_t s, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
-                                  hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, int S,
-                                  int groups, unsigned *sctr, float *spart)
+static cudaError_t gemm_rows_mode(const rows_call &c)
 {
-#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, sctr, spart
-    return groups == 2 ? gemm_rows_groups<T, MODE, 2>(ROWS_ARGS) : gemm_rows_groups<T, MODE, 1>(ROWS_ARGS);
-#undef ROWS_ARGS
+    return c.groups == 2 ? gemm_rows_depth<T, MODE, 2>(c) : gemm_rows_depth<T, MODE, 1>(c);
 }
 
 template <typename T>
-static cudaError_t gemm_rows_t(cudaStream_t s, int mode, void *out, hk_dtype ot, const void *x, float *res,
-                               const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                               int S, int groups, unsigned *sctr, float *spart)
+static cudaError_t gemm_rows_t(int mode, const rows_call &c)
 {
-#define ROWS_ARGS s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, groups, sctr, spart
     switch (mode) {
-    case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(ROWS_ARGS);
-    case HK_GEMV_NORM: return gemm_rows_mode<T, HK_GEMV_NORM>(ROWS_ARGS);
-    case HK_GEMV_NORM_GLU: return gemm_rows_mode<T, HK_GEMV_NORM_GLU>(ROWS_ARGS);
-    case HK_GEMV_RESIDUAL: return gemm_rows_mode<T, HK_GEMV_RESIDUAL>(ROWS_ARGS);
+    case HK_GEMV_PLAIN: return gemm_rows_mode<T, HK_GEMV_PLAIN>(c);
+    case HK_GEMV_NORM: return gemm_rows_mode<T, HK_GEMV_NORM>(c);
+    case HK_GEMV_NORM_GLU: return gemm_rows_mode<T, HK_GEMV_NORM_GLU>(c);
+    case HK_GEMV_RESIDUAL: return gemm_rows_mode<T, HK_GEMV_RESIDUAL>(c);
     default: return cudaErrorInvalidValue;
     }
-#undef ROWS_ARGS
 }
 
 extern "C" {
@@ -640,10 +639,8 @@ cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_
                                   (nwt == HK_F16 || nwt == HK_BF16 || nwt == HK_F32)
                             : x && (uintptr_t)x % 16 == 0;
     if (!out_ok || !in_ok) return cudaErrorInvalidValue;
-    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits,
-                                                     groups, counters, partials)
-                        : gemm_rows_t<__half>(s, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, groups,
-                                              counters, partials);
+    const rows_call c = {s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, groups, counters, partials};
+    return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(mode, c) : gemm_rows_t<__half>(mode, c);
 }
 
 } /* extern "C" */
