@@ -689,7 +689,7 @@ static void test_gemm_rows_layout_rule(void)
 #undef EX
 }
 
-/* One product of hk_gemm_rows_ex in a given layout, the kernel called directly: x, the
+/* One product of hk_gemm_rows_ex in a given layout, the kernel called directly: the case's x, the
  * residual (read by the norms, added to by RESIDUAL: restored from res0 first) and the
  * output of the case; returns the M rows it wrote (RESIDUAL: the residual), fp32. */
 typedef struct {
@@ -700,13 +700,13 @@ typedef struct {
     float     *part;
 } layout_case;
 
-static float *layout_run(hyocr_backend *g, const layout_case *lc, const hyocr_buf *x, int M, int S, int groups)
+static float *layout_run(hyocr_backend *g, const layout_case *lc, int M, int S, int groups)
 {
     const bool residual = lc->mode == HK_GEMV_RESIDUAL, norm = lc->mode == HK_GEMV_NORM || lc->mode == HK_GEMV_NORM_GLU;
     const size_t nres = (size_t)16 * (residual ? lc->N : lc->K);
     CK(cudaMemcpy(lc->res->data, lc->res0->data, nres * 4, cudaMemcpyDeviceToDevice));
     CK(cudaMemset(lc->o->data, 0xff, (size_t)16 * lc->N * 4));   /* every element must be written */
-    CK(hk_gemm_rows_ex(NULL, lc->t, lc->mode, residual ? NULL : lc->o->data, HK_F32, norm ? NULL : x->data,
+    CK(hk_gemm_rows_ex(NULL, lc->t, lc->mode, residual ? NULL : lc->o->data, HK_F32, norm ? NULL : lc->x->data,
                        lc->res->data, lc->nw->data, lc->t, 1e-6f, lc->w->data, M, lc->N, lc->K, 0, S, groups,
                        S > 1 ? lc->ctr : NULL, S > 1 ? lc->part : NULL));
     CK(cudaDeviceSynchronize());
@@ -741,22 +741,22 @@ static void gemm_rows_layout(const dt_case *c, hyocr_backend *g, int mode, int N
     CK(cudaMemset(lc.ctr, 0, ctr));
     CK(cudaMalloc((void **)&lc.part, pb));
     OK(g->ops->sync(g, E));
-    g_autofree float *one = layout_run(g, &lc, lc.x, R, 1, 1);
+    g_autofree float *one = layout_run(g, &lc, R, 1, 1);
     const struct { int S, groups; } layouts[] = { { 1, 2 }, { 2, 1 }, { 2, 2 }, { 3, 1 }, { 4, 2 } };
     for (size_t i = 0; i < G_N_ELEMENTS(layouts); i++) {
         const int S = layouts[i].S, G = layouts[i].groups;
         g_autofree char *what = g_strdup_printf("hk_gemm_rows_ex mode %d %d×%d×%d, %d splits, %d groups", mode, R, N, K,
                                                 S, G);
-        g_autofree float *all = layout_run(g, &lc, lc.x, R, S, G);
+        g_autofree float *all = layout_run(g, &lc, R, S, G);
         if (S == 1) expect_equal(what, all, one, (size_t)R * N);
         else expect_close(what, all, one, (size_t)R * N, c->tol / 8);   /* a rounding flipped here and there */
         if (S > 1 && G > 1) {   /* the groups at these splits: the bits of one group */
-            g_autofree float *g1 = layout_run(g, &lc, lc.x, R, S, 1);
+            g_autofree float *g1 = layout_run(g, &lc, R, S, 1);
             expect_equal(what, all, g1, (size_t)R * N);
         }
         const int rows[] = { 1, 5, 9, 15, 16 };
         for (size_t j = 0; j < G_N_ELEMENTS(rows); j++) {
-            g_autofree float *got = layout_run(g, &lc, lc.x, rows[j], S, G);
+            g_autofree float *got = layout_run(g, &lc, rows[j], S, G);
             g_autofree char *w2 = g_strdup_printf("%s: %d rows against 16", what, rows[j]);
             expect_equal(w2, got, all, (size_t)rows[j] * N);
         }
@@ -767,7 +767,7 @@ static void gemm_rows_layout(const dt_case *c, hyocr_backend *g, int mode, int N
             if (mode == HK_GEMV_PLAIN) lc.x = rv;
             else lc.res0 = rv;
             OK(g->ops->sync(g, E));
-            g_autofree float *rev = layout_run(g, &lc, lc.x, R, S, G);
+            g_autofree float *rev = layout_run(g, &lc, R, S, G);
             for (int m = 0; m < R; m++) {
                 g_autofree char *w3 = g_strdup_printf("%s: row %d at position %d", what, m, R - 1 - m);
                 expect_equal(w3, rev + (size_t)(R - 1 - m) * N, all + (size_t)m * N, (size_t)N);
