@@ -874,17 +874,11 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
  * (o and down of a decode step fill one wave instead of half of one; q|k|v and gate|up share
  * their normalised rows over 16 columns) or the forced count. They depend on the shape only,
  * never on M or the mode, so a row's bits stay those of any step, and the fused products those
- * of the unfused ones (the groups never change bits; the splits do, alike everywhere). */
-static int rows_splits(const cuda_backend *cb, int N, int K)
+ * of the unfused ones (the groups never change bits; the splits do, alike everywhere). A knob
+ * of 0 is none, 1 the rule, more that count. */
+static int rows_pick(int knob, int rule)
 {
-    if (cb->rows_split <= 0) return 1;
-    return cb->rows_split > 1 ? cb->rows_split : hk_gemm_rows_splits(N, K, cb->sm_count);
-}
-
-static int rows_groups(const cuda_backend *cb, int N)
-{
-    if (cb->rows_wide <= 0) return 1;
-    return cb->rows_wide > 1 ? cb->rows_wide : hk_gemm_rows_groups(N, cb->sm_count);
+    return knob <= 0 ? 1 : knob > 1 ? knob : rule;
 }
 
 /* hk_gemm_rows_ex in that layout, with its counters (zeroed when they grow: they start at
@@ -894,7 +888,8 @@ static bool rows_product(cuda_backend *cb, int mode, void *out, hk_dtype ot, con
                          hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, const char *what,
                          GError **error)
 {
-    const int S = rows_splits(cb, N, K), groups = rows_groups(cb, N);
+    const int S = rows_pick(cb->rows_split, hk_gemm_rows_splits(N, K, cb->sm_count));
+    const int groups = rows_pick(cb->rows_wide, hk_gemm_rows_groups(N, cb->sm_count));
     const size_t part = hk_gemm_rows_partials(mode, N, S, groups) * sizeof(float);
     const size_t ctr = part ? (size_t)hk_gemm_rows_counters(N) * sizeof(unsigned) : 0;
     if (ctr > cb->rows_ctr.cap &&
