@@ -11,10 +11,12 @@ T=build-gpu/tests/test-backend-cuda
 $T -p /backend-cuda/gemm_rows_layout_rule -p /backend-cuda/f16/gemm_rows_layout -p /backend-cuda/bf16/gemm_rows_layout \
   -p /backend-cuda/f16/paged_decode_staged -p /backend-cuda/bf16/paged_decode_staged > $OUT/tests.txt 2>&1
 echo "layout + balance GPU tests rc=$? ($(grep -c '^ok' $OUT/tests.txt) ok, $(grep -c SKIP $OUT/tests.txt) skipped)" >> $L
-nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels -Ibuild-gpu bench/gemm_rows_bench.cu \
-  -o /tmp/gemm-rows-bench > $OUT/gemm-rows-build.txt 2>&1 && /tmp/gemm-rows-bench > $OUT/gemm-rows-bench.txt 2>&1
-echo "gemm_rows_bench rc=$? at $(( $(date +%s) - T0 )) s; 16 rows:" >> $L
-grep -E "^\S.* 16 " $OUT/gemm-rows-bench.txt >> $L
+if [ -z "${SKIP_BENCH:-}" ]; then   # SKIP_BENCH=1: a short call (the A/B and the suites first)
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels -Ibuild-gpu bench/gemm_rows_bench.cu \
+    -o /tmp/gemm-rows-bench > $OUT/gemm-rows-build.txt 2>&1 && /tmp/gemm-rows-bench > $OUT/gemm-rows-bench.txt 2>&1
+  echo "gemm_rows_bench rc=$? at $(( $(date +%s) - T0 )) s; 16 rows:" >> $L
+  grep -E "^\S.* 16 " $OUT/gemm-rows-bench.txt >> $L
+fi
 run16() {   # BALANCE SPLIT WIDE REPEAT BATCH
   HYOCR_DECODE_BALANCE=$1 HYOCR_ROWS_SPLIT=$2 HYOCR_ROWS_WIDE=$3 $HY run --model /tmp/hy-full \
     --image /tmp/hyocr-img/page_1024.png --task recognize --device cuda --repeat $4 --max-batch $5 --warmup \
@@ -22,7 +24,9 @@ run16() {   # BALANCE SPLIT WIDE REPEAT BATCH
   echo "balance=$1 split=$2 wide=$3 repeat $4 max-batch $5: $(tail -1 /tmp/b.err)" >> $L
 }
 run16 0 0 0 4 1
-for order in "000 100 010 001 111" "111 001 010 100 000"; do
+# ORDERS: rounds of (balance, split, wide) settings, ';' between rounds
+IFS=';' read -ra orders <<< "${ORDERS:-000 100 010 001 111;111 001 010 100 000}"
+for order in "${orders[@]}"; do
   for c in $order; do run16 ${c:0:1} ${c:1:1} ${c:2:1} 16 16; done
 done
 echo "A/B at $(( $(date +%s) - T0 )) s" >> $L
