@@ -730,9 +730,9 @@ static void gemm_rows_layout(const dt_case *c, hyocr_backend *g, int mode, int N
                        mk(g, HYOCR_BUF_WEIGHT, w, (size_t)Nw * K), mk(g, HYOCR_BUF_F32, NULL, (size_t)R * N), NULL,
                        NULL };
     /* x's rows (PLAIN), or the residual's (what the norms read), in reverse: row m at R-1-m */
-    g_autofree float *rev_src = g_new(float, nres);
-    const float *src = mode == HK_GEMV_PLAIN || residual ? x : res;
-    for (int m = 0; m < R; m++) memcpy(rev_src + (size_t)m * K, src + (size_t)(R - 1 - m) * K, (size_t)K * 4);
+    g_autofree float *rev_src = residual ? NULL : g_new(float, nres);   /* RESIDUAL: not reversed */
+    const float *src = mode == HK_GEMV_PLAIN ? x : res;
+    for (int m = 0; rev_src && m < R; m++) memcpy(rev_src + (size_t)m * K, src + (size_t)(R - 1 - m) * K, (size_t)K * 4);
     size_t pb = 0;
     for (int groups = 1; groups <= HK_GEMM_ROWS_GROUPS_MAX; groups++)
         pb = MAX(pb, hk_gemm_rows_partials(mode, N, HK_GEMM_ROWS_SPLIT_MAX, groups) * sizeof(float));

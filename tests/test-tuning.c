@@ -95,7 +95,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */
     g_assert_cmpint(t.rope_heads, ==, 0);
     g_assert_cmpint(t.rows_split, ==, 0);
-    g_assert_cmpint(t.rows_wide, ==, 0);
+    g_assert_cmpint(t.rows_wide, ==, -1);   /* off, where unset is the backend's rule */
     g_assert_cmpint(t.text_chunk_rows, ==, 0);
     g_assert_cmpint(t.prefill_split, ==, -1);   /* off, where unset is the backend's default */
     g_assert_cmpint(t.vis_lazy, ==, HYOCR_SWITCH_OFF);   /* every tile, where unset is the backend's lazy */

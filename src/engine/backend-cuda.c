@@ -126,8 +126,8 @@ typedef struct {
     bool             decode_balance; /* HYOCR_DECODE_BALANCE: bound steps' splits sized on the device to one wave */
     int              rows_split;     /* HYOCR_ROWS_SPLIT: products of several rows split K (0 off, 1 the card's
                                       * rule, 2..HK_GEMM_ROWS_SPLIT_MAX that many splits everywhere) */
-    int              rows_wide;      /* HYOCR_ROWS_WIDE: their column groups a CTA (0 off, 1 the card's rule, 2
-                                      * everywhere) */
+    int              rows_wide;      /* HYOCR_ROWS_WIDE: their column groups a CTA (0 off, 1 the card's rule: the
+                                      * default, 2 everywhere) */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
@@ -870,7 +870,8 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
 }
 
 /* The layout of a product of 2..16 rows (hk_gemm_rows_ex): K splits (HYOCR_ROWS_SPLIT) and
- * column groups a CTA (HYOCR_ROWS_WIDE), each none unless switched on; then the card's rule
+ * column groups a CTA (HYOCR_ROWS_WIDE): the splits none unless switched on, the groups the
+ * card's rule unless switched off; the card's rule
  * (o and down of a decode step fill one wave instead of half of one; q|k|v and gate|up share
  * their normalised rows over 16 columns) or the forced count. They depend on the shape only,
  * never on M or the mode, so a row's bits stay those of any step, and the fused products those
@@ -2353,7 +2354,9 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
                         : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     cb->decode_balance = t->decode_balance == HYOCR_SWITCH_ON;   /* off until measured */
     cb->rows_split = MIN(t->rows_split, HK_GEMM_ROWS_SPLIT_MAX);   /* off until measured */
-    cb->rows_wide = MIN(t->rows_wide, HK_GEMM_ROWS_GROUPS_MAX);    /* off until measured */
+    /* unset: the card's rule (16 concurrent 1024² pages 5255 → 5573 tokens/s on an H200, the same
+     * bits: bench/results/2026-12-05-h200-s19); "0" off (-1 here); more: that many groups */
+    cb->rows_wide = t->rows_wide < 0 ? 0 : t->rows_wide == 0 ? 1 : MIN(t->rows_wide, HK_GEMM_ROWS_GROUPS_MAX);
     cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;

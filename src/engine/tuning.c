@@ -34,7 +34,9 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->decode_stages = ds && strcmp(ds, "0") == 0 ? -1 : env_count("HYOCR_DECODE_STAGES");
     t->decode_balance = env_switch("HYOCR_DECODE_BALANCE");
     t->rows_split = env_count("HYOCR_ROWS_SPLIT");
-    t->rows_wide = env_count("HYOCR_ROWS_WIDE");
+    /* on by default since session 19's measurement: "0" is off, unset (0 here) the backend's rule */
+    const char *rw = g_getenv("HYOCR_ROWS_WIDE");
+    t->rows_wide = rw && strcmp(rw, "0") == 0 ? -1 : env_count("HYOCR_ROWS_WIDE");
     t->rope_heads = env_count("HYOCR_ROPE_HEADS");
     t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");
     t->vit_chunk_rows = env_count("HYOCR_VIT_CHUNK_ROWS");

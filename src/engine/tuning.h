@@ -42,8 +42,9 @@ typedef struct {
                                    * unset or "0" = off (off until measured) */
     int          rows_wide;       /* HYOCR_ROWS_WIDE: CUDA products of 2..16 rows with 16 columns a CTA (two groups of
                                    * 8 sharing the x chunks or normalised rows; the same bits) where 8 a CTA take
-                                   * more than a wave (q|k|v, gate|up); 1 = the card's rule, 2 = every such
-                                   * product (tests); unset or "0" = off (off until measured) */
+                                   * more than a wave (q|k|v, gate|up); unset (0 here) or 1 = the card's rule
+                                   * (the default since session 19), 2 = every such product (tests), "0" = off
+                                   * (-1 here) */
     int          rope_heads;      /* HYOCR_ROPE_HEADS: CUDA rope_qknorm of decode-sized steps (≤ 16 rows)
                                    * with a row's heads spread over blocks of that many; 0 = unset (4) */
     int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
