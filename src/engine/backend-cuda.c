@@ -870,8 +870,8 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
 }
 
 /* The layout of a product of 2..16 rows (hk_gemm_rows_ex): K splits (HYOCR_ROWS_SPLIT) and
- * column groups a CTA (HYOCR_ROWS_WIDE): the splits none unless switched on, the groups the
- * card's rule unless switched off; the card's rule
+ * column groups a CTA (HYOCR_ROWS_WIDE): no splits unless switched on, the groups by the card's
+ * rule unless switched off; each either the card's rule
  * (o and down of a decode step fill one wave instead of half of one; q|k|v and gate|up share
  * their normalised rows over 16 columns) or the forced count. They depend on the shape only,
  * never on M or the mode, so a row's bits stay those of any step, and the fused products those

@@ -19,6 +19,14 @@ static int env_count(const char *name)
     return (int)CLAMP(n, 0, G_MAXINT);
 }
 
+/* A count whose "0" is off (-1), not the default: unset (0) leaves the backend's default, which
+ * may be on once measured. */
+static int env_count_or_off(const char *name)
+{
+    const char *v = g_getenv(name);
+    return v && strcmp(v, "0") == 0 ? -1 : env_count(name);
+}
+
 void hyocr_tuning_from_env(hyocr_tuning *t)
 {
     memset(t, 0, sizeof *t);
@@ -30,13 +38,10 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->fuse = env_switch("HYOCR_FUSE");
     t->pdl = env_switch("HYOCR_PDL");
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");
-    const char *ds = g_getenv("HYOCR_DECODE_STAGES");
-    t->decode_stages = ds && strcmp(ds, "0") == 0 ? -1 : env_count("HYOCR_DECODE_STAGES");
+    t->decode_stages = env_count_or_off("HYOCR_DECODE_STAGES");
     t->decode_balance = env_switch("HYOCR_DECODE_BALANCE");
     t->rows_split = env_count("HYOCR_ROWS_SPLIT");
-    /* on by default since session 19's measurement: "0" is off, unset (0 here) the backend's rule */
-    const char *rw = g_getenv("HYOCR_ROWS_WIDE");
-    t->rows_wide = rw && strcmp(rw, "0") == 0 ? -1 : env_count("HYOCR_ROWS_WIDE");
+    t->rows_wide = env_count_or_off("HYOCR_ROWS_WIDE");   /* on by default since session 19 */
     t->rope_heads = env_count("HYOCR_ROPE_HEADS");
     t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");
     t->vit_chunk_rows = env_count("HYOCR_VIT_CHUNK_ROWS");
@@ -48,9 +53,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->rows_verify = env_switch("HYOCR_VERIFY_KERNEL") == HYOCR_SWITCH_OFF;
     t->no_wgmma = env_switch("HYOCR_NO_WGMMA") == HYOCR_SWITCH_ON;
     t->prefill_template = env_switch("HYOCR_PREFILL_TEMPLATE") == HYOCR_SWITCH_ON;
-    /* a count whose "0" is off, not the default: the default may be on once measured */
-    const char *ps = g_getenv("HYOCR_PREFILL_SPLIT");
-    t->prefill_split = ps && strcmp(ps, "0") == 0 ? -1 : env_count("HYOCR_PREFILL_SPLIT");
+    t->prefill_split = env_count_or_off("HYOCR_PREFILL_SPLIT");
     t->invariant = env_switch("HYOCR_INVARIANT");
     t->vision_beside = env_switch("HYOCR_VISION_BESIDE");
     t->prefill_spare = env_switch("HYOCR_PREFILL_SPARE");
