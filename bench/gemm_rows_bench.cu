@@ -1,13 +1,13 @@
 /* hyocr — hk_gemm_rows's products of a batched decode step (gemv.cu) on the model's shapes —
  * q|k|v (NORM, N 4096, K 1024), gate|up (NORM_GLU, N 3584, K 1024), o (RESIDUAL, N 1024, K 2048)
  * and down (RESIDUAL, N 1024, K 3584) — at 2, 8, 9 and 16 rows, fp16, in every layout of
- * hk_gemm_rows_ex: K split over 1..4 CTAs a column block (HYOCR_ROWS_SPLIT), 1 or 2 column
- * groups a CTA (HYOCR_ROWS_WIDE); the rules' pick for this card is marked *. The baseline for
- * a change to k_gemm_rows. A call is one layer: 24 calls,
+ * hk_gemm_rows_ex: 1 or 2 column groups a CTA (HYOCR_ROWS_WIDE); the rule's pick for this card
+ * is marked *. The baseline for a change to k_gemm_rows. A call is one layer: 24 calls,
  * each with its own weights (the L2 holds none of them for the next), in one graph; µs a call
  * is the graph's time / 24, median of 20 replays after 3. GB/s counts the weights. (Its
- * rows_norm_held variant, HK_GEMV_NORM_HELD, was measured no faster and removed:
- * docs/PERFORMANCE.md.) Build and run (GPU machine, repository root):
+ * rows_norm_held variant, HK_GEMV_NORM_HELD, and K split over CTAs, HYOCR_ROWS_SPLIT, were
+ * measured no faster and removed: docs/PERFORMANCE.md.) Build and run (GPU machine, repository
+ * root):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/gemm_rows_bench.cu -o /tmp/gemm-rows-bench && /tmp/gemm-rows-bench */
 #include "../kernels/gemv.cu"
 #include "bench-timing.h"
@@ -38,16 +38,10 @@ int main()
     }
     float *res;
     __half *nw, *out, *x;
-    unsigned *ctr;
-    float *part;
-    const size_t part_floats = hk_gemm_rows_partials(HK_GEMV_NORM_GLU, 4096, HK_GEMM_ROWS_SPLIT_MAX, 1);
     CK(cudaMalloc(&res, (size_t)16 * 4096 * 4));
     CK(cudaMalloc(&nw, 1024 * 2));
     CK(cudaMalloc(&out, (size_t)16 * 4096 * 2));
     CK(cudaMalloc(&x, (size_t)16 * 3584 * 2));
-    CK(cudaMalloc(&ctr, hk_gemm_rows_counters(4096) * sizeof(unsigned)));
-    CK(cudaMemset(ctr, 0, hk_gemm_rows_counters(4096) * sizeof(unsigned)));
-    CK(cudaMalloc(&part, part_floats * sizeof(float)));
     k_fill_f<<<64, 256>>>(res, (size_t)16 * 4096, 7);
     k_fill_h<<<4, 256>>>(nw, 1024, 9, 1.0f);
     k_fill_h<<<64, 256>>>(x, (size_t)16 * 3584, 11, 1.0f);
@@ -57,26 +51,24 @@ int main()
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    printf("%-18s %4s %6s %6s %10s %8s\n", "product", "rows", "splits", "groups", "us", "GB/s");
+    printf("%-18s %4s %6s %10s %8s\n", "product", "rows", "groups", "us", "GB/s");
     for (auto &sh : shapes)
         for (int M : { 2, 8, 9, 16 })
-            for (int G = 1; G <= HK_GEMM_ROWS_GROUPS_MAX; G++)
-                for (int S = 1; S <= HK_GEMM_ROWS_SPLIT_MAX; S++) {
-                    /* the residual, read by the norms and added to by o and down, stays bounded:
-                     * the weights are ±0.1 and x ±1, 24 × 23 additions */
-                    auto call = [&](int l) {
-                        return hk_gemm_rows_ex(s, HK_F16, sh.mode, out, HK_F16, x, res, nw, HK_F16, 1e-6f, w[l], M,
-                                               sh.N, sh.K, 0, S, G, S > 1 ? ctr : NULL, S > 1 ? part : NULL);
-                    };
+            for (int G = 1; G <= HK_GEMM_ROWS_GROUPS_MAX; G++) {
+                /* the residual, read by the norms and added to by o and down, stays bounded:
+                 * the weights are ±0.1 and x ±1, 24 × 23 additions */
+                auto call = [&](int l) {
+                    return hk_gemm_rows_ex(s, HK_F16, sh.mode, out, HK_F16, x, res, nw, HK_F16, 1e-6f, w[l], M, sh.N,
+                                           sh.K, 0, G);
+                };
+                for (int l = 0; l < LAYERS; l++) CK(call(l));
+                CK(cudaStreamSynchronize(s));
+                const double us = bench_graph_median_ms(s, REPS, [&] {
                     for (int l = 0; l < LAYERS; l++) CK(call(l));
-                    CK(cudaStreamSynchronize(s));
-                    const double us = bench_graph_median_ms(s, REPS, [&] {
-                        for (int l = 0; l < LAYERS; l++) CK(call(l));
-                    }) * 1e3 / LAYERS;
-                    const double bytes = (double)sh.nw * sh.K * 2;
-                    const bool pick = S == hk_gemm_rows_splits(sh.N, sh.K, sms) && G == hk_gemm_rows_groups(sh.N, sms);
-                    printf("%-18s %4d %6d %5d%s %10.2f %8.0f\n", sh.name, M, S, G, pick ? "*" : " ", us,
-                           bytes / us * 1e-3);
-                }
+                }) * 1e3 / LAYERS;
+                const double bytes = (double)sh.nw * sh.K * 2;
+                const bool pick = G == hk_gemm_rows_groups(sh.N, sms);
+                printf("%-18s %4d %5d%s %10.2f %8.0f\n", sh.name, M, G, pick ? "*" : " ", us, bytes / us * 1e-3);
+            }
     return 0;
 }

@@ -47,44 +47,8 @@ struct DecArgs {
     unsigned *counters;
     float *part_acc, *part_ml;
     int dev_split_len, dev_max_splits;   /* > 0: splits derived from n_past here (graph replay) */
-    int dev_slots, dev_split_hi;         /* > 0: dec_balanced_len (hk_paged_args.dev_balance) */
     int kv_write;                        /* store the decode rows' new k/v in the cache */
 };
-
-__device__ __forceinline__ int warp_sum_int(int v)
-{
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-/* Splits of the live contexts at L keys, over the rows (every lane the same sum). */
-__device__ __forceinline__ int dec_count_splits(const DecArgs &a, int rows, int L)
-{
-    int n = 0;
-    for (int r = threadIdx.x & 31; r < rows; r += 32) n += (a.seqs[r].n_past + L) / L;   /* ⌈(n_past + 1) / L⌉ */
-    return warp_sum_int(n);
-}
-
-/* The split length of a balanced bound step: the shortest, from dev_split_len up to
- * dev_split_hi in steps of HK_SPLIT_MIN, whose splits of the rows' live contexts fit
- * dev_slots CTAs a head column — one wave of the card — else dev_split_len. The fixed
- * length (sized for the context bound) ran 16 rows × 1087 keys as 640 CTAs of 256 keys
- * in two waves, the second partly idle, then the merge (bench/results/2026-12-04-h200-s11,
- * call8: the rounds at the card's bandwidth, the time lost at the waves' edges). Every
- * CTA of the launch computes the same length from the same n_past; longer splits only,
- * so a row never has more than the grid's dev_max_splits CTAs. */
-__device__ __forceinline__ int dec_balanced_len(const DecArgs &a, int rows)
-{
-    int L = a.dev_split_len;
-    if (dec_count_splits(a, rows, L) <= a.dev_slots) return L;
-    /* no length below ⌈keys / slots⌉ fits: start there (a step or two from the answer) */
-    const int keys = dec_count_splits(a, rows, 1), lo = (keys + a.dev_slots - 1) / a.dev_slots;
-    L = max(L + HK_SPLIT_MIN, (lo + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN);
-    for (; L <= a.dev_split_hi; L += HK_SPLIT_MIN)
-        if (dec_count_splits(a, rows, L) <= a.dev_slots) return L;
-    return a.dev_split_len;
-}
 
 /* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
  * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
@@ -95,8 +59,7 @@ __device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
         sp = a.splits[blockIdx.x];
         return true;
     }
-    int row = blockIdx.x / a.dev_max_splits, i = blockIdx.x - row * a.dev_max_splits;
-    int L = a.dev_slots > 0 ? dec_balanced_len(a, gridDim.x / a.dev_max_splits) : a.dev_split_len;
+    int L = a.dev_split_len, row = blockIdx.x / a.dev_max_splits, i = blockIdx.x - row * a.dev_max_splits;
     int ctx = a.seqs[row].n_past + 1, n = (ctx + L - 1) / L;
     if (i >= n) return false;
     sp.seq = row;
@@ -516,18 +479,6 @@ static const void *decode_kernel(int GT, int stages)
     }
 }
 
-/* CTAs a head column of the grid has in one wave: the card's SMs × the CTAs of kernel k
- * (with smem bytes of shared memory) an SM holds, over the head columns. */
-static cudaError_t decode_slots(const void *k, size_t smem, int columns, int *slots)
-{
-    int dev, sms, per_sm = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, DEC_THREADS, smem);
-    if (e == cudaSuccess) *slots = max(per_sm, 1) * sms / columns;
-    return e;
-}
-
 template <typename T>
 static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
 {
@@ -549,11 +500,6 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     cudaError_t e = cudaSuccess;
     /* the staged kernels take over the 48 KB a launch gets without asking (NS = 2 already) */
     if (p->decode_stages) e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    if (e == cudaSuccess && p->dev_balance && p->dev_split_len > 0) {
-        if (p->dev_balance > 1) a.dev_slots = p->dev_balance;
-        else e = decode_slots(k, smem, p->Hq / GT, &a.dev_slots);
-        a.dev_split_hi = p->split_max;
-    }
     if (e != cudaSuccess) return e;
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;

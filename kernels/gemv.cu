@@ -292,14 +292,10 @@ cudaError_t hk_gemv1(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype o
  * the 8 warps' partials added in warp order: the sum depends on N and K only, so row m of
  * a product is bit-identical whatever M is and whatever the other rows hold.
  *
- * Two layouts of the same sums (hk_gemm_rows_ex), for shapes whose CTAs fit the card badly:
- *   groups    a CTA owns 2 column groups of 8: each x chunk a warp loads (and the rows a
- *             norm leaves in shared memory) meets both groups' weights. Each column's chain
- *             and warp sum are the one-group ones: the same bits, half the x read a column.
- *   splits    S CTAs share a column block's K: warp w of split s is warp s·8 + w of 8S, the
- *             chunks dealt over all 8S, and the last CTA to finish adds the S CTAs' warp
- *             sums in split order. The sum depends on N, K and S: other bits than S = 1, the
- *             same at any M.
+ * A second layout of the same sums (hk_gemm_rows_ex), for shapes of more CTAs than a wave
+ * holds: a CTA owns 2 column groups of 8, and each x chunk a warp loads (and the rows a norm
+ * leaves in shared memory) meets both groups' weights. Each column's chain and warp sum are
+ * the one-group ones: the same bits, half the x read a column.
  *
  * The modes of hk_gemv1, for decode steps of several rows through the fused layer. They
  * change where A comes from and where the sums go, never the order of the sums, so a
@@ -357,36 +353,6 @@ __device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, floa
     }
 }
 
-/* Split K (gridDim.y = S > 1): the column block's S CTAs each publish their warp-order sums
- * (128 a column group), and the last to arrive (threadFenceReduction's election, one counter a
- * column block, left zero for the next launch) adds the S of them in split order. So the sum
- * depends on N, K and S only, never on M or on which CTA ends last. Threads 0..THREADS-1 only (the
- * others have returned): named barrier 1. Returns whether this CTA goes on to the epilogue. */
-template <int NB, int THREADS>
-__device__ __forceinline__ bool rows_split_add(float (&v)[NB], unsigned *sctr, float *spart, unsigned *last)
-{
-    const int S = gridDim.y, tid = threadIdx.x;
-    float *base = spart + (size_t)blockIdx.x * S * NB * THREADS;
-#pragma unroll
-    for (int t = 0; t < NB; t++) base[((size_t)blockIdx.y * NB + t) * THREADS + tid] = v[t];
-    __threadfence();
-    asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
-    if (tid == 0) {
-        const bool l = atomicAdd(sctr + blockIdx.x, 1u) == (unsigned)S - 1;
-        if (l) sctr[blockIdx.x] = 0;   /* every split has counted: ready for the next launch */
-        *last = l;
-    }
-    asm volatile("bar.sync 1, %0;" ::"n"(THREADS) : "memory");
-    if (!*last) return false;
-    __threadfence();
-#pragma unroll
-    for (int t = 0; t < NB; t++) {
-        v[t] = __ldcg(base + (size_t)t * THREADS + tid);
-        for (int s = 1; s < S; s++) v[t] += __ldcg(base + ((size_t)s * NB + t) * THREADS + tid);
-    }
-    return true;
-}
-
 /* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use;
  * CG column groups of 8 a CTA (1 or 2): each warp multiplies the x chunks it loaded (and the rows
  * normalised once) by CG groups' weights, every column's chain of mmas and the warps' sum as with
@@ -394,19 +360,17 @@ __device__ __forceinline__ bool rows_split_add(float (&v)[NB], unsigned *sctr, f
 template <typename T, int G, bool HI, int MODE, int CG>
 __global__ void __launch_bounds__(ROWS_WARPS * 32, 2)
 k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, float eps, const T *w, int M, int N,
-            int K, unsigned *sctr, float *spart)
+            int K)
 {
     constexpr bool glu = MODE == HK_GEMV_NORM_GLU, norm = glu || MODE == HK_GEMV_NORM;
     constexpr int NB = glu ? 2 : 1;   /* B tiles a group: the gate and the up columns */
     constexpr int NT = CG * NB;       /* B tiles a warp */
     extern __shared__ int4 xs_raw[];  /* norm: the M normalised rows, rows_ld(K) apart */
     __shared__ float part[NT][ROWS_WARPS][4][32];
-    __shared__ unsigned split_last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, q = lane & 3;
     const int n0 = blockIdx.x * ROWS_COLS * CG, chunks = K >> 5, ld = norm ? rows_ld(K) : K;
-    /* split s of S (blockIdx.y of gridDim.y): warp w is the column block's warp vw = s·8 + w of VW */
-    const int S = gridDim.y, vw = blockIdx.y * ROWS_WARPS + warp, VW = S * ROWS_WARPS;
-    const int mine = chunks > vw ? (chunks - vw + VW - 1) / VW : 0;
+    /* warp w takes chunks w, w + 8, … */
+    const int mine = chunks > warp ? (chunks - warp + ROWS_WARPS - 1) / ROWS_WARPS : 0;
     const bool a_on = gid < M, b_on = HI && gid + 8 < M;
     bool w_on[CG];
     T *xs = (T *)xs_raw;
@@ -430,7 +394,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
     /* The first weights (constant) are on their way before the kernel before has finished. */
 #pragma unroll
     for (int j = 0; j < G; j++) {
-        const int u = 4 * (vw + VW * j);
+        const int u = 4 * (warp + ROWS_WARPS * j);
 #pragma unroll
         for (int t = 0; t < NT; t++) wv[t][j] = w_on[t / NB] && j < mine ? __ldcs(wr[t] + u) : zero;
     }
@@ -444,7 +408,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
         if (i0) {
 #pragma unroll
             for (int j = 0; j < G; j++) {
-                const int u = 4 * (vw + VW * (i0 + j));
+                const int u = 4 * (warp + ROWS_WARPS * (i0 + j));
 #pragma unroll
                 for (int t = 0; t < NT; t++) wv[t][j] = w_on[t / NB] && i0 + j < mine ? __ldcs(wr[t] + u) : zero;
             }
@@ -452,7 +416,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
         int4 av[G], bv[G];
 #pragma unroll
         for (int j = 0; j < G; j++) {
-            const int u = 4 * (vw + VW * (i0 + j));
+            const int u = 4 * (warp + ROWS_WARPS * (i0 + j));
             const bool on = i0 + j < mine;
             if (norm) {
                 av[j] = a_on && on ? xa[u] : zero;
@@ -485,6 +449,7 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
     /* thread (g, r, l) adds register r of lane l of group g over the warps, in warp order */
     const int g = threadIdx.x >> 7, r = (threadIdx.x >> 5) & 3, l = lane;
     const int row = (l >> 2) + (r >= 2 ? 8 : 0), col = n0 + ROWS_COLS * g + 2 * (l & 3) + (r & 1);
+    if (row >= M || col >= N) return;
     float v[NB];
 #pragma unroll
     for (int t = 0; t < NB; t++) {
@@ -492,8 +457,6 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
 #pragma unroll
         for (int s = 1; s < ROWS_WARPS; s++) v[t] += part[g * NB + t][s][r][l];
     }
-    if (S > 1 && !rows_split_add<NB, CG * 128>(v, sctr, spart, &split_last)) return;
-    if (row >= M || col >= N) return;
     const int ct = ctype<T>::value;
     const size_t o = (size_t)row * N + col;
     if (MODE == HK_GEMV_RESIDUAL) res[o] += hk_round(v[0], ct);
@@ -524,9 +487,7 @@ struct rows_call {
     hk_dtype nwt;
     float eps;
     const void *w;
-    int M, N, K, pdl, splits, groups;
-    unsigned *counters;
-    float *partials;
+    int M, N, K, pdl, groups;
 };
 
 template <typename T, int G, bool HI, int MODE, int CG>
@@ -544,17 +505,17 @@ static cudaError_t gemm_rows_launch(const rows_call &c)
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)rows_blocks(c.N, CG), (unsigned)c.splits);
+    cfg.gridDim = dim3((unsigned)rows_blocks(c.N, CG));
     cfg.blockDim = dim3(ROWS_WARPS * 32);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = c.s;
     cfg.attrs = &attr;
     cfg.numAttrs = c.pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, k_gemm_rows<T, G, HI, MODE, CG>, c.out, (int)c.ot, (const T *)c.x, c.res, c.nw,
-                              (int)c.nwt, c.eps, (const T *)c.w, c.M, c.N, c.K, c.counters, c.partials);
+                              (int)c.nwt, c.eps, (const T *)c.w, c.M, c.N, c.K);
 }
 
-/* Up to 4 chunks a warp (K ≤ 1024 unsplit: most of the model's products) is one round of
+/* Up to 4 chunks a warp (K ≤ 1024: most of the model's products) is one round of
  * 4; more goes in rounds of 8 — fewer where a warp has more B tiles (two with NORM_GLU's gate
  * and up, CG times that), whose registers would spill. Neither depends on M: only the
  * registers rows 8..15 need. G changes when the loads are issued, never the order of the sums. */
@@ -564,7 +525,7 @@ static cudaError_t gemm_rows_depth(const rows_call &c)
     constexpr int NT = CG * (MODE == HK_GEMV_NORM_GLU ? 2 : 1);
     constexpr int G_SHORT = NT >= 4 ? 2 : 4, G_LONG = NT >= 4 ? 2 : NT >= 2 ? 4 : 8;
     const bool hi = c.M > 8;
-    if (c.K <= 32 * ROWS_WARPS * 4 * c.splits)
+    if (c.K <= 32 * ROWS_WARPS * 4)
         return hi ? gemm_rows_launch<T, G_SHORT, true, MODE, CG>(c) : gemm_rows_launch<T, G_SHORT, false, MODE, CG>(c);
     return hi ? gemm_rows_launch<T, G_LONG, true, MODE, CG>(c) : gemm_rows_launch<T, G_LONG, false, MODE, CG>(c);
 }
@@ -589,28 +550,6 @@ static cudaError_t gemm_rows_t(int mode, const rows_call &c)
 
 extern "C" {
 
-int hk_gemm_rows_counters(int N)
-{
-    return N > 0 ? rows_blocks(N, 1) : 0;
-}
-
-size_t hk_gemm_rows_partials(int mode, int N, int splits, int groups)
-{
-    if (splits <= 1 || N <= 0 || groups < 1 || groups > HK_GEMM_ROWS_GROUPS_MAX) return 0;
-    return (size_t)rows_blocks(N, groups) * splits * groups * (mode == HK_GEMV_NORM_GLU ? 2 : 1) * 128;
-}
-
-int hk_gemm_rows_splits(int N, int K, int sms)
-{
-    if (N <= 0 || K <= 0 || sms <= 0) return 1;
-    const int blocks = rows_blocks(N, 1), chunks = K / 32;
-    /* the CTAs fit one wave (2 an SM: k_gemm_rows's launch bounds); every warp has 2 chunks or more */
-    int s = 2 * sms / blocks;
-    if (s > chunks / (2 * ROWS_WARPS)) s = chunks / (2 * ROWS_WARPS);
-    if (s > HK_GEMM_ROWS_SPLIT_MAX) s = HK_GEMM_ROWS_SPLIT_MAX;
-    return s < 1 ? 1 : s;
-}
-
 int hk_gemm_rows_groups(int N, int sms)
 {
     /* more CTAs of one group than a wave holds (2 an SM) */
@@ -620,17 +559,16 @@ int hk_gemm_rows_groups(int N, int sms)
 cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                          const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl)
 {
-    return hk_gemm_rows_ex(s, t, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 1, 1, NULL, NULL);
+    return hk_gemm_rows_ex(s, t, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, 1);
 }
 
 cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                             const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                            int splits, int groups, unsigned *counters, float *partials)
+                            int groups)
 {
     const bool norm = mode == HK_GEMV_NORM || mode == HK_GEMV_NORM_GLU, residual = mode == HK_GEMV_RESIDUAL;
-    if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX || mode < HK_GEMV_PLAIN || mode > HK_GEMV_RESIDUAL || splits < 1 ||
-        splits > HK_GEMM_ROWS_SPLIT_MAX || groups < 1 || groups > HK_GEMM_ROWS_GROUPS_MAX ||
-        (splits > 1 && (!counters || !partials || (uintptr_t)partials % 16)))
+    if (M < 0 || N < 0 || M > HK_GEMM_ROWS_MAX || mode < HK_GEMV_PLAIN || mode > HK_GEMV_RESIDUAL || groups < 1 ||
+        groups > HK_GEMM_ROWS_GROUPS_MAX)
         return cudaErrorInvalidValue;
     if (M == 0 || N == 0) return cudaSuccess;
     if (K <= 0 || K % 32 || (t != HK_F16 && t != HK_BF16) || (uintptr_t)w % 16) return cudaErrorInvalidValue;
@@ -639,7 +577,7 @@ cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_
                                   (nwt == HK_F16 || nwt == HK_BF16 || nwt == HK_F32)
                             : x && (uintptr_t)x % 16 == 0;
     if (!out_ok || !in_ok) return cudaErrorInvalidValue;
-    const rows_call c = {s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, splits, groups, counters, partials};
+    const rows_call c = {s, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, groups};
     return t == HK_BF16 ? gemm_rows_t<__nv_bfloat16>(mode, c) : gemm_rows_t<__half>(mode, c);
 }
 

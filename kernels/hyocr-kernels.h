@@ -100,12 +100,6 @@ typedef struct {
      * CTAs of dev_split_len keys, those past the context idle), so the launch can be
      * captured once and replayed while the context grows. */
     int            dev_split_len, dev_max_splits;
-    /* With dev_split_len: a step whose splits would take more than one wave of the card
-     * (the launch's kernel's CTAs an SM × SMs) takes longer splits, up to split_max,
-     * chosen on the device from the live contexts (attention-decode.cu's dec_balanced_len);
-     * the partials and the grid stay those of dev_split_len. 1: on; N > 1: as if a wave
-     * were N CTAs a head column (the tests' way to make it choose). */
-    int            dev_balance;
     /* Decode kernel only. kv_write: it also stores each decode row's new k/v in the
      * cache (the caller then runs hk_kv_write for no decode row; the kernel reads the
      * new token from qkv either way). pdl: launched as a programmatic dependent
@@ -282,29 +276,17 @@ cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const vo
 #define HK_GEMM_ROWS_NORM_MAX_K HK_ADD_NORM_WARP_MAX_N   /* the width whose sums NORM repeats */
 cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                          const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl);
-/* The same product, laid out otherwise (gemv.cu), for the decode step's shapes:
- * - K split over `splits` CTAs a column block (1..HK_GEMM_ROWS_SPLIT_MAX; 1: none), their sums
- *   added in split order by the last to finish: row m is bit-identical whatever M is for a given
- *   (N, K, splits) — but they are not the unsplit bits. For the products whose N leaves most of
- *   the card idle (o and down: N 1024, 128 CTAs of 264 slots on an H200). counters:
- *   hk_gemm_rows_counters(N) of them, zero before the first call (every call leaves them so; a
- *   call of any layout uses a prefix); partials: hk_gemm_rows_partials(mode, N, splits, groups)
- *   floats, 16-byte aligned. One call at a time uses them.
- * - `groups` column groups of 8 a CTA (1..HK_GEMM_ROWS_GROUPS_MAX): a warp's x chunks (NORM:
- *   the rows normalised once) serve that many groups' weights — the same bits as 1, less x or
- *   residual read a column. For the products of more CTAs than a wave holds (q|k|v, gate|up).
- * hk_gemm_rows is splits 1, groups 1, neither area. */
-#define HK_GEMM_ROWS_SPLIT_MAX  4
+/* The same product, laid out otherwise (gemv.cu), for the decode step's shapes: `groups`
+ * column groups of 8 a CTA (1..HK_GEMM_ROWS_GROUPS_MAX): a warp's x chunks (NORM: the rows
+ * normalised once) serve that many groups' weights — the same bits as 1, less x or residual
+ * read a column. For the products of more CTAs than a wave holds (q|k|v, gate|up).
+ * hk_gemm_rows is groups 1. */
 #define HK_GEMM_ROWS_GROUPS_MAX 2
 cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                             const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
-                            int splits, int groups, unsigned *counters, float *partials);
-int         hk_gemm_rows_counters(int N);
-size_t      hk_gemm_rows_partials(int mode, int N, int splits, int groups);
-/* The rules for a card of `sms` SMs (two CTAs an SM): the splits that fill one wave with at
- * least two chunks of K a warp (2 for N 1024 on an H200, 1 where N alone fills the card), and
- * the groups: 2 where one group's CTAs take more than a wave (N over 2112 on an H200). */
-int         hk_gemm_rows_splits(int N, int K, int sms);
+                            int groups);
+/* The rule for a card of `sms` SMs (two CTAs an SM): 2 groups where one group's CTAs take more
+ * than a wave (N over 2112 on an H200). */
 int         hk_gemm_rows_groups(int N, int sms);
 /* One-row products with a neighbouring op fused (gemv.cu), w [N, K] of compute type t, K a
  * multiple of 8, w 16-byte aligned:

@@ -14,7 +14,7 @@ static const char *const NAMES[] = {
     "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
     "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIT_CHUNK_ROWS", "HYOCR_ORDERED_ALLOC",
     "HYOCR_UPLOAD_U8", "HYOCR_VIS_WG2", "HYOCR_PREFILL_SPARE", "HYOCR_CPU_F32_WEIGHTS",
-    "HYOCR_DECODE_BALANCE", "HYOCR_ROWS_SPLIT", "HYOCR_ROWS_WIDE",
+    "HYOCR_ROWS_WIDE",
 };
 
 static void clear_env(void)
@@ -65,9 +65,7 @@ static void test_on(void)
         g_assert_cmpint(t.upload_u8, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.vis_wg2, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_ON);
-        g_assert_cmpint(t.decode_balance, ==, HYOCR_SWITCH_ON);
-        g_assert_cmpint(t.rows_split, ==, i ? 0 : 1);   /* a count too */
-        g_assert_cmpint(t.rows_wide, ==, i ? 0 : 1);
+        g_assert_cmpint(t.rows_wide, ==, i ? 0 : 1);   /* a count too */
     }
 }
 
@@ -90,11 +88,9 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.upload_u8, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.vis_wg2, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_OFF);
-    g_assert_cmpint(t.decode_balance, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.decode_split, ==, 0);
     g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */
     g_assert_cmpint(t.rope_heads, ==, 0);
-    g_assert_cmpint(t.rows_split, ==, 0);
     g_assert_cmpint(t.rows_wide, ==, -1);   /* off, where unset is the backend's rule */
     g_assert_cmpint(t.text_chunk_rows, ==, 0);
     g_assert_cmpint(t.prefill_split, ==, -1);   /* off, where unset is the backend's default */
@@ -120,7 +116,6 @@ static void test_counts(void)
         g_setenv("HYOCR_DECODE_STAGES", cases[i].v, TRUE);
         g_setenv("HYOCR_ROPE_HEADS", cases[i].v, TRUE);
         g_setenv("HYOCR_PREFILL_SPLIT", cases[i].v, TRUE);
-        g_setenv("HYOCR_ROWS_SPLIT", cases[i].v, TRUE);
         g_setenv("HYOCR_ROWS_WIDE", cases[i].v, TRUE);
         hyocr_tuning t;
         hyocr_tuning_from_env(&t);
@@ -131,7 +126,6 @@ static void test_counts(void)
         g_assert_cmpint(t.decode_stages, ==, cases[i].split);
         g_assert_cmpint(t.rope_heads, ==, cases[i].split);
         g_assert_cmpint(t.prefill_split, ==, cases[i].split);
-        g_assert_cmpint(t.rows_split, ==, cases[i].split);
         g_assert_cmpint(t.rows_wide, ==, cases[i].split);
         g_assert_cmpint(t.resize_threads, ==, cases[i].threads);
     }

@@ -50,7 +50,6 @@ typedef struct {
 typedef struct {
     cudaStream_t stream;
     scratch      lt_ws, stage, conv_x, conv_bias;
-    scratch      rows_ctr, rows_part;   /* split-K products of several rows: counters (left zero), partials */
 } cuda_lane;
 
 /* A buffer, and whether it came from the stream-ordered allocator (on the side lane, or on the
@@ -81,7 +80,6 @@ typedef struct {
     int64_t          total, peak;
     /* scratch */
     scratch          lt_ws, stage, meta, part, counters, conv_x, conv_bias;
-    scratch          rows_ctr, rows_part;   /* the current lane's (cuda_lane) */
     /* metadata buffers: meta (work lists, ids, the pick's rows), pos (rope positions), and what each holds */
     scratch          pos;
     meta_held        meta_held, pos_held;
@@ -123,11 +121,8 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
-    bool             decode_balance; /* HYOCR_DECODE_BALANCE: bound steps' splits sized on the device to one wave */
-    int              rows_split;     /* HYOCR_ROWS_SPLIT: products of several rows split K (0 off, 1 the card's
-                                      * rule, 2..HK_GEMM_ROWS_SPLIT_MAX that many splits everywhere) */
-    int              rows_wide;      /* HYOCR_ROWS_WIDE: their column groups a CTA (0 off, 1 the card's rule: the
-                                      * default, 2 everywhere) */
+    int              rows_wide;      /* HYOCR_ROWS_WIDE: the column groups a CTA of products of several rows (0 off,
+                                      * 1 the card's rule: the default, 2 everywhere) */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
@@ -284,9 +279,7 @@ static bool scratch_grow(cuda_backend *cb, scratch *s, size_t bytes, size_t cap,
                            _("CUDA backend: scratch would grow during a graph capture (a bug in hyocr: the step must run once "
                              "uncaptured first; please report it)")), false;
     /* Graphs point into these (the GEMM workspace, decode partials, bound metadata, results). */
-    if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta ||
-        s == &cb->rows_ctr || s == &cb->rows_part)
-        cb->epoch++;
+    if (s == &cb->lt_ws || s == &cb->part || s == &cb->counters || s == &cb->small || s == &cb->dmeta) cb->epoch++;
     if (s->ptr) {
         if (!ck(cudaStreamSynchronize(cb->stream), N_("stream synchronize"), error)) return false;
         dev_free(cb, BUCKET_SCRATCH, s->ptr, s->cap, NULL);
@@ -869,37 +862,23 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
     return !bias || ck(hk_bias_add(cb->stream, out, ot, bias, ot, M, N), N_("bias add"), error);
 }
 
-/* The layout of a product of 2..16 rows (hk_gemm_rows_ex): K splits (HYOCR_ROWS_SPLIT) and
- * column groups a CTA (HYOCR_ROWS_WIDE): no splits unless switched on, the groups by the card's
- * rule unless switched off; each either the card's rule
- * (o and down of a decode step fill one wave instead of half of one; q|k|v and gate|up share
- * their normalised rows over 16 columns) or the forced count. They depend on the shape only,
- * never on M or the mode, so a row's bits stay those of any step, and the fused products those
- * of the unfused ones (the groups never change bits; the splits do, alike everywhere). A knob
- * of 0 is none, 1 the rule, more that count. */
-static int rows_pick(int knob, int rule)
+/* The column groups a CTA of a product of 2..16 rows (hk_gemm_rows_ex, HYOCR_ROWS_WIDE): the
+ * card's rule unless switched off (q|k|v and gate|up share their normalised rows over 16
+ * columns), or the forced count. They depend on N only, never on M or the mode, and never change
+ * the bits: a row's stay those of any step, and the fused products those of the unfused ones. A
+ * knob of 0 is one group, 1 the rule, more that count. */
+static int rows_groups(const cuda_backend *cb, int N)
 {
-    return knob <= 0 ? 1 : knob > 1 ? knob : rule;
+    return cb->rows_wide <= 0 ? 1 : cb->rows_wide > 1 ? cb->rows_wide : hk_gemm_rows_groups(N, cb->sm_count);
 }
 
-/* hk_gemm_rows_ex in that layout, with its counters (zeroed when they grow: they start at
- * zero, and every call leaves them so) and partials. Two areas, so that no layout's partials
- * ever lie where another product's counters are. */
+/* hk_gemm_rows_ex in that layout. */
 static bool rows_product(cuda_backend *cb, int mode, void *out, hk_dtype ot, const void *x, float *res, const void *nw,
                          hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl, const char *what,
                          GError **error)
 {
-    const int S = rows_pick(cb->rows_split, hk_gemm_rows_splits(N, K, cb->sm_count));
-    const int groups = rows_pick(cb->rows_wide, hk_gemm_rows_groups(N, cb->sm_count));
-    const size_t part = hk_gemm_rows_partials(mode, N, S, groups) * sizeof(float);
-    const size_t ctr = part ? (size_t)hk_gemm_rows_counters(N) * sizeof(unsigned) : 0;
-    if (ctr > cb->rows_ctr.cap &&
-        (!scratch_need(cb, &cb->rows_ctr, ctr, error) ||
-         !ck(cudaMemsetAsync(cb->rows_ctr.ptr, 0, cb->rows_ctr.cap, cb->stream), N_("memset"), error)))
-        return false;
-    if (!scratch_need(cb, &cb->rows_part, part, error)) return false;
-    return ck(hk_gemm_rows_ex(cb->stream, cb->act, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl, S, groups,
-                              part ? cb->rows_ctr.ptr : NULL, part ? cb->rows_part.ptr : NULL),
+    return ck(hk_gemm_rows_ex(cb->stream, cb->act, mode, out, ot, x, res, nw, nwt, eps, w, M, N, K, pdl,
+                              rows_groups(cb, N)),
               what, error);
 }
 
@@ -1421,8 +1400,6 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         return invalid(error, _("attention_paged: %d sequences, %d rows but the bound decode step has %d rows"), n_seqs,
                        rows, cb->bound_rows);
     int split_len = bound_split_len(cb, Hq, Hkv, block_size);
-    /* a forced split length (HYOCR_DECODE_SPLIT) is what an A/B run asked for: kept */
-    bool balance = cb->decode_balance && cb->split_override <= 0;
     int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
     if (D == 128 && !decode_scratch_n(cb, parts, rows, Hq, Hkv, D, error)) return false;
     /* rows of one verify block read each other's new K/V: all are stored before any attends, and
@@ -1442,8 +1419,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .row_seq = bound_ptr(cb, cb->o_rs), .total_rows = rows, .n_dec_rows = rows,
         .counters = cb->counters.ptr, .part_acc = cb->part.ptr,
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
-        .split_max = balance ? HK_SPLIT_MAX : split_len, .n_splits = parts,
-        .dev_split_len = split_len, .dev_max_splits = max_splits, .dev_balance = balance,
+        .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
         .decode_kv_write = !shared && !blocks, .pdl = shared || blocks ? 0 : cb->pdl,
         .decode_stages = decode_stages_for(cb, rows),
     };
@@ -1950,14 +1926,12 @@ static bool cuda_sync(hyocr_backend *be, GError **error)
 
 static void lane_swap(cuda_backend *cb)
 {
-    cuda_lane cur = { cb->stream, cb->lt_ws, cb->stage, cb->conv_x, cb->conv_bias, cb->rows_ctr, cb->rows_part };
+    cuda_lane cur = { cb->stream, cb->lt_ws, cb->stage, cb->conv_x, cb->conv_bias };
     cb->stream = cb->other.stream;
     cb->lt_ws = cb->other.lt_ws;
     cb->stage = cb->other.stage;
     cb->conv_x = cb->other.conv_x;
     cb->conv_bias = cb->other.conv_bias;
-    cb->rows_ctr = cb->other.rows_ctr;
-    cb->rows_part = cb->other.rows_part;
     cb->other = cur;
     cb->on_side = !cb->on_side;
     /* the legacy handle of gemm_fallback follows */
@@ -2049,10 +2023,9 @@ static void cuda_free(hyocr_backend *be)
     hyocr_cuda_profile_free(cb->prof);
     cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
-    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->rows_ctr,
-                     &cb->rows_part, &cb->conv_x, &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws,
-                     &cb->other.stage, &cb->other.conv_x, &cb->other.conv_bias, &cb->other.rows_ctr,
-                     &cb->other.rows_part };
+    scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->conv_x,
+                     &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
+                     &cb->other.conv_x, &cb->other.conv_bias };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
     g_free(cb->meta_held.bytes);
     g_free(cb->pos_held.bytes);
@@ -2352,8 +2325,6 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     /* −1: the rule of decode_stages_for; HYOCR_DECODE_STAGES=0 (or out of range): k_decode */
     cb->decode_stages = t->decode_stages == 0 ? -1
                         : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
-    cb->decode_balance = t->decode_balance == HYOCR_SWITCH_ON;   /* off until measured */
-    cb->rows_split = MIN(t->rows_split, HK_GEMM_ROWS_SPLIT_MAX);   /* off until measured */
     /* unset: the card's rule (16 concurrent 1024² pages 5255 → 5573 tokens/s on an H200, the same
      * bits: bench/results/2026-12-05-h200-s19); "0" off (-1 here); more: that many groups */
     cb->rows_wide = t->rows_wide < 0 ? 0 : t->rows_wide == 0 ? 1 : MIN(t->rows_wide, HK_GEMM_ROWS_GROUPS_MAX);

@@ -33,13 +33,6 @@ typedef struct {
     int          decode_stages;   /* HYOCR_DECODE_STAGES: CUDA decode steps of several rows through the
                                    * staged decode kernel, that many rounds deep (2..4); 0 = unset (the
                                    * backend's rule), -1 = "0": k_decode */
-    hyocr_switch decode_balance;  /* HYOCR_DECODE_BALANCE=1: CUDA graph decode steps whose attention splits would
-                                   * take more than one wave of the card take longer ones, chosen on the device
-                                   * from the live contexts (off until measured) */
-    int          rows_split;      /* HYOCR_ROWS_SPLIT: CUDA products of 2..16 rows split K over CTAs where their
-                                   * columns alone leave the card half idle (o and down of a decode step); 1 =
-                                   * the card's rule, N in 2..4 = N splits for every such product (tests);
-                                   * unset or "0" = off (off until measured) */
     int          rows_wide;       /* HYOCR_ROWS_WIDE: CUDA products of 2..16 rows with 16 columns a CTA (two groups of
                                    * 8 sharing the x chunks or normalised rows; the same bits) where 8 a CTA take
                                    * more than a wave (q|k|v, gate|up); unset (0 here) or 1 = the card's rule
