@@ -2,7 +2,7 @@
 # Builds bench/NAME.c against the engine library of a configured build (BUILD, default build/,
 # after `ninja -C build`) with test-image's link line, and runs it with the rest of the arguments.
 # From the repository root:
-#   bench/engine-bench.sh NAME [args]      (bench/pixels-bench.sh, bench/cpu-matmul-bench.sh)
+#   bench/engine-bench.sh NAME [args]      (bench/cpu-matmul-bench.sh)
 set -euo pipefail
 name=$1
 shift

@@ -21,25 +21,6 @@ static __global__ void k_convert(void *dst, int dt, const void *src, int st, siz
     GRID_STRIDE(i, n) hk_st(dst, dt, i, hk_ld(src, st, i));
 }
 
-/* The p×p patches of whole patch rows of an 8-bit RGB image (width pixels a row):
- * out[patch, ch·p² + y·p + x] = lut[ch·256 + byte], patches row-major — resize.c's
- * pack_patches with one temporal copy, by its table, so the values are the host's and
- * only the rounding to ot is done here (as k_convert does it). */
-static __global__ void k_patches_u8(void *out, int ot, const uint8_t *rgb, const float *lut, int width, int p,
-                                    size_t n)
-{
-    __shared__ float t[3 * 256];
-    for (int i = threadIdx.x; i < 3 * 256; i += blockDim.x) t[i] = lut[i];
-    __syncthreads();
-    const int pp = p * p, pd = 3 * pp, gw = width / p;
-    GRID_STRIDE(i, n) {
-        const size_t patch = i / pd, pr = patch / gw, pc = patch - pr * gw;
-        const int k = (int)(i - patch * pd), ch = k / pp, yx = k - ch * pp, y = yx / p, x = yx - y * p;
-        const size_t px = (pr * p + y) * (size_t)width + pc * p + x;
-        hk_st(out, ot, i, t[ch * 256 + rgb[px * 3 + ch]]);
-    }
-}
-
 static __global__ void k_add(void *x, int xt, const void *y, int yt, size_t n)
 {
     GRID_STRIDE(i, n) hk_st(x, xt, i, hk_ld(x, xt, i) + hk_ld(y, yt, i));
@@ -560,15 +541,6 @@ cudaError_t hk_convert(cudaStream_t s, void *dst, hk_dtype dt, const void *src, 
 {
     if (!n) return cudaSuccess;
     k_convert<<<hk_grid_1d(n, 256), 256, 0, s>>>(dst, dt, src, st, n);
-    return cudaGetLastError();
-}
-
-cudaError_t hk_patches_u8(cudaStream_t s, void *out, hk_dtype ot, const uint8_t *rgb, const float *lut, int width,
-                          int p, int patch_rows)
-{
-    if (p <= 0 || width < p || patch_rows <= 0) return cudaSuccess;
-    size_t n = (size_t)patch_rows * (size_t)(width / p) * 3 * (size_t)p * (size_t)p;
-    k_patches_u8<<<hk_grid_1d(n, 256), 256, 0, s>>>(out, ot, rgb, lut, width, p, n);
     return cudaGetLastError();
 }
 

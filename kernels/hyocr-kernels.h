@@ -140,12 +140,6 @@ int         hk_decode_split_len(int sm_count, int64_t total_ctx, int rows, int H
 cudaError_t hk_kernels_probe(cudaStream_t s, int *wgmma);
 
 cudaError_t hk_convert(cudaStream_t s, void *dst, hk_dtype dt, const void *src, hk_dtype st, size_t n);
-/* out[patch_rows · (width / p), 3·p·p] of type ot ← the p×p patches of patch_rows rows of
- * patches of an 8-bit RGB image (rgb: its first pixel row of them, width pixels a row),
- * each value lut[channel · 256 + byte] (768 fp32, device), laid out as the engine's
- * resize.c packs them (patch row-major; in a patch channel, y, x). */
-cudaError_t hk_patches_u8(cudaStream_t s, void *out, hk_dtype ot, const uint8_t *rgb, const float *lut, int width,
-                          int p, int patch_rows);
 cudaError_t hk_add(cudaStream_t s, void *x, hk_dtype xt, const void *y, hk_dtype yt, size_t n);
 cudaError_t hk_gelu(cudaStream_t s, void *x, hk_dtype xt, size_t n);
 cudaError_t hk_swiglu(cudaStream_t s, void *out, hk_dtype ot, const void *gu, hk_dtype gt, int M, int I);

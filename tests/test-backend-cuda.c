@@ -11,7 +11,6 @@
 #include "backend.h"
 #include "error.h"
 #include "hyocr-build-config.h"
-#include "resize.h"
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
@@ -410,52 +409,6 @@ static void test_upload_large(gconstpointer data)
         g->ops->buf_free(g, whole);
         g->ops->buf_free(g, parts);
     }
-}
-
-/* A page's patches cut on the device from its 8-bit image (upload_patches) are the packed fp32
- * rows' upload bit for bit: one band (96×64), and 8192×800 in three bands of whole patch rows
- * (21, 21, 8: both halves of the ring refilled), every byte value in every channel; the table
- * has bytes that round to ties and subnormals in fp16. An image not cut into patches is refused. */
-static void test_upload_patches(gconstpointer data)
-{
-    const dt_case *c = data;
-    hyocr_backend *g = cuda(c);
-    if (!g) return;
-    g_assert_nonnull(g->ops->upload_patches);
-    hyocr_processor_config pc = { .patch_size = 16, .merge_size = 2, .temporal_patch_size = 1,
-                                  .min_pixels = 32 * 32, .max_pixels = 8192 * 8192, .rescale_factor = 1.0 / 255,
-                                  .image_mean = { 0.5f, 0.0f, 0.99f }, .image_std = { 0.26f, 1e-3f, 3e4f } };
-    static const int sizes[][2] = { { 96, 64 }, { 8192, 800 } };
-    GRand *rng = g_rand_new_with_seed(17);
-    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-        g_autoptr(hyocr_image) img = hyocr_image_new(sizes[i][0], sizes[i][1]);
-        size_t bytes = (size_t)img->width * img->height * 3;
-        for (size_t k = 0; k < bytes; k++) img->rgb[k] = (uint8_t)(k < 768 ? (int)(k / 3) : g_rand_int_range(rng, 0, 256));
-        g_autoptr(GError) err = NULL;
-        g_autoptr(hyocr_pixels) px = hyocr_pixels_from_parts(img, &pc, 0, HYOCR_PIXELS_PACKED | HYOCR_PIXELS_IMAGE, &err);
-        g_assert_no_error(err);
-        g_assert_cmpint(px->image->width, ==, img->width);   /* no resize: the bytes above are the image's */
-        size_t n = (size_t)px->n_patches * px->patch_dim;
-        hyocr_buf *rows = mk(g, HYOCR_BUF_ACT, px->data, n), *cut = mk(g, HYOCR_BUF_ACT, NULL, n);
-        OK(g->ops->upload_patches(g, cut, px->image->rgb, px->image->width, px->image->height, 16,
-                                  (const float (*)[256])px->lut, E));
-        g_autofree float *a = get(g, rows, 0, n), *b = get(g, cut, 0, n);
-        for (size_t k = 0; k < n; k++)
-            if (memcmp(&a[k], &b[k], 4) != 0)
-                g_error("%dx%d: value %zu (patch %zu) is %.9g from the rows, %.9g cut on the device", img->width,
-                        img->height, k, k / 768, a[k], b[k]);
-        g->ops->buf_free(g, rows);
-        g->ops->buf_free(g, cut);
-    }
-    g_rand_free(rng);
-    uint8_t rgb[100 * 64 * 3] = { 0 };
-    float lut[3][256] = { { 0 } };
-    hyocr_buf *b = mk(g, HYOCR_BUF_ACT, NULL, 100 * 64 * 3);
-    g_autoptr(GError) err = NULL;
-    g_assert_false(g->ops->upload_patches(g, b, rgb, 100, 64, 16, (const float (*)[256])lut, &err));
-    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
-    g_assert_nonnull(strstr(err->message, "a 100×64 image does not cut into 16×16 patches"));
-    g->ops->buf_free(g, b);
 }
 
 static uint16_t f32_to_bf16(float f)
@@ -3079,7 +3032,6 @@ int main(int argc, char **argv)
         const dt_case *c = cases[i];
         add("transfer", c, test_transfer);
         add("upload_large", c, test_upload_large);
-        add("upload_patches", c, test_upload_patches);
         add("upload_weight", c, test_upload_weight);
         add("matmul", c, test_matmul);
         add("gemm_rows_invariance", c, test_gemm_rows_invariance);

@@ -103,7 +103,6 @@ typedef struct {
     GArray  *types;
     GArray  *tokens;
     GString *pieces;
-    int      px_packed, px_image; /* PREPROCESS events whose pixels held the packed rows, the image */
     int      cancel_at;          /* > 0: cancel the job's cancellable at this many tokens */
     GCancellable *cancellable;
     hyocr_engine *cancel_engine; /* non-NULL: hyocr_engine_cancel at cancel_at */
@@ -130,10 +129,6 @@ static void record(const hyocr_event *ev, void *data)
     recorder *r = data;
     int t = ev->type;
     g_array_append_val(r->types, t);
-    if (ev->type == HYOCR_EVENT_PREPROCESS && ev->pixels) {
-        r->px_packed += ev->pixels->data != NULL;
-        r->px_image += ev->pixels->image != NULL;
-    }
     if (ev->type != HYOCR_EVENT_TOKEN) return;
     g_string_append_len(r->pieces, ev->piece, (gssize)ev->piece_len);   /* NUL bytes too */
     if (ev->token < 0) return;
@@ -365,53 +360,6 @@ static void test_cuda_vision_beside(void)
     hyocr_engine_mem_info(eng, &mi);
     g_assert_cmpint(mi.kv_reserved, ==, 0);
     for (int i = 0; i < N; i++) g_array_unref(alone[i]);
-}
-
-/* The first step's logits of a job (on_logits). */
-static void keep_first(const float *logits, int n_vocab, int step, void *data)
-{
-    GArray **first = data;
-    if (step == 0 && !*first) {
-        *first = g_array_sized_new(FALSE, FALSE, sizeof(float), (guint)n_vocab);
-        g_array_append_vals(*first, logits, (guint)n_vocab);
-    }
-}
-
-/* CUDA: a page's pixels sent as the resized 8-bit image and cut into patches on the device
- * (HYOCR_UPLOAD_U8) give the first step's logits bit for bit and the tokens of the packed
- * fp32 rows' upload; the PREPROCESS event's pixels hold the image then, not the rows.
- * Skipped (loudly) without a CUDA device. */
-static void test_cuda_upload_u8(void)
-{
-    engine_opts o = { .max_batch = 1, .cuda = true };
-    g_autoptr(hyocr_engine) eng = open_cuda_engine(&o);
-    if (!eng) return;
-    GArray *first[2][N_CASES] = { { NULL } }, *ids[2][N_CASES];
-    for (int u8 = 0; u8 < 2; u8++) {
-        eng->tuning.upload_u8 = u8 ? HYOCR_SWITCH_ON : HYOCR_SWITCH_OFF;
-        for (int c = 0; c < N_CASES; c++) {
-            job_set one;
-            job_set_init_from(&one, 1, c);
-            one.jp[0].on_logits = keep_first;
-            one.jp[0].logits_data = &first[u8][c];
-            run_set(eng, &one);
-            g_assert_no_error(one.res[0].error);
-            g_assert_cmpint(one.rec[0].px_image, ==, u8);
-            g_assert_cmpint(one.rec[0].px_packed, ==, !u8);
-            ids[u8][c] = g_array_ref(one.res[0].token_ids);
-            job_set_clear(&one);
-            g_assert_nonnull(first[u8][c]);
-        }
-    }
-    for (int c = 0; c < N_CASES; c++) {
-        g_assert_cmpmem(first[1][c]->data, first[1][c]->len * sizeof(float), first[0][c]->data,
-                        first[0][c]->len * sizeof(float));
-        assert_ids(ids[1][c], ids[0][c]);
-        for (int u8 = 0; u8 < 2; u8++) {
-            g_array_unref(first[u8][c]);
-            g_array_unref(ids[u8][c]);
-        }
-    }
 }
 
 /* Sampling with a seed is per job: batched draws equal the same job alone. */
@@ -1675,7 +1623,6 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/batch/sizes", test_batch_sizes);
     g_test_add_func("/batch/cuda/vision-beside", test_cuda_vision_beside);
-    g_test_add_func("/batch/cuda/upload-u8", test_cuda_upload_u8);
     g_test_add_func("/batch/sampling-alone", test_sampling_alone);
     g_test_add_func("/batch/mixed-paths", test_mixed_paths);
     g_test_add_func("/batch/alone-embeds-leave", test_alone_embeds_leave);

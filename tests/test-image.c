@@ -917,53 +917,6 @@ static void test_pixels_resized(void)
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_CONFIG);
 }
 
-/* The image kept for a backend that packs on the device (HYOCR_UPLOAD_U8): the resized image
- * (or a copy of one that needs none), its table, and — packed later, for a dump — the same rows
- * as the packed pixels; the table's entries are what those rows hold for each byte. */
-static void test_pixels_parts(void)
-{
-    hyocr_processor_config pc = test_pc();
-    static const int sizes[][2] = { { 96, 64 }, { 137, 91 } };   /* no resize; a resize */
-    for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-        g_autoptr(hyocr_image) img = pattern_image(sizes[i][0], sizes[i][1]);
-        g_autoptr(GError) err = NULL;
-        g_autoptr(hyocr_pixels) packed = hyocr_pixels_from_image(img, &pc, 0, &err);
-        g_autoptr(hyocr_pixels) kept = hyocr_pixels_from_parts(img, &pc, 3, HYOCR_PIXELS_IMAGE, &err);
-        g_autoptr(hyocr_pixels) both =
-            hyocr_pixels_from_parts(img, &pc, 1, HYOCR_PIXELS_IMAGE | HYOCR_PIXELS_PACKED, &err);
-        g_assert_no_error(err);
-        g_assert_null(packed->image);
-        g_assert_null(kept->data);
-        g_assert_nonnull(both->data);
-        g_assert_nonnull(both->image);
-        g_assert_cmpint(kept->patch_size, ==, 16);
-        g_assert_cmpint(kept->n_patches, ==, packed->n_patches);
-        g_assert_cmpint(kept->image->width, ==, packed->resized_width);
-        g_assert_cmpint(kept->image->height, ==, packed->resized_height);
-        g_assert_true(kept->image->rgb != img->rgb);   /* its own, whatever the caller frees */
-        g_autoptr(hyocr_image) want = hyocr_image_resize_bicubic(img, packed->resized_width, packed->resized_height, 0);
-        size_t bytes = (size_t)want->width * want->height * 3;
-        g_assert_cmpmem(kept->image->rgb, bytes, want->rgb, bytes);
-        g_assert_cmpmem(kept->lut, sizeof kept->lut, packed->lut, sizeof packed->lut);
-        size_t n = (size_t)packed->n_patches * packed->patch_dim;
-        g_autofree float *owned = NULL;
-        const float *rows = hyocr_pixels_rows(kept, 2, &owned, &err);
-        g_assert_no_error(err);
-        g_assert_true(rows == owned);
-        g_assert_cmpmem(rows, n * sizeof(float), packed->data, n * sizeof(float));
-        g_assert_cmpmem(both->data, n * sizeof(float), packed->data, n * sizeof(float));
-        float *none = NULL;
-        g_assert_true(hyocr_pixels_rows(packed, 0, &none, &err) == packed->data);
-        g_assert_null(none);
-        /* row 0 is patch (0, 0): element c·256 + y·16 + x is the table's entry for that byte */
-        for (int k = 0; k < 768; k++) {
-            int c = k / 256, y = k % 256 / 16, x = k % 16;
-            uint8_t b = want->rgb[((size_t)y * want->width + x) * 3 + c];
-            g_assert_cmpfloat(packed->data[k], ==, packed->lut[c][b]);
-        }
-    }
-}
-
 /* Reference outputs written by tests/reference/make_fixtures.py (transformers + Pillow). */
 static void check_fixture_case(const char *ckpt, const char *name, const hyocr_processor_config *pc)
 {
@@ -1445,7 +1398,6 @@ int main(int argc, char **argv)
     g_test_add_func("/image/smart-resize/table", test_smart_resize);
     g_test_add_func("/image/pixels/layout", test_pixels_layout);
     g_test_add_func("/image/pixels/resized", test_pixels_resized);
-    g_test_add_func("/image/pixels/parts", test_pixels_parts);
     g_test_add_func("/image/pixels/fixtures", test_fixtures);
     FX("/image/errors/files", test_errors_files);
     FX("/image/errors/truncated", test_errors_truncated);

@@ -308,9 +308,7 @@ gboolean hyocr_cli_dump_inputs(const char *dir, const hyocr_prompt *p, const hyo
     /* raw little-endian float32; every platform we build for is little-endian */
     g_autofree char *path = g_build_filename(dir, "pixel_values.f32", NULL);
     gsize bytes = (gsize)px->n_patches * (gsize)px->patch_dim * sizeof(float);
-    g_autofree float *owned = NULL;
-    const float *rows = hyocr_pixels_rows(px, 0, &owned, error);
-    return rows && g_file_set_contents(path, (const char *)rows, (gssize)bytes, error);
+    return g_file_set_contents(path, (const char *)px->data, (gssize)bytes, error);
 }
 
 static char **split_fields(const char *fields)

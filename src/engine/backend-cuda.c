@@ -544,19 +544,18 @@ typedef struct {
 } up_join;
 
 typedef struct {
-    void       *dst;
-    const void *src;
-    size_t      n;     /* values */
-    int         esz;   /* bytes a source value takes */
-    bool        f16;   /* fp32 converted to fp16 on the way, else copied */
-    up_join    *join;
+    void        *dst;
+    const float *src;
+    size_t       n;     /* values */
+    bool         f16;   /* converted to fp16 on the way, else copied */
+    up_join     *join;
 } up_slice;
 
 static void up_copy(gpointer data, gpointer unused)
 {
     up_slice *t = data;
     if (t->f16) f16_from_f32(t->dst, t->src, t->n);
-    else memcpy(t->dst, t->src, t->n * (size_t)t->esz);
+    else memcpy(t->dst, t->src, t->n * 4);
     g_mutex_lock(&t->join->lock);
     if (--t->join->left == 0) g_cond_signal(&t->join->cond);
     g_mutex_unlock(&t->join->lock);
@@ -585,9 +584,8 @@ static bool up_ready(cuda_backend *cb)
     return true;
 }
 
-/* n values of esz bytes from src into the pinned dst, by the ring's threads (fp32 made
- * fp16 where f16). */
-static void up_fill(cuda_backend *cb, void *dst, const void *src, size_t n, int esz, bool f16)
+/* n values from src into the pinned dst, by the ring's threads (as fp16 where f16). */
+static void up_fill(cuda_backend *cb, void *dst, const float *src, size_t n, bool f16)
 {
     enum { MAX_SLICES = 8 };
     up_join join = { .left = 0 };
@@ -598,8 +596,7 @@ static void up_fill(cuda_backend *cb, void *dst, const void *src, size_t n, int 
     g_cond_init(&join.cond);
     int used = 0;
     for (size_t off = 0; off < n; off += per, used++)
-        sl[used] = (up_slice){ (uint8_t *)dst + off * (size_t)(f16 ? 2 : esz), (const uint8_t *)src + off * (size_t)esz,
-                               MIN(per, n - off), esz, f16, &join };
+        sl[used] = (up_slice){ (uint8_t *)dst + off * (f16 ? 2 : 4), src + off, MIN(per, n - off), f16, &join };
     join.left = used;
     for (int i = 1; i < used; i++) g_thread_pool_push(cb->up_pool, &sl[i], NULL);
     if (used) up_copy(&sl[0], NULL);
@@ -627,7 +624,7 @@ static bool upload_pinned(cuda_backend *cb, void *dst, int esz, hk_dtype dt, con
         void *to = direct ? (uint8_t *)dst + i * (size_t)esz : (uint8_t *)cb->stage.ptr + (size_t)h * UP_HALF;
         /* the transfer from this half two chunks ago must be done before it is refilled */
         if (!ck(cudaEventSynchronize(cb->up_done[h]), N_("upload"), error)) return false;
-        up_fill(cb, pin, src + i, m, 4, f16);
+        up_fill(cb, pin, src + i, m, f16);
         if (!ck(cudaMemcpyAsync(to, pin, m * tb, cudaMemcpyHostToDevice, cb->stream), N_("upload"), error) ||
             !ck(cudaEventRecord(cb->up_done[h], cb->stream), N_("upload"), error))
             return false;
@@ -656,59 +653,6 @@ static bool cuda_upload_f32(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, c
         if (!ck(cudaMemcpyAsync(cb->stage.ptr, src + i, m * 4, cudaMemcpyHostToDevice, cb->stream), N_("upload"), error) ||
             !ck(hk_convert(cb->stream, at(dst, dst_off + i), buf_t(cb, dst), cb->stage.ptr, HK_F32, m), N_("conversion"),
                 error))
-            return false;
-    }
-    return true;
-}
-
-/* The table's room at the head of a band of pixels: 768 fp32, the pixels 16-byte aligned after. */
-#define LUT_ROOM 4096u
-
-/* One band of whole patch rows, the table ahead of it, to half h of the device stage:
- * through the pinned ring (its threads copy while the other half's transfer runs), or
- * straight from pageable memory. */
-static bool band_send(cuda_backend *cb, int h, bool ring, const float *lut, const uint8_t *src, size_t bytes,
-                      GError **error)
-{
-    uint8_t *dev = (uint8_t *)cb->stage.ptr + (size_t)h * UP_HALF;
-    if (!ring)
-        return ck(cudaMemcpyAsync(dev, lut, 3 * 256 * sizeof(float), cudaMemcpyHostToDevice, cb->stream), N_("upload"),
-                  error) &&
-               ck(cudaMemcpyAsync(dev + LUT_ROOM, src, bytes, cudaMemcpyHostToDevice, cb->stream), N_("upload"), error);
-    uint8_t *pin = cb->up_pin + (size_t)h * UP_HALF;
-    /* the transfer from this half two bands ago must be done before it is refilled */
-    if (!ck(cudaEventSynchronize(cb->up_done[h]), N_("upload"), error)) return false;
-    memcpy(pin, lut, 3 * 256 * sizeof(float));
-    up_fill(cb, pin + LUT_ROOM, src, bytes, 1, false);
-    return ck(cudaMemcpyAsync(dev, pin, LUT_ROOM + bytes, cudaMemcpyHostToDevice, cb->stream), N_("upload"), error) &&
-           ck(cudaEventRecord(cb->up_done[h], cb->stream), N_("upload"), error);
-}
-
-/* A quarter of the fp32 rows' bytes cross the bus (the 8-bit image), in bands of whole
- * patch rows through the ring's halves; hk_patches_u8 cuts each band into patches. */
-static bool cuda_upload_patches(hyocr_backend *be, hyocr_buf *dst, const uint8_t *rgb, int w, int h, int p,
-                                const float lut[3][256], GError **error)
-{
-    cuda_backend *cb = CB(be);
-    if (p <= 0 || w <= 0 || h <= 0 || w % p || h % p)
-        return invalid(error, _("upload_patches: a %d×%d image does not cut into %d×%d patches"), w, h, p, p);
-    size_t gw = (size_t)(w / p), gh = (size_t)(h / p), pd = (size_t)3 * p * p;
-    size_t row = (size_t)w * 3 * (size_t)p;       /* a row of patches, in bytes */
-    size_t per = (UP_HALF - LUT_ROOM) / row;      /* rows of patches a band */
-    if (!need("upload_patches", "dst", dst, gh * gw * pd, error)) return false;
-    if (per == 0)
-        return invalid(error, _("upload_patches: a row of patches of a %d-pixel wide image is over %u bytes"), w,
-                       UP_HALF - LUT_ROOM);
-    if (!scratch_fixed(cb, &cb->stage, STAGE_BYTES, error)) return false;
-    bool ring = !cb->capturing && up_ready(cb);
-    for (size_t r = 0, k = 0; r < gh; r += per, k++) {
-        int half = (int)(k & 1);
-        size_t rows = MIN(per, gh - r);
-        const uint8_t *dev = (const uint8_t *)cb->stage.ptr + (size_t)half * UP_HALF;
-        if (!band_send(cb, half, ring, &lut[0][0], rgb + r * row, rows * row, error) ||
-            !ck(hk_patches_u8(cb->stream, at(dst, r * gw * pd), buf_t(cb, dst), dev + LUT_ROOM, (const float *)dev, w,
-                              p, (int)rows),
-                N_("conversion"), error))
             return false;
     }
     return true;
@@ -2171,7 +2115,6 @@ static const hyocr_backend_ops cuda_ops = {
     .buf_free = cuda_buf_free,
     .upload_weight = cuda_upload_weight,
     .upload_f32 = cuda_upload_f32,
-    .upload_patches = cuda_upload_patches,
     .download_f32 = cuda_download_f32,
     .copy = cuda_copy,
     .matmul = cuda_matmul,

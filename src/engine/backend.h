@@ -106,11 +106,6 @@ typedef struct {
     bool   (*upload_weight)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off,
                             const hyocr_tensor *t, GError **error);
     bool   (*upload_f32)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const float *src, size_t n, GError **error);
-    /* dst[(h/p)·(w/p), 3·p·p] (ACT) ← the p×p patches of an 8-bit RGB image, laid out as
-     * resize.c packs them with one temporal copy (patch row-major; in a patch channel, y, x),
-     * each value lut[channel][byte] in dst's type. NULL where the backend has no such path. */
-    bool   (*upload_patches)(hyocr_backend *be, hyocr_buf *dst, const uint8_t *rgb, int w, int h, int p,
-                             const float lut[3][256], GError **error);
     bool   (*download_f32)(hyocr_backend *be, const hyocr_buf *src, size_t src_off, float *dst, size_t n, GError **error);
     /* dst[dst_off + i] = src[src_off + i], i < n (same or convertible kinds) */
     bool   (*copy)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const hyocr_buf *src, size_t src_off, size_t n, GError **error);

@@ -157,9 +157,6 @@ static bool p_copy(hyocr_backend *be, hyocr_buf *d, size_t doff, const hyocr_buf
 { PROF("copy", IN->copy(be, d, doff, s, soff, n, e)); }
 static bool p_upload_f32(hyocr_backend *be, hyocr_buf *d, size_t off, const float *s, size_t n, GError **e)
 { PROF("upload_f32", IN->upload_f32(be, d, off, s, n, e)); }
-static bool p_upload_patches(hyocr_backend *be, hyocr_buf *d, const uint8_t *rgb, int w, int h, int p,
-                             const float lut[3][256], GError **e)
-{ PROF("upload_patches", IN->upload_patches(be, d, rgb, w, h, p, lut, e)); }
 static bool p_matmul(hyocr_backend *be, hyocr_buf *o, const hyocr_buf *x, const hyocr_buf *w, size_t woff,
                      const hyocr_buf *bias, int M, int N, int K, GError **e)
 { PROF(prof_matmul_name(M, N, K), IN->matmul(be, o, x, w, woff, bias, M, N, K, e)); }
@@ -263,7 +260,6 @@ hyocr_cuda_profile *hyocr_cuda_profile_new(const hyocr_backend_ops *inner, cudaS
     *o = *inner;
     o->copy = p_copy;
     o->upload_f32 = p_upload_f32;
-    if (inner->upload_patches) o->upload_patches = p_upload_patches;
     o->matmul = p_matmul;
     o->add_layernorm = p_add_layernorm;
     o->add_rmsnorm = p_add_rmsnorm;

@@ -546,21 +546,11 @@ static bool image_size(job_state *st, GError **error)
     return load_image(st, error);
 }
 
-/* What a page's pixels keep: the resized image where the backend packs the patches on
- * the device (HYOCR_UPLOAD_U8=1; one temporal copy a patch), else the packed fp32 rows. */
-static unsigned pixel_parts(const hyocr_engine *eng, const hyocr_config *cfg)
-{
-    bool u8 = eng->tuning.upload_u8 == HYOCR_SWITCH_ON && eng->be && eng->be->ops->upload_patches &&
-              cfg->processor.temporal_patch_size <= 1;
-    return u8 ? HYOCR_PIXELS_IMAGE : HYOCR_PIXELS_PACKED;
-}
-
 static bool make_pixels(job_state *st, GError **error)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     if (!load_image(st, error)) return false;
-    st->px = hyocr_pixels_from_parts(st->img, &cfg->processor, st->eng->tuning.resize_threads,
-                                     pixel_parts(st->eng, cfg), error);
+    st->px = hyocr_pixels_from_image(st->img, &cfg->processor, st->eng->tuning.resize_threads, error);
     return st->px != NULL;
 }
 

@@ -169,8 +169,7 @@ typedef struct {
                                         * first token, which comes from the job's own prefill) */
     int                 prompt_tokens;
     const hyocr_prompt *prompt;        /* PREPROCESS */
-    const hyocr_pixels *pixels;        /* PREPROCESS: the packed rows, or (HYOCR_UPLOAD_U8) only the resized
-                                        * image they are cut from: hyocr_pixels_rows packs them either way */
+    const hyocr_pixels *pixels;        /* PREPROCESS */
     const GError       *error;         /* ERROR */
     hyocr_stop_reason   stop_reason;   /* DONE, CANCELLED: why it ended */
 } hyocr_event;

@@ -415,7 +415,6 @@ void hyocr_pixels_free(hyocr_pixels *px)
 {
     if (!px) return;
     g_free(px->data);
-    hyocr_image_free(px->image);
     g_free(px);
 }
 
@@ -464,16 +463,16 @@ static void pack_patches(const hyocr_image *img, int p, int tp, const float lut[
 }
 
 typedef struct {
-    const hyocr_pixels *px;    /* the grid, the patch and the table */
-    const hyocr_image  *img;
-    float              *out;
+    const hyocr_image *img;
+    int                p, tp;
+    float              lut[3][256];
+    float             *out;
 } packing;
 
 static void pack_rows(void *ctx, int r0, int r1)
 {
     const packing *pk = ctx;
-    const int p = pk->px->patch_size, tp = pk->px->patch_dim / (3 * p * p);
-    pack_patches(pk->img, p, tp, (const float (*)[256])pk->px->lut, pk->out, r0, r1);
+    pack_patches(pk->img, pk->p, pk->tp, (const float (*)[256])pk->lut, pk->out, r0, r1);
 }
 
 /* n_patches · patch_dim fp32 values, or NULL (error set) */
@@ -489,24 +488,18 @@ static float *rows_alloc(const hyocr_pixels *px, GError **error)
     return data;
 }
 
-static void rows_pack(const hyocr_pixels *px, const hyocr_image *src, int n_threads, float *data)
+/* px's rows from src, the values by pc's table */
+static void rows_pack(const hyocr_pixels *px, const hyocr_image *src, const hyocr_processor_config *pc,
+                      int n_threads)
 {
-    packing pk = { .px = px, .img = src, .out = data };
+    packing pk = { .img = src, .p = pc->patch_size, .tp = MAX(pc->temporal_patch_size, 1), .out = px->data };
+    build_lut(pc, pk.lut);
     /* a fresh buffer's page faults are most of this pass (hostmem.h), and they parallelise too */
     parallel_rows(px->grid_h, (size_t)px->n_patches * px->patch_dim * sizeof(float), n_threads, pack_rows, &pk);
 }
 
-/* The image the patches are cut from, kept: the resized one, or a copy of img. */
-static hyocr_image *image_keep(const hyocr_image *img, hyocr_image **resized)
-{
-    if (*resized) return g_steal_pointer(resized);
-    hyocr_image *copy = hyocr_image_new(img->width, img->height);
-    if (copy) memcpy(copy->rgb, img->rgb, (size_t)img->width * img->height * 3);
-    return copy;
-}
-
-hyocr_pixels *hyocr_pixels_from_parts(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
-                                      unsigned parts, GError **error)
+hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
+                                      GError **error)
 {
     if (!check_processor(pc, error))
         return NULL;
@@ -537,34 +530,9 @@ hyocr_pixels *hyocr_pixels_from_parts(const hyocr_image *img, const hyocr_proces
     px->grid_w = rw / p;
     px->n_patches = (int)n_patches;
     px->patch_dim = 3 * tp * p * p;
-    px->patch_size = p;
     px->resized_width = rw;
     px->resized_height = rh;
-    build_lut(pc, px->lut);
-    if (parts & HYOCR_PIXELS_PACKED) {
-        if (!(px->data = rows_alloc(px, error))) return NULL;
-        rows_pack(px, src, n_threads, px->data);
-    }
-    if ((parts & HYOCR_PIXELS_IMAGE) && !(px->image = image_keep(img, &resized))) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory resizing a %d×%d image "
-                      "to %d×%d"), img->width, img->height, rw, rh);
-        return NULL;
-    }
+    if (!(px->data = rows_alloc(px, error))) return NULL;
+    rows_pack(px, src, pc, n_threads);
     return g_steal_pointer(&px);
-}
-
-hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
-                                      GError **error)
-{
-    return hyocr_pixels_from_parts(img, pc, n_threads, HYOCR_PIXELS_PACKED, error);
-}
-
-const float *hyocr_pixels_rows(const hyocr_pixels *px, int n_threads, float **owned, GError **error)
-{
-    *owned = NULL;
-    g_return_val_if_fail(px->data || px->image, NULL);
-    if (px->data) return px->data;
-    if (!(*owned = rows_alloc(px, error))) return NULL;
-    rows_pack(px, px->image, n_threads, *owned);
-    return *owned;
 }

@@ -36,32 +36,15 @@ bool hyocr_smart_resize(int height, int width, int factor, int64_t min_pixels, i
                         int *out_height, int *out_width, GError **error);
 
 typedef struct {
-    int          grid_t, grid_h, grid_w;  /* image_grid_thw, in patches */
-    int          n_patches;               /* grid_h · grid_w */
-    int          patch_dim;               /* 3 · temporal_patch_size · patch² = 768 */
-    int          patch_size;
-    int          resized_width, resized_height;
-    float       *data;                    /* [n_patches, patch_dim]; NULL unless HYOCR_PIXELS_PACKED */
-    hyocr_image *image;                   /* the resized 8-bit image; NULL unless HYOCR_PIXELS_IMAGE */
-    float        lut[3][256];             /* channel × 8-bit value → the rescaled, normalised value */
+    int    grid_t, grid_h, grid_w;  /* image_grid_thw, in patches */
+    int    n_patches;               /* grid_h · grid_w */
+    int    patch_dim;               /* 3 · temporal_patch_size · patch² = 768 */
+    int    resized_width, resized_height;
+    float *data;                    /* [n_patches, patch_dim] */
 } hyocr_pixels;
 
-/* What hyocr_pixels_from_parts keeps: the packed fp32 rows (what the reference feeds
- * the model), or the resized image and the table that makes them, for a backend that
- * packs on the device from a quarter of the bytes (upload_patches, backend.h). */
-typedef enum {
-    HYOCR_PIXELS_PACKED = 1 << 0,
-    HYOCR_PIXELS_IMAGE  = 1 << 1,
-} hyocr_pixels_parts;
-
-/* The packed rows only. */
 hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
                                       GError **error);
-hyocr_pixels *hyocr_pixels_from_parts(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
-                                      unsigned parts, GError **error);
-/* The packed rows of px: its data, or, where only the image was kept, packed now into a
- * new array that *owned takes (the caller frees it). NULL (error set) when out of memory. */
-const float  *hyocr_pixels_rows(const hyocr_pixels *px, int n_threads, float **owned, GError **error);
 void          hyocr_pixels_free(hyocr_pixels *px);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_pixels, hyocr_pixels_free)
 

@@ -45,8 +45,6 @@ typedef struct {
     hyocr_switch ordered_alloc;   /* HYOCR_ORDERED_ALLOC=1: the CUDA main lane's activations from the
                                    * stream-ordered allocator, so a buffer given back does not wait for
                                    * the device (off until measured) */
-    hyocr_switch upload_u8;       /* HYOCR_UPLOAD_U8=1: a page's pixels go to a backend that offers it as the
-                                   * resized 8-bit image, packed there (off until measured) */
     int          vit_chunk_rows;  /* HYOCR_VIT_CHUNK_ROWS: rows per chunk of the ViT's row-wise parts where
                                    * the engine's params leave it at 0; 0 = the default (HYOCR_VIT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;

@@ -28,34 +28,18 @@ static bool check_cancel(hyocr_cancel_fn cancel, void *data, GError **error)
     return true;
 }
 
-/* The packed rows, or an image the backend cuts into this grid's patches. */
-static bool pixels_sendable(const hyocr_model *m, const hyocr_pixels *px)
-{
-    const hyocr_image *im = px->image;
-    int p = m->cfg.vision.patch_size;
-    return px->data || (im && OPS->upload_patches && px->patch_size == p && im->width == px->grid_w * p &&
-                        im->height == px->grid_h * p);
-}
-
 static bool check_grid(const hyocr_model *m, const hyocr_pixels *px, GError **error)
 {
     const hyocr_vision_config *v = &m->cfg.vision;
     int pd = v->num_channels * v->patch_size * v->patch_size;
     if (px->grid_h <= 0 || px->grid_w <= 0 || px->grid_h % 2 || px->grid_w % 2 ||
-        px->n_patches != px->grid_h * px->grid_w || px->patch_dim != pd || !pixels_sendable(m, px)) {
+        px->n_patches != px->grid_h * px->grid_w || px->patch_dim != pd || !px->data) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     _("vision tower: a grid of %d×%d with %d patches of %d values does not fit the model "
                       "(it needs an even grid and %d values per patch)"), px->grid_h, px->grid_w, px->n_patches, px->patch_dim, pd);
         return false;
     }
     return true;
-}
-
-static bool send_pixels(hyocr_model *m, hyocr_buf *pix, const hyocr_pixels *px, size_t n, GError **error)
-{
-    if (px->data) return OPS->upload_f32(m->be, pix, 0, px->data, n, error);
-    return OPS->upload_patches(m->be, pix, px->image->rgb, px->image->width, px->image->height, px->patch_size,
-                               (const float (*)[256])px->lut, error);
 }
 
 /* Patch GEMM (+bias) into the residual, then the interpolated position table.
@@ -66,7 +50,7 @@ static hyocr_buf *embed_patches(hyocr_model *m, const hyocr_pixels *px, const vi
     /* ACT, not F32: the reference casts pixel_values to the model dtype before the conv. */
     hyocr_buf *pix = hyocr_model_scratch(m, HYOCR_SCRATCH_V_PIX, HYOCR_BUF_ACT, (size_t)d->n * K, error);
     hyocr_buf *x = hyocr_model_scratch(m, HYOCR_SCRATCH_V_X, HYOCR_BUF_F32, (size_t)d->n * d->C, error);
-    bool ok = pix && x && send_pixels(m, pix, px, (size_t)d->n * K, error) &&
+    bool ok = pix && x && OPS->upload_f32(m->be, pix, 0, px->data, (size_t)d->n * K, error) &&
               OPS->matmul(m->be, x, pix, m->patch_w, 0, m->patch_b, d->n, d->C, K, error) &&
               OPS->posemb_add(m->be, x, m->pos_table, 1, hyocr_config_pos_edge(&m->cfg), px->grid_h, px->grid_w,
                               d->C, m->cfg.posemb_interp, error);
