@@ -6,8 +6,8 @@
  * /tmp/flash-bench
  * The wg… rows take k_vis_wg's launched softmax (the lazy rescale). With -DFB_VIS_LAZY: only
  * the launched shape and the overlapped one, each lazy and with O rescaled every tile (…E;
- * bench/vis-lazy.sh). With -DFB_VIS_WG2 also k_vis_wg2, the two-row-block kernel (wg2x128s…;
- * HYOCR_VIS_WG2; with FB_VIS_LAZY its output should be the wg4x64s2/1s row's bits: FB_DUMP). */
+ * bench/vis-lazy.sh). (The wg2x128s… rows, the two-row-block kernel, went with it in session 20:
+ * docs/PERFORMANCE.md.) */
 #include "../kernels/attention-prefill.cu"
 #include "../kernels/attention-vision.cu"
 #include <stdio.h>
@@ -130,15 +130,6 @@ struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; doubl
 #define WGE(NWG, BN, NS, MINB, OVL) { "wg" #NWG "x" #BN "s" #NS "/" #MINB #OVL "E", NWG, BN, MINB, \
                                       wg<__half, NWG, BN, NS, MINB, OVL, false>, \
                                       wg<__nv_bfloat16, NWG, BN, NS, MINB, OVL, false>, true, { 0, 0 } }
-#ifdef FB_VIS_WG2
-/* k_vis_wg2: two 64-row blocks a warpgroup, NS stages, the lazy rescale */
-template <typename T, int NS> static void wg2(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
-{
-    cudaError_t e = vis_wg2_launch<T, NS, true>(s, o, q, n, H, sc);
-    CK(e);
-}
-#define WG2(NS) { "wg2x128s" #NS, 2, 64, 1, wg2<__half, NS>, wg2<__nv_bfloat16, NS>, true, { 0, 0 } }
-#endif
 #define o true
 #define s false
 static variant V[] = {
@@ -151,9 +142,6 @@ static variant V[] = {
      * under P·V, 3 stages) too, as a shorter softmax changes its balance: with 3
      * warpgroups, as 4 run out of registers for it (ptxas serialises their wgmma) */
     WG(4, 64, 2, 1, s), WGE(4, 64, 2, 1, s), WG(3, 64, 3, 1, o), WGE(3, 64, 3, 1, o),
-#endif
-#ifdef FB_VIS_WG2
-    WG2(2), WG2(3),
 #endif
 };
 #undef o

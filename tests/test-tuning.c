@@ -13,7 +13,7 @@ static const char *const NAMES[] = {
     "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE", "HYOCR_DECODE_STAGES",
     "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
     "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIT_CHUNK_ROWS", "HYOCR_ORDERED_ALLOC",
-    "HYOCR_VIS_WG2", "HYOCR_PREFILL_SPARE", "HYOCR_CPU_F32_WEIGHTS",
+    "HYOCR_PREFILL_SPARE", "HYOCR_CPU_F32_WEIGHTS",
     "HYOCR_ROWS_WIDE",
 };
 
@@ -62,7 +62,6 @@ static void test_on(void)
         g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.ordered_alloc, ==, HYOCR_SWITCH_ON);
-        g_assert_cmpint(t.vis_wg2, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.rows_wide, ==, i ? 0 : 1);   /* a count too */
     }
@@ -84,7 +83,6 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.ordered_alloc, ==, HYOCR_SWITCH_OFF);
-    g_assert_cmpint(t.vis_wg2, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.decode_split, ==, 0);
     g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */

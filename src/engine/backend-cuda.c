@@ -127,8 +127,8 @@ typedef struct {
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
-    int              wgmma;         /* the vision kernel (hk_vis_kernel): k_vis_wg, k_vis_wg2 (HYOCR_VIS_WG2=1), or
-                                     * the mma.sync one (HYOCR_NO_WGMMA=1) */
+    int              wgmma;         /* the vision kernel (hk_vis_kernel): k_vis_wg, or the mma.sync one
+                                     * (HYOCR_NO_WGMMA=1) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
     int              pf_split;      /* split-KV prefill's CTAs an SM (HYOCR_PREFILL_SPLIT); 0: never split */
     bool             pf_spare;      /* its partials in attention_paged's spare where it has more room (HYOCR_PREFILL_SPARE) */
@@ -2274,9 +2274,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
-    cb->wgmma = !cb->wgmma_built || t->no_wgmma       ? HK_VIS_MMA
-                : t->vis_wg2 == HYOCR_SWITCH_ON ? HK_VIS_WG2
-                                                : HK_VIS_WG;
+    cb->wgmma = cb->wgmma_built && !t->no_wgmma ? HK_VIS_WG : HK_VIS_MMA;
     cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
     cb->pf_split = t->prefill_split < 0    ? 0
                    : t->prefill_split == 0 ? PF_SPLIT_DEFAULT

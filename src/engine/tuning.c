@@ -55,7 +55,6 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->vision_beside = env_switch("HYOCR_VISION_BESIDE");
     t->prefill_spare = env_switch("HYOCR_PREFILL_SPARE");
     t->vis_lazy = env_switch("HYOCR_VIS_LAZY_RESCALE");
-    t->vis_wg2 = env_switch("HYOCR_VIS_WG2");
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
     if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);
     const char *k = g_getenv("HYOCR_DRAFT_STANDIN_K");

@@ -66,9 +66,6 @@ typedef struct {
                                    * default off: no gain measured (batch.c's BESIDE_DEFAULT) */
     hyocr_switch invariant;       /* HYOCR_INVARIANT: CUDA decode rows computed alike whatever the step's
                                    * rows (speculation's verify rows then equal plain decoding's) */
-    hyocr_switch vis_wg2;         /* HYOCR_VIS_WG2=1: the Hopper vision attention by k_vis_wg2 (two row blocks
-                                   * a warpgroup, one's softmax under the other's products; the same bits)
-                                   * instead of k_vis_wg (off until measured) */
     hyocr_switch vis_lazy;        /* HYOCR_VIS_LAZY_RESCALE: k_vis_wg rescales O only when a row's max
                                    * rose by more than 2^8; default on (the backend's), "0": every tile */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
