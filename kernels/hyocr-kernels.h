@@ -192,8 +192,8 @@ cudaError_t hk_attention_prefill(cudaStream_t s, const hk_paged_args *a);
 int             hk_prefill_tile_rows(hk_prefill_kind k);
 hk_prefill_kind hk_prefill_pick(int device);
 hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, int Hkv, int sm_count);
-/* Split-KV prefill ("flash-decoding for prefill"; HYOCR_PREFILL_SPLIT, off by default until
- * measured). A call of fewer than HK_PF_SPLIT_BELOW CTAs an SM (a 1024-row chunk: 128 of
+/* Split-KV prefill ("flash-decoding for prefill"; HYOCR_PREFILL_SPLIT, on by default since
+ * session 8). A call of fewer than HK_PF_SPLIT_BELOW CTAs an SM (a 1024-row chunk: 128 of
  * 128 rows or 256 of 64 on 132 SMs; its short last chunk a few, each scanning every key)
  * leaves most of the card idle or waiting on its longest CTA. Split, each item's key tiles
  * go to CTAs of about the same length — the call's key tiles (summed over items and KV

@@ -1428,18 +1428,18 @@ static void spare_chunk(const dt_case *c, hyocr_backend *g, bool room)
 #endif
 }
 
-/* With HYOCR_PREFILL_SPARE=1 the backend takes the big spare's room for the split prefill's
- * partials — the chunk's 16 items split where its own 6 MiB fits no split — and the rows still
- * match the CPU's; with the switch off (the default) it leaves any spare alone. */
+/* By default (HYOCR_PREFILL_SPARE unset) the backend takes the big spare's room for the split
+ * prefill's partials — the chunk's 16 items split where its own 6 MiB fits no split — and the
+ * rows still match the CPU's; with the switch off (=0) it leaves any spare alone. */
 static void test_paged_spare(gconstpointer data)
 {
     const dt_case *c = data;
     hyocr_backend *plain = cuda(c);
     if (!plain) return;
-    hyocr_backend *g = cuda_tuned(c, (hyocr_tuning){ .prefill_spare = HYOCR_SWITCH_ON });
-    spare_chunk(c, g, true);
-    hyocr_backend_free(g);
-    spare_chunk(c, plain, false);
+    spare_chunk(c, plain, true);
+    hyocr_backend *off = cuda_tuned(c, (hyocr_tuning){ .prefill_spare = HYOCR_SWITCH_OFF });
+    spare_chunk(c, off, false);
+    hyocr_backend_free(off);
 }
 
 static void run_paged(const dt_case *c, hyocr_backend *g, int Hq, int Hkv, int prefill, int steps)

@@ -131,7 +131,8 @@ typedef struct {
                                      * (HYOCR_NO_WGMMA=1) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
     int              pf_split;      /* split-KV prefill's CTAs an SM (HYOCR_PREFILL_SPLIT); 0: never split */
-    bool             pf_spare;      /* its partials in attention_paged's spare where it has more room (HYOCR_PREFILL_SPARE) */
+    bool             pf_spare;      /* its partials in attention_paged's spare where it has more room
+                                     * (HYOCR_PREFILL_SPARE=0: never) */
     bool             vis_lazy;      /* k_vis_wg's lazy rescale (HYOCR_VIS_LAZY_RESCALE=0: every tile) */
     bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=1) */
 } cuda_backend;
@@ -1197,7 +1198,9 @@ static void paged_plan_clear(paged_plan *p)
  * 32 MiB partials, whose +34 MB would have taken the page past its 2.4 GiB target; within
  * HK_PF_SPLIT_PART_MAX (6 MiB, in memplan.h's HYOCR_MEMPLAN_CUDA_BACKEND) only the short last
  * chunk splits (16 CTAs that each scanned every key become 80; the 1024-row chunks' 16 items
- * do not fit; prefill_bench's "MW2 s8 9M" row, where it splits in 16: 549 → 447 µs a layer). */
+ * do not fit; prefill_bench's "MW2 s8 9M" row, where it splits in 16: 549 → 447 µs a layer).
+ * The 1024-row chunks split too where their partials go to the layer's MLP buffers (pf_room,
+ * the default since session 20). */
 #define PF_SPLIT_DEFAULT HK_PF_SPLIT_PER_SM
 /* rope_qknorm's heads a block for steps of up to 16 rows where HYOCR_ROPE_HEADS is unset: the
  * same bits as a row a block; H200, session 8 (calls 4–5), the engine's graph steps: batch 1
@@ -1393,7 +1396,7 @@ static bool views_share(const hyocr_seq_view *seqs, int n_seqs)
 }
 
 /* The room for a call's split-prefill partials in the caller's spare buffer (attention_paged;
- * HYOCR_PREFILL_SPARE=1, off until measured), 0 where it has less than the backend's own
+ * HYOCR_PREFILL_SPARE=0 turns it off), 0 where it has less than the backend's own
  * (HK_PF_SPLIT_PART_MAX, in the memory plan). A 2048² page's 1024-row chunks need 8.5 MB a
  * split level (16 items × 532 KB) and two levels to split at all, which the backend's 6 MiB
  * cannot hold; their MLP buffers (text.c's mlp: gu and act, 22 MB) hold about two and a half.
@@ -2280,7 +2283,10 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
                    : t->prefill_split == 0 ? PF_SPLIT_DEFAULT
                    : t->prefill_split == 1 ? HK_PF_SPLIT_PER_SM
                                            : MIN(t->prefill_split, 64);
-    cb->pf_spare = t->prefill_spare == HYOCR_SWITCH_ON;
+    /* unset: the partials in the spare where it has the room (H100, session 20: a 2048² page's
+     * prefill 24.0 → 22.0 ms and its peak 6.3 MB lower, 4096²'s prefill 179 → 141.5 ms;
+     * bench/results/2026-12-05-h200-s20); "0" off */
+    cb->pf_spare = t->prefill_spare != HYOCR_SWITCH_OFF;
     /* H200, session 9: the vision attention 0.94× its time, a 2048² page's vision 136–137 → 131 ms */
     cb->vis_lazy = t->vis_lazy != HYOCR_SWITCH_OFF;
     cb->ordered_main = t->ordered_alloc == HYOCR_SWITCH_ON && pools_supported(cb);

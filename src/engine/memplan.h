@@ -30,7 +30,9 @@ G_BEGIN_DECLS
 /* Device scratch the CUDA backend keeps for itself: cuBLAS(Lt) workspace (32 MiB, grown by a
  * quarter as backend-cuda.c's scratch_need does) and the host↔device staging buffer (32 MiB,
  * scratch_fixed: exactly), plus 4 MiB for op metadata and decode partials and 8 for the split
- * prefill's partials (HK_PF_SPLIT_PART_MAX, 6 MiB, grown by a quarter). */
+ * prefill's partials (HK_PF_SPLIT_PART_MAX, 6 MiB, grown by a quarter). With HYOCR_PREFILL_SPARE
+ * (the default) a chunk whose MLP buffers are larger holds its partials there instead, bytes
+ * plan_prefill already counts; smaller chunks still take the 8. */
 #define HYOCR_MEMPLAN_CUDA_BACKEND ((int64_t)84 << 20)
 /* And once a vision pass has run on its side lane (batch.c): that lane's own GEMM
  * workspace (grown by a quarter) and staging: 40 + 32 MiB. */

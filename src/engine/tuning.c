@@ -53,7 +53,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->prefill_split = env_count_or_off("HYOCR_PREFILL_SPLIT");
     t->invariant = env_switch("HYOCR_INVARIANT");
     t->vision_beside = env_switch("HYOCR_VISION_BESIDE");
-    t->prefill_spare = env_switch("HYOCR_PREFILL_SPARE");
+    t->prefill_spare = env_switch("HYOCR_PREFILL_SPARE");   /* on by default since session 20 */
     t->vis_lazy = env_switch("HYOCR_VIS_LAZY_RESCALE");
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
     if (si) g_strlcpy(t->draft_standin, si, sizeof t->draft_standin);

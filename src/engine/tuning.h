@@ -55,12 +55,12 @@ typedef struct {
                                     * template, not k_prefill */
     int          prefill_split;   /* HYOCR_PREFILL_SPLIT: k_prefill calls short of CTAs split each item's keys
                                    * (split-KV); 1 = on at the default CTAs an SM, N > 1 = about N CTAs an
-                                   * SM; −1 ("0") = off; 0 (unset) = the backend's default (off until
-                                   * measured: backend-cuda.c's PF_SPLIT_DEFAULT) */
-    hyocr_switch prefill_spare;   /* HYOCR_PREFILL_SPARE=1: CUDA, the split prefill's partials in the layer's MLP
+                                   * SM; −1 ("0") = off; 0 (unset) = the backend's default (on:
+                                   * backend-cuda.c's PF_SPLIT_DEFAULT) */
+    hyocr_switch prefill_spare;   /* HYOCR_PREFILL_SPARE: CUDA, the split prefill's partials in the layer's MLP
                                    * buffers (free while the attention runs; attention_paged's spare), 22 MB for a
-                                   * 1024-row chunk instead of the backend's 6 MiB, so long chunks split too (off
-                                   * until measured) */
+                                   * 1024-row chunk instead of the backend's 6 MiB, so long chunks split too;
+                                   * default on (the backend's, since session 20), "0" = off */
     hyocr_switch vision_beside;   /* HYOCR_VISION_BESIDE: a page admitted next to decoding ones has its vision
                                    * pass on the backend's side lane, beside the decode steps (batch.c);
                                    * default off: no gain measured (batch.c's BESIDE_DEFAULT) */
