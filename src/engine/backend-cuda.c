@@ -134,7 +134,7 @@ typedef struct {
     bool             pf_spare;      /* its partials in attention_paged's spare where it has more room
                                      * (HYOCR_PREFILL_SPARE=0: never) */
     bool             vis_lazy;      /* k_vis_wg's lazy rescale (HYOCR_VIS_LAZY_RESCALE=0: every tile) */
-    bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=0: not) */
+    bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=1) */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -2289,10 +2289,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->pf_spare = t->prefill_spare != HYOCR_SWITCH_OFF;
     /* H200, session 9: the vision attention 0.94× its time, a 2048² page's vision 136–137 → 131 ms */
     cb->vis_lazy = t->vis_lazy != HYOCR_SWITCH_OFF;
-    /* unset: stream-ordered (H100, session 20: a warm 1024² page's vision 16.4–17.6 → 15.4–16.1 ms,
-     * 16 concurrent 1024² pages 4727–4854 → 5107–5163 tokens/s, the engine's peak the same bytes and
-     * the card's 14 MiB more; bench/results/2026-12-05-h200-s20); "0" off */
-    cb->ordered_main = t->ordered_alloc != HYOCR_SWITCH_OFF && pools_supported(cb);
+    cb->ordered_main = t->ordered_alloc == HYOCR_SWITCH_ON && pools_supported(cb);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);
