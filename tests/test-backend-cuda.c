@@ -63,6 +63,9 @@ static hyocr_backend *cuda(const dt_case *c)
     if (!g_cuda[i] && !g_cuda_why[i]) {
         g_autoptr(GError) err = NULL;
         hyocr_backend_params p = { .dtype = c->dtype };
+        /* the environment's switches, as the engine takes them: HYOCR_X=1 test-backend-cuda runs
+         * every test on a shared backend with X on (those that build their own set their own) */
+        hyocr_tuning_from_env(&p.tuning);
         g_cuda[i] = hyocr_backend_cuda_init(&p, &err);
         if (!g_cuda[i]) {
             g_assert_nonnull(err);
@@ -2645,8 +2648,9 @@ static hyocr_buf *ordered_chain(hyocr_backend *g, const float *x, size_t n, int 
 static void test_ordered_alloc(gconstpointer data)
 {
     const dt_case *c = data;
-    hyocr_backend *plain = cuda(c);
-    if (!plain) return;
+    if (!cuda(c)) return;
+    /* its own plain backend: the shared one takes the environment's switches */
+    hyocr_backend *plain = cuda_tuned(c, (hyocr_tuning){ .ordered_alloc = HYOCR_SWITCH_OFF });
     hyocr_backend *g = cuda_tuned(c, (hyocr_tuning){ .ordered_alloc = HYOCR_SWITCH_ON });
     const size_t n = (size_t)3 << 20;   /* 6 MiB of fp16 a buffer: the pool's own blocks */
     g_autofree float *x = rnd(n, -3, 3);
@@ -2665,6 +2669,7 @@ static void test_ordered_alloc(gconstpointer data)
     g_assert_cmpint(after.peak, >=, before.workspace + (int64_t)n * (2 + 12));
     g_assert_cmpint(after.workspace, ==, before.workspace);
     hyocr_backend_free(g);
+    hyocr_backend_free(plain);
 }
 
 /* A bound verify step (decode_bind, as a captured round runs it) whose block of 16 rows crosses a
