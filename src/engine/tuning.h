@@ -44,7 +44,8 @@ typedef struct {
                                    * params leave it at 0; 0 = the default (HYOCR_TEXT_CHUNK_ROWS) */
     hyocr_switch ordered_alloc;   /* HYOCR_ORDERED_ALLOC=1: the CUDA main lane's activations from the
                                    * stream-ordered allocator, so a buffer given back does not wait for
-                                   * the device (off until measured) */
+                                   * the device (measured faster in session 20; off until its suites and
+                                   * tests/gpu/memory.sh have run with it on: bench/results/2026-12-05-h200-s20) */
     int          vit_chunk_rows;  /* HYOCR_VIT_CHUNK_ROWS: rows per chunk of the ViT's row-wise parts where
                                    * the engine's params leave it at 0; 0 = the default (HYOCR_VIT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
