@@ -2623,9 +2623,10 @@ static void test_invariant(gconstpointer data)
     hyocr_backend_free(g);
 }
 
-/* HYOCR_ORDERED_ALLOC=1: activations given back in the stream's order while the kernels that
- * read them are still queued, and their memory taken again at once (the pool hands it back):
- * every result as with the default allocator, and the accounting back where it started. */
+/* Stream-ordered activations (the default; HYOCR_ORDERED_ALLOC=0 off): given back in the
+ * stream's order while the kernels that read them are still queued, and their memory taken again
+ * at once (the pool hands it back): every result as with the default allocator, and the
+ * accounting back where it started. */
 static hyocr_buf *ordered_chain(hyocr_backend *g, const float *x, size_t n, int rounds)
 {
     g_autoptr(GError) err = NULL;
@@ -2649,9 +2650,9 @@ static void test_ordered_alloc(gconstpointer data)
 {
     const dt_case *c = data;
     if (!cuda(c)) return;
-    /* its own plain backend: the shared one takes the environment's switches */
+    /* its own backends: the shared one takes the environment's switches */
     hyocr_backend *plain = cuda_tuned(c, (hyocr_tuning){ .ordered_alloc = HYOCR_SWITCH_OFF });
-    hyocr_backend *g = cuda_tuned(c, (hyocr_tuning){ .ordered_alloc = HYOCR_SWITCH_ON });
+    hyocr_backend *g = cuda_tuned(c, (hyocr_tuning){ .ordered_alloc = HYOCR_SWITCH_DEFAULT });   /* stream-ordered */
     const size_t n = (size_t)3 << 20;   /* 6 MiB of fp16 a buffer: the pool's own blocks */
     g_autofree float *x = rnd(n, -3, 3);
     /* once first, so the backend's own scratch (staging, workspace) is in place before counting */

@@ -82,7 +82,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.fuse, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.pdl, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_OFF);
-    g_assert_cmpint(t.ordered_alloc, ==, HYOCR_SWITCH_OFF);
+    g_assert_cmpint(t.ordered_alloc, ==, HYOCR_SWITCH_OFF);   /* off, where unset is stream-ordered */
     g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_OFF);   /* off, where unset is the backend's spare */
     g_assert_cmpint(t.decode_split, ==, 0);
     g_assert_cmpint(t.decode_stages, ==, -1);   /* k_decode, where unset is the backend's rule */

@@ -121,8 +121,8 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
-    int              rows_wide;      /* HYOCR_ROWS_WIDE: the column groups a CTA of products of several rows (0 off,
-                                      * 1 the card's rule: the default, 2 everywhere) */
+    int              rows_wide;      /* HYOCR_ROWS_WIDE as tuning.h has it (−1 off, 0 or 1 the card's rule,
+                                      * more: that many groups), capped at HK_GEMM_ROWS_GROUPS_MAX */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
@@ -134,7 +134,7 @@ typedef struct {
     bool             pf_spare;      /* its partials in attention_paged's spare where it has more room
                                      * (HYOCR_PREFILL_SPARE=0: never) */
     bool             vis_lazy;      /* k_vis_wg's lazy rescale (HYOCR_VIS_LAZY_RESCALE=0: every tile) */
-    bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=1) */
+    bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=0: not) */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -810,11 +810,10 @@ static bool gemm_fallback(cuda_backend *cb, void *out, hk_dtype ot, const void *
 /* The column groups a CTA of a product of 2..16 rows (hk_gemm_rows_ex, HYOCR_ROWS_WIDE): the
  * card's rule unless switched off (q|k|v and gate|up share their normalised rows over 16
  * columns), or the forced count. They depend on N only, never on M or the mode, and never change
- * the bits: a row's stay those of any step, and the fused products those of the unfused ones. A
- * knob of 0 is one group, 1 the rule, more that count. */
+ * the bits: a row's stay those of any step, and the fused products those of the unfused ones. */
 static int rows_groups(const cuda_backend *cb, int N)
 {
-    return cb->rows_wide <= 0 ? 1 : cb->rows_wide > 1 ? cb->rows_wide : hk_gemm_rows_groups(N, cb->sm_count);
+    return cb->rows_wide < 0 ? 1 : cb->rows_wide > 1 ? cb->rows_wide : hk_gemm_rows_groups(N, cb->sm_count);
 }
 
 /* hk_gemm_rows_ex in that layout. */
@@ -2272,8 +2271,8 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->decode_stages = t->decode_stages == 0 ? -1
                         : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     /* unset: the card's rule (16 concurrent 1024² pages 5255 → 5573 tokens/s on an H200, the same
-     * bits: bench/results/2026-12-05-h200-s19); "0" off (-1 here); more: that many groups */
-    cb->rows_wide = t->rows_wide < 0 ? 0 : t->rows_wide == 0 ? 1 : MIN(t->rows_wide, HK_GEMM_ROWS_GROUPS_MAX);
+     * bits: bench/results/2026-12-05-h200-s19) */
+    cb->rows_wide = MIN(t->rows_wide, HK_GEMM_ROWS_GROUPS_MAX);
     cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
@@ -2289,7 +2288,10 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->pf_spare = t->prefill_spare != HYOCR_SWITCH_OFF;
     /* H200, session 9: the vision attention 0.94× its time, a 2048² page's vision 136–137 → 131 ms */
     cb->vis_lazy = t->vis_lazy != HYOCR_SWITCH_OFF;
-    cb->ordered_main = t->ordered_alloc == HYOCR_SWITCH_ON && pools_supported(cb);
+    /* unset: stream-ordered (H100, session 20: a warm 1024² page's vision 16.4–17.6 → 15.4–16.1 ms,
+     * 16 concurrent 1024² pages 4727–4854 → 5107–5163 tokens/s, the engine's peak the same bytes and
+     * the card's 14 MiB more; bench/results/2026-12-05-h200-s20); "0" off */
+    cb->ordered_main = t->ordered_alloc != HYOCR_SWITCH_OFF && pools_supported(cb);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

@@ -42,10 +42,9 @@ typedef struct {
                                    * with a row's heads spread over blocks of that many; 0 = unset (4) */
     int          text_chunk_rows; /* HYOCR_TEXT_CHUNK_ROWS: prefill rows per chunk where the engine's
                                    * params leave it at 0; 0 = the default (HYOCR_TEXT_CHUNK_ROWS) */
-    hyocr_switch ordered_alloc;   /* HYOCR_ORDERED_ALLOC=1: the CUDA main lane's activations from the
+    hyocr_switch ordered_alloc;   /* HYOCR_ORDERED_ALLOC: the CUDA main lane's activations from the
                                    * stream-ordered allocator, so a buffer given back does not wait for
-                                   * the device (measured faster in session 20; off until its suites and
-                                   * tests/gpu/memory.sh have run with it on: bench/results/2026-12-05-h200-s20) */
+                                   * the device; default on (the backend's, since session 20), "0" = off */
     int          vit_chunk_rows;  /* HYOCR_VIT_CHUNK_ROWS: rows per chunk of the ViT's row-wise parts where
                                    * the engine's params leave it at 0; 0 = the default (HYOCR_VIT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
