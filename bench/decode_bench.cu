@@ -13,7 +13,9 @@
  * exit status is 1 when one exceeds 2 output ulps of the largest |k_decode| value or is not
  * finite. Build and run (GPU machine, repository root):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/decode_bench.cu -o /tmp/decode-bench && /tmp/decode-bench
- * An argument "bf16" runs bf16 instead; the A100 code: -gencode=arch=compute_80,code=sm_80. */
+ * An argument "bf16" runs bf16 instead; the A100 code: -gencode=arch=compute_80,code=sm_80.
+ * HK_BENCH_ROWS, HK_BENCH_CTX, HK_BENCH_SPLITS and HK_BENCH_STAGES (comma-separated) replace
+ * the sweep's lists, e.g. HK_BENCH_ROWS=8,16 HK_BENCH_SPLITS=0,384,512 HK_BENCH_STAGES=2. */
 #include "../kernels/attention-decode.cu"
 #include "bench-timing.h"
 #include <algorithm>
@@ -156,6 +158,21 @@ static std::vector<T> output(const fixture &f, hk_dtype t, int rows, int ctx, in
     return h;
 }
 
+/* A comma-separated list from the environment (the sweep's rows, contexts, split lengths —
+ * 0 the engine's pick — and stages, 0 k_decode), else the default; values past max dropped. */
+static std::vector<int> env_list(const char *name, std::vector<int> dflt, int max)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    std::vector<int> out;
+    for (char *end; *v; v = *end ? end + 1 : end) {
+        long x = strtol(v, &end, 10);
+        if (end == v) break;
+        if (x >= 0 && x <= max) out.push_back((int)x);
+    }
+    return out.empty() ? dflt : out;
+}
+
 template <typename T> static int run(hk_dtype t, float ulp)
 {
     int dev = 0, sm = 0;
@@ -164,7 +181,10 @@ template <typename T> static int run(hk_dtype t, float ulp)
     fixture f;
     fixture_init<T>(f);
     int bad = 0;
-    static const int rows_list[] = { 1, 4, 16 }, ctx_list[] = { 1087, 4191 }, sweep[] = { 0, 128, 256, 512 };
+    std::vector<int> rows_list = env_list("HK_BENCH_ROWS", { 1, 4, 16 }, MAX_ROWS),
+                     ctx_list = env_list("HK_BENCH_CTX", { 1087, 4191 }, MAX_CTX),
+                     sweep = env_list("HK_BENCH_SPLITS", { 0, 128, 256, 512 }, HK_SPLIT_MAX),
+                     stages = env_list("HK_BENCH_STAGES", { 0, 2, 3, 4 }, HK_DECODE_STAGES_MAX);
     printf("%-5s %4s %5s %5s  %-9s %9s %8s %12s %6s\n", "rows", "", "ctx", "split", "kernel", "us/call", "GB/s",
            "max|d|", "bits");
     for (int rows : rows_list)
@@ -178,7 +198,7 @@ template <typename T> static int run(hk_dtype t, float ulp)
                 std::vector<T> ref = output<T>(f, t, rows, ctx, len, 0);
                 float top = 0.0f;
                 for (T x : ref) top = fmaxf(top, fabsf(to_f(x)));
-                for (int st : { 0, 2, 3, 4 }) {
+                for (int st : stages) {
                     double us = time_us(f, t, rows, ctx, len, st);
                     double mx = 0.0;
                     size_t nbits = 0;

@@ -558,6 +558,28 @@ int hk_decode_split_len(int sm_count, int64_t total_ctx, int rows, int Hq, int H
     return (int)len;
 }
 
+int hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int split_max, int block_size)
+{
+    const int GT = hk_decode_heads_per_cta(Hq, Hkv);
+    const void *k = decode_kernel<__half>(GT, stages);
+    const size_t smem = hk_decode_smem_staged(GT, split_max, block_size, stages);
+    int n = 0;
+    if (!k || (stages && cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k, DEC_THREADS, smem) != cudaSuccess)
+        return 0;
+    return n;
+}
+
+int hk_decode_split_len_wave(int sm_count, int ctas_per_sm, int ctx, int rows, int Hq, int Hkv)
+{
+    int64_t per_split = (int64_t)rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
+    int64_t splits = per_split > 0 ? (int64_t)ctas_per_sm * sm_count / per_split : 0;
+    if (splits < 1 || ctx < 1) return 0;
+    int64_t len = (ctx + splits - 1) / splits;
+    len = (len + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN;
+    return len <= HK_SPLIT_WAVE_MAX ? (int)len : 0;
+}
+
 cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *p)
 {
     if (p->n_splits <= 0) return cudaSuccess;

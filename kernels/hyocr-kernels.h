@@ -133,6 +133,21 @@ int         hk_decode_heads_per_cta(int Hq, int Hkv);
 #define HK_SPLIT_ROWS_MAX 256
 #define HK_SPLIT_MAX 1024
 int         hk_decode_split_len(int sm_count, int64_t total_ctx, int rows, int Hq, int Hkv);
+/* CTAs of the decode kernel of that many stages (0: k_decode) an SM holds at once, for rows
+ * of Hq / Hkv heads, splits of up to split_max keys (0 where it cannot be told). */
+int         hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int split_max, int block_size);
+/* Keys per split of a step of several rows through the staged kernel, so that its CTAs at a
+ * context of ctx tokens make one wave (ctas_per_sm × sm_count at most, the most splits a row
+ * that fit), rounded up to HK_SPLIT_MIN; 0 where that takes more than HK_SPLIT_WAVE_MAX keys
+ * (the caller keeps hk_decode_split_len's). A short split's CTA is mostly its start and its
+ * merge, so a second, partial wave costs nearly a full one: H100, session 21, the kernel at
+ * 1087–1343 keys (bench/results/2026-12-05-h200-s21, call7), 16 rows 38.4–47.2 µs a layer with
+ * 256-key splits (5–6 a row, 640–768 CTAs, ~1.6–1.9 waves of 396) against 36.0–41.5 with
+ * 384–448 (3 a row, 384 CTAs); 8 rows were fastest at 192–256 (5–6 a row: one wave). In the
+ * engine (call8, three alternated rounds, the same tokens): 16 concurrent 1024² pages 5015–5055
+ * → 5075–5178 tokens/s at max batch 16, 3935–4012 → 4091–4145 at 12. */
+int         hk_decode_split_len_wave(int sm_count, int ctas_per_sm, int ctx, int rows, int Hq, int Hkv);
+#define HK_SPLIT_WAVE_MAX 512
 
 /* Launches a test kernel (a missing kernel image shows here) and waits for it;
  * *wgmma becomes 1 when the code this device runs has the Hopper vision attention

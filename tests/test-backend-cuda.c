@@ -1701,6 +1701,31 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
 #endif
 
 #if HYOCR_HAVE_CUDA
+/* The one-wave split of a bound step of several rows (host only): 3 staged CTAs an SM on 132
+ * SMs (396) over the middle of a 1024² page's bound (1536 keys), 8 heads' columns a row. */
+static void test_decode_split_wave(void)
+{
+    const int sms = 132, per_sm = 3, Hq = 16, Hkv = 8;
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 16, Hq, Hkv), ==, 512);   /* 3 a row: 384 CTAs */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 14, Hq, Hkv), ==, 512);   /* 3: 336 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 12, Hq, Hkv), ==, 384);   /* 4: 384 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 10, Hq, Hkv), ==, 384);   /* 4: 320 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 9, Hq, Hkv), ==, 320);    /* 5: 360 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 8, Hq, Hkv), ==, 256);    /* 6: 384 */
+    for (int rows = 2; rows <= 16; rows++)
+        for (int ctx = 64; ctx <= 4096; ctx += 64) {
+            int len = hk_decode_split_len_wave(sms, per_sm, ctx, rows, Hq, Hkv);
+            if (!len) continue;
+            g_assert_cmpint(len % HK_SPLIT_MIN, ==, 0);
+            g_assert_cmpint(len, <=, HK_SPLIT_WAVE_MAX);
+            g_assert_cmpint((int64_t)rows * 8 * ((ctx + len - 1) / len), <=, (int64_t)sms * per_sm);   /* one wave */
+        }
+    /* a 2048² page's stretch (4608) at 16 rows would want 1536-key splits: left to the old rule */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 4608, 16, Hq, Hkv), ==, 0);
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 64, Hq, Hkv), ==, 0);     /* not one split a row */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, 0, 1536, 16, Hq, Hkv), ==, 0);          /* occupancy unknown */
+}
+
 /* The split-KV prefill's plan (host only, no device needed): the rule on the 2048² page's
  * calls on an H200's 132 SMs, and every item's splits covering its key tiles exactly,
  * balanced, with its merge entry. */
@@ -2984,6 +3009,7 @@ int main(int argc, char **argv)
     g_test_add_func("/backend-cuda/init", test_init);
 #if HYOCR_HAVE_CUDA
     g_test_add_func("/backend-cuda/prefill_split_plan", test_prefill_split_plan);
+    g_test_add_func("/backend-cuda/decode_split_wave", test_decode_split_wave);
     g_test_add_func("/backend-cuda/gemm_rows_layout_rule", test_gemm_rows_layout_rule);
 #endif
     const dt_case *cases[] = { &F16, &BF16 };

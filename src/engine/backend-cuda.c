@@ -121,6 +121,7 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
+    int              dec_ctas_per_sm[HK_DECODE_STAGES_MAX + 1]; /* a decode kernel's CTAs an SM, by stages (0: not yet asked) */
     int              rows_wide;      /* HYOCR_ROWS_WIDE as tuning.h has it (−1 off, 0 or 1 the card's rule,
                                       * more: that many groups), capped at HK_GEMM_ROWS_GROUPS_MAX */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
@@ -1313,12 +1314,20 @@ static bool decode_scratch(cuda_backend *cb, const paged_plan *pp, int Hq, int H
 }
 
 /* Keys per split of a bound step: sized for its context bound (max_blocks), so
- * the grid is fixed and the splits past a row's context idle. */
-static int bound_split_len(const cuda_backend *cb, int Hq, int Hkv, int block_size)
+ * the grid is fixed and the splits past a row's context idle. Steps of several rows
+ * through the staged kernel take splits whose CTAs make one wave at the middle of the
+ * bound's stretch of contexts, where that is short (hk_decode_split_len_wave). */
+static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int stages)
 {
     if (cb->split_override > 0) return cb->split_override;
     int64_t cap = (int64_t)cb->bound_maxb * block_size;
-    return hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
+    int len = hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
+    if (stages < 2 || cb->bound_rows < 2) return len;
+    if (cb->dec_ctas_per_sm[stages] == 0)
+        cb->dec_ctas_per_sm[stages] = hk_decode_ctas_per_sm(Hq, Hkv, stages, HK_SPLIT_WAVE_MAX, block_size);
+    int typical = (int)MAX(cap - HYOCR_DECODE_CTX_STEP / 2, cap / 2);
+    int wave = hk_decode_split_len_wave(cb->sm_count, cb->dec_ctas_per_sm[stages], typical, cb->bound_rows, Hq, Hkv);
+    return wave > 0 ? wave : len;
 }
 
 /* The decode kernel of a step of rows decode rows: one row keeps k_decode (batch-1
@@ -1345,7 +1354,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     if (n_seqs != cb->bound_rows || rows != n_seqs)
         return invalid(error, _("attention_paged: %d sequences, %d rows but the bound decode step has %d rows"), n_seqs,
                        rows, cb->bound_rows);
-    int split_len = bound_split_len(cb, Hq, Hkv, block_size);
+    int split_len = bound_split_len(cb, Hq, Hkv, block_size, decode_stages_for(cb, rows));
     int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
     if (D == 128 && !decode_scratch_n(cb, parts, rows, Hq, Hkv, D, error)) return false;
     /* rows of one verify block read each other's new K/V: all are stored before any attends, and

@@ -275,6 +275,10 @@ typedef struct {
     bool   (*side_idle)(hyocr_backend *be, bool wait, GError **error);
 } hyocr_backend_ops;
 
+/* The context bound of a captured decode step is the rows' longest context rounded up to this
+ * many tokens (decode.c): one graph serves a step's contexts over that stretch. */
+#define HYOCR_DECODE_CTX_STEP 1024
+
 /* One decode step for decode_bind: one row (token) per sequence. */
 typedef struct hyocr_decode_meta {
     int                   n_rows;

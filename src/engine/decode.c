@@ -93,7 +93,6 @@ typedef struct {
 } decode_graph;
 
 #define DECODE_GRAPHS_MAX 16
-#define DECODE_CTX_STEP   1024   /* context bound of a captured step, in tokens */
 
 static void decode_graph_free(hyocr_model *m, decode_graph *g)
 {
@@ -143,7 +142,7 @@ bool hyocr_decode_graphs_run(hyocr_model *m, hyocr_decode_meta *dm, uint64_t sig
 {
     int n = dm->n_rows, bs = m->kv_block_size, ctx = 0;
     for (int r = 0; r < n; r++) ctx = MAX(ctx, dm->views[r].n_past + 1);
-    int bound = (ctx + DECODE_CTX_STEP - 1) / DECODE_CTX_STEP * DECODE_CTX_STEP;
+    int bound = (ctx + HYOCR_DECODE_CTX_STEP - 1) / HYOCR_DECODE_CTX_STEP * HYOCR_DECODE_CTX_STEP;
     int max_blocks = (bound + bs - 1) / bs;
     dm->block_size = bs;
     dm->max_blocks = max_blocks;
