@@ -29,8 +29,6 @@
 #include <math.h>
 #include <string.h>
 
-#define DEFAULT_MAX_BATCH 16
-
 struct hyocr_request {
     gint              ref;
     hyocr_job_end     end;           /* its result, handed to hyocr_request_wait */
@@ -1429,7 +1427,7 @@ bool hyocr_sched_start(hyocr_engine *eng, GError **error)
     s->jobs = g_ptr_array_new();
     s->ended = g_ptr_array_new();
     s->spares = g_array_new(FALSE, FALSE, sizeof(host_block));
-    s->max_batch = eng->params.max_batch > 0 ? eng->params.max_batch : DEFAULT_MAX_BATCH;
+    s->max_batch = eng->params.max_batch > 0 ? eng->params.max_batch : HYOCR_DEFAULT_MAX_BATCH;
     s->swap_space = eng->params.swap_space;
     s->settled = true;
     /* one thread of its own, kept (exclusive): a shared pool's threads would be made on demand */
@@ -1590,7 +1588,7 @@ void hyocr_engine_get_stats(hyocr_engine *eng, hyocr_engine_stats *out)
 
 void hyocr_engine_set_max_batch(hyocr_engine *eng, int max_batch)
 {
-    g_atomic_int_set(&eng->sched->max_batch, max_batch > 0 ? max_batch : DEFAULT_MAX_BATCH);
+    g_atomic_int_set(&eng->sched->max_batch, max_batch > 0 ? max_batch : HYOCR_DEFAULT_MAX_BATCH);
     g_mutex_lock(&eng->sched->lock);
     g_cond_signal(&eng->sched->cond);
     g_mutex_unlock(&eng->sched->lock);

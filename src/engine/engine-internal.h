@@ -13,6 +13,9 @@
 
 G_BEGIN_DECLS
 
+/* Jobs that decode together where the params leave max_batch at 0 (params_init's too). */
+#define HYOCR_DEFAULT_MAX_BATCH 16
+
 struct hyocr_engine {
     char               *model_dir;
     hyocr_engine_params params;           /* as given (model_dir → ours), for a reload in another dtype */

@@ -10,7 +10,6 @@
 
 #define DEFAULT_MAX_NEW_TOKENS 8192
 #define DEFAULT_KV_BLOCK       16
-#define DEFAULT_MAX_BATCH      16
 #define FALLBACK_MAX_MODEL_LEN 32768
 
 void hyocr_engine_params_init(hyocr_engine_params *p)
@@ -18,7 +17,7 @@ void hyocr_engine_params_init(hyocr_engine_params *p)
     memset(p, 0, sizeof *p);
     p->device = HYOCR_DEVICE_AUTO;
     p->cuda_dtype = HYOCR_COMPUTE_F16;
-    p->max_batch = DEFAULT_MAX_BATCH;
+    p->max_batch = HYOCR_DEFAULT_MAX_BATCH;
     p->speculative_tokens = -1;
 }
 
