@@ -53,7 +53,7 @@ typedef struct {
 } cuda_lane;
 
 /* A buffer, and whether it came from the stream-ordered allocator (on the side lane, or on the
- * main one with HYOCR_ORDERED_ALLOC=1: main). */
+ * main one unless HYOCR_ORDERED_ALLOC=0: main). */
 typedef struct {
     hyocr_buf base;
     bool      ordered, main;
