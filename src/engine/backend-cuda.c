@@ -2299,7 +2299,8 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->vis_lazy = t->vis_lazy != HYOCR_SWITCH_OFF;
     /* unset: stream-ordered (H100, session 20: a warm 1024² page's vision 16.4–17.6 → 15.4–16.1 ms,
      * 16 concurrent 1024² pages 4727–4854 → 5107–5163 tokens/s, the engine's peak the same bytes and
-     * the card's 14 MiB more; bench/results/2026-12-05-h200-s20); "0" off */
+     * the card's 14 MiB more; bench/results/2026-12-05-h200-s20; the default since session 21, whose
+     * call1 ran every card suite and memory.sh with it); "0" off */
     cb->ordered_main = t->ordered_alloc != HYOCR_SWITCH_OFF && pools_supported(cb);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
