@@ -1325,7 +1325,7 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
     if (stages < 2 || cb->bound_rows < 2) return len;
     if (cb->dec_ctas_per_sm[stages] == 0)
         cb->dec_ctas_per_sm[stages] = hk_decode_ctas_per_sm(Hq, Hkv, stages, HK_SPLIT_WAVE_MAX, block_size);
-    int typical = (int)MAX(cap - HYOCR_DECODE_CTX_STEP / 2, cap / 2);
+    int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);   /* cap: a multiple of the step */
     int wave = hk_decode_split_len_wave(cb->sm_count, cb->dec_ctas_per_sm[stages], typical, cb->bound_rows, Hq, Hkv);
     return wave > 0 ? wave : len;
 }

@@ -44,7 +44,7 @@ typedef struct {
                                    * params leave it at 0; 0 = the default (HYOCR_TEXT_CHUNK_ROWS) */
     hyocr_switch ordered_alloc;   /* HYOCR_ORDERED_ALLOC: the CUDA main lane's activations from the
                                    * stream-ordered allocator, so a buffer given back does not wait for
-                                   * the device; default on (the backend's, since session 20), "0" = off */
+                                   * the device; default on (the backend's, since session 21), "0" = off */
     int          vit_chunk_rows;  /* HYOCR_VIT_CHUNK_ROWS: rows per chunk of the ViT's row-wise parts where
                                    * the engine's params leave it at 0; 0 = the default (HYOCR_VIT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;

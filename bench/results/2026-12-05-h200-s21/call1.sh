@@ -2,16 +2,10 @@
 # suite of the card with the default, tests/gpu/memory.sh with it off ("0") and on (unset), and the
 # 16-concurrent row against one at a time, alternated. ROWS_WIDE's single encoding rides along.
 #   source .device/setup.sh >/dev/null && OUT=... bash bench/results/2026-12-05-h200-s21/call1.sh
-export PATH=/usr/local/cuda/bin:$PATH
 W=/tmp/s21c1; rm -rf $W; mkdir -p $W
 L=$W/log.txt
 T0=$(date +%s)
-[ -f /tmp/hy-full/model.safetensors ] || python3 bench/make_random_checkpoint.py /tmp/hy-full > $W/ckpt.txt 2>&1 &
-[ -f /tmp/hyocr-img/page_1024.png ] || python3 bench/make_images.py /tmp/hyocr-img > /dev/null 2>&1 &
-[ -f build-gpu/build.ninja ] || meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=enabled \
-  --buildtype=release > $W/setup.txt 2>&1
-ninja -C build-gpu > $W/build.txt 2>&1 || { tail -20 $W/build.txt; exit 1; }
-wait
+source bench/results/2026-12-05-h200-s21/prep.sh   # as run: these lines inline, the same steps
 echo "built at $(( $(date +%s) - T0 )) s" >> $L
 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch speculate \
   > $W/tests-on.txt 2>&1
