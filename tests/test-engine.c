@@ -2,6 +2,7 @@
  * events and their order, tokens equal to the reference's greedy output,
  * cancellation from another thread, length limits, the logits sink, and errors
  * that leave the engine usable. */
+#define _GNU_SOURCE   /* memmem */
 #include "error.h"
 #include "hyocr.h"
 #include "testutil.h"
@@ -89,7 +90,7 @@ static void record(const hyocr_event *ev, void *data)
         g_assert_nonnull(ev->piece);
         if (!utf8_ok(ev->piece, ev->piece_len)) r->bad_utf8++;
         g_string_append_len(r->pieces, ev->piece, (gssize)ev->piece_len);
-        g_array_append_val(r->tokens, ev->token);
+        if (ev->token >= 0) g_array_append_val(r->tokens, ev->token);   /* -1: the text left at the end */
         g_assert_cmpint(ev->n_generated, ==, (int)r->tokens->len);
     } else if (ev->type == HYOCR_EVENT_DONE) {
         r->done_text = g_memdup2(ev->piece, ev->piece_len + 1);
@@ -566,6 +567,142 @@ static void test_bad_job(void)
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
 }
 
+/* ---- stop sequences ------------------------------------------------------------------ */
+
+/* One run of the test job (48 tokens, EOS ignored so every run has them all) with the
+ * given stop strings and tokens; the stream must add up to the answer's raw text. */
+static void run_stopped(hyocr_engine *eng, const char *const *stop, bool included, const int32_t *ids, int n_ids,
+                        hyocr_job_result *res, recorder *r)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
+    hyocr_job_params jp;
+    recorder_init(r);
+    job_init(&jp, img, r);
+    jp.ignore_eos = true;
+    jp.stop = stop;
+    jp.stop_included = included;
+    jp.stop_token_ids = ids;
+    jp.n_stop_token_ids = n_ids;
+    memset(res, 0, sizeof *res);
+    g_assert_true(hyocr_engine_run(eng, &jp, res, &err));
+    g_assert_no_error(err);
+    g_assert_cmpmem(r->pieces->str, r->pieces->len, res->raw_text, res->raw_text_len);
+    g_assert_cmpuint(r->tokens->len, ==, res->token_ids->len);
+}
+
+/* A piece of the plain answer's text from byte `from`, whole characters, no NUL: a stop string. */
+static char *stop_from(const hyocr_job_result *plain, size_t from, int chars)
+{
+    const char *p = plain->raw_text + from, *end = plain->raw_text + plain->raw_text_len;
+    while (p < end && ((guchar)*p & 0xc0) == 0x80) p++;   /* to a character's start */
+    const char *q = p;
+    for (int i = 0; i < chars && q < end && *q; i++) q = g_utf8_next_char(q);
+    g_assert_true(q > p);
+    return g_strndup(p, (gsize)(q - p));
+}
+
+/* The answer ends before the first stop string its text holds (after it when asked), its
+ * tokens are the plain run's up to the one that completed it, and the stream never carried
+ * a byte of it; a string the text only starts at its end is held back, then given. */
+static void test_stop_strings(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = open_engine(CKPT, 0, &err);
+    hyocr_job_result plain, res;
+    recorder r;
+    run_stopped(eng, NULL, false, NULL, 0, &plain, &r);
+    recorder_clear(&r);
+    g_assert_cmpuint(plain.raw_text_len, >, 8);
+
+    g_autofree char *mid = stop_from(&plain, plain.raw_text_len / 2, 2);
+    const char *first = memmem(plain.raw_text, plain.raw_text_len, mid, strlen(mid));
+    size_t cut = (size_t)(first - plain.raw_text);
+    const char *const one[] = { mid, NULL };
+    for (int included = 0; included <= 1; included++) {
+        run_stopped(eng, one, included, NULL, 0, &res, &r);
+        size_t want = cut + (included ? strlen(mid) : 0);
+        g_assert_cmpmem(res.raw_text, res.raw_text_len, plain.raw_text, want);
+        g_assert_cmpint(res.stop_reason, ==, HYOCR_STOP_REQUESTED);
+        g_assert_cmpstr(hyocr_stop_reason_name(res.stop_reason), ==, "requested");
+        g_assert_cmpint(res.stop_string, ==, 1);
+        g_assert_cmpuint(res.token_ids->len, <, plain.token_ids->len);
+        g_assert_cmpmem(res.token_ids->data, res.token_ids->len * 4, plain.token_ids->data, res.token_ids->len * 4);
+        recorder_clear(&r);
+        hyocr_job_result_clear(&res);
+    }
+
+    /* two strings: the one found earlier in the text wins, whatever its place in the list */
+    g_autofree char *early = stop_from(&plain, 0, 1);
+    const char *const two[] = { mid, early, NULL };
+    run_stopped(eng, two, false, NULL, 0, &res, &r);
+    const char *e = memmem(plain.raw_text, plain.raw_text_len, early, strlen(early));
+    g_assert_cmpuint(res.raw_text_len, ==, (size_t)(MIN(e, first) - plain.raw_text));
+    g_assert_cmpint(res.stop_string, ==, e < first ? 2 : 1);
+    recorder_clear(&r);
+    hyocr_job_result_clear(&res);
+
+    /* the text ends with the start of a string it never completes: held, then streamed at the end */
+    const char *last = g_utf8_find_prev_char(plain.raw_text, plain.raw_text + plain.raw_text_len);
+    g_autofree char *tail = g_strdup_printf("%.*s\x01never", (int)(plain.raw_text + plain.raw_text_len - last), last);
+    if (!memchr(last, 0, (size_t)(plain.raw_text + plain.raw_text_len - last))) {
+        const char *const held[] = { tail, NULL };
+        run_stopped(eng, held, false, NULL, 0, &res, &r);
+        g_assert_cmpmem(res.raw_text, res.raw_text_len, plain.raw_text, plain.raw_text_len);
+        g_assert_cmpint(res.stop_reason, ==, HYOCR_STOP_MAX_NEW_TOKENS);
+        g_assert_cmpint(res.stop_string, ==, 0);
+        g_assert_cmpint(count_type(&r, HYOCR_EVENT_TOKEN), ==, (int)res.token_ids->len + 1);   /* + the rest */
+        recorder_clear(&r);
+        hyocr_job_result_clear(&res);
+    }
+
+    const char *const empty[] = { "", NULL };
+    hyocr_job_params jp;
+    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
+    job_init(&jp, img, NULL);
+    jp.on_event = NULL;
+    jp.stop = empty;
+    g_assert_false(hyocr_engine_run(eng, &jp, NULL, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    hyocr_job_result_clear(&plain);
+}
+
+/* A stop token ends the answer after its first appearance, also with EOS ignored. */
+static void test_stop_tokens(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = open_engine(CKPT, 0, &err);
+    hyocr_job_result plain, res;
+    recorder r;
+    run_stopped(eng, NULL, false, NULL, 0, &plain, &r);
+    recorder_clear(&r);
+    const int32_t *ids = (const int32_t *)plain.token_ids->data;
+    int32_t stop_id = ids[plain.token_ids->len / 2];
+    guint k = 0;
+    while (ids[k] != stop_id) k++;
+    run_stopped(eng, NULL, false, &stop_id, 1, &res, &r);
+    g_assert_cmpuint(res.token_ids->len, ==, k + 1);
+    g_assert_cmpmem(res.token_ids->data, (k + 1) * 4, ids, (k + 1) * 4);
+    g_assert_cmpint(res.stop_reason, ==, HYOCR_STOP_REQUESTED);
+    g_assert_cmpint(res.stop_string, ==, 0);
+    recorder_clear(&r);
+    hyocr_job_result_clear(&res);
+
+    int32_t outside = 1 << 30;
+    hyocr_job_params jp;
+    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
+    job_init(&jp, img, NULL);
+    jp.on_event = NULL;
+    jp.stop_token_ids = &outside;
+    jp.n_stop_token_ids = 1;
+    g_assert_false(hyocr_engine_run(eng, &jp, NULL, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "is not in the vocabulary"));
+    hyocr_job_result_clear(&plain);
+}
+
 /* max_side is one rule for a file and for decoded pixels (Pillow's thumbnail size:
  * 137×91 at 70 is 70×47, where scaling and rounding would give 70×46). */
 static void test_max_side(void)
@@ -640,5 +777,7 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/bad-job", test_bad_job);
     g_test_add_func("/engine/max-side", test_max_side);
     g_test_add_func("/engine/default-penalty", test_default_penalty);
+    g_test_add_func("/engine/stop-strings", test_stop_strings);
+    g_test_add_func("/engine/stop-tokens", test_stop_tokens);
     return g_test_run();
 }

@@ -3,7 +3,8 @@
 # loopback only): the answer equals hyocr run's, the SSE stream's format, every
 # error of the API (400 401 404 405 413 503) with its message and param, a
 # client that goes away cancels its job, /metrics, the request log, SIGTERM
-# drains what is in flight, and a second server on a busy port fails clearly.
+# drains what is in flight, a second server on a busy port fails clearly, stop
+# sequences, and the fields hyocr refuses rather than ignores.
 # TAP output.
 set -u
 HYOCR=$1
@@ -172,6 +173,43 @@ assert ids == want["choices"][0]["token_ids"], (ids, want["choices"][0]["token_i
 assert text == want["choices"][0]["message"]["content"], (text, want["choices"][0]["message"]["content"])
 PY
 
+# ---- stop sequences, as vLLM takes them: the answer ends before the first stop string its
+# text holds (streamed: no byte of it goes out), or after a stop token; "stop_reason" says which
+read -r stop cut_json stop_id n_ids < <(python3 - "$tmp/answer.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1], encoding="utf-8"))["choices"][0]
+text, ids = c["message"]["content"], c["token_ids"]
+stop = text[len(text) // 2:len(text) // 2 + 2]
+k = ids.index(ids[len(ids) // 2])
+print(json.dumps(stop), json.dumps(text[:text.index(stop)]), ids[k], k + 1)
+PY
+)
+mkreq "$tmp/stop.json" "stop=$stop"
+post "$port_main" "$tmp/stop.json"
+check "stop: the text up to the first stop string, finish stop, stop_reason the string" \
+    py "s == 200 and d['choices'][0]['message']['content'] == $cut_json and d['choices'][0]['finish_reason'] == 'stop' and d['choices'][0]['stop_reason'] == $stop"
+mkreq "$tmp/stop.json" "stop=[$stop]" include_stop_str_in_output=true
+post "$port_main" "$tmp/stop.json"
+check "include_stop_str_in_output: the text up to the end of it" \
+    py "s == 200 and d['choices'][0]['message']['content'] == $cut_json + $stop"
+mkreq "$tmp/stop.json" "stop=[\"never-there\", $stop]" stream=true
+curl -s -N -H 'Content-Type: application/json' --data-binary @"$tmp/stop.json" \
+    "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/out"
+check "stop, streamed: the chunks add up to the same text, the last says why" python3 - "$tmp/out" "$cut_json" "$stop" <<'PY'
+import json, sys
+chunks = [json.loads(e[6:]) for e in open(sys.argv[1], encoding="utf-8").read().split("\n\n") if e and e != "data: [DONE]"]
+text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+assert text == json.loads(sys.argv[2]), (text, sys.argv[2])
+last = chunks[-1]["choices"][0]
+assert last["finish_reason"] == "stop" and last["stop_reason"] == json.loads(sys.argv[3]), last
+assert all(c["choices"][0]["stop_reason"] is None for c in chunks[:-1])
+PY
+mkreq "$tmp/stop.json" "stop_token_ids=[$stop_id]"
+post "$port_main" "$tmp/stop.json"
+check "stop_token_ids: the answer ends after the token's first appearance, stop_reason the id" \
+    py "s == 200 and len(d['choices'][0]['token_ids']) == $n_ids and d['choices'][0]['token_ids'][-1] == $stop_id and d['choices'][0]['stop_reason'] == $stop_id"
+check "without a stop, stop_reason is null" py "json.load(open('$tmp/answer.json'))['choices'][0]['stop_reason'] is None"
+
 # ---- 400: what the client sent
 printf '{"model": "hyocr-test", "messages": [' >"$tmp/bad.json"
 post "$port_main" "$tmp/bad.json"
@@ -232,9 +270,34 @@ check "400 max_tokens 0" error_is 400 "'max_tokens'" "at least 1"
 mkreq "$tmp/mt-huge.json" max_tokens=4e96
 post "$port_main" "$tmp/mt-huge.json"
 check "400 max_tokens 4e96 (no integer overflow)" error_is 400 "'max_tokens'" "must be at least 1"
-mkreq "$tmp/unknown.json" 'frequency_penalty=0.5' 'logit_bias={}' 'some_extension=[1,2]'
+mkreq "$tmp/unknown.json" 'frequency_penalty=0' 'logit_bias={}' 'logprobs=false' \
+    'response_format={"type": "text"}' 'some_extension=[1,2]'
 post "$port_main" "$tmp/unknown.json"
-check "unknown fields are ignored, as vLLM does" py "s == 200"
+check "unknown fields, and known ones that ask for nothing, are ignored, as vLLM does" py "s == 200"
+for kv in 'frequency_penalty=0.5' 'presence_penalty=-1' 'logprobs=true' 'top_logprobs=3' 'logit_bias={"5": 10}' \
+          'min_tokens=4' 'response_format={"type": "json_object"}' 'tools=[{"type": "function"}]'; do
+    key=${kv%%=*}
+    mkreq "$tmp/unsup.json" "$kv"
+    post "$port_main" "$tmp/unsup.json"
+    check "400 $key that asks for something hyocr cannot do, not quietly ignored" \
+        error_is 400 "'$key'" "\"$key\" is not supported: "
+done
+mkreq "$tmp/stop-bad.json" 'stop=5'
+post "$port_main" "$tmp/stop-bad.json"
+check "400 stop that is not a string or strings" error_is 400 "'stop'" "must be a string or a list of strings"
+mkreq "$tmp/stop-bad.json" 'stop=["a", ""]'
+post "$port_main" "$tmp/stop-bad.json"
+check "400 an empty stop string, named by its place" error_is 400 "'stop'" "stop string 2 must be UTF-8 text of 1 to 256 bytes"
+mkreq "$tmp/stop-bad.json" "stop=$(python3 -c 'print(["s%d" % i for i in range(17)])' | tr "'" '"')"
+post "$port_main" "$tmp/stop-bad.json"
+check "400 more stop strings than the server takes" error_is 400 "'stop'" "has 17 strings: at most 16"
+mkreq "$tmp/stop-bad.json" 'stop_token_ids=[3, -1]'
+post "$port_main" "$tmp/stop-bad.json"
+check "400 stop_token_ids that are not token ids" error_is 400 "'stop_token_ids'" "must be a list of token ids"
+mkreq "$tmp/stop-bad.json" 'stop_token_ids=[1000000000]'
+post "$port_main" "$tmp/stop-bad.json"
+check "400 a stop token outside the vocabulary (the engine's check)" \
+    py "s == 400 and 'not in the vocabulary' in d['error']['message']"
 
 # ---- 404, 405
 mkreq "$tmp/m.json" 'model="gpt-4o"'

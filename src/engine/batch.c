@@ -37,7 +37,8 @@ struct hyocr_request {
     bool              redo;          /* FP16 overflowed: rerun in the redo precision */
     hyocr_job_params  params;        /* the strings below are ours */
     char             *image_path, *custom_prompt, *rendered_chat;
-    char            **fields;
+    char            **fields, **stop;
+    int32_t          *stop_token_ids;
     hyocr_job_result  res;
     job_state         st;            /* the scheduler's */
 };
@@ -1478,10 +1479,14 @@ static hyocr_request *job_new(const hyocr_job_params *params)
     job->custom_prompt = g_strdup(params->custom_prompt);
     job->rendered_chat = g_strdup(params->rendered_chat);
     job->fields = g_strdupv((char **)params->fields);
+    job->stop = g_strdupv((char **)params->stop);
+    job->stop_token_ids = g_memdup2(params->stop_token_ids, sizeof(int32_t) * (size_t)MAX(0, params->n_stop_token_ids));
     job->params.image_path = job->image_path;
     job->params.custom_prompt = job->custom_prompt;
     job->params.rendered_chat = job->rendered_chat;
     job->params.fields = (const char *const *)job->fields;
+    job->params.stop = (const char *const *)job->stop;
+    job->params.stop_token_ids = job->stop_token_ids;
     if (params->image_data) g_bytes_ref(params->image_data);
     if (params->cancellable) g_object_ref(params->cancellable);
     return job;
@@ -1504,6 +1509,8 @@ void hyocr_request_unref(hyocr_request *job)
     g_free(job->custom_prompt);
     g_free(job->rendered_chat);
     g_strfreev(job->fields);
+    g_strfreev(job->stop);
+    g_free(job->stop_token_ids);
     g_free(job);
 }
 

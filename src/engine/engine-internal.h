@@ -75,6 +75,8 @@ typedef struct {
     hyocr_detokenizer      *detok;
     GString                *text;
     glong                   n_chars;
+    size_t                  streamed;       /* bytes of text the TOKEN events have carried */
+    bool                    stop_matched;   /* text ends at a stop string: nothing more joins it */
     hyocr_tail_check        tail;
     int                     n_gen;
     /* scheduling */

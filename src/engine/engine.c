@@ -3,6 +3,7 @@
  * batch.c schedules the prefill and decode of one or many jobs. */
 #include "engine-internal.h"
 #include "error.h"
+#include "stop.h"
 #include "i18n.h"
 #include "hyocr-build-config.h"
 #include <math.h>
@@ -38,7 +39,8 @@ void hyocr_job_params_init(hyocr_job_params *p)
 
 const char *hyocr_stop_reason_name(hyocr_stop_reason r)
 {
-    static const char *const names[] = { "none", "eos", "max_new_tokens", "max_model_len", "repetition", "cancelled" };
+    static const char *const names[] = { "none", "eos", "max_new_tokens", "max_model_len", "repetition", "cancelled",
+                                         "requested" };
     return (unsigned)r < G_N_ELEMENTS(names) ? names[r] : "unknown";
 }
 
@@ -871,6 +873,29 @@ void hyocr_job_state_init(job_state *st, hyocr_engine *eng, const hyocr_job_para
     st->t0 = st->t_stage = g_get_monotonic_time();
 }
 
+/* Streams text[streamed, end) as the TOKEN event of id (-1: the bytes left at the end). */
+static void emit_text(job_state *st, int32_t id, size_t end)
+{
+    end = MAX(end, st->streamed);
+    hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = id, .piece = st->text->str + st->streamed,
+                       .piece_len = end - st->streamed, .batch_size = st->batch_size };
+    st->streamed = end;
+    if (id >= 0 || ev.piece_len) emit(st, &ev);
+}
+
+/* Whether the text, before bytes past `before` were added, now holds one of the job's stop
+ * strings; if so, it is cut there (after it with stop_included). */
+static bool stop_string_reached(job_state *st, size_t before)
+{
+    size_t at = 0;
+    int which = 0;
+    if (!hyocr_stop_find(st->job->stop, st->text->str, st->text->len, before, &at, &which)) return false;
+    g_string_truncate(st->text, at + (st->job->stop_included ? strlen(st->job->stop[which]) : 0));
+    st->stop_matched = true;
+    st->res->stop_string = which + 1;
+    return true;
+}
+
 /* Records and streams one token; returns the stop reason it causes. */
 hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
 {
@@ -887,14 +912,16 @@ hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
     st->n_gen++;
     size_t piece_len = 0;
     g_autofree char *piece = hyocr_detokenizer_push(st->detok, id, &piece_len);
+    size_t before = st->text->len;
     g_string_append_len(st->text, piece, (gssize)piece_len);
     for (size_t i = 0; i < piece_len; i++) st->n_chars += ((guchar)piece[i] & 0xc0) != 0x80;   /* NULs too */
     if (st->n_gen == 1) st->res->timings.first_token_ms = ms_since(st->t0);
-    hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = id, .piece = piece, .piece_len = piece_len,
-                       .batch_size = st->batch_size };
-    emit(st, &ev);
+    bool at_stop = stop_string_reached(st, before);
+    size_t held = at_stop ? 0 : hyocr_stop_held(job->stop, st->text->str, st->text->len);
+    emit_text(st, id, st->text->len - held);
     st->next_id = id;
 
+    if (at_stop || hyocr_stop_token_is(job->stop_token_ids, job->n_stop_token_ids, id)) return HYOCR_STOP_REQUESTED;
     if (!job->ignore_eos && hyocr_engine_is_eos(st->eng, id)) return HYOCR_STOP_EOS;
     if (st->n_gen >= job->max_new_tokens) return HYOCR_STOP_MAX_NEW_TOKENS;
     if (st->prompt->n + st->n_gen >= st->eng->max_model_len) return HYOCR_STOP_MAX_MODEL_LEN;
@@ -916,7 +943,7 @@ static bool validate_job(const hyocr_job_params *job, GError **error)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("unknown task %d"), (int)job->task);
         return false;
     }
-    return true;
+    return hyocr_stop_strings_check(job->stop, error);
 }
 
 bool hyocr_job_begin(job_state *st, GError **error)
@@ -925,6 +952,7 @@ bool hyocr_job_begin(job_state *st, GError **error)
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     const hyocr_job_params *job = st->job;
     int V = st->eng->model->cfg.text.vocab_size;
+    if (!hyocr_stop_tokens_check(job->stop_token_ids, job->n_stop_token_ids, V, error)) return false;
     st->res->repetition_penalty = pick_penalty(cfg, job->repetition_penalty);
     hyocr_sampler_params sp = {
         .temperature = job->temperature, .top_k = job->top_k, .top_p = job->top_p,
@@ -950,14 +978,10 @@ static void finish_result(job_state *st)
     if (st->detok) {
         size_t rest_len = 0;
         g_autofree char *rest = hyocr_detokenizer_flush(st->detok, &rest_len);
-        g_string_append_len(st->text, rest, (gssize)rest_len);
-        /* bytes that never completed a character still reach the stream (as U+FFFD),
-         * so the pieces always add up to raw_text */
-        if (rest_len) {
-            hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = -1, .piece = rest, .piece_len = rest_len,
-                               .n_generated = st->n_gen };
-            emit(st, &ev);
-        }
+        if (!st->stop_matched) g_string_append_len(st->text, rest, (gssize)rest_len);
+        /* what the stream held back, and bytes that never completed a character (as
+         * U+FFFD): the pieces always add up to raw_text */
+        emit_text(st, -1, st->text->len);
     }
     r->raw_text_len = st->text ? st->text->len : 0;
     r->raw_text = st->text ? g_memdup2(st->text->str, st->text->len + 1) : g_strdup("");   /* NULs kept */
@@ -995,6 +1019,7 @@ static void emit_end(job_state *st, const GError *err)
         ev.error = err;
     }
     ev.stop_reason = st->res->stop_reason;
+    ev.stop_string = st->res->stop_string;
     emit(st, &ev);
 }
 

@@ -139,6 +139,7 @@ typedef enum {
     HYOCR_STOP_MAX_MODEL_LEN,
     HYOCR_STOP_REPETITION,      /* streaming tail-repetition check */
     HYOCR_STOP_CANCELLED,
+    HYOCR_STOP_REQUESTED,       /* one of the job's stop strings or stop tokens */
 } hyocr_stop_reason;
 
 const char *hyocr_stop_reason_name(hyocr_stop_reason r);   /* "eos", "max_new_tokens", … */
@@ -172,6 +173,7 @@ typedef struct {
     const hyocr_pixels *pixels;        /* PREPROCESS */
     const GError       *error;         /* ERROR */
     hyocr_stop_reason   stop_reason;   /* DONE, CANCELLED: why it ended */
+    int                 stop_string;   /* DONE: as hyocr_job_result's */
 } hyocr_event;
 
 typedef void (*hyocr_event_fn)(const hyocr_event *ev, void *user_data);
@@ -203,6 +205,14 @@ typedef struct {
     int                 max_side;          /* > 0: Lanczos pre-scale of the long edge */
     bool                ignore_eos;        /* benchmarks: generate max_new_tokens */
     bool                no_tail_stop;      /* disable the 1.5 streaming tail-repetition stop */
+    const char *const  *stop;              /* NULL-terminated, ≤ 16 UTF-8 strings of ≤ 256 bytes (NULL: none):
+                                            * the answer ends before the first of them its text holds
+                                            * (OpenAI's "stop"); the stream holds back what could still
+                                            * become one */
+    bool                stop_included;     /* … and ends after it instead (vLLM's include_stop_str_in_output) */
+    const int32_t      *stop_token_ids;    /* ≤ 256 ids that end the answer after them, also with
+                                            * ignore_eos (vLLM's stop_token_ids) */
+    int                 n_stop_token_ids;
     int                 speculative_tokens;  /* < 0: the engine's (default); 0: no speculation for this job;
                                               * N: at most N drafts a round (speculation needs the engine's on) */
     hyocr_event_fn      on_event;
@@ -230,6 +240,7 @@ typedef struct {
     int               image_width, image_height;      /* after decode (and max_side) */
     int               grid_h, grid_w;
     hyocr_stop_reason stop_reason;
+    int               stop_string;     /* REQUESTED by a stop string: 1 + its index in the job's stop; else 0 */
     float             repetition_penalty;             /* the value used */
     hyocr_timings     timings;
     hyocr_mem_info    memory;          /* backend figures after the job (kv_used at its end) */

@@ -182,6 +182,8 @@ static bool read_choice(hyocr_remote_reply *r, JsonObject *c, const char *part, 
     if (finish) {
         g_free(r->finish_reason);
         r->finish_reason = g_strdup(finish);
+        JsonNode *why = json_object_get_member(c, "stop_reason");
+        r->stop_requested = why && !JSON_NODE_HOLDS_NULL(why);
     }
     return true;
 }

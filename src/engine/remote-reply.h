@@ -25,6 +25,8 @@ typedef struct {
     GString              *text;            /* every piece, concatenated */
     GArray               *token_ids;       /* int32_t; empty when the server sends none */
     char                 *finish_reason;   /* "stop", "length", "abort", …; NULL until one came */
+    bool                  stop_requested;  /* the finish came with vLLM's "stop_reason" (a stop string or
+                                            * token of the request's), not an end of sequence */
     int                   prompt_tokens;   /* usage; -1 until it came */
     int                   completion_tokens;
     int                   n_chunks;        /* content deltas */

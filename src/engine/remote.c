@@ -12,6 +12,7 @@
 #include "i18n.h"
 #include "json.h"
 #include "postprocess.h"
+#include "stop.h"
 #include "hyocr-build-config.h"
 #include <libsoup/soup.h>
 #include <string.h>
@@ -123,7 +124,8 @@ struct hyocr_remote_job {
     gulong            user_cancel_id;
     hyocr_job_params  params;        /* its strings and references are ours */
     char             *image_path, *custom_prompt, *name;
-    char            **fields;
+    char            **fields, **stop;
+    int32_t          *stop_token_ids;
     gint64            t0, t_first;
     int               n_generated;   /* the server's count (usage), else the ids or pieces */
 };
@@ -590,6 +592,27 @@ static void add_sampling(JsonBuilder *b, const hyocr_job_params *jp, hyocr_model
     }
 }
 
+/* The job's stop strings and tokens, in the names OpenAI and vLLM give them. */
+static void add_stops(JsonBuilder *b, const hyocr_job_params *jp)
+{
+    if (jp->stop && jp->stop[0]) {
+        json_builder_set_member_name(b, "stop");
+        json_builder_begin_array(b);
+        for (int i = 0; jp->stop[i]; i++) json_builder_add_string_value(b, jp->stop[i]);
+        json_builder_end_array(b);
+    }
+    if (jp->stop_included) {
+        json_builder_set_member_name(b, "include_stop_str_in_output");
+        json_builder_add_boolean_value(b, TRUE);
+    }
+    if (jp->n_stop_token_ids > 0) {
+        json_builder_set_member_name(b, "stop_token_ids");
+        json_builder_begin_array(b);
+        for (int i = 0; i < jp->n_stop_token_ids; i++) json_builder_add_int_value(b, jp->stop_token_ids[i]);
+        json_builder_end_array(b);
+    }
+}
+
 hyocr_model_version hyocr_remote_model_version(hyocr_remote *r)
 {
     return (hyocr_model_version)g_atomic_int_get(&r->version);
@@ -609,6 +632,7 @@ static GBytes *request_body(hyocr_remote *r, hyocr_remote_job *job, const char *
     json_builder_add_string_value(b, model);
     add_messages(b, url, prompt);
     add_sampling(b, jp, version);
+    add_stops(b, jp);
     json_builder_set_member_name(b, "stream");
     json_builder_add_boolean_value(b, TRUE);
     json_builder_set_member_name(b, "stream_options");
@@ -656,12 +680,13 @@ static void on_piece(const char *piece, size_t len, const int32_t *ids, int n_id
     emit(job, &ev);
 }
 
-static hyocr_stop_reason stop_reason(const char *finish)
+static hyocr_stop_reason stop_reason(const hyocr_remote_reply *reply)
 {
+    const char *finish = reply->finish_reason;
     if (!finish) return HYOCR_STOP_NONE;
     if (!strcmp(finish, "length")) return HYOCR_STOP_MAX_NEW_TOKENS;
     if (!strcmp(finish, "abort")) return HYOCR_STOP_CANCELLED;
-    return HYOCR_STOP_EOS;
+    return reply->stop_requested ? HYOCR_STOP_REQUESTED : HYOCR_STOP_EOS;
 }
 
 /* The answer into the result, cleaned up as a local job's is. */
@@ -674,7 +699,7 @@ static void take_answer(hyocr_remote *r, hyocr_remote_job *job, hyocr_remote_rep
                                                 &res->text_len);
     if (reply->token_ids->len) res->token_ids = g_array_ref(reply->token_ids);
     res->prompt_tokens = reply->prompt_tokens > 0 ? reply->prompt_tokens : 0;
-    res->stop_reason = stop_reason(reply->finish_reason);
+    res->stop_reason = stop_reason(reply);
     res->repetition_penalty = job->params.repetition_penalty;
     res->timings.total_ms = ms_since(job->t0);
     if (job->t_first) res->timings.first_token_ms = (double)(job->t_first - job->t0) / 1000.0;
@@ -809,6 +834,8 @@ static void job_free(hyocr_remote_job *job)
     g_free(job->custom_prompt);
     g_free(job->name);
     g_strfreev(job->fields);
+    g_strfreev(job->stop);
+    g_free(job->stop_token_ids);
     if (job->params.image_data) g_bytes_unref(job->params.image_data);
     if (job->params.document) hyocr_document_unref(job->params.document);
     hyocr_job_end_clear(&job->end);
@@ -920,6 +947,9 @@ hyocr_remote_job *hyocr_remote_submit(hyocr_remote *r, const hyocr_job_params *p
                     _("a job on a server takes a task and an image (no rendered conversation, no logits)"));
         return NULL;
     }
+    if (!hyocr_stop_strings_check(params->stop, error) ||
+        !hyocr_stop_tokens_check(params->stop_token_ids, params->n_stop_token_ids, 0, error))
+        return NULL;
     hyocr_remote_job *job = g_new0(hyocr_remote_job, 1);
     job->ref = 2;   /* the caller's and the worker's */
     job->remote = r;
@@ -930,6 +960,9 @@ hyocr_remote_job *hyocr_remote_submit(hyocr_remote *r, const hyocr_job_params *p
     job->params.custom_prompt = job->custom_prompt = g_strdup(params->custom_prompt);
     job->params.name = job->name = g_strdup(params->name);
     job->params.fields = (const char *const *)(job->fields = g_strdupv((char **)params->fields));
+    job->params.stop = (const char *const *)(job->stop = g_strdupv((char **)params->stop));
+    job->params.stop_token_ids = job->stop_token_ids =
+        g_memdup2(params->stop_token_ids, sizeof(int32_t) * (size_t)MAX(0, params->n_stop_token_ids));
     if (params->image_data) g_bytes_ref(params->image_data);
     if (params->document) hyocr_document_ref(params->document);
     job->params.cancellable = NULL;

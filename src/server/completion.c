@@ -25,6 +25,7 @@ typedef struct {
     GArray           *prompt_ids;    /* PREPROCESS, when the client asked for token ids */
     GError           *error;
     hyocr_stop_reason stop;
+    int               stop_string;
 } post;
 
 typedef struct {
@@ -47,6 +48,8 @@ typedef struct {
     bool               ended;          /* the job's end event was handled */
     bool               gone;           /* the client went away */
     bool               closed;         /* the response is complete (nothing more is written) */
+    hyocr_stop_reason  stop;           /* the end's, once it came */
+    int                stop_string;
     GSource           *watch;
     gulong             finished_id;
 } completion;
@@ -140,8 +143,20 @@ static void begin_choice(completion *c, JsonBuilder *b, const char *object, cons
     json_builder_begin_object(b);
 }
 
-/* …}, "logprobs": null, "finish_reason": finish (null until the last chunk), and the ids when
- * the request asks for them}]: the choice closed. */
+/* vLLM's "stop_reason": the request's stop string or stop token that ended the answer, else null. */
+static void add_stop_reason(completion *c, JsonBuilder *b, const char *finish)
+{
+    json_builder_set_member_name(b, "stop_reason");
+    if (!finish || c->stop != HYOCR_STOP_REQUESTED || (!c->stop_string && !c->token_ids->len))
+        json_builder_add_null_value(b);
+    else if (c->stop_string)
+        json_builder_add_string_value(b, c->req.stop[c->stop_string - 1]);
+    else
+        json_builder_add_int_value(b, g_array_index(c->token_ids, int32_t, c->token_ids->len - 1));
+}
+
+/* …}, "logprobs": null, "finish_reason": finish (null until the last chunk), "stop_reason", and
+ * the ids when the request asks for them}]: the choice closed. */
 static void end_choice(completion *c, JsonBuilder *b, const char *finish, const GArray *ids)
 {
     json_builder_end_object(b);
@@ -150,6 +165,7 @@ static void end_choice(completion *c, JsonBuilder *b, const char *finish, const 
     json_builder_set_member_name(b, "finish_reason");
     if (finish) json_builder_add_string_value(b, finish);
     else json_builder_add_null_value(b);
+    add_stop_reason(c, b, finish);
     if (c->req.return_token_ids) add_ids(b, "token_ids", ids);
     json_builder_end_object(b);
     json_builder_end_array(b);
@@ -303,6 +319,8 @@ static void on_end(completion *c, post *p)
 {
     const char *reason = p->type == HYOCR_EVENT_DONE ? finish_reason(p->stop) : p->type == HYOCR_EVENT_CANCELLED
                                                                                    ? "abort" : "error";
+    c->stop = p->stop;
+    c->stop_string = p->stop_string;
     /* also for a client gone: the write fails, and libsoup lets the message go */
     if (c->msg && !c->closed) {
         if (p->type == HYOCR_EVENT_DONE && c->req.stream) {
@@ -370,6 +388,7 @@ static void on_event(const hyocr_event *ev, void *data)
     }
     p->prompt_tokens = ev->prompt_tokens;
     p->stop = ev->stop_reason;
+    p->stop_string = ev->stop_string;
     if (ev->error) p->error = g_error_copy(ev->error);
     if (ev->type == HYOCR_EVENT_PREPROCESS && c->req.return_token_ids && ev->prompt) {
         p->prompt_ids = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), (guint)ev->prompt->n);
@@ -453,6 +472,10 @@ static void fill_job(completion *c, hyocr_job_params *jp)
     jp->repetition_penalty = r->repetition_penalty > 0 ? (float)r->repetition_penalty : -1.0f;
     jp->ignore_eos = r->ignore_eos;
     jp->no_tail_stop = r->ignore_eos;   /* benchmarks ask for exactly max_tokens */
+    jp->stop = r->stop;
+    jp->stop_included = r->stop_included;
+    jp->stop_token_ids = r->stop_token_ids;
+    jp->n_stop_token_ids = r->n_stop_token_ids;
     jp->on_event = on_event;
     jp->user_data = c;
 }

@@ -1,10 +1,13 @@
 /* hyocr serve — the OpenAI chat-completions request: JSON → the conversation
  * (hyocr_chat_message, rendered by the engine as the release's template does),
- * the one image's bytes, and the sampling parameters. Fields hyocr does not use
- * are ignored, as vLLM ignores unknown fields; what it cannot do is refused by
- * name (400, with the field in "param"). */
+ * the one image's bytes, the sampling parameters and the stop sequences. Fields
+ * hyocr does not know are ignored, as vLLM ignores unknown fields; one vLLM would
+ * honour but hyocr cannot (a penalty, log probabilities, a response format) is
+ * refused by name (400, with the field in "param"), not ignored: the client would
+ * otherwise get an answer that quietly differs from the one it asked for. */
 #include "server.h"
 #include "json.h"
+#include "stop.h"
 #include <errno.h>
 #include <math.h>
 #include <glib/gi18n.h>
@@ -359,6 +362,111 @@ static bool parse_sampling(parse_ctx *c, JsonObject *o)
     return true;
 }
 
+/* "stop": a string, a list of strings, or null; "stop_token_ids": a list of ids (vLLM). */
+static bool parse_stop(parse_ctx *c, JsonObject *o)
+{
+    hyocr_chat_request *r = c->r;
+    JsonNode *n = json_object_get_member(o, "stop");
+    if (n && !JSON_NODE_HOLDS_NULL(n)) {
+        JsonArray *arr = JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
+        guint count = arr ? json_array_get_length(arr) : 1;
+        if (count > HYOCR_STOP_MAX_STRINGS) {
+            hyocr_api_error_set(c->e, 400, "stop", _("\"stop\" has %u strings: at most %d are taken"), count,
+                                HYOCR_STOP_MAX_STRINGS);
+            return false;
+        }
+        r->stop = g_new0(const char *, count + 1);
+        g_ptr_array_add(r->owned, r->stop);
+        for (guint i = 0; i < count; i++) {
+            JsonNode *s = arr ? json_array_get_element(arr, i) : n;
+            if (!JSON_NODE_HOLDS_VALUE(s) || json_node_get_value_type(s) != G_TYPE_STRING) {
+                hyocr_api_error_set(c->e, 400, "stop", _("\"stop\" must be a string or a list of strings"));
+                return false;
+            }
+            r->stop[i] = json_node_get_string(s);
+        }
+        g_autoptr(GError) err = NULL;
+        if (!hyocr_stop_strings_check(r->stop, &err)) {
+            hyocr_api_error_set(c->e, 400, "stop", "%s", err->message);
+            return false;
+        }
+    }
+    if (!boolean(c, o, "include_stop_str_in_output", &r->stop_included)) return false;
+    n = json_object_get_member(o, "stop_token_ids");
+    if (!n || JSON_NODE_HOLDS_NULL(n)) return true;
+    JsonArray *arr = JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
+    guint count = arr ? json_array_get_length(arr) : 0;
+    if (count > HYOCR_STOP_MAX_TOKENS) {
+        hyocr_api_error_set(c->e, 400, "stop_token_ids", _("\"stop_token_ids\" has %u ids: at most %d are taken"),
+                            count, HYOCR_STOP_MAX_TOKENS);
+        return false;
+    }
+    r->stop_token_ids = g_new0(int32_t, MAX(count, 1));
+    g_ptr_array_add(r->owned, r->stop_token_ids);
+    for (guint i = 0; arr && i < count; i++) {
+        JsonNode *v = json_array_get_element(arr, i);
+        if (!JSON_NODE_HOLDS_VALUE(v) || json_node_get_value_type(v) != G_TYPE_INT64 ||
+            json_node_get_int(v) < 0 || json_node_get_int(v) > G_MAXINT32) {
+            arr = NULL;
+            break;
+        }
+        r->stop_token_ids[i] = (int32_t)json_node_get_int(v);
+    }
+    if (!arr) {
+        hyocr_api_error_set(c->e, 400, "stop_token_ids", _("\"stop_token_ids\" must be a list of token ids"));
+        return false;
+    }
+    r->n_stop_token_ids = (int)count;   /* the vocabulary's bounds are the engine's to check */
+    return true;
+}
+
+/* A member that asks for nothing: absent, null, false, 0, empty, or a response_format of
+ * {"type": "text"}. */
+static bool asks_nothing(JsonNode *n)
+{
+    if (!n || JSON_NODE_HOLDS_NULL(n)) return true;
+    if (JSON_NODE_HOLDS_ARRAY(n)) return json_array_get_length(json_node_get_array(n)) == 0;
+    if (JSON_NODE_HOLDS_OBJECT(n)) {
+        JsonObject *o = json_node_get_object(n);
+        JsonNode *type = json_object_get_member(o, "type");
+        return json_object_get_size(o) == 0 ||
+               (json_object_get_size(o) == 1 && type && JSON_NODE_HOLDS_VALUE(type) &&
+                json_node_get_value_type(type) == G_TYPE_STRING && !strcmp(json_node_get_string(type), "text"));
+    }
+    switch (json_node_get_value_type(n)) {
+    case G_TYPE_BOOLEAN: return !json_node_get_boolean(n);
+    case G_TYPE_INT64:   return json_node_get_int(n) == 0;
+    case G_TYPE_DOUBLE:  return json_node_get_double(n) == 0;
+    default:             return false;
+    }
+}
+
+/* What vLLM would honour and hyocr cannot: refused when it asks for anything. */
+static bool refuse_unsupported(parse_ctx *c, JsonObject *o)
+{
+    static const struct {
+        const char *key, *why;
+    } fields[] = {
+        { "frequency_penalty", N_("hyocr penalises repeated tokens with \"repetition_penalty\" (as vLLM takes it) "
+                                  "instead") },
+        { "presence_penalty", N_("hyocr penalises repeated tokens with \"repetition_penalty\" (as vLLM takes it) "
+                                 "instead") },
+        { "logprobs", N_("hyocr returns no log probabilities") },
+        { "top_logprobs", N_("hyocr returns no log probabilities") },
+        { "logit_bias", N_("hyocr does not bias tokens") },
+        { "min_tokens", N_("hyocr does not hold back the end of an answer") },
+        { "response_format", N_("hyocr does not constrain its output; the extract tasks ask for JSON in the prompt") },
+        { "tools", N_("hyocr does not call tools") },
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(fields); i++) {
+        if (asks_nothing(json_object_get_member(o, fields[i].key))) continue;
+        hyocr_api_error_set(c->e, 400, fields[i].key, _("\"%s\" is not supported: %s"), fields[i].key,
+                            _(fields[i].why));
+        return false;
+    }
+    return true;
+}
+
 static bool parse_stream(parse_ctx *c, JsonObject *o)
 {
     hyocr_chat_request *r = c->r;
@@ -399,7 +507,8 @@ bool hyocr_chat_request_parse(hyocr_chat_request *r, const char *body, size_t le
         return false;
     }
     r->model = g_strdup(model);
-    return parse_messages(&c, o) && parse_max_tokens(&c, o) && parse_sampling(&c, o) && parse_stream(&c, o);
+    return parse_messages(&c, o) && parse_max_tokens(&c, o) && parse_sampling(&c, o) && parse_stop(&c, o) &&
+           refuse_unsupported(&c, o) && parse_stream(&c, o);
 }
 
 void hyocr_chat_request_clear(hyocr_chat_request *r)
