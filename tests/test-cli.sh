@@ -253,6 +253,8 @@ check "memory refusal: --max-new-tokens $max_new then fits" quiet "$HYOCR" run -
 # weights over the limit: refused at load, with a limit that would do
 expect 1 "weights .* pass --gpu-memory-limit [0-9]+M or more" -- "$HYOCR" run "${tight[@]}" --gpu-memory-limit 800K
 expect 1 "extract_fields needs .*--fields" -- "$HYOCR" run "${many[@]}" --image "$one" --task extract_fields
+expect 1 "^hyocr run: --stop: stop string 2 must be UTF-8 text of 1 to 256 bytes \(it has 0\)$" -- \
+    "$HYOCR" run "${many[@]}" --image "$one" --stop x --stop ""
 
 # documents: a PDF's pages are jobs, --pages selects, a folder mixes formats (names that lie are
 # read by their content), an encrypted PDF takes --password-file

@@ -229,6 +229,20 @@ done
 client --server "$srv" --api-key-file "$tmp/key" -n 16 "$img"
 "$HYOCR" run --model "$flat" --device cpu --threads 2 -n 16 "$img" >"$tmp/local.txt" 2>/dev/null
 check "hyocr serve, one page as text: streamed, the local text" cmp -s "$tmp/out" "$tmp/local.txt"
+# --stop goes to the server as OpenAI's stop, and its stop_reason comes back: two characters
+# from the middle of that text end both runs at the same place
+stop=$(python3 -c 'import sys; t = open(sys.argv[1], encoding="utf-8").read().strip(); print(t[len(t) // 2:len(t) // 2 + 2])' "$tmp/local.txt")
+"$HYOCR" run --model "$flat" --device cpu --threads 2 -n 16 --stop "$stop" --stop never --format json "$img" \
+    >"$tmp/local.json" 2>/dev/null
+client --server "$srv" --api-key-file "$tmp/key" -n 16 --stop "$stop" --stop never --format json "$img"
+check "--stop through hyocr serve: the local run's tokens and cut text, stop reason requested" \
+    python3 - "$tmp/out" "$tmp/local.json" "$tmp/local.txt" "$stop" <<'PY'
+import json, sys
+(r,), (l,) = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+full, stop = open(sys.argv[3], encoding="utf-8").read().strip(), sys.argv[4]
+assert l["text"] == full[:full.index(stop)] and l["stop_reason"] == "requested", (l, stop)
+assert r["text"] == l["text"] and r["token_ids"] == l["token_ids"] and r["stop_reason"] == "requested", (r, l)
+PY
 
 # cancel: the run ends (130), its connection closes, and the server frees the job
 metric() { curl -s -H "Authorization: Bearer $KEY" "$srv/metrics" | grep -E "^$1[{ ]" | awk '{print $2}'; }

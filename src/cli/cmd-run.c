@@ -18,6 +18,7 @@
 #ifdef HYOCR_CLI_REMOTE
 #include "remote.h"
 #endif
+#include "stop.h"
 #include "hyocr-build-config.h"
 #include <glib/gi18n.h>
 #include <errno.h>
@@ -34,7 +35,7 @@ typedef struct {
     char    *pages, *password_file, *password;
     char    *server, *api_key_file, *api_key, *model_name, *trust_cert, *model_version;   /* --server */
     int      concurrency, timeout;
-    char   **fields, **images, **rest, **outputs;
+    char   **fields, **images, **rest, **outputs, **stop;
     int      max_new_tokens, threads, max_side, top_k, max_model_len, max_batch, repeat, spec_tokens;
     double   temperature, top_p, repetition_penalty, swap_gib;
     gint64   seed;
@@ -282,6 +283,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "dump", 0, 0, G_OPTION_ARG_FILENAME, &o->dump, N_("Write model inputs, logits.f32 and generated_ids.txt"), "DIR" },
         { "rope", 0, 0, G_OPTION_ARG_STRING, &o->rope, N_("XD-RoPE layout variant: r1 (transformers) or r2"), "V" },
         { "posemb", 0, 0, G_OPTION_ARG_STRING, &o->posemb, N_("Position-table interpolation: r1 or r2"), "V" },
+        { "stop", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->stop,
+          N_("End the answer before the first TEXT it holds; repeat for several (at most 16)"), "TEXT" },
         { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, N_("Generate max-new-tokens tokens (benchmarks)"), NULL },
         { "no-tail-stop", 0, 0, G_OPTION_ARG_NONE, &o->no_tail_stop,
           N_("Do not stop when the answer's tail repeats (1.5 models; benchmarks)"), NULL },
@@ -413,6 +416,11 @@ static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GE
     jp->max_side = o->max_side;
     jp->ignore_eos = o->ignore_eos;
     jp->no_tail_stop = o->no_tail_stop;
+    jp->stop = (const char *const *)o->stop;
+    if (!hyocr_stop_strings_check(jp->stop, error)) {
+        g_prefix_error(error, "--stop: ");
+        return false;
+    }
     return true;
 }
 
@@ -589,6 +597,7 @@ static void run_opts_clear(run_opts *o)
     if (o->password) memset(o->password, 0, strlen(o->password));
     g_free(o->password);
     g_strfreev(o->fields);
+    g_strfreev(o->stop);
     g_free(o->server);
     g_free(o->api_key_file);
     if (o->api_key) memset(o->api_key, 0, strlen(o->api_key));

@@ -117,6 +117,23 @@ try {
           usage.completion_tokens === want.token_ids.length);
   }
 
+  // stop: the client's own parameter; the answer ends where `hyocr run --stop` ends it
+  {
+    const full = runCli('recognize').text;
+    const stop = [...full].slice(full.length >> 2, (full.length >> 2) + 2).join('');
+    const want = runCli('recognize', ['--stop', stop]);
+    const params = { model: 'hyocr-test', messages: messages(presets[0][1]), max_tokens: MAX_TOKENS, temperature: 0,
+                     repetition_penalty: 1.08, return_token_ids: true, stop: [stop] };
+    const c = (await client.chat.completions.create(params)).choices[0];
+    check(`stop ${JSON.stringify(stop)}: hyocr run --stop's tokens and text, finish_reason stop`,
+          same(c.token_ids, want.token_ids) && c.message.content === want.text && c.finish_reason === 'stop' &&
+          want.stop_reason === 'requested' && want.text.length < full.length, JSON.stringify([c, want]));
+    let text = '';
+    for await (const chunk of await client.chat.completions.create({ ...params, stream: true }))
+      text += chunk.choices[0]?.delta.content || '';
+    check('stop, streamed: the same text, no part of the stop string', text === want.text, JSON.stringify(text));
+  }
+
   // errors come back as the client's typed errors, with the server's message
   try {
     await client.chat.completions.create({ model: 'hyocr-test', messages: [{ role: 'user', content: 'no image' }] });
