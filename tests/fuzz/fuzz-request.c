@@ -1,12 +1,13 @@
 /* Fuzzes hyocr serve's request parser (src/server/request.c): any body a client
  * sends to /v1/chat/completions. It is accepted with exactly one image and a
- * conversation the chat template renders (holding that one image), or refused
- * with a 400 that names what is wrong; never a crash. file:// images are read
- * under the fixtures' image folder. */
+ * conversation the chat template renders (holding that one image) and stop
+ * sequences the engine takes, or refused with a 400 that names what is wrong;
+ * never a crash. file:// images are read under the fixtures' image folder. */
 #include "fuzz.h"
 #include "config.h"
 #include "prompt.h"
 #include "server.h"
+#include "stop.h"
 #include "tokenizer.h"
 
 #include <string.h>
@@ -49,6 +50,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         g_autofree char *rendered = hyocr_chat_render(tok, cfg, r.msgs, r.n_msgs, &n_images, &err);
         fuzz_require(rendered && n_images == 1, "an accepted conversation that does not render with one image: %s",
                      err ? err->message : "");
+        g_clear_error(&err);
+        fuzz_require(hyocr_stop_strings_check(r.stop, &err), "accepted stop strings the engine refuses: %s",
+                     err ? err->message : "");
+        fuzz_require(r.n_stop_token_ids >= 0 && r.n_stop_token_ids <= HYOCR_STOP_MAX_TOKENS,
+                     "accepted %d stop token ids", r.n_stop_token_ids);
+        for (int i = 0; i < r.n_stop_token_ids; i++)
+            fuzz_require(r.stop_token_ids[i] >= 0, "accepted a negative stop token id");
     }
     hyocr_chat_request_clear(&r);
     hyocr_api_error_clear(&e);
