@@ -591,6 +591,34 @@ static void run_stopped(hyocr_engine *eng, const char *const *stop, bool include
     g_assert_cmpuint(r->tokens->len, ==, res->token_ids->len);
 }
 
+/* The engine, and its answer with no stops in *plain. */
+static hyocr_engine *stop_setup(hyocr_job_result *plain)
+{
+    g_autoptr(GError) err = NULL;
+    hyocr_engine *eng = open_engine(CKPT, 0, &err);
+    g_assert_no_error(err);
+    recorder r;
+    run_stopped(eng, NULL, false, NULL, 0, plain, &r);
+    recorder_clear(&r);
+    return eng;
+}
+
+/* A job with these stops fails before it runs, with a message holding `says`. */
+static void stops_refused(hyocr_engine *eng, const char *const *stop, const int32_t *ids, int n, const char *says)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
+    hyocr_job_params jp;
+    job_init(&jp, img, NULL);
+    jp.on_event = NULL;
+    jp.stop = stop;
+    jp.stop_token_ids = ids;
+    jp.n_stop_token_ids = n;
+    g_assert_false(hyocr_engine_run(eng, &jp, NULL, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, says));
+}
+
 /* A piece of the plain answer's text from byte `from`, whole characters, no NUL: a stop string. */
 static char *stop_from(const hyocr_job_result *plain, size_t from, int chars)
 {
@@ -608,12 +636,9 @@ static char *stop_from(const hyocr_job_result *plain, size_t from, int chars)
 static void test_stop_strings(void)
 {
     if (!require_fixtures()) return;
-    g_autoptr(GError) err = NULL;
-    g_autoptr(hyocr_engine) eng = open_engine(CKPT, 0, &err);
     hyocr_job_result plain, res;
     recorder r;
-    run_stopped(eng, NULL, false, NULL, 0, &plain, &r);
-    recorder_clear(&r);
+    g_autoptr(hyocr_engine) eng = stop_setup(&plain);
     g_assert_cmpuint(plain.raw_text_len, >, 8);
 
     g_autofree char *mid = stop_from(&plain, plain.raw_text_len / 2, 2);
@@ -658,13 +683,7 @@ static void test_stop_strings(void)
     }
 
     const char *const empty[] = { "", NULL };
-    hyocr_job_params jp;
-    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
-    job_init(&jp, img, NULL);
-    jp.on_event = NULL;
-    jp.stop = empty;
-    g_assert_false(hyocr_engine_run(eng, &jp, NULL, &err));
-    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    stops_refused(eng, empty, NULL, 0, "stop string 1 must be UTF-8 text");
     hyocr_job_result_clear(&plain);
 }
 
@@ -672,12 +691,9 @@ static void test_stop_strings(void)
 static void test_stop_tokens(void)
 {
     if (!require_fixtures()) return;
-    g_autoptr(GError) err = NULL;
-    g_autoptr(hyocr_engine) eng = open_engine(CKPT, 0, &err);
     hyocr_job_result plain, res;
     recorder r;
-    run_stopped(eng, NULL, false, NULL, 0, &plain, &r);
-    recorder_clear(&r);
+    g_autoptr(hyocr_engine) eng = stop_setup(&plain);
     const int32_t *ids = (const int32_t *)plain.token_ids->data;
     int32_t stop_id = ids[plain.token_ids->len / 2];
     guint k = 0;
@@ -691,15 +707,7 @@ static void test_stop_tokens(void)
     hyocr_job_result_clear(&res);
 
     int32_t outside = 1 << 30;
-    hyocr_job_params jp;
-    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
-    job_init(&jp, img, NULL);
-    jp.on_event = NULL;
-    jp.stop_token_ids = &outside;
-    jp.n_stop_token_ids = 1;
-    g_assert_false(hyocr_engine_run(eng, &jp, NULL, &err));
-    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
-    g_assert_nonnull(strstr(err->message, "is not in the vocabulary"));
+    stops_refused(eng, NULL, &outside, 1, "is not in the vocabulary");
     hyocr_job_result_clear(&plain);
 }
 
