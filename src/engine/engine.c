@@ -883,8 +883,8 @@ static void emit_text(job_state *st, int32_t id, size_t end)
     if (id >= 0 || ev.piece_len) emit(st, &ev);
 }
 
-/* Whether the text, before bytes past `before` were added, now holds one of the job's stop
- * strings; if so, it is cut there (after it with stop_included). */
+/* Whether the bytes the text got past `before` complete one of the job's stop strings; if
+ * so, the text is cut before it (after it with stop_included). */
 static bool stop_string_reached(job_state *st, size_t before)
 {
     size_t at = 0;
