@@ -2,7 +2,10 @@
  * wraps the backend's op table: every GPU op runs between two events recorded on
  * the stream, the pairs are read where the host waits anyway (a download, a sync,
  * a buffer freed), and the table (calls, ms, %, µs/call; GEMMs by N×K and rows)
- * goes to stderr when the profiler is freed. Nothing of it runs unless profiling. */
+ * goes to stderr when the profiler is freed. A second table holds the time between
+ * one op's end and the next one's start: where the card waited for the host (its
+ * launches, downloads, the scheduler's work between decode steps), by the op that
+ * came after the wait. Nothing of it runs unless profiling. */
 #include "cuda-profile.h"
 #include <stdio.h>
 
@@ -15,6 +18,8 @@ struct hyocr_cuda_profile {
     GArray                  *recs;    /* prof_rec, recorded but not yet read */
     GPtrArray               *free;    /* idle events */
     GHashTable              *stats;   /* interned op name → prof_stat */
+    GHashTable              *idle;    /* interned op name → prof_stat of the gaps before it */
+    cudaEvent_t              last;    /* the end of the last op read (NULL: none yet) */
 };
 
 /* The profiler whose ops a backend runs: its table is the profiler's first member. */
@@ -44,25 +49,38 @@ static cudaEvent_t prof_event(hyocr_cuda_profile *p)
     return e;
 }
 
+static float prof_elapsed(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, a, b) == cudaSuccess) return ms;
+    cudaGetLastError();
+    return 0.0f;
+}
+
+static void prof_add(GHashTable *table, const char *name, float ms)
+{
+    prof_stat *st = g_hash_table_lookup(table, name);
+    if (!st) {
+        st = g_new0(prof_stat, 1);
+        g_hash_table_insert(table, (gpointer)name, st);
+    }
+    st->calls++;
+    st->ms += ms;
+}
+
 void hyocr_cuda_profile_resolve(hyocr_cuda_profile *p)
 {
     if (!p) return;
     for (guint i = 0; i < p->recs->len; i++) {
         prof_rec *r = &g_array_index(p->recs, prof_rec, i);
-        float ms = 0.0f;
-        if (cudaEventElapsedTime(&ms, r->a, r->b) != cudaSuccess) {
-            cudaGetLastError();
-            ms = 0.0f;
+        prof_add(p->stats, r->name, prof_elapsed(r->a, r->b));
+        /* the gap since the op before: ops follow each other on the one stream */
+        if (p->last) {
+            prof_add(p->idle, r->name, MAX(0.0f, prof_elapsed(p->last, r->a)));
+            g_ptr_array_add(p->free, p->last);
         }
-        prof_stat *st = g_hash_table_lookup(p->stats, r->name);
-        if (!st) {
-            st = g_new0(prof_stat, 1);
-            g_hash_table_insert(p->stats, (gpointer)r->name, st);
-        }
-        st->calls++;
-        st->ms += ms;
+        p->last = r->b;
         g_ptr_array_add(p->free, r->a);
-        g_ptr_array_add(p->free, r->b);
     }
     g_array_set_size(p->recs, 0);
 }
@@ -100,28 +118,37 @@ static gint prof_cmp(gconstpointer a, gconstpointer b, gpointer stats)
     return x->ms < y->ms ? 1 : x->ms > y->ms ? -1 : 0;
 }
 
-static void prof_print(hyocr_cuda_profile *p)
+/* One table, largest first; prefix goes before each name (the gaps' rows must not read as
+ * the ops' in bench/profile_diff.py and bench/roofline.py, which key rows by name). */
+static void prof_table(GHashTable *stats, const char *title, const char *gpu, const char *head, const char *prefix)
 {
-    hyocr_cuda_profile_resolve(p);
     GPtrArray *names = g_ptr_array_new();
     double total = 0.0;
     GHashTableIter it;
     gpointer k, v;
-    g_hash_table_iter_init(&it, p->stats);
+    g_hash_table_iter_init(&it, stats);
     while (g_hash_table_iter_next(&it, &k, &v)) {
         g_ptr_array_add(names, k);
         total += ((prof_stat *)v)->ms;
     }
-    g_ptr_array_sort_with_data(names, prof_cmp, p->stats);
-    fprintf(stderr, "hyocr CUDA profile (%s): GPU time per op (event to event), %.3f ms in all\n", p->gpu_name,
-            total);
-    fprintf(stderr, "%-44s %10s %12s %8s %10s\n", "op", "calls", "total ms", "%", "us/call");
+    g_ptr_array_sort_with_data(names, prof_cmp, stats);
+    fprintf(stderr, "hyocr CUDA profile (%s): %s, %.3f ms in all\n", gpu, title, total);
+    fprintf(stderr, "%-44s %10s %12s %8s %10s\n", head, "calls", "total ms", "%", "us/call");
     for (guint i = 0; i < names->len; i++) {
-        const prof_stat *st = g_hash_table_lookup(p->stats, names->pdata[i]);
-        fprintf(stderr, "%-44s %10" G_GINT64_FORMAT " %12.3f %7.2f%% %10.2f\n", (const char *)names->pdata[i],
-                st->calls, st->ms, total > 0 ? 100.0 * st->ms / total : 0.0, st->calls ? 1e3 * st->ms / st->calls : 0.0);
+        const prof_stat *st = g_hash_table_lookup(stats, names->pdata[i]);
+        g_autofree char *name = g_strconcat(prefix, (const char *)names->pdata[i], NULL);
+        fprintf(stderr, "%-44s %10" G_GINT64_FORMAT " %12.3f %7.2f%% %10.2f\n", name, st->calls, st->ms,
+                total > 0 ? 100.0 * st->ms / total : 0.0, st->calls ? 1e3 * st->ms / st->calls : 0.0);
     }
     g_ptr_array_free(names, TRUE);
+}
+
+static void prof_print(hyocr_cuda_profile *p)
+{
+    hyocr_cuda_profile_resolve(p);
+    prof_table(p->stats, "GPU time per op (event to event)", p->gpu_name, "op", "");
+    prof_table(p->idle, "the card idle before each op (the end of the op before to its start)", p->gpu_name,
+               "idle before", "idle before ");
 }
 
 void hyocr_cuda_profile_free(hyocr_cuda_profile *p)
@@ -129,10 +156,12 @@ void hyocr_cuda_profile_free(hyocr_cuda_profile *p)
     if (!p) return;
     if (p->stream) cudaStreamSynchronize(p->stream);
     prof_print(p);
+    if (p->last) cudaEventDestroy(p->last);
     for (guint i = 0; i < p->free->len; i++) cudaEventDestroy(p->free->pdata[i]);
     g_ptr_array_free(p->free, TRUE);
     g_array_free(p->recs, TRUE);
     g_hash_table_destroy(p->stats);
+    g_hash_table_destroy(p->idle);
     g_free(p);
 }
 
@@ -256,6 +285,7 @@ hyocr_cuda_profile *hyocr_cuda_profile_new(const hyocr_backend_ops *inner, cudaS
     p->recs = g_array_new(FALSE, FALSE, sizeof(prof_rec));
     p->free = g_ptr_array_new();
     p->stats = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    p->idle = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     hyocr_backend_ops *o = &p->ops;
     *o = *inner;
     o->copy = p_copy;
