@@ -362,37 +362,40 @@ static bool parse_sampling(parse_ctx *c, JsonObject *o)
     return true;
 }
 
-/* "stop": a string, a list of strings, or null; "stop_token_ids": a list of ids (vLLM). */
-static bool parse_stop(parse_ctx *c, JsonObject *o)
+/* "stop": a string, a list of strings, or null. */
+static bool parse_stop_strings(parse_ctx *c, JsonObject *o)
 {
     hyocr_chat_request *r = c->r;
     JsonNode *n = json_object_get_member(o, "stop");
-    if (n && !JSON_NODE_HOLDS_NULL(n)) {
-        JsonArray *arr = JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
-        guint count = arr ? json_array_get_length(arr) : 1;
-        if (count > HYOCR_STOP_MAX_STRINGS) {
-            hyocr_api_error_set(c->e, 400, "stop", _("\"stop\" has %u strings: at most %d are taken"), count,
-                                HYOCR_STOP_MAX_STRINGS);
-            return false;
-        }
-        r->stop = g_new0(const char *, count + 1);
-        g_ptr_array_add(r->owned, r->stop);
-        for (guint i = 0; i < count; i++) {
-            JsonNode *s = arr ? json_array_get_element(arr, i) : n;
-            if (!JSON_NODE_HOLDS_VALUE(s) || json_node_get_value_type(s) != G_TYPE_STRING) {
-                hyocr_api_error_set(c->e, 400, "stop", _("\"stop\" must be a string or a list of strings"));
-                return false;
-            }
-            r->stop[i] = json_node_get_string(s);
-        }
-        g_autoptr(GError) err = NULL;
-        if (!hyocr_stop_strings_check(r->stop, &err)) {
-            hyocr_api_error_set(c->e, 400, "stop", "%s", err->message);
-            return false;
-        }
+    if (!n || JSON_NODE_HOLDS_NULL(n)) return true;
+    JsonArray *arr = JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
+    guint count = arr ? json_array_get_length(arr) : 1;
+    if (count > HYOCR_STOP_MAX_STRINGS) {
+        hyocr_api_error_set(c->e, 400, "stop", _("\"stop\" has %u strings: at most %d are taken"), count,
+                            HYOCR_STOP_MAX_STRINGS);
+        return false;
     }
-    if (!boolean(c, o, "include_stop_str_in_output", &r->stop_included)) return false;
-    n = json_object_get_member(o, "stop_token_ids");
+    r->stop = g_new0(const char *, count + 1);
+    g_ptr_array_add(r->owned, r->stop);
+    for (guint i = 0; i < count; i++) {
+        JsonNode *s = arr ? json_array_get_element(arr, i) : n;
+        if (!JSON_NODE_HOLDS_VALUE(s) || json_node_get_value_type(s) != G_TYPE_STRING) {
+            hyocr_api_error_set(c->e, 400, "stop", _("\"stop\" must be a string or a list of strings"));
+            return false;
+        }
+        r->stop[i] = json_node_get_string(s);
+    }
+    g_autoptr(GError) err = NULL;
+    if (hyocr_stop_strings_check(r->stop, &err)) return true;
+    hyocr_api_error_set(c->e, 400, "stop", "%s", err->message);
+    return false;
+}
+
+/* vLLM's "stop_token_ids": a list of ids, or null. */
+static bool parse_stop_tokens(parse_ctx *c, JsonObject *o)
+{
+    hyocr_chat_request *r = c->r;
+    JsonNode *n = json_object_get_member(o, "stop_token_ids");
     if (!n || JSON_NODE_HOLDS_NULL(n)) return true;
     JsonArray *arr = JSON_NODE_HOLDS_ARRAY(n) ? json_node_get_array(n) : NULL;
     guint count = arr ? json_array_get_length(arr) : 0;
@@ -507,7 +510,8 @@ bool hyocr_chat_request_parse(hyocr_chat_request *r, const char *body, size_t le
         return false;
     }
     r->model = g_strdup(model);
-    return parse_messages(&c, o) && parse_max_tokens(&c, o) && parse_sampling(&c, o) && parse_stop(&c, o) &&
+    return parse_messages(&c, o) && parse_max_tokens(&c, o) && parse_sampling(&c, o) && parse_stop_strings(&c, o) &&
+           boolean(&c, o, "include_stop_str_in_output", &r->stop_included) && parse_stop_tokens(&c, o) &&
            refuse_unsupported(&c, o) && parse_stream(&c, o);
 }
 
