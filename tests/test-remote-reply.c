@@ -237,7 +237,22 @@ static void test_whole_json(void)
     g_assert_cmpstr(r.finish_reason, ==, "stop");
     g_assert_cmpuint(r.token_ids->len, ==, 2);
     g_assert_cmpint(r.prompt_tokens, ==, 4);
+    g_assert_null(r.stop_text);
+    g_assert_false(r.has_stop_id);
     hyocr_remote_reply_clear(&r);
+
+    /* vLLM's stop_reason: the stop string, or the stop token (an EOS of generation_config's too) */
+    static const char *const why[] = { "\"END\"", "120020" };
+    for (guint i = 0; i < G_N_ELEMENTS(why); i++) {
+        g_autofree char *json = g_strdup_printf("{\"choices\":[{\"message\":{\"content\":\"t\"},"
+                                                "\"finish_reason\":\"stop\",\"stop_reason\":%s}]}", why[i]);
+        hyocr_remote_reply_init(&r, SERVER, NULL, NULL);
+        g_assert_true(hyocr_remote_reply_parse_json(&r, json, strlen(json), &err));
+        g_assert_cmpstr(r.stop_text, ==, i == 0 ? "END" : NULL);
+        g_assert_true(r.has_stop_id == (i == 1));
+        g_assert_cmpint(r.stop_id, ==, i == 1 ? 120020 : 0);
+        hyocr_remote_reply_clear(&r);
+    }
 
     static const char *const bad_json[][2] = {
         { "{\"choices\":[{\"message\":{\"content\":\"x\"}}]}", "the answer has no \"finish_reason\"" },

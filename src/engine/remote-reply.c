@@ -34,6 +34,7 @@ void hyocr_remote_reply_clear(hyocr_remote_reply *r)
     if (r->text) g_string_free(r->text, TRUE);
     if (r->token_ids) g_array_unref(r->token_ids);
     g_free(r->finish_reason);
+    g_free(r->stop_text);
     if (r->line) g_string_free(r->line, TRUE);
     if (r->event_data) g_string_free(r->event_data, TRUE);
     memset(r, 0, sizeof *r);
@@ -183,7 +184,11 @@ static bool read_choice(hyocr_remote_reply *r, JsonObject *c, const char *part, 
         g_free(r->finish_reason);
         r->finish_reason = g_strdup(finish);
         JsonNode *why = json_object_get_member(c, "stop_reason");
-        r->stop_requested = why && !JSON_NODE_HOLDS_NULL(why);
+        GType t = why && JSON_NODE_HOLDS_VALUE(why) ? json_node_get_value_type(why) : G_TYPE_INVALID;
+        g_free(r->stop_text);
+        r->stop_text = t == G_TYPE_STRING ? g_strdup(json_node_get_string(why)) : NULL;
+        r->has_stop_id = t == G_TYPE_INT64;
+        r->stop_id = r->has_stop_id ? json_node_get_int(why) : 0;
     }
     return true;
 }

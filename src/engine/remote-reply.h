@@ -25,8 +25,10 @@ typedef struct {
     GString              *text;            /* every piece, concatenated */
     GArray               *token_ids;       /* int32_t; empty when the server sends none */
     char                 *finish_reason;   /* "stop", "length", "abort", …; NULL until one came */
-    bool                  stop_requested;  /* the finish came with vLLM's "stop_reason" (a stop string or
-                                            * token of the request's), not an end of sequence */
+    char                 *stop_text;       /* vLLM's "stop_reason" with the finish: the stop string … */
+    bool                  has_stop_id;     /* … or the stop token (also a generation_config EOS that is
+                                            * not the tokenizer's: 1.5's 120020) */
+    int64_t               stop_id;
     int                   prompt_tokens;   /* usage; -1 until it came */
     int                   completion_tokens;
     int                   n_chunks;        /* content deltas */

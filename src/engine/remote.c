@@ -680,13 +680,24 @@ static void on_piece(const char *piece, size_t len, const int32_t *ids, int n_id
     emit(job, &ev);
 }
 
-static hyocr_stop_reason stop_reason(const hyocr_remote_reply *reply)
+/* Why the answer ended. A "stop" is the job's own stop string or token only where vLLM's
+ * stop_reason names one of the job's: vLLM also names the generation_config EOS it stopped
+ * on (1.5's 120020) there, an end of sequence like any other. */
+static hyocr_stop_reason stop_reason(const hyocr_remote_reply *reply, const hyocr_job_params *jp, int *stop_string)
 {
     const char *finish = reply->finish_reason;
     if (!finish) return HYOCR_STOP_NONE;
     if (!strcmp(finish, "length")) return HYOCR_STOP_MAX_NEW_TOKENS;
     if (!strcmp(finish, "abort")) return HYOCR_STOP_CANCELLED;
-    return reply->stop_requested ? HYOCR_STOP_REQUESTED : HYOCR_STOP_EOS;
+    for (int i = 0; reply->stop_text && jp->stop && jp->stop[i]; i++)
+        if (!strcmp(jp->stop[i], reply->stop_text)) {
+            *stop_string = i + 1;
+            return HYOCR_STOP_REQUESTED;
+        }
+    if (reply->has_stop_id && reply->stop_id >= 0 && reply->stop_id <= G_MAXINT32 &&
+        hyocr_stop_token_is(jp->stop_token_ids, jp->n_stop_token_ids, (int32_t)reply->stop_id))
+        return HYOCR_STOP_REQUESTED;
+    return HYOCR_STOP_EOS;
 }
 
 /* The answer into the result, cleaned up as a local job's is. */
@@ -699,7 +710,7 @@ static void take_answer(hyocr_remote *r, hyocr_remote_job *job, hyocr_remote_rep
                                                 &res->text_len);
     if (reply->token_ids->len) res->token_ids = g_array_ref(reply->token_ids);
     res->prompt_tokens = reply->prompt_tokens > 0 ? reply->prompt_tokens : 0;
-    res->stop_reason = stop_reason(reply);
+    res->stop_reason = stop_reason(reply, &job->params, &res->stop_string);
     res->repetition_penalty = job->params.repetition_penalty;
     res->timings.total_ms = ms_since(job->t0);
     if (job->t_first) res->timings.first_token_ms = (double)(job->t_first - job->t0) / 1000.0;
@@ -880,8 +891,8 @@ static void job_end(hyocr_remote *r, hyocr_remote_job *job, GError *err)
     }
     if (cancelled) job->end.res.stop_reason = HYOCR_STOP_CANCELLED;
     job->end.res.error = err;
-    hyocr_event ev = { .stop_reason = job->end.res.stop_reason, .prompt_tokens = job->end.res.prompt_tokens,
-                       .n_generated = job->n_generated };
+    hyocr_event ev = { .stop_reason = job->end.res.stop_reason, .stop_string = job->end.res.stop_string,
+                       .prompt_tokens = job->end.res.prompt_tokens, .n_generated = job->n_generated };
     if (cancelled) ev.type = HYOCR_EVENT_CANCELLED;
     else if (err) {
         ev.type = HYOCR_EVENT_ERROR;

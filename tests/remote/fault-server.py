@@ -11,7 +11,8 @@ line per event the test waits for ("request AUTH", "at SECONDS" (when it came, o
 monotonic clock), "streaming", "client gone", "max N").
 /v1/models lists the model "m" (401 in mode 401). POST /v1/chat/completions, by MODE:
   ok         a streamed answer "hello world" as vLLM sends it (reasoning_content,
-             stop_reason and other extra fields, a usage chunk, [DONE])
+             stop_reason 120020 as for 1.5's generation_config EOS, other extra fields,
+             a usage chunk, [DONE])
   401        401 with OpenAI's error
   404model   404 with vLLM's "The model `m` does not exist."
   503once    the first request 503 with Retry-After: 1, then ok
@@ -43,9 +44,10 @@ def log(line):
         f.write(line + "\n")
 
 
-def chunk(delta, finish=None, **extra):
+def chunk(delta, finish=None, stop_reason=None, **extra):
     c = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, "stop_reason": None}]}
+         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish,
+                      "stop_reason": stop_reason}]}
     c.update(extra)
     return "data: " + json.dumps(c) + "\n\n"
 
@@ -93,7 +95,8 @@ class Handler(BaseHTTPRequestHandler):
         # an event split over two writes, CRLF line ends
         self.write('data: {"choices": [{"index": 0, "delta": {"content": " wor')
         self.write('ld"}, "finish_reason": null}]}\r\n\r\n')
-        self.write(chunk({}, "stop", kv_transfer_params=None))
+        # vLLM names the generation_config EOS it stopped on (1.5's 120020) as a stop token
+        self.write(chunk({}, "stop", 120020, kv_transfer_params=None))
         self.write('data: {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}\n\n')
         if before_done:
             before_done()
