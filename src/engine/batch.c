@@ -35,10 +35,8 @@ struct hyocr_request {
     gint              cancel;        /* atomic: hyocr_request_cancel */
     bool              waiting;       /* counted in the queue bound (scheduler thread) */
     bool              redo;          /* FP16 overflowed: rerun in the redo precision */
-    hyocr_job_params  params;        /* the strings below are ours */
-    char             *image_path, *custom_prompt, *rendered_chat;
-    char            **fields, **stop;
-    int32_t          *stop_token_ids;
+    hyocr_job_params  params;        /* its strings and arrays in `own` */
+    hyocr_job_copies  own;
     hyocr_job_result  res;
     job_state         st;            /* the scheduler's */
 };
@@ -1474,19 +1472,7 @@ static hyocr_request *job_new(const hyocr_job_params *params)
     hyocr_request *job = g_new0(hyocr_request, 1);
     job->ref = 1;
     hyocr_job_end_init(&job->end);
-    job->params = *params;
-    job->image_path = g_strdup(params->image_path);
-    job->custom_prompt = g_strdup(params->custom_prompt);
-    job->rendered_chat = g_strdup(params->rendered_chat);
-    job->fields = g_strdupv((char **)params->fields);
-    job->stop = g_strdupv((char **)params->stop);
-    job->stop_token_ids = g_memdup2(params->stop_token_ids, sizeof(int32_t) * (size_t)MAX(0, params->n_stop_token_ids));
-    job->params.image_path = job->image_path;
-    job->params.custom_prompt = job->custom_prompt;
-    job->params.rendered_chat = job->rendered_chat;
-    job->params.fields = (const char *const *)job->fields;
-    job->params.stop = (const char *const *)job->stop;
-    job->params.stop_token_ids = job->stop_token_ids;
+    hyocr_job_params_copy(&job->params, &job->own, params);
     if (params->image_data) g_bytes_ref(params->image_data);
     if (params->cancellable) g_object_ref(params->cancellable);
     return job;
@@ -1505,12 +1491,7 @@ void hyocr_request_unref(hyocr_request *job)
     hyocr_job_end_clear(&job->end);
     if (job->params.cancellable) g_object_unref(job->params.cancellable);
     if (job->params.image_data) g_bytes_unref(job->params.image_data);
-    g_free(job->image_path);
-    g_free(job->custom_prompt);
-    g_free(job->rendered_chat);
-    g_strfreev(job->fields);
-    g_strfreev(job->stop);
-    g_free(job->stop_token_ids);
+    hyocr_job_copies_clear(&job->own);
     g_free(job);
 }
 

@@ -16,6 +16,19 @@ G_BEGIN_DECLS
 /* Jobs that decode together where the params leave max_batch at 0 (params_init's too). */
 #define HYOCR_DEFAULT_MAX_BATCH 16
 
+/* The strings and arrays of a submitted job's params, copied so the job owns them for its
+ * life (batch.c, remote.c); the references (image data, document, cancellable) are the
+ * caller's business. */
+typedef struct {
+    char    *image_path, *custom_prompt, *rendered_chat, *name;
+    char   **fields, **stop;
+    int32_t *stop_token_ids;
+} hyocr_job_copies;
+
+/* *dst = *src with its strings and arrays pointing into own's copies. */
+void hyocr_job_params_copy(hyocr_job_params *dst, hyocr_job_copies *own, const hyocr_job_params *src);
+void hyocr_job_copies_clear(hyocr_job_copies *own);
+
 struct hyocr_engine {
     char               *model_dir;
     hyocr_engine_params params;           /* as given (model_dir → ours), for a reload in another dtype */

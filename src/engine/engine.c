@@ -37,6 +37,31 @@ void hyocr_job_params_init(hyocr_job_params *p)
     p->speculative_tokens = -1;
 }
 
+void hyocr_job_params_copy(hyocr_job_params *dst, hyocr_job_copies *own, const hyocr_job_params *src)
+{
+    *dst = *src;
+    dst->image_path = own->image_path = g_strdup(src->image_path);
+    dst->custom_prompt = own->custom_prompt = g_strdup(src->custom_prompt);
+    dst->rendered_chat = own->rendered_chat = g_strdup(src->rendered_chat);
+    dst->name = own->name = g_strdup(src->name);
+    dst->fields = (const char *const *)(own->fields = g_strdupv((char **)src->fields));
+    dst->stop = (const char *const *)(own->stop = g_strdupv((char **)src->stop));
+    dst->stop_token_ids = own->stop_token_ids =
+        g_memdup2(src->stop_token_ids, sizeof(int32_t) * (size_t)MAX(0, src->n_stop_token_ids));
+}
+
+void hyocr_job_copies_clear(hyocr_job_copies *own)
+{
+    g_free(own->image_path);
+    g_free(own->custom_prompt);
+    g_free(own->rendered_chat);
+    g_free(own->name);
+    g_strfreev(own->fields);
+    g_strfreev(own->stop);
+    g_free(own->stop_token_ids);
+    memset(own, 0, sizeof *own);
+}
+
 const char *hyocr_stop_reason_name(hyocr_stop_reason r)
 {
     static const char *const names[] = { "none", "eos", "max_new_tokens", "max_model_len", "repetition", "cancelled",

@@ -205,12 +205,13 @@ typedef struct {
     int                 max_side;          /* > 0: Lanczos pre-scale of the long edge */
     bool                ignore_eos;        /* benchmarks: generate max_new_tokens */
     bool                no_tail_stop;      /* disable the 1.5 streaming tail-repetition stop */
-    const char *const  *stop;              /* NULL-terminated, ≤ 16 UTF-8 strings of ≤ 256 bytes (NULL: none):
+    const char *const  *stop;              /* NULL-terminated UTF-8 strings, as many and as long as stop.h
+                                            * allows (NULL: none):
                                             * the answer ends before the first of them its text holds
                                             * (OpenAI's "stop"); the stream holds back what could still
                                             * become one */
     bool                stop_included;     /* … and ends after it instead (vLLM's include_stop_str_in_output) */
-    const int32_t      *stop_token_ids;    /* ≤ 256 ids that end the answer after them, also with
+    const int32_t      *stop_token_ids;    /* ids that end the answer after them (stop.h's limit), also with
                                             * ignore_eos (vLLM's stop_token_ids) */
     int                 n_stop_token_ids;
     int                 speculative_tokens;  /* < 0: the engine's (default); 0: no speculation for this job;

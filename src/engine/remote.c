@@ -122,10 +122,8 @@ struct hyocr_remote_job {
     GCancellable     *cancel;        /* ours: the connection's */
     GCancellable     *user_cancel;   /* params.cancellable, linked to ours */
     gulong            user_cancel_id;
-    hyocr_job_params  params;        /* its strings and references are ours */
-    char             *image_path, *custom_prompt, *name;
-    char            **fields, **stop;
-    int32_t          *stop_token_ids;
+    hyocr_job_params  params;        /* its strings and references are ours (the strings in `own`) */
+    hyocr_job_copies  own;
     gint64            t0, t_first;
     int               n_generated;   /* the server's count (usage), else the ids or pieces */
 };
@@ -841,12 +839,7 @@ static void job_free(hyocr_remote_job *job)
         g_object_unref(job->user_cancel);
     }
     g_object_unref(job->cancel);
-    g_free(job->image_path);
-    g_free(job->custom_prompt);
-    g_free(job->name);
-    g_strfreev(job->fields);
-    g_strfreev(job->stop);
-    g_free(job->stop_token_ids);
+    hyocr_job_copies_clear(&job->own);
     if (job->params.image_data) g_bytes_unref(job->params.image_data);
     if (job->params.document) hyocr_document_unref(job->params.document);
     hyocr_job_end_clear(&job->end);
@@ -966,14 +959,7 @@ hyocr_remote_job *hyocr_remote_submit(hyocr_remote *r, const hyocr_job_params *p
     job->remote = r;
     hyocr_job_end_init(&job->end);
     job->cancel = g_cancellable_new();
-    job->params = *params;
-    job->params.image_path = job->image_path = g_strdup(params->image_path);
-    job->params.custom_prompt = job->custom_prompt = g_strdup(params->custom_prompt);
-    job->params.name = job->name = g_strdup(params->name);
-    job->params.fields = (const char *const *)(job->fields = g_strdupv((char **)params->fields));
-    job->params.stop = (const char *const *)(job->stop = g_strdupv((char **)params->stop));
-    job->params.stop_token_ids = job->stop_token_ids =
-        g_memdup2(params->stop_token_ids, sizeof(int32_t) * (size_t)MAX(0, params->n_stop_token_ids));
+    hyocr_job_params_copy(&job->params, &job->own, params);
     if (params->image_data) g_bytes_ref(params->image_data);
     if (params->document) hyocr_document_ref(params->document);
     job->params.cancellable = NULL;
