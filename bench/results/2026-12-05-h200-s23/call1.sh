@@ -1,5 +1,6 @@
 # Session 23, call 1: bench/results/2026-12-05-cpu-s22/next.sh without its record step (that is call 2,
 # its own 600 s): the idle-before-op profile at 16 concurrent pages, and the k_decode split A/B.
+source bench/results/2026-12-05-h200-s21/prep.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
 W=/tmp/s23c1; rm -rf $W; mkdir -p $W
 HY=build-gpu/src/cli/hyocr
