@@ -711,6 +711,129 @@ static void test_stop_tokens(void)
     hyocr_job_result_clear(&plain);
 }
 
+/* ---- log-probabilities ----------------------------------------------------------- */
+
+/* The raw rows a job's tokens came from (on_logits), and the logprobs its TOKEN events carried. */
+typedef struct {
+    GPtrArray *rows;      /* float[V] each */
+    GArray    *events;    /* hyocr_token_logprobs */
+    int        V;
+} logprob_seen;
+
+static void keep_row(const float *logits, int V, int step, void *data)
+{
+    logprob_seen *ls = data;
+    g_assert_cmpint(step, ==, (int)ls->rows->len);
+    ls->V = V;
+    g_ptr_array_add(ls->rows, g_memdup2(logits, sizeof(float) * (size_t)V));
+}
+
+static void keep_logprobs(const hyocr_event *ev, void *data)
+{
+    logprob_seen *ls = data;
+    if (ev->type != HYOCR_EVENT_TOKEN || ev->token < 0) return;
+    g_assert_nonnull(ev->logprobs);
+    g_array_append_val(ls->events, *ev->logprobs);
+}
+
+/* log-softmax of row at id, another way than the engine's: a sum in long double, no shift */
+static double logprob_of(const float *row, int V, int32_t id)
+{
+    long double z = 0.0L;
+    for (int v = 0; v < V; v++) z += expl((long double)row[v]);
+    return (double)((long double)row[id] - logl(z));
+}
+
+static void run_logprobs(hyocr_engine *eng, int top, hyocr_job_result *res, logprob_seen *ls)
+{
+    g_autoptr(GError) err = NULL;
+    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
+    hyocr_job_params jp;
+    job_init(&jp, img, NULL);
+    jp.ignore_eos = true;
+    jp.repetition_penalty = 1.3f;   /* the logprobs are the raw rows', before it */
+    jp.logprobs = top >= 0;
+    jp.top_logprobs = MAX(top, 0);
+    jp.on_event = ls ? keep_logprobs : NULL;
+    jp.user_data = ls;
+    jp.on_logits = ls ? keep_row : NULL;
+    jp.logits_data = ls;
+    memset(res, 0, sizeof *res);
+    g_assert_true(hyocr_engine_run(eng, &jp, res, &err));
+    g_assert_no_error(err);
+}
+
+/* Each token's log-probability is the log-softmax of the raw row it came from, its top ids
+ * are that row's largest, in order; asking for them changes no token. */
+static void check_token_logprobs(const float *row, int V, int32_t id, const hyocr_token_logprobs *lp, int top)
+{
+    g_assert_cmpfloat_with_epsilon(lp->logprob, logprob_of(row, V, id), 1e-4);
+    g_assert_cmpfloat(lp->logprob, <=, 0.0);
+    g_assert_cmpint(lp->n_top, ==, top);
+    for (int i = 0; i < top; i++) {
+        const hyocr_logprob *t = &lp->top[i];
+        g_assert_cmpfloat_with_epsilon(t->logprob, logprob_of(row, V, t->id), 1e-4);
+        if (i) g_assert_cmpfloat(t->logprob, <=, lp->top[i - 1].logprob);
+        if (t->id == id) g_assert_cmpfloat(t->logprob, ==, lp->logprob);
+    }
+    /* nothing left out beats the last one kept */
+    float floor = row[lp->top[top - 1].id];
+    for (int v = 0; v < V; v++) {
+        bool kept = false;
+        for (int i = 0; i < top; i++) kept |= lp->top[i].id == v;
+        if (!kept) g_assert_cmpfloat(row[v], <=, floor);
+    }
+}
+
+static void test_logprobs(void)
+{
+    if (!require_fixtures()) return;
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_engine) eng = open_engine(CKPT, 0, &err);
+    g_assert_no_error(err);
+    hyocr_job_result plain, res;
+    run_logprobs(eng, -1, &plain, NULL);
+    g_assert_null(plain.logprobs);
+    const int top = 5;
+    logprob_seen ls = { g_ptr_array_new_with_free_func(g_free), g_array_new(FALSE, FALSE, sizeof(hyocr_token_logprobs)) };
+    run_logprobs(eng, top, &res, &ls);
+    g_assert_cmpuint(res.token_ids->len, ==, plain.token_ids->len);
+    g_assert_cmpmem(res.token_ids->data, res.token_ids->len * 4, plain.token_ids->data, plain.token_ids->len * 4);
+    g_assert_nonnull(res.logprobs);
+    g_assert_cmpuint(res.logprobs->len, ==, res.token_ids->len);
+    g_assert_cmpuint(ls.rows->len, ==, res.token_ids->len);
+    g_assert_cmpuint(ls.events->len, ==, res.token_ids->len);
+    int penalised = 0;
+    for (guint i = 0; i < res.token_ids->len; i++) {
+        const hyocr_token_logprobs *lp = &g_array_index(res.logprobs, hyocr_token_logprobs, i);
+        int32_t id = g_array_index(res.token_ids, int32_t, i);
+        check_token_logprobs(ls.rows->pdata[i], ls.V, id, lp, top);
+        g_assert_cmpmem(lp, sizeof *lp, &g_array_index(ls.events, hyocr_token_logprobs, i), sizeof *lp);
+        penalised += lp->top[0].id != id;   /* the penalty moved the choice off the raw argmax */
+    }
+    g_test_message("%d of %u tokens were not their raw row's argmax", penalised, res.token_ids->len);
+    hyocr_job_result_clear(&res);
+    hyocr_job_result_clear(&plain);
+    g_ptr_array_unref(ls.rows);
+    g_array_unref(ls.events);
+
+    /* the chosen token's alone */
+    run_logprobs(eng, 0, &res, NULL);
+    g_assert_cmpuint(res.logprobs->len, ==, res.token_ids->len);
+    g_assert_cmpint(g_array_index(res.logprobs, hyocr_token_logprobs, 0).n_top, ==, 0);
+    hyocr_job_result_clear(&res);
+
+    g_autofree char *img = hyocr_test_data("images", IMAGE, NULL);
+    hyocr_job_params jp;
+    job_init(&jp, img, NULL);
+    jp.on_event = NULL;
+    jp.logprobs = true;
+    jp.top_logprobs = HYOCR_TOP_LOGPROBS_MAX + 1;
+    g_assert_false(hyocr_engine_run(eng, &jp, NULL, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "top_logprobs must be between 0 and 20 (got 21)"));
+}
+
 /* max_side is one rule for a file and for decoded pixels (Pillow's thumbnail size:
  * 137×91 at 70 is 70×47, where scaling and rounding would give 70×46). */
 static void test_max_side(void)
@@ -787,5 +910,6 @@ int main(int argc, char **argv)
     g_test_add_func("/engine/default-penalty", test_default_penalty);
     g_test_add_func("/engine/stop-strings", test_stop_strings);
     g_test_add_func("/engine/stop-tokens", test_stop_tokens);
+    g_test_add_func("/engine/logprobs", test_logprobs);
     return g_test_run();
 }

@@ -480,6 +480,26 @@ static void test_bad_input(void)
     g_assert_cmpfloat(x[3], ==, 1.0f);
 }
 
+/* Log-probabilities: a log-softmax that sums to one, the top ids largest first with ties to the
+ * lower id, and no trouble with logits whose exp would overflow a float. */
+static void test_logprobs(void)
+{
+    const float logits[] = { 1.0f, 3.0f, -2.0f, 3.0f, 0.5f, 3.0f, 90.0f, 89.0f };
+    const int V = G_N_ELEMENTS(logits);
+    int32_t ids[4];
+    float lp[4];
+    double total = 0.0;
+    for (int v = 0; v < V; v++) total += exp(hyocr_sampler_logprobs(logits, V, v, 0, ids, lp));
+    g_assert_cmpfloat_with_epsilon(total, 1.0, 1e-6);
+    float chosen = hyocr_sampler_logprobs(logits, V, 3, 4, ids, lp);
+    const int32_t want[] = { 6, 7, 1, 3 };   /* 3.0 at 1, 3 and 5: the lower ids first */
+    for (int i = 0; i < 4; i++) g_assert_cmpint(ids[i], ==, want[i]);
+    g_assert_cmpfloat(lp[3], ==, chosen);
+    g_assert_cmpfloat(lp[2], ==, lp[3]);
+    g_assert_cmpfloat_with_epsilon(lp[0] - lp[1], 1.0, 1e-6);
+    g_assert_cmpfloat_with_epsilon(lp[0], -log1p(exp(-1.0) + 3 * exp(-87.0)), 1e-6);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -501,5 +521,6 @@ int main(int argc, char **argv)
     g_test_add_func("/sampler/candidates-oracle", test_candidates_against_oracle);
     g_test_add_func("/sampler/undrawable", test_undrawable);
     g_test_add_func("/sampler/bad-input", test_bad_input);
+    g_test_add_func("/sampler/logprobs", test_logprobs);
     return g_test_run();
 }

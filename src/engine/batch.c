@@ -1046,12 +1046,13 @@ static bool sync_slot(hyocr_sched *s, job_state *st)
 }
 
 /* The backend chooses the tokens (greedy or drawn; only ids then come back)
- * unless a running job wants the logits: then the host samplers do. */
+ * unless a running job wants the logits, or their log-probabilities: then the
+ * host samplers do, for the whole step. */
 static bool pick_path(hyocr_sched *s)
 {
     if (!s->eng->be->ops->pick) return false;
     for (int i = 0; i < s->n_running; i++)
-        if (s->running[i]->job->on_logits) return false;
+        if (s->running[i]->job->on_logits || s->running[i]->job->logprobs) return false;
     for (int i = 0; i < s->n_running; i++)
         if (!sync_slot(s, s->running[i])) return false;
     return true;

@@ -91,6 +91,7 @@ typedef struct {
     size_t                  streamed;       /* bytes of text the TOKEN events have carried */
     bool                    stop_matched;   /* text ends at a stop string: nothing more joins it */
     hyocr_tail_check        tail;
+    float                  *raw_logits;     /* logprobs: the row before the penalty changes it */
     int                     n_gen;
     /* scheduling */
     job_phase               phase;

@@ -424,6 +424,7 @@ void hyocr_job_result_clear(hyocr_job_result *r)
     g_free(r->text);
     g_free(r->raw_text);
     if (r->token_ids) g_array_unref(r->token_ids);
+    if (r->logprobs) g_array_unref(r->logprobs);
     g_clear_error(&r->error);
     memset(r, 0, sizeof *r);
 }
@@ -899,11 +900,11 @@ void hyocr_job_state_init(job_state *st, hyocr_engine *eng, const hyocr_job_para
 }
 
 /* Streams text[streamed, end) as the TOKEN event of id (-1: the bytes left at the end). */
-static void emit_text(job_state *st, int32_t id, size_t end)
+static void emit_text(job_state *st, int32_t id, size_t end, const hyocr_token_logprobs *lp)
 {
     end = MAX(end, st->streamed);
     hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = id, .piece = st->text->str + st->streamed,
-                       .piece_len = end - st->streamed, .batch_size = st->batch_size };
+                       .piece_len = end - st->streamed, .batch_size = st->batch_size, .logprobs = lp };
     st->streamed = end;
     if (id >= 0 || ev.piece_len) emit(st, &ev);
 }
@@ -921,6 +922,22 @@ static bool stop_string_reached(job_state *st, size_t before)
     return true;
 }
 
+/* The chosen token's log-probabilities from the raw row kept before sampling, appended to the
+ * result. A job that asks for them always brings its logits (pick_path in batch.c). */
+static const hyocr_token_logprobs *note_logprobs(job_state *st, int V, int32_t id, bool have_row)
+{
+    if (!st->res->logprobs) return NULL;
+    hyocr_token_logprobs lp = { .logprob = NAN };
+    g_warn_if_fail(have_row);   /* a row is always there; a NaN keeps the list aligned if not */
+    if (have_row) lp.n_top = MIN(st->job->top_logprobs, V);
+    int32_t ids[HYOCR_TOP_LOGPROBS_MAX];
+    float vals[HYOCR_TOP_LOGPROBS_MAX];
+    if (have_row) lp.logprob = hyocr_sampler_logprobs(st->raw_logits, V, id, lp.n_top, ids, vals);
+    for (int i = 0; i < lp.n_top; i++) lp.top[i] = (hyocr_logprob){ ids[i], vals[i] };
+    g_array_append_val(st->res->logprobs, lp);
+    return &g_array_index(st->res->logprobs, hyocr_token_logprobs, st->res->logprobs->len - 1);
+}
+
 /* Records and streams one token; returns the stop reason it causes. */
 hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
 {
@@ -929,11 +946,14 @@ hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
     int V = st->eng->model->cfg.text.vocab_size;
     if (logits) {
         if (job->on_logits) job->on_logits(logits, V, st->n_gen, job->logits_data);
+        /* the sampler's penalty changes the row in place */
+        if (st->raw_logits) memcpy(st->raw_logits, logits, sizeof(float) * (size_t)V);
         id = hyocr_sampler_sample(st->sampler, logits);
     }
     /* also after a device pick, so a later host step penalises the same set */
     hyocr_sampler_accept(st->sampler, &id, 1);
     g_array_append_val(st->res->token_ids, id);
+    const hyocr_token_logprobs *lp = note_logprobs(st, V, id, logits != NULL);
     st->n_gen++;
     size_t piece_len = 0;
     g_autofree char *piece = hyocr_detokenizer_push(st->detok, id, &piece_len);
@@ -943,7 +963,7 @@ hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
     if (st->n_gen == 1) st->res->timings.first_token_ms = ms_since(st->t0);
     bool at_stop = stop_string_reached(st, before);
     size_t held = at_stop ? 0 : hyocr_stop_held(job->stop, st->text->str, st->text->len);
-    emit_text(st, id, st->text->len - held);
+    emit_text(st, id, st->text->len - held, lp);
     st->next_id = id;
 
     if (at_stop || hyocr_stop_token_is(job->stop_token_ids, job->n_stop_token_ids, id)) return HYOCR_STOP_REQUESTED;
@@ -966,6 +986,11 @@ static bool validate_job(const hyocr_job_params *job, GError **error)
     }
     if ((int)job->task < 0 || (int)job->task >= HYOCR_TASK_COUNT) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("unknown task %d"), (int)job->task);
+        return false;
+    }
+    if (job->logprobs && (job->top_logprobs < 0 || job->top_logprobs > HYOCR_TOP_LOGPROBS_MAX)) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("top_logprobs must be between 0 and %d (got %d)"), HYOCR_TOP_LOGPROBS_MAX, job->top_logprobs);
         return false;
     }
     return hyocr_stop_strings_check(job->stop, error);
@@ -991,6 +1016,10 @@ bool hyocr_job_begin(job_state *st, GError **error)
     st->detok = hyocr_detokenizer_init(st->eng->tok, true);
     st->text = g_string_new(NULL);
     st->res->token_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    if (job->logprobs) {
+        st->res->logprobs = g_array_new(FALSE, FALSE, sizeof(hyocr_token_logprobs));
+        st->raw_logits = g_new(float, (size_t)V);
+    }
     hyocr_tail_check_init(&st->tail);
     return true;
 }
@@ -1006,7 +1035,7 @@ static void finish_result(job_state *st)
         if (!st->stop_matched) g_string_append_len(st->text, rest, (gssize)rest_len);
         /* what the stream held back, and bytes that never completed a character (as
          * U+FFFD): the pieces always add up to raw_text */
-        emit_text(st, -1, st->text->len);
+        emit_text(st, -1, st->text->len, NULL);
     }
     r->raw_text_len = st->text ? st->text->len : 0;
     r->raw_text = st->text ? g_memdup2(st->text->str, st->text->len + 1) : g_strdup("");   /* NULs kept */
@@ -1066,6 +1095,7 @@ void hyocr_job_release(job_state *st)
     g_clear_pointer(&st->host_vision, g_free);
     g_clear_pointer(&st->sampler, hyocr_sampler_free);
     g_clear_pointer(&st->detok, hyocr_detokenizer_free);
+    g_clear_pointer(&st->raw_logits, g_free);
     if (st->text) g_string_free(st->text, TRUE);
     st->text = NULL;
     hyocr_job_drop_inputs(st);

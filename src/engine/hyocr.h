@@ -156,6 +156,21 @@ typedef enum {
                                * the others are done; discard what it streamed so far */
 } hyocr_event_type;
 
+/* How likely a generated token was: log-probabilities from the raw logits, before the repetition
+ * penalty and the temperature (vLLM's default raw_logprobs), with the job's top alternatives. */
+#define HYOCR_TOP_LOGPROBS_MAX 20
+
+typedef struct {
+    int32_t id;
+    float   logprob;
+} hyocr_logprob;
+
+typedef struct {
+    float         logprob;                       /* the chosen token's */
+    int           n_top;                         /* the job's top_logprobs */
+    hyocr_logprob top[HYOCR_TOP_LOGPROBS_MAX];   /* the most likely ids, most likely first (ties: lower id) */
+} hyocr_token_logprobs;
+
 typedef struct {
     hyocr_event_type    type;
     double              elapsed_ms;    /* since the job started */
@@ -174,6 +189,7 @@ typedef struct {
     const GError       *error;         /* ERROR */
     hyocr_stop_reason   stop_reason;   /* DONE, CANCELLED: why it ended */
     int                 stop_string;   /* DONE: as hyocr_job_result's */
+    const hyocr_token_logprobs *logprobs;   /* TOKEN with a real token (not -1), where the job asked */
 } hyocr_event;
 
 typedef void (*hyocr_event_fn)(const hyocr_event *ev, void *user_data);
@@ -214,6 +230,9 @@ typedef struct {
     const int32_t      *stop_token_ids;    /* ids that end the answer after them (stop.h's limit), also with
                                             * ignore_eos (vLLM's stop_token_ids) */
     int                 n_stop_token_ids;
+    bool                logprobs;          /* each token's log-probability (hyocr_token_logprobs): its tokens
+                                            * are then chosen on the host, like on_logits's, without speculation */
+    int                 top_logprobs;      /* … and that many most likely alternatives, 0..HYOCR_TOP_LOGPROBS_MAX */
     int                 speculative_tokens;  /* < 0: the engine's (default); 0: no speculation for this job;
                                               * N: at most N drafts a round (speculation needs the engine's on) */
     hyocr_event_fn      on_event;
@@ -236,6 +255,7 @@ typedef struct {
     char             *raw_text;        /* concatenated streamed pieces, before clean-up */
     size_t            text_len, raw_text_len;   /* their bytes: both can hold NUL bytes */
     GArray           *token_ids;       /* int32_t, generated ids including a final eos */
+    GArray           *logprobs;        /* hyocr_token_logprobs, one per token id, where the job asked; else NULL */
     int               prompt_tokens;
     int               n_image_tokens;
     int               image_width, image_height;      /* after decode (and max_side) */

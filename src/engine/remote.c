@@ -951,6 +951,11 @@ hyocr_remote_job *hyocr_remote_submit(hyocr_remote *r, const hyocr_job_params *p
                     _("a job on a server takes a task and an image (no rendered conversation, no logits)"));
         return NULL;
     }
+    if (params->logprobs) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("a job on a server cannot return log-probabilities; run it on this computer for them"));
+        return NULL;
+    }
     if (!hyocr_stop_strings_check(params->stop, error) ||
         !hyocr_stop_tokens_check(params->stop_token_ids, params->n_stop_token_ids, 0, error))
         return NULL;

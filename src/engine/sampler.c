@@ -385,3 +385,32 @@ int32_t hyocr_sampler_draw(const hyocr_sampler_params *p, const float *logits, i
     if (n == 0) return argmax(logits, n_vocab);
     return draw(s, logits, n, u);
 }
+
+/* Inserts (id, l) into the n kept of at most cap, largest first: scanning ids upwards and
+ * moving only past strictly smaller values keeps the lower id first among equals. */
+static void top_insert(int32_t *ids, float *vals, int *n, int cap, int32_t id, float l)
+{
+    if (*n == cap && !(l > vals[cap - 1])) return;
+    int i = *n < cap ? (*n)++ : cap - 1;
+    for (; i > 0 && vals[i - 1] < l; i--) {
+        ids[i] = ids[i - 1];
+        vals[i] = vals[i - 1];
+    }
+    ids[i] = id;
+    vals[i] = l;
+}
+
+float hyocr_sampler_logprobs(const float *logits, int n_vocab, int32_t id, int n_top, int32_t *top_ids, float *top_lp)
+{
+    float mx = logits[0];
+    for (int v = 1; v < n_vocab; v++) mx = MAX(mx, logits[v]);
+    double sum = 0.0;
+    int n = 0;
+    for (int v = 0; v < n_vocab; v++) {
+        sum += exp((double)logits[v] - mx);
+        if (n_top > 0) top_insert(top_ids, top_lp, &n, n_top, v, logits[v]);
+    }
+    double lse = mx + log(sum);
+    for (int i = 0; i < n; i++) top_lp[i] = (float)(top_lp[i] - lse);
+    return (float)(logits[id] - lse);
+}

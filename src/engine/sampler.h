@@ -58,6 +58,11 @@ void           hyocr_sampler_skip_draws(hyocr_sampler *s, uint64_t n);
  * top-k, top-p (HF's kept set), then the first kept id, walking ids upwards, at
  * which the cumulative weight exceeds u·Z. The device pick follows these rules. */
 int32_t        hyocr_sampler_draw(const hyocr_sampler_params *p, const float *logits, int n_vocab, double u);
+/* The log-probability of id under logits (a log-softmax in double, rounded to float), and the
+ * n_top most likely ids with theirs into top_ids and top_lp, most likely first, ties to the
+ * lower id. Finite logits only (the scheduler checks them first). */
+float          hyocr_sampler_logprobs(const float *logits, int n_vocab, int32_t id, int n_top, int32_t *top_ids,
+                                      float *top_lp);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_sampler, hyocr_sampler_free)
 
 G_END_DECLS
