@@ -256,6 +256,26 @@ expect 1 "extract_fields needs .*--fields" -- "$HYOCR" run "${many[@]}" --image 
 expect 1 "^hyocr run: --stop: stop string 2 must be UTF-8 text of 1 to 256 bytes \(it has 0\)$" -- \
     "$HYOCR" run "${many[@]}" --image "$one" --stop x --stop ""
 
+# --logprobs: in the JSON, one entry a token, the top ones most likely first; the same tokens
+expect 1 "^hyocr run: --logprobs: the log-probabilities are written in JSON: add --format json or jsonl$" -- \
+    "$HYOCR" run "${many[@]}" --image "$one" --logprobs 2
+expect 1 "^hyocr run: --logprobs: at most 20 alternatives a token \(got 21\)$" -- \
+    "$HYOCR" run "${many[@]}" --image "$one" --logprobs 21 --format json
+"$HYOCR" run "${many[@]}" --image "$one" --format json >"$tmp/plain.json" 2>/dev/null
+"$HYOCR" run "${many[@]}" --image "$one" --format json --logprobs 3 >"$tmp/lp.json" 2>/dev/null
+check "--logprobs 3: an entry a token, 3 alternatives most likely first, the tokens unchanged" \
+    python3 - "$tmp/lp.json" "$tmp/plain.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))[0]; plain = json.load(open(sys.argv[2]))[0]
+assert r["token_ids"] == plain["token_ids"] and "logprobs" not in plain
+assert len(r["logprobs"]) == len(r["token_ids"]) > 0
+for id_, e in zip(r["token_ids"], r["logprobs"]):
+    top = e["top_logprobs"]
+    assert len(top) == 3 and top[0]["logprob"] >= top[1]["logprob"] >= top[2]["logprob"], top
+    assert e["logprob"] <= top[0]["logprob"] <= 0
+    assert all(t["logprob"] == e["logprob"] for t in top if t["id"] == id_), (id_, e)
+PY
+
 # documents: a PDF's pages are jobs, --pages selects, a folder mixes formats (names that lie are
 # read by their content), an encrypted PDF takes --password-file
 make_pdf() {   # make_pdf OUT N: N pages of 300×200 pt, page k with a bar at a different place

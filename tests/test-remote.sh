@@ -243,6 +243,14 @@ full, stop = open(sys.argv[3], encoding="utf-8").read().strip(), sys.argv[4]
 assert l["text"] == full[:full.index(stop)] and l["stop_reason"] == "requested", (l, stop)
 assert r["text"] == l["text"] and r["token_ids"] == l["token_ids"] and r["stop_reason"] == "requested", (r, l)
 PY
+# log-probabilities do not come back through a server: refused by name, not left out quietly
+client --server "$srv" --api-key-file "$tmp/key" -n 4 --logprobs 1 --format json "$img"
+check "--logprobs through a server: the page's error says it, and where they can be had" \
+    python3 - "$tmp/out" <<'PY'
+import json, sys
+(r,) = json.load(open(sys.argv[1]))
+assert "cannot return log-probabilities; run it on this computer" in r["error"], r
+PY
 
 # cancel: the run ends (130), its connection closes, and the server frees the job
 metric() { curl -s -H "Authorization: Bearer $KEY" "$srv/metrics" | grep -E "^$1[{ ]" | awk '{print $2}'; }

@@ -210,6 +210,60 @@ check "stop_token_ids: the answer ends after the token's first appearance, stop_
     py "s == 200 and len(d['choices'][0]['token_ids']) == $n_ids and d['choices'][0]['token_ids'][-1] == $stop_id and d['choices'][0]['stop_reason'] == $stop_id"
 check "without a stop, stop_reason is null" py "json.load(open('$tmp/answer.json'))['choices'][0]['stop_reason'] is None"
 
+# ---- log-probabilities (OpenAI's chat shape), as in the answer and as streamed
+mkreq "$tmp/lp.json" logprobs=true top_logprobs=3
+post "$port_main" "$tmp/lp.json"
+cp "$tmp/out" "$tmp/lp-answer.json"
+check "logprobs: one entry a token, OpenAI's fields, tokens unchanged, top 3 most likely first" \
+    python3 - "$tmp/lp-answer.json" "$tmp/answer.json" <<'PY'
+import json, math, sys
+a = json.load(open(sys.argv[1], encoding="utf-8")); plain = json.load(open(sys.argv[2], encoding="utf-8"))
+c = a["choices"][0]
+assert c["token_ids"] == plain["choices"][0]["token_ids"], "asking for logprobs changed the tokens"
+content = c["logprobs"]["content"]
+assert len(content) == len(c["token_ids"]) == a["usage"]["completion_tokens"], (len(content), a["usage"])
+for e in content:
+    assert set(e) == {"token", "logprob", "bytes", "top_logprobs"}, e
+    assert math.isfinite(e["logprob"]) and e["logprob"] <= 0, e
+    assert bytes(e["bytes"]).decode("utf-8", "replace") == e["token"], e
+    top = e["top_logprobs"]
+    assert len(top) == 3 and all(set(t) == {"token", "logprob", "bytes"} for t in top), top
+    assert top[0]["logprob"] >= top[1]["logprob"] >= top[2]["logprob"] >= -9999, top
+    assert all(t["logprob"] == e["logprob"] for t in top if t["bytes"] == e["bytes"]), (e, top)
+    assert e["logprob"] <= top[0]["logprob"], e
+# the tokens' bytes joined hold the answer's text, once the special tokens' names are left out
+import re
+raw = b"".join(bytes(e["bytes"]) for e in content if not re.fullmatch("<｜.*｜>", e["token"])).decode("utf-8", "replace")
+assert c["message"]["content"] in raw, (c["message"]["content"], raw)
+PY
+mkreq "$tmp/lp.json" logprobs=true top_logprobs=3 stream=true
+curl -s -N -H 'Content-Type: application/json' --data-binary @"$tmp/lp.json" \
+    "http://127.0.0.1:$port_main/v1/chat/completions" >"$tmp/out"
+check "logprobs, streamed: each token's entry in its own chunk, the same as the answer's" \
+    python3 - "$tmp/out" "$tmp/lp-answer.json" <<'PY'
+import json, sys
+chunks = [json.loads(e[6:]) for e in open(sys.argv[1], encoding="utf-8").read().split("\n\n") if e and e != "data: [DONE]"]
+want = json.load(open(sys.argv[2], encoding="utf-8"))["choices"][0]["logprobs"]["content"]
+got = []
+for ch in chunks:
+    c = ch["choices"][0]
+    lp = c["logprobs"]["content"] if c["logprobs"] else []
+    assert len(lp) == len(c["token_ids"]), c   # a chunk's logprobs are its tokens'
+    got += lp
+assert got == want, (len(got), len(want))
+PY
+mkreq "$tmp/lp.json" logprobs=true
+post "$port_main" "$tmp/lp.json"
+check "logprobs without top_logprobs: no alternatives" \
+    py "s == 200 and all(e['top_logprobs'] == [] for e in d['choices'][0]['logprobs']['content'])"
+check "without logprobs, the choice's logprobs is null" py "json.load(open('$tmp/answer.json'))['choices'][0]['logprobs'] is None"
+mkreq "$tmp/lp.json" logprobs=true top_logprobs=21
+post "$port_main" "$tmp/lp.json"
+check "400 top_logprobs over 20" error_is 400 "'top_logprobs'" "must be between 0 and 20 \\(got 21\\)"
+mkreq "$tmp/lp.json" top_logprobs=2
+post "$port_main" "$tmp/lp.json"
+check "400 top_logprobs without logprobs" error_is 400 "'top_logprobs'" "needs \"logprobs\": true"
+
 # ---- 400: what the client sent
 printf '{"model": "hyocr-test", "messages": [' >"$tmp/bad.json"
 post "$port_main" "$tmp/bad.json"
@@ -274,7 +328,7 @@ mkreq "$tmp/unknown.json" 'frequency_penalty=0' 'logit_bias={}' 'logprobs=false'
     'response_format={"type": "text"}' 'some_extension=[1,2]'
 post "$port_main" "$tmp/unknown.json"
 check "unknown fields, and known ones that ask for nothing, are ignored, as vLLM does" py "s == 200"
-for kv in 'frequency_penalty=0.5' 'presence_penalty=-1' 'logprobs=true' 'top_logprobs=3' 'logit_bias={"5": 10}' \
+for kv in 'frequency_penalty=0.5' 'presence_penalty=-1' 'logit_bias={"5": 10}' \
           'min_tokens=4' 'response_format={"type": "json_object"}' 'tools=[{"type": "function"}]'; do
     key=${kv%%=*}
     mkreq "$tmp/unsup.json" "$kv"

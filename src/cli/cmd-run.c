@@ -37,6 +37,7 @@ typedef struct {
     int      concurrency, timeout;
     char   **fields, **images, **rest, **outputs, **stop;
     int      max_new_tokens, threads, max_side, top_k, max_model_len, max_batch, repeat, spec_tokens;
+    int      logprobs;   /* -1: off */
     double   temperature, top_p, repetition_penalty, swap_gib;
     gint64   seed;
     gboolean ignore_eos;
@@ -285,6 +286,8 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
         { "posemb", 0, 0, G_OPTION_ARG_STRING, &o->posemb, N_("Position-table interpolation: r1 or r2"), "V" },
         { "stop", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->stop,
           N_("End the answer before the first TEXT it holds; repeat for several (at most 16)"), "TEXT" },
+        { "logprobs", 0, 0, G_OPTION_ARG_INT, &o->logprobs,
+          N_("JSON output: each token's log-probability, with its N most likely alternatives (0 to 20)"), "N" },
         { "ignore-eos", 0, 0, G_OPTION_ARG_NONE, &o->ignore_eos, N_("Generate max-new-tokens tokens (benchmarks)"), NULL },
         { "no-tail-stop", 0, 0, G_OPTION_ARG_NONE, &o->no_tail_stop,
           N_("Do not stop when the answer's tail repeats (1.5 models; benchmarks)"), NULL },
@@ -372,6 +375,16 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
                     _("--format: expected text, json or jsonl, got “%s”"), o->format);
         return false;
     }
+    if (o->logprobs > HYOCR_TOP_LOGPROBS_MAX) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--logprobs: at most %d alternatives a token (got %d)"), HYOCR_TOP_LOGPROBS_MAX, o->logprobs);
+        return false;
+    }
+    if (o->logprobs >= 0 && (!o->format || !strcmp(o->format, "text"))) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("--logprobs: the log-probabilities are written in JSON: add --format json or jsonl"));
+        return false;
+    }
     return true;
 }
 
@@ -416,6 +429,8 @@ static bool fill_job(const run_opts *o, hyocr_job_params *jp, char ***fields, GE
     jp->max_side = o->max_side;
     jp->ignore_eos = o->ignore_eos;
     jp->no_tail_stop = o->no_tail_stop;
+    jp->logprobs = o->logprobs >= 0;
+    jp->top_logprobs = MAX(o->logprobs, 0);
     jp->stop = (const char *const *)o->stop;
     if (!hyocr_stop_strings_check(jp->stop, error)) {
         g_prefix_error(error, "--stop: ");
@@ -499,6 +514,31 @@ static void json_add_string(JsonBuilder *b, const char *s)
     json_builder_add_string_value(b, valid);
 }
 
+/* "logprobs": [{"logprob", "top_logprobs": [{"id", "logprob"}, …]}, …], one a token id. */
+static void json_logprobs(JsonBuilder *b, const GArray *lps)
+{
+    json_builder_set_member_name(b, "logprobs");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < lps->len; i++) {
+        const hyocr_token_logprobs *lp = &g_array_index(lps, hyocr_token_logprobs, i);
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "logprob");
+        json_builder_add_double_value(b, lp->logprob);
+        json_builder_set_member_name(b, "top_logprobs");
+        json_builder_begin_array(b);
+        for (int k = 0; k < lp->n_top; k++) {
+            json_builder_begin_object(b);
+            hyocr_json_member_int(b, "id", lp->top[k].id);
+            json_builder_set_member_name(b, "logprob");
+            json_builder_add_double_value(b, lp->top[k].logprob);
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
 /* One result as a JSON object: its image, page (1-based) only for a page of a
  * document of several, error (the result's unless given) only when it failed. */
 static void json_result(JsonBuilder *b, const char *backend, const hyocr_job_result *r, const GError *error,
@@ -522,6 +562,7 @@ static void json_result(JsonBuilder *b, const char *backend, const hyocr_job_res
     for (guint i = 0; r->token_ids && i < r->token_ids->len; i++)
         json_builder_add_int_value(b, g_array_index(r->token_ids, int32_t, i));
     json_builder_end_array(b);
+    if (r->logprobs) json_logprobs(b, r->logprobs);
     hyocr_json_member_int(b, "prompt_tokens", r->prompt_tokens);
     hyocr_json_member_int(b, "image_tokens", r->n_image_tokens);
     hyocr_json_member_str(b, "stop_reason", hyocr_stop_reason_name(r->stop_reason));
@@ -1053,7 +1094,7 @@ static void report_skipped(const GPtrArray *skipped)
 int hyocr_cmd_run(int argc, char **argv)
 {
     /* -1: not given */
-    run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0, .spec_tokens = -1, .max_new_tokens = -1 };
+    run_opts o = { .repetition_penalty = -1.0, .top_p = 1.0, .spec_tokens = -1, .max_new_tokens = -1, .logprobs = -1 };
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) pages = NULL;
     int status = 1;

@@ -382,6 +382,16 @@ const hyocr_config *hyocr_engine_config(const hyocr_engine *eng)
     return hyocr_checkpoint_config(eng->ck);
 }
 
+GBytes *hyocr_engine_token_bytes(hyocr_engine *eng, int32_t id)
+{
+    return hyocr_tokenizer_token_bytes(eng->tok, id);
+}
+
+char *hyocr_engine_token_text(hyocr_engine *eng, int32_t id, size_t *len)
+{
+    return hyocr_tokenizer_decode(eng->tok, &id, 1, false, len);
+}
+
 const char *hyocr_engine_backend_name(const hyocr_engine *eng)
 {
     return eng->be ? eng->be->ops->name : "none";

@@ -144,6 +144,14 @@ typedef enum {
 
 const char *hyocr_stop_reason_name(hyocr_stop_reason r);   /* "eos", "max_new_tokens", … */
 
+/* The bytes a generated token decodes to alone (UTF-8, or a piece of a character; a special
+ * token gives its text), as log-probabilities name their tokens; empty for an id outside the
+ * vocabulary. Thread-safe. */
+GBytes *hyocr_engine_token_bytes(hyocr_engine *eng, int32_t id);
+/* … and as text: those bytes with any piece of a character as U+FFFD (Python's
+ * errors="replace"); *len gets its bytes (a token may decode to a NUL byte). */
+char   *hyocr_engine_token_text(hyocr_engine *eng, int32_t id, size_t *len);
+
 typedef enum {
     HYOCR_EVENT_PREPROCESS,   /* image decoded, pixels and prompt ready (prompt, pixels set) */
     HYOCR_EVENT_VISION,       /* vision tower + merger done */

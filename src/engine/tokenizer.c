@@ -1255,6 +1255,14 @@ char *hyocr_tokenizer_decode(const hyocr_tokenizer *tok, const int32_t *ids, siz
     return text_steal(s, len);
 }
 
+GBytes *hyocr_tokenizer_token_bytes(const hyocr_tokenizer *tok, int32_t id)
+{
+    g_return_val_if_fail(tok != NULL, NULL);
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    append_id(tok, id, false, buf);
+    return g_byte_array_free_to_bytes(g_steal_pointer(&buf));
+}
+
 int hyocr_tokenizer_n_vocab(const hyocr_tokenizer *tok)
 {
     return tok ? tok->n_ids : 0;

@@ -27,6 +27,9 @@ char       *hyocr_tokenizer_decode(const hyocr_tokenizer *tok, const int32_t *id
 int         hyocr_tokenizer_n_vocab(const hyocr_tokenizer *tok);            /* max id + 1 */
 int32_t     hyocr_tokenizer_find(const hyocr_tokenizer *tok, const char *token); /* -1 when absent */
 const char *hyocr_tokenizer_token(const hyocr_tokenizer *tok, int32_t id);  /* raw vocab string, NULL if none */
+/* The bytes id decodes to, alone (a piece of a character stays a piece; a special token
+ * gives its text); empty for an id outside the vocabulary. */
+GBytes     *hyocr_tokenizer_token_bytes(const hyocr_tokenizer *tok, int32_t id);
 bool        hyocr_tokenizer_is_special(const hyocr_tokenizer *tok, int32_t id);
 
 /* Streaming decoder: push ids, get back only complete UTF-8 (incomplete

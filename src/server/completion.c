@@ -11,6 +11,7 @@
 #include "error.h"
 #include "json.h"
 #include <errno.h>
+#include <math.h>
 #include <glib/gi18n.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ typedef struct {
     GError           *error;
     hyocr_stop_reason stop;
     int               stop_string;
+    bool              has_logprobs;  /* TOKEN, when the request asked */
+    hyocr_token_logprobs logprobs;
 } post;
 
 typedef struct {
@@ -42,6 +45,7 @@ typedef struct {
     gint               scheduled;      /* atomic: a drain is queued on the main context */
     GMainContext      *main;
     GArray            *token_ids;
+    GArray            *logprobs;       /* hyocr_token_logprobs, one per token id, when asked */
     GArray            *prompt_ids;
     int                prompt_tokens;
     bool               started;        /* the stream's headers went out */
@@ -90,6 +94,7 @@ static void completion_unref(completion *c)
     g_free(c->rendered);
     g_async_queue_unref(c->events);
     g_array_unref(c->token_ids);
+    g_array_unref(c->logprobs);
     if (c->prompt_ids) g_array_unref(c->prompt_ids);
     g_main_context_unref(c->main);
     g_free(c);
@@ -155,18 +160,80 @@ static void add_stop_reason(completion *c, JsonBuilder *b, const char *finish)
         json_builder_add_int_value(b, g_array_index(c->token_ids, int32_t, c->token_ids->len - 1));
 }
 
-/* …}, "logprobs": null, "finish_reason": finish (null until the last chunk), "stop_reason", and
+/* "token", "logprob", "bytes" of one id: OpenAI's bytes are the token's own (a piece of a
+ * character stays a piece, for the client to join), its text those bytes with any piece as
+ * U+FFFD. A log-probability JSON cannot hold is vLLM's -9999.0. */
+static void add_token_fields(completion *c, JsonBuilder *b, int32_t id, float logprob)
+{
+    hyocr_engine *eng = hyocr_server_engine(c->server);
+    g_autoptr(GBytes) bytes = hyocr_engine_token_bytes(eng, id);
+    gsize n = 0;
+    const guint8 *d = g_bytes_get_data(bytes, &n);
+    size_t text_len = 0;
+    g_autofree char *text = hyocr_engine_token_text(eng, id, &text_len);
+    json_builder_set_member_name(b, "token");
+    hyocr_json_add_text(b, text, text_len);
+    json_builder_set_member_name(b, "logprob");
+    json_builder_add_double_value(b, isfinite(logprob) ? logprob : -9999.0);
+    json_builder_set_member_name(b, "bytes");
+    json_builder_begin_array(b);
+    for (gsize i = 0; i < n; i++) json_builder_add_int_value(b, d[i]);
+    json_builder_end_array(b);
+}
+
+/* "logprobs": {"content": [one entry a token: its fields and "top_logprobs"]}, or null when
+ * the request did not ask. */
+static void add_logprobs(completion *c, JsonBuilder *b, const int32_t *ids, const hyocr_token_logprobs *lps, guint n)
+{
+    json_builder_set_member_name(b, "logprobs");
+    if (!c->req.logprobs) {
+        json_builder_add_null_value(b);
+        return;
+    }
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "content");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < n; i++) {
+        json_builder_begin_object(b);
+        add_token_fields(c, b, ids[i], lps[i].logprob);
+        json_builder_set_member_name(b, "top_logprobs");
+        json_builder_begin_array(b);
+        for (int k = 0; k < lps[i].n_top; k++) {
+            json_builder_begin_object(b);
+            add_token_fields(c, b, lps[i].top[k].id, lps[i].top[k].logprob);
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+}
+
+/* The tokens a choice carries: the whole answer's, or a chunk's one (none: n 0). */
+typedef struct {
+    const int32_t              *ids;
+    guint                       n;
+    const hyocr_token_logprobs *logprobs;   /* n_logprobs: n, or 0 when the request did not ask */
+    guint                       n_logprobs;
+} choice_tokens;
+
+/* …}, "logprobs", "finish_reason": finish (null until the last chunk), "stop_reason", and
  * the ids when the request asks for them}]: the choice closed. */
-static void end_choice(completion *c, JsonBuilder *b, const char *finish, const GArray *ids)
+static void end_choice(completion *c, JsonBuilder *b, const char *finish, const choice_tokens *t)
 {
     json_builder_end_object(b);
-    json_builder_set_member_name(b, "logprobs");
-    json_builder_add_null_value(b);
+    add_logprobs(c, b, t->ids, t->logprobs, MIN(t->n, t->n_logprobs));
     json_builder_set_member_name(b, "finish_reason");
     if (finish) json_builder_add_string_value(b, finish);
     else json_builder_add_null_value(b);
     add_stop_reason(c, b, finish);
-    if (c->req.return_token_ids) add_ids(b, "token_ids", ids);
+    if (c->req.return_token_ids) {
+        json_builder_set_member_name(b, "token_ids");
+        json_builder_begin_array(b);
+        for (guint i = 0; i < t->n; i++) json_builder_add_int_value(b, t->ids[i]);
+        json_builder_end_array(b);
+    }
     json_builder_end_object(b);
     json_builder_end_array(b);
 }
@@ -198,7 +265,9 @@ static void reply_json(completion *c, const char *text, size_t len, hyocr_stop_r
     json_builder_add_string_value(b, "assistant");
     json_builder_set_member_name(b, "content");
     hyocr_json_add_text(b, text, len);
-    end_choice(c, b, finish_reason(stop), c->token_ids);
+    choice_tokens all = { (const int32_t *)c->token_ids->data, c->token_ids->len,
+                          (const hyocr_token_logprobs *)c->logprobs->data, c->logprobs->len };
+    end_choice(c, b, finish_reason(stop), &all);
     add_usage(c, b);
     if (c->req.return_token_ids) add_ids(b, "prompt_token_ids", c->prompt_ids);
     json_builder_end_object(b);
@@ -208,8 +277,10 @@ static void reply_json(completion *c, const char *text, size_t len, hyocr_stop_r
     soup_server_message_unpause(c->msg);
 }
 
-/* One chat.completion.chunk: a delta (role and/or content of len bytes), or the finish. */
-static void send_chunk(completion *c, const char *content, size_t len, int32_t token, const char *finish)
+/* One chat.completion.chunk: a delta (role and/or content of len bytes), with the token it
+ * brings (and its log-probabilities: NULL when none), or the finish. */
+static void send_chunk(completion *c, const char *content, size_t len, int32_t token,
+                       const hyocr_token_logprobs *lp, const char *finish)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     begin_choice(c, b, "chat.completion.chunk", "delta");
@@ -221,13 +292,8 @@ static void send_chunk(completion *c, const char *content, size_t len, int32_t t
         json_builder_set_member_name(b, "content");
         hyocr_json_add_text(b, content ? content : "", content ? len : 0);
     }
-    /* the chunk's one token, when the request asks for the ids */
-    g_autoptr(GArray) one = NULL;
-    if (c->req.return_token_ids) {
-        one = g_array_new(FALSE, FALSE, sizeof(int32_t));
-        if (token >= 0) g_array_append_val(one, token);
-    }
-    end_choice(c, b, finish, one);
+    choice_tokens one = { &token, token >= 0, lp, token >= 0 && lp };
+    end_choice(c, b, finish, &one);
     if (c->req.include_usage) {
         json_builder_set_member_name(b, "usage");
         json_builder_add_null_value(b);
@@ -255,7 +321,7 @@ static void send_usage_chunk(completion *c)
 
 static void end_stream(completion *c, const char *finish)
 {
-    if (finish) send_chunk(c, NULL, 0, -1, finish);
+    if (finish) send_chunk(c, NULL, 0, -1, NULL, finish);
     if (c->req.include_usage) send_usage_chunk(c);
     hyocr_sse_send(c->msg, "[DONE]");
     hyocr_sse_end(c->msg);
@@ -297,15 +363,18 @@ static void finish(completion *c, const char *reason)
 static void on_token(completion *c, post *p)
 {
     if (p->token >= 0) g_array_append_val(c->token_ids, p->token);
+    if (p->has_logprobs) g_array_append_val(c->logprobs, p->logprobs);
     if (!c->t_first) c->t_first = g_get_monotonic_time();
     if (!c->req.stream || !c->msg || c->gone || c->closed) return;
-    if (p->piece_len || p->token < 0 || c->req.return_token_ids || !c->started)
-        send_chunk(c, p->piece, p->piece_len, p->token, NULL);
+    /* a token that asked for its ids or logprobs gets its chunk, even with no text yet */
+    if (p->piece_len || p->token < 0 || c->req.return_token_ids || p->has_logprobs || !c->started)
+        send_chunk(c, p->piece, p->piece_len, p->token, p->has_logprobs ? &p->logprobs : NULL, NULL);
 }
 
 static void on_restart(completion *c)
 {
     g_array_set_size(c->token_ids, 0);
+    g_array_set_size(c->logprobs, 0);
     if (!c->started || !c->msg) return;
     /* what was streamed cannot be taken back */
     hyocr_api_error e = { 0 };
@@ -324,7 +393,7 @@ static void on_end(completion *c, post *p)
     /* also for a client gone: the write fails, and libsoup lets the message go */
     if (c->msg && !c->closed) {
         if (p->type == HYOCR_EVENT_DONE && c->req.stream) {
-            if (!c->started) send_chunk(c, "", 0, -1, NULL);
+            if (!c->started) send_chunk(c, "", 0, -1, NULL, NULL);
             end_stream(c, reason);
             c->closed = true;
         } else if (p->type == HYOCR_EVENT_DONE) {
@@ -389,6 +458,10 @@ static void on_event(const hyocr_event *ev, void *data)
     p->prompt_tokens = ev->prompt_tokens;
     p->stop = ev->stop_reason;
     p->stop_string = ev->stop_string;
+    if (ev->type == HYOCR_EVENT_TOKEN && ev->logprobs) {
+        p->has_logprobs = true;
+        p->logprobs = *ev->logprobs;
+    }
     if (ev->error) p->error = g_error_copy(ev->error);
     if (ev->type == HYOCR_EVENT_PREPROCESS && c->req.return_token_ids && ev->prompt) {
         p->prompt_ids = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), (guint)ev->prompt->n);
@@ -474,6 +547,8 @@ static void fill_job(completion *c, hyocr_job_params *jp)
     jp->no_tail_stop = r->ignore_eos;   /* benchmarks ask for exactly max_tokens */
     jp->stop = r->stop;
     jp->stop_included = r->stop_included;
+    jp->logprobs = r->logprobs;
+    jp->top_logprobs = r->top_logprobs;
     jp->stop_token_ids = r->stop_token_ids;
     jp->n_stop_token_ids = r->n_stop_token_ids;
     jp->on_event = on_event;
@@ -519,6 +594,7 @@ void hyocr_completion_start(hyocr_server *s, SoupServerMessage *msg, hyocr_chat_
     c->events = g_async_queue_new();
     c->main = g_main_context_ref_thread_default();
     c->token_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    c->logprobs = g_array_new(FALSE, FALSE, sizeof(hyocr_token_logprobs));
     hyocr_server_hold(s);
     hyocr_api_error e = { 0 };
     if (!submit(c, names, &e)) {

@@ -2,7 +2,7 @@
  * (hyocr_chat_message, rendered by the engine as the release's template does),
  * the one image's bytes, the sampling parameters and the stop sequences. Fields
  * hyocr does not know are ignored, as vLLM ignores unknown fields; one vLLM would
- * honour but hyocr cannot (a penalty, log probabilities, a response format) is
+ * honour but hyocr cannot (a frequency penalty, a logit bias, a response format) is
  * refused by name (400, with the field in "param"), not ignored: the client would
  * otherwise get an answer that quietly differs from the one it asked for. */
 #include "server.h"
@@ -423,6 +423,24 @@ static bool parse_stop_tokens(parse_ctx *c, JsonObject *o)
     return true;
 }
 
+/* "logprobs": true, and "top_logprobs" 0..20, which needs it (OpenAI's and vLLM's rule). */
+static bool parse_logprobs(parse_ctx *c, JsonObject *o)
+{
+    hyocr_chat_request *r = c->r;
+    int64_t top = 0;
+    bool has = false;
+    g_autofree char *range = g_strdup_printf(_("between 0 and %d"), HYOCR_TOP_LOGPROBS_MAX);
+    if (!boolean(c, o, "logprobs", &r->logprobs) || !integer(c, o, "top_logprobs", &top, &has) ||
+        (has && !in_range(c, "top_logprobs", (double)top, 0, HYOCR_TOP_LOGPROBS_MAX, range)))
+        return false;
+    if (has && !r->logprobs) {
+        hyocr_api_error_set(c->e, 400, "top_logprobs", _("\"top_logprobs\" needs \"logprobs\": true"));
+        return false;
+    }
+    r->top_logprobs = (int)top;
+    return true;
+}
+
 /* A member that asks for nothing: absent, null, false, 0, empty, or a response_format of
  * {"type": "text"}. */
 static bool asks_nothing(JsonNode *n)
@@ -454,8 +472,6 @@ static bool refuse_unsupported(parse_ctx *c, JsonObject *o)
                                   "instead") },
         { "presence_penalty", N_("hyocr penalises repeated tokens with \"repetition_penalty\" (as vLLM takes it) "
                                  "instead") },
-        { "logprobs", N_("hyocr returns no log probabilities") },
-        { "top_logprobs", N_("hyocr returns no log probabilities") },
         { "logit_bias", N_("hyocr does not bias tokens") },
         { "min_tokens", N_("hyocr does not hold back the end of an answer") },
         { "response_format", N_("hyocr does not constrain its output; the extract tasks ask for JSON in the prompt") },
@@ -512,7 +528,7 @@ bool hyocr_chat_request_parse(hyocr_chat_request *r, const char *body, size_t le
     r->model = g_strdup(model);
     return parse_messages(&c, o) && parse_max_tokens(&c, o) && parse_sampling(&c, o) && parse_stop_strings(&c, o) &&
            boolean(&c, o, "include_stop_str_in_output", &r->stop_included) && parse_stop_tokens(&c, o) &&
-           refuse_unsupported(&c, o) && parse_stream(&c, o);
+           parse_logprobs(&c, o) && refuse_unsupported(&c, o) && parse_stream(&c, o);
 }
 
 void hyocr_chat_request_clear(hyocr_chat_request *r)

@@ -75,6 +75,8 @@ typedef struct {
     uint64_t            seed;
     double              repetition_penalty;   /* < 0: not sent (the model's) */
     bool                stream, include_usage, ignore_eos, return_token_ids;
+    bool                logprobs;         /* each token's log-probability … */
+    int                 top_logprobs;     /* … with that many alternatives */
     const char        **stop;             /* NULL-terminated; NULL: none */
     bool                stop_included;    /* include_stop_str_in_output */
     int32_t            *stop_token_ids;
@@ -85,7 +87,7 @@ typedef struct {
 
 /* Parses a /v1/chat/completions body. False with e set (400, with the param
  * at fault) when it is malformed, asks for what hyocr does not do (n > 1, a
- * remote image, log probabilities, …), or has no image or several. */
+ * remote image, a logit bias, …), or has no image or several. */
 bool hyocr_chat_request_parse(hyocr_chat_request *r, const char *body, size_t len, const hyocr_request_limits *lim,
                               hyocr_api_error *e);
 void hyocr_chat_request_clear(hyocr_chat_request *r);

@@ -57,6 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      "accepted %d stop token ids", r.n_stop_token_ids);
         for (int i = 0; i < r.n_stop_token_ids; i++)
             fuzz_require(r.stop_token_ids[i] >= 0, "accepted a negative stop token id");
+        fuzz_require(r.top_logprobs >= 0 && r.top_logprobs <= HYOCR_TOP_LOGPROBS_MAX && (r.logprobs || !r.top_logprobs),
+                     "accepted top_logprobs %d (logprobs %d)", r.top_logprobs, r.logprobs);
     }
     hyocr_chat_request_clear(&r);
     hyocr_api_error_clear(&e);
