@@ -16,4 +16,12 @@ for rep in 1 2 3; do
     echo "max-batch $b split 192: $(HYOCR_DECODE_SPLIT=192 runN $b)"
   done
 done | tee $W/split.txt
-tar czf $OUT/split.tgz -C $W split.txt prof16.txt
+# what a job asking for logprobs costs a full batch (every row's scores to the host), alternated
+for rep in 1 2; do
+  for lp in "" "--logprobs 5"; do
+    $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_1024.png --task recognize --device cuda \
+      --repeat 16 --max-batch 16 --warmup --max-new-tokens 256 --ignore-eos --no-tail-stop --format jsonl $lp \
+      > /dev/null 2> $W/lp.err; echo "16 concurrent ${lp:-no logprobs}: $(tail -1 $W/lp.err)"
+  done
+done | tee $W/logprobs.txt
+tar czf $OUT/split.tgz -C $W split.txt prof16.txt logprobs.txt
