@@ -454,6 +454,38 @@ static void test_mixed_paths(void)
     job_set_clear(&s);
 }
 
+/* A job asking for log-probabilities takes the step's choice to the host while it runs
+ * (its raw rows are needed): the others' tokens stay the reference's across the switch,
+ * and it has one entry a token. */
+static void test_mixed_logprobs(void)
+{
+    g_autofree char *ref = hyocr_test_data("model", CKPT, cases[0].dir, "greedy_rp.txt", NULL);
+    if (!require_fixtures() || !hyocr_test_require(ref)) return;
+    g_autoptr(hyocr_engine) eng = open_engine(NULL);
+    job_set s;
+    job_set_init(&s, 2);
+    for (int i = 0; i < 2; i++) s.jp[i].repetition_penalty = 1.08f;
+    s.jp[1].logprobs = true;
+    s.jp[1].top_logprobs = 2;
+    s.jp[1].max_new_tokens = 7;
+    run_set(eng, &s);
+    g_autoptr(GArray) want0 = reference_rp_ids(0), want1 = reference_rp_ids(1);
+    g_assert_no_error(s.res[0].error);
+    assert_ids(s.res[0].token_ids, want0);
+    g_assert_null(s.res[0].logprobs);
+    g_assert_cmpuint(want1->len, >=, s.res[1].token_ids->len);
+    g_array_set_size(want1, s.res[1].token_ids->len);
+    assert_ids(s.res[1].token_ids, want1);
+    g_assert_cmpuint(s.res[1].logprobs->len, ==, s.res[1].token_ids->len);
+    for (guint i = 0; i < s.res[1].logprobs->len; i++) {
+        const hyocr_token_logprobs *lp = &g_array_index(s.res[1].logprobs, hyocr_token_logprobs, i);
+        g_assert_cmpint(lp->n_top, ==, 2);
+        g_assert_cmpfloat(lp->logprob, <=, lp->top[0].logprob);
+        g_assert_cmpfloat(lp->top[1].logprob, <=, lp->top[0].logprob);
+    }
+    job_set_clear(&s);
+}
+
 /* ---- preemption ------------------------------------------------------------------------ */
 
 /* A pool of a little more than one job's blocks: four jobs must take turns. */
@@ -1625,6 +1657,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batch/cuda/vision-beside", test_cuda_vision_beside);
     g_test_add_func("/batch/sampling-alone", test_sampling_alone);
     g_test_add_func("/batch/mixed-paths", test_mixed_paths);
+    g_test_add_func("/batch/mixed-logprobs", test_mixed_logprobs);
     g_test_add_func("/batch/alone-embeds-leave", test_alone_embeds_leave);
     g_test_add_func("/batch/burst-grows-once", test_burst_grows_once);
     g_test_add_func("/batch/arrivals-grow-once", test_arrivals_grow_once);
