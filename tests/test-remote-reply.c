@@ -11,16 +11,19 @@
 
 typedef struct {
     GString *pieces;   /* "piece|" per callback */
-    int      n_ids;
+    int      n_ids, n_lps;
 } seen;
 
-static void on_piece(const char *piece, size_t len, const int32_t *ids, int n_ids, void *data)
+static void on_piece(const char *piece, size_t len, const int32_t *ids, int n_ids, const hyocr_token_logprobs *lps,
+                     int n_lps, void *data)
 {
     seen *s = data;
     g_string_append_len(s->pieces, piece, (gssize)len);
     g_string_append_c(s->pieces, '|');
     for (int i = 0; i < n_ids; i++) g_assert_cmpint(ids[i], >=, 0);
+    for (int i = 0; i < n_lps; i++) g_assert_cmpint(lps[i].n_top, <=, HYOCR_TOP_LOGPROBS_MAX);
     s->n_ids += n_ids;
+    s->n_lps += n_lps;
 }
 
 /* Feeds text in pieces of `step` bytes (0: whole), then the end. */
@@ -53,7 +56,7 @@ static const char vllm_stream[] =
 static void test_stream_any_split(void)
 {
     for (size_t step = 0; step <= 7; step++) {
-        seen s = { g_string_new(NULL), 0 };
+        seen s = { g_string_new(NULL), 0, 0 };
         hyocr_remote_reply r;
         hyocr_remote_reply_init(&r, SERVER, on_piece, &s);
         g_autoptr(GError) err = NULL;
@@ -80,7 +83,7 @@ static void test_nul_escape(void)
     static const char stream[] =
         "data: {\"choices\":[{\"delta\":{\"content\":\"a\\u0000b\\\\u0000\"},\"finish_reason\":\"stop\"}]}\n\n"
         "data: [DONE]\n\n";
-    seen s = { g_string_new(NULL), 0 };
+    seen s = { g_string_new(NULL), 0, 0 };
     hyocr_remote_reply r;
     hyocr_remote_reply_init(&r, SERVER, on_piece, &s);
     g_autoptr(GError) err = NULL;
@@ -88,6 +91,37 @@ static void test_nul_escape(void)
     g_assert_no_error(err);
     g_assert_cmpmem(r.text->str, r.text->len, "a\0b\\u0000", 9);
     g_assert_cmpmem(s.pieces->str, s.pieces->len, "a\0b\\u0000|", 10);
+    hyocr_remote_reply_clear(&r);
+    g_string_free(s.pieces, TRUE);
+}
+
+/* vLLM's logprobs with return_tokens_as_token_ids, a chunk's own token's; null where none came */
+static void test_logprobs(void)
+{
+    static const char stream[] =
+        "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"a\"},\"token_ids\":[5],\"logprobs\":{\"content\":["
+        "{\"token\":\"token_id:5\",\"logprob\":-0.25,\"bytes\":[97],\"top_logprobs\":["
+        "{\"token\":\"token_id:5\",\"logprob\":-0.25,\"bytes\":[97]},{\"token\":\"token_id:9\",\"logprob\":-2}]}]}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"\"},\"token_ids\":[120020],\"logprobs\":{\"content\":["
+        "{\"token\":\"token_id:120020\",\"logprob\":-9999.0,\"top_logprobs\":[]}]},\"finish_reason\":\"stop\"}]}\n\n"
+        "data: [DONE]\n\n";
+    seen s = { g_string_new(NULL), 0, 0 };
+    hyocr_remote_reply r;
+    hyocr_remote_reply_init(&r, SERVER, on_piece, &s);
+    g_autoptr(GError) err = NULL;
+    g_assert_true(feed(&r, stream, 3, &err));
+    g_assert_no_error(err);
+    g_assert_cmpuint(r.logprobs->len, ==, 2);
+    g_assert_cmpint(s.n_lps, ==, 2);
+    const hyocr_token_logprobs *a = &g_array_index(r.logprobs, hyocr_token_logprobs, 0);
+    g_assert_cmpfloat(a->logprob, ==, -0.25f);
+    g_assert_cmpint(a->n_top, ==, 2);
+    g_assert_cmpint(a->top[1].id, ==, 9);
+    g_assert_cmpfloat(a->top[1].logprob, ==, -2.0f);
+    const hyocr_token_logprobs *b = &g_array_index(r.logprobs, hyocr_token_logprobs, 1);
+    g_assert_cmpfloat(b->logprob, ==, -9999.0f);
+    g_assert_cmpint(b->n_top, ==, 0);
     hyocr_remote_reply_clear(&r);
     g_string_free(s.pieces, TRUE);
 }
@@ -150,6 +184,34 @@ static const bad_case bad[] = {
     { "data: {\"error\": \"out of memory\"}\n\n", HYOCR_REMOTE_ERROR_SERVER,
       "stopped the answer with an error: out of memory" },
     { "data: {\"error\": {}}\n\n", HYOCR_REMOTE_ERROR_SERVER, "stopped the answer with an error: (no message)" },
+#define BAD_LOGPROBS "\"logprobs\" is not a list of tokens named by id (token_id:N) with their log-probabilities"
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":[]}]}\n\n", HYOCR_REMOTE_ERROR_MALFORMED, BAD_LOGPROBS },
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":{\"content\":{}}}]}\n\n", HYOCR_REMOTE_ERROR_MALFORMED,
+      BAD_LOGPROBS },
+    /* a token named by its text: no id to give */
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":{\"content\":[{\"token\":\"a\",\"logprob\":-1}]}}]}\n\n",
+      HYOCR_REMOTE_ERROR_MALFORMED, BAD_LOGPROBS },
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":{\"content\":[{\"token\":\"token_id:\",\"logprob\":-1}]}}]}"
+      "\n\n", HYOCR_REMOTE_ERROR_MALFORMED, BAD_LOGPROBS },
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":{\"content\":[{\"token\":\"token_id:-3\",\"logprob\":-1}]}}]}"
+      "\n\n", HYOCR_REMOTE_ERROR_MALFORMED, BAD_LOGPROBS },
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":{\"content\":[{\"token\":\"token_id:99999999999\","
+      "\"logprob\":-1}]}}]}\n\n", HYOCR_REMOTE_ERROR_MALFORMED, BAD_LOGPROBS },
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":{\"content\":[{\"token\":\"token_id:3\",\"logprob\":\"-1\"}]}}]}"
+      "\n\n", HYOCR_REMOTE_ERROR_MALFORMED, BAD_LOGPROBS },
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":{\"content\":[{\"token\":\"token_id:3\",\"logprob\":-1,"
+      "\"top_logprobs\":[{\"token\":\"token_id:4\"}]}]}}]}\n\n", HYOCR_REMOTE_ERROR_MALFORMED, BAD_LOGPROBS },
+    /* more alternatives than any request asks for: not kept */
+    { "data: {\"choices\":[{\"delta\":{},\"logprobs\":{\"content\":[{\"token\":\"token_id:3\",\"logprob\":-1,"
+      "\"top_logprobs\":[" "{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},"
+      "{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\","
+      "\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":"
+      "\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},"
+      "{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\","
+      "\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":"
+      "\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},"
+      "{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\",\"logprob\":-1},{\"token\":\"token_id:1\","
+      "\"logprob\":-1}]}]}}]}\n\n", HYOCR_REMOTE_ERROR_MALFORMED, BAD_LOGPROBS },
 };
 
 static void test_malformed(void)
@@ -347,6 +409,7 @@ int main(int argc, char **argv)
     g_test_add_func("/remote-reply/stream-any-split", test_stream_any_split);
     g_test_add_func("/remote-reply/nul-escape", test_nul_escape);
     g_test_add_func("/remote-reply/end-without-done", test_end_without_done);
+    g_test_add_func("/remote-reply/logprobs", test_logprobs);
     g_test_add_func("/remote-reply/malformed", test_malformed);
     g_test_add_func("/remote-reply/nul-byte", test_nul_byte);
     g_test_add_func("/remote-reply/limits", test_limits);

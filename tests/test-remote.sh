@@ -243,13 +243,17 @@ full, stop = open(sys.argv[3], encoding="utf-8").read().strip(), sys.argv[4]
 assert l["text"] == full[:full.index(stop)] and l["stop_reason"] == "requested", (l, stop)
 assert r["text"] == l["text"] and r["token_ids"] == l["token_ids"] and r["stop_reason"] == "requested", (r, l)
 PY
-# log-probabilities do not come back through a server: refused by name, not left out quietly
-client --server "$srv" --api-key-file "$tmp/key" -n 4 --logprobs 1 --format json "$img"
-check "--logprobs through a server: the page's error says it, and where they can be had" \
-    python3 - "$tmp/out" <<'PY'
+# log-probabilities through a server: asked for with the tokens named by id, and the same as a
+# local run's, to the bit (a float's shortest decimal in the JSON reads back as that float)
+"$HYOCR" run --model "$flat" --device cpu --threads 2 -n 16 --logprobs 3 --format json "$img" \
+    >"$tmp/local.json" 2>/dev/null
+client --server "$srv" --api-key-file "$tmp/key" -n 16 --logprobs 3 --format json "$img"
+check "--logprobs 3 through hyocr serve: the local run's tokens and log-probabilities" \
+    python3 - "$tmp/out" "$tmp/local.json" <<'PY'
 import json, sys
-(r,) = json.load(open(sys.argv[1]))
-assert "cannot return log-probabilities; run it on this computer" in r["error"], r
+(r,), (l,) = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert r["token_ids"] == l["token_ids"] and len(l["logprobs"]) == len(l["token_ids"]) > 0, (r, l)
+assert r["logprobs"] == l["logprobs"], (r["logprobs"][:2], l["logprobs"][:2])
 PY
 
 # cancel: the run ends (130), its connection closes, and the server frees the job

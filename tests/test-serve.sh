@@ -256,6 +256,10 @@ mkreq "$tmp/lp.json" logprobs=true
 post "$port_main" "$tmp/lp.json"
 check "logprobs without top_logprobs: no alternatives" \
     py "s == 200 and all(e['top_logprobs'] == [] for e in d['choices'][0]['logprobs']['content'])"
+mkreq "$tmp/lp.json" logprobs=true top_logprobs=1 return_tokens_as_token_ids=true
+post "$port_main" "$tmp/lp.json"
+check "return_tokens_as_token_ids: the tokens named token_id:N, as vLLM names them" \
+    py "s == 200 and [e['token'] for e in d['choices'][0]['logprobs']['content']] == ['token_id:%d' % i for i in d['choices'][0]['token_ids']] and all(t['token'].startswith('token_id:') for e in d['choices'][0]['logprobs']['content'] for t in e['top_logprobs'])"
 check "without logprobs, the choice's logprobs is null" py "json.load(open('$tmp/answer.json'))['choices'][0]['logprobs'] is None"
 mkreq "$tmp/lp.json" logprobs=true top_logprobs=21
 post "$port_main" "$tmp/lp.json"

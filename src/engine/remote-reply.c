@@ -23,6 +23,7 @@ void hyocr_remote_reply_init(hyocr_remote_reply *r, const char *server, hyocr_re
     r->data = data;
     r->text = g_string_new(NULL);
     r->token_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    r->logprobs = g_array_new(FALSE, FALSE, sizeof(hyocr_token_logprobs));
     r->prompt_tokens = r->completion_tokens = -1;
     r->line = g_string_new(NULL);
     r->event_data = g_string_new(NULL);
@@ -33,6 +34,7 @@ void hyocr_remote_reply_clear(hyocr_remote_reply *r)
     g_free(r->server);
     if (r->text) g_string_free(r->text, TRUE);
     if (r->token_ids) g_array_unref(r->token_ids);
+    if (r->logprobs) g_array_unref(r->logprobs);
     g_free(r->finish_reason);
     g_free(r->stop_text);
     if (r->line) g_string_free(r->line, TRUE);
@@ -131,6 +133,58 @@ static bool read_ids(JsonObject *o, GArray *ids)
     return true;
 }
 
+/* One {"token": "token_id:N", "logprob": x} of logprobs: the id vLLM's return_tokens_as_token_ids
+ * names (hyocr asks for it: a token's text may be a piece of a character), and its number. */
+static bool read_token_logprob(JsonNode *n, int32_t *id, float *logprob)
+{
+    if (!JSON_NODE_HOLDS_OBJECT(n)) return false;
+    JsonObject *o = json_node_get_object(n);
+    const char *tok = NULL;
+    JsonNode *lp = json_object_get_member(o, "logprob");
+    if (!opt_string(o, "token", &tok) || !tok || !g_str_has_prefix(tok, "token_id:") || !lp ||
+        !JSON_NODE_HOLDS_VALUE(lp) ||
+        (json_node_get_value_type(lp) != G_TYPE_DOUBLE && json_node_get_value_type(lp) != G_TYPE_INT64))
+        return false;
+    char *end = NULL;
+    const char *digits = tok + strlen("token_id:");
+    guint64 v = g_ascii_strtoull(digits, &end, 10);
+    if (!g_ascii_isdigit(*digits) || *end || v > G_MAXINT32) return false;
+    *id = (int32_t)v;
+    *logprob = (float)json_node_get_double(lp);
+    return true;
+}
+
+/* A choice's "logprobs": {"content": [{token, logprob, "top_logprobs": [{token, logprob}, …]}, …]}
+ * (null or absent: none), its entries appended to out. */
+static bool read_logprobs(JsonObject *c, GArray *out)
+{
+    JsonNode *n = json_object_get_member(c, "logprobs");
+    if (!n || JSON_NODE_HOLDS_NULL(n)) return true;
+    if (!JSON_NODE_HOLDS_OBJECT(n)) return false;
+    JsonNode *content = json_object_get_member(json_node_get_object(n), "content");
+    if (!content || JSON_NODE_HOLDS_NULL(content)) return true;
+    if (!JSON_NODE_HOLDS_ARRAY(content)) return false;
+    JsonArray *a = json_node_get_array(content);
+    for (guint i = 0; i < json_array_get_length(a); i++) {
+        JsonNode *e = json_array_get_element(a, i);
+        hyocr_token_logprobs lp = { 0 };
+        int32_t id;
+        if (!read_token_logprob(e, &id, &lp.logprob)) return false;
+        JsonNode *top = json_object_get_member(json_node_get_object(e), "top_logprobs");
+        if (top && !JSON_NODE_HOLDS_NULL(top)) {
+            if (!JSON_NODE_HOLDS_ARRAY(top) || json_array_get_length(json_node_get_array(top)) > HYOCR_TOP_LOGPROBS_MAX)
+                return false;
+            JsonArray *t = json_node_get_array(top);
+            lp.n_top = (int)json_array_get_length(t);
+            for (int k = 0; k < lp.n_top; k++)
+                if (!read_token_logprob(json_array_get_element(t, (guint)k), &lp.top[k].id, &lp.top[k].logprob))
+                    return false;
+        }
+        g_array_append_val(out, lp);
+    }
+    return true;
+}
+
 static bool read_usage(hyocr_remote_reply *r, JsonObject *o, GError **error)
 {
     JsonNode *n = json_object_get_member(o, "usage");
@@ -170,7 +224,12 @@ static bool read_choice(hyocr_remote_reply *r, JsonObject *c, const char *part, 
     guint before = r->token_ids->len;
     if (!read_ids(c, r->token_ids)) return malformed(r, error, _("\"token_ids\" is not a list of token ids"));
     int n_ids = (int)(r->token_ids->len - before);
-    if (content || n_ids) {
+    guint lp_before = r->logprobs->len;
+    if (!read_logprobs(c, r->logprobs))
+        return malformed(r, error, _("\"logprobs\" is not a list of tokens named by id (token_id:N) with their "
+                                     "log-probabilities"));
+    int n_lps = (int)(r->logprobs->len - lp_before);
+    if (content || n_ids || n_lps) {
         size_t len = content ? strlen(content) : 0;
         g_autofree char *with_nuls = nuls && content ? nul_bytes_in(content, &len) : NULL;
         if (with_nuls) content = with_nuls;
@@ -178,7 +237,8 @@ static bool read_choice(hyocr_remote_reply *r, JsonObject *c, const char *part, 
         r->n_chunks++;
         if (r->on_piece)
             r->on_piece(content ? content : "", len, n_ids ? &g_array_index(r->token_ids, int32_t, before) : NULL,
-                        n_ids, r->data);
+                        n_ids, n_lps ? &g_array_index(r->logprobs, hyocr_token_logprobs, lp_before) : NULL, n_lps,
+                        r->data);
     }
     if (finish) {
         g_free(r->finish_reason);

@@ -2,12 +2,14 @@
  * completion, read: the server-sent event stream (WHATWG's rules: LF, CR or CRLF
  * line ends, data lines joined, comments skipped) of chat.completion.chunk
  * objects ending with [DONE], or one chat.completion object. Text pieces, token
- * ids (where the server returns them), the finish reason and the usage are
- * taken; every other field (reasoning_content, stop_reason, logprobs, …) is
+ * ids (where the server returns them), log-probabilities (where asked for, their
+ * tokens named by id: vLLM's return_tokens_as_token_ids), the finish reason, vLLM's
+ * stop_reason and the usage are taken; every other field (reasoning_content, …) is
  * ignored. Bytes come from the network: anything malformed is an error that
  * says what, never a crash. The engine's own; remote.c, its tests and the
  * fuzz-remote harness use it. */
 #pragma once
+#include "hyocr.h"
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,8 +17,9 @@
 G_BEGIN_DECLS
 
 /* A content delta as it came (len bytes, may be ""), with the token ids its chunk
- * carried (n_ids may be 0). */
-typedef void (*hyocr_remote_piece_fn)(const char *piece, size_t len, const int32_t *ids, int n_ids, void *data);
+ * carried (n_ids may be 0) and their log-probabilities (n_lps may be 0). */
+typedef void (*hyocr_remote_piece_fn)(const char *piece, size_t len, const int32_t *ids, int n_ids,
+                                      const hyocr_token_logprobs *lps, int n_lps, void *data);
 
 typedef struct {
     char                 *server;          /* how messages name the server */
@@ -24,6 +27,7 @@ typedef struct {
     void                 *data;
     GString              *text;            /* every piece, concatenated */
     GArray               *token_ids;       /* int32_t; empty when the server sends none */
+    GArray               *logprobs;        /* hyocr_token_logprobs; empty when the server sends none */
     char                 *finish_reason;   /* "stop", "length", "abort", …; NULL until one came */
     char                 *stop_text;       /* vLLM's "stop_reason" with the finish: the stop string … */
     bool                  has_stop_id;     /* … or the stop token (also a generation_config EOS that is

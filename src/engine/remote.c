@@ -611,6 +611,18 @@ static void add_stops(JsonBuilder *b, const hyocr_job_params *jp)
     }
 }
 
+/* logprobs, with the tokens named by id (vLLM's return_tokens_as_token_ids): a token's
+ * text may be a piece of a character, which no string names. */
+static void add_logprobs(JsonBuilder *b, const hyocr_job_params *jp)
+{
+    if (!jp->logprobs) return;
+    json_builder_set_member_name(b, "logprobs");
+    json_builder_add_boolean_value(b, TRUE);
+    add_member_int(b, "top_logprobs", jp->top_logprobs);
+    json_builder_set_member_name(b, "return_tokens_as_token_ids");
+    json_builder_add_boolean_value(b, TRUE);
+}
+
 hyocr_model_version hyocr_remote_model_version(hyocr_remote *r)
 {
     return (hyocr_model_version)g_atomic_int_get(&r->version);
@@ -640,6 +652,7 @@ static GBytes *request_body(hyocr_remote *r, hyocr_remote_job *job, const char *
     json_builder_end_object(b);
     json_builder_set_member_name(b, "return_token_ids");
     json_builder_add_boolean_value(b, TRUE);
+    add_logprobs(b, jp);
     json_builder_end_object(b);
     g_autoptr(JsonNode) root = json_builder_get_root(b);
     char *json = hyocr_json_to_data(root, false);
@@ -667,14 +680,16 @@ typedef struct {
     hyocr_remote_reply *reply;
 } piece_ctx;
 
-static void on_piece(const char *piece, size_t len, const int32_t *ids, int n_ids, void *data)
+static void on_piece(const char *piece, size_t len, const int32_t *ids, int n_ids, const hyocr_token_logprobs *lps,
+                     int n_lps, void *data)
 {
     piece_ctx *pc = data;
     hyocr_remote_job *job = pc->job;
     if (!job->t_first) job->t_first = g_get_monotonic_time();
     int n = pc->reply->token_ids->len ? (int)pc->reply->token_ids->len : pc->reply->n_chunks;
     hyocr_event ev = { .type = HYOCR_EVENT_TOKEN, .token = n_ids == 1 ? ids[0] : -1, .piece = piece,
-                       .piece_len = len, .n_generated = n, .batch_size = 1 };
+                       .piece_len = len, .n_generated = n, .batch_size = 1,
+                       .logprobs = n_ids == 1 && n_lps == 1 ? lps : NULL };
     emit(job, &ev);
 }
 
@@ -707,6 +722,7 @@ static void take_answer(hyocr_remote *r, hyocr_remote_job *job, hyocr_remote_rep
     res->text = hyocr_clean_repeated_substrings(reply->text->str, reply->text->len, hyocr_remote_model_version(r),
                                                 &res->text_len);
     if (reply->token_ids->len) res->token_ids = g_array_ref(reply->token_ids);
+    if (job->params.logprobs) res->logprobs = g_array_ref(reply->logprobs);
     res->prompt_tokens = reply->prompt_tokens > 0 ? reply->prompt_tokens : 0;
     res->stop_reason = stop_reason(reply, &job->params, &res->stop_string);
     res->repetition_penalty = job->params.repetition_penalty;
@@ -792,6 +808,12 @@ static bool read_stream(hyocr_remote *r, hyocr_remote_job *job, SoupMessage *msg
         }
     }
     g_clear_error(&err);
+    if (ok && job->params.logprobs && reply.logprobs->len != reply.token_ids->len) {
+        g_set_error(error, HYOCR_REMOTE_ERROR, HYOCR_REMOTE_ERROR_NOT_OPENAI,
+                    _("%s sent log-probabilities for %u of the answer's %u tokens: it may not return them by "
+                      "token id, as vLLM and hyocr serve do"), r->name, reply.logprobs->len, reply.token_ids->len);
+        ok = false;
+    }
     if (ok) take_answer(r, job, &reply);
     else if (reply.token_ids->len) job->end.res.token_ids = g_array_ref(reply.token_ids);
     hyocr_remote_reply_clear(&reply);
@@ -951,9 +973,9 @@ hyocr_remote_job *hyocr_remote_submit(hyocr_remote *r, const hyocr_job_params *p
                     _("a job on a server takes a task and an image (no rendered conversation, no logits)"));
         return NULL;
     }
-    if (params->logprobs) {
+    if (params->logprobs && (params->top_logprobs < 0 || params->top_logprobs > HYOCR_TOP_LOGPROBS_MAX)) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("a job on a server cannot return log-probabilities; run it on this computer for them"));
+                    _("top_logprobs must be between 0 and %d (got %d)"), HYOCR_TOP_LOGPROBS_MAX, params->top_logprobs);
         return NULL;
     }
     if (!hyocr_stop_strings_check(params->stop, error) ||

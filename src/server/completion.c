@@ -162,7 +162,8 @@ static void add_stop_reason(completion *c, JsonBuilder *b, const char *finish)
 
 /* "token", "logprob", "bytes" of one id: OpenAI's bytes are the token's own (a piece of a
  * character stays a piece, for the client to join), its text those bytes with any piece as
- * U+FFFD. A log-probability JSON cannot hold is vLLM's -9999.0. */
+ * U+FFFD, or "token_id:N" where the request asks so. A log-probability JSON cannot hold is
+ * vLLM's -9999.0. */
 static void add_token_fields(completion *c, JsonBuilder *b, int32_t id, float logprob)
 {
     hyocr_engine *eng = hyocr_server_engine(c->server);
@@ -170,7 +171,9 @@ static void add_token_fields(completion *c, JsonBuilder *b, int32_t id, float lo
     gsize n = 0;
     const guint8 *d = g_bytes_get_data(bytes, &n);
     size_t text_len = 0;
-    g_autofree char *text = hyocr_engine_token_text(eng, id, &text_len);
+    g_autofree char *text = c->req.tokens_as_ids ? g_strdup_printf("token_id:%d", id)
+                                                 : hyocr_engine_token_text(eng, id, &text_len);
+    if (c->req.tokens_as_ids) text_len = strlen(text);
     json_builder_set_member_name(b, "token");
     hyocr_json_add_text(b, text, text_len);
     json_builder_set_member_name(b, "logprob");

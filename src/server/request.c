@@ -423,14 +423,16 @@ static bool parse_stop_tokens(parse_ctx *c, JsonObject *o)
     return true;
 }
 
-/* "logprobs": true, and "top_logprobs" 0..20, which needs it (OpenAI's and vLLM's rule). */
+/* "logprobs": true, and "top_logprobs" 0..20, which needs it (OpenAI's and vLLM's rule);
+ * vLLM's "return_tokens_as_token_ids" names their tokens by id. */
 static bool parse_logprobs(parse_ctx *c, JsonObject *o)
 {
     hyocr_chat_request *r = c->r;
     int64_t top = 0;
     bool has = false;
     g_autofree char *range = g_strdup_printf(_("between 0 and %d"), HYOCR_TOP_LOGPROBS_MAX);
-    if (!boolean(c, o, "logprobs", &r->logprobs) || !integer(c, o, "top_logprobs", &top, &has) ||
+    if (!boolean(c, o, "logprobs", &r->logprobs) || !boolean(c, o, "return_tokens_as_token_ids", &r->tokens_as_ids) ||
+        !integer(c, o, "top_logprobs", &top, &has) ||
         (has && !in_range(c, "top_logprobs", (double)top, 0, HYOCR_TOP_LOGPROBS_MAX, range)))
         return false;
     if (has && !r->logprobs) {

@@ -77,6 +77,7 @@ typedef struct {
     bool                stream, include_usage, ignore_eos, return_token_ids;
     bool                logprobs;         /* each token's log-probability … */
     int                 top_logprobs;     /* … with that many alternatives */
+    bool                tokens_as_ids;    /* … their tokens as "token_id:N" (vLLM's return_tokens_as_token_ids) */
     const char        **stop;             /* NULL-terminated; NULL: none */
     bool                stop_included;    /* include_stop_str_in_output */
     int32_t            *stop_token_ids;

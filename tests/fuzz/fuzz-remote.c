@@ -29,10 +29,13 @@ static bool utf8_with_nuls(const char *s, size_t len)
     return true;
 }
 
-static void on_piece(const char *piece, size_t len, const int32_t *ids, int n_ids, void *data)
+static void on_piece(const char *piece, size_t len, const int32_t *ids, int n_ids, const hyocr_token_logprobs *lps,
+                     int n_lps, void *data)
 {
     (void)ids;
     (void)n_ids;
+    for (int i = 0; i < n_lps; i++)
+        fuzz_require(lps[i].n_top >= 0 && lps[i].n_top <= HYOCR_TOP_LOGPROBS_MAX, "kept %d alternatives", lps[i].n_top);
     g_string_append_len(data, piece, (gssize)len);
 }
 
@@ -78,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* what came before a failure came the same way too */
     fuzz_require(g_string_equal(whole.r.text, split.r.text), "split at %zu: another text", step);
     fuzz_require(whole.r.token_ids->len == split.r.token_ids->len, "split at %zu: other token ids", step);
+    fuzz_require(whole.r.logprobs->len == split.r.logprobs->len, "split at %zu: other logprobs", step);
     fuzz_require(g_string_equal(whole.r.text, whole.pieces), "the pieces do not make the text");
     fuzz_require(utf8_with_nuls(whole.r.text->str, whole.r.text->len), "text that is not UTF-8");
     fuzz_require(!whole.ok || whole.r.done, "read whole without being done");
