@@ -27,6 +27,8 @@ typedef struct {
 
 /* *dst = *src with its strings and arrays pointing into own's copies. */
 void hyocr_job_params_copy(hyocr_job_params *dst, hyocr_job_copies *own, const hyocr_job_params *src);
+/* top_logprobs in range where the job asks for logprobs (local and remote jobs alike). */
+bool hyocr_job_params_check_logprobs(const hyocr_job_params *p, GError **error);
 void hyocr_job_copies_clear(hyocr_job_copies *own);
 
 struct hyocr_engine {

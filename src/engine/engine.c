@@ -50,6 +50,14 @@ void hyocr_job_params_copy(hyocr_job_params *dst, hyocr_job_copies *own, const h
         g_memdup2(src->stop_token_ids, sizeof(int32_t) * (size_t)MAX(0, src->n_stop_token_ids));
 }
 
+bool hyocr_job_params_check_logprobs(const hyocr_job_params *p, GError **error)
+{
+    if (!p->logprobs || (p->top_logprobs >= 0 && p->top_logprobs <= HYOCR_TOP_LOGPROBS_MAX)) return true;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("top_logprobs must be between 0 and %d (got %d)"),
+                HYOCR_TOP_LOGPROBS_MAX, p->top_logprobs);
+    return false;
+}
+
 void hyocr_job_copies_clear(hyocr_job_copies *own)
 {
     g_free(own->image_path);
@@ -998,12 +1006,7 @@ static bool validate_job(const hyocr_job_params *job, GError **error)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("unknown task %d"), (int)job->task);
         return false;
     }
-    if (job->logprobs && (job->top_logprobs < 0 || job->top_logprobs > HYOCR_TOP_LOGPROBS_MAX)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("top_logprobs must be between 0 and %d (got %d)"), HYOCR_TOP_LOGPROBS_MAX, job->top_logprobs);
-        return false;
-    }
-    return hyocr_stop_strings_check(job->stop, error);
+    return hyocr_job_params_check_logprobs(job, error) && hyocr_stop_strings_check(job->stop, error);
 }
 
 bool hyocr_job_begin(job_state *st, GError **error)

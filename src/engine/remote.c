@@ -973,12 +973,7 @@ hyocr_remote_job *hyocr_remote_submit(hyocr_remote *r, const hyocr_job_params *p
                     _("a job on a server takes a task and an image (no rendered conversation, no logits)"));
         return NULL;
     }
-    if (params->logprobs && (params->top_logprobs < 0 || params->top_logprobs > HYOCR_TOP_LOGPROBS_MAX)) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("top_logprobs must be between 0 and %d (got %d)"), HYOCR_TOP_LOGPROBS_MAX, params->top_logprobs);
-        return NULL;
-    }
-    if (!hyocr_stop_strings_check(params->stop, error) ||
+    if (!hyocr_job_params_check_logprobs(params, error) || !hyocr_stop_strings_check(params->stop, error) ||
         !hyocr_stop_tokens_check(params->stop_token_ids, params->n_stop_token_ids, 0, error))
         return NULL;
     hyocr_remote_job *job = g_new0(hyocr_remote_job, 1);
