@@ -329,11 +329,15 @@ mkreq "$tmp/mt-huge.json" max_tokens=4e96
 post "$port_main" "$tmp/mt-huge.json"
 check "400 max_tokens 4e96 (no integer overflow)" error_is 400 "'max_tokens'" "must be at least 1"
 mkreq "$tmp/unknown.json" 'frequency_penalty=0' 'logit_bias={}' 'logprobs=false' \
-    'response_format={"type": "text"}' 'some_extension=[1,2]'
+    'response_format={"type": "text"}' 'some_extension=[1,2]' 'skip_special_tokens=true' 'best_of=1' \
+    'add_generation_prompt=true' 'length_penalty=1.0' 'mm_processor_kwargs={}' 'prompt_logprobs=null' 'echo=false'
 post "$port_main" "$tmp/unknown.json"
 check "unknown fields, and known ones that ask for nothing, are ignored, as vLLM does" py "s == 200"
 for kv in 'frequency_penalty=0.5' 'presence_penalty=-1' 'logit_bias={"5": 10}' \
-          'min_tokens=4' 'response_format={"type": "json_object"}' 'tools=[{"type": "function"}]'; do
+          'min_tokens=4' 'response_format={"type": "json_object"}' 'tools=[{"type": "function"}]' 'min_p=0.1' \
+          'best_of=3' 'use_beam_search=true' 'prompt_logprobs=1' 'bad_words=["x"]' 'guided_json={"type": "object"}' \
+          'structured_outputs={"regex": "a+"}' 'skip_special_tokens=false' 'echo=true' 'add_generation_prompt=false' \
+          'chat_template="{{ messages }}"' 'truncate_prompt_tokens=10' 'mm_processor_kwargs={"max_pixels": 1000000}'; do
     key=${kv%%=*}
     mkreq "$tmp/unsup.json" "$kv"
     post "$port_main" "$tmp/unsup.json"

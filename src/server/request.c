@@ -464,11 +464,30 @@ static bool asks_nothing(JsonNode *n)
     }
 }
 
-/* What vLLM would honour and hyocr cannot: refused when it asks for anything. */
+/* Where a field's value asks for nothing: as asks_nothing says; true (a switch on by default);
+ * or 1 (a count or a factor whose neutral value is 1). */
+typedef enum {
+    NEUTRAL_ZERO,
+    NEUTRAL_TRUE,
+    NEUTRAL_ONE,
+} neutral_value;
+
+static bool is_neutral(JsonNode *n, neutral_value neutral)
+{
+    if (!n || JSON_NODE_HOLDS_NULL(n) || neutral == NEUTRAL_ZERO) return asks_nothing(n);
+    if (!JSON_NODE_HOLDS_VALUE(n)) return false;
+    GType t = json_node_get_value_type(n);
+    if (neutral == NEUTRAL_TRUE) return t == G_TYPE_BOOLEAN && json_node_get_boolean(n);
+    return (t == G_TYPE_INT64 || t == G_TYPE_DOUBLE) && json_node_get_double(n) == 1.0;
+}
+
+/* What vLLM would honour and hyocr cannot (OpenAI's fields and vLLM's extra ones): refused
+ * when it asks for anything. */
 static bool refuse_unsupported(parse_ctx *c, JsonObject *o)
 {
     static const struct {
-        const char *key, *why;
+        const char   *key, *why;
+        neutral_value neutral;
     } fields[] = {
         { "frequency_penalty", N_("hyocr penalises repeated tokens with \"repetition_penalty\" (as vLLM takes it) "
                                   "instead") },
@@ -478,9 +497,31 @@ static bool refuse_unsupported(parse_ctx *c, JsonObject *o)
         { "min_tokens", N_("hyocr does not hold back the end of an answer") },
         { "response_format", N_("hyocr does not constrain its output; the extract tasks ask for JSON in the prompt") },
         { "tools", N_("hyocr does not call tools") },
+        { "min_p", N_("hyocr samples with temperature, top_k and top_p") },
+        { "best_of", N_("hyocr returns one answer per request"), NEUTRAL_ONE },
+        { "use_beam_search", N_("hyocr does not search beams") },
+        { "length_penalty", N_("hyocr does not search beams"), NEUTRAL_ONE },
+        { "prompt_logprobs", N_("hyocr returns the log-probabilities of the answer's tokens, not the prompt's") },
+        { "allowed_token_ids", N_("hyocr does not restrict the vocabulary") },
+        { "bad_words", N_("hyocr does not restrict the vocabulary") },
+        { "guided_json", N_("hyocr does not constrain its output; the extract tasks ask for JSON in the prompt") },
+        { "guided_regex", N_("hyocr does not constrain its output") },
+        { "guided_choice", N_("hyocr does not constrain its output") },
+        { "guided_grammar", N_("hyocr does not constrain its output") },
+        { "structured_outputs", N_("hyocr does not constrain its output; the extract tasks ask for JSON in the prompt") },
+        { "skip_special_tokens", N_("the answer's text never holds the special tokens (return_token_ids gives every "
+                                    "id)"), NEUTRAL_TRUE },
+        { "echo", N_("the answer does not repeat the prompt") },
+        { "add_generation_prompt", N_("hyocr renders the conversation as the release's template does, for an answer"),
+          NEUTRAL_TRUE },
+        { "continue_final_message", N_("hyocr renders the conversation as the release's template does, for an answer") },
+        { "chat_template", N_("hyocr renders the conversation with the release's own template") },
+        { "truncate_prompt_tokens", N_("hyocr does not cut prompts; the image's size sets the prompt's length") },
+        { "mm_processor_kwargs", N_("the image is resized as the release's processor does; hyocr serve --max-side "
+                                    "bounds every image's long side") },
     };
     for (size_t i = 0; i < G_N_ELEMENTS(fields); i++) {
-        if (asks_nothing(json_object_get_member(o, fields[i].key))) continue;
+        if (is_neutral(json_object_get_member(o, fields[i].key), fields[i].neutral)) continue;
         hyocr_api_error_set(c->e, 400, fields[i].key, _("\"%s\" is not supported: %s"), fields[i].key,
                             _(fields[i].why));
         return false;
