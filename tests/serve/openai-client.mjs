@@ -134,6 +134,24 @@ try {
     check('stop, streamed: the same text, no part of the stop string', text === want.text, JSON.stringify(text));
   }
 
+  // logprobs: the client's own parameters; the values hyocr run --logprobs writes, token by token
+  {
+    const want = runCli('recognize', ['--logprobs', '2']);
+    const params = { model: 'hyocr-test', messages: messages(presets[0][1]), max_tokens: MAX_TOKENS, temperature: 0,
+                     repetition_penalty: 1.08, return_token_ids: true, logprobs: true, top_logprobs: 2 };
+    const c = (await client.chat.completions.create(params)).choices[0];
+    const got = c.logprobs.content.map((e) => [e.logprob, e.top_logprobs.map((t) => t.logprob)]);
+    const ref = want.logprobs.map((e) => [e.logprob, e.top_logprobs.map((t) => t.logprob)]);
+    check('logprobs: hyocr run --logprobs\'s values, an entry a token, with their bytes',
+          same(c.token_ids, want.token_ids) && same(got, ref) &&
+          c.logprobs.content.every((e) => Array.isArray(e.bytes) && typeof e.token === 'string'),
+          JSON.stringify([got.slice(0, 2), ref.slice(0, 2)]));
+    const lps = [];
+    for await (const chunk of await client.chat.completions.create({ ...params, stream: true }))
+      lps.push(...(chunk.choices[0]?.logprobs?.content || []).map((e) => [e.logprob, e.top_logprobs.map((t) => t.logprob)]));
+    check('logprobs, streamed: the same values', same(lps, ref), JSON.stringify(lps.slice(0, 2)));
+  }
+
   // errors come back as the client's typed errors, with the server's message
   try {
     await client.chat.completions.create({ model: 'hyocr-test', messages: [{ role: 'user', content: 'no image' }] });
