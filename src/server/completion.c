@@ -112,12 +112,18 @@ static const char *finish_reason(hyocr_stop_reason stop)
     }
 }
 
-static void add_ids(JsonBuilder *b, const char *name, const GArray *ids)
+static void add_ids(JsonBuilder *b, const char *name, const int32_t *ids, guint n)
 {
     json_builder_set_member_name(b, name);
     json_builder_begin_array(b);
-    for (guint i = 0; ids && i < ids->len; i++) json_builder_add_int_value(b, g_array_index(ids, int32_t, i));
+    for (guint i = 0; i < n; i++) json_builder_add_int_value(b, ids[i]);
     json_builder_end_array(b);
+}
+
+static void add_prompt_ids(completion *c, JsonBuilder *b)
+{
+    add_ids(b, "prompt_token_ids", c->prompt_ids ? (const int32_t *)c->prompt_ids->data : NULL,
+            c->prompt_ids ? c->prompt_ids->len : 0);
 }
 
 /* id, object, created, model */
@@ -231,12 +237,7 @@ static void end_choice(completion *c, JsonBuilder *b, const char *finish, const 
     if (finish) json_builder_add_string_value(b, finish);
     else json_builder_add_null_value(b);
     add_stop_reason(c, b, finish);
-    if (c->req.return_token_ids) {
-        json_builder_set_member_name(b, "token_ids");
-        json_builder_begin_array(b);
-        for (guint i = 0; i < t->n; i++) json_builder_add_int_value(b, t->ids[i]);
-        json_builder_end_array(b);
-    }
+    if (c->req.return_token_ids) add_ids(b, "token_ids", t->ids, t->n);
     json_builder_end_object(b);
     json_builder_end_array(b);
 }
@@ -272,7 +273,7 @@ static void reply_json(completion *c, const char *text, size_t len, hyocr_stop_r
                           (const hyocr_token_logprobs *)c->logprobs->data, c->logprobs->len };
     end_choice(c, b, finish_reason(stop), &all);
     add_usage(c, b);
-    if (c->req.return_token_ids) add_ids(b, "prompt_token_ids", c->prompt_ids);
+    if (c->req.return_token_ids) add_prompt_ids(c, b);
     json_builder_end_object(b);
     char *json = finish_json(b);
     soup_server_message_set_status(c->msg, SOUP_STATUS_OK, NULL);
@@ -301,7 +302,7 @@ static void send_chunk(completion *c, const char *content, size_t len, int32_t t
         json_builder_set_member_name(b, "usage");
         json_builder_add_null_value(b);
     }
-    if (c->req.return_token_ids && !c->started) add_ids(b, "prompt_token_ids", c->prompt_ids);
+    if (c->req.return_token_ids && !c->started) add_prompt_ids(c, b);
     json_builder_end_object(b);
     g_autofree char *json = finish_json(b);
     if (!c->started) hyocr_sse_begin(c->msg);
