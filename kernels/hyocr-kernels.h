@@ -268,6 +268,22 @@ size_t      hk_sample_work_bytes(int n, int V);
 /* Bytes of the work area hk_pick needs: zeroed before its first use, left zeroed. */
 size_t      hk_pick_work_bytes(int n, int V);
 
+/* After hk_pick, for each row with n_top[row] ≥ 0 (≤ HK_TOP_LOGPROBS_MAX; −1: none): the
+ * log-probability of its chosen id (ids, hk_pick's) and its n_top most likely ids, from the
+ * raw logits (before the penalty). work: hk_logprobs_work_bytes; V at most 256 · 4096. */
+#define HK_TOP_LOGPROBS_MAX 20
+typedef struct {
+    float logprob;
+    int   n_top;
+    struct {
+        int32_t id;
+        float   logprob;
+    } top[HK_TOP_LOGPROBS_MAX];
+} hk_token_logprobs;
+cudaError_t hk_logprobs(cudaStream_t s, const float *logits, int n, int V, const int32_t *n_top, const int32_t *ids,
+                        void *work, hk_token_logprobs *out);
+size_t      hk_logprobs_work_bytes(int n, int V);
+
 /* out[M, N] (type ot) = x[M, K] · w[N, K]ᵀ for M ≤ HK_GEMV_MAX_ROWS, x and w of compute type t, K a
  * multiple of 8 and x, w 16-byte aligned (gemv.cu). */
 #define HK_GEMV_MAX_ROWS 4

@@ -383,6 +383,133 @@ k_sample(const float *logits, int V, uint32_t *seen, const int32_t *slots, const
     }
 }
 
+/* ---- log-probabilities of the raw rows (the host's rules: sampler.c,
+ * hyocr_sampler_logprobs), for the rows that ask, after k_pick chose their ids ----
+ * k_lp_part: each CTA takes PICK_CHUNK logits of a row and keeps their maximum, the sum of
+ * exp(l − that maximum) in double, and its n_top largest (ties: the lower id) in order;
+ * k_lp_merge: one CTA a row folds the chunks (each sum scaled to the row's maximum) into
+ * log-sum-exp, then the chosen id's and the top ids' l − lse. Only the order of the double
+ * additions differs from the host's. */
+struct LpPart {
+    double sum;
+    float  mx;
+    int    n;
+    int    id[HK_TOP_LOGPROBS_MAX];
+    float  v[HK_TOP_LOGPROBS_MAX];
+};
+
+__device__ double block_sum_d(double x, double *sh)
+{
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0) sh[warp] = x;
+    __syncthreads();
+    double r = 0.0;
+    for (int w = 0; w < (int)blockDim.x / 32; w++) r += sh[w];
+    return r;
+}
+
+/* The block's best candidate, in every thread (pick_block_best leaves it in thread 0). */
+__device__ Cand block_best_all(Cand c, Cand *sh, Cand *out)
+{
+    c = pick_block_best(c, sh);
+    if (threadIdx.x == 0) *out = c;
+    __syncthreads();
+    return *out;
+}
+
+static __global__ void __launch_bounds__(PICK_THREADS)
+k_lp_part(const float *logits, int V, const int32_t *n_top, LpPart *parts)
+{
+    __shared__ Cand sh[PICK_THREADS / 32], s_best;
+    __shared__ float shf[32];
+    __shared__ double shd[PICK_THREADS / 32];
+    const int row = blockIdx.y, k = n_top[row];
+    if (k < 0) return;
+    const float *x = logits + (size_t)row * V;
+    const int base = blockIdx.x * PICK_CHUNK + threadIdx.x;
+    float l[PICK_PER_THREAD];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < PICK_PER_THREAD; j++) {
+        int v = base + j * PICK_THREADS;
+        l[j] = v < V ? __ldg(x + v) : -INFINITY;
+        mx = fmaxf(mx, l[j]);
+    }
+    mx = hk_block_max(mx, shf);
+    double sum = 0.0;
+    if (mx != -INFINITY) {   /* else every term is exp(−inf − −inf): the chunk adds nothing */
+#pragma unroll
+        for (int j = 0; j < PICK_PER_THREAD; j++)
+            if (base + j * PICK_THREADS < V) sum += exp((double)l[j] - (double)mx);
+    }
+    sum = block_sum_d(sum, shd);
+    LpPart *out = &parts[(size_t)row * gridDim.x + blockIdx.x];
+    unsigned taken = 0;
+    int got = 0;
+    for (; got < k; got++) {
+        Cand best = { -INFINITY, INT_MAX, 0 };
+#pragma unroll
+        for (int j = 0; j < PICK_PER_THREAD; j++) {
+            int v = base + j * PICK_THREADS;
+            Cand c = { l[j], v, 0 };
+            if (v < V && !(taken >> j & 1u) && cand_better(c, best)) best = c;
+        }
+        best = block_best_all(best, sh, &s_best);
+        if (best.id == INT_MAX) break;   /* the chunk has fewer ids than k */
+        const int off = best.id - blockIdx.x * PICK_CHUNK;
+        if (off % PICK_THREADS == (int)threadIdx.x) taken |= 1u << (off / PICK_THREADS);
+        if (threadIdx.x == 0) {
+            out->id[got] = best.id;
+            out->v[got] = best.v;
+        }
+    }
+    if (threadIdx.x == 0) {
+        out->sum = sum;
+        out->mx = mx;
+        out->n = got;
+    }
+}
+
+#define LP_MERGE_THREADS 256
+static __global__ void __launch_bounds__(LP_MERGE_THREADS)
+k_lp_merge(const float *logits, int V, const int32_t *n_top, const int32_t *ids, int nc, const LpPart *parts,
+           hk_token_logprobs *out)
+{
+    __shared__ Cand sh[LP_MERGE_THREADS / 32], s_best;
+    __shared__ float shf[32];
+    __shared__ double shd[LP_MERGE_THREADS / 32];
+    const int row = blockIdx.x, k = n_top[row], c = threadIdx.x;
+    if (k < 0) return;
+    const LpPart *p = parts + (size_t)row * nc;
+    const float mx = hk_block_max(c < nc ? p[c].mx : -INFINITY, shf);
+    double part = 0.0;
+    if (c < nc && p[c].mx != -INFINITY) part = p[c].sum * exp((double)p[c].mx - (double)mx);
+    const double lse = (double)mx + log(block_sum_d(part, shd));
+    hk_token_logprobs *o = &out[row];
+    int head = 0, got = 0;
+    for (; got < k; got++) {
+        Cand mine = { -INFINITY, INT_MAX, 0 };
+        if (c < nc && head < p[c].n) mine = Cand{ p[c].v[head], p[c].id[head], 0 };
+        Cand best = block_best_all(mine, sh, &s_best);
+        if (best.id == INT_MAX) break;
+        if (mine.id == best.id && c < nc && head < p[c].n) head++;
+        if (c == 0) {
+            o->top[got].id = best.id;
+            o->top[got].logprob = (float)((double)best.v - lse);
+        }
+    }
+    if (c == 0) {
+        o->logprob = (float)((double)logits[(size_t)row * V + ids[row]] - lse);
+        o->n_top = got;
+    }
+    if (c >= got && c < HK_TOP_LOGPROBS_MAX) {   /* the unused entries as the host leaves them */
+        o->top[c].id = 0;
+        o->top[c].logprob = 0.0f;
+    }
+}
+
 /* The draft's proposals: one CTA of 1024 threads per row, four loads in flight a thread, the
  * candidates in torch.argmax order. */
 #define ARGMAX_THREADS 1024
@@ -449,6 +576,24 @@ cudaError_t hk_pick(cudaStream_t s, const float *logits, int n, int V, uint32_t 
     if (draws && sample_work)
         k_sample<<<(unsigned)n, SAMPLE_THREADS, 0, s>>>(logits, V, seen, slots, penalties, reciprocal, draws, ids,
                                                         sample_work, first, step_ids);
+    return cudaGetLastError();
+}
+
+size_t hk_logprobs_work_bytes(int n, int V)
+{
+    size_t nc = ((size_t)V + PICK_CHUNK - 1) / PICK_CHUNK;
+    return (size_t)n * nc * sizeof(LpPart);
+}
+
+cudaError_t hk_logprobs(cudaStream_t s, const float *logits, int n, int V, const int32_t *n_top, const int32_t *ids,
+                        void *work, hk_token_logprobs *out)
+{
+    if (n <= 0 || V <= 0) return cudaSuccess;
+    unsigned nc = (unsigned)((V + PICK_CHUNK - 1) / PICK_CHUNK);
+    if (nc > LP_MERGE_THREADS) return cudaErrorInvalidValue;
+    LpPart *parts = (LpPart *)work;
+    k_lp_part<<<dim3(nc, (unsigned)n), PICK_THREADS, 0, s>>>(logits, V, n_top, parts);
+    k_lp_merge<<<(unsigned)n, LP_MERGE_THREADS, 0, s>>>(logits, V, n_top, ids, (int)nc, parts, out);
     return cudaGetLastError();
 }
 

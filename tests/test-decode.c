@@ -110,6 +110,102 @@ static void test_pick_op(gconstpointer cuda)
     hyocr_backend_free(be);
 }
 
+/* pick_logprobs after a pick against hyocr_sampler_logprobs on the same raw rows: the ids in
+ * the same order (ties: the lower id, across the device's chunks too), the values within
+ * rounding (CUDA adds the exponentials in another order; the CPU backend must match bit for
+ * bit), rows that ask none untouched, and the penalty kept out of it. */
+static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top, int steps)
+{
+    const hyocr_backend_ops *o = be->ops;
+    const size_t W = ((size_t)V + 31) / 32;
+    const bool exact = be->kind == HYOCR_BACKEND_CPU;
+    g_autoptr(GError) err = NULL;
+    hyocr_buf *logits = o->alloc(be, HYOCR_BUF_F32, (size_t)n * V, &err);
+    hyocr_buf *seen = o->alloc(be, HYOCR_BUF_F32, (size_t)n * W, &err);
+    g_assert_no_error(err);
+    g_autofree float *zero = g_new0(float, (size_t)n * W);
+    g_assert_true(o->upload_f32(be, seen, 0, zero, (size_t)n * W, &err));
+    int32_t slots[8];
+    float pens[8];
+    for (int i = 0; i < n; i++) {
+        slots[i] = i;
+        pens[i] = 1.3f;
+    }
+    GRand *r = g_rand_new_with_seed(77u + (guint)V);
+    g_autofree float *x = g_new(float, (size_t)n * V);
+    for (int step = 0; step < steps; step++) {
+        for (int i = 0; i < n; i++) {
+            float *row = x + (size_t)i * V;
+            fill_logits(r, row, V, false);
+            /* equal maxima in different chunks of 4096, and ids no one may pick */
+            if (step % 2 && V > 8200) row[10] = row[4100] = row[8200] = 20.0f;
+            row[g_rand_int_range(r, 0, V)] = -INFINITY;
+        }
+        g_assert_true(o->upload_f32(be, logits, 0, x, (size_t)n * V, &err));
+        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, NULL, NULL, NULL, &err));
+        hyocr_token_logprobs got[8];
+        memset(got, 0xab, sizeof got);
+        g_assert_true(o->pick_logprobs(be, logits, n, V, n_top, got, &err));
+        int32_t ids[8];
+        bool nf[8];
+        g_assert_true(o->pick_fetch(be, n, ids, nf, &err));
+        g_assert_no_error(err);
+        for (int i = 0; i < n; i++) {
+            const hyocr_token_logprobs *lp = &got[i];
+            if (n_top[i] < 0) {
+                g_assert_cmpuint(((const uint8_t *)lp)[0], ==, 0xab);
+                g_assert_cmpint(lp->n_top, ==, (int)0xabababab);
+                continue;
+            }
+            int k = MIN(n_top[i], V);
+            int32_t want_ids[HYOCR_TOP_LOGPROBS_MAX];
+            float want[HYOCR_TOP_LOGPROBS_MAX];
+            float lp0 = hyocr_sampler_logprobs(x + (size_t)i * V, V, ids[i], k, want_ids, want);
+            g_assert_cmpint(lp->n_top, ==, k);
+            if (exact) g_assert_cmpfloat(lp->logprob, ==, lp0);
+            else g_assert_cmpfloat_with_epsilon(lp->logprob, lp0, 2e-6 * (1.0 + fabsf(lp0)));
+            for (int t = 0; t < k; t++) {
+                if (lp->top[t].id != want_ids[t])
+                    g_error("V %d step %d row %d: top %d is id %d, the host's %d", V, step, i, t, lp->top[t].id,
+                            want_ids[t]);
+                if (exact) g_assert_cmpfloat(lp->top[t].logprob, ==, want[t]);
+                else g_assert_cmpfloat_with_epsilon(lp->top[t].logprob, want[t], 2e-6 * (1.0 + fabsf(want[t])));
+            }
+        }
+    }
+    g_rand_free(r);
+    o->buf_free(be, logits);
+    o->buf_free(be, seen);
+}
+
+static void test_logprobs_op(gconstpointer cuda)
+{
+    hyocr_backend *be = open_backend(GPOINTER_TO_INT(cuda));
+    if (!be) return;
+    g_assert_nonnull(be->ops->pick_logprobs);
+    const int32_t tops[] = { 5, -1, 0, 20, 1 };
+    logprobs_case(be, 37, 5, tops, 40);
+    logprobs_case(be, 15, 4, tops, 10);   /* fewer ids than alternatives asked */
+    logprobs_case(be, 9000, 5, tops, 10);   /* three chunks, the last one short */
+    logprobs_case(be, 120818, 4, (const int32_t[]){ 20, 3, -1, 0 }, 6);
+    /* more alternatives than the most is an error, with the number */
+    g_autoptr(GError) err = NULL;
+    const int V = 100;
+    hyocr_buf *logits = be->ops->alloc(be, HYOCR_BUF_F32, V, &err), *seen = be->ops->alloc(be, HYOCR_BUF_F32, 4, &err);
+    g_autofree float *zero = g_new0(float, V);
+    g_assert_true(be->ops->upload_f32(be, logits, 0, zero, V, &err) && be->ops->upload_f32(be, seen, 0, zero, 4, &err));
+    const int32_t slot = 0, too_many = HYOCR_TOP_LOGPROBS_MAX + 1;
+    const float pen = 1.0f;
+    g_assert_true(be->ops->pick(be, logits, 1, V, seen, &slot, &pen, NULL, NULL, NULL, &err));
+    hyocr_token_logprobs out;
+    g_assert_false(be->ops->pick_logprobs(be, logits, 1, V, &too_many, &out, &err));
+    g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull(strstr(err->message, "row 0 asks for 21 alternatives (at most 20)"));
+    be->ops->buf_free(be, logits);
+    be->ops->buf_free(be, seen);
+    hyocr_backend_free(be);
+}
+
 /* Sampled rows (mixed with greedy ones) against the host sampler fed the same u:
  * temperature, top-k, top-p, the penalty, ties at the top-p border (a small
  * vocabulary of few distinct values), NaN and ±Inf. */
@@ -276,9 +372,9 @@ static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int s
         int32_t next[N_SEQ];
         bool nf[N_SEQ];
         for (int s = 0; draws && s < N_SEQ; s++) picks[s].draw.u = hyocr_sampler_uniform(500u + s, step + 1);
-        g_assert_true(hyocr_text_decode(m, qa, N_SEQ, picks, next, nf, NULL, &err));
+        g_assert_true(hyocr_text_decode(m, qa, N_SEQ, picks, next, nf, NULL, NULL, &err));
         g_assert_no_error(err);
-        g_assert_true(hyocr_text_decode(m, qb, N_SEQ, NULL, NULL, NULL, logits, &err));
+        g_assert_true(hyocr_text_decode(m, qb, N_SEQ, NULL, NULL, NULL, NULL, logits, &err));
         for (int s = 0; s < N_SEQ; s++) {
             g_assert_false(nf[s]);
             tok_b[s] = hyocr_sampler_sample(ref[s], logits + (size_t)s * V);
@@ -371,10 +467,10 @@ static void decode_fused_case(hyocr_model *m, int n, int steps)
     for (int step = 0; step < steps; step++) {
         for (int i = 0; i < 3 * n; i++) q[i] = (hyocr_text_seq){ .ids = &tok[i % n], .n_new = 1, .kv = kv[i] };
         m->fused_rows = on;
-        g_assert_true(hyocr_text_decode(m, q, n, NULL, NULL, NULL, la, &err));
-        g_assert_true(hyocr_text_decode(m, q + 2 * n, n, picks, next, NULL, NULL, &err));
+        g_assert_true(hyocr_text_decode(m, q, n, NULL, NULL, NULL, NULL, la, &err));
+        g_assert_true(hyocr_text_decode(m, q + 2 * n, n, picks, next, NULL, NULL, NULL, &err));
         m->fused_rows = 0;
-        g_assert_true(hyocr_text_decode(m, q + n, n, NULL, NULL, NULL, lb, &err));
+        g_assert_true(hyocr_text_decode(m, q + n, n, NULL, NULL, NULL, NULL, lb, &err));
         m->fused_rows = fused;
         g_assert_no_error(err);
         for (int s = 0; s < n; s++) {
@@ -432,7 +528,7 @@ static void test_decode_bad(gconstpointer cuda)
     hyocr_text_seq q = { .ids = &id, .n_new = 1, .kv = seq };
     hyocr_pick pick = { .slot = 3, .penalty = 1.0f };
     int32_t next = -1;
-    g_assert_false(hyocr_text_decode(m, &q, 1, &pick, &next, NULL, NULL, &err));
+    g_assert_false(hyocr_text_decode(m, &q, 1, &pick, &next, NULL, NULL, NULL, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
     g_assert_nonnull(strstr(err->message, "slot"));
     g_assert_cmpint(seq->n_tokens, ==, 0);
@@ -445,7 +541,7 @@ static void test_decode_bad(gconstpointer cuda)
     hyocr_text_seq q2[2] = { { .ids = &id, .n_new = 1, .kv = seq }, { .ids = &id, .n_new = 1, .kv = seq2 } };
     hyocr_pick p2[2] = { { .slot = shared, .penalty = 1.0f }, { .slot = shared, .penalty = 1.0f } };
     int32_t next2[2];
-    g_assert_false(hyocr_text_decode(m, q2, 2, p2, next2, NULL, NULL, &err));
+    g_assert_false(hyocr_text_decode(m, q2, 2, p2, next2, NULL, NULL, NULL, &err));
     g_assert_error(err, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT);
     g_clear_error(&err);
     hyocr_model_seq_free(m, seq2);
@@ -569,10 +665,10 @@ static double bench_run(hyocr_model *m, int n_seq, int ctx, int steps, bench_mod
         }
         for (int s = 0; s < n_seq; s++) q[s] = (hyocr_text_seq){ .ids = &tok[s], .n_new = 1, .kv = kv[s] };
         if (mode == BENCH_HOST) {
-            g_assert_true(hyocr_text_decode(m, q, n_seq, NULL, NULL, NULL, logits, &err));
+            g_assert_true(hyocr_text_decode(m, q, n_seq, NULL, NULL, NULL, NULL, logits, &err));
             for (int s = 0; s < n_seq; s++) tok[s] = hyocr_sampler_sample(smp, logits + (size_t)s * V);
         } else {
-            g_assert_true(hyocr_text_decode(m, q, n_seq, picks, tok, NULL, NULL, &err));
+            g_assert_true(hyocr_text_decode(m, q, n_seq, picks, tok, NULL, NULL, NULL, &err));
         }
         g_assert_no_error(err);
     }
@@ -654,6 +750,8 @@ int main(int argc, char **argv)
         g_test_add_data_func(p5, GINT_TO_POINTER(c), test_decode_fused);
         g_autofree char *p6 = g_strdup_printf("/decode/%s/sample-op", names[c]);
         g_test_add_data_func(p6, GINT_TO_POINTER(c), test_sample_op);
+        g_autofree char *p7 = g_strdup_printf("/decode/%s/logprobs-op", names[c]);
+        g_test_add_data_func(p7, GINT_TO_POINTER(c), test_logprobs_op);
     }
     g_test_add_func("/decode/cuda/bench", test_bench);
     return g_test_run();

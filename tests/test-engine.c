@@ -812,6 +812,16 @@ static void test_logprobs(void)
         penalised += lp->top[0].id != id;   /* the penalty moved the choice off the raw argmax */
     }
     g_test_message("%d of %u tokens were not their raw row's argmax", penalised, res.token_ids->len);
+    /* without on_logits the backend chooses and computes them (pick_logprobs): on the CPU the
+     * same values, bit for bit, as the host path's above */
+    hyocr_job_result picked;
+    run_logprobs(eng, top, &picked, NULL);
+    g_assert_cmpuint(picked.token_ids->len, ==, res.token_ids->len);
+    g_assert_cmpmem(picked.token_ids->data, picked.token_ids->len * 4, res.token_ids->data, res.token_ids->len * 4);
+    g_assert_cmpuint(picked.logprobs->len, ==, res.logprobs->len);
+    g_assert_cmpmem(picked.logprobs->data, picked.logprobs->len * sizeof(hyocr_token_logprobs), res.logprobs->data,
+                    res.logprobs->len * sizeof(hyocr_token_logprobs));
+    hyocr_job_result_clear(&picked);
     hyocr_job_result_clear(&res);
     hyocr_job_result_clear(&plain);
     g_ptr_array_unref(ls.rows);

@@ -175,7 +175,7 @@ static void plain_tokens(env *E, float penalty, float temperature, int n, int32_
         hyocr_text_seq q = { .ids = &out[i - 1], .n_new = 1, .kv = kv };
         hyocr_pick pk = pick_for(&h, s, penalty, temperature);
         bool nf = true;
-        g_assert_true(hyocr_text_decode(E->m, &q, 1, &pk, &out[i], &nf, NULL, &err));
+        g_assert_true(hyocr_text_decode(E->m, &q, 1, &pk, &out[i], &nf, NULL, NULL, &err));
         g_assert_no_error(err);
         g_assert_false(nf);
         g_array_append_val(h.ids, out[i]);   /* the pick added it to the slot */

@@ -2241,6 +2241,31 @@ static bool cpu_pick_fetch(hyocr_backend *be, int n, int32_t *ids, bool *nonfini
     return true;
 }
 
+static bool cpu_pick_logprobs(hyocr_backend *be, const hyocr_buf *logits, int n, int V, const int32_t *n_top,
+                              hyocr_token_logprobs *out, GError **error)
+{
+    cpu_backend *cb = CB(be);
+    if (n < 0 || n > cb->pick_n || V <= 0)
+        return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                           _("CPU backend: pick_logprobs: %d rows asked but the last pick had %d"), n, cb->pick_n),
+               false;
+    if (!need("pick_logprobs", "logits", logits, (size_t)n * V, error)) return false;
+    for (int i = 0; i < n; i++) {
+        if (n_top[i] < 0) continue;
+        if (n_top[i] > HYOCR_TOP_LOGPROBS_MAX)
+            return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                               _("CPU backend: pick_logprobs: row %d asks for %d alternatives (at most %d)"), i,
+                               n_top[i], HYOCR_TOP_LOGPROBS_MAX), false;
+        int32_t ids[HYOCR_TOP_LOGPROBS_MAX];
+        float vals[HYOCR_TOP_LOGPROBS_MAX];
+        hyocr_token_logprobs *o = &out[i];
+        *o = (hyocr_token_logprobs){ .n_top = MIN(n_top[i], V) };
+        o->logprob = hyocr_sampler_logprobs(F(logits) + (size_t)i * V, V, cb->pick_ids[i], o->n_top, ids, vals);
+        for (int t = 0; t < o->n_top; t++) o->top[t] = (hyocr_logprob){ ids[t], vals[t] };
+    }
+    return true;
+}
+
 static bool cpu_sync(hyocr_backend *be, GError **error)
 {
     return true;
@@ -2325,6 +2350,7 @@ static const hyocr_backend_ops cpu_ops = {
     .check_finite = cpu_check_finite,
     .pick = cpu_pick,
     .pick_fetch = cpu_pick_fetch,
+    .pick_logprobs = cpu_pick_logprobs,
     .read_bytes = cpu_read_bytes,
     .write_bytes = cpu_write_bytes,
     .host_alloc = cpu_host_alloc,

@@ -98,6 +98,7 @@ typedef struct {
     /* small results (finite flag, picked ids) and their pinned landing place */
     scratch          small;
     uint8_t         *pin_small;
+    scratch          lp;              /* pick_logprobs: the rows' asks, results, chunk partials */
     /* decode_bind: the step's metadata blob, its pinned source and layout */
     scratch          dmeta;
     uint8_t         *dmeta_host;
@@ -1673,6 +1674,43 @@ static bool cuda_pick_fetch(hyocr_backend *be, int n, int32_t *ids, bool *nonfin
     return true;
 }
 
+G_STATIC_ASSERT(sizeof(hk_token_logprobs) == sizeof(hyocr_token_logprobs));
+G_STATIC_ASSERT(HK_TOP_LOGPROBS_MAX == HYOCR_TOP_LOGPROBS_MAX);
+G_STATIC_ASSERT(G_STRUCT_OFFSET(hk_token_logprobs, top) == G_STRUCT_OFFSET(hyocr_token_logprobs, top));
+
+static bool cuda_pick_logprobs(hyocr_backend *be, const hyocr_buf *logits, int n, int V, const int32_t *n_top,
+                               hyocr_token_logprobs *out, GError **error)
+{
+    cuda_backend *cb = CB(be);
+    if (n < 0 || n > PICK_MAX || V <= 0 || (n && cb->small.cap < (size_t)n * 8) ||
+        (V + 4095) / 4096 > 256)
+        return invalid(error, _("pick_logprobs: invalid arguments (%d rows, vocabulary %d)"), n, V);
+    if (logits->kind != HYOCR_BUF_F32) return invalid(error, _("pick_logprobs: logits must be an F32 buffer"));
+    if (!need("pick_logprobs", "logits", logits, (size_t)n * V, error)) return false;
+    for (int i = 0; i < n; i++)
+        if (n_top[i] > HYOCR_TOP_LOGPROBS_MAX)
+            return invalid(error, _("pick_logprobs: row %d asks for %d alternatives (at most %d)"), i, n_top[i],
+                           HYOCR_TOP_LOGPROBS_MAX);
+    if (!n) return true;
+    size_t o_out = ((size_t)n * sizeof(int32_t) + 255) / 256 * 256;
+    size_t o_work = (o_out + (size_t)n * sizeof(hk_token_logprobs) + 255) / 256 * 256;
+    if (!scratch_need(cb, &cb->lp, o_work + hk_logprobs_work_bytes(n, V), error)) return false;
+    uint8_t *d = cb->lp.ptr;
+    g_autofree hk_token_logprobs *h = g_new(hk_token_logprobs, n);
+    bool ok = ck(cudaMemcpyAsync(d, n_top, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, cb->stream),
+                 N_("upload"), error) &&
+              ck(hk_logprobs(cb->stream, logits->data, n, V, (const int32_t *)d, (const int32_t *)cb->small.ptr,
+                             d + o_work, (hk_token_logprobs *)(d + o_out)),
+                 "pick_logprobs", error) &&
+              ck(cudaMemcpyAsync(h, d + o_out, (size_t)n * sizeof(hk_token_logprobs), cudaMemcpyDeviceToHost, cb->stream),
+                 N_("result download"), error) &&
+              ck(cudaStreamSynchronize(cb->stream), N_("result download"), error);
+    hyocr_cuda_profile_resolve(cb->prof);
+    for (int i = 0; ok && i < n; i++)
+        if (n_top[i] >= 0) memcpy(&out[i], &h[i], sizeof out[i]);
+    return ok;
+}
+
 /* ---------------------------------------------------------------- bound decode steps, graphs */
 
 /* Lays the blob out for rows × max_blocks; the offsets depend on nothing else, so
@@ -1979,7 +2017,7 @@ static void cuda_free(hyocr_backend *be)
     cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
     scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->conv_x,
-                     &cb->conv_bias, &cb->small, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
+                     &cb->conv_bias, &cb->small, &cb->lp, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
                      &cb->other.conv_x, &cb->other.conv_bias };
     for (size_t i = 0; i < G_N_ELEMENTS(s); i++) scratch_release(cb, s[i]);
     g_free(cb->meta_held.bytes);
@@ -2155,6 +2193,7 @@ static const hyocr_backend_ops cuda_ops = {
     .host_free = cuda_host_free,
     .pick = cuda_pick,
     .pick_fetch = cuda_pick_fetch,
+    .pick_logprobs = cuda_pick_logprobs,
     .decode_bind = cuda_decode_bind,
     .decode_unbind = cuda_decode_unbind,
     .graph_begin = cuda_graph_begin,

@@ -13,6 +13,7 @@
 #pragma once
 #include "config.h"
 #include "hyocr-types.h"
+#include "hyocr.h"
 #include "safetensors.h"
 #include "tuning.h"
 #include <glib.h>
@@ -230,6 +231,13 @@ typedef struct {
                    const int32_t *slots, const float *penalties, const hyocr_pick_draw *draws,
                    const int32_t *first, const hyocr_buf *step_ids, GError **error);
     bool   (*pick_fetch)(hyocr_backend *be, int n, int32_t *ids, bool *nonfinite, GError **error);
+    /* After pick, for its rows (before the next pick, graph-captured or not): where n_top[i] ≥ 0
+     * (at most HYOCR_TOP_LOGPROBS_MAX; −1: row i asks none), out[i] gets the log-probability of
+     * the id the pick chose for row i and the n_top[i] most likely ids, from logits before the
+     * penalty (hyocr_sampler_logprobs's rules; CUDA adds the exponentials in another order).
+     * Waits for them; out[i] is untouched where n_top[i] < 0. */
+    bool   (*pick_logprobs)(hyocr_backend *be, const hyocr_buf *logits, int n, int V, const int32_t *n_top,
+                            hyocr_token_logprobs *out, GError **error);
 
     /* ---- graph-friendly decode (optional: NULL where the backend has none) ----
      * decode_bind copies one step's metadata to fixed device memory in one transfer; until

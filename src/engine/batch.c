@@ -332,7 +332,7 @@ static bool token_from(hyocr_sched *s, job_state *st, float *logits)
         nonfinite(s, st, "logits");
         return false;
     }
-    hyocr_stop_reason stop = hyocr_job_take_token(st, logits, 0);
+    hyocr_stop_reason stop = hyocr_job_take_token(st, logits, 0, NULL);
     if (stop == HYOCR_STOP_NONE) return true;
     stop_job(s, st, stop);
     return false;
@@ -1045,23 +1045,32 @@ static bool sync_slot(hyocr_sched *s, job_state *st)
     return st->pick_slot >= 0;
 }
 
-/* The backend chooses the tokens (greedy or drawn; only ids then come back)
- * unless a running job wants the logits, or their log-probabilities: then the
- * host samplers do, for the whole step. */
+/* The backend chooses the tokens (greedy or drawn; only ids, and the log-probabilities
+ * asked for, then come back) unless a running job wants the logits, or wants
+ * log-probabilities beside a job that speculates (a round gives none): then the host
+ * samplers do, for the whole step. */
 static bool pick_path(hyocr_sched *s)
 {
-    if (!s->eng->be->ops->pick) return false;
-    for (int i = 0; i < s->n_running; i++)
-        if (s->running[i]->job->on_logits || s->running[i]->job->logprobs) return false;
+    const hyocr_backend_ops *ops = s->eng->be->ops;
+    bool logprobs = false, spec = false;
+    if (!ops->pick) return false;
+    for (int i = 0; i < s->n_running; i++) {
+        const job_state *st = s->running[i];
+        if (st->job->on_logits) return false;
+        logprobs |= st->job->logprobs;
+        spec |= st->spec != NULL;
+    }
+    if (logprobs && (spec || !ops->pick_logprobs)) return false;
     for (int i = 0; i < s->n_running; i++)
         if (!sync_slot(s, s->running[i])) return false;
     return true;
 }
 
-/* A token the device chose for the job; false when the job ended with it. */
-static bool take_picked(hyocr_sched *s, job_state *st, int32_t id)
+/* A token the device chose for the job (with its log-probabilities, where asked); false when
+ * the job ended with it. */
+static bool take_picked(hyocr_sched *s, job_state *st, int32_t id, const hyocr_token_logprobs *lp)
 {
-    hyocr_stop_reason stop = hyocr_job_take_token(st, NULL, id);
+    hyocr_stop_reason stop = hyocr_job_take_token(st, NULL, id, lp);
     if (stop == HYOCR_STOP_NONE) return true;
     stop_job(s, st, stop);
     return false;
@@ -1072,21 +1081,24 @@ static bool forward_pick(hyocr_sched *s, job_state **step, int n, GError **error
     g_autofree hyocr_pick *picks = g_new(hyocr_pick, n);
     g_autofree int32_t *next = g_new(int32_t, n);
     g_autofree bool *nf = g_new0(bool, n);
+    g_autofree hyocr_token_logprobs *lps = NULL;
     for (int i = 0; i < n; i++) {
         job_state *st = step[i];
-        picks[i] = (hyocr_pick){ .slot = st->pick_slot, .penalty = st->res->repetition_penalty };
+        picks[i] = (hyocr_pick){ .slot = st->pick_slot, .penalty = st->res->repetition_penalty,
+                                 .logprobs = st->job->logprobs, .top_logprobs = st->job->top_logprobs };
+        if (st->job->logprobs && !lps) lps = g_new(hyocr_token_logprobs, n);
         if (hyocr_sampler_is_greedy(st->sampler)) continue;
         const hyocr_job_params *job = st->job;
         picks[i].draw = (hyocr_pick_draw){ .temperature = job->temperature, .top_k = job->top_k,
                                            .top_p = job->top_p, .u = hyocr_sampler_next_uniform(st->sampler) };
     }
-    if (!hyocr_text_decode(M(s), s->seqs, n, picks, next, nf, NULL, error)) return false;
+    if (!hyocr_text_decode(M(s), s->seqs, n, picks, next, nf, lps, NULL, error)) return false;
     publish(s);
     for (int i = 0; i < n; i++) {
         job_state *st = step[i];
         st->pick_synced++;   /* the chosen token joined the slot's set */
         if (nf[i]) nonfinite(s, st, "logits");
-        else take_picked(s, st, next[i]);
+        else take_picked(s, st, next[i], picks[i].logprobs ? &lps[i] : NULL);
     }
     return true;
 }
@@ -1118,7 +1130,7 @@ static void take_round(hyocr_sched *s, job_state *st, const hyocr_spec_seq *q, i
         if (!hyocr_sampler_is_greedy(st->sampler)) hyocr_sampler_skip_draws(st->sampler, (uint64_t)q->n_out - 1);
     }
     for (int i = 0; i < q->n_out; i++)
-        if (!take_picked(s, st, q->out[i])) return;
+        if (!take_picked(s, st, q->out[i], NULL)) return;
 }
 
 /* One step where some jobs speculate (speculate.c): each brings its round's block, or its one

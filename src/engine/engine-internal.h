@@ -155,7 +155,7 @@ bool   hyocr_job_stage_done(job_state *st, double *ms, GError **error);
 void   hyocr_job_emit_simple(job_state *st, hyocr_event_type type);
 /* Records and streams one token chosen from logits (NULL on the pick path, id
  * given); returns the stop reason it causes. */
-hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id);
+hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id, const hyocr_token_logprobs *lp);
 void   hyocr_job_finish(job_state *st, const GError *err);       /* result, DONE/ERROR/CANCELLED event */
 void   hyocr_job_release(job_state *st);                        /* everything but the result */
 bool   hyocr_engine_reload(hyocr_engine *eng, hyocr_compute_dtype dtype, GError **error);

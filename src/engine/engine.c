@@ -895,7 +895,7 @@ int hyocr_job_spec_tokens(const job_state *st)
 {
     const hyocr_engine *eng = st->eng;
     int want = st->job->speculative_tokens;
-    if (!eng->draft || st->job->on_logits || want == 0) return 0;
+    if (!eng->draft || st->job->on_logits || st->job->logprobs || want == 0) return 0;
     return want < 0 ? eng->spec_tokens : MIN(want, eng->draft->cfg.block_size - 1);
 }
 
@@ -940,24 +940,29 @@ static bool stop_string_reached(job_state *st, size_t before)
     return true;
 }
 
-/* The chosen token's log-probabilities from the raw row kept before sampling, appended to the
- * result. A job that asks for them always brings its logits (pick_path in batch.c). */
-static const hyocr_token_logprobs *note_logprobs(job_state *st, int V, int32_t id, bool have_row)
+/* The chosen token's log-probabilities, appended to the result: those the backend's pick
+ * computed (given), or from the raw row kept before the host sampled. A job that asks for them
+ * brings one or the other (pick_path in batch.c). */
+static const hyocr_token_logprobs *note_logprobs(job_state *st, int V, int32_t id, bool have_row,
+                                                 const hyocr_token_logprobs *given)
 {
     if (!st->res->logprobs) return NULL;
     hyocr_token_logprobs lp = { .logprob = NAN };
-    g_warn_if_fail(have_row);   /* a row is always there; a NaN keeps the list aligned if not */
-    if (have_row) lp.n_top = MIN(st->job->top_logprobs, V);
-    int32_t ids[HYOCR_TOP_LOGPROBS_MAX];
-    float vals[HYOCR_TOP_LOGPROBS_MAX];
-    if (have_row) lp.logprob = hyocr_sampler_logprobs(st->raw_logits, V, id, lp.n_top, ids, vals);
-    for (int i = 0; i < lp.n_top; i++) lp.top[i] = (hyocr_logprob){ ids[i], vals[i] };
+    g_warn_if_fail(have_row || given);   /* a NaN keeps the list aligned if neither */
+    if (given) lp = *given;
+    else if (have_row) {
+        lp.n_top = MIN(st->job->top_logprobs, V);
+        int32_t ids[HYOCR_TOP_LOGPROBS_MAX];
+        float vals[HYOCR_TOP_LOGPROBS_MAX];
+        lp.logprob = hyocr_sampler_logprobs(st->raw_logits, V, id, lp.n_top, ids, vals);
+        for (int i = 0; i < lp.n_top; i++) lp.top[i] = (hyocr_logprob){ ids[i], vals[i] };
+    }
     g_array_append_val(st->res->logprobs, lp);
     return &g_array_index(st->res->logprobs, hyocr_token_logprobs, st->res->logprobs->len - 1);
 }
 
 /* Records and streams one token; returns the stop reason it causes. */
-hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
+hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id, const hyocr_token_logprobs *lp_given)
 {
     const hyocr_job_params *job = st->job;
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
@@ -971,7 +976,7 @@ hyocr_stop_reason hyocr_job_take_token(job_state *st, float *logits, int32_t id)
     /* also after a device pick, so a later host step penalises the same set */
     hyocr_sampler_accept(st->sampler, &id, 1);
     g_array_append_val(st->res->token_ids, id);
-    const hyocr_token_logprobs *lp = note_logprobs(st, V, id, logits != NULL);
+    const hyocr_token_logprobs *lp = note_logprobs(st, V, id, logits != NULL, lp_given);
     st->n_gen++;
     size_t piece_len = 0;
     g_autofree char *piece = hyocr_detokenizer_push(st->detok, id, &piece_len);

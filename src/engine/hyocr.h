@@ -238,8 +238,8 @@ typedef struct {
     const int32_t      *stop_token_ids;    /* ids that end the answer after them (stop.h's limit), also with
                                             * ignore_eos (vLLM's stop_token_ids) */
     int                 n_stop_token_ids;
-    bool                logprobs;          /* each token's log-probability (hyocr_token_logprobs): its tokens
-                                            * are then chosen on the host, like on_logits's, without speculation */
+    bool                logprobs;          /* each token's log-probability (hyocr_token_logprobs), without
+                                            * speculation: the backend computes them beside its choice */
     int                 top_logprobs;      /* … and that many most likely alternatives, 0..HYOCR_TOP_LOGPROBS_MAX */
     int                 speculative_tokens;  /* < 0: the engine's (default); 0: no speculation for this job;
                                               * N: at most N drafts a round (speculation needs the engine's on) */

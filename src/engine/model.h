@@ -194,18 +194,22 @@ typedef struct {
     hyocr_pick_draw draw;      /* temperature 0: greedy; else this step's draw (of a block's first row) */
     uint64_t        seed;      /* a block's rows i ≥ 1 draw with hyocr_sampler_uniform(seed, n_draw + i): */
     uint64_t        n_draw;    /* the u plain decoding would have drawn their tokens with */
+    bool            logprobs;  /* hyocr_text_decode: the chosen token's log-probabilities … */
+    int             top_logprobs;   /* … with this many alternatives (≤ HYOCR_TOP_LOGPROBS_MAX) */
 } hyocr_pick;
 
 /* One decode step: each seqs[i] brings one token (n_new 1, pos NULL, no image).
  * With picks (one per sequence) the backend chooses: next[i] = the argmax of the
  * penalised logits (ties to the lowest id), or a draw under picks[i].draw
  * (hyocr_sampler_draw's rules); the token joins the slot's set; and
- * nonfinite[i] = the row's logits held NaN or ±Inf; logits may
- * be NULL and are not filled. With picks NULL it is hyocr_text_forward (logits
- * [n_seqs · vocab] filled; next, nonfinite untouched). Caches grow only on success.
- * A sequence's taps, when set, receive its row's tapped layer outputs. */
+ * nonfinite[i] = the row's logits held NaN or ±Inf; where picks[i].logprobs,
+ * logprobs[i] = its log-probabilities (the backend's pick_logprobs; logprobs may be NULL
+ * where no pick asks); logits may be NULL and are not filled. With picks NULL it is
+ * hyocr_text_forward (logits [n_seqs · vocab] filled; next, nonfinite untouched). Caches
+ * grow only on success. A sequence's taps, when set, receive its row's tapped layer outputs. */
 bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
-                       int32_t *next, bool *nonfinite, float *logits, GError **error);
+                       int32_t *next, bool *nonfinite, hyocr_token_logprobs *logprobs, float *logits,
+                       GError **error);
 
 /* Work run inside a decode round, captured with it (see hyocr_decode_graphs_run). */
 typedef bool (*hyocr_decode_work_fn)(void *data, bool captured, GError **error);

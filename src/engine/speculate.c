@@ -309,7 +309,7 @@ bool hyocr_spec_step(hyocr_model *m, hyocr_dflash *d, hyocr_spec_seq *seqs, int 
     g_autofree bool *nf = g_new(bool, rows);
     /* A step without drafts (every job falling back) is a plain step that keeps taps: no block,
      * so no ids to upload nor fed ids to fetch (about 30 µs a step on the H200, 3 % of a step). */
-    if (rows == n ? !hyocr_text_decode(m, tq, n, picks, next, nf, NULL, error)
+    if (rows == n ? !hyocr_text_decode(m, tq, n, picks, next, nf, NULL, NULL, error)
                   : !hyocr_text_decode_round(m, tq, n, picks, hooked ? &hooks : NULL, next, nf, fed, error))
         return false;
     for (int i = 0; i < n; i++)

@@ -537,9 +537,24 @@ static uint64_t decode_signature(const decode_work *w)
     return w->hooks ? mix(h, (const void *)(uintptr_t)w->hooks->sig) : h;
 }
 
+/* The log-probabilities the plain step's picks ask for (one row a sequence), after its choice. */
+static bool decode_logprobs(hyocr_model *m, const hyocr_buf *logits, const hyocr_pick *picks, int n,
+                            hyocr_token_logprobs *out, GError **error)
+{
+    bool any = false;
+    for (int i = 0; i < n; i++) any |= picks[i].logprobs;
+    if (!any) return true;
+    if (!OPS->pick_logprobs || !out)
+        return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                           _("log-probabilities asked of a decode step that cannot give them")), false;
+    g_autofree int32_t *n_top = g_new(int32_t, n);
+    for (int i = 0; i < n; i++) n_top[i] = picks[i].logprobs ? picks[i].top_logprobs : -1;
+    return OPS->pick_logprobs(m->be, logits, n, m->cfg.text.vocab_size, n_top, out, error);
+}
+
 static bool decode_run(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks, bool block,
                        const hyocr_decode_hooks *hooks, int32_t *next, bool *nonfinite, int32_t *fed,
-                       GError **error)
+                       hyocr_token_logprobs *logprobs, GError **error)
 {
     if (!check_decode(m, seqs, n_seqs, picks, block ? HYOCR_DFLASH_MAX_BLOCK : 1, error)) return false;
     if (!reserve_all(m, seqs, n_seqs, error)) return false;
@@ -567,7 +582,8 @@ static bool decode_run(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const h
         ok = decode_work_run(&w, false, error);
     }
     g_autofree bool *nf = g_new(bool, (guint)R);
-    ok = ok && OPS->pick_fetch(m->be, R, next, nf, error) &&
+    ok = ok && (block || decode_logprobs(m, t.logits, picks, R, logprobs, error)) &&
+         OPS->pick_fetch(m->be, R, next, nf, error) &&
          (!fed || !block || OPS->download_f32(m->be, m->step_ids, 0, (float *)fed, (size_t)R, error));
     if (ok) {
         if (nonfinite) memcpy(nonfinite, nf, sizeof(bool) * (size_t)R);
@@ -581,15 +597,15 @@ static bool decode_run(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const h
 }
 
 bool hyocr_text_decode(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks, int32_t *next,
-                       bool *nonfinite, float *logits, GError **error)
+                       bool *nonfinite, hyocr_token_logprobs *logprobs, float *logits, GError **error)
 {
     if (!picks) return hyocr_text_forward(m, seqs, n_seqs, logits, NULL, NULL, error);
-    return decode_run(m, seqs, n_seqs, picks, false, NULL, next, nonfinite, NULL, error);
+    return decode_run(m, seqs, n_seqs, picks, false, NULL, next, nonfinite, NULL, logprobs, error);
 }
 
 bool hyocr_text_decode_round(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, const hyocr_pick *picks,
                              const hyocr_decode_hooks *hooks, int32_t *next, bool *nonfinite, int32_t *fed,
                              GError **error)
 {
-    return decode_run(m, seqs, n_seqs, picks, true, hooks, next, nonfinite, fed, error);
+    return decode_run(m, seqs, n_seqs, picks, true, hooks, next, nonfinite, fed, NULL, error);
 }
