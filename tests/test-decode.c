@@ -114,6 +114,12 @@ static void test_pick_op(gconstpointer cuda)
  * the same order (ties: the lower id, across the device's chunks too), the values within
  * rounding (CUDA adds the exponentials in another order; the CPU backend must match bit for
  * bit), rows that ask none untouched, and the penalty kept out of it. */
+static void expect_logprob(float got, float want, bool exact)
+{
+    if (exact) g_assert_cmpfloat(got, ==, want);
+    else g_assert_cmpfloat_with_epsilon(got, want, 2e-6 * (1.0 + fabsf(want)));
+}
+
 static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top, int steps)
 {
     const hyocr_backend_ops *o = be->ops;
@@ -162,14 +168,12 @@ static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top,
             float want[HYOCR_TOP_LOGPROBS_MAX];
             float lp0 = hyocr_sampler_logprobs(x + (size_t)i * V, V, ids[i], k, want_ids, want);
             g_assert_cmpint(lp->n_top, ==, k);
-            if (exact) g_assert_cmpfloat(lp->logprob, ==, lp0);
-            else g_assert_cmpfloat_with_epsilon(lp->logprob, lp0, 2e-6 * (1.0 + fabsf(lp0)));
+            expect_logprob(lp->logprob, lp0, exact);
             for (int t = 0; t < k; t++) {
                 if (lp->top[t].id != want_ids[t])
                     g_error("V %d step %d row %d: top %d is id %d, the host's %d", V, step, i, t, lp->top[t].id,
                             want_ids[t]);
-                if (exact) g_assert_cmpfloat(lp->top[t].logprob, ==, want[t]);
-                else g_assert_cmpfloat_with_epsilon(lp->top[t].logprob, want[t], 2e-6 * (1.0 + fabsf(want[t])));
+                expect_logprob(lp->top[t].logprob, want[t], exact);
             }
         }
     }
