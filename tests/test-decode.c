@@ -113,12 +113,21 @@ static void test_pick_op(gconstpointer cuda)
 /* pick_logprobs after a pick against hyocr_sampler_logprobs on the same raw rows: the ids in
  * the same order (ties: the lower id, across the device's chunks too), the values within
  * rounding (CUDA adds the exponentials in another order; the CPU backend must match bit for
- * bit), rows that ask none untouched, and the penalty kept out of it. */
+ * bit), rows that ask none untouched, the penalty kept out of it, and the odd rows' values
+ * those of the token they drew (temperature 0.9, top-p 0.95). */
+/* got within tol · (1 + |want|) of want; tol 0: equal */
+static void expect_near(float got, float want, double tol)
+{
+    if (tol == 0.0) g_assert_cmpfloat(got, ==, want);
+    else g_assert_cmpfloat_with_epsilon(got, want, tol * (1.0 + fabsf(want)));
+}
+
 static void expect_logprob(float got, float want, bool exact)
 {
-    if (exact) g_assert_cmpfloat(got, ==, want);
-    else g_assert_cmpfloat_with_epsilon(got, want, 2e-6 * (1.0 + fabsf(want)));
+    expect_near(got, want, exact ? 0.0 : 2e-6);
 }
+
+static int logprobs_drawn_off_top;   /* sampled rows whose token was not the raw argmax */
 
 static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top, int steps)
 {
@@ -133,9 +142,11 @@ static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top,
     g_assert_true(o->upload_f32(be, seen, 0, zero, (size_t)n * W, &err));
     int32_t slots[8];
     float pens[8];
+    hyocr_pick_draw draws[8] = { 0 };
     for (int i = 0; i < n; i++) {
         slots[i] = i;
         pens[i] = 1.3f;
+        if (i % 2) draws[i] = (hyocr_pick_draw){ .temperature = 0.9f, .top_p = 0.95f };
     }
     GRand *r = g_rand_new_with_seed(77u + (guint)V);
     g_autofree float *x = g_new(float, (size_t)n * V);
@@ -147,8 +158,9 @@ static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top,
             if (step % 2 && V > 8200) row[10] = row[4100] = row[8200] = 20.0f;
             row[g_rand_int_range(r, 0, V)] = -INFINITY;
         }
+        for (int i = 1; i < n; i += 2) draws[i].u = hyocr_sampler_uniform(5u + (uint64_t)i, (uint64_t)step);
         g_assert_true(o->upload_f32(be, logits, 0, x, (size_t)n * V, &err));
-        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, NULL, NULL, NULL, &err));
+        g_assert_true(o->pick(be, logits, n, V, seen, slots, pens, draws, NULL, NULL, &err));
         hyocr_token_logprobs got[8];
         memset(got, 0xab, sizeof got);
         g_assert_true(o->pick_logprobs(be, logits, n, V, n_top, got, &err));
@@ -169,6 +181,7 @@ static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top,
             float lp0 = hyocr_sampler_logprobs(x + (size_t)i * V, V, ids[i], k, want_ids, want);
             g_assert_cmpint(lp->n_top, ==, k);
             expect_logprob(lp->logprob, lp0, exact);
+            logprobs_drawn_off_top += i % 2 && k > 0 && want_ids[0] != ids[i];
             for (int t = 0; t < k; t++) {
                 if (lp->top[t].id != want_ids[t])
                     g_error("V %d step %d row %d: top %d is id %d, the host's %d", V, step, i, t, lp->top[t].id,
@@ -187,11 +200,14 @@ static void test_logprobs_op(gconstpointer cuda)
     hyocr_backend *be = open_backend(GPOINTER_TO_INT(cuda));
     if (!be) return;
     g_assert_nonnull(be->ops->pick_logprobs);
+    logprobs_drawn_off_top = 0;
     const int32_t tops[] = { 5, -1, 0, 20, 1 };
     logprobs_case(be, 37, 5, tops, 40);
     logprobs_case(be, 15, 4, tops, 10);   /* fewer ids than alternatives asked */
     logprobs_case(be, 9000, 5, tops, 10);   /* three chunks, the last one short */
     logprobs_case(be, 120818, 4, (const int32_t[]){ 20, 3, -1, 0 }, 6);
+    g_test_message("%d sampled rows drew another token than the raw argmax", logprobs_drawn_off_top);
+    g_assert_cmpint(logprobs_drawn_off_top, >, 0);   /* the sampled rows' case was met */
     /* more alternatives than the most is an error, with the number */
     g_autoptr(GError) err = NULL;
     const int V = 100;
@@ -328,7 +344,8 @@ static void unload(loaded *l)
 
 /* Sequences a (chosen on the device) and b (logits to the host, sampler) start
  * from the same prompts; each step must choose the same tokens. draws (NULL:
- * greedy) makes them sample, the device fed the u the host sampler uses. */
+ * greedy) makes them sample, the device fed the u the host sampler uses. Sequence 0
+ * asks for its log-probabilities (3 alternatives), which must be the host's of b's row. */
 static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int steps, const hyocr_pick_draw *draws)
 {
     const int V = m->cfg.text.vocab_size;
@@ -362,7 +379,8 @@ static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int s
         tok_a[s] = tok_b[s];
         /* the first token came from the prefill logits: its slot starts with prompt + that token */
         ids[len] = tok_a[s];
-        picks[s] = (hyocr_pick){ .slot = hyocr_model_pick_slot_new(m, ids, len + 1, &err), .penalty = pens[s] };
+        picks[s] = (hyocr_pick){ .slot = hyocr_model_pick_slot_new(m, ids, len + 1, &err), .penalty = pens[s],
+                                 .logprobs = s == 0, .top_logprobs = 3 };
         if (draws) picks[s].draw = draws[s];
         g_assert_no_error(err);
         g_assert_cmpint(picks[s].slot, >=, 0);
@@ -376,11 +394,26 @@ static void decode_case(hyocr_model *m, const float *pens, int prompt_len, int s
         int32_t next[N_SEQ];
         bool nf[N_SEQ];
         for (int s = 0; draws && s < N_SEQ; s++) picks[s].draw.u = hyocr_sampler_uniform(500u + s, step + 1);
-        g_assert_true(hyocr_text_decode(m, qa, N_SEQ, picks, next, nf, NULL, NULL, &err));
+        hyocr_token_logprobs lps[N_SEQ];
+        g_assert_true(hyocr_text_decode(m, qa, N_SEQ, picks, next, nf, lps, NULL, &err));
         g_assert_no_error(err);
         g_assert_true(hyocr_text_decode(m, qb, N_SEQ, NULL, NULL, NULL, NULL, logits, &err));
         for (int s = 0; s < N_SEQ; s++) {
             g_assert_false(nf[s]);
+            if (picks[s].logprobs) {   /* before the sampler's penalty changes the row */
+                int32_t top_ids[3];
+                float top[3];
+                float lp = hyocr_sampler_logprobs(logits + (size_t)s * V, V, next[s], 3, top_ids, top);
+                /* on CUDA the two paths' rows are compared, not only the op (logprobs-op does that):
+                 * room for a last bit of the rows, far below a wrong row or id */
+                const double tol = m->be->kind == HYOCR_BACKEND_CPU ? 0.0 : 1e-3;
+                expect_near(lps[s].logprob, lp, tol);
+                g_assert_cmpint(lps[s].n_top, ==, 3);
+                for (int t = 0; t < 3; t++) {
+                    g_assert_cmpint(lps[s].top[t].id, ==, top_ids[t]);
+                    expect_near(lps[s].top[t].logprob, top[t], tol);
+                }
+            }
             tok_b[s] = hyocr_sampler_sample(ref[s], logits + (size_t)s * V);
             hyocr_sampler_accept(ref[s], &tok_b[s], 1);
             if (next[s] != tok_b[s])
