@@ -52,17 +52,38 @@ static bool row_finite(const float *x, int V)
     return true;
 }
 
+/* The op cases' buffers: n rows of V logits and n_slots seen sets, all bits clear. */
+typedef struct {
+    hyocr_backend *be;
+    hyocr_buf     *logits, *seen;
+} pick_bufs;
+
+static pick_bufs pick_bufs_new(hyocr_backend *be, int n, int V, int n_slots)
+{
+    const size_t W = ((size_t)V + 31) / 32;
+    g_autoptr(GError) err = NULL;
+    pick_bufs b = { be, be->ops->alloc(be, HYOCR_BUF_F32, (size_t)n * V, &err), NULL };
+    g_assert_no_error(err);
+    b.seen = be->ops->alloc(be, HYOCR_BUF_F32, (size_t)n_slots * W, &err);
+    g_assert_no_error(err);
+    g_autofree float *zero = g_new0(float, (size_t)n_slots * W);
+    g_assert_true(be->ops->upload_f32(be, b.seen, 0, zero, (size_t)n_slots * W, &err));
+    return b;
+}
+
+static void pick_bufs_free(pick_bufs *b)
+{
+    b->be->ops->buf_free(b->be, b->logits);
+    b->be->ops->buf_free(b->be, b->seen);
+}
+
 /* The op over n rows (one slot each) for many steps, against one sampler per slot. */
 static void pick_op_case(hyocr_backend *be, int V, const float *pens, int n, int steps, bool specials)
 {
     const hyocr_backend_ops *o = be->ops;
-    const size_t W = ((size_t)V + 31) / 32;
     g_autoptr(GError) err = NULL;
-    hyocr_buf *logits = o->alloc(be, HYOCR_BUF_F32, (size_t)n * V, &err);
-    hyocr_buf *seen = o->alloc(be, HYOCR_BUF_F32, (size_t)(n + 1) * W, &err);   /* slot 0 unused */
-    g_assert_no_error(err);
-    g_autofree float *zero = g_new0(float, (size_t)(n + 1) * W);   /* all bits clear: nothing seen yet */
-    g_assert_true(o->upload_f32(be, seen, 0, zero, (size_t)(n + 1) * W, &err));
+    pick_bufs pb = pick_bufs_new(be, n, V, n + 1);   /* slot 0 unused */
+    hyocr_buf *logits = pb.logits, *seen = pb.seen;
     hyocr_sampler *ref[8];
     int32_t slots[8];
     g_assert_cmpint(n, <=, 8);
@@ -94,8 +115,7 @@ static void pick_op_case(hyocr_backend *be, int V, const float *pens, int n, int
     g_free(x);
     g_free(y);
     g_rand_free(r);
-    o->buf_free(be, logits);
-    o->buf_free(be, seen);
+    pick_bufs_free(&pb);
 }
 
 static void test_pick_op(gconstpointer cuda)
@@ -132,14 +152,10 @@ static int logprobs_drawn_off_top;   /* sampled rows whose token was not the raw
 static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top, int steps)
 {
     const hyocr_backend_ops *o = be->ops;
-    const size_t W = ((size_t)V + 31) / 32;
     const bool exact = be->kind == HYOCR_BACKEND_CPU;
     g_autoptr(GError) err = NULL;
-    hyocr_buf *logits = o->alloc(be, HYOCR_BUF_F32, (size_t)n * V, &err);
-    hyocr_buf *seen = o->alloc(be, HYOCR_BUF_F32, (size_t)n * W, &err);
-    g_assert_no_error(err);
-    g_autofree float *zero = g_new0(float, (size_t)n * W);
-    g_assert_true(o->upload_f32(be, seen, 0, zero, (size_t)n * W, &err));
+    pick_bufs pb = pick_bufs_new(be, n, V, n);
+    hyocr_buf *logits = pb.logits, *seen = pb.seen;
     int32_t slots[8];
     float pens[8];
     hyocr_pick_draw draws[8] = { 0 };
@@ -191,8 +207,7 @@ static void logprobs_case(hyocr_backend *be, int V, int n, const int32_t *n_top,
         }
     }
     g_rand_free(r);
-    o->buf_free(be, logits);
-    o->buf_free(be, seen);
+    pick_bufs_free(&pb);
 }
 
 static void test_logprobs_op(gconstpointer cuda)
@@ -237,13 +252,9 @@ static const hyocr_pick_draw draw_cases[] = {
 static void sample_op_case(hyocr_backend *be, int V, int n, int steps, bool coarse)
 {
     const hyocr_backend_ops *o = be->ops;
-    const size_t W = ((size_t)V + 31) / 32;
     g_autoptr(GError) err = NULL;
-    hyocr_buf *logits = o->alloc(be, HYOCR_BUF_F32, (size_t)n * V, &err);
-    hyocr_buf *seen = o->alloc(be, HYOCR_BUF_F32, (size_t)n * W, &err);
-    g_assert_no_error(err);
-    g_autofree float *zero = g_new0(float, (size_t)n * W);
-    g_assert_true(o->upload_f32(be, seen, 0, zero, (size_t)n * W, &err));
+    pick_bufs pb = pick_bufs_new(be, n, V, n);
+    hyocr_buf *logits = pb.logits, *seen = pb.seen;
     hyocr_sampler *ref[8];
     int32_t slots[8];
     float pens[8];
@@ -295,8 +306,7 @@ static void sample_op_case(hyocr_backend *be, int V, int n, int steps, bool coar
     g_free(x);
     g_free(y);
     g_rand_free(r);
-    o->buf_free(be, logits);
-    o->buf_free(be, seen);
+    pick_bufs_free(&pb);
 }
 
 static void test_sample_op(gconstpointer cuda)

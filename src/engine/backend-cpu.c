@@ -2256,12 +2256,7 @@ static bool cpu_pick_logprobs(hyocr_backend *be, const hyocr_buf *logits, int n,
             return g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                                _("CPU backend: pick_logprobs: row %d asks for %d alternatives (at most %d)"), i,
                                n_top[i], HYOCR_TOP_LOGPROBS_MAX), false;
-        int32_t ids[HYOCR_TOP_LOGPROBS_MAX];
-        float vals[HYOCR_TOP_LOGPROBS_MAX];
-        hyocr_token_logprobs *o = &out[i];
-        *o = (hyocr_token_logprobs){ .n_top = MIN(n_top[i], V) };
-        o->logprob = hyocr_sampler_logprobs(F(logits) + (size_t)i * V, V, cb->pick_ids[i], o->n_top, ids, vals);
-        for (int t = 0; t < o->n_top; t++) o->top[t] = (hyocr_logprob){ ids[t], vals[t] };
+        out[i] = hyocr_sampler_token_logprobs(F(logits) + (size_t)i * V, V, cb->pick_ids[i], n_top[i]);
     }
     return true;
 }

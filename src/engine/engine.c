@@ -950,13 +950,7 @@ static const hyocr_token_logprobs *note_logprobs(job_state *st, int V, int32_t i
     hyocr_token_logprobs lp = { .logprob = NAN };
     g_warn_if_fail(have_row || given);   /* a NaN keeps the list aligned if neither */
     if (given) lp = *given;
-    else if (have_row) {
-        lp.n_top = MIN(st->job->top_logprobs, V);
-        int32_t ids[HYOCR_TOP_LOGPROBS_MAX];
-        float vals[HYOCR_TOP_LOGPROBS_MAX];
-        lp.logprob = hyocr_sampler_logprobs(st->raw_logits, V, id, lp.n_top, ids, vals);
-        for (int i = 0; i < lp.n_top; i++) lp.top[i] = (hyocr_logprob){ ids[i], vals[i] };
-    }
+    else if (have_row) lp = hyocr_sampler_token_logprobs(st->raw_logits, V, id, st->job->top_logprobs);
     g_array_append_val(st->res->logprobs, lp);
     return &g_array_index(st->res->logprobs, hyocr_token_logprobs, st->res->logprobs->len - 1);
 }

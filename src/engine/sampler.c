@@ -414,3 +414,13 @@ float hyocr_sampler_logprobs(const float *logits, int n_vocab, int32_t id, int n
     for (int i = 0; i < n; i++) top_lp[i] = (float)(top_lp[i] - lse);
     return (float)(logits[id] - lse);
 }
+
+hyocr_token_logprobs hyocr_sampler_token_logprobs(const float *logits, int n_vocab, int32_t id, int n_top)
+{
+    hyocr_token_logprobs lp = { .n_top = MIN(n_top, n_vocab) };
+    int32_t ids[HYOCR_TOP_LOGPROBS_MAX];
+    float vals[HYOCR_TOP_LOGPROBS_MAX];
+    lp.logprob = hyocr_sampler_logprobs(logits, n_vocab, id, lp.n_top, ids, vals);
+    for (int i = 0; i < lp.n_top; i++) lp.top[i] = (hyocr_logprob){ ids[i], vals[i] };
+    return lp;
+}

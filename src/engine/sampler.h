@@ -2,6 +2,7 @@
  * reference's semantics (HF RepetitionPenaltyLogitsProcessor), then greedy or
  * temperature / top-k / top-p sampling with a seeded generator. */
 #pragma once
+#include "hyocr.h"
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,6 +64,8 @@ int32_t        hyocr_sampler_draw(const hyocr_sampler_params *p, const float *lo
  * lower id. Finite logits only (the scheduler checks them first). */
 float          hyocr_sampler_logprobs(const float *logits, int n_vocab, int32_t id, int n_top, int32_t *top_ids,
                                       float *top_lp);
+/* The same as one token's record: logprob, n_top = MIN(n_top, n_vocab) and top[] (the rest zero). */
+hyocr_token_logprobs hyocr_sampler_token_logprobs(const float *logits, int n_vocab, int32_t id, int n_top);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_sampler, hyocr_sampler_free)
 
 G_END_DECLS
