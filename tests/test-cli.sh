@@ -279,27 +279,7 @@ PY
 # documents: a PDF's pages are jobs, --pages selects, a folder mixes formats (names that lie are
 # read by their content), an encrypted PDF takes --password-file
 make_pdf() {   # make_pdf OUT N: N pages of 300×200 pt, page k with a bar at a different place
-    python3 - "$1" "$2" <<'PY'
-import sys
-out, n = sys.argv[1], int(sys.argv[2])
-objs = [b"<< /Type /Catalog /Pages 2 0 R >>", None]
-kids = []
-for k in range(n):
-    content = b"0 0 0 rg %d 80 120 30 re f" % (20 + 40 * k)
-    objs.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
-    objs.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents %d 0 R >>" % len(objs))
-    kids.append(b"%d 0 R" % len(objs))
-objs[1] = b"<< /Type /Pages /Kids [" + b" ".join(kids) + b"] /Count %d >>" % n
-pdf, offs = bytearray(b"%PDF-1.4\n"), []
-for i, o in enumerate(objs):
-    offs.append(len(pdf))
-    pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
-x = len(pdf)
-pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-pdf += b"".join(b"%010d 00000 n \n" % o for o in offs)
-pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, x)
-open(out, "wb").write(pdf)
-PY
+    python3 "$(dirname "$0")/make-pdf.py" "$1" "$2"
 }
 # a build without poppler-glib, cairo and pango (the GPU machine) reads no PDF and writes none
 # (the block is not indented: its here-documents end at column 0)

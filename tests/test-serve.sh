@@ -91,17 +91,22 @@ error_is() {
     py "s == $1 and set(d) == {'error'} and set(d['error']) == {'message', 'type', 'param', 'code'} and d['error']['param'] == $2 and __import__('re').search(r'''$3''', d['error']['message']) is not None"
 }
 
-# mkreq OUT [key=json …]: a request for the image with Tencent's conversation; IMAGE= and TEXT= change it
+# mkreq OUT [key=json …]: a request for the image with Tencent's conversation; IMAGE= (a URL),
+# FILE= (a file sent as a data: URI) and TEXT= change it
 mkreq() {
     local out=$1; shift
     python3 - "$img" "$out" "$@" <<'PY'
-import base64, json, sys
+import base64, json, mimetypes, sys
 img, out, *kv = sys.argv[1:]
 url = "data:image/png;base64," + base64.b64encode(open(img, "rb").read()).decode()
 opts = dict(a.split("=", 1) for a in kv)
 text = opts.pop("TEXT", "提取图中的文字。")
 if "IMAGE" in opts:
     url = opts.pop("IMAGE")
+if "FILE" in opts:   # a file as a data: URI (a long one would not pass as an argument)
+    path = opts.pop("FILE")
+    url = "data:%s;base64," % (mimetypes.guess_type(path)[0] or "application/octet-stream") \
+        + base64.b64encode(open(path, "rb").read()).decode()
 msgs = [{"role": "system", "content": ""},
         {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}]}]
 req = {"model": "hyocr-test", "messages": msgs, "max_tokens": 24, "temperature": 0, "return_token_ids": True}
@@ -316,6 +321,32 @@ check "file:// under --allowed-local-media-path: the same answer" \
 mkreq "$tmp/file2.json" IMAGE="file://$DATA/images/../ckpt-flat/config.json"
 post "$port_main" "$tmp/file2.json"
 check "400 file:// outside that folder (.. resolved)" error_is 400 "'messages'" "not under the folder"
+# a document as the image: its one page rendered as hyocr run renders the file (a PDF page to fit
+# the model's max_pixels); several pages are refused as several images are, not answered in part
+if [ "${HYOCR_TEST_HAVE_PDF:-1}" = 1 ]; then
+    python3 "$(dirname "$0")/make-pdf.py" "$tmp/one.pdf" 1
+    python3 "$(dirname "$0")/make-pdf.py" "$tmp/three.pdf" 3
+    "$HYOCR" run --model "$flat" --device cpu --image "$tmp/one.pdf" -n 24 --format json >"$tmp/run-pdf.json" 2>/dev/null
+    mkreq "$tmp/pdf1.json" FILE="$tmp/one.pdf"
+    post "$port_main" "$tmp/pdf1.json"
+    check "a one-page PDF as the image: hyocr run's tokens for the file" \
+        py "s == 200 and d['choices'][0]['token_ids'] == json.load(open('$tmp/run-pdf.json'))[0]['token_ids']"
+    mkreq "$tmp/pdf3.json" FILE="$tmp/three.pdf"
+    post "$port_main" "$tmp/pdf3.json"
+    check "400 a PDF of 3 pages, not its first page alone" \
+        error_is 400 "'messages'" "a document of 3 pages: hyocr reads one image per request; send each page"
+    if command -v qpdf >/dev/null; then
+        qpdf --encrypt user-pw owner-pw 256 -- "$tmp/one.pdf" "$tmp/secret.pdf"
+        mkreq "$tmp/secret.json" FILE="$tmp/secret.pdf"
+        post "$port_main" "$tmp/secret.json"
+        check "400 an encrypted PDF: a request cannot carry its password" \
+            py "s == 400 and d['error']['code'] == 'invalid_image' and d['error']['param'] == 'messages' and 'encrypted and needs a password' in d['error']['message'] and 'cannot carry a password' in d['error']['message']"
+    else
+        n=$((n + 1)); echo "ok $n # SKIP qpdf is not installed (.ci/setup installs it): no encrypted PDF to send"
+    fi
+else
+    n=$((n + 1)); echo "ok $n # SKIP documents: this hyocr was built without PDF (poppler-glib, cairo)"
+fi
 mkreq "$tmp/n.json" n=2
 post "$port_main" "$tmp/n.json"
 check "400 n other than 1, param n" error_is 400 "'n'" "must be 1"
@@ -387,6 +418,32 @@ get "$port_small" /health
 check "the server takes requests after refusing a large one" py "s == 200"
 kill -TERM "$pid_small"; wait "$pid_small"
 check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+
+# ---- 400 a job the memory plan refuses: the plan's numbers, and what would fit (the tiny
+# model's weights take 832 KiB: 1000K leaves no room for big_420x300's vision pass, nor for
+# the cache of 4000 new tokens)
+start tight --served-model-name hyocr-test --gpu-memory-limit 1000K
+mkreq "$tmp/tight.json" FILE="$DATA/images/big_420x300.png" max_tokens=12
+post "$port_tight" "$tmp/tight.json"
+check "400 an image the memory plan refuses: its size, what it needs, the limit, the long side that fits" \
+    py "s == 400 and d['error']['code'] == 'insufficient_memory' and d['error']['param'] == 'messages' and __import__('re').search(r'this 420×300 image \\(.*\\) needs [0-9.]+ [KM]iB \\(weights .*vision tower .*\\) but the server has 1000\\.0 KiB for a request; an image whose long side is at most [0-9]+ pixels fits', d['error']['message'])"
+side=$(python3 -c "import json, re, sys; print(re.search(r'at most ([0-9]+) pixels', json.load(open(sys.argv[1]))['error']['message']).group(1))" "$tmp/out" 2>/dev/null)
+mkreq "$tmp/tight-long.json" FILE="$DATA/images/tiny_40x30.png" max_tokens=4000 ignore_eos=true
+mkreq "$tmp/tight-long-s.json" FILE="$DATA/images/tiny_40x30.png" max_tokens=4000 ignore_eos=true stream=true
+post "$port_tight" "$tmp/tight-long.json"
+check "400 max_tokens the memory plan refuses: the KV cache in the numbers, the max_tokens that fits" \
+    py "s == 400 and d['error']['code'] == 'insufficient_memory' and __import__('re').search(r'up to 4000 new\\) needs .*KV cache .*; max_tokens [0-9]+ fits', d['error']['message'])"
+fits=$(python3 -c "import json, re, sys; print(re.search(r'max_tokens ([0-9]+) fits', json.load(open(sys.argv[1]))['error']['message']).group(1))" "$tmp/out" 2>/dev/null)
+post "$port_tight" "$tmp/tight-long-s.json"
+check "a streamed request the plan refuses is a 400 too, not a stream" \
+    py "s == 400 and d['error']['code'] == 'insufficient_memory' and not h.get('content-type', '').startswith('text/event-stream')"
+mkreq "$tmp/tight-fits.json" FILE="$DATA/images/tiny_40x30.png" max_tokens="${fits:-0}" ignore_eos=true
+post "$port_tight" "$tmp/tight-fits.json"
+check "the max_tokens the refusal names ($fits) is answered in full" \
+    py "s == 200 and d['usage']['completion_tokens'] == ${fits:-0}"
+check "the long side the refusal names ($side) is at most the image's" test "${side:-0}" -gt 0 -a "${side:-0}" -lt 420
+kill -TERM "$pid_tight"; wait "$pid_tight"
+check "SIGTERM after the refusals: exit 0" test $? -eq 0
 
 # ---- the web page (src/server/web.c): its files, their policy, the JSON it reads
 get "$port_main" /

@@ -82,7 +82,9 @@ void hyocr_api_error_from_engine(hyocr_api_error *e, const GError *err)
         e->code = "invalid_image";
         return;
     case HYOCR_ERROR_PASSWORD:
-        hyocr_api_error_set(e, 400, "messages", _("the document is encrypted: %s"), err->message);
+        hyocr_api_error_set(e, 400, "messages",
+                            _("the image could not be read: %s; a request cannot carry a password: send the "
+                              "document decrypted"), err->message);
         e->code = "invalid_image";
         return;
     case HYOCR_ERROR_PROMPT:
