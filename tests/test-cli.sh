@@ -362,6 +362,9 @@ expect 1 "no model is installed \(.*/empty-xdg/hyocr/models/HunyuanOCR-1.5 lacks
 expect 1 "model folder $tmp/no-such-model does not exist or is not a folder; get the model with .hyocr download., or give its folder with --model DIR" -- "$HYOCR" run --model "$tmp/no-such-model" --image "$one"
 # -n 0 is refused, not taken for the default
 expect 1 "--max-new-tokens: expected 1 or more, got 0" -- "$HYOCR" run --model "$flat" --image "$one" -n 0
+expect 1 "^hyocr run: --speculative-tokens must be at least -1 \(got -2\)$" -- "$HYOCR" run --model "$flat" --image "$one" --speculative-tokens -2
+expect 1 "^hyocr run: --swap-space cannot be negative \(got -1\)$" -- "$HYOCR" run --model "$flat" --image "$one" --swap-space -1
+expect 1 "^hyocr run: --timeout cannot be negative \(got -4\)$" -- "$HYOCR" run --model "$flat" --image "$one" --timeout -4
 for bad in 8X 8GiBx "" -1 G; do
     expect 1 "--gpu-memory-limit: expected bytes \\(8G, 2500M\\) or a fraction of the card \\(0.5\\), got “$bad”" -- \
         "$HYOCR" run --model "$flat" --image "$one" --gpu-memory-limit "$bad"

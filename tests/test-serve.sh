@@ -527,6 +527,40 @@ post "$port_envkey" "$tmp/k.json" -H 'Authorization: Bearer from-env'
 check "the key from HYOCR_API_KEY" py "s == 200"
 kill -TERM "$pid_envkey"; wait "$pid_envkey"
 check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+HYOCR_API_KEY=from-env start argkey --api-key from-arg --api-key-file "$tmp/key.txt" --gpu-memory-utilization 0.9
+post "$port_argkey" "$tmp/k.json" -H 'Authorization: Bearer from-env'
+check "--api-key before --api-key-file and HYOCR_API_KEY: their keys are 401" py "s == 401"
+post "$port_argkey" "$tmp/k.json" -H 'Authorization: Bearer from-arg'
+check "… and its own is 200 (--gpu-memory-utilization taken as vLLM's spelling)" py "s == 200"
+kill -TERM "$pid_argkey"; wait "$pid_argkey"
+check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+
+# ---- options refused before anything binds (exit 2), a model that cannot load and an address
+# that is not one (exit 1): each says which option or file, and what it got
+refused() {   # refused STATUS PATTERN ARGS…
+    local want=$1 pattern=$2; shift 2
+    "$HYOCR" serve --device cpu --port 0 "$@" >/dev/null 2>"$tmp/refused.log"
+    local got=$?
+    if [ "$got" -eq "$want" ] && grep -qE "$pattern" "$tmp/refused.log"; then ok "exit $want: $pattern"
+    else not_ok "exit $want: $pattern" "args: $*" "exit $got: $(head -3 "$tmp/refused.log")"; fi
+}
+refused 2 "^hyocr serve: --port must be 0…65535 \(got 70000\)$" --model "$flat" --port 70000
+refused 2 "^hyocr serve: --max-queue cannot be negative \(got -1\)$" --model "$flat" --max-queue -1
+refused 2 "^hyocr serve: --max-model-len cannot be negative \(got -5\)$" --model "$flat" --max-model-len -5
+refused 2 "^hyocr serve: --swap-space cannot be negative \(got -0.5\)$" --model "$flat" --swap-space -0.5
+refused 2 "^hyocr serve: give --gpu-memory-limit or --gpu-memory-utilization, not both$" \
+    --model "$flat" --gpu-memory-limit 1G --gpu-memory-utilization 0.5
+refused 2 "^hyocr serve: --gpu-memory-utilization: expected a fraction in \(0, 1\], got “1.5”$" \
+    --model "$flat" --gpu-memory-utilization 1.5
+refused 2 "^hyocr serve: --gpu-memory-utilization: expected a fraction in \(0, 1\], got “0.5x”$" \
+    --model "$flat" --gpu-memory-utilization 0.5x
+refused 2 "^hyocr serve: the API key is empty$" --model "$flat" --api-key ""
+refused 1 "^hyocr serve: --host: “999.1.1.1” is not an IP address$" --model "$flat" --host 999.1.1.1
+refused 1 "model folder $tmp/no-model does not exist or is not a folder; get the model with \`hyocr download\`" \
+    --model "$tmp/no-model"
+mkdir -p "$tmp/broken-model" && echo '{' >"$tmp/broken-model/config.json"
+refused 1 "^hyocr serve: $tmp/broken-model/config.json:.*\(the file is not valid JSON; fix it or download the model again\)$" \
+    --model "$tmp/broken-model"
 
 # ---- 503 when the queue is full; a client that goes away cancels its job
 # (main runs one job at a time and queues one more)

@@ -27,6 +27,9 @@ bool hyocr_cli_parse_dtype(const char *s, hyocr_compute_dtype *out, GError **err
 /* "0.5": a fraction of the card (negative in the engine params); "8G", "2500M", "123456": bytes. */
 bool hyocr_cli_parse_memory_limit(const char *s, int64_t *out, GError **error);
 bool hyocr_cli_parse_bytes(const char *opt, const char *s, int64_t *out, GError **error);
+/* v within [lo, hi] (hi INFINITY: no upper bound); else an error naming opt and v. */
+bool hyocr_cli_check_range(const char *opt, double v, double lo, double hi, GError **error);
+bool hyocr_cli_parse_fraction(const char *opt, const char *s, double *out, GError **error);
 
 /* Shared by prepare and run: writes input_ids.txt, position_ids.txt, grid_thw.txt, pixel_values.f32. */
 gboolean hyocr_cli_dump_inputs(const char *dir, const hyocr_prompt *prompt, const hyocr_pixels *px, GError **error);

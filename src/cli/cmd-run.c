@@ -27,6 +27,7 @@
 #include <json-glib/json-glib.h>
 #include <signal.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -348,17 +349,15 @@ static bool parse_args(int argc, char **argv, run_opts *o, GError **error)
                       "(the server's model is --model-name)"));
         return false;
     }
-    if (o->concurrency < 0 || o->timeout < 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("--concurrency and --timeout cannot be negative"));
+    if (!hyocr_cli_check_range("--concurrency", o->concurrency, 0, INFINITY, error) ||
+        !hyocr_cli_check_range("--timeout", o->timeout, 0, INFINITY, error))
         return false;
-    }
     if (!o->server && !o->model && !default_model(o, error)) return false;
-    if (o->repeat < 0 || o->max_batch < 0 || o->swap_gib < 0 || o->spec_tokens < -1) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("--repeat, --max-batch, --swap-space and --speculative-tokens cannot be negative"));
+    if (!hyocr_cli_check_range("--repeat", o->repeat, 0, INFINITY, error) ||
+        !hyocr_cli_check_range("--max-batch", o->max_batch, 0, INFINITY, error) ||
+        !hyocr_cli_check_range("--swap-space", o->swap_gib, 0, INFINITY, error) ||
+        !hyocr_cli_check_range("--speculative-tokens", o->spec_tokens, -1, INFINITY, error))
         return false;
-    }
     if (o->task && o->prompt) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("give either --task or --prompt, not both"));
         return false;

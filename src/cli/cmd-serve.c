@@ -6,6 +6,7 @@
 #include "server.h"
 #include <glib/gi18n.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #define DEFAULT_PORT         8000
@@ -74,13 +75,13 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
     g_autoptr(GOptionContext) ctx = hyocr_cli_context_new(N_("— serve the model over an OpenAI-compatible HTTP API"),
                                                           entries);
     if (!g_option_context_parse(ctx, &argc, &argv, error)) return false;
-    if (o->port < 0 || o->port > 65535 || o->max_queue < 0 || o->max_batch < 0 || o->max_side < 0 ||
-        o->swap_gib < 0 || o->max_model_len < 0) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("--port must be 0…65535, and --max-queue, --max-batch, --max-side, --max-model-len and "
-                      "--swap-space cannot be negative"));
+    if (!hyocr_cli_check_range("--port", o->port, 0, 65535, error) ||
+        !hyocr_cli_check_range("--max-queue", o->max_queue, 0, INFINITY, error) ||
+        !hyocr_cli_check_range("--max-batch", o->max_batch, 0, INFINITY, error) ||
+        !hyocr_cli_check_range("--max-side", o->max_side, 0, INFINITY, error) ||
+        !hyocr_cli_check_range("--max-model-len", o->max_model_len, 0, INFINITY, error) ||
+        !hyocr_cli_check_range("--swap-space", o->swap_gib, 0, INFINITY, error))
         return false;
-    }
     if (o->mem_limit && o->mem_fraction) {
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
                     _("give --gpu-memory-limit or --gpu-memory-utilization, not both"));
@@ -134,12 +135,8 @@ static bool fill(const serve_opts *o, bool model_given, hyocr_server_options *so
     ep->max_queue = o->max_queue > 0 ? o->max_queue : DEFAULT_MAX_QUEUE;
     ep->swap_space = (int64_t)(o->swap_gib * 1024.0 * 1024.0 * 1024.0);
     if (o->mem_fraction) {
-        double f = g_ascii_strtod(o->mem_fraction, NULL);
-        if (!(f > 0 && f <= 1)) {
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        _("--gpu-memory-utilization: expected a fraction in (0, 1], got “%s”"), o->mem_fraction);
-            return false;
-        }
+        double f;
+        if (!hyocr_cli_parse_fraction("--gpu-memory-utilization", o->mem_fraction, &f, error)) return false;
         ep->memory_limit = hyocr_memory_limit_fraction(f);
     }
     return hyocr_cli_parse_bytes("--max-request-size", o->max_body ? o->max_body : DEFAULT_REQUEST_SIZE,

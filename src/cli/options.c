@@ -3,7 +3,34 @@
 #include "cli.h"
 #include "error.h"
 #include <glib/gi18n.h>
+#include <math.h>
 #include <string.h>
+
+bool hyocr_cli_check_range(const char *opt, double v, double lo, double hi, GError **error)
+{
+    if (v >= lo && v <= hi) return true;
+    if (isinf(hi) && lo == 0)
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s cannot be negative (got %g)"), opt, v);
+    else if (isinf(hi))
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s must be at least %g (got %g)"), opt, lo, v);
+    else
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s must be %g…%g (got %g)"), opt, lo, hi, v);
+    return false;
+}
+
+/* A fraction in (0, 1], the whole string a number. */
+bool hyocr_cli_parse_fraction(const char *opt, const char *s, double *out, GError **error)
+{
+    char *end = NULL;
+    double f = s ? g_ascii_strtod(s, &end) : 0;
+    if (s && end != s && *end == '\0' && f > 0 && f <= 1) {
+        *out = f;
+        return true;
+    }
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT, _("%s: expected a fraction in (0, 1], got “%s”"), opt,
+                s ? s : "");
+    return false;
+}
 
 bool hyocr_cli_parse_device(const char *s, hyocr_device *out, GError **error)
 {
