@@ -506,6 +506,33 @@ static void test_pdf_truncated(Fixture *fx, gconstpointer data)
     expect_open_error(bad, NULL, HYOCR_ERROR_IMAGE, "damaged PDF that cannot be opened");
 }
 
+/* A PDF of the objects given (object i + 1 is objs[i], the catalog first), with its
+ * cross-reference table: for structures cairo never writes. */
+static void write_pdf_objects(const char *path, const char *const *objs, int n)
+{
+    GString *pdf = g_string_new("%PDF-1.4\n");
+    g_autofree size_t *offs = g_new(size_t, n);
+    for (int i = 0; i < n; i++) {
+        offs[i] = pdf->len;
+        g_string_append_printf(pdf, "%d 0 obj\n%s\nendobj\n", i + 1, objs[i]);
+    }
+    size_t xref = pdf->len;
+    g_string_append_printf(pdf, "xref\n0 %d\n0000000000 65535 f \n", n + 1);
+    for (int i = 0; i < n; i++) g_string_append_printf(pdf, "%010zu 00000 n \n", offs[i]);
+    g_string_append_printf(pdf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%zu\n%%%%EOF\n", n + 1, xref);
+    put_bytes(path, pdf->str, pdf->len);
+    g_string_free(pdf, TRUE);
+}
+
+/* A well-formed PDF whose page tree is empty: refused when opened, not a document of 0 jobs. */
+static void test_pdf_no_pages(Fixture *fx, gconstpointer data)
+{
+    g_autofree char *path = tmp_path(fx, "hollow.pdf");
+    const char *objs[] = { "<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [] /Count 0 >>" };
+    write_pdf_objects(path, objs, G_N_ELEMENTS(objs));
+    expect_open_error(path, NULL, HYOCR_ERROR_IMAGE, "the PDF has no pages");
+}
+
 static void test_pdf_encrypted(Fixture *fx, gconstpointer data)
 {
     if (!have_tool("qpdf", "qpdf")) return;
@@ -779,6 +806,21 @@ static void test_tiff_bomb(Fixture *fx, gconstpointer data)
     g_assert_null(hyocr_document_render(doc, 0, NULL, &err));
     expect_error(err, HYOCR_ERROR_IMAGE, "60000×60000");
 }
+
+/* A layout libtiff's RGBA reader does not take (RGB with 2 samples a pixel): the page fails with
+ * libtiff's reason, named as unsupported rather than as damage. */
+static void test_tiff_unsupported(Fixture *fx, gconstpointer data)
+{
+    uint8_t px[2 * 4 * 3] = { 0 };
+    tiff_page p = { 4, 3, 2, 8, PHOTOMETRIC_RGB, COMPRESSION_NONE, 0, px };
+    g_autofree char *path = tmp_path(fx, "two-samples.tif");
+    write_tiff(path, &p, 1);
+    g_autoptr(hyocr_document) doc = open_ok(path, NULL);
+    g_autoptr(GError) err = NULL;
+    g_assert_null(hyocr_document_render(doc, 0, NULL, &err));
+    expect_error(err, HYOCR_ERROR_IMAGE, "unsupported TIFF: ");
+    g_test_message("%s", err->message);
+}
 #endif
 
 /* ------------------------------------------------------------------------ WebP */
@@ -861,6 +903,14 @@ static void test_webp_lying(Fixture *fx, gconstpointer data)
     g_autofree char *bomb = tmp_path(fx, "bomb.webp");
     put_bytes(bomb, l, llen);
     expect_open_error(bomb, NULL, HYOCR_ERROR_IMAGE, "16000×16000");
+
+    /* The VP8X header's animation flag (bit 1 of its flags byte): refused by name, not read as
+     * its first frame. */
+    memcpy(d, orig, len);
+    d[20] |= 0x02;
+    g_autofree char *anim = tmp_path(fx, "anim.webp");
+    put_bytes(anim, d, len);
+    expect_open_error(anim, NULL, HYOCR_ERROR_IMAGE, "animated WebP: save the frame to read as a still image first");
 
     memcpy(d, orig, len);
     g_autofree char *cut = tmp_path(fx, "cut.webp");
@@ -1061,6 +1111,7 @@ int main(int argc, char **argv)
     FX("/document/pdf/10000-pages", test_pdf_many_pages);
     FX("/document/pdf/200-inch-page", test_pdf_huge_page);
     FX("/document/pdf/truncated", test_pdf_truncated);
+    FX("/document/pdf/no-pages", test_pdf_no_pages);
     FX("/document/pdf/encrypted", test_pdf_encrypted);
     FX("/document/pdf/named-png", test_pdf_named_png);
     FX("/document/pdf/threads", test_pdf_threads);
@@ -1070,6 +1121,7 @@ int main(int argc, char **argv)
     FX("/document/tiff/reference", test_tiff_reference);
     FX("/document/tiff/bad-chains", test_tiff_bad_chains);
     FX("/document/tiff/bomb", test_tiff_bomb);
+    FX("/document/tiff/unsupported", test_tiff_unsupported);
 #endif
 #if HYOCR_HAVE_WEBP
     FX("/document/webp/reference", test_webp_reference);
