@@ -1224,6 +1224,46 @@ static void test_arrivals_grow_once(void)
     g_assert_cmpint(st.kv_grows, ==, 1);
 }
 
+/* A submitted job holds its image's bytes and document itself: the caller may let go of them
+ * once hyocr_engine_submit returns (hyocr serve does), and the answers are those of the same
+ * image read from its file. Behind a first job, so they are read after the caller's unref. */
+static void test_job_holds_inputs(void)
+{
+    if (!require_fixtures()) return;
+    engine_opts o = { .max_batch = 1 };
+    g_autoptr(hyocr_engine) eng = open_engine(&o);
+    g_autofree char *path = hyocr_test_data("images", cases[0].image, NULL);
+    hyocr_job_params jp[4];
+    for (int i = 0; i < 4; i++) case_params(&jp[i], 0, path, 8);
+    jp[0].max_new_tokens = 24;   /* ahead of the others */
+    gchar *bytes = NULL;
+    gsize len = 0;
+    g_assert_true(g_file_get_contents(path, &bytes, &len, NULL));
+    jp[1].image_path = jp[2].image_path = NULL;
+    jp[1].image_data = g_bytes_new_take(bytes, len);
+    jp[2].document = hyocr_document_open(path, NULL, NULL);
+    g_assert_nonnull(jp[2].document);
+    hyocr_request *r[4];
+    for (int i = 0; i < 4; i++) {
+        g_autoptr(GError) err = NULL;
+        r[i] = hyocr_engine_submit(eng, &jp[i], &err);
+        g_assert_no_error(err);
+    }
+    g_clear_pointer(&jp[1].image_data, g_bytes_unref);
+    g_clear_pointer(&jp[2].document, hyocr_document_unref);
+    hyocr_job_result res[4] = { 0 };
+    for (int i = 0; i < 4; i++) {
+        g_autoptr(GError) err = NULL;
+        g_assert_true(hyocr_request_wait(r[i], &res[i], &err));
+        g_assert_no_error(res[i].error);
+        hyocr_request_unref(r[i]);
+    }
+    assert_same_ids(res[1].token_ids, res[3].token_ids);   /* bytes, then the file */
+    assert_same_ids(res[2].token_ids, res[3].token_ids);   /* document, then the file */
+    g_assert_cmpuint(res[3].token_ids->len, ==, 8);
+    for (int i = 0; i < 4; i++) hyocr_job_result_clear(&res[i]);
+}
+
 /* B is submitted while A decodes (A's thread held at its 4th token meanwhile):
  * B joins A's decode steps (steps of two), and each gets its tokens alone. */
 static void test_submit_while_running(void)
@@ -1682,6 +1722,7 @@ int main(int argc, char **argv)
     g_test_add_func("/batch/busy-and-empty", test_busy_and_empty);
     g_test_add_func("/batch/model-swap", test_model_swap);
     g_test_add_func("/batch/submit-while-running", test_submit_while_running);
+    g_test_add_func("/batch/job-holds-inputs", test_job_holds_inputs);
     g_test_add_func("/batch/cancel-frees-blocks", test_cancel_frees_blocks);
     g_test_add_func("/batch/queue-bound", test_queue_bound);
     g_test_add_func("/batch/submit-threads", test_submit_threads);

@@ -1499,7 +1499,6 @@ static hyocr_request *job_new(const hyocr_job_params *params)
     job->ref = 1;
     hyocr_job_end_init(&job->end);
     hyocr_job_params_copy(&job->params, &job->own, params);
-    if (params->image_data) g_bytes_ref(params->image_data);
     if (params->cancellable) g_object_ref(params->cancellable);
     return job;
 }
@@ -1516,7 +1515,6 @@ void hyocr_request_unref(hyocr_request *job)
     if (!job || !g_atomic_int_dec_and_test(&job->ref)) return;
     hyocr_job_end_clear(&job->end);
     if (job->params.cancellable) g_object_unref(job->params.cancellable);
-    if (job->params.image_data) g_bytes_unref(job->params.image_data);
     hyocr_job_copies_clear(&job->own);
     g_free(job);
 }

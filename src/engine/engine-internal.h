@@ -16,13 +16,16 @@ G_BEGIN_DECLS
 /* Jobs that decode together where the params leave max_batch at 0 (params_init's too). */
 #define HYOCR_DEFAULT_MAX_BATCH 16
 
-/* The strings and arrays of a submitted job's params, copied so the job owns them for its
- * life (batch.c, remote.c); the references (image data, document, cancellable) are the
- * caller's business. */
+/* The strings and arrays of a submitted job's params, copied, and its image's bytes and
+ * document, referenced, so the job owns what it reads for its life (batch.c, remote.c): a
+ * front end may let go of them once it has submitted. The cancellable is the caller's
+ * business (a remote job wraps it). */
 typedef struct {
-    char    *image_path, *custom_prompt, *rendered_chat, *name;
-    char   **fields, **stop;
-    int32_t *stop_token_ids;
+    char           *image_path, *custom_prompt, *rendered_chat, *name;
+    char          **fields, **stop;
+    int32_t        *stop_token_ids;
+    GBytes         *image_data;
+    hyocr_document *document;
 } hyocr_job_copies;
 
 /* *dst = *src with its strings and arrays pointing into own's copies. */

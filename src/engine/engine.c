@@ -48,6 +48,8 @@ void hyocr_job_params_copy(hyocr_job_params *dst, hyocr_job_copies *own, const h
     dst->stop = (const char *const *)(own->stop = g_strdupv((char **)src->stop));
     dst->stop_token_ids = own->stop_token_ids =
         g_memdup2(src->stop_token_ids, sizeof(int32_t) * (size_t)MAX(0, src->n_stop_token_ids));
+    own->image_data = src->image_data ? g_bytes_ref(src->image_data) : NULL;
+    own->document = src->document ? hyocr_document_ref(src->document) : NULL;
 }
 
 bool hyocr_job_params_check_logprobs(const hyocr_job_params *p, GError **error)
@@ -67,6 +69,8 @@ void hyocr_job_copies_clear(hyocr_job_copies *own)
     g_strfreev(own->fields);
     g_strfreev(own->stop);
     g_free(own->stop_token_ids);
+    if (own->image_data) g_bytes_unref(own->image_data);
+    if (own->document) hyocr_document_unref(own->document);
     memset(own, 0, sizeof *own);
 }
 

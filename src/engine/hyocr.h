@@ -210,9 +210,9 @@ typedef struct {
                                             * messages with image_data) … */
     const hyocr_image  *image;             /* … or decoded RGB (not taken over) … */
     GBytes             *image_data;        /* … or an encoded image in any format hyocr reads (referenced) … */
-    hyocr_document     *document;          /* … or page `page` (0-based) of a document (not taken
-                                            * over; a PDF page is rendered to fit the model's
-                                            * max_pixels, see hyocr_render_options) */
+    hyocr_document     *document;          /* … or page `page` (0-based) of a document (referenced
+                                            * while the job lives; a PDF page is rendered to fit the
+                                            * model's max_pixels, see hyocr_render_options) */
     int                 page;
     const char         *name;              /* how messages name the job; NULL: image_path */
     hyocr_task          task;

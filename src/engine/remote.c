@@ -862,8 +862,6 @@ static void job_free(hyocr_remote_job *job)
     }
     g_object_unref(job->cancel);
     hyocr_job_copies_clear(&job->own);
-    if (job->params.image_data) g_bytes_unref(job->params.image_data);
-    if (job->params.document) hyocr_document_unref(job->params.document);
     hyocr_job_end_clear(&job->end);
     g_free(job);
 }
@@ -982,8 +980,6 @@ hyocr_remote_job *hyocr_remote_submit(hyocr_remote *r, const hyocr_job_params *p
     hyocr_job_end_init(&job->end);
     job->cancel = g_cancellable_new();
     hyocr_job_params_copy(&job->params, &job->own, params);
-    if (params->image_data) g_bytes_ref(params->image_data);
-    if (params->document) hyocr_document_ref(params->document);
     job->params.cancellable = NULL;
     if (params->cancellable) {
         job->user_cancel = g_object_ref(params->cancellable);
