@@ -227,6 +227,42 @@ static void test_good(void)
     g_assert_null(e.message);
 }
 
+/* The parsed image opened as a document of one page; bytes that are no image are a 400 in the
+ * API's words (test-serve.sh sends a PDF of 3 pages and an encrypted one). */
+static void test_open_image(void)
+{
+    hyocr_request_limits lim = { .max_body = 1 << 20 };
+    g_autofree char *png_path = g_build_filename(HYOCR_TEST_DATA, "images", "tiny_40x30.png", NULL);
+    gchar *png = NULL;
+    gsize png_len = 0;
+    g_assert_true(g_file_get_contents(png_path, &png, &png_len, NULL));
+    g_autofree char *png_b64 = g_base64_encode((const guchar *)png, png_len);
+    g_free(png);
+    g_autofree char *junk_b64 = g_base64_encode((const guchar *)"certainly not an image", 22);
+    const char *urls[] = { png_b64, junk_b64 };
+    for (int i = 0; i < 2; i++) {
+        g_autofree char *body = g_strdup_printf("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+                                                "\"image_url\", \"image_url\": {\"url\": \"data:image/png;base64,%s\"}}]}]}",
+                                                urls[i]);
+        hyocr_chat_request r;
+        hyocr_api_error e = { 0 };
+        g_assert_true(hyocr_chat_request_parse(&r, body, strlen(body), &lim, &e));
+        bool opened = hyocr_chat_request_open_image(&r, &e);
+        if (i == 0) {
+            g_assert_true(opened);
+            g_assert_cmpint(hyocr_document_n_pages(r.document), ==, 1);
+            g_assert_cmpstr(hyocr_document_name(r.document), ==, "image");
+        } else {
+            g_assert_false(opened);
+            g_assert_cmpuint(e.status, ==, 400);
+            g_assert_cmpstr(e.code, ==, "invalid_image");
+            g_assert_true(g_str_has_prefix(e.message, "the image could not be read: image: not a file hyocr can read"));
+        }
+        hyocr_chat_request_clear(&r);
+        hyocr_api_error_clear(&e);
+    }
+}
+
 /* The engine's errors in the API's terms: what the client sent is a 400, a full engine or
  * one shutting down a 503 the client may retry, anything else the server's 500. */
 static void test_engine_errors(void)
@@ -278,6 +314,7 @@ int main(int argc, char **argv)
     g_test_add_func("/request/limits", test_limits);
     g_test_add_func("/request/file-urls", test_file_urls);
     g_test_add_func("/request/good", test_good);
+    g_test_add_func("/request/open-image", test_open_image);
     g_test_add_func("/request/engine-errors", test_engine_errors);
     return g_test_run();
 }

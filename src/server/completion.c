@@ -36,7 +36,6 @@ typedef struct {
     hyocr_server      *server;
     SoupServerMessage *msg;            /* NULL once libsoup is done with it */
     hyocr_chat_request req;
-    hyocr_document    *image;          /* the request's image, opened: the job's page 0 */
     hyocr_request     *job;
     char              *rendered;
     char               id[48];
@@ -92,7 +91,6 @@ static void completion_unref(completion *c)
     hyocr_server_release(c->server);
     hyocr_request_unref(c->job);
     hyocr_chat_request_clear(&c->req);
-    if (c->image) hyocr_document_unref(c->image);
     g_free(c->rendered);
     g_async_queue_unref(c->events);
     g_array_unref(c->token_ids);
@@ -538,7 +536,7 @@ static void fill_job(completion *c, hyocr_job_params *jp)
 {
     const hyocr_chat_request *r = &c->req;
     hyocr_job_params_init(jp);
-    jp->document = c->image;
+    jp->document = r->document;
     jp->page = 0;
     jp->rendered_chat = c->rendered;
     jp->max_side = hyocr_server_max_side(c->server);
@@ -562,27 +560,6 @@ static void fill_job(completion *c, hyocr_job_params *jp)
     jp->user_data = c;
 }
 
-/* The request's image as a document (named "image" in messages): the engine renders its one
- * page as `hyocr run` renders a file, a PDF page to fit the model's max_pixels. A document of
- * several pages (a PDF, a multi-page TIFF) is refused as several images are: the API holds
- * one image a request, and answering the first page alone would drop the others unsaid. */
-static bool open_image(completion *c, hyocr_api_error *e)
-{
-    g_autoptr(GError) err = NULL;
-    c->image = hyocr_document_open_bytes(c->req.image, "image", NULL, &err);
-    if (!c->image) {
-        hyocr_api_error_from_engine(e, err);
-        return false;
-    }
-    int n = hyocr_document_n_pages(c->image);
-    if (n == 1) return true;
-    hyocr_api_error_set(e, 400, "messages",
-                        _("the image is a document of %d pages: hyocr reads one image per request; send each page "
-                          "as an image of its own (hyocr run reads whole documents)"), n);
-    e->code = "invalid_image";
-    return false;
-}
-
 static bool submit(completion *c, const char *const *names, hyocr_api_error *e)
 {
     hyocr_engine *eng = hyocr_server_engine(c->server);
@@ -592,7 +569,6 @@ static bool submit(completion *c, const char *const *names, hyocr_api_error *e)
         e->code = "model_not_found";
         return false;
     }
-    if (!open_image(c, e)) return false;
     g_autoptr(GError) err = NULL;
     int n_images = 0;
     c->rendered = hyocr_engine_render_chat(eng, c->req.msgs, c->req.n_msgs, &n_images, &err);

@@ -567,10 +567,32 @@ bool hyocr_chat_request_parse(hyocr_chat_request *r, const char *body, size_t le
            parse_logprobs(&c, o) && refuse_unsupported(&c, o) && parse_stream(&c, o);
 }
 
+/* The image as a document (named "image" in messages), so the engine renders its one page as
+ * `hyocr run` renders a file: a PDF page to fit the model's max_pixels. A document of several
+ * pages (a PDF, a multi-page TIFF) is refused as several images are: the API holds one image a
+ * request, and answering the first page alone would drop the others unsaid. */
+bool hyocr_chat_request_open_image(hyocr_chat_request *r, hyocr_api_error *e)
+{
+    g_autoptr(GError) err = NULL;
+    r->document = hyocr_document_open_bytes(r->image, "image", NULL, &err);
+    if (!r->document) {
+        hyocr_api_error_from_engine(e, err);
+        return false;
+    }
+    int n = hyocr_document_n_pages(r->document);
+    if (n == 1) return true;
+    hyocr_api_error_set(e, 400, "messages",
+                        _("the image is a document of %d pages: hyocr reads one image per request; send each page "
+                          "as an image of its own (hyocr run reads whole documents)"), n);
+    e->code = "invalid_image";
+    return false;
+}
+
 void hyocr_chat_request_clear(hyocr_chat_request *r)
 {
     g_free(r->msgs);
     if (r->image) g_bytes_unref(r->image);
+    if (r->document) hyocr_document_unref(r->document);
     g_free(r->model);
     if (r->owned) g_ptr_array_unref(r->owned);
     if (r->root) json_node_unref(r->root);

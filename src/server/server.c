@@ -313,8 +313,8 @@ static void parse_job_free(parse_job *p)
     g_free(p);
 }
 
-/* JSON and base64 of a large page take tens of milliseconds: not on the loop
- * that streams everyone's tokens. */
+/* JSON and base64 of a large page take tens of milliseconds, opening a PDF more: not on
+ * the loop that streams everyone's tokens. */
 static void parse_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel)
 {
     (void)source;
@@ -322,7 +322,8 @@ static void parse_thread(GTask *task, gpointer source, gpointer data, GCancellab
     parse_job *p = data;
     gsize len = 0;
     const char *body = g_bytes_get_data(p->body, &len);
-    p->ok = hyocr_chat_request_parse(&p->req, body ? body : "", len, &p->lim, &p->err);
+    p->ok = hyocr_chat_request_parse(&p->req, body ? body : "", len, &p->lim, &p->err) &&
+            hyocr_chat_request_open_image(&p->req, &p->err);
     g_task_return_boolean(task, TRUE);
 }
 

@@ -65,7 +65,8 @@ typedef struct {
     hyocr_chat_message *msgs;
     int                 n_msgs;
     int                 n_images;         /* image parts the template renders (user messages) */
-    GBytes             *image;            /* the one image, encoded */
+    GBytes             *image;            /* the one image, encoded … */
+    hyocr_document     *document;         /* … and opened (hyocr_chat_request_open_image) */
     char               *model;            /* NULL when not sent */
     int                 max_tokens;       /* 0: not sent */
     double              temperature;      /* < 0: not sent */
@@ -91,6 +92,9 @@ typedef struct {
  * remote image, a logit bias, …), or has no image or several. */
 bool hyocr_chat_request_parse(hyocr_chat_request *r, const char *body, size_t len, const hyocr_request_limits *lim,
                               hyocr_api_error *e);
+/* Opens the parsed request's image (its header; a PDF's cross-references): false with e set
+ * (400) when it cannot be read or is a document of several pages. */
+bool hyocr_chat_request_open_image(hyocr_chat_request *r, hyocr_api_error *e);
 void hyocr_chat_request_clear(hyocr_chat_request *r);
 
 /* ---- metrics.c --------------------------------------------------------------------------- */
