@@ -532,7 +532,41 @@ post "$port_argkey" "$tmp/k.json" -H 'Authorization: Bearer from-env'
 check "--api-key before --api-key-file and HYOCR_API_KEY: their keys are 401" py "s == 401"
 post "$port_argkey" "$tmp/k.json" -H 'Authorization: Bearer from-arg'
 check "… and its own is 200 (--gpu-memory-utilization taken as vLLM's spelling)" py "s == 200"
+# ---- other origins (CORS, as vLLM answers them): every origin by default; a preflight is
+# answered before the key is asked for; the web page answers no other origin
+preflight() {   # preflight PORT ORIGIN METHOD HEADERS: status in $status, headers in $tmp/hdr
+    status=$(curl -s -o "$tmp/out" -D "$tmp/hdr" -w '%{http_code}' -X OPTIONS -H "Origin: $2" \
+             -H "Access-Control-Request-Method: $3" ${4:+-H "Access-Control-Request-Headers: $4"} \
+             "http://127.0.0.1:$1/v1/chat/completions")
+}
+preflight "$port_argkey" http://page.test POST "authorization, content-type"
+check "CORS preflight, keyed server, no key: 200, any origin, the methods, the headers asked for" \
+    py "s == 200 and h['access-control-allow-origin'] == '*' and 'POST' in h['access-control-allow-methods'] and h['access-control-allow-headers'] == 'authorization, content-type' and h['access-control-max-age'] == '600'"
+get "$port_argkey" /v1/models -H 'Origin: http://page.test'
+check "CORS: a 401 from another origin carries Access-Control-Allow-Origin (the page can read why)" \
+    py "s == 401 and h['access-control-allow-origin'] == '*'"
+get "$port_argkey" /v1/models -H 'Origin: http://page.test' -H 'Authorization: Bearer from-arg'
+check "CORS: the answer to another origin carries Access-Control-Allow-Origin: *" \
+    py "s == 200 and h['access-control-allow-origin'] == '*'"
+get "$port_argkey" / -H 'Origin: http://page.test'
+check "CORS: the web page answers no other origin" py "s == 200 and 'access-control-allow-origin' not in h"
 kill -TERM "$pid_argkey"; wait "$pid_argkey"
+check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+
+start cors --allowed-origins '["http://good.test"]' --allowed-methods '["POST"]' \
+    --allowed-headers '["Authorization"]' --allow-credentials
+preflight "$port_cors" http://good.test POST "authorization, content-type"
+check "CORS with --allowed-origins and --allow-credentials: the origin echoed, Vary: Origin, credentials" \
+    py "s == 200 and h['access-control-allow-origin'] == 'http://good.test' and 'Origin' in h['vary'] and h['access-control-allow-credentials'] == 'true' and h['access-control-allow-methods'] == 'POST'"
+preflight "$port_cors" http://evil.test POST
+check "CORS: a preflight from an origin not allowed is a 400 naming it, without Allow-Origin" \
+    py "s == 400 and d == 'Disallowed CORS origin' and 'access-control-allow-origin' not in h"
+preflight "$port_cors" http://good.test DELETE "x-custom"
+check "CORS: a method and a header not allowed, both named" py "s == 400 and d == 'Disallowed CORS method, Disallowed CORS headers'"
+get "$port_cors" /health -H 'Origin: http://evil.test'
+check "CORS: a request from an origin not allowed is served, without Allow-Origin" \
+    py "s == 200 and 'access-control-allow-origin' not in h"
+kill -TERM "$pid_cors"; wait "$pid_cors"
 check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
 
 # ---- options refused before anything binds (exit 2), a model that cannot load and an address
@@ -555,6 +589,8 @@ refused 2 "^hyocr serve: --gpu-memory-utilization: expected a fraction in \(0, 1
 refused 2 "^hyocr serve: --gpu-memory-utilization: expected a fraction in \(0, 1\], got “0.5x”$" \
     --model "$flat" --gpu-memory-utilization 0.5x
 refused 2 "^hyocr serve: the API key is empty$" --model "$flat" --api-key ""
+refused 2 "^hyocr serve: --allowed-origins: expected a JSON list of strings, as vLLM takes it .*got “https://a.test”$" \
+    --model "$flat" --allowed-origins https://a.test
 refused 1 "^hyocr serve: --host: “999.1.1.1” is not an IP address$" --model "$flat" --host 999.1.1.1
 refused 1 "model folder $tmp/no-model does not exist or is not a folder; get the model with \`hyocr download\`" \
     --model "$tmp/no-model"

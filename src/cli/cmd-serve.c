@@ -16,9 +16,10 @@
 
 typedef struct {
     char   *model, *host, *api_key, *api_key_file, *media_dir, *mem_limit, *mem_fraction, *device, *dtype, *max_body;
-    char  **names;
+    char   *cors_origins, *cors_methods, *cors_headers;   /* vLLM's JSON lists, as given */
+    char  **names, **origins, **methods, **headers;       /* … and as lists */
     int     port, max_queue, max_model_len, max_side, max_batch, threads;
-    gboolean no_web_ui;
+    gboolean no_web_ui, allow_credentials;
     double  swap_gib;
 } serve_opts;
 
@@ -34,7 +35,40 @@ static void serve_opts_clear(serve_opts *o)
     g_free(o->device);
     g_free(o->dtype);
     g_free(o->max_body);
+    g_free(o->cors_origins);
+    g_free(o->cors_methods);
+    g_free(o->cors_headers);
     g_strfreev(o->names);
+    g_strfreev(o->origins);
+    g_strfreev(o->methods);
+    g_strfreev(o->headers);
+}
+
+/* A JSON list of strings, as vLLM takes --allowed-origins and its kin; NULL text: ["*"]. */
+static bool json_list(const char *opt, const char *text, char ***out, GError **error)
+{
+    if (!text) {
+        *out = g_strdupv((char *[]){ "*", NULL });
+        return true;
+    }
+    g_autoptr(JsonParser) p = json_parser_new();
+    JsonNode *root = json_parser_load_from_data(p, text, -1, NULL) ? json_parser_get_root(p) : NULL;
+    JsonArray *a = root && JSON_NODE_HOLDS_ARRAY(root) ? json_node_get_array(root) : NULL;
+    g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; a && i < json_array_get_length(a); i++) {
+        JsonNode *n = json_array_get_element(a, i);
+        if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING) a = NULL;
+        else g_ptr_array_add(items, g_strdup(json_node_get_string(n)));
+    }
+    if (!a) {
+        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                    _("%s: expected a JSON list of strings, as vLLM takes it ('[\"https://example.com\"]'), got “%s”"),
+                    opt, text);
+        return false;
+    }
+    g_ptr_array_add(items, NULL);
+    *out = (char **)g_ptr_array_steal(items, NULL);
+    return true;
 }
 
 static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
@@ -58,6 +92,14 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
         { "max-request-size", 0, 0, G_OPTION_ARG_STRING, &o->max_body, N_("Largest request body (64M)"), "SIZE" },
         { "allowed-local-media-path", 0, 0, G_OPTION_ARG_FILENAME, &o->media_dir,
           N_("Serve file:// images from under this folder"), "DIR" },
+        { "allowed-origins", 0, 0, G_OPTION_ARG_STRING, &o->cors_origins,
+          N_("Web origins whose pages may call the API, as a JSON list (default [\"*\"]: any, as vLLM)"), "JSON" },
+        { "allowed-methods", 0, 0, G_OPTION_ARG_STRING, &o->cors_methods,
+          N_("HTTP methods those pages may use, as a JSON list (default [\"*\"])"), "JSON" },
+        { "allowed-headers", 0, 0, G_OPTION_ARG_STRING, &o->cors_headers,
+          N_("Request headers those pages may send, as a JSON list (default [\"*\"])"), "JSON" },
+        { "allow-credentials", 0, 0, G_OPTION_ARG_NONE, &o->allow_credentials,
+          N_("Let those pages send credentials (Access-Control-Allow-Credentials)"), NULL },
         { "gpu-memory-limit", 0, 0, G_OPTION_ARG_STRING, &o->mem_limit,
           N_("GPU memory this process may use: bytes (8G, 2500M) or a fraction of the card (0.5)"), "SIZE" },
         { "gpu-memory-utilization", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &o->mem_fraction, NULL, NULL },
@@ -87,7 +129,9 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
                     _("give --gpu-memory-limit or --gpu-memory-utilization, not both"));
         return false;
     }
-    return true;
+    return json_list("--allowed-origins", o->cors_origins, &o->origins, error) &&
+           json_list("--allowed-methods", o->cors_methods, &o->methods, error) &&
+           json_list("--allowed-headers", o->cors_headers, &o->headers, error);
 }
 
 /* --api-key, else --api-key-file (its first line), else HYOCR_API_KEY; NULL: none. */
@@ -120,6 +164,10 @@ static bool fill(const serve_opts *o, bool model_given, hyocr_server_options *so
     so->allowed_media_dir = o->media_dir;
     so->max_side = o->max_side;
     so->no_web_ui = o->no_web_ui;
+    so->allow_credentials = o->allow_credentials;
+    so->allowed_origins = o->origins;
+    so->allowed_methods = o->methods;
+    so->allowed_headers = o->headers;
     /* scripts written for `vllm serve tencent/HunyuanOCR` ask for its Hub name; vLLM
      * also answers to --model as given */
     static const char *default_names[3];

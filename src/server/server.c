@@ -3,7 +3,7 @@
  * routes /v1/chat/completions, /v1/models, /health, /metrics and the web page
  * (web.c: /, /web/…); checks the key (Bearer, as vLLM; for /v1/… and the page's
  * /web/api/…, not for the page's files, which ask for it) and the body's size
- * before the body is read; logs one
+ * before the body is read; answers other origins as vLLM does (cors.c); logs one
  * line per request; and on SIGTERM (or SIGINT) drains: new requests get 503,
  * the ones in flight finish, then it exits. A second signal cancels them. */
 #include "error.h"
@@ -181,6 +181,10 @@ static void early(SoupServer *soup, SoupServerMessage *msg, const char *path, GH
     r->body = g_byte_array_new();
     g_object_set_data_full(G_OBJECT(msg), "hyocr-request", r, (GDestroyNotify)request_state_free);
     g_signal_connect(msg, "wrote-headers", G_CALLBACK(wrote_headers), NULL);
+    if (hyocr_cors_applies(path)) {
+        if (hyocr_cors_preflight(s->opt, msg)) return;   /* before the key: browsers send none with it */
+        hyocr_cors_answer(s->opt, msg);                  /* on every answer, errors too */
+    }
     if ((g_str_has_prefix(path, "/v1/") || g_str_has_prefix(path, "/web/api/")) && !authorized(s, msg)) {
         hyocr_api_error e = { 0 };
         hyocr_api_error_set(&e, 401, NULL, _("a valid API key is needed: send the header "

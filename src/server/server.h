@@ -9,6 +9,7 @@
  *   stream.c      server-sent events over a paused libsoup message
  *   metrics.c     Prometheus counters and histograms (/metrics)
  *   errors.c      OpenAI-shaped errors, and the engine's errors in the API's terms
+ *   cors.c        cross-origin requests to the API, as vLLM answers them
  *   web.c         the web page (GET /, GResources of web/) and the JSON it reads (/web/api/…) */
 #pragma once
 #include "hyocr.h"
@@ -26,6 +27,10 @@ typedef struct {
     char               *allowed_media_dir; /* file:// images are read under it only; NULL: none */
     int                 max_side;          /* every image's long side at most (0: as sent) */
     bool                no_web_ui;         /* GET / and /web/… answer 404 */
+    char              **allowed_origins;   /* cross-origin calls of the API: origins, "*" any (vLLM's) … */
+    char              **allowed_methods;   /* … methods a preflight may name, "*" any … */
+    char              **allowed_headers;   /* … headers a preflight may name, "*" any */
+    bool                allow_credentials; /* Access-Control-Allow-Credentials: true */
     hyocr_engine_params engine;            /* model_dir, memory, device, max_batch, max_queue, … */
 } hyocr_server_options;
 
@@ -147,6 +152,16 @@ void            hyocr_server_note(hyocr_server *s, SoupServerMessage *msg, int p
  * (monotonic µs). */
 void hyocr_completion_start(hyocr_server *s, SoupServerMessage *msg, hyocr_chat_request *r,
                             const char *const *names, gint64 arrival);
+
+/* ---- cors.c ------------------------------------------------------------------------------ */
+
+/* Whether path is one of the API's routes, which answer other origins. */
+bool hyocr_cors_applies(const char *path);
+/* Answers a CORS preflight (OPTIONS with Origin and Access-Control-Request-Method): 200 with
+ * what is allowed, 400 naming what is not. False, touching nothing, for any other request. */
+bool hyocr_cors_preflight(const hyocr_server_options *opt, SoupServerMessage *msg);
+/* Access-Control-Allow-Origin on the answer to a request from an allowed origin. */
+void hyocr_cors_answer(const hyocr_server_options *opt, SoupServerMessage *msg);
 
 /* ---- web.c ----------------------------------------------------------------------------- */
 

@@ -8,12 +8,15 @@ parse-document answer is rendered as the render endpoint writes it), downloads t
 cancels a run (the server counts the job as aborted), asks for the key with --api-key (kept
 in sessionStorage only), speaks Chinese to a Chinese browser, fits a 390 px screen, and words
 a non-image, an image over --max-request-size and a server that went away. The page's
-policy header is checked, and no request leaves the server's origin. Every wait is on a
+policy header is checked, and no request leaves the server's origin. A page of another origin
+calls the API from the browser (CORS), and is kept from the answer where --allowed-origins
+leaves it out. Every wait is on a
 condition (the page marks its state on <body>), never on time.
 
     python3 tests/web/test-web.py HYOCR DATA_DIR
 Screenshots go to $HYOCR_SCREENSHOTS when it is set (data/screenshots/web-*.png come from it).
 """
+import base64
 import http.client
 import http.server
 import json
@@ -509,6 +512,51 @@ try:
              asks_key)
     finally:
         s.quit()
+
+    # ---- a page of another origin calls the API from the browser (CORS, as vLLM answers it): the
+    # key's header makes the browser ask first (a preflight); a server that allows other origins
+    # only keeps the answer from the page
+    tiny = open(os.path.join(DATA, "images", "tiny_40x30.png"), "rb").read()
+    tiny_url = "data:image/png;base64," + base64.b64encode(tiny).decode()
+    narrow, nport = start_server("--allowed-origins", '["http://elsewhere.invalid"]')
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            target = int(self.path.strip("/") or 0)
+            script = f"""<!DOCTYPE html><body><script>
+fetch('http://127.0.0.1:{target}/v1/chat/completions', {{method: 'POST',
+      headers: {{'Content-Type': 'application/json', 'Authorization': 'Bearer s3cret'}},
+      body: JSON.stringify({{messages: [{{role: 'user', content: [{{type: 'image_url', image_url: {{url: '{tiny_url}'}}}},
+                                                                 {{type: 'text', text: 'x'}}]}}], max_tokens: 3}})}})
+  .then(r => r.json().then(d => {{ document.body.dataset.cors = r.status + ' ' + d.choices[0].finish_reason +
+                                   ' ' + d.usage.completion_tokens; }}))
+  .catch(e => {{ document.body.dataset.cors = 'blocked: ' + e.name; }});
+</script></body>""".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(script)))
+            self.end_headers()
+            self.wfile.write(script)
+
+        def log_message(self, *args):
+            pass
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    s = driver.session(lang="en-US")
+    try:
+        def cross_origin(target, want):
+            s.get(f"http://127.0.0.1:{other.server_address[1]}/{target}")
+            got = s.wait("return document.body.dataset.cors", what="the cross-origin fetch")
+            return got == want, got
+        step("a page of another origin calls the keyed API from the browser: preflight, then the answer",
+             lambda: cross_origin(kport, "200 length 3"))
+        step("--allowed-origins without that origin: the browser keeps the answer from the page",
+             lambda: cross_origin(nport, "blocked: TypeError"))
+    finally:
+        s.quit()
+        other.shutdown()
+    narrow.terminate()
+    narrow.wait()
     keyed.terminate()
     check("the keyed server exits 0 on SIGTERM after the page's requests (under ASan: no leak)", keyed.wait() == 0)
 
