@@ -531,6 +531,11 @@ int hyocr_server_run(const hyocr_server_options *opt)
 {
     hyocr_server s = { .opt = opt, .state = STATE_LOADING };
     s.main = g_main_context_ref_thread_default();
+    /* This thread owns the loop's context from here on, so what other threads hand it through
+     * g_main_context_invoke (the loaded engine, a job's events) waits for the loop: unowned,
+     * invoke runs the function on the calling thread at once. A model that failed to load at
+     * once had quit the loop before it ran, which then never ended. */
+    bool owned = g_main_context_acquire(s.main);
     s.loop = g_main_loop_new(s.main, FALSE);
     s.metrics = hyocr_metrics_new();
     s.created = g_get_real_time() / G_USEC_PER_SEC;
@@ -560,6 +565,7 @@ int hyocr_server_run(const hyocr_server_options *opt)
     hyocr_engine_free(s.engine);
     hyocr_metrics_free(s.metrics);
     g_main_loop_unref(s.loop);
+    if (owned) g_main_context_release(s.main);
     g_main_context_unref(s.main);
     if (s.exit_status == 0) fprintf(stderr, _("hyocr serve: stopped\n"));
     return s.exit_status;
