@@ -46,7 +46,7 @@ start() {
     pids+=("$pid")
     eval "pid_$name=$pid"
     # wait for the line, not for time: the first "ready" (or a failure)
-    await "$tmp/$name.log" "ready|error|hyocr serve: [^l]"
+    await "$tmp/$name.log" "ready|error|hyocr serve: [^lw]"
     local p
     p=$(grep -oE "listening on http://[0-9.]+:[0-9]+" "$tmp/$name.log" | grep -oE "[0-9]+$")
     eval "port_$name=${p:-0}"
@@ -550,6 +550,10 @@ check "CORS: the answer to another origin carries Access-Control-Allow-Origin: *
     py "s == 200 and h['access-control-allow-origin'] == '*'"
 get "$port_argkey" / -H 'Origin: http://page.test'
 check "CORS: the web page answers no other origin" py "s == 200 and 'access-control-allow-origin' not in h"
+preflight "$port_main" http://page.test POST
+check "CORS: with --allowed-local-media-path no other origin by default (a site would read those files' text)" \
+    py "s == 400 and d == 'Disallowed CORS origin'"
+check "… and the server said so when it started" grep -q "other origins may not call the API while --allowed-local-media-path" "$tmp/main.log"
 kill -TERM "$pid_argkey"; wait "$pid_argkey"
 check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
 

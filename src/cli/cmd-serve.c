@@ -129,7 +129,10 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
                     _("give --gpu-memory-limit or --gpu-memory-utilization, not both"));
         return false;
     }
-    return json_list("--allowed-origins", o->cors_origins, &o->origins, error) &&
+    /* file:// images and pages of any origin would let every web site read the text of the
+     * files under that folder: no other origin then, unless --allowed-origins names some */
+    const char *origins = o->cors_origins ? o->cors_origins : o->media_dir ? "[]" : NULL;
+    return json_list("--allowed-origins", origins, &o->origins, error) &&
            json_list("--allowed-methods", o->cors_methods, &o->methods, error) &&
            json_list("--allowed-headers", o->cors_headers, &o->headers, error);
 }
@@ -206,6 +209,9 @@ int hyocr_cmd_serve(int argc, char **argv)
     if (ok && !model_given) o.model = hyocr_models_default_folder();
     if (ok && find_key(&o, &key, &error) && fill(&o, model_given, &so, &error)) {
         so.api_key = key;
+        if (o.media_dir && !o.cors_origins)
+            fprintf(stderr, _("hyocr serve: warning: web pages of other origins may not call the API while "
+                              "--allowed-local-media-path is given (--allowed-origins names those that may)\n"));
         status = hyocr_server_run(&so);
     } else {
         fprintf(stderr, _("hyocr serve: %s\n"), error->message);
