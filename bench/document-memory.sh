@@ -18,32 +18,8 @@ CKPT=tests/data/ckpt-flat
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
-make_pdf() {   # make_pdf OUT N
-    python3 - "$1" "$2" <<'PY'
-import sys
-out, n = sys.argv[1], int(sys.argv[2])
-objs = [b"<< /Type /Catalog /Pages 2 0 R >>", None,
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-kids = []
-for k in range(n):
-    lines = b"".join(b"1 0 0 1 60 %d Tm (Page %d, line %d: the quick brown fox jumps over the lazy dog) Tj\n"
-                     % (780 - 18 * i, k + 1, i + 1) for i in range(40))
-    content = b"BT /F1 11 Tf\n" + lines + b"ET"
-    objs.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
-    objs.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> "
-                b"/Contents %d 0 R >>" % len(objs))
-    kids.append(b"%d 0 R" % len(objs))
-objs[1] = b"<< /Type /Pages /Kids [" + b" ".join(kids) + b"] /Count %d >>" % n
-pdf, offs = bytearray(b"%PDF-1.4\n"), []
-for i, o in enumerate(objs):
-    offs.append(len(pdf))
-    pdf += b"%d 0 obj\n" % (i + 1) + o + b"\nendobj\n"
-x = len(pdf)
-pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-pdf += b"".join(b"%010d 00000 n \n" % o for o in offs)
-pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, x)
-open(out, "wb").write(pdf)
-PY
+make_pdf() {   # make_pdf OUT N: A4 pages of text
+    python3 tests/make-pdf.py --text "$1" "$2"
 }
 
 peak() {   # peak FILE: "peak-RSS-KiB peak-anonymous-KiB seconds"
