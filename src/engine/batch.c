@@ -1045,17 +1045,11 @@ static bool sync_slot(hyocr_sched *s, job_state *st)
     return st->pick_slot >= 0;
 }
 
-/* CUDA's pick_logprobs kernels were written in session 24, which had no card to run their test
- * (/decode/cuda/logprobs-op): off by default there until one has. */
-#define PICK_LOGPROBS_CUDA false
-
-/* Whether the backend computes the log-probabilities jobs ask for beside its choice. */
+/* Whether the backend computes the log-probabilities jobs ask for beside its choice
+ * (HYOCR_PICK_LOGPROBS=0 forces the host path). */
 static bool pick_logprobs_on(const hyocr_sched *s)
 {
-    const hyocr_backend *be = s->eng->be;
-    hyocr_switch sw = s->eng->tuning.pick_logprobs;
-    if (!be->ops->pick_logprobs || sw == HYOCR_SWITCH_OFF) return false;
-    return sw == HYOCR_SWITCH_ON || be->kind != HYOCR_BACKEND_CUDA || PICK_LOGPROBS_CUDA;
+    return s->eng->be->ops->pick_logprobs && s->eng->tuning.pick_logprobs != HYOCR_SWITCH_OFF;
 }
 
 /* The backend chooses the tokens (greedy or drawn; only ids, and the log-probabilities

@@ -70,8 +70,7 @@ typedef struct {
                                    * rose by more than 2^8; default on (the backend's), "0": every tile */
     hyocr_switch pick_logprobs;   /* HYOCR_PICK_LOGPROBS: the log-probabilities a job asks for computed
                                    * beside the backend's token choice (pick_logprobs), not by the host
-                                   * path; default on for the CPU, off for CUDA until a card has run its
-                                   * test (batch.c's PICK_LOGPROBS_CUDA) */
+                                   * path; default on, "0": the host path */
     /* Tests and benchmarks only (speculate.h, the draft stand-in): */
     char         draft_standin[1024];     /* HYOCR_DRAFT_STANDIN: a file of known continuations; "" = off */
     double       draft_standin_k;         /* HYOCR_DRAFT_STANDIN_K: right drafts a round (a mean if fractional) */
