@@ -2,6 +2,7 @@
 #include "image.h"
 #include "hostmem.h"
 #include "resize.h"
+#include "pinned.h"
 #include "config.h"
 #include "error.h"
 #include "testutil.h"
@@ -739,6 +740,101 @@ static void test_resize_threads(void)
                     (size_t)p6->n_patches * p6->patch_dim * sizeof(float));
 }
 
+/* The pinned pool (pinned.h) through the pixels: the same values in the pool's memory, its
+ * buffers kept and given again, its bound, and no buffer lost or freed twice. */
+static int pool_allocs, pool_releases;
+
+static void *counting_alloc(hyocr_backend *be, size_t bytes, GError **error)
+{
+    g_assert_null(be);   /* pinned memory is the process's: the pool names no backend */
+    (void)error;
+    pool_allocs++;
+    return g_malloc(bytes);
+}
+
+static void counting_release(hyocr_backend *be, void *p, size_t bytes)
+{
+    g_assert_null(be);
+    g_assert_cmpuint(bytes % (4u << 20), ==, 0);
+    pool_releases++;
+    g_free(p);
+}
+
+static void *take_pin(void *pool, size_t bytes, size_t *cap)
+{
+    return hyocr_pinned_pool_take(pool, bytes, true, cap);
+}
+
+static void *take_kept(void *pool, size_t bytes, size_t *cap)
+{
+    return hyocr_pinned_pool_take(pool, bytes, false, cap);
+}
+
+static void give(void *pool, void *p, size_t cap)
+{
+    hyocr_pinned_pool_give(pool, p, cap);
+}
+
+static void test_pixels_pinned_pool(void)
+{
+    pool_allocs = pool_releases = 0;
+    g_autoptr(hyocr_image) img = hyocr_image_new(1024, 1024);
+    for (size_t k = 0; k < (size_t)1024 * 1024 * 3; k++) img->rgb[k] = (uint8_t)(k * 2654435761u >> 24);
+    hyocr_processor_config pc = { .patch_size = 16, .merge_size = 2, .temporal_patch_size = 1,
+                                  .min_pixels = 256 * 256, .max_pixels = 4096 * 4096, .rescale_factor = 1.0 / 255,
+                                  .image_mean = { 0.5f, 0.4f, 0.3f }, .image_std = { 0.2f, 0.25f, 0.3f } };
+    const size_t bytes = (size_t)4096 * 768 * sizeof(float);   /* 12 MiB: 64 × 64 patches of 768 */
+    hyocr_pinned_pool *pool = hyocr_pinned_pool_new(counting_alloc, counting_release, 20u << 20);
+    const hyocr_pixels_mem pin = { take_pin, give, pool }, kept = { take_kept, give, pool };
+    g_autoptr(GError) err = NULL;
+    g_autoptr(hyocr_pixels) plain = hyocr_pixels_from_image(img, &pc, 2, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(plain->cap, ==, 0);
+
+    /* without leave to pin and nothing kept: ordinary memory */
+    hyocr_pixels *a = hyocr_pixels_from_image_in(img, &pc, 2, &kept, &err);
+    g_assert_cmpuint(a->cap, ==, 0);
+    hyocr_pixels_free(a);
+    g_assert_cmpint(pool_allocs, ==, 0);
+
+    hyocr_pixels *b = hyocr_pixels_from_image_in(img, &pc, 2, &pin, &err);
+    g_assert_no_error(err);
+    g_assert_cmpuint(b->cap, ==, bytes);
+    g_assert_cmpmem(b->data, bytes, plain->data, bytes);
+    /* the bound: a second page at once does not fit 20 MiB, and takes ordinary memory */
+    hyocr_pixels *c = hyocr_pixels_from_image_in(img, &pc, 2, &pin, &err);
+    g_assert_cmpuint(c->cap, ==, 0);
+    g_assert_cmpmem(c->data, bytes, plain->data, bytes);
+    size_t pinned, in_pool;
+    hyocr_pinned_pool_stats(pool, &pinned, &in_pool);
+    g_assert_cmpuint(pinned, ==, bytes);
+    g_assert_cmpuint(in_pool, ==, 0);
+    const float *first = b->data;
+    hyocr_pixels_free(b);
+    hyocr_pixels_free(c);
+    hyocr_pinned_pool_stats(pool, &pinned, &in_pool);
+    g_assert_cmpuint(in_pool, ==, bytes);
+
+    /* the kept buffer comes back, for a page that may not pin too, with the page's values */
+    hyocr_pixels *d = hyocr_pixels_from_image_in(img, &pc, 2, &kept, &err);
+    g_assert_true(d->data == first);
+    g_assert_cmpmem(d->data, bytes, plain->data, bytes);
+    g_assert_cmpint(pool_allocs, ==, 1);
+    /* a page over the bound itself never pins */
+    g_autoptr(hyocr_image) big = hyocr_image_new(2048, 2048);
+    memset(big->rgb, 7, (size_t)2048 * 2048 * 3);
+    hyocr_pixels *e = hyocr_pixels_from_image_in(big, &pc, 2, &pin, &err);
+    g_assert_cmpuint(e->cap, ==, 0);
+    g_assert_cmpint(pool_allocs, ==, 1);
+    hyocr_pixels_free(e);
+
+    /* the engine's reference may go first: the buffer out keeps the pool until it is given back */
+    hyocr_pinned_pool_unref(pool);
+    g_assert_cmpint(pool_releases, ==, 0);
+    hyocr_pixels_free(d);
+    g_assert_cmpint(pool_releases, ==, 1);
+}
+
 static void test_fit_size(void)
 {
     static const int cases[][5] = {
@@ -1397,6 +1493,7 @@ int main(int argc, char **argv)
     FX("/image/prescale/max-side", test_max_side);
     g_test_add_func("/image/smart-resize/table", test_smart_resize);
     g_test_add_func("/image/pixels/layout", test_pixels_layout);
+    g_test_add_func("/image/pixels/pinned-pool", test_pixels_pinned_pool);
     g_test_add_func("/image/pixels/resized", test_pixels_resized);
     g_test_add_func("/image/pixels/fixtures", test_fixtures);
     FX("/image/errors/files", test_errors_files);

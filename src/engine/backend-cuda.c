@@ -638,6 +638,20 @@ static bool upload_pinned(cuda_backend *cb, void *dst, int esz, hk_dtype dt, con
     return true;
 }
 
+/* Whether src is pinned host memory (host_alloc's: a page's pixels from the engine's pool). */
+static bool host_pinned(const void *src)
+{
+    struct cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, src) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return at.type == cudaMemoryTypeHost;
+}
+
+/* From pinned memory the copies (and the conversion on the device) are queued and the host
+ * goes on: src must stay untouched until the next wait, as for write_bytes. From pageable
+ * memory a large upload goes through the pinned ring, which the host fills first. */
 static bool cuda_upload_f32(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const float *src, size_t n,
                             GError **error)
 {
@@ -646,7 +660,7 @@ static bool cuda_upload_f32(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, c
     if (!n) return true;
     bool f32 = dst->kind == HYOCR_BUF_F32;
     if (!f32 && !scratch_fixed(cb, &cb->stage, STAGE_BYTES, error)) return false;
-    if (n * 4 >= UP_MIN && !cb->capturing && up_ready(cb))
+    if (n * 4 >= UP_MIN && !cb->capturing && !host_pinned(src) && up_ready(cb))
         return upload_pinned(cb, at(dst, dst_off), dst->elem_size, buf_t(cb, dst), src, n, error);
     if (f32)
         return ck(cudaMemcpyAsync(at(dst, dst_off), src, n * 4, cudaMemcpyHostToDevice, cb->stream), N_("upload"), error);

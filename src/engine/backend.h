@@ -106,6 +106,8 @@ typedef struct {
      * at dst_off elements (so fused QKV / gate-up weights are built by consecutive uploads). */
     bool   (*upload_weight)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off,
                             const hyocr_tensor *t, GError **error);
+    /* From host_alloc's memory the copy may be queued (CUDA): src then stays untouched until
+     * the backend next waits (a download, read_bytes, sync). */
     bool   (*upload_f32)(hyocr_backend *be, hyocr_buf *dst, size_t dst_off, const float *src, size_t n, GError **error);
     bool   (*download_f32)(hyocr_backend *be, const hyocr_buf *src, size_t src_off, float *dst, size_t n, GError **error);
     /* dst[dst_off + i] = src[src_off + i], i < n (same or convertible kinds) */
@@ -208,7 +210,8 @@ typedef struct {
                          GError **error);
     bool   (*write_bytes)(hyocr_backend *be, hyocr_buf *dst, size_t off, const void *src, size_t bytes,
                           GError **error);
-    /* Host memory the device copies to and from at full speed (pinned on CUDA). */
+    /* Host memory the device copies to and from at full speed (pinned on CUDA). Neither may
+     * need be (the engine's pixel pool calls them with NULL: pinned.h). */
     void  *(*host_alloc)(hyocr_backend *be, size_t bytes, GError **error);
     void   (*host_free)(hyocr_backend *be, void *p, size_t bytes);
 

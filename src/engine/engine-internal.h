@@ -6,6 +6,7 @@
 #include "hyocr.h"
 #include "memplan.h"
 #include "model.h"
+#include "pinned.h"
 #include "postprocess.h"
 #include "sampler.h"
 #include "speculate.h"
@@ -60,6 +61,7 @@ struct hyocr_engine {
     int                 spec_tokens;      /* drafts a round for the jobs that speculate (0 with no draft) */
     hyocr_spec_standin *standin;          /* HYOCR_DRAFT_STANDIN (tests, benchmarks): proposes known text */
     bool                standin_no_draft; /* … and the draft does not run */
+    hyocr_pinned_pool  *pixels_pool;      /* pinned pages' pixels (pinned.h); NULL: ordinary memory */
 };
 
 /* Where a job of a batch is. */

@@ -292,10 +292,17 @@ static void load_draft(hyocr_engine *eng, const hyocr_engine_params *p)
 }
 
 /* Backend, weights and the (empty) KV pool: what a reload in another dtype redoes. */
+/* The pinned pool's bound: three 2048² pages' pixels (50.3 MB each), the page being read, the
+ * next one prefetched and one to spare; a 4096² page's 201 MB take ordinary memory as before. */
+#define PIXELS_PINNED_MAX ((size_t)160 << 20)
+
 static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
 {
     eng->be = open_backend(eng, p, error);
     if (!eng->be || !check_weights_fit(eng, error)) return false;
+    /* made once, kept through dtype reloads: pages prefetched before one are read after it */
+    if (eng->be->kind == HYOCR_BACKEND_CUDA && !eng->pixels_pool && eng->tuning.pinned_pixels != HYOCR_SWITCH_OFF)
+        eng->pixels_pool = hyocr_pinned_pool_new(eng->be->ops->host_alloc, eng->be->ops->host_free, PIXELS_PINNED_MAX);
     eng->model = hyocr_model_load(eng->be, eng->ck, error);
     if (!eng->model) {
         g_prefix_error(error, _("%s: loading weights on the %s backend: "), eng->model_dir, eng->be->ops->name);
@@ -378,6 +385,7 @@ void hyocr_engine_free(hyocr_engine *eng)
     hyocr_tokenizer_free(eng->tok);
     hyocr_checkpoint_free(eng->ck);
     hyocr_spec_standin_free(eng->standin);
+    hyocr_pinned_pool_unref(eng->pixels_pool);   /* pixels still out hold it */
     g_free(eng->model_dir);
     g_clear_error(&eng->cuda_unusable);
     g_mutex_clear(&eng->model_lock);
@@ -595,18 +603,39 @@ static bool image_size(job_state *st, GError **error)
     return load_image(st, error);
 }
 
-static bool make_pixels(job_state *st, GError **error)
+static void *pixels_take_kept(void *pool, size_t bytes, size_t *cap)
+{
+    return hyocr_pinned_pool_take(pool, bytes, false, cap);
+}
+
+static void *pixels_take_or_pin(void *pool, size_t bytes, size_t *cap)
+{
+    return hyocr_pinned_pool_take(pool, bytes, true, cap);
+}
+
+static void pixels_give(void *pool, void *p, size_t cap)
+{
+    hyocr_pinned_pool_give(pool, p, cap);
+}
+
+/* The page's pixels; in the pinned pool where it has room (pinned.h). Pinning a new buffer
+ * takes milliseconds, so only the prefetch thread, off the device's path, pins; the job
+ * being admitted takes a kept buffer or ordinary memory. */
+static bool make_pixels(job_state *st, bool prefetch, GError **error)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     if (!load_image(st, error)) return false;
-    st->px = hyocr_pixels_from_image(st->img, &cfg->processor, st->eng->tuning.resize_threads, error);
+    hyocr_pinned_pool *pool = st->eng->pixels_pool;
+    hyocr_pixels_mem mem = { prefetch ? pixels_take_or_pin : pixels_take_kept, pixels_give, pool };
+    st->px = hyocr_pixels_from_image_in(st->img, &cfg->processor, st->eng->tuning.resize_threads, pool ? &mem : NULL,
+                                        error);
     return st->px != NULL;
 }
 
 static gpointer prefetch_thread(gpointer data)
 {
     job_state *st = data;
-    make_pixels(st, &st->prefetch_error);
+    make_pixels(st, true, &st->prefetch_error);
     return NULL;
 }
 
@@ -659,7 +688,7 @@ bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
             g_propagate_error(error, g_steal_pointer(&st->prefetch_error));
             return false;
         }
-        if (!st->px && !make_pixels(st, error)) return false;
+        if (!st->px && !make_pixels(st, false, error)) return false;
         st->grid_h = st->px->grid_h;
         st->grid_w = st->px->grid_w;
     } else if (!image_size(st, error) || !grid_for(cfg, st->img_w, st->img_h, &st->grid_h, &st->grid_w, error)) {

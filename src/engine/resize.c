@@ -414,7 +414,8 @@ bool hyocr_smart_resize(int height, int width, int factor, int64_t min_pixels, i
 void hyocr_pixels_free(hyocr_pixels *px)
 {
     if (!px) return;
-    g_free(px->data);
+    if (px->cap) px->mem.give(px->mem.user, px->data, px->cap);
+    else g_free(px->data);
     g_free(px);
 }
 
@@ -475,11 +476,15 @@ static void pack_rows(void *ctx, int r0, int r1)
     pack_patches(pk->img, pk->p, pk->tp, (const float (*)[256])pk->lut, pk->out, r0, r1);
 }
 
-/* n_patches · patch_dim fp32 values, or NULL (error set) */
-static float *rows_alloc(const hyocr_pixels *px, GError **error)
+/* n_patches · patch_dim fp32 values, from px->mem where it gives them, or NULL (error set) */
+static float *rows_alloc(hyocr_pixels *px, GError **error)
 {
     size_t n = (size_t)px->n_patches, d = (size_t)px->patch_dim;
-    float *data = n > SIZE_MAX / sizeof(float) / d ? NULL : g_try_new(float, n * d);
+    bool fits = n <= SIZE_MAX / sizeof(float) / d;
+    float *data = fits && px->mem.take ? px->mem.take(px->mem.user, n * d * sizeof(float), &px->cap) : NULL;
+    if (data) return data;   /* pinned memory is not the heap's: no huge-page hint */
+    px->cap = 0;
+    data = fits ? g_try_new(float, n * d) : NULL;
     if (!data)
         g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_NO_MEMORY, _("out of memory for the pixel values of a "
                       "%d×%d image (%zu patches)"), px->resized_width, px->resized_height, n);
@@ -500,6 +505,12 @@ static void rows_pack(const hyocr_pixels *px, const hyocr_image *src, const hyoc
 
 hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
                                       GError **error)
+{
+    return hyocr_pixels_from_image_in(img, pc, n_threads, NULL, error);
+}
+
+hyocr_pixels *hyocr_pixels_from_image_in(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
+                                         const hyocr_pixels_mem *mem, GError **error)
 {
     if (!check_processor(pc, error))
         return NULL;
@@ -532,6 +543,7 @@ hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_proces
     px->patch_dim = 3 * tp * p * p;
     px->resized_width = rw;
     px->resized_height = rh;
+    if (mem) px->mem = *mem;
     if (!(px->data = rows_alloc(px, error))) return NULL;
     rows_pack(px, src, pc, n_threads);
     return g_steal_pointer(&px);

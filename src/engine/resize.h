@@ -35,16 +35,29 @@ hyocr_image *hyocr_image_resize_lanczos(const hyocr_image *src, int width, int h
 bool hyocr_smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels,
                         int *out_height, int *out_width, GError **error);
 
+/* Where a page's pixel values go (the engine's pinned pool, pinned.h): take gives a buffer of at
+ * least bytes (*cap: its size) or NULL for ordinary memory; give takes it back with the pixels. */
+typedef struct {
+    void *(*take)(void *user, size_t bytes, size_t *cap);
+    void  (*give)(void *user, void *p, size_t cap);
+    void  *user;
+} hyocr_pixels_mem;
+
 typedef struct {
     int    grid_t, grid_h, grid_w;  /* image_grid_thw, in patches */
     int    n_patches;               /* grid_h · grid_w */
     int    patch_dim;               /* 3 · temporal_patch_size · patch² = 768 */
     int    resized_width, resized_height;
     float *data;                    /* [n_patches, patch_dim] */
+    hyocr_pixels_mem mem;           /* where data came from (take NULL: g_malloc) */
+    size_t           cap;           /* its bytes, when mem.take gave it */
 } hyocr_pixels;
 
 hyocr_pixels *hyocr_pixels_from_image(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
                                       GError **error);
+/* The same values, in memory mem gives where it has some (NULL: ordinary memory). */
+hyocr_pixels *hyocr_pixels_from_image_in(const hyocr_image *img, const hyocr_processor_config *pc, int n_threads,
+                                         const hyocr_pixels_mem *mem, GError **error);
 void          hyocr_pixels_free(hyocr_pixels *px);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(hyocr_pixels, hyocr_pixels_free)
 

@@ -288,5 +288,8 @@ hyocr_buf *hyocr_vision_forward(hyocr_model *m, const hyocr_pixels *px, int *n_r
     /* Vision activations scale with the image; do not keep them for the decoder. */
     trim(m);
     if (out && n_rows) *n_rows = rows;
+    /* A failed pass may leave the pixels' copy queued (from pinned memory it is: backend.h's
+     * upload_f32), and the caller frees them next; a pass that succeeds is waited for anyway. */
+    if (!out) OPS->sync(m->be, NULL);
     return out;
 }
