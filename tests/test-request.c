@@ -307,6 +307,44 @@ static void test_engine_errors(void)
     }
 }
 
+/* The Host rule (hosts.c) beyond what test-serve can reach over loopback: a server listening
+ * beyond this machine, with and without --allowed-hosts, and the forms a Host value takes. */
+static void test_hosts(void)
+{
+    static const struct {
+        const char *value;
+        bool        loopback, listed, want;
+    } cases[] = {
+        { NULL, true, false, true },                 /* HTTP/1.0: no Host (no browser sends none) */
+        { "localhost", true, false, true },          { "localhost:8000", true, false, true },
+        { "LocalHost.", true, false, true },         { "a.b.localhost:1", true, false, true },
+        { "127.0.0.1:8000", true, false, true },     { "10.1.2.3", true, false, true },
+        { "[::1]:8000", true, false, true },         { "[fe80::1]", true, false, true },
+        { "::1", true, false, true },                /* without brackets: an address, whole */
+        { "localhost.evil.test", true, false, false }, { "evillocalhost", true, false, false },
+        { "rebound.test:8000", true, false, false }, { "", true, false, false },
+        { "[::1", true, false, false },              { "127.0.0.1.evil.test", true, false, false },
+        { "ocr.test:443", true, true, true },        { "OCR.TEST.", true, true, true },
+        { "other.test", true, true, false },
+        /* beyond loopback: any Host, unless --allowed-hosts is given; then the same rule */
+        { "rebound.test", false, false, true },      { "rebound.test", false, true, false },
+        { "ocr.test", false, true, true },           { "192.168.1.5:8000", false, true, true },
+    };
+    char *list[] = { "ocr.test", NULL };
+    hyocr_server_options opt = { 0 };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        opt.allowed_hosts = cases[i].listed ? list : NULL;
+        if (hyocr_host_allowed(&opt, cases[i].loopback, cases[i].value) != cases[i].want)
+            g_error("Host “%s” (%s, %s): expected %s", cases[i].value ? cases[i].value : "(none)",
+                    cases[i].loopback ? "loopback" : "beyond", cases[i].listed ? "listed" : "no list",
+                    cases[i].want ? "answered" : "refused");
+    }
+    char *any[] = { "*", NULL };
+    opt.allowed_hosts = any;
+    g_assert_true(hyocr_host_allowed(&opt, true, "rebound.test"));
+    g_assert_true(hyocr_host_allowed(&opt, false, "rebound.test"));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -316,5 +354,6 @@ int main(int argc, char **argv)
     g_test_add_func("/request/good", test_good);
     g_test_add_func("/request/open-image", test_open_image);
     g_test_add_func("/request/engine-errors", test_engine_errors);
+    g_test_add_func("/request/hosts", test_hosts);
     return g_test_run();
 }

@@ -573,6 +573,45 @@ check "CORS: a request from an origin not allowed is served, without Allow-Origi
 kill -TERM "$pid_cors"; wait "$pid_cors"
 check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
 
+# ---- the Host header, against DNS rebinding: listening on loopback, the server answers only
+# localhost, names under .localhost, IP addresses and what --allowed-hosts lists; a web site's own
+# name pointed at 127.0.0.1 gets a 403 on every path, before the key and the CORS preflight
+hosts_ok=true
+for h in "localhost:$port_main" "127.0.0.1:$port_main" "[::1]:$port_main" "app.localhost" "LOCALHOST."; do
+    get "$port_main" /health -H "Host: $h"
+    [ "$status" = 200 ] || { hosts_ok=false; echo "# Host $h: $status"; }
+done
+check "Host: localhost, 127.0.0.1, [::1], a name under .localhost, any case and a last dot: answered" $hosts_ok
+get "$port_main" /health -H "Host: rebound.test:$port_main"
+check "Host: a name of another site: 403 naming it and --allowed-hosts, permission_error, host_not_allowed" \
+    py "s == 403 and d['error']['message'].startswith('the server does not answer to the host name “rebound.test”: listening on this machine only') and '--allowed-hosts' in d['error']['message'] and d['error']['type'] == 'permission_error' and d['error']['code'] == 'host_not_allowed'"
+for path in / /v1/models /web/api/tasks; do
+    get "$port_main" "$path" -H "Host: rebound.test"
+    check "Host: a name of another site: 403 for $path too" py "s == 403"
+done
+status=$(curl -s -o "$tmp/out" -D "$tmp/hdr" -w '%{http_code}' -X OPTIONS -H "Host: rebound.test" \
+         -H 'Origin: http://rebound.test' -H 'Access-Control-Request-Method: POST' \
+         "http://127.0.0.1:$port_main/v1/chat/completions")
+check "Host: a rebound name's CORS preflight: 403, no Allow-Origin" \
+    py "s == 403 and 'access-control-allow-origin' not in h"
+check "Host: the refusals are logged" grep -q '"GET /v1/models" 403' "$tmp/main.log"
+
+echo "hostkey" > "$tmp/hostkey.txt"
+start hosts --allowed-hosts '["OCR.test", "proxy.test"]' --api-key-file "$tmp/hostkey.txt"
+get "$port_hosts" /v1/models -H "Host: ocr.test:8443" -H "Authorization: Bearer hostkey"
+check "--allowed-hosts: a listed name (any case, a port) is answered" py "s == 200"
+get "$port_hosts" /v1/models -H "Host: evil.test"
+check "--allowed-hosts: another name: 403 before the key (not 401)" py "s == 403 and d['error']['code'] == 'host_not_allowed'"
+get "$port_hosts" /v1/models -H "Host: 127.0.0.1:$port_hosts"
+check "--allowed-hosts: IP addresses still answered (then the key: 401)" py "s == 401"
+kill -TERM "$pid_hosts"; wait "$pid_hosts"
+check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+start anyhost --allowed-hosts '["*"]'
+get "$port_anyhost" /health -H "Host: anything.test"
+check "--allowed-hosts '[\"*\"]': any name" py "s == 200"
+kill -TERM "$pid_anyhost"; wait "$pid_anyhost"
+check "SIGTERM: exit 0 (under ASan: no leak)" test $? -eq 0
+
 # ---- options refused before anything binds (exit 2), a model that cannot load and an address
 # that is not one (exit 1): each says which option or file, and what it got
 refused() {   # refused STATUS PATTERN ARGS…
@@ -595,6 +634,8 @@ refused 2 "^hyocr serve: --gpu-memory-utilization: expected a fraction in \(0, 1
 refused 2 "^hyocr serve: the API key is empty$" --model "$flat" --api-key ""
 refused 2 "^hyocr serve: --allowed-origins: expected a JSON list of strings, as vLLM takes it .*got “https://a.test”$" \
     --model "$flat" --allowed-origins https://a.test
+refused 2 "^hyocr serve: --allowed-hosts: expected a JSON list of host names \('\[\"ocr.example.com\"\]'\), got “ocr.test”$" \
+    --model "$flat" --allowed-hosts ocr.test
 refused 1 "^hyocr serve: --host: “999.1.1.1” is not an IP address$" --model "$flat" --host 999.1.1.1
 refused 1 "model folder $tmp/no-model does not exist or is not a folder; get the model with \`hyocr download\`" \
     --model "$tmp/no-model"

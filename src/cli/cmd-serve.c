@@ -16,8 +16,8 @@
 
 typedef struct {
     char   *model, *host, *api_key, *api_key_file, *media_dir, *mem_limit, *mem_fraction, *device, *dtype, *max_body;
-    char   *cors_origins, *cors_methods, *cors_headers;   /* vLLM's JSON lists, as given */
-    char  **names, **origins, **methods, **headers;       /* … and as lists */
+    char   *cors_origins, *cors_methods, *cors_headers, *hosts_json;   /* JSON lists, as given */
+    char  **names, **origins, **methods, **headers, **hosts;          /* … and as lists */
     int     port, max_queue, max_model_len, max_side, max_batch, threads;
     gboolean no_web_ui, allow_credentials;
     double  swap_gib;
@@ -38,10 +38,12 @@ static void serve_opts_clear(serve_opts *o)
     g_free(o->cors_origins);
     g_free(o->cors_methods);
     g_free(o->cors_headers);
+    g_free(o->hosts_json);
     g_strfreev(o->names);
     g_strfreev(o->origins);
     g_strfreev(o->methods);
     g_strfreev(o->headers);
+    g_strfreev(o->hosts);
 }
 
 /* A JSON list of strings, as vLLM takes --allowed-origins and its kin; NULL text: ["*"]. */
@@ -61,9 +63,13 @@ static bool json_list(const char *opt, const char *text, char ***out, GError **e
         else g_ptr_array_add(items, g_strdup(json_node_get_string(n)));
     }
     if (!a) {
-        g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                    _("%s: expected a JSON list of strings, as vLLM takes it ('[\"https://example.com\"]'), got “%s”"),
-                    opt, text);
+        if (!strcmp(opt, "--allowed-hosts"))
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        _("%s: expected a JSON list of host names ('[\"ocr.example.com\"]'), got “%s”"), opt, text);
+        else
+            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                        _("%s: expected a JSON list of strings, as vLLM takes it ('[\"https://example.com\"]'), got "
+                          "“%s”"), opt, text);
         return false;
     }
     g_ptr_array_add(items, NULL);
@@ -100,6 +106,9 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
           N_("Request headers those pages may send, as a JSON list (default [\"*\"])"), "JSON" },
         { "allow-credentials", 0, 0, G_OPTION_ARG_NONE, &o->allow_credentials,
           N_("Let those pages send credentials (Access-Control-Allow-Credentials)"), NULL },
+        { "allowed-hosts", 0, 0, G_OPTION_ARG_STRING, &o->hosts_json,
+          N_("Host names the server answers to beyond localhost and IP addresses, as a JSON list ([\"*\"]: any)"),
+          "JSON" },
         { "gpu-memory-limit", 0, 0, G_OPTION_ARG_STRING, &o->mem_limit,
           N_("GPU memory this process may use: bytes (8G, 2500M) or a fraction of the card (0.5)"), "SIZE" },
         { "gpu-memory-utilization", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &o->mem_fraction, NULL, NULL },
@@ -134,7 +143,8 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
     const char *origins = o->cors_origins ? o->cors_origins : o->media_dir ? "[]" : NULL;
     return json_list("--allowed-origins", origins, &o->origins, error) &&
            json_list("--allowed-methods", o->cors_methods, &o->methods, error) &&
-           json_list("--allowed-headers", o->cors_headers, &o->headers, error);
+           json_list("--allowed-headers", o->cors_headers, &o->headers, error) &&
+           (!o->hosts_json || json_list("--allowed-hosts", o->hosts_json, &o->hosts, error));
 }
 
 /* --api-key, else --api-key-file (its first line), else HYOCR_API_KEY; NULL: none. */
@@ -171,6 +181,7 @@ static bool fill(const serve_opts *o, bool model_given, hyocr_server_options *so
     so->allowed_origins = o->origins;
     so->allowed_methods = o->methods;
     so->allowed_headers = o->headers;
+    so->allowed_hosts = o->hosts;
     /* scripts written for `vllm serve tencent/HunyuanOCR` ask for its Hub name; vLLM
      * also answers to --model as given */
     static const char *default_names[3];

@@ -14,6 +14,7 @@ static const char *type_of(guint status)
 {
     switch (status) {
     case 401: return "authentication_error";
+    case 403: return "permission_error";
     case 404: return "not_found_error";
     case 503: return "service_unavailable_error";
     default:  return status >= 500 ? "server_error" : "invalid_request_error";

@@ -32,6 +32,7 @@ struct hyocr_server {
     hyocr_metrics *metrics;
     gint64         created;      /* unix seconds */
     GThread       *loader;
+    bool           loopback;     /* listening on this machine only: the Host header is checked */
 };
 
 /* ---- what the other files read ------------------------------------------------------------ */
@@ -181,6 +182,7 @@ static void early(SoupServer *soup, SoupServerMessage *msg, const char *path, GH
     r->body = g_byte_array_new();
     g_object_set_data_full(G_OBJECT(msg), "hyocr-request", r, (GDestroyNotify)request_state_free);
     g_signal_connect(msg, "wrote-headers", G_CALLBACK(wrote_headers), NULL);
+    if (!hyocr_host_check(s->opt, s->loopback, msg)) return;   /* first: a rebound name gets nothing */
     if (hyocr_cors_applies(path)) {
         if (hyocr_cors_preflight(s->opt, msg)) return;   /* before the key: browsers send none with it */
         hyocr_cors_answer(s->opt, msg);                  /* on every answer, errors too */
@@ -485,7 +487,8 @@ static bool listen_on(hyocr_server *s, GError **error)
         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, _("--host: “%s” is not an IP address"), host);
         return false;
     }
-    if (!is_loopback(addr) && !s->opt->api_key)
+    s->loopback = is_loopback(addr);
+    if (!s->loopback && !s->opt->api_key)
         fprintf(stderr, _("hyocr serve: warning: listening on %s, beyond this machine, without --api-key: anyone "
                           "who can reach the port can use the model\n"), host);
     g_autoptr(GSocketAddress) sa = g_inet_socket_address_new(addr, (guint16)s->opt->port);

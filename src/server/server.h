@@ -10,6 +10,7 @@
  *   metrics.c     Prometheus counters and histograms (/metrics)
  *   errors.c      OpenAI-shaped errors, and the engine's errors in the API's terms
  *   cors.c        cross-origin requests to the API, as vLLM answers them
+ *   hosts.c       the Host header, against DNS rebinding
  *   web.c         the web page (GET /, GResources of web/) and the JSON it reads (/web/api/…) */
 #pragma once
 #include "hyocr.h"
@@ -31,6 +32,8 @@ typedef struct {
     char              **allowed_methods;   /* … methods a preflight may name, "*" any … */
     char              **allowed_headers;   /* … headers a preflight may name, "*" any */
     bool                allow_credentials; /* Access-Control-Allow-Credentials: true */
+    char              **allowed_hosts;     /* Host names answered to beyond localhost and IP addresses, "*"
+                                            * any; NULL: checked only while listening on loopback */
     hyocr_engine_params engine;            /* model_dir, memory, device, max_batch, max_queue, … */
 } hyocr_server_options;
 
@@ -162,6 +165,14 @@ bool hyocr_cors_applies(const char *path);
 bool hyocr_cors_preflight(const hyocr_server_options *opt, SoupServerMessage *msg);
 /* Access-Control-Allow-Origin on the answer to a request from an allowed origin. */
 void hyocr_cors_answer(const hyocr_server_options *opt, SoupServerMessage *msg);
+
+/* ---- hosts.c ----------------------------------------------------------------------------- */
+
+/* Whether a request with this Host header value (NULL: none) may be answered by a server
+ * listening on loopback or beyond it. */
+bool hyocr_host_allowed(const hyocr_server_options *opt, bool loopback, const char *value);
+/* Answers a request whose Host is not allowed with a 403 naming it; false then. */
+bool hyocr_host_check(const hyocr_server_options *opt, bool loopback, SoupServerMessage *msg);
 
 /* ---- web.c ----------------------------------------------------------------------------- */
 
