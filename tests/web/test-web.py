@@ -10,7 +10,8 @@ in sessionStorage only), speaks Chinese to a Chinese browser, fits a 390 px scre
 a non-image, an image over --max-request-size and a server that went away. The page's
 policy header is checked, and no request leaves the server's origin. A page of another origin
 calls the API from the browser (CORS), and is kept from the answer where --allowed-origins
-leaves it out. Every wait is on a
+leaves it out. A site's name resolved to 127.0.0.1 (DNS rebinding, the browser's resolver told
+so) gets a 403, and a name --allowed-hosts lists gets the page. Every wait is on a
 condition (the page marks its state on <body>), never on time.
 
     python3 tests/web/test-web.py HYOCR DATA_DIR
@@ -559,6 +560,31 @@ fetch('http://127.0.0.1:{target}/v1/chat/completions', {{method: 'POST',
     narrow.wait()
     keyed.terminate()
     check("the keyed server exits 0 on SIGTERM after the page's requests (under ASan: no leak)", keyed.wait() == 0)
+
+    # ---- DNS rebinding: a web site's name resolved to 127.0.0.1 (the browser's resolver told so,
+    # as a rebinding DNS server would) reaches the loopback server as the site's own origin; the
+    # Host header gives it away, and the page gets a 403 instead of the server's page and API
+    named, hport = start_server("--allowed-hosts", '["ocr.test"]')
+    s = driver.session(lang="en-US", extra_args=["--host-resolver-rules=MAP rebound.test 127.0.0.1, "
+                                                 "MAP ocr.test 127.0.0.1"])
+    try:
+        def rebound():
+            s.get(f"http://rebound.test:{port}/")
+            text = s.js("return document.body.innerText")
+            api = s.js_async("const done = arguments[arguments.length - 1]; "
+                             "fetch('/v1/models').then(r => done(r.status)).catch(e => done(e.name))")
+            return ("does not answer to the host name “rebound.test”" in text and api == 403, f"{api} {text[:200]}")
+        step("DNS rebinding: a site's name pointed at 127.0.0.1 gets a 403, page and API", rebound)
+
+        def listed():
+            s.get(f"http://ocr.test:{hport}/")
+            title = s.wait("return document.title", what="the page's title")
+            return "hyocr" in title.lower(), title
+        step("--allowed-hosts: a name it lists gets the page", listed)
+    finally:
+        s.quit()
+    named.terminate()
+    check("the --allowed-hosts server exits 0 on SIGTERM (under ASan: no leak)", named.wait() == 0)
 
     # ---- a server that went away
     s = driver.session(lang="en-US")

@@ -71,8 +71,8 @@ class Driver:
             v = json.loads(e.read()).get("value", {})
             raise WebDriverError(f"{v.get('error')}: {v.get('message', '')[:500]}") from None
 
-    def session(self, lang="en-US", width=1280, height=900, download_dir=None):
-        return Session(self, lang, width, height, download_dir)
+    def session(self, lang="en-US", width=1280, height=900, download_dir=None, extra_args=()):
+        return Session(self, lang, width, height, download_dir, extra_args)
 
     def close(self):
         self.proc.terminate()
@@ -81,13 +81,13 @@ class Driver:
 
 
 class Session:
-    def __init__(self, driver, lang, width, height, download_dir):
+    def __init__(self, driver, lang, width, height, download_dir, extra_args=()):
         self.d = driver
         args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--no-first-run", "--no-default-browser-check", "--disable-extensions",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
                 "--disable-features=Translate,OptimizationHints,MediaRouter",
-                f"--lang={lang}", f"--accept-lang={lang}", f"--window-size={width},{height}"]
+                f"--lang={lang}", f"--accept-lang={lang}", f"--window-size={width},{height}", *extra_args]
         caps = {"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": find_chromium(), "args": args,
