@@ -537,7 +537,6 @@ static void fill_job(completion *c, hyocr_job_params *jp)
     const hyocr_chat_request *r = &c->req;
     hyocr_job_params_init(jp);
     jp->document = r->document;
-    jp->page = 0;
     jp->rendered_chat = c->rendered;
     jp->max_side = hyocr_server_max_side(c->server);
     if (r->max_tokens > 0) jp->max_new_tokens = r->max_tokens;
