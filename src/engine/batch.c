@@ -287,11 +287,27 @@ static void stop_job(hyocr_sched *s, job_state *st, hyocr_stop_reason stop)
 
 /* ---- non-finite results ------------------------------------------------------------- */
 
+/* Whether no value is Inf or NaN (an exponent of all ones). Every lane of a row is read, in
+ * lanes the compiler turns into vector ORs: the loop that stopped at the first bad value ran
+ * one value at a time, ~80 µs for a row of 120 818 scores, in every page's time to first token. */
 static bool all_finite(const float *x, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return false;
-    return true;
+    enum { LANES = 16 };
+    uint32_t bad[LANES] = { 0 }, any = 0;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int k = 0; k < LANES; k++) {
+            uint32_t u;
+            memcpy(&u, &x[i + k], sizeof u);
+            bad[k] |= (~u & 0x7f800000u) == 0;
+        }
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        any |= (~u & 0x7f800000u) == 0;
+    }
+    for (int k = 0; k < LANES; k++) any |= bad[k];
+    return !any;
 }
 
 static bool can_redo(const hyocr_sched *s)
