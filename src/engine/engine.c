@@ -292,9 +292,11 @@ static void load_draft(hyocr_engine *eng, const hyocr_engine_params *p)
 }
 
 /* Backend, weights and the (empty) KV pool: what a reload in another dtype redoes. */
-/* The pinned pool's bound: three 2048² pages' pixels (50.3 MB each), the page being read, the
- * next one prefetched and one to spare; a 4096² page's 201 MB take ordinary memory as before. */
-#define PIXELS_PINNED_MAX ((size_t)160 << 20)
+/* The pinned pool (pinned.h): the page being read and the next one prefetched, each up to 16
+ * MiB of pixels (5461 patches: a 1024² page's 4096 take 12 MiB; 2048² pages, whose vision was
+ * level from pinned memory, take ordinary memory). */
+#define PIXELS_PINNED_BUFFERS 2
+#define PIXELS_PINNED_BYTES   ((size_t)16 << 20)
 
 static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
 {
@@ -302,7 +304,8 @@ static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError *
     if (!eng->be || !check_weights_fit(eng, error)) return false;
     /* made once, kept through dtype reloads: pages prefetched before one are read after it */
     if (eng->be->kind == HYOCR_BACKEND_CUDA && !eng->pixels_pool && eng->tuning.pinned_pixels != HYOCR_SWITCH_OFF)
-        eng->pixels_pool = hyocr_pinned_pool_new(eng->be->ops->host_alloc, eng->be->ops->host_free, PIXELS_PINNED_MAX);
+        eng->pixels_pool = hyocr_pinned_pool_new(eng->be->ops->host_alloc, eng->be->ops->host_free,
+                                                 PIXELS_PINNED_BUFFERS, PIXELS_PINNED_BYTES);
     eng->model = hyocr_model_load(eng->be, eng->ck, error);
     if (!eng->model) {
         g_prefix_error(error, _("%s: loading weights on the %s backend: "), eng->model_dir, eng->be->ops->name);
@@ -603,14 +606,9 @@ static bool image_size(job_state *st, GError **error)
     return load_image(st, error);
 }
 
-static void *pixels_take_kept(void *pool, size_t bytes, size_t *cap)
+static void *pixels_take(void *pool, size_t bytes, size_t *cap)
 {
-    return hyocr_pinned_pool_take(pool, bytes, false, cap);
-}
-
-static void *pixels_take_or_pin(void *pool, size_t bytes, size_t *cap)
-{
-    return hyocr_pinned_pool_take(pool, bytes, true, cap);
+    return hyocr_pinned_pool_take(pool, bytes, cap);
 }
 
 static void pixels_give(void *pool, void *p, size_t cap)
@@ -618,15 +616,13 @@ static void pixels_give(void *pool, void *p, size_t cap)
     hyocr_pinned_pool_give(pool, p, cap);
 }
 
-/* The page's pixels; in the pinned pool where it has room (pinned.h). Pinning a new buffer
- * takes milliseconds, so only the prefetch thread, off the device's path, pins; the job
- * being admitted takes a kept buffer or ordinary memory. */
-static bool make_pixels(job_state *st, bool prefetch, GError **error)
+/* The page's pixels; in a buffer of the pinned pool where one is free and large enough. */
+static bool make_pixels(job_state *st, GError **error)
 {
     const hyocr_config *cfg = hyocr_checkpoint_config(st->eng->ck);
     if (!load_image(st, error)) return false;
     hyocr_pinned_pool *pool = st->eng->pixels_pool;
-    hyocr_pixels_mem mem = { prefetch ? pixels_take_or_pin : pixels_take_kept, pixels_give, pool };
+    hyocr_pixels_mem mem = { pixels_take, pixels_give, pool };
     st->px = hyocr_pixels_from_image_in(st->img, &cfg->processor, st->eng->tuning.resize_threads, pool ? &mem : NULL,
                                         error);
     return st->px != NULL;
@@ -640,7 +636,7 @@ static hyocr_prompt *job_prompt(hyocr_engine *eng, const hyocr_job_params *job, 
 static gpointer prefetch_thread(gpointer data)
 {
     job_state *st = data;
-    if (make_pixels(st, true, &st->prefetch_error))
+    if (make_pixels(st, &st->prefetch_error))
         st->prompt = job_prompt(st->eng, st->job, st->px->grid_h, st->px->grid_w, &st->prefetch_error);
     return NULL;
 }
@@ -694,7 +690,7 @@ bool hyocr_job_preprocess(job_state *st, bool emit_event, GError **error)
             g_propagate_error(error, g_steal_pointer(&st->prefetch_error));
             return false;
         }
-        if (!st->px && !make_pixels(st, false, error)) return false;
+        if (!st->px && !make_pixels(st, error)) return false;
         st->grid_h = st->px->grid_h;
         st->grid_w = st->px->grid_w;
     } else if (!image_size(st, error) || !grid_for(cfg, st->img_w, st->img_h, &st->grid_h, &st->grid_w, error)) {

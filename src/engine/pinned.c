@@ -2,9 +2,6 @@
 #include "pinned.h"
 #include <glib.h>
 
-/* Sizes rounded up to this, so a page of a slightly larger size finds the last one's buffer. */
-#define PINNED_ROUND ((size_t)4 << 20)
-
 typedef struct {
     void  *p;
     size_t bytes;
@@ -15,21 +12,24 @@ struct hyocr_pinned_pool {
     GMutex          lock;
     GArray         *kept;     /* pinned_block: buffers not out */
     size_t          pinned;   /* bytes pinned in all, out or kept */
-    size_t          max_bytes;
-    void         *(*alloc)(hyocr_backend *be, size_t bytes, GError **error);
     void          (*release)(hyocr_backend *be, void *p, size_t bytes);
 };
 
 hyocr_pinned_pool *hyocr_pinned_pool_new(void *(*alloc)(hyocr_backend *be, size_t bytes, GError **error),
-                                         void (*release)(hyocr_backend *be, void *p, size_t bytes), size_t max_bytes)
+                                         void (*release)(hyocr_backend *be, void *p, size_t bytes), int n,
+                                         size_t bytes)
 {
     hyocr_pinned_pool *pool = g_new0(hyocr_pinned_pool, 1);
     g_atomic_ref_count_init(&pool->ref);
     g_mutex_init(&pool->lock);
     pool->kept = g_array_new(FALSE, FALSE, sizeof(pinned_block));
-    pool->max_bytes = max_bytes;
-    pool->alloc = alloc;
     pool->release = release;
+    for (int i = 0; i < n; i++) {
+        pinned_block b = { alloc(NULL, bytes, NULL), bytes };
+        if (!b.p) break;   /* a locked-memory limit: fewer buffers, pages in ordinary memory */
+        g_array_append_val(pool->kept, b);
+        pool->pinned += bytes;
+    }
     return pool;
 }
 
@@ -45,41 +45,25 @@ void hyocr_pinned_pool_unref(hyocr_pinned_pool *pool)
     g_free(pool);
 }
 
-/* The smallest kept buffer of at least bytes, taken out of the list; -1: none. */
-static int take_kept(hyocr_pinned_pool *pool, size_t bytes)
+void *hyocr_pinned_pool_take(hyocr_pinned_pool *pool, size_t bytes, size_t *cap)
 {
+    if (!pool || bytes == 0) return NULL;
+    void *p = NULL;
+    g_mutex_lock(&pool->lock);
     int best = -1;
     for (guint i = 0; i < pool->kept->len; i++) {
         const pinned_block *b = &g_array_index(pool->kept, pinned_block, i);
         if (b->bytes >= bytes && (best < 0 || b->bytes < g_array_index(pool->kept, pinned_block, best).bytes))
             best = (int)i;
     }
-    return best;
-}
-
-void *hyocr_pinned_pool_take(hyocr_pinned_pool *pool, size_t bytes, bool may_pin, size_t *cap)
-{
-    if (!pool || bytes == 0 || bytes > pool->max_bytes) return NULL;
-    const size_t want = (bytes + PINNED_ROUND - 1) / PINNED_ROUND * PINNED_ROUND;
-    void *p = NULL;
-    g_mutex_lock(&pool->lock);
-    int i = take_kept(pool, bytes);
-    if (i >= 0) {
-        pinned_block b = g_array_index(pool->kept, pinned_block, i);
-        g_array_remove_index_fast(pool->kept, (guint)i);
+    if (best >= 0) {
+        pinned_block b = g_array_index(pool->kept, pinned_block, best);
+        g_array_remove_index_fast(pool->kept, (guint)best);
         p = b.p;
         *cap = b.bytes;
-    } else if (may_pin && pool->pinned + MIN(want, pool->max_bytes) <= pool->max_bytes) {
-        /* counted before the lock goes: another thread's buffer cannot take the pool past its bound */
-        *cap = MIN(want, pool->max_bytes);
-        pool->pinned += *cap;
-        g_mutex_unlock(&pool->lock);
-        p = pool->alloc(NULL, *cap, NULL);   /* slow: not under the lock; failing, ordinary memory */
-        g_mutex_lock(&pool->lock);
-        if (!p) pool->pinned -= *cap;
+        g_atomic_ref_count_inc(&pool->ref);
     }
     g_mutex_unlock(&pool->lock);
-    if (p) g_atomic_ref_count_inc(&pool->ref);
     return p;
 }
 
