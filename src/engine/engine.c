@@ -291,13 +291,13 @@ static void load_draft(hyocr_engine *eng, const hyocr_engine_params *p)
     eng->spec_tokens = p->speculative_tokens < 0 ? max : MIN(p->speculative_tokens, max);
 }
 
-/* Backend, weights and the (empty) KV pool: what a reload in another dtype redoes. */
 /* The pinned pool (pinned.h): the page being read and the next one prefetched, each up to 16
  * MiB of pixels (5461 patches: a 1024² page's 4096 take 12 MiB; 2048² pages, whose vision was
  * level from pinned memory, take ordinary memory). */
 #define PIXELS_PINNED_BUFFERS 2
 #define PIXELS_PINNED_BYTES   ((size_t)16 << 20)
 
+/* Backend, weights and the (empty) KV pool: what a reload in another dtype redoes. */
 static bool load_model(hyocr_engine *eng, const hyocr_engine_params *p, GError **error)
 {
     eng->be = open_backend(eng, p, error);
