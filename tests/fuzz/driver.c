@@ -37,7 +37,7 @@ static int run_dir(const char *dir)
     for (const char *name; (name = g_dir_read_name(d));)
         if (name[0] != '.') g_ptr_array_add(names, g_build_filename(dir, name, NULL));
     g_dir_close(d);
-    qsort(names->pdata, names->len, sizeof(char *), cmp_str);
+    if (names->len) qsort(names->pdata, names->len, sizeof(char *), cmp_str);   /* an empty folder has no pdata */
     for (guint i = 0; i < names->len; i++) run_file(names->pdata[i]);
     return (int)names->len;
 }
