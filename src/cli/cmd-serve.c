@@ -46,35 +46,46 @@ static void serve_opts_clear(serve_opts *o)
     g_strfreev(o->hosts);
 }
 
-/* A JSON list of strings, as vLLM takes --allowed-origins and its kin; NULL text: ["*"]. */
-static bool json_list(const char *opt, const char *text, char ***out, GError **error)
+/* A JSON list of strings into *out; false: text is not one. */
+static bool json_list(const char *text, char ***out)
 {
-    if (!text) {
-        *out = g_strdupv((char *[]){ "*", NULL });
-        return true;
-    }
     g_autoptr(JsonParser) p = json_parser_new();
     JsonNode *root = json_parser_load_from_data(p, text, -1, NULL) ? json_parser_get_root(p) : NULL;
     JsonArray *a = root && JSON_NODE_HOLDS_ARRAY(root) ? json_node_get_array(root) : NULL;
     g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
     for (guint i = 0; a && i < json_array_get_length(a); i++) {
         JsonNode *n = json_array_get_element(a, i);
-        if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING) a = NULL;
-        else g_ptr_array_add(items, g_strdup(json_node_get_string(n)));
+        if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_STRING) return false;
+        g_ptr_array_add(items, g_strdup(json_node_get_string(n)));
     }
-    if (!a) {
-        if (!strcmp(opt, "--allowed-hosts"))
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        _("%s: expected a JSON list of host names ('[\"ocr.example.com\"]'), got “%s”"), opt, text);
-        else
-            g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
-                        _("%s: expected a JSON list of strings, as vLLM takes it ('[\"https://example.com\"]'), got "
-                          "“%s”"), opt, text);
-        return false;
-    }
+    if (!a) return false;
     g_ptr_array_add(items, NULL);
     *out = (char **)g_ptr_array_steal(items, NULL);
     return true;
+}
+
+/* --allowed-origins and its kin, as vLLM takes them; NULL text: ["*"]. */
+static bool cors_list(const char *opt, const char *text, char ***out, GError **error)
+{
+    if (!text) {
+        *out = g_strdupv((char *[]){ "*", NULL });
+        return true;
+    }
+    if (json_list(text, out)) return true;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                _("%s: expected a JSON list of strings, as vLLM takes it ('[\"https://example.com\"]'), got "
+                  "“%s”"), opt, text);
+    return false;
+}
+
+/* --allowed-hosts (hyocr's own); NULL text: none given (*out stays NULL). */
+static bool hosts_list(const char *text, char ***out, GError **error)
+{
+    if (!text || json_list(text, out)) return true;
+    g_set_error(error, HYOCR_ERROR, HYOCR_ERROR_INVALID_ARGUMENT,
+                _("%s: expected a JSON list of host names ('[\"ocr.example.com\"]'), got “%s”"), "--allowed-hosts",
+                text);
+    return false;
 }
 
 static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
@@ -141,10 +152,10 @@ static bool parse_args(int argc, char **argv, serve_opts *o, GError **error)
     /* file:// images and pages of any origin would let every web site read the text of the
      * files under that folder: no other origin then, unless --allowed-origins names some */
     const char *origins = o->cors_origins ? o->cors_origins : o->media_dir ? "[]" : NULL;
-    return json_list("--allowed-origins", origins, &o->origins, error) &&
-           json_list("--allowed-methods", o->cors_methods, &o->methods, error) &&
-           json_list("--allowed-headers", o->cors_headers, &o->headers, error) &&
-           (!o->hosts_json || json_list("--allowed-hosts", o->hosts_json, &o->hosts, error));
+    return cors_list("--allowed-origins", origins, &o->origins, error) &&
+           cors_list("--allowed-methods", o->cors_methods, &o->methods, error) &&
+           cors_list("--allowed-headers", o->cors_headers, &o->headers, error) &&
+           hosts_list(o->hosts_json, &o->hosts, error);
 }
 
 /* --api-key, else --api-key-file (its first line), else HYOCR_API_KEY; NULL: none. */

@@ -41,11 +41,6 @@ struct hyocr_request {
     job_state         st;            /* the scheduler's */
 };
 
-typedef struct {
-    void  *p;
-    size_t bytes;
-} host_block;
-
 typedef struct hyocr_sched {
     hyocr_engine       *eng;
     GThread            *thread;
@@ -69,7 +64,7 @@ typedef struct hyocr_sched {
     int                 n_running;
     int                 V;
     int64_t             swap_space, swap_used;   /* used: every pinned buffer held, spares included */
-    GArray             *spares;         /* host_block: swap buffers free for the next preemption */
+    GArray             *spares;         /* hyocr_host_block: swap buffers free for the next preemption */
     int                 next_order;
     bool                exclusive;      /* the job running alone has the vision weights off the device */
     job_state          *beside;         /* JOB_VISION: its vision pass runs on the side lane */
@@ -189,20 +184,13 @@ static bool ensure_rows(hyocr_sched *s, int rows)
  * hold it. */
 static void *swap_take(hyocr_sched *s, size_t need, size_t *cap, GError **error)
 {
-    int best = -1;
-    for (guint i = 0; i < s->spares->len; i++) {
-        const host_block *h = &g_array_index(s->spares, host_block, i);
-        if (h->bytes >= need && (best < 0 || h->bytes < g_array_index(s->spares, host_block, best).bytes))
-            best = (int)i;
-    }
-    if (best >= 0) {
-        host_block h = g_array_index(s->spares, host_block, best);
-        g_array_remove_index_fast(s->spares, (guint)best);
-        *cap = h.bytes;
-        return h.p;
+    hyocr_host_block kept;
+    if (hyocr_host_blocks_take(s->spares, need, &kept)) {
+        *cap = kept.bytes;
+        return kept.p;
     }
     while (s->spares->len > 0 && s->swap_used + (int64_t)need > s->swap_space) {
-        host_block h = g_array_index(s->spares, host_block, s->spares->len - 1);
+        hyocr_host_block h = g_array_index(s->spares, hyocr_host_block, s->spares->len - 1);
         g_array_set_size(s->spares, s->spares->len - 1);
         hyocr_model_host_free(M(s), h.p, h.bytes);
         s->swap_used -= (int64_t)h.bytes;
@@ -217,14 +205,14 @@ static void *swap_take(hyocr_sched *s, size_t need, size_t *cap, GError **error)
 
 static void swap_give(hyocr_sched *s, void *p, size_t cap)
 {
-    host_block h = { p, cap };
+    hyocr_host_block h = { p, cap };
     if (p) g_array_append_val(s->spares, h);
 }
 
 static void swap_drop_spares(hyocr_sched *s)
 {
     for (guint i = 0; i < s->spares->len; i++) {
-        host_block *h = &g_array_index(s->spares, host_block, i);
+        hyocr_host_block *h = &g_array_index(s->spares, hyocr_host_block, i);
         hyocr_model_host_free(M(s), h->p, h->bytes);
         s->swap_used -= (int64_t)h->bytes;
     }
@@ -1461,7 +1449,7 @@ bool hyocr_sched_start(hyocr_engine *eng, GError **error)
     g_queue_init(&s->incoming);
     s->jobs = g_ptr_array_new();
     s->ended = g_ptr_array_new();
-    s->spares = g_array_new(FALSE, FALSE, sizeof(host_block));
+    s->spares = g_array_new(FALSE, FALSE, sizeof(hyocr_host_block));
     s->max_batch = eng->params.max_batch > 0 ? eng->params.max_batch : HYOCR_DEFAULT_MAX_BATCH;
     s->swap_space = eng->params.swap_space;
     s->settled = true;

@@ -2,15 +2,10 @@
 #include "pinned.h"
 #include <glib.h>
 
-typedef struct {
-    void  *p;
-    size_t bytes;
-} pinned_block;
-
 struct hyocr_pinned_pool {
     gatomicrefcount ref;
     GMutex          lock;
-    GArray         *kept;     /* pinned_block: buffers not out */
+    GArray         *kept;     /* hyocr_host_block: buffers not out */
     size_t          pinned;   /* bytes pinned in all, out or kept */
     void          (*release)(hyocr_backend *be, void *p, size_t bytes);
 };
@@ -22,10 +17,10 @@ hyocr_pinned_pool *hyocr_pinned_pool_new(void *(*alloc)(hyocr_backend *be, size_
     hyocr_pinned_pool *pool = g_new0(hyocr_pinned_pool, 1);
     g_atomic_ref_count_init(&pool->ref);
     g_mutex_init(&pool->lock);
-    pool->kept = g_array_new(FALSE, FALSE, sizeof(pinned_block));
+    pool->kept = g_array_new(FALSE, FALSE, sizeof(hyocr_host_block));
     pool->release = release;
     for (int i = 0; i < n; i++) {
-        pinned_block b = { alloc(NULL, bytes, NULL), bytes };
+        hyocr_host_block b = { alloc(NULL, bytes, NULL), bytes };
         if (!b.p) break;   /* a locked-memory limit: fewer buffers, pages in ordinary memory */
         g_array_append_val(pool->kept, b);
         pool->pinned += bytes;
@@ -37,7 +32,7 @@ void hyocr_pinned_pool_unref(hyocr_pinned_pool *pool)
 {
     if (!pool || !g_atomic_ref_count_dec(&pool->ref)) return;
     for (guint i = 0; i < pool->kept->len; i++) {
-        pinned_block *b = &g_array_index(pool->kept, pinned_block, i);
+        hyocr_host_block *b = &g_array_index(pool->kept, hyocr_host_block, i);
         pool->release(NULL, b->p, b->bytes);
     }
     g_array_free(pool->kept, TRUE);
@@ -45,32 +40,37 @@ void hyocr_pinned_pool_unref(hyocr_pinned_pool *pool)
     g_free(pool);
 }
 
+bool hyocr_host_blocks_take(GArray *blocks, size_t need, hyocr_host_block *out)
+{
+    int best = -1;
+    for (guint i = 0; i < blocks->len; i++) {
+        const hyocr_host_block *b = &g_array_index(blocks, hyocr_host_block, i);
+        if (b->bytes >= need && (best < 0 || b->bytes < g_array_index(blocks, hyocr_host_block, best).bytes))
+            best = (int)i;
+    }
+    if (best < 0) return false;
+    *out = g_array_index(blocks, hyocr_host_block, best);
+    g_array_remove_index_fast(blocks, (guint)best);
+    return true;
+}
+
 void *hyocr_pinned_pool_take(hyocr_pinned_pool *pool, size_t bytes, size_t *cap)
 {
     if (!pool || bytes == 0) return NULL;
-    void *p = NULL;
+    hyocr_host_block b;
     g_mutex_lock(&pool->lock);
-    int best = -1;
-    for (guint i = 0; i < pool->kept->len; i++) {
-        const pinned_block *b = &g_array_index(pool->kept, pinned_block, i);
-        if (b->bytes >= bytes && (best < 0 || b->bytes < g_array_index(pool->kept, pinned_block, best).bytes))
-            best = (int)i;
-    }
-    if (best >= 0) {
-        pinned_block b = g_array_index(pool->kept, pinned_block, best);
-        g_array_remove_index_fast(pool->kept, (guint)best);
-        p = b.p;
-        *cap = b.bytes;
-        g_atomic_ref_count_inc(&pool->ref);
-    }
+    bool found = hyocr_host_blocks_take(pool->kept, bytes, &b);
+    if (found) g_atomic_ref_count_inc(&pool->ref);
     g_mutex_unlock(&pool->lock);
-    return p;
+    if (!found) return NULL;
+    *cap = b.bytes;
+    return b.p;
 }
 
 void hyocr_pinned_pool_give(hyocr_pinned_pool *pool, void *p, size_t cap)
 {
     if (!pool || !p) return;
-    pinned_block b = { p, cap };
+    hyocr_host_block b = { p, cap };
     g_mutex_lock(&pool->lock);
     g_array_append_val(pool->kept, b);
     g_mutex_unlock(&pool->lock);
@@ -81,7 +81,7 @@ void hyocr_pinned_pool_stats(hyocr_pinned_pool *pool, size_t *pinned, size_t *ke
 {
     g_mutex_lock(&pool->lock);
     size_t k = 0;
-    for (guint i = 0; i < pool->kept->len; i++) k += g_array_index(pool->kept, pinned_block, i).bytes;
+    for (guint i = 0; i < pool->kept->len; i++) k += g_array_index(pool->kept, hyocr_host_block, i).bytes;
     if (pinned) *pinned = pool->pinned;
     if (kept) *kept = k;
     g_mutex_unlock(&pool->lock);

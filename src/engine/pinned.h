@@ -17,6 +17,16 @@
 
 typedef struct hyocr_pinned_pool hyocr_pinned_pool;
 
+/* A pinned buffer kept for reuse, here and in the scheduler's swap spares (batch.c). */
+typedef struct {
+    void  *p;
+    size_t bytes;
+} hyocr_host_block;
+
+/* Takes the smallest block of at least need out of blocks (a GArray of hyocr_host_block) into
+ * *out; false: none that large. */
+bool hyocr_host_blocks_take(GArray *blocks, size_t need, hyocr_host_block *out);
+
 /* n buffers of bytes each, as many as alloc gives (none: a pool that never has one). alloc and
  * release: a backend's host_alloc/host_free, called without the backend (NULL): pinned memory is
  * the process's, and a page prefetched before a dtype reload is freed after it. */
