@@ -2,7 +2,10 @@
  * kernels (wgmma on Hopper, mma.sync elsewhere); other head dims go to the 64-row
  * template (attention-prefill.cu). */
 #include "hk-wgmma.h"
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <math.h>
+#include <type_traits>
 
 /* ---- vision attention, head_dim 72 ----
  * The vision tower's hot spot (27 layers × 16 heads × 16384² for a 2048² page),
@@ -581,6 +584,229 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
 #else
     __trap(); /* the launcher takes this kernel only where the probe saw wgmma */
 #endif
+}
+
+/* ---- vision attention, head_dim 72, on Hopper: TMA copies, warp-specialised ----
+ * k_vis_wg above holds its warpgroups in lockstep (a CTA barrier a tile: every copy is
+ * everyone's), so all of them multiply, then all of them take their exponentials, then all
+ * multiply again: the tensor pipe, MUFU and the issue slots take turns (session 14's count:
+ * ~1200 issue, 1024 MUFU and 1216 tensor cycles of work a tile, ~3100 taken). Here one warp
+ * copies K and V with the tensor memory accelerator into a ring of NS stages (an mbarrier
+ * full a stage for K and one for V, one empty), and NC warpgroups of 64 query rows take turns
+ * on the tensor cores (named barriers, FlashAttention-3's ping-pong): while one warpgroup's
+ * products run, the other's softmax does. OVL: within a warpgroup, P·V of tile j − 1 runs
+ * under the softmax of tile j too.
+ * A stage, in shared memory (byte offsets; BN keys):
+ *   K_lo  keys × dims 0..63, 128-byte rows, SWIZZLE_128B (K-major for q·kᵀ)    0
+ *   V_lo  keys × dims 0..63, the same (MN-major for P·V)                       128·BN
+ *   K_hi  keys × dims 64..71, 16-byte rows (unswizzled core matrices)          256·BN
+ *   zero  keys × 16 bytes of zeros: q·kᵀ's fifth k16 step reads dims 72..79    272·BN
+ *   V_hi  keys × dims 64..71                                                   288·BN
+ * so q·kᵀ is four k16 steps on K_lo (32 bytes further each, inside the swizzle atom) and one
+ * on K_hi | zero; P·V is n64 on V_lo plus n8 on V_hi. Each tile is four boxes of two tensor
+ * maps (dims × heads × rows of the qkv rows: 128-byte and 16-byte boxes), keys past n read
+ * as zeros. The softmax is k_vis_wg's (wg_softmax_tile, the lazy rescale when LAZY), so the
+ * sums differ from k_vis_wg's only in the order the products add their k steps. */
+#define TM_BAR 1 /* named barriers TM_BAR + w: warpgroup w may issue its products */
+
+template <int NC, int BN, int NS> struct TmShape {
+    static constexpr int NT = 128 * NC + 32, BM = 64 * NC;
+    static constexpr uint32_t VLO = 128 * BN, KHI = 256 * BN, ZERO = 272 * BN, VHI = 288 * BN, SB = 304 * BN;
+    static constexpr uint32_t TX = 144 * BN;                 /* bytes K (or V) brings a tile */
+    static constexpr size_t SMEM = (size_t)NS * SB + 3 * NS * 8 + 1024; /* + the barriers and the alignment */
+    static_assert(BN % 64 == 0 && BN <= 256, "BN");
+};
+
+/* q·kᵀ of one tile: dims 0..63 in four swizzled k16 steps, 64..79 in one more. */
+template <typename T, int BN>
+__device__ __forceinline__ void tm_issue_qk(float (*sc)[4], const uint32_t (*qa)[4], uint32_t stage)
+{
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) WgQk<T, BN>::run(sc, qa[kk], wg_desc_sw128(stage + 32 * kk, 1024), kk);
+    WgQk<T, BN>::run(sc, qa[4], wg_desc_u(stage + 256 * BN, 16 * BN, 128), 1);
+}
+
+/* O += P·V of one tile: BN / 16 k16 steps of 16 keys (two swizzle atoms, 2048 bytes, of V_lo;
+ * 256 bytes of V_hi). */
+template <typename T, int BN>
+__device__ __forceinline__ void tm_issue_pv(float (*o)[4], const uint32_t (*pa)[4], uint32_t stage)
+{
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+        wg_mma_n64t<T>(o, pa[kk], wg_desc_sw128(stage + 128 * BN + 2048 * kk, 1024), 1);
+        wg_mma_n8t<T>(o + 8, pa[kk], wg_desc_u(stage + 288 * BN + 256 * kk, 128, 16 * BN), 1);
+    }
+}
+
+/* Maps: lo (box 64 dims × 1 × BN rows, SWIZZLE_128B) and hi (8 dims × 1 × BN, unswizzled)
+ * over dims × 3H heads × n rows of the packed qkv; coordinates (dim, head, row). */
+template <typename T, int NC, int BN, int NS, bool OVL, bool LAZY>
+__global__ void __launch_bounds__(128 * NC + 32, 1)
+    k_vis_tma(const __grid_constant__ CUtensorMap lo, const __grid_constant__ CUtensorMap hi, const T *qkv, T *out,
+              int n, int H, float c)
+{
+#if HK_HAVE_WGMMA
+    typedef TmShape<NC, BN, NS> S;
+    extern __shared__ __align__(128) unsigned char tm_raw[];
+    const uint32_t sbase = (smem_addr(tm_raw) + 1023u) & ~1023u; /* swizzle atoms are 1024-byte aligned */
+    const uint32_t bars = sbase + NS * S::SB;                     /* full K [NS], full V [NS], empty [NS] */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, head = blockIdx.y, r0 = blockIdx.x * S::BM;
+    const int n_tiles = (n + BN - 1) / BN;
+
+    unsigned char *gbase = tm_raw + (sbase - smem_addr(tm_raw));
+    for (int i = threadIdx.x; i < NS * BN; i += S::NT)
+        *(int4 *)(gbase + (i / BN) * S::SB + S::ZERO + (i % BN) * 16) = make_int4(0, 0, 0, 0);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < NS; s++) {
+            mb_init(bars + 8 * s, 1);
+            mb_init(bars + 8 * (NS + s), 1);
+            mb_init(bars + 8 * (2 * NS + s), 4 * NC);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    wg_fence_smem(); /* the zeros, for the async proxy wgmma reads through */
+    __syncthreads();
+
+    if (warp == 4 * NC) {
+        /* the copier: one thread issues every tile's four boxes once its stage is free */
+        if (lane == 0)
+            for (int t = 0; t < n_tiles; t++) {
+                const int s = t % NS;
+                if (t >= NS) mb_wait(bars + 8 * (2 * NS + s), ((t / NS) - 1) & 1);
+                const uint32_t st = sbase + s * S::SB, fk = bars + 8 * s, fv = bars + 8 * (NS + s);
+                mb_expect(fk, S::TX);
+                tma_load3(st, &lo, fk, 0, H + head, t * BN);
+                tma_load3(st + S::KHI, &hi, fk, 64, H + head, t * BN);
+                mb_expect(fv, S::TX);
+                tma_load3(st + S::VLO, &lo, fv, 0, 2 * H + head, t * BN);
+                tma_load3(st + S::VHI, &hi, fv, 64, 2 * H + head, t * BN);
+            }
+        return;
+    }
+
+    const int w = warp >> 2;
+    const int stride = 3 * H * FV_D;
+    uint32_t qa[WG_DK / 16][4], pa[BN / 16][4];
+    wg_load_q<T>(qa, qkv + (size_t)head * FV_D, stride, r0 + warp * 16, n, lane);
+    float sc[BN / 8][4], o[FV_D / 8][4], m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f }, corr[2];
+#pragma unroll
+    for (int i = 0; i < BN / 8; i++) sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < FV_D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
+    /* warpgroup 0 issues first: its barrier is given the arrival the last one would have made */
+    if (NC > 1 && w == NC - 1) nb_arrive(TM_BAR, 256);
+
+    for (int j = 0; j < n_tiles; j++) {
+        const int s = j % NS;
+        const uint32_t st = sbase + s * S::SB, ph = (j / NS) & 1;
+        mb_wait(bars + 8 * s, ph);
+        if (NC > 1) nb_sync(TM_BAR + w, 256);
+        wg_pin_u<BN / 16>(pa);
+        wg_pin<BN / 8>(sc);
+        wg_pin<FV_D / 8>(o);
+        wg_fence();
+        tm_issue_qk<T, BN>(sc, qa, st);
+        wg_commit();
+        if (OVL && j > 0) {
+            const int sp = (j - 1) % NS;
+            mb_wait(bars + 8 * (NS + sp), ((j - 1) / NS) & 1);
+            tm_issue_pv<T, BN>(o, pa, sbase + sp * S::SB);
+            wg_commit();
+        }
+        /* the next warpgroup may issue (the last one's last arrival would be left over) */
+        if (NC > 1 && !(w == NC - 1 && j == n_tiles - 1)) nb_arrive(TM_BAR + (w + 1) % NC, 256);
+        if (OVL && j > 0) wg_wait<1>();
+        else wg_wait<0>();
+        wg_pin<BN / 8>(sc);
+        const bool rescale = wg_softmax_tile<BN, LAZY>(sc, m, l, corr, j * BN, n, lane & 3, c);
+        if (OVL) {
+            wg_wait<0>();
+            wg_pin<FV_D / 8>(o);
+            wg_pin_u<BN / 16>(pa);
+            if (j > 0 && lane == 0) mb_arrive(bars + 8 * (2 * NS + (j - 1) % NS));
+            if (rescale) wg_rescale(o, corr);
+            wg_pack<T, BN>(pa, sc);
+        } else {
+            if (rescale) wg_rescale(o, corr);
+            wg_pack<T, BN>(pa, sc);
+            mb_wait(bars + 8 * (NS + s), ph);
+            wg_pin_u<BN / 16>(pa);
+            wg_pin<FV_D / 8>(o);
+            wg_fence();
+            tm_issue_pv<T, BN>(o, pa, st);
+            wg_commit();
+            wg_wait<0>();
+            wg_pin<FV_D / 8>(o);
+            wg_pin_u<BN / 16>(pa);
+            if (lane == 0) mb_arrive(bars + 8 * (2 * NS + s));
+        }
+    }
+    if (OVL && n_tiles > 0) {
+        const int sp = (n_tiles - 1) % NS;
+        mb_wait(bars + 8 * (NS + sp), ((n_tiles - 1) / NS) & 1);
+        wg_pin_u<BN / 16>(pa);
+        wg_pin<FV_D / 8>(o);
+        wg_fence();
+        tm_issue_pv<T, BN>(o, pa, sbase + sp * S::SB);
+        wg_commit();
+        wg_wait<0>();
+        wg_pin<FV_D / 8>(o);
+        wg_pin_u<BN / 16>(pa);
+    }
+    wg_store<T>(out, o, l, r0 + warp * 16, n, H, head, lane);
+#else
+    __trap(); /* launched only where the probe saw wgmma */
+#endif
+}
+
+/* cuTensorMapEncodeTiled from the driver (the runtime hands out its entry point; the library
+ * links no libcuda). NULL where the driver has none. */
+static PFN_cuTensorMapEncodeTiled_v12000 tm_encoder(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess)
+            p = NULL;
+        return (PFN_cuTensorMapEncodeTiled_v12000)p;
+    }();
+    return fn;
+}
+
+/* The map of dims × 3H heads × n rows of packed qkv rows, boxes of `dims` dims × 1 × BN rows. */
+static cudaError_t tm_map(CUtensorMap *m, bool bf16, const void *qkv, int n, int H, int dims, int rows, bool swz)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tm_encoder();
+    if (!enc) return cudaErrorNotSupported;
+    const cuuint64_t gdim[3] = { FV_D, (cuuint64_t)3 * H, (cuuint64_t)n };
+    const cuuint64_t gstr[2] = { FV_D * 2, (cuuint64_t)3 * H * FV_D * 2 };
+    const cuuint32_t box[3] = { (cuuint32_t)dims, 1, (cuuint32_t)rows }, es[3] = { 1, 1, 1 };
+    CUresult r = enc(m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, (void *)qkv, gdim,
+                     gstr, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     swz ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+template <typename T, int NC, int BN, int NS, bool OVL, bool LAZY>
+static cudaError_t vis_tma_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
+{
+    typedef TmShape<NC, BN, NS> S;
+    const bool bf16 = sizeof(T) == 2 && !std::is_same<T, __half>::value;
+    CUtensorMap lo, hi;
+    cudaError_t e = tm_map(&lo, bf16, qkv, n, H, 64, BN, true);
+    if (e == cudaSuccess) e = tm_map(&hi, bf16, qkv, n, H, 8, BN, false);
+    if (e != cudaSuccess) return e;
+    e = cudaFuncSetAttribute(k_vis_tma<T, NC, BN, NS, OVL, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)S::SMEM);
+    if (e != cudaSuccess) return e;
+    dim3 g((unsigned)((n + S::BM - 1) / S::BM), (unsigned)H);
+    k_vis_tma<T, NC, BN, NS, OVL, LAZY>
+        <<<g, S::NT, S::SMEM, s>>>(lo, hi, (const T *)qkv, (T *)out, n, H, scale * LOG2E);
+    return cudaGetLastError();
 }
 
 /* The variant launched (bench/flash_bench.cu measures the others; tests/gpu/vision.sh

@@ -115,3 +115,102 @@ WG_DEFINE(wg_mma_n72t, __nv_bfloat16, "bf16", WG_MMA_N72T)
 #undef WG_IN
 #undef WG_D8
 #undef WG_D1
+
+/* ---- what the TMA kernel (k_vis_tma) adds: swizzled descriptors, two more shapes,
+ * mbarriers, tensor copies and named barriers ---- */
+
+/* A descriptor of the 128-byte-swizzled canonical layout (8-row atoms of 128-byte rows, the
+ * 16-byte chunks of row r XORed with r % 8, atoms 1024-byte aligned, as TMA's SWIZZLE_128B
+ * writes them): SBO is the byte step between atoms of 8 rows; LBO is not read. */
+__device__ __forceinline__ uint64_t wg_desc_sw128(uint32_t saddr, uint32_t sbo)
+{
+    return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(sbo >> 4) << 32) | ((uint64_t)1 << 62);
+}
+
+/* The unswizzled descriptor from a shared address (wg_desc takes a pointer). */
+__device__ __forceinline__ uint64_t wg_desc_u(uint32_t saddr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
+}
+
+/* d (64 × N) += a · B with B MN-major: n64t (the value tile's dims 0..63), n8t (dims 64..71). */
+template <typename T> __device__ __forceinline__ void wg_mma_n64t(float (*d)[4], const uint32_t *a, uint64_t desc, int acc);
+template <typename T> __device__ __forceinline__ void wg_mma_n8t(float (*d)[4], const uint32_t *a, uint64_t desc, int acc);
+
+#define WG_D1(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+#define WG_D8(i) WG_D1(i), WG_D1(i + 1), WG_D1(i + 2), WG_D1(i + 3), WG_D1(i + 4), WG_D1(i + 5), WG_D1(i + 6), WG_D1(i + 7)
+#define WG_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc)
+#define WG_R32 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define WG_MMA_N64T(ty) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." ty "." ty " {" WG_R32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
+                 : WG_D8(0) : WG_IN)
+#define WG_MMA_N8T(ty) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." ty "." ty " {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 1;\n}\n" \
+                 : WG_D1(0) : WG_IN)
+#if HK_HAVE_WGMMA
+#define WG_DEFINE(fn, T, ty, body) \
+    template <> __device__ __forceinline__ void fn<T>(float (*d)[4], const uint32_t *a, uint64_t desc, int acc) { body(ty); }
+#else
+#define WG_DEFINE(fn, T, ty, body) \
+    template <> __device__ __forceinline__ void fn<T>(float (*)[4], const uint32_t *, uint64_t, int) {}
+#endif
+WG_DEFINE(wg_mma_n64t, __half, "f16", WG_MMA_N64T)
+WG_DEFINE(wg_mma_n64t, __nv_bfloat16, "bf16", WG_MMA_N64T)
+WG_DEFINE(wg_mma_n8t, __half, "f16", WG_MMA_N8T)
+WG_DEFINE(wg_mma_n8t, __nv_bfloat16, "bf16", WG_MMA_N8T)
+#undef WG_DEFINE
+#undef WG_MMA_N8T
+#undef WG_MMA_N64T
+#undef WG_R32
+#undef WG_IN
+#undef WG_D8
+#undef WG_D1
+
+#if HK_HAVE_WGMMA
+__device__ __forceinline__ void mb_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+/* One arrival that also announces the bytes the tensor copies will complete. */
+__device__ __forceinline__ void mb_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mb_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+/* Until the phase of the given parity has completed. */
+__device__ __forceinline__ void mb_wait(uint32_t bar, uint32_t parity)
+{
+    asm volatile("{\n.reg .pred p;\nWAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+
+/* A box of a 3-D tensor map into shared memory, completing on bar. */
+__device__ __forceinline__ void tma_load3(uint32_t dst, const void *map, uint32_t bar, int c0, int c1, int c2)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, "
+                 "%5}], [%2];\n" ::"r"(dst),
+                 "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+}
+
+__device__ __forceinline__ void nb_sync(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ void nb_arrive(int id, int threads)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+#endif
