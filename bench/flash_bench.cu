@@ -119,10 +119,10 @@ static void wg(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
     cudaError_t e = vis_wg_launch<T, NWG, BN, NS, MINB, OVL, LAZY>(s, o, q, n, H, sc);
     CK(e);
 }
-template <typename T, int NC, int BN, int NS, bool OVL>
+template <typename T, int NC, int BN, int NS, int F>
 static void tm(cudaStream_t s, void *o, const void *q, int n, int H, float sc)
 {
-    cudaError_t e = vis_tma_launch<T, NC, BN, NS, OVL, true>(s, o, q, n, H, sc);
+    cudaError_t e = vis_tma_launch<T, NC, BN, NS, F, true>(s, o, q, n, H, sc);
     CK(e);
 }
 /* W, MW: the mma.sync kernel's warps and row blocks; or (wgmma) NWG warpgroups, BN keys, NS
@@ -136,16 +136,17 @@ struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; doubl
 #define WGE(NWG, BN, NS, MINB, OVL) { "wg" #NWG "x" #BN "s" #NS "/" #MINB #OVL "E", NWG, BN, MINB, \
                                       wg<__half, NWG, BN, NS, MINB, OVL, false>, \
                                       wg<__nv_bfloat16, NWG, BN, NS, MINB, OVL, false>, true, { 0, 0 } }
-/* k_vis_tma: NC consumer warpgroups, BN keys, NS stages, o: P·V under the next softmax */
-#define TM(NC, BN, NS, OVL) { "tm" #NC "x" #BN "s" #NS #OVL, NC, BN, 1, \
-                              tm<__half, NC, BN, NS, OVL>, tm<__nv_bfloat16, NC, BN, NS, OVL>, true, { 0, 0 } }
+/* k_vis_tma: NC consumer warpgroups, BN keys, NS stages, F its switches (TM_OVL 1, TM_QS 2,
+ * TM_NOPP 4) */
+#define TM(NC, BN, NS, F) { "tm" #NC "x" #BN "s" #NS "f" #F, NC, BN, 1, \
+                            tm<__half, NC, BN, NS, F>, tm<__nv_bfloat16, NC, BN, NS, F>, true, { 0, 0 } }
 #define o true
 #define s false
 static variant V[] = {
     { "W4 MW2", 4, 2, 0, vis<__half, 4, 2>, vis<__nv_bfloat16, 4, 2>, true, { 0, 0 } },
 #if defined(FB_VIS_TMA)
-    WG(4, 64, 2, 1, s), TM(2, 128, 4, o), TM(2, 128, 3, s), TM(2, 64, 4, o), TM(3, 64, 4, o), TM(3, 64, 4, s),
-    TM(2, 128, 2, s), TM(1, 128, 4, o),
+    WG(4, 64, 2, 1, s), TM(3, 64, 4, 0), TM(3, 64, 4, 2), TM(3, 64, 4, 4), TM(3, 64, 3, 0), TM(3, 64, 6, 0),
+    TM(3, 64, 4, 3), TM(4, 64, 4, 2), TM(4, 64, 3, 2), TM(2, 64, 4, 2),
 #elif !defined(FB_VIS_LAZY)
     WG(2, 64, 3, 2, s), WG(4, 64, 3, 1, s), WG(4, 64, 4, 1, s), WG(4, 64, 2, 1, s), WG(4, 64, 3, 1, o),
     WG(4, 64, 4, 1, o), WG(3, 64, 3, 1, s), WG(3, 64, 4, 1, s), WG(3, 64, 3, 1, o),

@@ -608,13 +608,19 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
  * as zeros. The softmax is k_vis_wg's (wg_softmax_tile, the lazy rescale when LAZY), so the
  * sums differ from k_vis_wg's only in the order the products add their k steps. */
 #define TM_BAR 1 /* named barriers TM_BAR + w: warpgroup w may issue its products */
+/* k_vis_tma's switches: OVL (above); QS: Q staged in shared memory too (q·kᵀ reads both
+ * operands there, as P·V reads V), not held in registers; NOPP: no turns (measuring them). */
+enum { TM_OVL = 1, TM_QS = 2, TM_NOPP = 4 };
 
-template <int NC, int BN, int NS> struct TmShape {
+template <int NC, int BN, int NS, int F> struct TmShape {
     static constexpr int NT = 128 * NC + 32, BM = 64 * NC;
     static constexpr uint32_t VLO = 128 * BN, KHI = 256 * BN, ZERO = 272 * BN, VHI = 288 * BN, SB = 304 * BN;
-    static constexpr uint32_t TX = 144 * BN;                 /* bytes K (or V) brings a tile */
-    static constexpr size_t SMEM = (size_t)NS * SB + 3 * NS * 8 + 1024; /* + the barriers and the alignment */
+    static constexpr uint32_t TX = 144 * BN; /* bytes K (or V) brings a tile */
+    /* with QS, Q ahead of the stages: Q_lo [BM][128 B] swizzled, Q_hi [BM][16 B], zeros [BM][16 B] */
+    static constexpr uint32_t Q = (F & TM_QS) ? 160 * BM : 0;
+    static constexpr size_t SMEM = Q + (size_t)NS * SB + (3 * NS + 1) * 8 + 1024; /* + barriers, alignment */
     static_assert(BN % 64 == 0 && BN <= 256, "BN");
+    static_assert(!(F & TM_QS) || BN == 64, "Q's boxes are the key tiles' (BN rows), one a warpgroup");
 };
 
 /* q·kᵀ of one tile: dims 0..63 in four swizzled k16 steps, 64..79 in one more. */
@@ -640,28 +646,44 @@ __device__ __forceinline__ void tm_issue_pv(float (*o)[4], const uint32_t (*pa)[
 
 /* Maps: lo (box 64 dims × 1 × BN rows, SWIZZLE_128B) and hi (8 dims × 1 × BN, unswizzled)
  * over dims × 3H heads × n rows of the packed qkv; coordinates (dim, head, row). */
-template <typename T, int NC, int BN, int NS, bool OVL, bool LAZY>
+/* q·kᵀ from Q in shared memory: warpgroup w's 64 rows of Q_lo (swizzled) and of Q_hi | zeros. */
+template <typename T, int BM>
+__device__ __forceinline__ void tm_issue_qk_ss(float (*sc)[4], uint32_t q, int w, uint32_t stage)
+{
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        wg_mma_ss_n64<T>(sc, wg_desc_sw128(q + 8192 * w + 32 * kk, 1024), wg_desc_sw128(stage + 32 * kk, 1024), kk);
+    wg_mma_ss_n64<T>(sc, wg_desc_u(q + 128 * BM + 1024 * w, 16 * BM, 128), wg_desc_u(stage + 256 * 64, 16 * 64, 128), 1);
+}
+
+template <typename T, int NC, int BN, int NS, int F, bool LAZY>
 __global__ void __launch_bounds__(128 * NC + 32, 1)
     k_vis_tma(const __grid_constant__ CUtensorMap lo, const __grid_constant__ CUtensorMap hi, const T *qkv, T *out,
               int n, int H, float c)
 {
 #if HK_HAVE_WGMMA
-    typedef TmShape<NC, BN, NS> S;
+    typedef TmShape<NC, BN, NS, F> S;
+    constexpr bool OVL = F & TM_OVL, QS = F & TM_QS, PP = NC > 1 && !(F & TM_NOPP);
     extern __shared__ __align__(128) unsigned char tm_raw[];
-    const uint32_t sbase = (smem_addr(tm_raw) + 1023u) & ~1023u; /* swizzle atoms are 1024-byte aligned */
-    const uint32_t bars = sbase + NS * S::SB;                     /* full K [NS], full V [NS], empty [NS] */
+    const uint32_t qbase = (smem_addr(tm_raw) + 1023u) & ~1023u; /* swizzle atoms are 1024-byte aligned */
+    const uint32_t sbase = qbase + S::Q;
+    const uint32_t bars = sbase + NS * S::SB; /* full K [NS], full V [NS], empty [NS], Q */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, head = blockIdx.y, r0 = blockIdx.x * S::BM;
     const int n_tiles = (n + BN - 1) / BN;
 
     unsigned char *gbase = tm_raw + (sbase - smem_addr(tm_raw));
     for (int i = threadIdx.x; i < NS * BN; i += S::NT)
         *(int4 *)(gbase + (i / BN) * S::SB + S::ZERO + (i % BN) * 16) = make_int4(0, 0, 0, 0);
+    if (QS)
+        for (int i = threadIdx.x; i < S::BM; i += S::NT) *(int4 *)(gbase - S::Q + 144 * S::BM + 16 * i) = make_int4(0, 0, 0, 0);
+    const uint32_t qbar = bars + 8 * 3 * NS;
     if (threadIdx.x == 0) {
         for (int s = 0; s < NS; s++) {
             mb_init(bars + 8 * s, 1);
             mb_init(bars + 8 * (NS + s), 1);
             mb_init(bars + 8 * (2 * NS + s), 4 * NC);
         }
+        mb_init(qbar, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     wg_fence_smem(); /* the zeros, for the async proxy wgmma reads through */
@@ -669,6 +691,13 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
 
     if (warp == 4 * NC) {
         /* the copier: one thread issues every tile's four boxes once its stage is free */
+        if (lane == 0 && QS) {
+            mb_expect(qbar, 144 * S::BM);
+            for (int w = 0; w < NC; w++) {
+                tma_load3(qbase + 8192 * w, &lo, qbar, 0, head, r0 + 64 * w);
+                tma_load3(qbase + 128 * S::BM + 1024 * w, &hi, qbar, 64, head, r0 + 64 * w);
+            }
+        }
         if (lane == 0)
             for (int t = 0; t < n_tiles; t++) {
                 const int s = t % NS;
@@ -686,8 +715,9 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
 
     const int w = warp >> 2;
     const int stride = 3 * H * FV_D;
-    uint32_t qa[WG_DK / 16][4], pa[BN / 16][4];
-    wg_load_q<T>(qa, qkv + (size_t)head * FV_D, stride, r0 + warp * 16, n, lane);
+    uint32_t qa[QS ? 1 : WG_DK / 16][4], pa[BN / 16][4];
+    if (!QS) wg_load_q<T>(qa, qkv + (size_t)head * FV_D, stride, r0 + warp * 16, n, lane);
+    else mb_wait(qbar, 0);
     float sc[BN / 8][4], o[FV_D / 8][4], m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f }, corr[2];
 #pragma unroll
     for (int i = 0; i < BN / 8; i++) sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
@@ -696,18 +726,19 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
 #pragma unroll
     for (int i = 0; i < BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
     /* warpgroup 0 issues first: its barrier is given the arrival the last one would have made */
-    if (NC > 1 && w == NC - 1) nb_arrive(TM_BAR, 256);
+    if (PP && w == NC - 1) nb_arrive(TM_BAR, 256);
 
     for (int j = 0; j < n_tiles; j++) {
         const int s = j % NS;
         const uint32_t st = sbase + s * S::SB, ph = (j / NS) & 1;
         mb_wait(bars + 8 * s, ph);
-        if (NC > 1) nb_sync(TM_BAR + w, 256);
+        if (PP) nb_sync(TM_BAR + w, 256);
         wg_pin_u<BN / 16>(pa);
         wg_pin<BN / 8>(sc);
         wg_pin<FV_D / 8>(o);
         wg_fence();
-        tm_issue_qk<T, BN>(sc, qa, st);
+        if (QS) tm_issue_qk_ss<T, S::BM>(sc, qbase, w, st);
+        else tm_issue_qk<T, BN>(sc, qa, st);
         wg_commit();
         if (OVL && j > 0) {
             const int sp = (j - 1) % NS;
@@ -716,7 +747,7 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
             wg_commit();
         }
         /* the next warpgroup may issue (the last one's last arrival would be left over) */
-        if (NC > 1 && !(w == NC - 1 && j == n_tiles - 1)) nb_arrive(TM_BAR + (w + 1) % NC, 256);
+        if (PP && !(w == NC - 1 && j == n_tiles - 1)) nb_arrive(TM_BAR + (w + 1) % NC, 256);
         if (OVL && j > 0) wg_wait<1>();
         else wg_wait<0>();
         wg_pin<BN / 8>(sc);
@@ -791,20 +822,20 @@ static cudaError_t tm_map(CUtensorMap *m, bool bf16, const void *qkv, int n, int
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-template <typename T, int NC, int BN, int NS, bool OVL, bool LAZY>
+template <typename T, int NC, int BN, int NS, int F, bool LAZY>
 static cudaError_t vis_tma_launch(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale)
 {
-    typedef TmShape<NC, BN, NS> S;
+    typedef TmShape<NC, BN, NS, F> S;
     const bool bf16 = sizeof(T) == 2 && !std::is_same<T, __half>::value;
     CUtensorMap lo, hi;
     cudaError_t e = tm_map(&lo, bf16, qkv, n, H, 64, BN, true);
     if (e == cudaSuccess) e = tm_map(&hi, bf16, qkv, n, H, 8, BN, false);
     if (e != cudaSuccess) return e;
-    e = cudaFuncSetAttribute(k_vis_tma<T, NC, BN, NS, OVL, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    e = cudaFuncSetAttribute(k_vis_tma<T, NC, BN, NS, F, LAZY>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)S::SMEM);
     if (e != cudaSuccess) return e;
     dim3 g((unsigned)((n + S::BM - 1) / S::BM), (unsigned)H);
-    k_vis_tma<T, NC, BN, NS, OVL, LAZY>
+    k_vis_tma<T, NC, BN, NS, F, LAZY>
         <<<g, S::NT, S::SMEM, s>>>(lo, hi, (const T *)qkv, (T *)out, n, H, scale * LOG2E);
     return cudaGetLastError();
 }
@@ -833,6 +864,34 @@ static cudaError_t vis_wg_launch(cudaStream_t s, void *out, const void *qkv, int
     k_vis_wg<T, NWG, BN, NS, MINB, OVL, LAZY>
         <<<g, S::NT, S::SMEM, s>>>((const T *)qkv, (T *)out, n, H, scale * LOG2E);
     return cudaGetLastError();
+}
+
+/* k_vis_tma's launched shapes: NC warpgroups of 64 query rows a CTA, 64-key tiles, TM_NS stages,
+ * Q in shared memory (TM_TMA_F). Four warpgroups are the faster a full wave (session 27 call2,
+ * H100, 16384 patches: 2829 µs against 3003 for three, k_vis_wg 3498); three where a page's
+ * rows leave four's last wave nearly empty (4200 patches: 231 µs against 294). */
+#define TM_NS 4
+#define TM_TMA_F TM_QS
+
+/* The warpgroups a CTA: the shape whose waves of CTAs, each as long as its rows (three
+ * warpgroups' rows run ~6 % slower a row than four's), end first. */
+static int tm_pick(int n, int H)
+{
+    int sms = 132;
+    int dev = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    const long w3 = ((long)(n + 191) / 192 * H + sms - 1) / sms, w4 = ((long)(n + 255) / 256 * H + sms - 1) / sms;
+    return w4 * 256 * 100 <= w3 * 192 * 106 ? 4 : 3;
+}
+
+template <typename T>
+static cudaError_t vis_tma_t(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale, int lazy)
+{
+    if (tm_pick(n, H) == 4)
+        return lazy ? vis_tma_launch<T, 4, 64, TM_NS, TM_TMA_F, true>(s, out, qkv, n, H, scale)
+                    : vis_tma_launch<T, 4, 64, TM_NS, TM_TMA_F, false>(s, out, qkv, n, H, scale);
+    return lazy ? vis_tma_launch<T, 3, 64, TM_NS, TM_TMA_F, true>(s, out, qkv, n, H, scale)
+                : vis_tma_launch<T, 3, 64, TM_NS, TM_TMA_F, false>(s, out, qkv, n, H, scale);
 }
 
 /* The launched shape, lazy rescale or (lazy = 0) every tile's. */
@@ -867,6 +926,9 @@ cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void 
 {
     if (n <= 0 || H <= 0) return cudaSuccess;
     if (D != FV_D) return hk_flash_full(s, t, out, qkv, n, H, D, scale);
+    if (wgmma == HK_VIS_TMA && WG_ON && tm_encoder()) /* else k_vis_wg: a driver without tensor maps */
+        return t == HK_BF16 ? vis_tma_t<__nv_bfloat16>(s, out, qkv, n, H, scale, lazy)
+                            : vis_tma_t<__half>(s, out, qkv, n, H, scale, lazy);
     if (wgmma != HK_VIS_MMA && WG_ON)
         return t == HK_BF16 ? vis_wg_t<__nv_bfloat16>(s, out, qkv, n, H, scale, lazy)
                             : vis_wg_t<__half>(s, out, qkv, n, H, scale, lazy);

@@ -214,3 +214,30 @@ __device__ __forceinline__ void nb_arrive(int id, int threads)
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 #endif
+
+/* d (64 × N) (+)= A · B, both from shared memory, both K-major (q·kᵀ with Q staged too). */
+template <typename T> __device__ __forceinline__ void wg_mma_ss_n64(float (*d)[4], uint64_t da, uint64_t db, int acc);
+#define WG_D1(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
+#define WG_D8(i) WG_D1(i), WG_D1(i + 1), WG_D1(i + 2), WG_D1(i + 3), WG_D1(i + 4), WG_D1(i + 5), WG_D1(i + 6), WG_D1(i + 7)
+#define WG_MMA_SS_N64(ty) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." ty "." ty " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, " \
+                 "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+                 "%32, %33, p, 1, 1, 0, 0;\n}\n" \
+                 : WG_D8(0) : "l"(da), "l"(db), "r"(acc))
+#if HK_HAVE_WGMMA
+template <> __device__ __forceinline__ void wg_mma_ss_n64<__half>(float (*d)[4], uint64_t da, uint64_t db, int acc)
+{
+    WG_MMA_SS_N64("f16");
+}
+template <> __device__ __forceinline__ void wg_mma_ss_n64<__nv_bfloat16>(float (*d)[4], uint64_t da, uint64_t db, int acc)
+{
+    WG_MMA_SS_N64("bf16");
+}
+#else
+template <> __device__ __forceinline__ void wg_mma_ss_n64<__half>(float (*)[4], uint64_t, uint64_t, int) {}
+template <> __device__ __forceinline__ void wg_mma_ss_n64<__nv_bfloat16>(float (*)[4], uint64_t, uint64_t, int) {}
+#endif
+#undef WG_MMA_SS_N64
+#undef WG_D8
+#undef WG_D1

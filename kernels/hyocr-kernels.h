@@ -189,11 +189,12 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
                            const void *kn, hk_dtype knt, float eps, int pdl, int heads_per_cta);
 
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128
- * (attention-vision.cu). wgmma (a hk_vis_kernel): HK_VIS_WG, for D = 72 the Hopper kernel k_vis_wg
- * (only where hk_kernels_probe said so); HK_VIS_MMA the mma.sync kernel. lazy: k_vis_wg rescales O
- * only when a row's max rose past 2^8 (the engine's default, faster); 0: at every key tile, the
- * mma.sync kernel's softmax arithmetic. */
-typedef enum { HK_VIS_MMA = 0, HK_VIS_WG = 1 } hk_vis_kernel;
+ * (attention-vision.cu). wgmma (a hk_vis_kernel): for D = 72, HK_VIS_TMA the Hopper kernel k_vis_tma
+ * (TMA copies, warpgroups of their own pace; k_vis_wg where the driver has no tensor maps),
+ * HK_VIS_WG the Hopper kernel k_vis_wg (both only where hk_kernels_probe said so); HK_VIS_MMA the
+ * mma.sync kernel. lazy: the Hopper kernels rescale O only when a row's max rose past 2^8 (the
+ * engine's default, faster); 0: at every key tile, the mma.sync kernel's softmax arithmetic. */
+typedef enum { HK_VIS_MMA = 0, HK_VIS_WG = 1, HK_VIS_TMA = 2 } hk_vis_kernel;
 cudaError_t hk_attention_full(cudaStream_t s, hk_dtype t, void *out, const void *qkv, int n, int H, int D,
                               float scale, int wgmma, int lazy);
 /* hk_kernels_probe's wgmma part (flash_bench.cu calls it alone): waits on s. */

@@ -2098,7 +2098,8 @@ static cudaError_t full_fn(cudaStream_t s, void *p)
                              b->lazy);
 }
 
-/* The vision kernels: mma.sync, and where the device has wgmma k_vis_wg (as launched: the lazy rescale). */
+/* The vision kernels: mma.sync, and where the device has wgmma k_vis_wg and k_vis_tma (as launched: the
+ * lazy rescale). */
 static void bench_full(hk_dtype t, int n, cudaStream_t s)
 {
     const int H = 16, D = 72;
@@ -2106,11 +2107,12 @@ static void bench_full(hk_dtype t, int n, cudaStream_t s)
     CK(hk_kernels_probe(s, &wg));
     full_bench b = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0, 1 };
     CK(cudaMalloc(&b.out, (size_t)n * H * D * 2));
-    for (b.wgmma = HK_VIS_MMA; b.wgmma <= (wg ? HK_VIS_WG : HK_VIS_MMA); b.wgmma++) {
+    static const char *const names[] = { "mma.sync", "wgmma", "tma" };
+    for (b.wgmma = HK_VIS_MMA; b.wgmma <= (wg ? HK_VIS_TMA : HK_VIS_MMA); b.wgmma++) {
         double ms = bench_ms(s, full_fn, &b, n > 8192 ? 5 : 20);
         double flop = 4.0 * n * (double)n * H * D;
         printf("# bench %-5s attention_full %-8s n=%-6d H=%d D=%d: %8.3f ms  %6.1f TFLOP/s\n",
-               t == HK_BF16 ? "bf16" : "f16", b.wgmma ? "wgmma" : "mma.sync", n, H, D, ms, flop / ms * 1e-9);
+               t == HK_BF16 ? "bf16" : "f16", names[b.wgmma], n, H, D, ms, flop / ms * 1e-9);
     }
     cudaFree(b.out);
     cudaFree(b.qkv);
@@ -2280,13 +2282,13 @@ static void bench_copy(cudaStream_t s)
 #endif
 
 #if HYOCR_HAVE_CUDA
-/* The Hopper vision kernel (k_vis_wg) with every tile's rescale (lazy = 0) against the
- * mma.sync kernel every other card runs, on the same random qkv at each n: only the order of
- * the fp32 sums inside the products differs, so the outputs agree to a few output ulps
+/* A Hopper vision kernel (kernel: k_vis_wg or k_vis_tma) with every tile's rescale (lazy = 0)
+ * against the mma.sync kernel every other card runs, on the same random qkv at each n: only the
+ * order of the fp32 sums inside the products differs, so the outputs agree to a few output ulps
  * (max |Δ| ≤ 4 ulps of the largest |out|, rel-L2 ≤ tol / 4). Rows left unwritten read as NaN
  * and fail. The launched lazy rescale rounds other weights: attention_full_softmax holds it
  * to a double reference against this one. */
-static void expect_full_like_mma(const dt_case *c, cudaStream_t s, const int *sizes, size_t n_sizes)
+static void expect_full_like_mma(const dt_case *c, cudaStream_t s, const int *sizes, size_t n_sizes, int kernel)
 {
     hk_dtype t = case_kt(c);
     const int H = 16, D = 72;
@@ -2295,7 +2297,7 @@ static void expect_full_like_mma(const dt_case *c, cudaStream_t s, const int *si
         int n = sizes[k];
         size_t no = (size_t)n * H * D;
         full_bench a = { t, NULL, dev_rand((size_t)n * 3 * H * D, t, s), n, H, D, 0, 0 }, b = a;
-        b.wgmma = 1;
+        b.wgmma = kernel;
         CK(cudaMalloc(&a.out, no * 2));
         CK(cudaMalloc(&b.out, no * 2));
         CK(cudaMemsetAsync(b.out, 0xff, no * 2, s));   /* NaN: a row left unwritten fails */
@@ -2319,8 +2321,8 @@ static void expect_full_like_mma(const dt_case *c, cudaStream_t s, const int *si
         }
         double rel = sqrt(num / MAX(den, 1e-30));
         if (g_test_verbose())
-            printf("wgmma vs mma.sync %s n %d: max|d| %.3g (max|out| %.3g, bound %.3g), rel-L2 %.3g (bound %.3g)\n",
-                   c->name, n, mx, big, 4 * ulp * MAX(big, 1e-3), rel, c->tol / 4);
+            printf("%s vs mma.sync %s n %d: max|d| %.3g (max|out| %.3g, bound %.3g), rel-L2 %.3g (bound %.3g)\n",
+                   kernel == HK_VIS_TMA ? "k_vis_tma" : "k_vis_wg", c->name, n, mx, big, 4 * ulp * MAX(big, 1e-3), rel, c->tol / 4);
         g_assert_cmpfloat(mx, <=, 4 * ulp * MAX(big, 1e-3));
         g_assert_cmpfloat(rel, <=, c->tol / 4);
         cudaFree(f32);
@@ -2361,8 +2363,9 @@ static void *ramped_qkv(hk_dtype t, cudaStream_t s, int n, int H, int D, double 
 }
 #endif
 
-/* The Hopper vision attention against the mma.sync kernel, at the sizes of real pages
- * (16384 patches: a 2048² page) and at ragged ones (partial query and key tiles). */
+/* The Hopper vision attentions against the mma.sync kernel, at the sizes of real pages
+ * (16384 patches: a 2048² page; 4096, 1024²) and at ragged ones (partial query and key tiles;
+ * 16384 and 4096 take k_vis_tma's four-warpgroup CTAs, the others its three). */
 static void test_attention_full_wgmma(gconstpointer data)
 {
     const dt_case *c = data;
@@ -2371,8 +2374,11 @@ static void test_attention_full_wgmma(gconstpointer data)
 #if HYOCR_HAVE_CUDA
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
-    static const int sizes[] = { 16384, 4200, 1000, 129, 64, 1 };
-    if (have_wgmma(s)) expect_full_like_mma(c, s, sizes, G_N_ELEMENTS(sizes));
+    static const int sizes[] = { 16384, 4200, 4096, 1000, 129, 64, 1 };
+    if (have_wgmma(s)) {
+        expect_full_like_mma(c, s, sizes, G_N_ELEMENTS(sizes), HK_VIS_WG);
+        expect_full_like_mma(c, s, sizes, G_N_ELEMENTS(sizes), HK_VIS_TMA);
+    }
     CK(cudaStreamDestroy(s));
 #endif
 }
@@ -2435,7 +2441,7 @@ static void full_err_rows(hk_dtype t, cudaStream_t s, full_bench *b, const int *
     *rel = sqrt(num / MAX(den, 1e-300));
 }
 
-/* k_vis_wg's two softmax schedules against a double reference at 48 sampled rows (the
+/* The Hopper kernels' (k_vis_wg, k_vis_tma) two softmax schedules against a double reference at 48 sampled rows (the
  * first and last, CTA and tile edges among them): every tile's rescale (lazy = 0, the
  * mma.sync kernel's arithmetic) and the launched lazy one (rescaled only when a row's max
  * rose past 2^8). Each within the compute type's tol (rel-L2; what attention_full holds the
@@ -2451,13 +2457,13 @@ static void full_err_rows(hk_dtype t, cudaStream_t s, full_bench *b, const int *
  * is off by far more. Keys ramped (k_j × (1 + 6j/n)) make each row's max rise past 2^8
  * several times: the taken branch; plain random keys mostly skip it. Up to 64 keys (one
  * tile) both are the same arithmetic (measured: the same errors). */
-static void expect_vis_softmax(const dt_case *c, cudaStream_t s, int n, double ramp)
+static void expect_vis_softmax(const dt_case *c, cudaStream_t s, int n, double ramp, int kernel)
 {
     hk_dtype t = case_kt(c);
     const int H = 16, D = 72, R = MIN(n, 48);
     const size_t nq = (size_t)n * 3 * H * D, no = (size_t)n * H * D;
     g_autofree float *h = g_new(float, nq);
-    full_bench b = { t, NULL, ramped_qkv(t, s, n, H, D, ramp, h), n, H, D, 1, 0 };
+    full_bench b = { t, NULL, ramped_qkv(t, s, n, H, D, ramp, h), n, H, D, kernel, 0 };
     CK(cudaMalloc(&b.out, no * 2));
     int rows[48];
     for (int r = 0; r < R; r++) rows[r] = R > 1 ? (int)((int64_t)r * (n - 1) / (R - 1)) : 0;
@@ -2472,9 +2478,9 @@ static void expect_vis_softmax(const dt_case *c, cudaStream_t s, int n, double r
     b.lazy = 1;
     full_err_rows(t, s, &b, rows, R, ref, &rel, &mx);
     if (g_test_verbose())
-        printf("vis softmax %s n %d ramp %g: every tile rel-L2 %.3g max|d| %.3g (max|ref| %.3g); "
+        printf("%s softmax %s n %d ramp %g: every tile rel-L2 %.3g max|d| %.3g (max|ref| %.3g); "
                "lazy rel-L2 %.3g (%.3fx) max|d| %.3g (%.3fx)\n",
-               c->name, n, ramp, rel0, mx0, big, rel, rel / MAX(rel0, 1e-300), mx, mx / MAX(mx0, 1e-300));
+               kernel == HK_VIS_TMA ? "k_vis_tma" : "k_vis_wg", c->name, n, ramp, rel0, mx0, big, rel, rel / MAX(rel0, 1e-300), mx, mx / MAX(mx0, 1e-300));
     g_assert_cmpfloat(rel0, <=, c->tol);
     g_assert_cmpfloat(rel, <=, c->tol);
     g_assert_cmpfloat(rel, <=, 1.25 * rel0 + 1e-7);
@@ -2495,8 +2501,10 @@ static void test_attention_full_softmax(gconstpointer data)
     static const int sizes[] = { 16384, 4200, 1000, 129, 64, 1 };
     if (have_wgmma(s))
         for (size_t i = 0; i < G_N_ELEMENTS(sizes); i++) {
-            expect_vis_softmax(c, s, sizes[i], 0);
-            expect_vis_softmax(c, s, sizes[i], 6);
+            for (int k = HK_VIS_WG; k <= HK_VIS_TMA; k++) {
+                expect_vis_softmax(c, s, sizes[i], 0, k);
+                expect_vis_softmax(c, s, sizes[i], 6, k);
+            }
         }
     CK(cudaStreamDestroy(s));
 #endif

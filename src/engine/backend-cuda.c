@@ -129,13 +129,13 @@ typedef struct {
     bool             verify_kernel; /* verify blocks by the block kernel (HYOCR_VERIFY_KERNEL=0: row by row) */
     bool             invariant;     /* decode rows computed alike in steps of any rows (HYOCR_INVARIANT) */
     int              wgmma_built;   /* the code this device runs has the Hopper vision attention (probed) */
-    int              wgmma;         /* the vision kernel (hk_vis_kernel): k_vis_wg, or the mma.sync one
-                                     * (HYOCR_NO_WGMMA=1) */
+    int              wgmma;         /* the vision kernel (hk_vis_kernel): k_vis_tma, k_vis_wg
+                                     * (HYOCR_VIS_TMA=0) or the mma.sync one (HYOCR_NO_WGMMA=1) */
     hk_prefill_kind  prefill;       /* the prefill tiles' kernel (HYOCR_PREFILL_TEMPLATE=1: the 64-row template) */
     int              pf_split;      /* split-KV prefill's CTAs an SM (HYOCR_PREFILL_SPLIT); 0: never split */
     bool             pf_spare;      /* its partials in attention_paged's spare where it has more room
                                      * (HYOCR_PREFILL_SPARE=0: never) */
-    bool             vis_lazy;      /* k_vis_wg's lazy rescale (HYOCR_VIS_LAZY_RESCALE=0: every tile) */
+    bool             vis_lazy;      /* the Hopper kernels' lazy rescale (HYOCR_VIS_LAZY_RESCALE=0: every tile) */
     bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=0: not) */
 } cuda_backend;
 
@@ -2338,7 +2338,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->rope_heads = t->rope_heads > 0 ? t->rope_heads : ROPE_HEADS_DEFAULT;
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
-    cb->wgmma = cb->wgmma_built && !t->no_wgmma ? HK_VIS_WG : HK_VIS_MMA;
+    cb->wgmma = !cb->wgmma_built || t->no_wgmma ? HK_VIS_MMA : t->vis_tma == HYOCR_SWITCH_OFF ? HK_VIS_WG : HK_VIS_TMA;
     cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
     cb->pf_split = t->prefill_split < 0    ? 0
                    : t->prefill_split == 0 ? PF_SPLIT_DEFAULT
