@@ -731,7 +731,12 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
     for (int j = 0; j < n_tiles; j++) {
         const int s = j % NS;
         const uint32_t st = sbase + s * S::SB, ph = (j / NS) & 1;
+        /* with OVL, P·V of tile j − 1 goes out behind q·kᵀ of tile j: at j = 0 the weights are zeros
+         * and tile 0's values (finite) stand in for tile −1's. Not under j > 0, nor with a wait
+         * between the two: either serialises every wgmma (ptxas C7520). */
+        const int sp = OVL && j > 0 ? (j - 1) % NS : s;
         mb_wait(bars + 8 * s, ph);
+        if (OVL) mb_wait(bars + 8 * (NS + sp), OVL && j > 0 ? ((j - 1) / NS) & 1 : ph);
         if (PP) nb_sync(TM_BAR + w, 256);
         wg_pin_u<BN / 16>(pa);
         wg_pin<BN / 8>(sc);
@@ -740,15 +745,13 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
         if (QS) tm_issue_qk_ss<T, S::BM>(sc, qbase, w, st);
         else tm_issue_qk<T, BN>(sc, qa, st);
         wg_commit();
-        if (OVL && j > 0) {
-            const int sp = (j - 1) % NS;
-            mb_wait(bars + 8 * (NS + sp), ((j - 1) / NS) & 1);
+        if (OVL) {
             tm_issue_pv<T, BN>(o, pa, sbase + sp * S::SB);
             wg_commit();
         }
         /* the next warpgroup may issue (the last one's last arrival would be left over) */
         if (PP && !(w == NC - 1 && j == n_tiles - 1)) nb_arrive(TM_BAR + (w + 1) % NC, 256);
-        if (OVL && j > 0) wg_wait<1>();
+        if (OVL) wg_wait<1>();
         else wg_wait<0>();
         wg_pin<BN / 8>(sc);
         const bool rescale = wg_softmax_tile<BN, LAZY>(sc, m, l, corr, j * BN, n, lane & 3, c);

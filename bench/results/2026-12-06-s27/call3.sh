@@ -1,9 +1,15 @@
 # Session 27, call 3: k_vis_tma launched (HK_VIS_TMA, the default; HYOCR_VIS_TMA=0 gives k_vis_wg):
-# its GPU tests, warm pages' vision with each kernel (alternated), full-size parity at three sizes.
+# its GPU tests, warm pages' vision with each kernel (alternated), full-size parity at three sizes;
+# first flash_bench's k_vis_tma rows again (the overlapped schedule no longer serialised, turns off).
 #   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-s27/call3.sh
 source bench/results/2026-12-05-h200-s21/prep.sh
 W=${OUT:-/tmp/s27}/call3; mkdir -p $W; HY=build-gpu/src/cli/hyocr
 nvidia-smi --query-gpu=name --format=csv,noheader
+echo "=== flash_bench"
+nvcc -O3 -std=c++17 -DFB_VIS_TMA -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/flash_bench.cu \
+    -o /tmp/fb-tma -Xptxas -v >$W/fb-build.log 2>&1 || tail -5 $W/fb-build.log
+timeout 200 stdbuf -oL /tmp/fb-tma > $W/flash-bench.txt 2>&1; echo "flash_bench exit $?"
+grep -E "^(f16|bf16) n=(4096|16384)|TFLOP|FAIL|CHOICE" $W/flash-bench.txt | grep -v "^  old\|W4 MW2" | head -48
 echo "=== GPU tests"
 t=build-gpu/tests/test-backend-cuda
 timeout 300 $t --verbose -p /backend-cuda/f16/attention_full_wgmma -p /backend-cuda/bf16/attention_full_wgmma \
