@@ -623,39 +623,59 @@ template <int NC, int BN, int NS, int F> struct TmShape {
     static_assert(!(F & TM_QS) || BN == 64, "Q's boxes are the key tiles' (BN rows), one a warpgroup");
 };
 
-/* q·kᵀ of one tile: dims 0..63 in four swizzled k16 steps, 64..79 in one more. */
+/* A descriptor's two words (wg_desc's fields): lo = start (16-byte units) | LBO << 16, hi = SBO |
+ * layout << 30. The words of stage 0 are worked out once; in the loop a product's descriptor is
+ * lo plus the stage's and the step's offsets, one add (session 13 counted the descriptors
+ * rebuilt every tile at ~60 of k_vis_wg's ~370 instructions a warp). */
+__device__ __forceinline__ uint64_t tm_desc(uint32_t lo, uint32_t hi)
+{
+    uint64_t d;
+    asm("mov.b64 %0, {%1, %2};\n" : "=l"(d) : "r"(lo), "r"(hi));
+    return d;
+}
+#define TM_SW_HI ((1024u >> 4) | (1u << 30))          /* 128-byte swizzle, SBO an atom of 8 rows */
+__device__ __forceinline__ uint32_t tm_lo_sw(uint32_t saddr) { return (saddr >> 4) | (1u << 16); }
+__device__ __forceinline__ uint32_t tm_lo_u(uint32_t saddr, uint32_t lbo) { return (saddr >> 4) | ((lbo >> 4) << 16); }
+
+/* Stage 0's (and Q's) low words; hi words are constants. */
+struct TmLo {
+    uint32_t k, kh, v, vh, q, qh;
+};
+
+/* q·kᵀ of one tile: dims 0..63 in four swizzled k16 steps (32 bytes further each, inside the
+ * atom), 64..79 in one more (K_hi | zeros: LBO 16·BN, SBO 128). u: the stage's offset. */
 template <typename T, int BN>
-__device__ __forceinline__ void tm_issue_qk(float (*sc)[4], const uint32_t (*qa)[4], uint32_t stage)
+__device__ __forceinline__ void tm_issue_qk(float (*sc)[4], const uint32_t (*qa)[4], const TmLo &d, uint32_t u)
 {
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++) WgQk<T, BN>::run(sc, qa[kk], wg_desc_sw128(stage + 32 * kk, 1024), kk);
-    WgQk<T, BN>::run(sc, qa[4], wg_desc_u(stage + 256 * BN, 16 * BN, 128), 1);
+    for (int kk = 0; kk < 4; kk++) WgQk<T, BN>::run(sc, qa[kk], tm_desc(d.k + u + 2 * kk, TM_SW_HI), kk);
+    WgQk<T, BN>::run(sc, qa[4], tm_desc(d.kh + u, 128 >> 4), 1);
+}
+
+/* The same from Q in shared memory: the warpgroup's 64 rows of Q_lo and of Q_hi | zeros. */
+template <typename T>
+__device__ __forceinline__ void tm_issue_qk_ss(float (*sc)[4], const TmLo &d, uint32_t u)
+{
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        wg_mma_ss_n64<T>(sc, tm_desc(d.q + 2 * kk, TM_SW_HI), tm_desc(d.k + u + 2 * kk, TM_SW_HI), kk);
+    wg_mma_ss_n64<T>(sc, tm_desc(d.qh, 128 >> 4), tm_desc(d.kh + u, 128 >> 4), 1);
 }
 
 /* O += P·V of one tile: BN / 16 k16 steps of 16 keys (two swizzle atoms, 2048 bytes, of V_lo;
- * 256 bytes of V_hi). */
+ * 256 bytes of V_hi: LBO 128, SBO 16·BN). */
 template <typename T, int BN>
-__device__ __forceinline__ void tm_issue_pv(float (*o)[4], const uint32_t (*pa)[4], uint32_t stage)
+__device__ __forceinline__ void tm_issue_pv(float (*o)[4], const uint32_t (*pa)[4], const TmLo &d, uint32_t u)
 {
 #pragma unroll
     for (int kk = 0; kk < BN / 16; kk++) {
-        wg_mma_n64t<T>(o, pa[kk], wg_desc_sw128(stage + 128 * BN + 2048 * kk, 1024), 1);
-        wg_mma_n8t<T>(o + 8, pa[kk], wg_desc_u(stage + 288 * BN + 256 * kk, 128, 16 * BN), 1);
+        wg_mma_n64t<T>(o, pa[kk], tm_desc(d.v + u + 128 * kk, TM_SW_HI), 1);
+        wg_mma_n8t<T>(o + 8, pa[kk], tm_desc(d.vh + u + 16 * kk, BN), 1);
     }
 }
 
 /* Maps: lo (box 64 dims × 1 × BN rows, SWIZZLE_128B) and hi (8 dims × 1 × BN, unswizzled)
  * over dims × 3H heads × n rows of the packed qkv; coordinates (dim, head, row). */
-/* q·kᵀ from Q in shared memory: warpgroup w's 64 rows of Q_lo (swizzled) and of Q_hi | zeros. */
-template <typename T, int BM>
-__device__ __forceinline__ void tm_issue_qk_ss(float (*sc)[4], uint32_t q, int w, uint32_t stage)
-{
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++)
-        wg_mma_ss_n64<T>(sc, wg_desc_sw128(q + 8192 * w + 32 * kk, 1024), wg_desc_sw128(stage + 32 * kk, 1024), kk);
-    wg_mma_ss_n64<T>(sc, wg_desc_u(q + 128 * BM + 1024 * w, 16 * BM, 128), wg_desc_u(stage + 256 * 64, 16 * 64, 128), 1);
-}
-
 template <typename T, int NC, int BN, int NS, int F, bool LAZY>
 __global__ void __launch_bounds__(128 * NC + 32, 1)
     k_vis_tma(const __grid_constant__ CUtensorMap lo, const __grid_constant__ CUtensorMap hi, const T *qkv, T *out,
@@ -715,6 +735,9 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
 
     const int w = warp >> 2;
     const int stride = 3 * H * FV_D;
+    const TmLo d = { tm_lo_sw(sbase), tm_lo_u(sbase + S::KHI, 16 * BN), tm_lo_sw(sbase + S::VLO),
+                     tm_lo_u(sbase + S::VHI, 128), tm_lo_sw(qbase + 8192 * w),
+                     tm_lo_u(qbase + 128 * S::BM + 1024 * w, 16 * S::BM) };
     uint32_t qa[QS ? 1 : WG_DK / 16][4], pa[BN / 16][4];
     if (!QS) wg_load_q<T>(qa, qkv + (size_t)head * FV_D, stride, r0 + warp * 16, n, lane);
     else mb_wait(qbar, 0);
@@ -730,7 +753,7 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
 
     for (int j = 0; j < n_tiles; j++) {
         const int s = j % NS;
-        const uint32_t st = sbase + s * S::SB, ph = (j / NS) & 1;
+        const uint32_t ph = (j / NS) & 1;
         /* with OVL, P·V of tile j − 1 goes out behind q·kᵀ of tile j: at j = 0 the weights are zeros
          * and tile 0's values (finite) stand in for tile −1's. Not under j > 0, nor with a wait
          * between the two: either serialises every wgmma (ptxas C7520). */
@@ -742,11 +765,11 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
         wg_pin<BN / 8>(sc);
         wg_pin<FV_D / 8>(o);
         wg_fence();
-        if (QS) tm_issue_qk_ss<T, S::BM>(sc, qbase, w, st);
-        else tm_issue_qk<T, BN>(sc, qa, st);
+        if (QS) tm_issue_qk_ss<T>(sc, d, s * (S::SB >> 4));
+        else tm_issue_qk<T, BN>(sc, qa, d, s * (S::SB >> 4));
         wg_commit();
         if (OVL) {
-            tm_issue_pv<T, BN>(o, pa, sbase + sp * S::SB);
+            tm_issue_pv<T, BN>(o, pa, d, sp * (S::SB >> 4));
             wg_commit();
         }
         /* the next warpgroup may issue (the last one's last arrival would be left over) */
@@ -769,7 +792,7 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
             wg_pin_u<BN / 16>(pa);
             wg_pin<FV_D / 8>(o);
             wg_fence();
-            tm_issue_pv<T, BN>(o, pa, st);
+            tm_issue_pv<T, BN>(o, pa, d, s * (S::SB >> 4));
             wg_commit();
             wg_wait<0>();
             wg_pin<FV_D / 8>(o);
@@ -783,7 +806,7 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
         wg_pin_u<BN / 16>(pa);
         wg_pin<FV_D / 8>(o);
         wg_fence();
-        tm_issue_pv<T, BN>(o, pa, sbase + sp * S::SB);
+        tm_issue_pv<T, BN>(o, pa, d, sp * (S::SB >> 4));
         wg_commit();
         wg_wait<0>();
         wg_pin<FV_D / 8>(o);
