@@ -145,8 +145,8 @@ struct variant { const char *name; int a, b, c; vis_fn f16, bf16; bool ok; doubl
 static variant V[] = {
     { "W4 MW2", 4, 2, 0, vis<__half, 4, 2>, vis<__nv_bfloat16, 4, 2>, true, { 0, 0 } },
 #if defined(FB_VIS_TMA)
-    WG(4, 64, 2, 1, s), TM(4, 64, 4, 2), TM(4, 64, 4, 6), TM(3, 64, 4, 6), TM(3, 64, 4, 2), TM(3, 64, 4, 3),
-    TM(3, 64, 4, 7), TM(2, 64, 4, 3), TM(2, 64, 4, 7), TM(4, 64, 2, 2),
+    WG(4, 64, 2, 1, s), TM(4, 64, 2, 2), TM(4, 64, 2, 6), TM(4, 64, 3, 6), TM(4, 64, 4, 6), TM(3, 64, 4, 2),
+    TM(3, 64, 2, 2), TM(3, 64, 2, 6),
 #elif !defined(FB_VIS_LAZY)
     WG(2, 64, 3, 2, s), WG(4, 64, 3, 1, s), WG(4, 64, 4, 1, s), WG(4, 64, 2, 1, s), WG(4, 64, 3, 1, o),
     WG(4, 64, 4, 1, o), WG(3, 64, 3, 1, s), WG(3, 64, 4, 1, s), WG(3, 64, 3, 1, o),

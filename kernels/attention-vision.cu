@@ -892,11 +892,13 @@ static cudaError_t vis_wg_launch(cudaStream_t s, void *out, const void *qkv, int
     return cudaGetLastError();
 }
 
-/* k_vis_tma's launched shapes: NC warpgroups of 64 query rows a CTA, 64-key tiles, TM_NS stages,
- * Q in shared memory (TM_TMA_F). Four warpgroups are the faster a full wave (session 27 call2,
- * H100, 16384 patches: 2829 µs against 3003 for three, k_vis_wg 3498); three where a page's
- * rows leave four's last wave nearly empty (4200 patches: 231 µs against 294). */
-#define TM_NS 4
+/* k_vis_tma's launched shapes: NC warpgroups of 64 query rows a CTA, 64-key tiles, Q in shared
+ * memory (TM_TMA_F); four warpgroups with two stages (TM_NS4), three with four (TM_NS3). Four are
+ * the faster a full wave, three where a page's rows leave four's last wave nearly empty (session
+ * 27 call3, H100, fp16, µs: 16384 patches four 2545.5 (two stages) / 2641.3 (four), three 2925.9,
+ * k_vis_wg 3451.8; 4200 patches four 267.3, three 217.1, k_vis_wg 354.9). */
+#define TM_NS4 2
+#define TM_NS3 4
 #define TM_TMA_F TM_QS
 
 /* The warpgroups a CTA: the shape whose waves of CTAs, each as long as its rows (three
@@ -914,10 +916,10 @@ template <typename T>
 static cudaError_t vis_tma_t(cudaStream_t s, void *out, const void *qkv, int n, int H, float scale, int lazy)
 {
     if (tm_pick(n, H) == 4)
-        return lazy ? vis_tma_launch<T, 4, 64, TM_NS, TM_TMA_F, true>(s, out, qkv, n, H, scale)
-                    : vis_tma_launch<T, 4, 64, TM_NS, TM_TMA_F, false>(s, out, qkv, n, H, scale);
-    return lazy ? vis_tma_launch<T, 3, 64, TM_NS, TM_TMA_F, true>(s, out, qkv, n, H, scale)
-                : vis_tma_launch<T, 3, 64, TM_NS, TM_TMA_F, false>(s, out, qkv, n, H, scale);
+        return lazy ? vis_tma_launch<T, 4, 64, TM_NS4, TM_TMA_F, true>(s, out, qkv, n, H, scale)
+                    : vis_tma_launch<T, 4, 64, TM_NS4, TM_TMA_F, false>(s, out, qkv, n, H, scale);
+    return lazy ? vis_tma_launch<T, 3, 64, TM_NS3, TM_TMA_F, true>(s, out, qkv, n, H, scale)
+                : vis_tma_launch<T, 3, 64, TM_NS3, TM_TMA_F, false>(s, out, qkv, n, H, scale);
 }
 
 /* The launched shape, lazy rescale or (lazy = 0) every tile's. */
