@@ -633,7 +633,10 @@ __device__ __forceinline__ uint64_t tm_desc(uint32_t lo, uint32_t hi)
     asm("mov.b64 %0, {%1, %2};\n" : "=l"(d) : "r"(lo), "r"(hi));
     return d;
 }
-#define TM_SW_HI ((1024u >> 4) | (1u << 30))          /* 128-byte swizzle, SBO an atom of 8 rows */
+/* The 128-byte swizzle (layout 1, as TMA's SWIZZLE_128B writes: 8-row atoms of 128-byte rows,
+ * 1024-byte aligned, a row's 16-byte chunks XORed with its index): SBO is an atom; LBO is not
+ * read for K-major operands nor, at 64 dims, for V's MN-major one (set to 1, as CUTLASS does). */
+#define TM_SW_HI ((1024u >> 4) | (1u << 30))
 __device__ __forceinline__ uint32_t tm_lo_sw(uint32_t saddr) { return (saddr >> 4) | (1u << 16); }
 __device__ __forceinline__ uint32_t tm_lo_u(uint32_t saddr, uint32_t lbo) { return (saddr >> 4) | ((lbo >> 4) << 16); }
 
@@ -672,6 +675,20 @@ __device__ __forceinline__ void tm_issue_pv(float (*o)[4], const uint32_t (*pa)[
         wg_mma_n64t<T>(o, pa[kk], tm_desc(d.v + u + 128 * kk, TM_SW_HI), 1);
         wg_mma_n8t<T>(o + 8, pa[kk], tm_desc(d.vh + u + 16 * kk, BN), 1);
     }
+}
+
+/* P·V of one tile issued and waited for (O and the weights pinned around it). */
+template <typename T, int BN>
+__device__ __forceinline__ void tm_pv_wait(float (*o)[4], uint32_t (*pa)[4], const TmLo &d, uint32_t u)
+{
+    wg_pin_u<BN / 16>(pa);
+    wg_pin<FV_D / 8>(o);
+    wg_fence();
+    tm_issue_pv<T, BN>(o, pa, d, u);
+    wg_commit();
+    wg_wait<0>();
+    wg_pin<FV_D / 8>(o);
+    wg_pin_u<BN / 16>(pa);
 }
 
 /* Maps: lo (box 64 dims × 1 × BN rows, SWIZZLE_128B) and hi (8 dims × 1 × BN, unswizzled)
@@ -789,28 +806,14 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
             if (rescale) wg_rescale(o, corr);
             wg_pack<T, BN>(pa, sc);
             mb_wait(bars + 8 * (NS + s), ph);
-            wg_pin_u<BN / 16>(pa);
-            wg_pin<FV_D / 8>(o);
-            wg_fence();
-            tm_issue_pv<T, BN>(o, pa, d, s * (S::SB >> 4));
-            wg_commit();
-            wg_wait<0>();
-            wg_pin<FV_D / 8>(o);
-            wg_pin_u<BN / 16>(pa);
+            tm_pv_wait<T, BN>(o, pa, d, s * (S::SB >> 4));
             if (lane == 0) mb_arrive(bars + 8 * (2 * NS + s));
         }
     }
     if (OVL && n_tiles > 0) {
         const int sp = (n_tiles - 1) % NS;
         mb_wait(bars + 8 * (NS + sp), ((n_tiles - 1) / NS) & 1);
-        wg_pin_u<BN / 16>(pa);
-        wg_pin<FV_D / 8>(o);
-        wg_fence();
-        tm_issue_pv<T, BN>(o, pa, d, sp * (S::SB >> 4));
-        wg_commit();
-        wg_wait<0>();
-        wg_pin<FV_D / 8>(o);
-        wg_pin_u<BN / 16>(pa);
+        tm_pv_wait<T, BN>(o, pa, d, sp * (S::SB >> 4));
     }
     wg_store<T>(out, o, l, r0 + warp * 16, n, H, head, lane);
 #else

@@ -93,6 +93,23 @@ template <typename T> __device__ __forceinline__ void wg_mma_n72t(float (*d)[4],
                  "wgmma.mma_async.sync.aligned.m64n72k16.f32." ty "." ty " {" WG_R32 ", %32, %33, %34, %35}, {%36, %37, %38, %39}, %40, p, 1, 1, 1;\n}\n" \
                  : WG_D8(0), WG_D1(8) : WG_IN)
 
+/* d (64 × N) += a · B with B MN-major: n64t (the value tile's dims 0..63), n8t (dims 64..71);
+ * ss_n64: A from shared memory too, both K-major (q·kᵀ with Q staged; k_vis_tma). */
+template <typename T> __device__ __forceinline__ void wg_mma_n64t(float (*d)[4], const uint32_t *a, uint64_t desc, int acc);
+template <typename T> __device__ __forceinline__ void wg_mma_n8t(float (*d)[4], const uint32_t *a, uint64_t desc, int acc);
+template <typename T> __device__ __forceinline__ void wg_mma_ss_n64(float (*d)[4], uint64_t da, uint64_t db, int acc);
+#define WG_MMA_N64T(ty) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." ty "." ty " {" WG_R32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
+                 : WG_D8(0) : WG_IN)
+#define WG_MMA_N8T(ty) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." ty "." ty " {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 1;\n}\n" \
+                 : WG_D1(0) : WG_IN)
+#define WG_MMA_SS_N64(ty) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." ty "." ty " {" WG_R32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n" \
+                 : WG_D8(0) : "l"(da), "l"(db), "r"(acc))
 #if HK_HAVE_WGMMA
 #define WG_DEFINE(fn, T, ty, body) \
     template <> __device__ __forceinline__ void fn<T>(float (*d)[4], const uint32_t *a, uint64_t desc, int acc) { body(ty); }
@@ -106,7 +123,27 @@ WG_DEFINE(wg_mma_n128, __half, "f16", WG_MMA_N128)
 WG_DEFINE(wg_mma_n128, __nv_bfloat16, "bf16", WG_MMA_N128)
 WG_DEFINE(wg_mma_n72t, __half, "f16", WG_MMA_N72T)
 WG_DEFINE(wg_mma_n72t, __nv_bfloat16, "bf16", WG_MMA_N72T)
+WG_DEFINE(wg_mma_n64t, __half, "f16", WG_MMA_N64T)
+WG_DEFINE(wg_mma_n64t, __nv_bfloat16, "bf16", WG_MMA_N64T)
+WG_DEFINE(wg_mma_n8t, __half, "f16", WG_MMA_N8T)
+WG_DEFINE(wg_mma_n8t, __nv_bfloat16, "bf16", WG_MMA_N8T)
 #undef WG_DEFINE
+#if HK_HAVE_WGMMA
+template <> __device__ __forceinline__ void wg_mma_ss_n64<__half>(float (*d)[4], uint64_t da, uint64_t db, int acc)
+{
+    WG_MMA_SS_N64("f16");
+}
+template <> __device__ __forceinline__ void wg_mma_ss_n64<__nv_bfloat16>(float (*d)[4], uint64_t da, uint64_t db, int acc)
+{
+    WG_MMA_SS_N64("bf16");
+}
+#else
+template <> __device__ __forceinline__ void wg_mma_ss_n64<__half>(float (*)[4], uint64_t, uint64_t, int) {}
+template <> __device__ __forceinline__ void wg_mma_ss_n64<__nv_bfloat16>(float (*)[4], uint64_t, uint64_t, int) {}
+#endif
+#undef WG_MMA_SS_N64
+#undef WG_MMA_N8T
+#undef WG_MMA_N64T
 #undef WG_MMA_N72T
 #undef WG_MMA_N128
 #undef WG_MMA_N64
@@ -116,57 +153,8 @@ WG_DEFINE(wg_mma_n72t, __nv_bfloat16, "bf16", WG_MMA_N72T)
 #undef WG_D8
 #undef WG_D1
 
-/* ---- what the TMA kernel (k_vis_tma) adds: swizzled descriptors, two more shapes,
- * mbarriers, tensor copies and named barriers ---- */
-
-/* A descriptor of the 128-byte-swizzled canonical layout (8-row atoms of 128-byte rows, the
- * 16-byte chunks of row r XORed with r % 8, atoms 1024-byte aligned, as TMA's SWIZZLE_128B
- * writes them): SBO is the byte step between atoms of 8 rows; LBO is not read. */
-__device__ __forceinline__ uint64_t wg_desc_sw128(uint32_t saddr, uint32_t sbo)
-{
-    return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(sbo >> 4) << 32) | ((uint64_t)1 << 62);
-}
-
-/* The unswizzled descriptor from a shared address (wg_desc takes a pointer). */
-__device__ __forceinline__ uint64_t wg_desc_u(uint32_t saddr, uint32_t lbo, uint32_t sbo)
-{
-    return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
-}
-
-/* d (64 × N) += a · B with B MN-major: n64t (the value tile's dims 0..63), n8t (dims 64..71). */
-template <typename T> __device__ __forceinline__ void wg_mma_n64t(float (*d)[4], const uint32_t *a, uint64_t desc, int acc);
-template <typename T> __device__ __forceinline__ void wg_mma_n8t(float (*d)[4], const uint32_t *a, uint64_t desc, int acc);
-
-#define WG_D1(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
-#define WG_D8(i) WG_D1(i), WG_D1(i + 1), WG_D1(i + 2), WG_D1(i + 3), WG_D1(i + 4), WG_D1(i + 5), WG_D1(i + 6), WG_D1(i + 7)
-#define WG_IN "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc)
-#define WG_R32 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define WG_MMA_N64T(ty) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." ty "." ty " {" WG_R32 "}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n" \
-                 : WG_D8(0) : WG_IN)
-#define WG_MMA_N8T(ty) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." ty "." ty " {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 1;\n}\n" \
-                 : WG_D1(0) : WG_IN)
-#if HK_HAVE_WGMMA
-#define WG_DEFINE(fn, T, ty, body) \
-    template <> __device__ __forceinline__ void fn<T>(float (*d)[4], const uint32_t *a, uint64_t desc, int acc) { body(ty); }
-#else
-#define WG_DEFINE(fn, T, ty, body) \
-    template <> __device__ __forceinline__ void fn<T>(float (*)[4], const uint32_t *, uint64_t, int) {}
-#endif
-WG_DEFINE(wg_mma_n64t, __half, "f16", WG_MMA_N64T)
-WG_DEFINE(wg_mma_n64t, __nv_bfloat16, "bf16", WG_MMA_N64T)
-WG_DEFINE(wg_mma_n8t, __half, "f16", WG_MMA_N8T)
-WG_DEFINE(wg_mma_n8t, __nv_bfloat16, "bf16", WG_MMA_N8T)
-#undef WG_DEFINE
-#undef WG_MMA_N8T
-#undef WG_MMA_N64T
-#undef WG_R32
-#undef WG_IN
-#undef WG_D8
-#undef WG_D1
+/* ---- what the TMA kernel (k_vis_tma) adds: mbarriers, tensor copies and named barriers (its
+ * descriptors of the 128-byte swizzle are built in attention-vision.cu, tm_desc) ---- */
 
 #if HK_HAVE_WGMMA
 __device__ __forceinline__ void mb_init(uint32_t bar, int count)
@@ -215,29 +203,3 @@ __device__ __forceinline__ void nb_arrive(int id, int threads)
 }
 #endif
 
-/* d (64 × N) (+)= A · B, both from shared memory, both K-major (q·kᵀ with Q staged too). */
-template <typename T> __device__ __forceinline__ void wg_mma_ss_n64(float (*d)[4], uint64_t da, uint64_t db, int acc);
-#define WG_D1(i) "+f"(d[i][0]), "+f"(d[i][1]), "+f"(d[i][2]), "+f"(d[i][3])
-#define WG_D8(i) WG_D1(i), WG_D1(i + 1), WG_D1(i + 2), WG_D1(i + 3), WG_D1(i + 4), WG_D1(i + 5), WG_D1(i + 6), WG_D1(i + 7)
-#define WG_MMA_SS_N64(ty) \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." ty "." ty " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, " \
-                 "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-                 "%32, %33, p, 1, 1, 0, 0;\n}\n" \
-                 : WG_D8(0) : "l"(da), "l"(db), "r"(acc))
-#if HK_HAVE_WGMMA
-template <> __device__ __forceinline__ void wg_mma_ss_n64<__half>(float (*d)[4], uint64_t da, uint64_t db, int acc)
-{
-    WG_MMA_SS_N64("f16");
-}
-template <> __device__ __forceinline__ void wg_mma_ss_n64<__nv_bfloat16>(float (*d)[4], uint64_t da, uint64_t db, int acc)
-{
-    WG_MMA_SS_N64("bf16");
-}
-#else
-template <> __device__ __forceinline__ void wg_mma_ss_n64<__half>(float (*)[4], uint64_t, uint64_t, int) {}
-template <> __device__ __forceinline__ void wg_mma_ss_n64<__nv_bfloat16>(float (*)[4], uint64_t, uint64_t, int) {}
-#endif
-#undef WG_MMA_SS_N64
-#undef WG_D8
-#undef WG_D1

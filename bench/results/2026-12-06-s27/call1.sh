@@ -2,7 +2,7 @@
 # launched k_vis_wg in flash_bench (-DFB_VIS_TMA), from the repository root:
 #   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-s27/call1.sh
 set -uo pipefail
-OUT=${OUT:-/tmp/s27}/call1
+OUT=${OUT:-/tmp/s27}/${CALL:-call1}
 mkdir -p "$OUT"
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
