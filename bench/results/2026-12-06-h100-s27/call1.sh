@@ -1,6 +1,6 @@
 # Session 27, call 1: k_vis_tma (TMA copies, a copier warp, ping-pong warpgroups) against the
 # launched k_vis_wg in flash_bench (-DFB_VIS_TMA), from the repository root:
-#   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-s27/call1.sh
+#   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-h100-s27/call1.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/s27}/${CALL:-call1}
 mkdir -p "$OUT"

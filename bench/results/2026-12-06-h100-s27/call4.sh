@@ -1,6 +1,6 @@
 # Session 27, call 4: the benchmark of record at this commit (k_vis_tma launched: four warpgroups,
 # two stages; three where the waves say so), then flash_bench's k_vis_tma rows.
-#   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-s27/call4.sh
+#   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-h100-s27/call4.sh
 source bench/results/2026-12-05-h200-s21/prep.sh
 W=${OUT:-/tmp/s27}; mkdir -p $W
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $W/gpu.txt

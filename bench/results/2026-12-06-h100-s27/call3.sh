@@ -1,7 +1,7 @@
 # Session 27, call 3: k_vis_tma launched (HK_VIS_TMA, the default; HYOCR_VIS_TMA=0 gives k_vis_wg):
 # its GPU tests, warm pages' vision with each kernel (alternated), full-size parity at three sizes;
 # first flash_bench's k_vis_tma rows again (the overlapped schedule no longer serialised, turns off).
-#   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-s27/call3.sh
+#   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-h100-s27/call3.sh
 source bench/results/2026-12-05-h200-s21/prep.sh
 W=${OUT:-/tmp/s27}/call3; mkdir -p $W; HY=build-gpu/src/cli/hyocr
 nvidia-smi --query-gpu=name --format=csv,noheader
