@@ -190,7 +190,7 @@ cudaError_t hk_rope_qknorm(cudaStream_t s, void *qkv, hk_dtype t, int M, const i
 
 /* Bidirectional attention over one image: qkv[n, 3·H·D], out[n, H·D], both of type t. D = 72 or 128
  * (attention-vision.cu). wgmma (a hk_vis_kernel): for D = 72, HK_VIS_TMA the Hopper kernel k_vis_tma
- * (TMA copies, warpgroups of their own pace; k_vis_wg where the driver has no tensor maps),
+ * (TMA copies, warpgroups not held in step; k_vis_wg where the driver has no tensor maps),
  * HK_VIS_WG the Hopper kernel k_vis_wg (both only where hk_kernels_probe said so); HK_VIS_MMA the
  * mma.sync kernel. lazy: the Hopper kernels rescale O only when a row's max rose past 2^8 (the
  * engine's default, faster); 0: at every key tile, the mma.sync kernel's softmax arithmetic. */
