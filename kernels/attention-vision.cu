@@ -829,9 +829,12 @@ static PFN_cuTensorMapEncodeTiled_v12000 tm_encoder(void)
     static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
         void *p = NULL;
         cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess)
-            p = NULL;
+#if CUDART_VERSION >= 12050 /* the by-version lookup came with 12.5; meson takes 12.0 and later */
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+#else
+        cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &q);
+#endif
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) p = NULL;
         return (PFN_cuTensorMapEncodeTiled_v12000)p;
     }();
     return fn;
