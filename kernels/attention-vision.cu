@@ -457,6 +457,17 @@ __device__ __forceinline__ void wg_store(T *out, float (*o)[4], const float *l, 
     }
 }
 
+/* A warpgroup's scores, O and weights zeroed before its first tile (the products accumulate into them). */
+template <int BN> __device__ __forceinline__ void wg_zero(float (*sc)[4], float (*o)[4], uint32_t (*pa)[4])
+{
+#pragma unroll
+    for (int i = 0; i < BN / 8; i++) sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < FV_D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
+}
+
 /* What a wgmma vision CTA does with K and V before its loop: K's chunk 9 (dims 72..79)
  * zeroed in every stage (the copies never write it), each thread's copy slots, and the first
  * AHEAD tiles' copies in flight (a copy group a tile, committed in order, empty past the end).
@@ -525,12 +536,7 @@ __global__ void __launch_bounds__(128 * NWG, MINB) k_vis_wg(const T *qkv, T *out
     uint32_t qa[WG_DK / 16][4], pa[BN / 16][4];
     wg_load_q<T>(qa, qb, stride, r0 + warp * 16, n, lane);
     float sc[BN / 8][4], o[FV_D / 8][4], m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f }, corr[2];
-#pragma unroll
-    for (int i = 0; i < BN / 8; i++) sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < FV_D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
+    wg_zero<BN>(sc, o, pa);
 
     for (int j = 0; j < n_tiles; j++) {
         const uint64_t stg = wg_tile_begin<T, NWG, BN, NS, AHEAD>(sl, sm, sbase, kb, vb, stride, j, n_tiles, n);
@@ -760,12 +766,7 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
     if (!QS) wg_load_q<T>(qa, qkv + (size_t)head * FV_D, stride, r0 + warp * 16, n, lane);
     else mb_wait(qbar, 0);
     float sc[BN / 8][4], o[FV_D / 8][4], m[2] = { -1e30f, -1e30f }, l[2] = { 0.0f, 0.0f }, corr[2];
-#pragma unroll
-    for (int i = 0; i < BN / 8; i++) sc[i][0] = sc[i][1] = sc[i][2] = sc[i][3] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < FV_D / 8; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
+    wg_zero<BN>(sc, o, pa);
     /* warpgroup 0 issues first: its barrier is given the arrival the last one would have made */
     if (PP && w == NC - 1) nb_arrive(TM_BAR, 256);
 
