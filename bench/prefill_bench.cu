@@ -48,6 +48,8 @@ static const kernel_row K[] = {
     { "MW2 s4", HK_PREFILL_W4M2, 4, 1, 0 },        { "MW2 s8", HK_PREFILL_W4M2, 8, 1, 0 },
     { "MW1 s4", HK_PREFILL_W4M1, 4, 2, 0 },        { "MW1 s8", HK_PREFILL_W4M1, 8, 2, 0 },
     { "MW2 s8 9M", HK_PREFILL_W4M2, 8, 1, 9 },     { "MW2 s8 big", HK_PREFILL_W4M2, 8, 1, 1 << 20 },
+    { "TMA", HK_PREFILL_TMA, 0, 10, 0 },           { "TMA s1", HK_PREFILL_TMA, 1, 10, 0 },
+    { "TMA s2", HK_PREFILL_TMA, 2, 10, 0 },        { "TMA s4", HK_PREFILL_TMA, 4, 10, 0 },
 };
 #define NK (int)(sizeof K / sizeof K[0])
 static int g_sms;
@@ -174,8 +176,9 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
     for (size_t ci = 0; ci < chunks.size(); ci++) {
         call c = call_init(n_past, chunks[ci]);
         size_t no = (size_t)c.n_new * HQ * D;
-        hk_paged_args a = { .t = dt, .qkv = qkv, .out = out[0], .k_cache = kc, .v_cache = vc, .block_size = BS,
-                            .Hq = HQ, .Hkv = HKV, .D = D, .scale = 1.0f / sqrtf((float)D), .seqs = c.seq,
+        hk_paged_args a = { .t = dt, .qkv = qkv, .out = out[0], .k_cache = kc, .v_cache = vc,
+                            .kv_slots = (int64_t)((MAX_TOKENS + BS - 1) / BS) * BS, .block_size = BS, .Hq = HQ, .Hkv = HKV, .D = D,
+                            .scale = 1.0f / sqrtf((float)D), .seqs = c.seq,
                             .n_seqs = 1, .block_tables = bt, .total_rows = c.n_new };
         double f = call_flops(c), us_k[NK] = { 0 };
         tot_f += f;
@@ -190,7 +193,7 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
                 continue;
             }
             /* a split row the rule leaves unsplit: the engine's unsplit pick for the call */
-            int tk = K[k].per_sm && !c.n_splits[k] ? now : k;
+            int tk = K[k].per_sm && !c.n_splits[k] ? (K[k].kind == HK_PREFILL_TMA ? K[k].base : now) : k;
             a.prefill = K[tk].kind;
             a.tiles = c.tiles[tk];
             a.n_tiles = c.n_tiles[tk];
@@ -248,6 +251,21 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
     return ok;
 }
 
+static __global__ void k_wgmma_probe(int *o) { *o = HK_HAVE_WGMMA; }
+
+/* NaN into K and V of the cache slot no call's keys reach (the last block's last token, past
+ * 16543): the TMA kernel copies whole cache blocks, so the 4096² page's last tile brings it in,
+ * where every other kernel reads zeros; its weight is zero, its V row must be too. */
+template <typename T> static void poison_tail(T *kc, T *vc, const std::vector<int32_t> &perm)
+{
+    const int n_blocks = (MAX_TOKENS + BS - 1) / BS, last = MAX_TOKENS % BS;
+    if (!last) return;
+    std::vector<T> nan((size_t)(BS - last) * HKV * D, T(NAN));
+    size_t off = ((size_t)perm[n_blocks - 1] * BS + last) * HKV * D;
+    CK(cudaMemcpy(kc + off, nan.data(), nan.size() * sizeof(T), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(vc + off, nan.data(), nan.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
 template <typename T> static int run(hk_dtype dt)
 {
     cudaStream_t s;
@@ -258,11 +276,18 @@ template <typename T> static int run(hk_dtype dt)
     printf("device %s, %d SMs, %s; %d q heads, %d KV heads, head dim %d, KV blocks of %d tokens\n", p.name,
            p.multiProcessorCount, dt == HK_BF16 ? "bf16" : "f16", HQ, HKV, D, BS);
     hk_prefill_kind pick = g_pick = hk_prefill_pick(0);
+    int *wg, wgmma = 0;
+    CK(cudaMalloc(&wg, sizeof(int)));
+    k_wgmma_probe<<<1, 1>>>(wg);
+    CK(cudaMemcpy(&wgmma, wg, sizeof(int), cudaMemcpyDeviceToHost));
+    cudaFree(wg);
+    printf("k_prefill_tma: %s\n", wgmma ? "built (sm_90a)" : "not built: its rows are skipped");
     for (int k = 0; k < NK; k++) {
         if (K[k].kind == pick && !K[k].per_sm) printf("the engine's pick on this card: %s\n", K[k].name);
-        /* the pick is the largest that fits */
-        g_fits[k] = K[k].kind == HK_PREFILL_TEMPLATE || pick == HK_PREFILL_W4M2 ||
-                    (pick == HK_PREFILL_W4M1 && K[k].kind == HK_PREFILL_W4M1);
+        /* the pick is the largest that fits; TMA where the code has wgmma */
+        g_fits[k] = K[k].kind == HK_PREFILL_TMA ? wgmma != 0
+                    : K[k].kind == HK_PREFILL_TEMPLATE || pick == HK_PREFILL_W4M2 ||
+                        (pick == HK_PREFILL_W4M1 && K[k].kind == HK_PREFILL_W4M1);
     }
 
     /* the cache: blocks of every call's sequence in a shuffled order (fixed seed) */
@@ -284,6 +309,7 @@ template <typename T> static int run(hk_dtype dt)
     k_fill<T><<<1024, 256, 0, s>>>(vc, ncache, 22u);
     k_fill<T><<<1024, 256, 0, s>>>(qkv, nq, 33u);
     CK(cudaStreamSynchronize(s));
+    poison_tail<T>(kc, vc, perm);
 
     bool ok = true;
     ok &= scenario<T>(s, dt, "2048² page: 4191 tokens in chunks of 1024", { 1024, 1024, 1024, 1024, 95 }, qkv, out,

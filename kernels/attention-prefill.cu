@@ -6,9 +6,10 @@
  * blocks, the q heads of one KV group flattened into the 64 rows so a K/V tile
  * is loaded once per group). Memory is O(tile): nothing of size n² ever exists.
  * Also the KV write of the new rows into the paged cache. */
-#include "hk-flash.h"
+#include "hk-wgmma.h"
 #include <limits.h>
 #include <math.h>
+#include <type_traits>
 
 #define FA_BM 64
 #define FA_BN 64
@@ -492,6 +493,206 @@ __global__ void __launch_bounds__(128) k_prefill_merge(FaArgs a)
     *(uint2 *)dst = make_uint2(pack2<T>(o.x * inv, o.y * inv), pack2<T>(o.z * inv, o.w * inv));
 }
 
+/* ---- paged causal prefill on the tensor memory accelerator (Hopper): k_prefill_tma ----
+ * k_vis_tma's schedule (attention-vision.cu) for head dim 128 over the paged cache, with
+ * k_prefill's items, splits, masks and softmax (so the same partials, merge and sums up to the
+ * order the products add their k steps):
+ * - one warp copies, the NC = 2 warpgroups of 64 flattened rows (128 a CTA, W4 MW2's items)
+ *   compute. Q comes in as two boxes a warpgroup (dims 0..63, 64..127) of a map over the packed
+ *   qkv rows (dims × heads × rows, boxes of 64 dims × G heads × 64 / G positions: the box's
+ *   rows are the flattened (position, group head) rows); K and V tile j as one box per cache
+ *   block (block_size rows, or 64 of a larger block) and half, of maps over the caches (dims ×
+ *   KV heads × slots), into a ring of NS stages (full K, full V and empty mbarriers a stage);
+ * - everything in shared memory is in the 128-byte swizzle wgmma reads: q·kᵀ is eight k16
+ *   steps from shared memory (Q_lo·K_lo ×4, Q_hi·K_hi ×4), P·V four steps of two n64
+ *   products (V_lo, V_hi; MN-major) with P from registers;
+ * - keys past the item's last row's limit: their blocks are not copied; the last tile's V rows
+ *   past it are zeroed by the copier before it signals the tile (its weights are zero, but the
+ *   stale rows of a cache block, or a stage never written, may not be finite); K's rows are
+ *   masked by select, so they may hold anything;
+ * - a warpgroup stops multiplying after the last tile its rows see, and still waits for and
+ *   frees every tile of the CTA (the copier's ring counts on all eight warps);
+ * - the warpgroup index comes through a shuffle, so ptxas sees it uniform: a wgmma under a
+ *   branch it cannot prove uniform serialises every wgmma of the kernel (session 27, C7520). */
+#define PT_NC 2
+#define PT_BM (64 * PT_NC)
+#define PT_NT (128 * PT_NC + 32)
+#define PT_HALF 8192u  /* one half (64 dims) of a 64-row tile: 64 × 128 bytes */
+#define PT_STAGE (4 * PT_HALF) /* K_lo, K_hi, V_lo, V_hi */
+
+template <int NS> struct PtShape {
+    static constexpr uint32_t Q = 2 * PT_HALF * PT_NC;   /* Q_lo, Q_hi a warpgroup */
+    static constexpr size_t SMEM = Q + (size_t)NS * PT_STAGE + (3 * NS + 2) * 8 + 1024;
+};
+
+/* The copier: Q, then every tile of [j0, n_tiles) once its stage is free. br: rows a box. */
+template <int NS>
+__device__ __forceinline__ void pt_copy(const FaArgs &a, const CUtensorMap *qm, const CUtensorMap *km,
+                                        const CUtensorMap *vm, uint32_t qbase, uint32_t sbase, uint32_t bars,
+                                        unsigned char *gbase, const hk_seq &s, int kvh, int r0, int j0, int n_tiles,
+                                        int n_keys, int br)
+{
+#if HK_HAVE_WGMMA
+    const int lane = threadIdx.x & 31, G = a.G;
+    const uint32_t qbar = bars + 8 * 3 * NS, tbar = qbar + 8;
+    if (lane == 0) {
+        mb_expect(qbar, PtShape<NS>::Q);
+        for (int w = 0; w < PT_NC; w++)
+            for (int h = 0; h < 2; h++)
+                tma_load3(qbase + 2 * PT_HALF * w + PT_HALF * h, qm, qbar, 64 * h, kvh * G, s.row0 + (r0 + 64 * w) / G);
+    }
+    for (int j = j0; j < n_tiles; j++) {
+        const int i = j - j0, st = i % NS, key0 = j * PF_BN, valid = min(PF_BN, n_keys - key0);
+        const int boxes = (valid + br - 1) / br;
+        const uint32_t bytes = (uint32_t)boxes * br * 256, sk = sbase + st * PT_STAGE;
+        const uint32_t fk = bars + 8 * st, fv = bars + 8 * (NS + st);
+        const bool tail = valid < PF_BN;
+        if (lane == 0) {
+            if (i >= NS) mb_wait(bars + 8 * (2 * NS + st), ((i / NS) - 1) & 1);
+            mb_expect(fk, bytes);
+            mb_expect(tail ? tbar : fv, bytes);
+            for (int b = 0; b < boxes; b++) {
+                const int key = key0 + b * br, blk = __ldg(a.bt + s.bt_off + key / a.block_size);
+                const int slot = blk * a.block_size + key % a.block_size;
+                const uint32_t off = (uint32_t)b * br * 128;
+                tma_load3(sk + off, km, fk, 0, kvh, slot);
+                tma_load3(sk + PT_HALF + off, km, fk, 64, kvh, slot);
+                tma_load3(sk + 2 * PT_HALF + off, vm, tail ? tbar : fv, 0, kvh, slot);
+                tma_load3(sk + 3 * PT_HALF + off, vm, tail ? tbar : fv, 64, kvh, slot);
+            }
+            if (tail) mb_wait(tbar, 0);   /* one tail a CTA: its last tile */
+        }
+        if (tail) {   /* V's rows valid..63, both halves, zeroed; then the tile is ready */
+            __syncwarp();
+            unsigned char *v = gbase + (sk - sbase) + 2 * PT_HALF;
+            for (int c = lane; c < (PF_BN - valid) * 8 * 2; c += 32) {
+                const int h = c / ((PF_BN - valid) * 8), r = valid + (c % ((PF_BN - valid) * 8)) / 8, ch = c % 8;
+                *(int4 *)(v + h * PT_HALF + r * 128 + ch * 16) = make_int4(0, 0, 0, 0);
+            }
+            wg_fence_smem();
+            __syncwarp();
+            if (lane == 0) mb_arrive(fv);
+        }
+    }
+#endif
+}
+
+/* CTA = one item (k_prefill's: 128 flattened rows of one KV head, or with SPLIT its key tiles
+ * [kt0, kt1)); 2 consumer warpgroups and the copier warp. */
+template <typename T, int NS, bool SPLIT>
+__global__ void __launch_bounds__(PT_NT, 1)
+    k_prefill_tma(const __grid_constant__ CUtensorMap qm, const __grid_constant__ CUtensorMap km,
+                  const __grid_constant__ CUtensorMap vm, FaArgs a, int br)
+{
+#if HK_HAVE_WGMMA
+    extern __shared__ __align__(128) unsigned char pt_raw[];
+    const uint32_t qbase = (smem_addr(pt_raw) + 1023u) & ~1023u, sbase = qbase + PtShape<NS>::Q;
+    const uint32_t bars = sbase + NS * PT_STAGE; /* full K [NS], full V [NS], empty [NS], Q, V tail */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tig = lane & 3;
+    const int item = blockIdx.x / a.Hkv, kvh = blockIdx.x - item * a.Hkv;
+    int4 wk;
+    if (SPLIT) wk = a.splits[item];
+    else {
+        int2 w2 = a.tiles[item];
+        wk = make_int4(w2.x, w2.y, 0, INT_MAX);
+    }
+    const hk_seq s = a.seqs[wk.x];
+    const int G = a.G, flat = s.n_new * G, r0 = wk.y * PT_BM;
+    if (r0 >= flat) return;
+    const int n_keys = s.n_past + (min(r0 + PT_BM, flat) - 1) / G + 1;
+    const int j0 = wk.z, n_tiles = min((n_keys + PF_BN - 1) / PF_BN, wk.w);
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < NS; i++) {
+            mb_init(bars + 8 * i, 1);
+            mb_init(bars + 8 * (NS + i), 1);
+            mb_init(bars + 8 * (2 * NS + i), 4 * PT_NC);
+        }
+        mb_init(bars + 8 * 3 * NS, 1);
+        mb_init(bars + 8 * 3 * NS + 8, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == 4 * PT_NC) {
+        pt_copy<NS>(a, &qm, &km, &vm, qbase, sbase, bars, pt_raw + (sbase - smem_addr(pt_raw)), s, kvh, r0, j0, n_tiles,
+                    n_keys, br);
+        return;
+    }
+
+    const int w = __shfl_sync(0xffffffffu, threadIdx.x >> 7, 0);   /* uniform to ptxas */
+    const int wr0 = r0 + 64 * w, fw0 = r0 + warp * 16, fr0 = fw0 + (lane >> 2);
+    /* the last key this warpgroup's rows see (−1: no rows), the first key some of this warp's don't */
+    const int hi = wr0 < flat ? s.n_past + (min(wr0 + 63, flat - 1)) / G : -1;
+    const int lo = fw0 < flat ? s.n_past + fw0 / G : -1;
+    const int jend = hi < 0 ? j0 : max(j0, min(n_tiles, hi / PF_BN + 1));
+    const uint32_t dq = tm_lo_sw(qbase + 2 * PT_HALF * w), dk = tm_lo_sw(sbase);
+    float sc[1][PF_BN / 8][4], o[1][PF_D / 8][4], m[1][2] = { { -1e30f, -1e30f } }, l[1][2] = { { 0.0f, 0.0f } };
+    uint32_t pa[PF_BN / 16][4];
+#pragma unroll
+    for (int i = 0; i < PF_D / 8; i++) o[0][i][0] = o[0][i][1] = o[0][i][2] = o[0][i][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PF_BN / 8; i++) sc[0][i][0] = sc[0][i][1] = sc[0][i][2] = sc[0][i][3] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PF_BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
+    mb_wait(bars + 8 * 3 * NS, 0);
+
+    for (int j = j0; j < jend; j++) {
+        const int i = j - j0, st = i % NS, key0 = j * PF_BN;
+        const uint32_t ph = (i / NS) & 1, u = st * (PT_STAGE >> 4);
+        mb_wait(bars + 8 * st, ph);
+        wg_pin<PF_BN / 8>(sc[0]);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) {   /* Q_lo·K_lo, then Q_hi·K_hi: a half is 512 16-byte units */
+            const uint32_t hd = (kk >> 2) * (PT_HALF >> 4) + 2 * (kk & 3);
+            wg_mma_ss_n64<T>(sc[0], tm_desc(dq + hd, TM_SW_HI), tm_desc(dk + u + hd, TM_SW_HI), kk);
+        }
+        wg_commit();
+        wg_wait<0>();
+        wg_pin<PF_BN / 8>(sc[0]);
+        if (key0 + PF_BN - 1 > lo)
+            pf_softmax<1, true>(sc, o, m, l, key0, fr0, flat, G, s.n_past, tig, a.scale_log2);
+        else
+            pf_softmax<1, false>(sc, o, m, l, key0, fr0, flat, G, s.n_past, tig, a.scale_log2);
+        wg_pack<T, PF_BN>(pa, sc[0]);
+        mb_wait(bars + 8 * (NS + st), ph);
+        wg_pin_u<PF_BN / 16>(pa);
+        wg_pin<PF_D / 8>(o[0]);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < PF_BN / 16; kk++) {   /* 16 keys a step: 2048 bytes of each V half */
+            wg_mma_n64t<T>(o[0], pa[kk], tm_desc(dk + u + 2 * (PT_HALF >> 4) + 128 * kk, TM_SW_HI), 1);
+            wg_mma_n64t<T>(o[0] + 8, pa[kk], tm_desc(dk + u + 3 * (PT_HALF >> 4) + 128 * kk, TM_SW_HI), 1);
+        }
+        wg_commit();
+        wg_wait<0>();
+        wg_pin<PF_D / 8>(o[0]);
+        wg_pin_u<PF_BN / 16>(pa);
+        if (lane == 0) mb_arrive(bars + 8 * (2 * NS + st));
+    }
+    for (int j = jend; j < n_tiles; j++) {   /* tiles past this warpgroup's rows: waited for and freed */
+        const int i = j - j0, st = i % NS;
+        mb_wait(bars + 8 * st, (i / NS) & 1);
+        if (lane == 0) mb_arrive(bars + 8 * (2 * NS + st));
+    }
+
+    if (SPLIT) {
+        pf_store_part<1, PT_BM>(a, blockIdx.x, o, m, l, fr0, flat, tig);
+    } else {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float sum = hk_quad_sum(l[0][h]);
+            int fr = fr0 + 8 * h;
+            if (fr >= flat) continue;
+            int pos = fr / G;
+            T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
+            hk_store_row<T, PF_D>(dst, o[0], h, 1.0f / sum, tig);
+        }
+    }
+#else
+    __trap(); /* launched only where the probe saw wgmma */
+#endif
+}
+
 /* ---- KV write: one block per new row, 16-byte chunks of k|v ---- */
 
 static __global__ void k_kv_write(const void *qkv, void *kc, void *vc, const hk_seq *seqs, const int32_t *row_seq,
@@ -581,6 +782,54 @@ static cudaError_t launch_prefill(cudaStream_t s, const FaArgs &a, int n_items, 
     return cudaGetLastError();
 }
 
+/* k_prefill_tma's launch: three tensor maps (Q over the packed qkv rows, K and V over the
+ * caches' slots), then as launch_prefill. */
+#define PT_NS 4
+template <typename T, bool SPLIT>
+static cudaError_t launch_prefill_tma(cudaStream_t s, const hk_paged_args *p, const FaArgs &a, int n_items,
+                                      int n_merges)
+{
+    typedef PtShape<PT_NS> S;
+    const bool bf16 = std::is_same<T, __nv_bfloat16>::value;
+    const int br = p->block_size < PF_BN ? p->block_size : PF_BN;
+    const cuuint64_t w = (cuuint64_t)(p->Hq + 2 * p->Hkv);
+    const cuuint64_t gq[3] = { PF_D, w, (cuuint64_t)p->total_rows }, sq[2] = { PF_D * 2, w * PF_D * 2 };
+    const cuuint64_t gk[3] = { PF_D, (cuuint64_t)p->Hkv, (cuuint64_t)p->kv_slots },
+                     sk[2] = { PF_D * 2, (cuuint64_t)p->Hkv * PF_D * 2 };
+    const cuuint32_t bq[3] = { 64, (cuuint32_t)a.G, (cuuint32_t)(64 / a.G) }, bk[3] = { 64, 1, (cuuint32_t)br };
+    CUtensorMap qm, km, vm;
+    cudaError_t e = tm_map3(&qm, bf16, p->qkv, gq, sq, bq, true);
+    if (e == cudaSuccess) e = tm_map3(&km, bf16, p->k_cache, gk, sk, bk, true);
+    if (e == cudaSuccess) e = tm_map3(&vm, bf16, p->v_cache, gk, sk, bk, true);
+    if (e != cudaSuccess) return e;
+    static bool ready[64];
+    int dev = 0;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
+    if (dev < 0 || dev >= 64) dev = 63;
+    if (!ready[dev]) {
+        e = cudaFuncSetAttribute(k_prefill_tma<T, PT_NS, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)S::SMEM);
+        if (e != cudaSuccess) return e;
+        ready[dev] = true;
+    }
+    k_prefill_tma<T, PT_NS, SPLIT><<<(unsigned)n_items * (unsigned)a.Hkv, PT_NT, S::SMEM, s>>>(qm, km, vm, a, br);
+    if (SPLIT) {
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        k_prefill_merge<T, PT_BM><<<dim3((unsigned)n_merges * (unsigned)a.Hkv, PT_BM / 4), 128, 0, s>>>(a);
+    }
+    return cudaGetLastError();
+}
+
+/* Whether k_prefill_tma's boxes fit the call: cache blocks of 8..64 tokens dividing 64 or of
+ * whole 64-token tiles (a box's 1024-byte swizzle atoms), G dividing 64 (a Q box's positions),
+ * and a driver with tensor maps. */
+static bool pt_fits(const hk_paged_args *p)
+{
+    const int bs = p->block_size, G = p->Hq / p->Hkv;
+    return (bs % PF_BN == 0 || (PF_BN % bs == 0 && bs >= 8)) && G > 0 && PF_BN % G == 0 && p->kv_slots > 0 &&
+           p->kv_slots <= INT_MAX && p->total_rows > 0 && tm_encoder();
+}
+
 template <typename T>
 static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
 {
@@ -590,21 +839,24 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
     a.tiles = p->tiles;
     a.bs_shift = p->block_size & (p->block_size - 1) ? -1 : __builtin_ctz((unsigned)p->block_size);
     if (p->D != 128) return cudaErrorInvalidValue;
+    const hk_prefill_kind kind = p->prefill == HK_PREFILL_TMA && !pt_fits(p) ? HK_PREFILL_W4M2 : p->prefill;
     if (p->n_pf_splits > 0) {
         a.splits = p->pf_splits;
         a.merges = p->pf_merges;
         a.part = p->pf_part;
         a.part_ml = p->pf_part + hk_prefill_part_floats(p->prefill, p->n_pf_splits, p->Hkv) / (PF_D + 2) * PF_D;
-        switch (p->prefill) {
+        switch (kind) {
         case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2, true>(s, a, p->n_pf_splits, p->n_pf_merges);
         case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1, true>(s, a, p->n_pf_splits, p->n_pf_merges);
+        case HK_PREFILL_TMA: return launch_prefill_tma<T, true>(s, p, a, p->n_pf_splits, p->n_pf_merges);
         default: return cudaErrorInvalidValue;   /* the template has no split mode */
         }
     }
-    switch (p->prefill) {
+    switch (kind) {
     case HK_PREFILL_TEMPLATE: return launch_flash<T, 128, 128, true>(s, a, dim3((unsigned)p->n_tiles, (unsigned)p->Hkv));
     case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2, false>(s, a, p->n_tiles, 0);
     case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1, false>(s, a, p->n_tiles, 0);
+    case HK_PREFILL_TMA: return launch_prefill_tma<T, false>(s, p, a, p->n_tiles, 0);
     }
     return cudaErrorInvalidValue;
 }
@@ -630,6 +882,7 @@ int hk_prefill_tile_rows(hk_prefill_kind k)
 {
     switch (k) {
     case HK_PREFILL_W4M2: return PfShape<4, 2>::BM;
+    case HK_PREFILL_TMA: return PT_BM;
     case HK_PREFILL_W4M1: return PfShape<4, 1>::BM;
     default: return FA_BM;
     }
@@ -656,7 +909,7 @@ hk_prefill_kind hk_prefill_pick(int device)
  * 1.5 % faster with W4 MW1 than W8 MW1, 3–4 % than W4 MW2. */
 hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, int Hkv, int sm_count)
 {
-    if (largest != HK_PREFILL_W4M2) return largest;
+    if (largest != HK_PREFILL_W4M2) return largest;   /* k_prefill_tma: every call */
     return tiles128 * Hkv >= 4 * (int64_t)(sm_count > 0 ? sm_count : 80) ? HK_PREFILL_W4M2 : HK_PREFILL_W4M1;
 }
 

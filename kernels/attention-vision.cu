@@ -2,8 +2,6 @@
  * kernels (wgmma on Hopper, mma.sync elsewhere); other head dims go to the 64-row
  * template (attention-prefill.cu). */
 #include "hk-wgmma.h"
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <math.h>
 #include <type_traits>
 
@@ -285,14 +283,6 @@ __device__ __forceinline__ uint32_t wg_ld32(const void *p, bool ok)
     return ok ? *(const uint32_t *)p : 0u;
 }
 
-template <int N> __device__ __forceinline__ void wg_pin_u(uint32_t (*a)[4])
-{
-#pragma unroll
-    for (int i = 0; i < N; i++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) asm volatile("" : "+r"(a[i][e])::"memory");
-}
-
 /* Q's A fragments straight from global memory: rows g and g + 8 of the warp's 16
  * (row0 = its first), dims 16·kk + 2·tig (+ 8); the fifth step's upper half
  * (dims 72..79) is zero. Rows past n are zero. */
@@ -422,18 +412,6 @@ __device__ __forceinline__ void wg_rescale(float (*o)[4], const float *corr)
         o[dt][1] *= corr[0];
         o[dt][2] *= corr[1];
         o[dt][3] *= corr[1];
-    }
-}
-
-/* The weights as P·V's A fragments: two adjacent n8 score blocks are one k16 step. */
-template <typename T, int BN> __device__ __forceinline__ void wg_pack(uint32_t (*pa)[4], float (*sc)[4])
-{
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++) {
-        pa[kk][0] = pack2<T>(sc[2 * kk][0], sc[2 * kk][1]);
-        pa[kk][1] = pack2<T>(sc[2 * kk][2], sc[2 * kk][3]);
-        pa[kk][2] = pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-        pa[kk][3] = pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
     }
 }
 
@@ -630,23 +608,6 @@ template <int NC, int BN, int NS, int F> struct TmShape {
     static_assert(!(F & TM_QS) || BN == 64, "Q's boxes are the key tiles' (BN rows), one a warpgroup");
 };
 
-/* A descriptor's two words (wg_desc's fields): lo = start (16-byte units) | LBO << 16, hi = SBO |
- * layout << 30. The words of stage 0 are worked out once; in the loop a product's descriptor is
- * lo plus the stage's and the step's offsets, one add (session 13 counted the descriptors
- * rebuilt every tile at ~60 of k_vis_wg's ~370 instructions a warp). */
-__device__ __forceinline__ uint64_t tm_desc(uint32_t lo, uint32_t hi)
-{
-    uint64_t d;
-    asm("mov.b64 %0, {%1, %2};\n" : "=l"(d) : "r"(lo), "r"(hi));
-    return d;
-}
-/* The 128-byte swizzle (layout 1, as TMA's SWIZZLE_128B writes: 8-row atoms of 128-byte rows,
- * 1024-byte aligned, a row's 16-byte chunks XORed with its index): SBO is an atom; LBO is not
- * read for K-major operands nor, at 64 dims, for V's MN-major one (set to 1, as CUTLASS does). */
-#define TM_SW_HI ((1024u >> 4) | (1u << 30))
-__device__ __forceinline__ uint32_t tm_lo_sw(uint32_t saddr) { return (saddr >> 4) | (1u << 16); }
-__device__ __forceinline__ uint32_t tm_lo_u(uint32_t saddr, uint32_t lbo) { return (saddr >> 4) | ((lbo >> 4) << 16); }
-
 /* Stage 0's (and Q's) low words; hi words are constants. */
 struct TmLo {
     uint32_t k, kh, v, vh, q, qh;
@@ -823,37 +784,13 @@ __global__ void __launch_bounds__(128 * NC + 32, 1)
 #endif
 }
 
-/* cuTensorMapEncodeTiled from the driver (the runtime hands out its entry point; the library
- * links no libcuda). NULL where the driver has none. */
-static PFN_cuTensorMapEncodeTiled_v12000 tm_encoder(void)
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q;
-#if CUDART_VERSION >= 12050 /* the by-version lookup came with 12.5; meson takes 12.0 and later */
-        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
-#else
-        cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &q);
-#endif
-        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) p = NULL;
-        return (PFN_cuTensorMapEncodeTiled_v12000)p;
-    }();
-    return fn;
-}
-
 /* The map of dims × 3H heads × n rows of packed qkv rows, boxes of `dims` dims × 1 × BN rows. */
 static cudaError_t tm_map(CUtensorMap *m, bool bf16, const void *qkv, int n, int H, int dims, int rows, bool swz)
 {
-    PFN_cuTensorMapEncodeTiled_v12000 enc = tm_encoder();
-    if (!enc) return cudaErrorNotSupported;
     const cuuint64_t gdim[3] = { FV_D, (cuuint64_t)3 * H, (cuuint64_t)n };
     const cuuint64_t gstr[2] = { FV_D * 2, (cuuint64_t)3 * H * FV_D * 2 };
-    const cuuint32_t box[3] = { (cuuint32_t)dims, 1, (cuuint32_t)rows }, es[3] = { 1, 1, 1 };
-    CUresult r = enc(m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, (void *)qkv, gdim,
-                     gstr, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                     swz ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+    const cuuint32_t box[3] = { (cuuint32_t)dims, 1, (cuuint32_t)rows };
+    return tm_map3(m, bf16, qkv, gdim, gstr, box, swz);
 }
 
 template <typename T, int NC, int BN, int NS, int F, bool LAZY>

@@ -1,5 +1,5 @@
-/* hyocr — Hopper warpgroup MMA (wgmma) wrappers for the vision attention
- * (attention-vision.cu; included by nvcc only). wgmma exists only in code built
+/* hyocr — Hopper warpgroup MMA (wgmma) wrappers, mbarriers and tensor copies for the
+ * attention kernels (attention-vision.cu, attention-prefill.cu; included by nvcc only). wgmma exists only in code built
  * for sm_90a (meson.build builds arch 90 as 90a); everywhere else these compile
  * to nothing and the launcher never picks the kernels that use them.
  *
@@ -11,6 +11,8 @@
  * product is n/8 blocks in the mma.sync C layout. */
 #pragma once
 #include "hk-flash.h"
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HK_HAVE_WGMMA 1
@@ -203,3 +205,74 @@ __device__ __forceinline__ void nb_arrive(int id, int threads)
 }
 #endif
 
+/* ---- shared by the TMA kernels (k_vis_tma, k_prefill_tma) ---- */
+
+template <int N> __device__ __forceinline__ void wg_pin_u(uint32_t (*a)[4])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) asm volatile("" : "+r"(a[i][e])::"memory");
+}
+
+/* The weights as P·V's A fragments: two adjacent n8 score blocks are one k16 step. */
+template <typename T, int BN> __device__ __forceinline__ void wg_pack(uint32_t (*pa)[4], float (*sc)[4])
+{
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++) {
+        pa[kk][0] = pack2<T>(sc[2 * kk][0], sc[2 * kk][1]);
+        pa[kk][1] = pack2<T>(sc[2 * kk][2], sc[2 * kk][3]);
+        pa[kk][2] = pack2<T>(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+        pa[kk][3] = pack2<T>(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+    }
+}
+
+/* A descriptor's two words (wg_desc's fields): lo = start (16-byte units) | LBO << 16, hi = SBO |
+ * layout << 30. The words of stage 0 are worked out once; in the loop a product's descriptor is
+ * lo plus the stage's and the step's offsets, one add (session 13 counted the descriptors
+ * rebuilt every tile at ~60 of k_vis_wg's ~370 instructions a warp). */
+__device__ __forceinline__ uint64_t tm_desc(uint32_t lo, uint32_t hi)
+{
+    uint64_t d;
+    asm("mov.b64 %0, {%1, %2};\n" : "=l"(d) : "r"(lo), "r"(hi));
+    return d;
+}
+/* The 128-byte swizzle (layout 1, as TMA's SWIZZLE_128B writes: 8-row atoms of 128-byte rows,
+ * 1024-byte aligned, a row's 16-byte chunks XORed with its index): SBO is an atom; LBO is not
+ * read for K-major operands nor, at 64 dims, for V's MN-major one (set to 1, as CUTLASS does). */
+#define TM_SW_HI ((1024u >> 4) | (1u << 30))
+__device__ __forceinline__ uint32_t tm_lo_sw(uint32_t saddr) { return (saddr >> 4) | (1u << 16); }
+__device__ __forceinline__ uint32_t tm_lo_u(uint32_t saddr, uint32_t lbo) { return (saddr >> 4) | ((lbo >> 4) << 16); }
+
+/* cuTensorMapEncodeTiled from the driver (the runtime hands out its entry point; the library
+ * links no libcuda). NULL where the driver has none. */
+static inline PFN_cuTensorMapEncodeTiled_v12000 tm_encoder(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+#if CUDART_VERSION >= 12050 /* the by-version lookup came with 12.5; meson takes 12.0 and later */
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+#else
+        cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &p, cudaEnableDefault, &q);
+#endif
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) p = NULL;
+        return (PFN_cuTensorMapEncodeTiled_v12000)p;
+    }();
+    return fn;
+}
+
+/* A 3-D tiled tensor map of 16-bit elements: dims g[0] (contiguous) × g[1] × g[2], byte strides
+ * st[0] (dim 1) and st[1] (dim 2), boxes of b[0] × b[1] × b[2]; swz: the 128-byte swizzle. */
+static inline cudaError_t tm_map3(CUtensorMap *m, bool bf16, const void *base, const cuuint64_t g[3], const cuuint64_t st[2],
+                           const cuuint32_t b[3], bool swz)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tm_encoder();
+    if (!enc) return cudaErrorNotSupported;
+    const cuuint32_t es[3] = { 1, 1, 1 };
+    CUresult r = enc(m, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, (void *)base, g,
+                     st, b, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     swz ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}

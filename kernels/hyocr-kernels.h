@@ -53,12 +53,15 @@ typedef struct {
 int hk_decode_splits(hk_split *out, int seq, int row, int ctx, int split_len, int part0);
 
 /* The kernel of a paged call's prefill tiles, and so the flattened (position, group head)
- * rows a tile of its list counts: the 64-row template (k_flash, the zero value) or a
- * k_prefill variant of W warps × MW blocks of 16 rows (attention-prefill.cu). */
+ * rows a tile of its list counts: the 64-row template (k_flash, the zero value), a
+ * k_prefill variant of W warps × MW blocks of 16 rows, or on Hopper k_prefill_tma (128 rows
+ * as W4 MW2, whose kernel it falls back to where a call's cache blocks or groups do not fit
+ * its boxes, or the driver has no tensor maps; attention-prefill.cu). */
 typedef enum {
     HK_PREFILL_TEMPLATE = 0,
     HK_PREFILL_W4M2,
     HK_PREFILL_W4M1,
+    HK_PREFILL_TMA,
 } hk_prefill_kind;
 
 /* Everything the paged-attention launchers need; all pointers are device pointers. */
@@ -67,6 +70,7 @@ typedef struct {
     const void    *qkv;            /* [rows, (Hq + 2·Hkv)·D] */
     void          *out;            /* [rows, Hq·D] */
     void          *k_cache, *v_cache;
+    int64_t        kv_slots;       /* the caches' rows (blocks · block_size): k_prefill_tma's maps */
     int            block_size;
     int            Hq, Hkv, D;
     float          scale;

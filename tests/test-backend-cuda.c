@@ -1646,8 +1646,10 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
     CK(cudaGetDevice(&dev));
     /* the shared memory the pick took is the most any variant it did not take needs, or less */
     hk_prefill_kind pick = hk_prefill_pick(dev);
-    hk_prefill_kind kinds[] = { HK_PREFILL_TEMPLATE, HK_PREFILL_W4M2, HK_PREFILL_W4M1 };
-    bool fits[] = { true, pick == HK_PREFILL_W4M2, pick != HK_PREFILL_TEMPLATE };
+    int wg = 0;   /* k_prefill_tma where the code has wgmma (it falls back to W4 MW2 where its boxes do not fit) */
+    CK(hk_kernels_probe(NULL, &wg));
+    hk_prefill_kind kinds[] = { HK_PREFILL_TEMPLATE, HK_PREFILL_W4M2, HK_PREFILL_W4M1, HK_PREFILL_TMA };
+    bool fits[] = { true, pick == HK_PREFILL_W4M2, pick != HK_PREFILL_TEMPLATE, wg != 0 };
     g_autofree float *ref = get(cpu(), po->c, 0, no);
     hk_seq hs = { 0, sv->n_past, sv->n_new, 0 };
     void *d_seq, *d_bt, *d_tiles, *d_out;
@@ -1674,7 +1676,7 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
         CK(cudaMemcpy(d_tiles, tiles, (size_t)n_tiles * 8, cudaMemcpyHostToDevice));
         hk_paged_args a = {
             .t = case_kt(c), .qkv = pq->g->data, .out = d_out, .k_cache = f->k.g->data, .v_cache = f->v.g->data,
-            .block_size = f->bs, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = (float)pow(D, -0.5), .seqs = d_seq,
+            .kv_slots = (int64_t)f->n_blocks * f->bs, .block_size = f->bs, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = (float)pow(D, -0.5), .seqs = d_seq,
             .n_seqs = 1, .block_tables = d_bt, .total_rows = sv->n_new, .tiles = d_tiles, .n_tiles = n_tiles,
             .prefill = kinds[k],
         };
@@ -1799,6 +1801,13 @@ static void run_chunks(const dt_case *c, hyocr_backend *g, int Hq, int Hkv, int 
 {
     kv_fix f;
     kv_init(&f, g, bs, (total + bs - 1) / bs, Hq, Hkv, 128);
+#if HYOCR_HAVE_CUDA
+    /* NaN in every GPU cache slot until a call writes it: the slots past a call's keys (the rest
+     * of its last block) must weigh nothing, whatever they hold (k_prefill_tma copies whole
+     * blocks; the others read zeros there) */
+    CK(cudaMemset(f.k.g->data, 0xff, f.k.g->n * 2));
+    CK(cudaMemset(f.v.g->data, 0xff, f.v.g->n * 2));
+#endif
     g_autofree int32_t *bt = kv_table(&f, total);
     for (int n_past = 0; n_past < total; n_past += chunk) {
         hyocr_seq_view sv = { bt, n_past, MIN(chunk, total - n_past) };
@@ -1847,6 +1856,13 @@ static void test_paged_prefill(gconstpointer data)
     t = cuda_tuned(c, (hyocr_tuning){ .prefill_split = 1 });
     run_chunks(c, t, 16, 8, 16, 1155, 1024);
     run_chunks(c, t, 6, 2, 7, 517, 200);
+    hyocr_backend_free(t);
+    /* HYOCR_PREFILL_TMA's backend (k_prefill_tma on Hopper, split and unsplit chunks; W4 MW2
+     * where the group of 3 does not fit its boxes) */
+    t = cuda_tuned(c, (hyocr_tuning){ .prefill_tma = HYOCR_SWITCH_ON });
+    run_chunks(c, t, 16, 8, 16, 1155, 1024);
+    run_chunks(c, t, 6, 2, 7, 517, 200);
+    run_chunks(c, t, 4, 4, 32, 300, 129);
     hyocr_backend_free(t);
 }
 

@@ -1384,7 +1384,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     if (vparts && !scratch_need(cb, &cb->part, vparts * sizeof(float), error)) return false;
     hk_paged_args a = {
         .t = cb->act, .qkv = qkv->data, .out = out->data, .k_cache = k_cache->data, .v_cache = v_cache->data,
-        .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
+        .kv_slots = (int64_t)(k_cache->n / ((size_t)Hkv * D)), .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
         .seqs = bound_ptr(cb, cb->o_seqs), .n_seqs = n_seqs, .block_tables = bound_ptr(cb, cb->o_bt),
         .row_seq = bound_ptr(cb, cb->o_rs), .total_rows = rows, .n_dec_rows = rows,
         .counters = cb->counters.ptr, .part_acc = cb->part.ptr,
@@ -1476,7 +1476,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
     if (ok) {
         hk_paged_args a = {
             .t = cb->act, .qkv = qkv->data, .out = out->data, .k_cache = k_cache->data, .v_cache = v_cache->data,
-            .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
+            .kv_slots = (int64_t)(k_cache->n / ((size_t)Hkv * D)), .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
             .seqs = meta_ptr(cb, o_seqs), .n_seqs = n_seqs, .block_tables = meta_ptr(cb, o_bt),
             .row_seq = meta_ptr(cb, o_rs), .total_rows = pp.total_rows,
             .tiles = meta_ptr(cb, o_tiles), .n_tiles = (int)pp.tiles->len, .prefill = pp.prefill,
@@ -2339,7 +2339,9 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->verify_kernel = !t->rows_verify;
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = !cb->wgmma_built || t->no_wgmma ? HK_VIS_MMA : t->vis_tma == HYOCR_SWITCH_OFF ? HK_VIS_WG : HK_VIS_TMA;
-    cb->prefill = t->prefill_template ? HK_PREFILL_TEMPLATE : hk_prefill_pick(cb->device);
+    cb->prefill = t->prefill_template                                         ? HK_PREFILL_TEMPLATE
+                  : cb->wgmma_built && t->prefill_tma == HYOCR_SWITCH_ON ? HK_PREFILL_TMA
+                                                                         : hk_prefill_pick(cb->device);
     cb->pf_split = t->prefill_split < 0    ? 0
                    : t->prefill_split == 0 ? PF_SPLIT_DEFAULT
                    : t->prefill_split == 1 ? HK_PF_SPLIT_PER_SM

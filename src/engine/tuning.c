@@ -56,6 +56,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->prefill_spare = env_switch("HYOCR_PREFILL_SPARE");   /* on by default since session 20 */
     t->vis_lazy = env_switch("HYOCR_VIS_LAZY_RESCALE");
     t->vis_tma = env_switch("HYOCR_VIS_TMA");
+    t->prefill_tma = env_switch("HYOCR_PREFILL_TMA");
     t->pick_logprobs = env_switch("HYOCR_PICK_LOGPROBS");
     t->pinned_pixels = env_switch("HYOCR_PINNED_PIXELS");
     const char *si = g_getenv("HYOCR_DRAFT_STANDIN");
