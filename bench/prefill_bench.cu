@@ -50,6 +50,9 @@ static const kernel_row K[] = {
     { "MW2 s8 9M", HK_PREFILL_W4M2, 8, 1, 9 },     { "MW2 s8 big", HK_PREFILL_W4M2, 8, 1, 1 << 20 },
     { "TMA", HK_PREFILL_TMA, 0, 10, 0 },           { "TMA s1", HK_PREFILL_TMA, 1, 10, 0 },
     { "TMA s2", HK_PREFILL_TMA, 2, 10, 0 },        { "TMA s4", HK_PREFILL_TMA, 4, 10, 0 },
+    /* within the engine's spare (a 1024-row chunk's MLP buffers, ~22 MB: HYOCR_PREFILL_SPARE) */
+    { "MW1 s4 22M", HK_PREFILL_W4M1, 4, 2, 22 },   { "TMA s1 22M", HK_PREFILL_TMA, 1, 10, 22 },
+    { "TMA s2 22M", HK_PREFILL_TMA, 2, 10, 22 },   { "TMA s4 22M", HK_PREFILL_TMA, 4, 10, 22 },
 };
 #define NK (int)(sizeof K / sizeof K[0])
 static int g_sms;

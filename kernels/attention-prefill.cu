@@ -923,7 +923,8 @@ int hk_prefill_split_len(hk_prefill_kind k, int64_t items, int64_t key_tiles, in
                          int per_sm, size_t part_max)
 {
     int64_t sm = sm_count > 0 ? sm_count : 80, want = (int64_t)per_sm * sm;
-    if (per_sm <= 0 || items <= 0 || k == HK_PREFILL_TEMPLATE || items * Hkv >= HK_PF_SPLIT_BELOW * sm) return 0;
+    const int64_t below = k == HK_PREFILL_TMA ? HK_PF_SPLIT_BELOW_TMA_HALVES * sm / 2 : HK_PF_SPLIT_BELOW * sm;
+    if (per_sm <= 0 || items <= 0 || k == HK_PREFILL_TEMPLATE || items * Hkv >= below) return 0;
     int64_t len = (key_tiles * Hkv + want - 1) / want;
     len = len < HK_PF_SPLIT_MIN_TILES ? HK_PF_SPLIT_MIN_TILES : len;
     /* Σ ⌈tiles / len⌉ ≤ key_tiles / len + items splits of an item's rows over every KV head */

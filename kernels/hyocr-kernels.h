@@ -231,6 +231,10 @@ hk_prefill_kind hk_prefill_for_call(hk_prefill_kind largest, int64_t tiles128, i
  * 0 = run unsplit. hk_prefill_splits: appends an item's splits (returns how many) and sets its
  * *merge (part0: the index of its first split), one split or several. */
 #define HK_PF_SPLIT_BELOW 4
+/* k_prefill_tma runs one CTA an SM: a 1024-row chunk (128 CTAs on 132 SMs) is already a wave,
+ * and split it lost 1–20 % a chunk (H100, session 28 call3: n_past 1024, 61.1 against 73.4
+ * µs); calls of under half a wave (a page's short last chunk: 16–24 CTAs) gain 3–4× split. */
+#define HK_PF_SPLIT_BELOW_TMA_HALVES 1
 #define HK_PF_SPLIT_MIN_TILES 4
 #define HK_PF_SPLIT_PER_SM 4
 #define HK_PF_SPLIT_PART_MAX ((size_t)6 << 20)

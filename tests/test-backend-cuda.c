@@ -1772,6 +1772,17 @@ static void test_prefill_split_plan(void)
     g_assert_cmpint(hk_prefill_split_len(W, 2, 131, 66, 8, sms, per_sm, cap), ==, 15);
     /* no item longer than a split: no split at all */
     g_assert_cmpint(hk_prefill_split_len(W, 2, 6, 3, 8, sms, per_sm, cap), ==, 0);
+    /* k_prefill_tma: W4 MW2's items and partials; one CTA an SM, so only calls of under half a
+     * wave split: the 1024-row chunk (128 CTAs) stays whole even with room for 32 MiB of
+     * partials, the short last chunk (16 CTAs) splits as W4 MW2's does */
+    const hk_prefill_kind P = HK_PREFILL_TMA;
+    g_assert_cmpint(hk_prefill_tile_rows(P), ==, tr);
+    g_assert_cmpint(hk_prefill_part_floats(P, 3, 8), ==, hk_prefill_part_floats(W, 3, 8));
+    g_assert_cmpint(hk_prefill_for_call(P, 1, 8, sms), ==, P);
+    g_assert_cmpint(hk_prefill_split_len(P, 16, kt, 64, 8, sms, per_sm, (size_t)32 << 20), ==, 0);
+    g_assert_cmpint(hk_prefill_split_len(P, 9, 452, 64, 8, sms, per_sm, none), ==, 0);   /* 72 CTAs: 66 and more */
+    g_assert_cmpint(hk_prefill_split_len(P, 8, 452, 64, 8, sms, per_sm, none), ==, 7);   /* 64: 3616 over 528 */
+    g_assert_cmpint(hk_prefill_split_len(P, 2, 131, 66, 8, sms, per_sm, cap), ==, 15);
     g_assert_cmpint(hk_prefill_key_tiles(400, 117, 3, 5, 64), ==, 9);   /* 351 rows of a group of 3: 517 keys */
     for (int tiles = 1; tiles <= 70; tiles++)
         for (int len = 1; len <= 9; len++) {
@@ -1857,9 +1868,9 @@ static void test_paged_prefill(gconstpointer data)
     run_chunks(c, t, 16, 8, 16, 1155, 1024);
     run_chunks(c, t, 6, 2, 7, 517, 200);
     hyocr_backend_free(t);
-    /* HYOCR_PREFILL_TMA's backend (k_prefill_tma on Hopper, split and unsplit chunks; W4 MW2
-     * where the group of 3 does not fit its boxes) */
-    t = cuda_tuned(c, (hyocr_tuning){ .prefill_tma = HYOCR_SWITCH_ON });
+    /* the backends above take k_prefill_tma on Hopper (W4 MW2 where the group of 3 does not fit
+     * its boxes); HYOCR_PREFILL_TMA=0's takes k_prefill */
+    t = cuda_tuned(c, (hyocr_tuning){ .prefill_tma = HYOCR_SWITCH_OFF });
     run_chunks(c, t, 16, 8, 16, 1155, 1024);
     run_chunks(c, t, 6, 2, 7, 517, 200);
     run_chunks(c, t, 4, 4, 32, 300, 129);

@@ -12,7 +12,7 @@ static const char *const NAMES[] = {
     "HYOCR_FUSE", "HYOCR_PDL", "HYOCR_DECODE_SPLIT", "HYOCR_RESIZE_THREADS", "HYOCR_NO_WGMMA",
     "HYOCR_VERIFY_KERNEL", "HYOCR_TEXT_CHUNK_ROWS", "HYOCR_PREFILL_TEMPLATE", "HYOCR_DECODE_STAGES",
     "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
-    "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIS_TMA", "HYOCR_VIT_CHUNK_ROWS", "HYOCR_ORDERED_ALLOC",
+    "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIS_TMA", "HYOCR_PREFILL_TMA", "HYOCR_VIT_CHUNK_ROWS", "HYOCR_ORDERED_ALLOC",
     "HYOCR_PREFILL_SPARE", "HYOCR_CPU_F32_WEIGHTS",
     "HYOCR_ROWS_WIDE",
 };
@@ -63,6 +63,8 @@ static void test_on(void)
         g_assert_cmpint(t.vision_beside, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.ordered_alloc, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.vis_tma, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.prefill_tma, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.rows_wide, ==, i ? 0 : 1);   /* a count too */
     }
 }
@@ -91,6 +93,8 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.text_chunk_rows, ==, 0);
     g_assert_cmpint(t.prefill_split, ==, -1);   /* off, where unset is the backend's default */
     g_assert_cmpint(t.vis_lazy, ==, HYOCR_SWITCH_OFF);   /* every tile, where unset is the backend's lazy */
+    g_assert_cmpint(t.vis_tma, ==, HYOCR_SWITCH_OFF);   /* k_vis_wg, where unset is k_vis_tma on Hopper */
+    g_assert_cmpint(t.prefill_tma, ==, HYOCR_SWITCH_OFF);   /* k_prefill, where unset is k_prefill_tma */
     g_assert_true(t.rows_verify);   /* the block kernel is the default: 0 turns it off */
     g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */
     g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);

@@ -2340,7 +2340,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->invariant = t->invariant == HYOCR_SWITCH_ON;
     cb->wgmma = !cb->wgmma_built || t->no_wgmma ? HK_VIS_MMA : t->vis_tma == HYOCR_SWITCH_OFF ? HK_VIS_WG : HK_VIS_TMA;
     cb->prefill = t->prefill_template                                         ? HK_PREFILL_TEMPLATE
-                  : cb->wgmma_built && t->prefill_tma == HYOCR_SWITCH_ON ? HK_PREFILL_TMA
+                  : cb->wgmma_built && t->prefill_tma != HYOCR_SWITCH_OFF ? HK_PREFILL_TMA
                                                                          : hk_prefill_pick(cb->device);
     cb->pf_split = t->prefill_split < 0    ? 0
                    : t->prefill_split == 0 ? PF_SPLIT_DEFAULT

@@ -70,8 +70,8 @@ typedef struct {
                                    * rose by more than 2^8; default on (the backend's), "0": every tile */
     hyocr_switch vis_tma;         /* HYOCR_VIS_TMA: the vision attention's TMA kernel on Hopper (k_vis_tma,
                                    * the default since session 27); =0: k_vis_wg */
-    hyocr_switch prefill_tma;     /* HYOCR_PREFILL_TMA=1: the prefill's paged attention by k_prefill_tma on
-                                   * Hopper (session 28; off until measured against k_prefill) */
+    hyocr_switch prefill_tma;     /* HYOCR_PREFILL_TMA: the prefill's paged attention by k_prefill_tma on
+                                   * Hopper (the default since session 28); =0: k_prefill */
     hyocr_switch pinned_pixels;   /* HYOCR_PINNED_PIXELS: pages' pixels (up to 16 MiB) in pinned memory
                                    * (pinned.h); default on for CUDA, "0": ordinary memory */
     hyocr_switch pick_logprobs;   /* HYOCR_PICK_LOGPROBS: the log-probabilities a job asks for computed
