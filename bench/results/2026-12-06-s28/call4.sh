@@ -10,6 +10,7 @@ timeout 200 meson test -C build-gpu --no-rebuild --print-errorlogs --num-process
 cp build-gpu/meson-logs/testlog.txt $W/testlog.txt 2>/dev/null; gzip -f $W/testlog.txt
 echo "=== parity"
 HYOCR_VISION_STEPS=parity HYOCR_PARITY_SIZES="1024 2048 4096" OUT=$W/parity timeout 300 bash tests/gpu/vision.sh 2>&1 | tail -14
+exit 0  # the warm pages: the record (call5) has them
 echo "=== warm pages (first token/vision/prefill ms)"
 for size in 1024 2048 4096; do
   n=$([ $size = 4096 ] && echo 3 || echo 4)
