@@ -5,4 +5,4 @@ source bench/results/2026-12-05-h200-s21/prep.sh
 W=${OUT:-/tmp/s28}/call5; mkdir -p $W
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $W/gpu.txt
 OUT=$W/record PART=2 HYOCR_RECORD_SECONDS=400 bash bench/record.sh
-cat $W/record/gpu-bench/table.md 2>/dev/null | head -30; tail -30 $W/record/serve-bench.txt 2>/dev/null
+tail -40 $W/record/gpu-bench.txt; tail -25 $W/record/serve-bench.txt; cat $W/record/log.txt
