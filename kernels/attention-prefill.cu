@@ -360,6 +360,34 @@ __device__ __forceinline__ void pf_store_part(const FaArgs &a, size_t slot, floa
         }
 }
 
+/* An item's work: unsplit (seq, tile, all its key tiles) or its split's (seq, tile, first key
+ * tile, end key tile). */
+template <bool SPLIT> __device__ __forceinline__ int4 pf_work(const FaArgs &a, int item)
+{
+    if (SPLIT) return a.splits[item];
+    const int2 w2 = a.tiles[item];
+    return make_int4(w2.x, w2.y, 0, INT_MAX);
+}
+
+/* An unsplit item's rows, normalised, into out (rows from flat on are past the sequence). */
+template <typename T, int MW>
+__device__ __forceinline__ void pf_store_out(const FaArgs &a, const hk_seq &s, int kvh, float (*o)[PF_D / 8][4],
+                                             float (*l)[2], int fr0, int flat, int tig)
+{
+    const int G = a.G;
+#pragma unroll
+    for (int w = 0; w < MW; w++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float sum = hk_quad_sum(l[w][h]);
+            int fr = fr0 + w * 16 + 8 * h;
+            if (fr >= flat) continue;
+            int pos = fr / G;
+            T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
+            hk_store_row<T, PF_D>(dst, o[w], h, 1.0f / sum, tig);
+        }
+}
+
 /* CTA = one item (a sequence's BM flattened (position, group head) rows) of one KV head.
  * SPLIT (a.splits, flash-decoding for prefill): the CTA sees only the key tiles
  * [kt0, kt1) of its item and leaves its rows' unnormalised partial (fp32 o, the raw max m
@@ -378,12 +406,7 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
     T *sQ = (T *)pf_smem, *sKV = sQ + S::BM * PF_DS;   /* stage s: K at sKV + 2·s·TILE, V after it */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tig = lane & 3;
     const int item = blockIdx.x / a.Hkv, kvh = blockIdx.x - item * a.Hkv;
-    int4 wk;
-    if (SPLIT) wk = a.splits[item];
-    else {
-        int2 w2 = a.tiles[item];
-        wk = make_int4(w2.x, w2.y, 0, INT_MAX);
-    }
+    const int4 wk = pf_work<SPLIT>(a, item);
     const hk_seq s = a.seqs[wk.x];
     const int G = a.G, flat = s.n_new * G, r0 = wk.y * S::BM;
     if (r0 >= flat) return;
@@ -436,21 +459,8 @@ __global__ void __launch_bounds__(32 * W, PF_MIN_CTAS(W)) k_prefill(FaArgs a)
         hk_pv<T, MW, PF_BN, PF_D, PF_DS>(o, sc, sV, lane);
     }
 
-    if (SPLIT) {   /* slot split · Hkv + KV head: the block index */
-        pf_store_part<MW, S::BM>(a, blockIdx.x, o, m, l, fr0, flat, tig);
-    } else {
-#pragma unroll
-        for (int w = 0; w < MW; w++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float sum = hk_quad_sum(l[w][h]);
-                int fr = fr0 + w * 16 + 8 * h;
-                if (fr >= flat) continue;
-                int pos = fr / G;
-                T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
-                hk_store_row<T, PF_D>(dst, o[w], h, 1.0f / sum, tig);
-            }
-    }
+    if (SPLIT) pf_store_part<MW, S::BM>(a, blockIdx.x, o, m, l, fr0, flat, tig);   /* slot: the block index */
+    else pf_store_out<T, MW>(a, s, kvh, o, l, fr0, flat, tig);
 #endif
 }
 
@@ -590,12 +600,7 @@ __global__ void __launch_bounds__(PT_NT, 1)
     const uint32_t bars = sbase + NS * PT_STAGE; /* full K [NS], full V [NS], empty [NS], Q, V tail */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, tig = lane & 3;
     const int item = blockIdx.x / a.Hkv, kvh = blockIdx.x - item * a.Hkv;
-    int4 wk;
-    if (SPLIT) wk = a.splits[item];
-    else {
-        int2 w2 = a.tiles[item];
-        wk = make_int4(w2.x, w2.y, 0, INT_MAX);
-    }
+    const int4 wk = pf_work<SPLIT>(a, item);
     const hk_seq s = a.seqs[wk.x];
     const int G = a.G, flat = s.n_new * G, r0 = wk.y * PT_BM;
     if (r0 >= flat) return;
@@ -675,19 +680,8 @@ __global__ void __launch_bounds__(PT_NT, 1)
         if (lane == 0) mb_arrive(bars + 8 * (2 * NS + st));
     }
 
-    if (SPLIT) {
-        pf_store_part<1, PT_BM>(a, blockIdx.x, o, m, l, fr0, flat, tig);
-    } else {
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            float sum = hk_quad_sum(l[0][h]);
-            int fr = fr0 + 8 * h;
-            if (fr >= flat) continue;
-            int pos = fr / G;
-            T *dst = (T *)a.out + (size_t)(s.row0 + pos) * a.out_stride + (size_t)(kvh * G + fr - pos * G) * PF_D;
-            hk_store_row<T, PF_D>(dst, o[0], h, 1.0f / sum, tig);
-        }
-    }
+    if (SPLIT) pf_store_part<1, PT_BM>(a, blockIdx.x, o, m, l, fr0, flat, tig);
+    else pf_store_out<T, 1>(a, s, kvh, o, l, fr0, flat, tig);
 #else
     __trap(); /* launched only where the probe saw wgmma */
 #endif
