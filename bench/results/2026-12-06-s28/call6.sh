@@ -1,19 +1,18 @@
 # Session 28, call 6 (calls 4 and 5 in one, as machines were scarce): at k_prefill_tma launched — the CUDA
-# tests (record.sh PART=1's set), the benchmark of record (gpu-bench without transformers rows,
-# serve-bench), then full-size parity at three sizes and the tiny fixtures with what time is left.
+# tests (record.sh PART=1's set), full-size parity at three sizes and the tiny fixtures, then the
+# benchmark of record (gpu-bench without transformers rows, serve-bench) with what time is left.
 #   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-s28/call6.sh
 T0=$(date +%s)
 source bench/results/2026-12-05-h200-s21/prep.sh
 W=${OUT:-/tmp/s28}/call6; mkdir -p $W
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $W/gpu.txt
 echo "[$(( $(date +%s) - T0 )) s] === tests"
-timeout 170 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
+timeout 150 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
     > $W/tests.txt 2>&1; echo "tests exit $?"; grep -E "^ *[0-9]+/[0-9]+ |Ok:|Fail:|Skipped:|Timeout:" $W/tests.txt | tail -8
 gzip -c build-gpu/meson-logs/testlog.txt > $W/testlog.txt.gz 2>/dev/null
-echo "[$(( $(date +%s) - T0 )) s] === record"
-OUT=$W/record PART=2 HYOCR_RECORD_SECONDS=$(( 430 - ($(date +%s) - T0) )) bash bench/record.sh
-tail -32 $W/record/gpu-bench.txt; tail -14 $W/record/serve-bench.txt
 echo "[$(( $(date +%s) - T0 )) s] === parity"
-LEFT=$(( 585 - ($(date +%s) - T0) ))
-[ $LEFT -gt 30 ] && HYOCR_VISION_STEPS=parity HYOCR_PARITY_SIZES="1024 2048 4096" OUT=$W/parity timeout $LEFT bash tests/gpu/vision.sh 2>&1 | tail -14
+HYOCR_VISION_STEPS=parity HYOCR_PARITY_SIZES="1024 2048 4096" OUT=$W/parity timeout 200 bash tests/gpu/vision.sh 2>&1 | tail -14
+echo "[$(( $(date +%s) - T0 )) s] === record"
+OUT=$W/record PART=2 HYOCR_RECORD_SECONDS=$(( 465 - ($(date +%s) - T0) )) bash bench/record.sh
+tail -32 $W/record/gpu-bench.txt; tail -14 $W/record/serve-bench.txt
 echo "[$(( $(date +%s) - T0 )) s] done"
