@@ -7,12 +7,12 @@ source bench/results/2026-12-05-h200-s21/prep.sh
 W=${OUT:-/tmp/s28}/call6; mkdir -p $W
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $W/gpu.txt
 echo "[$(( $(date +%s) - T0 )) s] === tests"
-timeout 150 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
+timeout 130 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
     > $W/tests.txt 2>&1; echo "tests exit $?"; grep -E "^ *[0-9]+/[0-9]+ |Ok:|Fail:|Skipped:|Timeout:" $W/tests.txt | tail -8
 gzip -c build-gpu/meson-logs/testlog.txt > $W/testlog.txt.gz 2>/dev/null
 echo "[$(( $(date +%s) - T0 )) s] === parity"
-HYOCR_VISION_STEPS=parity HYOCR_PARITY_SIZES="1024 2048 4096" OUT=$W/parity timeout 200 bash tests/gpu/vision.sh 2>&1 | tail -14
+HYOCR_VISION_STEPS=parity HYOCR_PARITY_SIZES="1024 2048 4096" OUT=$W/parity timeout 170 bash tests/gpu/vision.sh 2>&1 | tail -14
 echo "[$(( $(date +%s) - T0 )) s] === record"
-OUT=$W/record PART=2 HYOCR_RECORD_SECONDS=$(( 465 - ($(date +%s) - T0) )) bash bench/record.sh
+OUT=$W/record PART=2 HYOCR_RECORD_SECONDS=$(( 425 - ($(date +%s) - T0) )) bash bench/record.sh
 tail -32 $W/record/gpu-bench.txt; tail -14 $W/record/serve-bench.txt
 echo "[$(( $(date +%s) - T0 )) s] done"
