@@ -1,4 +1,4 @@
-# Session 28, call 7 (call 6 without the record: the device time left could not hold it): at
+# Session 28, call 7 (before the record, call5.sh, as the device time left could not hold both): at
 # k_prefill_tma launched — the CUDA tests (record.sh PART=1's set), then full-size parity at three
 # sizes and the tiny fixtures.
 #   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-s28/call7.sh
