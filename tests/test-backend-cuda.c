@@ -1439,16 +1439,26 @@ static void spare_chunk(const dt_case *c, hyocr_backend *g, bool room)
 #endif
 }
 
-/* By default (HYOCR_PREFILL_SPARE unset) the backend takes the big spare's room for the split
+/* By default (HYOCR_PREFILL_SPARE unset) k_prefill takes the big spare's room for the split
  * prefill's partials — the chunk's 16 items split where its own 6 MiB fits no split — and the
- * rows still match the CPU's; with the switch off (=0) it leaves any spare alone. */
+ * rows still match the CPU's; with the switch off (=0) it leaves any spare alone. k_prefill_tma,
+ * the default where the code has wgmma (the backend's own probe), splits no call of half a wave
+ * or more: the 1024-row chunk (128 CTAs) leaves the spare alone there. */
 static void test_paged_spare(gconstpointer data)
 {
     const dt_case *c = data;
     hyocr_backend *plain = cuda(c);
     if (!plain) return;
-    spare_chunk(c, plain, true);
-    hyocr_backend *off = cuda_tuned(c, (hyocr_tuning){ .prefill_spare = HYOCR_SWITCH_OFF });
+#if HYOCR_HAVE_CUDA
+    int wg = 0;
+    CK(hk_kernels_probe(NULL, &wg));
+    spare_chunk(c, plain, wg == 0);
+#endif
+    hyocr_backend *k = cuda_tuned(c, (hyocr_tuning){ .prefill_tma = HYOCR_SWITCH_OFF });
+    spare_chunk(c, k, true);
+    hyocr_backend_free(k);
+    hyocr_backend *off = cuda_tuned(c, (hyocr_tuning){ .prefill_spare = HYOCR_SWITCH_OFF,
+                                                       .prefill_tma = HYOCR_SWITCH_OFF });
     spare_chunk(c, off, false);
     hyocr_backend_free(off);
 }
