@@ -41,7 +41,7 @@ template <typename T> static __global__ void k_fill(T *p, size_t n, uint32_t see
 
 /* per_sm > 0: split mode at about per_sm CTAs an SM, partials within part_mib MiB (0: the
  * engine's HK_PF_SPLIT_PART_MAX); unsplit: the row of index base */
-struct kernel_row { const char *name; hk_prefill_kind kind; int per_sm, base, part_mib, flags; };   /* flags: pt_flags */
+struct kernel_row { const char *name; hk_prefill_kind kind; int per_sm, base, part_mib; };
 static const kernel_row K[] = {
     { "template", HK_PREFILL_TEMPLATE, 0, 0, 0 }, { "W4 MW2", HK_PREFILL_W4M2, 0, 1, 0 },
     { "W4 MW1", HK_PREFILL_W4M1, 0, 2, 0 },       { "MW2 s2", HK_PREFILL_W4M2, 2, 1, 0 },
@@ -53,8 +53,6 @@ static const kernel_row K[] = {
     /* within the engine's spare (a 1024-row chunk's MLP buffers, ~22 MB: HYOCR_PREFILL_SPARE) */
     { "MW1 s4 22M", HK_PREFILL_W4M1, 4, 2, 22 },   { "TMA s1 22M", HK_PREFILL_TMA, 1, 10, 22 },
     { "TMA s2 22M", HK_PREFILL_TMA, 2, 10, 22 },   { "TMA s4 22M", HK_PREFILL_TMA, 4, 10, 22 },
-    /* k_prefill_tma with FlashAttention-3's intra-warpgroup overlap (pt_loop_ovl) */
-    { "TMA o", HK_PREFILL_TMA, 0, 18, 0, PT_OVL },  { "TMA o s2", HK_PREFILL_TMA, 2, 18, 0, PT_OVL },
 };
 #define NK (int)(sizeof K / sizeof K[0])
 static int g_sms;
@@ -209,7 +207,6 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
             a.pf_part = c.part[k];
             a.out = out[k];
             CK(cudaMemsetAsync(a.out, 0xff, no * sizeof(T), s));   /* NaN: a row not written shows */
-            pt_flags = K[k].flags;
             CK(hk_attention_prefill(s, &a));
             CK(cudaStreamSynchronize(s));
             double mx = 0, mu = 0;
@@ -229,7 +226,6 @@ static bool scenario(cudaStream_t s, hk_dtype dt, const char *title, const std::
                     if (!isfinite((float)h[i])) { ok = false; printf(" (template: nonfinite output)"); break; }
             }
             double us = us_k[k] = median_us(s, a);
-            pt_flags = PT_F;
             tot_us[k] += us;
             bool unsplit = K[k].per_sm && !c.n_splits[k];
             printf(" %8.1f%s %6.0f", us, unsplit ? "*" : " ", f / us * 1e-6);

@@ -318,7 +318,7 @@ __device__ __forceinline__ void pf_qk(float (*sc)[PF_BN / 8][4], const T *sQ, co
 /* Online softmax on raw scores (m unscaled, exp2((s − m)·c) one FFMA + ex2); with MASK,
  * keys past a row's limit (n_past + its position) weigh zero. fr0: the flattened row of
  * this lane's h = 0 row of block 0; rows past the sequence take the last row's limit. */
-template <int MW, bool MASK, int ND = PF_D>
+template <int MW, bool MASK>
 __device__ __forceinline__ void pf_softmax(float (*sc)[PF_BN / 8][4], float (*o)[PF_D / 8][4], float (*m)[2],
                                            float (*l)[2], int key0, int fr0, int flat, int G, int n_past, int tig,
                                            float c)
@@ -328,7 +328,7 @@ __device__ __forceinline__ void pf_softmax(float (*sc)[PF_BN / 8][4], float (*o)
         int lim[2];
 #pragma unroll
         for (int h = 0; h < 2; h++) lim[h] = MASK ? n_past + min(fr0 + w * 16 + 8 * h, flat - 1) / G - key0 : 0;
-        hk_softmax_tile<PF_BN, ND>(
+        hk_softmax_tile<PF_BN, PF_D>(
             sc[w], o[w], m[w], l[w], tig, [&](float v, int h, int k) { return MASK && k > lim[h] ? -INFINITY : v; },
             [&](float m0, float m1) { return ex2((m0 - m1) * c); },
             [&](float v, float mx) { return ex2(fmaf(v, c, -(mx * c))); });
@@ -529,7 +529,6 @@ __global__ void __launch_bounds__(128) k_prefill_merge(FaArgs a)
 #define PT_NT (128 * PT_NC + 32)
 #define PT_HALF 8192u  /* one half (64 dims) of a 64-row tile: 64 × 128 bytes */
 #define PT_STAGE (4 * PT_HALF) /* K_lo, K_hi, V_lo, V_hi */
-enum { PT_OVL = 1 }; /* k_prefill_tma's switch: pt_loop_ovl's schedule (measured in prefill_bench only) */
 
 template <int NS> struct PtShape {
     static constexpr uint32_t Q = 2 * PT_HALF * PT_NC;   /* Q_lo, Q_hi a warpgroup */
@@ -612,16 +611,14 @@ __device__ __forceinline__ void pt_issue_pv(float (*o)[4], const uint32_t (*pa)[
     }
 }
 
-/* k_prefill's softmax of a tile, masked where some of this warp's rows stop inside it; O rescaled
- * (ND = PF_D) or not (ND = 0). */
-template <int ND>
+/* k_prefill's softmax of a tile (O rescaled), masked where some of this warp's rows stop inside it. */
 __device__ __forceinline__ void pt_softmax(float (*sc)[PF_BN / 8][4], float (*o)[PF_D / 8][4], float (*m)[2],
                                            float (*l)[2], int key0, int lo, int fr0, int flat, int G, int n_past,
                                            float c)
 {
     const int tig = threadIdx.x & 3;
-    if (key0 + PF_BN - 1 > lo) pf_softmax<1, true, ND>(sc, o, m, l, key0, fr0, flat, G, n_past, tig, c);
-    else pf_softmax<1, false, ND>(sc, o, m, l, key0, fr0, flat, G, n_past, tig, c);
+    if (key0 + PF_BN - 1 > lo) pf_softmax<1, true>(sc, o, m, l, key0, fr0, flat, G, n_past, tig, c);
+    else pf_softmax<1, false>(sc, o, m, l, key0, fr0, flat, G, n_past, tig, c);
 }
 
 /* Each tile in turn: q·kᵀ, wait, softmax (O rescaled), P·V, wait, the stage freed. */
@@ -640,7 +637,7 @@ __device__ __forceinline__ void pt_loop(float (*sc)[PF_BN / 8][4], float (*o)[PF
         wg_commit();
         wg_wait<0>();
         wg_pin<PF_BN / 8>(sc[0]);
-        pt_softmax<PF_D>(sc, o, m, l, j * PF_BN, lo, fr0, flat, G, n_past, c);
+        pt_softmax(sc, o, m, l, j * PF_BN, lo, fr0, flat, G, n_past, c);
         wg_pack<T, PF_BN>(pa, sc[0]);
         mb_wait(bars + 8 * (NS + st), ph);
         wg_pin_u<PF_BN / 16>(pa);
@@ -654,66 +651,11 @@ __device__ __forceinline__ void pt_loop(float (*sc)[PF_BN / 8][4], float (*o)[PF
         if ((threadIdx.x & 31) == 0) mb_arrive(bars + 8 * (2 * NS + st));
     }
 }
-
-/* FlashAttention-3's intra-warpgroup overlap: q·kᵀ of tile j and P·V of tile j − 1 issued
- * together, the softmax of tile j under P·V, O rescaled once P·V is done. Both barrier waits
- * come before either product is issued (a wait between products in flight serialises every
- * wgmma: ptxas C7520); at the first tile the weights are zeros and tile j0's V (finite, waited
- * for) stands in for tile j0 − 1's, so no product is under a branch inside the loop. */
-template <typename T, int NS>
-__device__ __forceinline__ void pt_loop_ovl(float (*sc)[PF_BN / 8][4], float (*o)[PF_D / 8][4], float (*m)[2],
-                                            float (*l)[2], uint32_t (*pa)[4], uint32_t bars, uint32_t dq, uint32_t dk,
-                                            int j0, int jend, int lo, int fr0, int flat, int G, int n_past, float c)
-{
-    const bool lead = (threadIdx.x & 31) == 0;
-    for (int j = j0; j < jend; j++) {
-        const int i = j - j0, st = i % NS, ip = i > 0 ? i - 1 : 0, sp = ip % NS;
-        mb_wait(bars + 8 * st, (i / NS) & 1);
-        mb_wait(bars + 8 * (NS + sp), (ip / NS) & 1);
-        wg_pin<PF_BN / 8>(sc[0]);
-        wg_pin<PF_D / 8>(o[0]);
-        wg_pin_u<PF_BN / 16>(pa);
-        wg_fence();
-        pt_issue_qk<T>(sc[0], dq, dk + st * (PT_STAGE >> 4));
-        wg_commit();
-        pt_issue_pv<T>(o[0], pa, dk + sp * (PT_STAGE >> 4));
-        wg_commit();
-        wg_wait<1>();
-        wg_pin<PF_BN / 8>(sc[0]);
-        const float m0 = m[0][0], m1 = m[0][1];
-        pt_softmax<0>(sc, o, m, l, j * PF_BN, lo, fr0, flat, G, n_past, c);
-        const float c0 = ex2((m0 - m[0][0]) * c), c1 = ex2((m1 - m[0][1]) * c);
-        wg_wait<0>();
-        wg_pin<PF_D / 8>(o[0]);
-        wg_pin_u<PF_BN / 16>(pa);
-        if (i > 0 && lead) mb_arrive(bars + 8 * (2 * NS + sp));
-#pragma unroll
-        for (int dt = 0; dt < PF_D / 8; dt++) {
-            o[0][dt][0] *= c0;
-            o[0][dt][1] *= c0;
-            o[0][dt][2] *= c1;
-            o[0][dt][3] *= c1;
-        }
-        wg_pack<T, PF_BN>(pa, sc[0]);
-    }
-    if (jend > j0) {   /* the last tile's P·V */
-        const int i = jend - 1 - j0, st = i % NS;
-        mb_wait(bars + 8 * (NS + st), (i / NS) & 1);
-        wg_pin_u<PF_BN / 16>(pa);
-        wg_pin<PF_D / 8>(o[0]);
-        wg_fence();
-        pt_issue_pv<T>(o[0], pa, dk + st * (PT_STAGE >> 4));
-        wg_commit();
-        wg_wait<0>();
-        wg_pin<PF_D / 8>(o[0]);
-        if (lead) mb_arrive(bars + 8 * (2 * NS + st));
-    }
-}
 #endif
 
 /* CTA = one item (k_prefill's: 128 flattened rows of one KV head, or with SPLIT its key tiles
  * [kt0, kt1)); 2 consumer warpgroups and the copier warp. */
-template <typename T, int NS, bool SPLIT, int F>
+template <typename T, int NS, bool SPLIT>
 __global__ void __launch_bounds__(PT_NT, 1)
     k_prefill_tma(const __grid_constant__ CUtensorMap qm, const __grid_constant__ CUtensorMap km,
                   const __grid_constant__ CUtensorMap vm, FaArgs a, int br)
@@ -764,8 +706,7 @@ __global__ void __launch_bounds__(PT_NT, 1)
     for (int i = 0; i < PF_BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
     mb_wait(bars + 8 * 3 * NS, 0);
 
-    if (F & PT_OVL) pt_loop_ovl<T, NS>(sc, o, m, l, pa, bars, dq, dk, j0, jend, lo, fr0, flat, G, s.n_past, a.scale_log2);
-    else pt_loop<T, NS>(sc, o, m, l, pa, bars, dq, dk, j0, jend, lo, fr0, flat, G, s.n_past, a.scale_log2);
+    pt_loop<T, NS>(sc, o, m, l, pa, bars, dq, dk, j0, jend, lo, fr0, flat, G, s.n_past, a.scale_log2);
     for (int j = jend; j < n_tiles; j++) {   /* tiles past this warpgroup's rows: waited for and freed */
         const int i = j - j0, st = i % NS;
         mb_wait(bars + 8 * st, (i / NS) & 1);
@@ -871,10 +812,7 @@ static cudaError_t launch_prefill(cudaStream_t s, const FaArgs &a, int n_items, 
 /* k_prefill_tma's launch: three tensor maps (Q over the packed qkv rows, K and V over the
  * caches' slots), then as launch_prefill. */
 #define PT_NS 4
-#define PT_F 0
-/* The schedule the launcher takes: PT_F; bench/prefill_bench.cu sets others (it includes this file). */
-static int pt_flags = PT_F;
-template <typename T, bool SPLIT, int F>
+template <typename T, bool SPLIT>
 static cudaError_t launch_prefill_tma(cudaStream_t s, const hk_paged_args *p, const FaArgs &a, int n_items,
                                       int n_merges)
 {
@@ -896,12 +834,12 @@ static cudaError_t launch_prefill_tma(cudaStream_t s, const hk_paged_args *p, co
     if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
     if (dev < 0 || dev >= 64) dev = 63;
     if (!ready[dev]) {
-        e = cudaFuncSetAttribute(k_prefill_tma<T, PT_NS, SPLIT, F>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        e = cudaFuncSetAttribute(k_prefill_tma<T, PT_NS, SPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)S::SMEM);
         if (e != cudaSuccess) return e;
         ready[dev] = true;
     }
-    k_prefill_tma<T, PT_NS, SPLIT, F><<<(unsigned)n_items * (unsigned)a.Hkv, PT_NT, S::SMEM, s>>>(qm, km, vm, a, br);
+    k_prefill_tma<T, PT_NS, SPLIT><<<(unsigned)n_items * (unsigned)a.Hkv, PT_NT, S::SMEM, s>>>(qm, km, vm, a, br);
     if (SPLIT) {
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
         k_prefill_merge<T, PT_BM><<<dim3((unsigned)n_merges * (unsigned)a.Hkv, PT_BM / 4), 128, 0, s>>>(a);
@@ -937,9 +875,7 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
         switch (kind) {
         case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2, true>(s, a, p->n_pf_splits, p->n_pf_merges);
         case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1, true>(s, a, p->n_pf_splits, p->n_pf_merges);
-        case HK_PREFILL_TMA:
-            return pt_flags & PT_OVL ? launch_prefill_tma<T, true, PT_OVL>(s, p, a, p->n_pf_splits, p->n_pf_merges)
-                                     : launch_prefill_tma<T, true, PT_F>(s, p, a, p->n_pf_splits, p->n_pf_merges);
+        case HK_PREFILL_TMA: return launch_prefill_tma<T, true>(s, p, a, p->n_pf_splits, p->n_pf_merges);
         default: return cudaErrorInvalidValue;   /* the template has no split mode */
         }
     }
@@ -947,9 +883,7 @@ static cudaError_t prefill_t(cudaStream_t s, const hk_paged_args *p)
     case HK_PREFILL_TEMPLATE: return launch_flash<T, 128, 128, true>(s, a, dim3((unsigned)p->n_tiles, (unsigned)p->Hkv));
     case HK_PREFILL_W4M2: return launch_prefill<T, 4, 2, false>(s, a, p->n_tiles, 0);
     case HK_PREFILL_W4M1: return launch_prefill<T, 4, 1, false>(s, a, p->n_tiles, 0);
-    case HK_PREFILL_TMA:
-        return pt_flags & PT_OVL ? launch_prefill_tma<T, false, PT_OVL>(s, p, a, p->n_tiles, 0)
-                                 : launch_prefill_tma<T, false, PT_F>(s, p, a, p->n_tiles, 0);
+    case HK_PREFILL_TMA: return launch_prefill_tma<T, false>(s, p, a, p->n_tiles, 0);
     }
     return cudaErrorInvalidValue;
 }
