@@ -1,6 +1,7 @@
 # Session 29, call 2: the CUDA tests again with paged_spare following k_prefill_tma's split rule
 # (call1's backend-cuda stopped at its old expectation), then the benchmark of record
-# (bench/record.sh PART=2: gpu-bench without transformers, serve-bench).
+# (bench/record.sh PART=2: gpu-bench without transformers, serve-bench), then HYOCR_VISION_BESIDE
+# off against on (bench/beside-ab.sh) at today's faster vision.
 #   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-06-s29/call2.sh
 T0=$(date +%s)
 source bench/results/2026-12-05-h200-s21/prep.sh
@@ -15,4 +16,7 @@ echo "[$(( $(date +%s) - T0 )) s] === record"
 OUT=$W/record PART=2 HYOCR_RECORD_SECONDS=300 bash bench/record.sh
 tar xzf $W/record/gpu-bench.tgz -C /tmp; cat /tmp/gpu-bench/*.md 2>/dev/null | tail -30
 tail -30 $W/record/gpu-bench.txt; tail -25 $W/record/serve-bench.txt; cat $W/record/log.txt
+echo "[$(( $(date +%s) - T0 )) s] === beside-ab (5 rounds)"
+OUT=$W/beside-ab timeout 150 bash bench/beside-ab.sh 2>&1 | tail -5
+rm -rf $W/beside-ab/img $W/beside-ab/run*.out
 echo "[$(( $(date +%s) - T0 )) s] done"
