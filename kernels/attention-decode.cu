@@ -48,8 +48,6 @@ struct DecArgs {
     float *part_acc, *part_ml;
     int dev_split_len, dev_max_splits;   /* > 0: splits derived from n_past here (graph replay) */
     int kv_write;                        /* store the decode rows' new k/v in the cache */
-    const void *pf_k, *pf_v;             /* the next layer's caches (hk_paged_args) */
-    int pf_tokens;
 };
 
 /* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
@@ -73,28 +71,6 @@ __device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
     sp.n_parts = n;
     sp.pad_ = 0;
     return true;
-}
-
-/* The next layer's K and V blocks of this split's first pf_tokens keys into the L2, evict-last
- * (hk_paged_args): whole cache blocks (block_size tokens × every KV head, contiguous), shared
- * out over the split's gridDim.y CTAs and their threads; a bulk prefetch is issued, not waited
- * for. blk: the split's block ids from b0. */
-__device__ __forceinline__ void dec_prefetch_next(const DecArgs &a, const hk_split &sp, const int *blk, int b0)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (!a.pf_k || a.pf_tokens <= 0) return;
-    const int t1 = min(sp.t1, sp.t0 + a.pf_tokens), nb = (t1 - 1) / a.block_size - b0 + 1;
-    const unsigned bytes = (unsigned)a.block_size * (unsigned)a.Hkv * 128u * 2u;
-    uint64_t pol;
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-    for (int i = blockIdx.y + gridDim.y * threadIdx.x; i < 2 * nb; i += gridDim.y * blockDim.x) {
-        const char *src = (const char *)(i & 1 ? a.pf_v : a.pf_k) + (size_t)blk[i >> 1] * bytes;
-        asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(src), "r"(bytes), "l"(pol)
-                     : "memory");
-    }
-#else
-    (void)a, (void)sp, (void)blk, (void)b0;
-#endif
 }
 
 __device__ __forceinline__ float2 to_f2(__half2 h) { return __half22float2(h); }
@@ -343,7 +319,6 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;   /* a decode row: its one new token */
     for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
     __syncthreads();
-    dec_prefetch_next(a, sp, blk, b0);
     const int4 zero = make_int4(0, 0, 0, 0);
     int4 ka[DEC_U], va[DEC_U], kb[DEC_U], vb[DEC_U];
     dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, zero, zero, ka, va);
@@ -438,7 +413,6 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;
     for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
     __syncthreads();
-    dec_prefetch_next(a, sp, blk, b0);
 #pragma unroll
     for (int r = 0; r < NS - 1; r++) {
         if (r < nr) dec_stage(a, sp, blk, b0, r * RT, L, kvh, inew, stages + r * DEC_STAGE_SLOTS);
@@ -519,9 +493,6 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     a.dev_split_len = p->dev_split_len;
     a.dev_max_splits = p->dev_max_splits;
     a.kv_write = p->decode_kv_write;
-    a.pf_k = p->pf_k;
-    a.pf_v = p->pf_v;
-    a.pf_tokens = p->pf_tokens;
     const int GT = decode_gt(p);
     const void *k = decode_kernel<T>(GT, p->decode_stages);
     if (!k) return cudaErrorInvalidValue;

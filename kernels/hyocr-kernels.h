@@ -114,12 +114,6 @@ typedef struct {
      * memory by cp.async — the same bits (same splits, rounds and sums), more of the
      * cache in flight a CTA. Others: cudaErrorInvalidValue. */
     int            decode_stages;
-    /* Decode kernel only, sm_90 code: the next layer's caches (NULL: none). Each split's CTAs
-     * ask the L2 for their first pf_tokens keys' blocks there (K and V, evict-last) as they
-     * start, so the next layer's attention finds part of its cache in the L2 — read while this
-     * call and the products after it leave memory idle. */
-    const void    *pf_k, *pf_v;
-    int            pf_tokens;
 } hk_paged_args;
 
 /* Shared memory the decode kernel needs for GT heads per CTA, a split length and a block size. */
