@@ -9,8 +9,9 @@
 # (`--repeat 2 --max-batch 1`), the second reported. transformers is warmed up the same way
 # (bench/hf_reference.py). HYOCR_BENCH_SKIP_HF=1 skips transformers (its numbers do not change
 # with our code) to save device time; the table then shows hyocr rows only.
-# Also: the same job without CUDA graphs (HYOCR_NO_GRAPH=1), with the vision attention's
-# mma.sync kernel on Hopper (HYOCR_NO_WGMMA=1), a 4096² page (hyocr only), and 16 concurrent
+# Also: the same job without CUDA graphs (HYOCR_NO_GRAPH=1), with the attention kernels cards
+# below Hopper run (the "mma" rows: HYOCR_NO_WGMMA=1 for the vision tower's, HYOCR_PREFILL_TMA=0
+# for the prompt's; since session 28 both differ on Hopper), a 4096² page (hyocr only), and 16 concurrent
 # 1024² jobs (continuous batching) against the same 16 jobs one at a time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +46,7 @@ for size in 1024 2048 4096; do
     if [ "$size" = 4096 ]; then
         # the 1.5 release's default pixel limit: hyocr only (transformers' numbers of record are in issue 17)
         hyocr_warm "$OUT/hyocr_${size}.json" "$img"
-        hyocr_warm "$OUT/hyocr-mma_${size}.json" "$img" HYOCR_NO_WGMMA=1
+        hyocr_warm "$OUT/hyocr-mma_${size}.json" "$img" HYOCR_NO_WGMMA=1 HYOCR_PREFILL_TMA=0
         continue
     fi
     if [ -z "${HYOCR_BENCH_SKIP_HF:-}" ]; then
@@ -57,8 +58,8 @@ for size in 1024 2048 4096; do
     fi
     hyocr_warm "$OUT/hyocr_${size}.json" "$img"
     hyocr_warm "$OUT/hyocr-nograph_${size}.json" "$img" HYOCR_NO_GRAPH=1
-    # the vision attention's mma.sync kernel (what cards below Hopper run), same build
-    hyocr_warm "$OUT/hyocr-mma_${size}.json" "$img" HYOCR_NO_WGMMA=1
+    # the attention kernels cards below Hopper run (vision mma.sync, prefill k_prefill), same build
+    hyocr_warm "$OUT/hyocr-mma_${size}.json" "$img" HYOCR_NO_WGMMA=1 HYOCR_PREFILL_TMA=0
 done
 # Sampling (temperature 0.8, top-k 50, top-p 0.9) chooses on the device too: the 2048² row again.
 HY_EXTRA="--temperature 0.8 --top-k 50 --top-p 0.9 --seed 7" hyocr_warm "$OUT/hyocr-sampled_2048.json" \
