@@ -9,7 +9,7 @@ W=${OUT:-/tmp/s29}/call4; mkdir -p $W
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $W/gpu.txt
 [ -f build-80/build.ninja ] || meson setup build-80 -Dgui=disabled -Dcuda=enabled -Dgpu_archs=80 -Ddownload=disabled \
     --buildtype=release > $W/setup80.txt 2>&1
-ninja -C build-80 src/cli/hyocr > $W/build80.txt 2>&1 || { tail -20 $W/build80.txt; exit 1; }
+timeout 200 ninja -C build-80 src/cli/hyocr > $W/build80.txt 2>&1 || { tail -20 $W/build80.txt; exit 1; }
 echo "[$(( $(date +%s) - T0 )) s] built"
 one() {   # build size: the warm jobs' first token / vision / prefill ms and decode tokens/s
     timeout 120 $1/src/cli/hyocr run --model /tmp/hy-full --image /tmp/hyocr-img/page_$2.png --task recognize \
