@@ -587,72 +587,6 @@ __device__ __forceinline__ void pt_copy(const FaArgs &a, const CUtensorMap *qm, 
 #endif
 }
 
-#if HK_HAVE_WGMMA /* mbarriers and wgmma: sm_90a code only */
-/* k_prefill_tma's products of one tile (u: its stage's offset, 16-byte units): S = Q·Kᵀ as eight
- * k16 steps from shared memory (Q_lo·K_lo, then Q_hi·K_hi: a half is 512 units), and O += P·V
- * as four steps of 16 keys (2048 bytes of each V half) of two n64 products. Issued, not waited. */
-template <typename T>
-__device__ __forceinline__ void pt_issue_qk(float (*sc)[4], uint32_t dq, uint32_t dk)
-{
-#pragma unroll
-    for (int kk = 0; kk < 8; kk++) {
-        const uint32_t hd = (kk >> 2) * (PT_HALF >> 4) + 2 * (kk & 3);
-        wg_mma_ss_n64<T>(sc, tm_desc(dq + hd, TM_SW_HI), tm_desc(dk + hd, TM_SW_HI), kk);
-    }
-}
-
-template <typename T>
-__device__ __forceinline__ void pt_issue_pv(float (*o)[4], const uint32_t (*pa)[4], uint32_t dk)
-{
-#pragma unroll
-    for (int kk = 0; kk < PF_BN / 16; kk++) {
-        wg_mma_n64t<T>(o, pa[kk], tm_desc(dk + 2 * (PT_HALF >> 4) + 128 * kk, TM_SW_HI), 1);
-        wg_mma_n64t<T>(o + 8, pa[kk], tm_desc(dk + 3 * (PT_HALF >> 4) + 128 * kk, TM_SW_HI), 1);
-    }
-}
-
-/* k_prefill's softmax of a tile (O rescaled), masked where some of this warp's rows stop inside it. */
-__device__ __forceinline__ void pt_softmax(float (*sc)[PF_BN / 8][4], float (*o)[PF_D / 8][4], float (*m)[2],
-                                           float (*l)[2], int key0, int lo, int fr0, int flat, int G, int n_past,
-                                           float c)
-{
-    const int tig = threadIdx.x & 3;
-    if (key0 + PF_BN - 1 > lo) pf_softmax<1, true>(sc, o, m, l, key0, fr0, flat, G, n_past, tig, c);
-    else pf_softmax<1, false>(sc, o, m, l, key0, fr0, flat, G, n_past, tig, c);
-}
-
-/* Each tile in turn: q·kᵀ, wait, softmax (O rescaled), P·V, wait, the stage freed. */
-template <typename T, int NS>
-__device__ __forceinline__ void pt_loop(float (*sc)[PF_BN / 8][4], float (*o)[PF_D / 8][4], float (*m)[2],
-                                        float (*l)[2], uint32_t (*pa)[4], uint32_t bars, uint32_t dq, uint32_t dk,
-                                        int j0, int jend, int lo, int fr0, int flat, int G, int n_past, float c)
-{
-    for (int j = j0; j < jend; j++) {
-        const int i = j - j0, st = i % NS;
-        const uint32_t ph = (i / NS) & 1, u = st * (PT_STAGE >> 4);
-        mb_wait(bars + 8 * st, ph);
-        wg_pin<PF_BN / 8>(sc[0]);
-        wg_fence();
-        pt_issue_qk<T>(sc[0], dq, dk + u);
-        wg_commit();
-        wg_wait<0>();
-        wg_pin<PF_BN / 8>(sc[0]);
-        pt_softmax(sc, o, m, l, j * PF_BN, lo, fr0, flat, G, n_past, c);
-        wg_pack<T, PF_BN>(pa, sc[0]);
-        mb_wait(bars + 8 * (NS + st), ph);
-        wg_pin_u<PF_BN / 16>(pa);
-        wg_pin<PF_D / 8>(o[0]);
-        wg_fence();
-        pt_issue_pv<T>(o[0], pa, dk + u);
-        wg_commit();
-        wg_wait<0>();
-        wg_pin<PF_D / 8>(o[0]);
-        wg_pin_u<PF_BN / 16>(pa);
-        if ((threadIdx.x & 31) == 0) mb_arrive(bars + 8 * (2 * NS + st));
-    }
-}
-#endif
-
 /* CTA = one item (k_prefill's: 128 flattened rows of one KV head, or with SPLIT its key tiles
  * [kt0, kt1)); 2 consumer warpgroups and the copier warp. */
 template <typename T, int NS, bool SPLIT>
@@ -706,7 +640,40 @@ __global__ void __launch_bounds__(PT_NT, 1)
     for (int i = 0; i < PF_BN / 16; i++) pa[i][0] = pa[i][1] = pa[i][2] = pa[i][3] = 0u;
     mb_wait(bars + 8 * 3 * NS, 0);
 
-    pt_loop<T, NS>(sc, o, m, l, pa, bars, dq, dk, j0, jend, lo, fr0, flat, G, s.n_past, a.scale_log2);
+    for (int j = j0; j < jend; j++) {
+        const int i = j - j0, st = i % NS, key0 = j * PF_BN;
+        const uint32_t ph = (i / NS) & 1, u = st * (PT_STAGE >> 4);
+        mb_wait(bars + 8 * st, ph);
+        wg_pin<PF_BN / 8>(sc[0]);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++) {   /* Q_lo·K_lo, then Q_hi·K_hi: a half is 512 16-byte units */
+            const uint32_t hd = (kk >> 2) * (PT_HALF >> 4) + 2 * (kk & 3);
+            wg_mma_ss_n64<T>(sc[0], tm_desc(dq + hd, TM_SW_HI), tm_desc(dk + u + hd, TM_SW_HI), kk);
+        }
+        wg_commit();
+        wg_wait<0>();
+        wg_pin<PF_BN / 8>(sc[0]);
+        if (key0 + PF_BN - 1 > lo)
+            pf_softmax<1, true>(sc, o, m, l, key0, fr0, flat, G, s.n_past, tig, a.scale_log2);
+        else
+            pf_softmax<1, false>(sc, o, m, l, key0, fr0, flat, G, s.n_past, tig, a.scale_log2);
+        wg_pack<T, PF_BN>(pa, sc[0]);
+        mb_wait(bars + 8 * (NS + st), ph);
+        wg_pin_u<PF_BN / 16>(pa);
+        wg_pin<PF_D / 8>(o[0]);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < PF_BN / 16; kk++) {   /* 16 keys a step: 2048 bytes of each V half */
+            wg_mma_n64t<T>(o[0], pa[kk], tm_desc(dk + u + 2 * (PT_HALF >> 4) + 128 * kk, TM_SW_HI), 1);
+            wg_mma_n64t<T>(o[0] + 8, pa[kk], tm_desc(dk + u + 3 * (PT_HALF >> 4) + 128 * kk, TM_SW_HI), 1);
+        }
+        wg_commit();
+        wg_wait<0>();
+        wg_pin<PF_D / 8>(o[0]);
+        wg_pin_u<PF_BN / 16>(pa);
+        if (lane == 0) mb_arrive(bars + 8 * (2 * NS + st));
+    }
     for (int j = jend; j < n_tiles; j++) {   /* tiles past this warpgroup's rows: waited for and freed */
         const int i = j - j0, st = i % NS;
         mb_wait(bars + 8 * st, (i / NS) & 1);
