@@ -35,7 +35,7 @@ struct layer_w {
 /* What one lane of rows owns: its rows of q|k|v, the attention's output, the residual and
  * the activation, its sequences (row0 counted from its own first row), counters and partials. */
 struct lane {
-    int rows, row_first, split_len, stages;
+    int rows, split_len, stages;
     __half *qkv, *out, *act;
     float *res, *part;
     hk_seq *seqs;
@@ -54,13 +54,12 @@ static void product(cudaStream_t s, int mode, void *out, const void *x, float *r
 static hk_paged_args lane_attn(const fixture &f, const lane &ln, int ctx, int l)
 {
     hk_paged_args a = call_args(f, HK_F16, ln.rows, ctx, ln.split_len, ln.stages, l);
-    int bound = (ctx + 1023) / 1024 * 1024, max_splits = (bound + ln.split_len - 1) / ln.split_len;
     a.qkv = ln.qkv;
     a.out = ln.out;
     a.seqs = ln.seqs;
     a.counters = ln.ctr;
+    a.part_ml = ln.part + (a.part_ml - a.part_acc);   /* call_args's layout, in the lane's buffer */
     a.part_acc = ln.part;
-    a.part_ml = ln.part + (size_t)ln.rows * max_splits * HQ * D;
     a.pdl = 1;
     return a;
 }
@@ -151,7 +150,7 @@ int main()
             std::vector<hk_seq> h(rows);
             for (int r = 0; r < rows; r++) h[r] = { r, ctx - 1, 1, (first + r) * per_row };
             if (i) CK(cudaMemcpy(seqs[i], h.data(), rows * sizeof(hk_seq), cudaMemcpyHostToDevice));
-            lane ln = { rows, first, split, rows >= 8 ? stages : 0, (__half *)f.qkv + first * qkv_w,
+            lane ln = { rows, split, rows >= 8 ? stages : 0, (__half *)f.qkv + first * qkv_w,
                         (__half *)f.out + first * QO, act + (size_t)first * INTER, res + (size_t)first * HID,
                         part[i], seqs[i], ctr[i] };
             return ln;
