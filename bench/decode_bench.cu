@@ -15,7 +15,9 @@
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/decode_bench.cu -o /tmp/decode-bench && /tmp/decode-bench
  * An argument "bf16" runs bf16 instead; the A100 code: -gencode=arch=compute_80,code=sm_80.
  * HK_BENCH_ROWS, HK_BENCH_CTX, HK_BENCH_SPLITS and HK_BENCH_STAGES (comma-separated) replace
- * the sweep's lists, e.g. HK_BENCH_ROWS=8,16 HK_BENCH_SPLITS=0,384,512 HK_BENCH_STAGES=2. */
+ * the sweep's lists, e.g. HK_BENCH_ROWS=8,16 HK_BENCH_SPLITS=0,384,512 HK_BENCH_STAGES=2;
+ * HK_BENCH_ORDERED=1 gives each row its blocks in order instead of scattered. Built with
+ * -DHK_DECODE_HEADS_FAST it times the grid with the heads' CTAs of a split side by side. */
 #include "../kernels/attention-decode.cu"
 #include "bench-timing.h"
 #include <algorithm>
@@ -68,7 +70,8 @@ template <typename T> static void fixture_init(fixture &f)
     std::vector<int32_t> pool(f.blocks);
     for (size_t i = 0; i < f.blocks; i++) pool[i] = (int32_t)i;
     srand(7);
-    for (size_t i = f.blocks - 1; i > 0; i--) std::swap(pool[i], pool[(size_t)rand() % (i + 1)]);
+    if (!getenv("HK_BENCH_ORDERED"))   /* set: each row's blocks in order, as the engine's allocator hands them out */
+        for (size_t i = f.blocks - 1; i > 0; i--) std::swap(pool[i], pool[(size_t)rand() % (i + 1)]);
     CK(cudaMalloc(&f.bt, f.blocks * sizeof(int32_t)));
     CK(cudaMemcpy(f.bt, pool.data(), f.blocks * sizeof(int32_t), cudaMemcpyHostToDevice));
     CK(cudaMalloc(&f.seqs, MAX_ROWS * sizeof(hk_seq)));

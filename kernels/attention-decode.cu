@@ -36,6 +36,19 @@ __device__ __forceinline__ unsigned dec_smid()
 #define DEC_TRACE_END(sp, last) do {} while (0)
 #endif
 
+/* A CTA's split and its group of heads in the grid. HK_DECODE_HEADS_FAST (bench/decode_bench.cu,
+ * an experiment): the heads' CTAs of one split side by side in the grid, so the CTAs resident
+ * together read the neighbouring heads' parts of the same cache rows. */
+#ifdef HK_DECODE_HEADS_FAST
+#define DEC_SPLIT_IDX blockIdx.y
+#define DEC_HEAD_IDX  blockIdx.x
+#define DEC_HEAD_N    gridDim.x
+#else
+#define DEC_SPLIT_IDX blockIdx.x
+#define DEC_HEAD_IDX  blockIdx.y
+#define DEC_HEAD_N    gridDim.y
+#endif
+
 struct DecArgs {
     const void *q, *k, *v;   /* the qkv rows, the K and V caches (hk_paged_fill) */
     void *out;
@@ -56,10 +69,10 @@ struct DecArgs {
 __device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
 {
     if (a.dev_split_len <= 0) {
-        sp = a.splits[blockIdx.x];
+        sp = a.splits[DEC_SPLIT_IDX];
         return true;
     }
-    int L = a.dev_split_len, row = blockIdx.x / a.dev_max_splits, i = blockIdx.x - row * a.dev_max_splits;
+    int L = a.dev_split_len, row = DEC_SPLIT_IDX / a.dev_max_splits, i = DEC_SPLIT_IDX - row * a.dev_max_splits;
     int ctx = a.seqs[row].n_past + 1, n = (ctx + L - 1) / L;
     if (i >= n) return false;
     sp.seq = row;
@@ -281,7 +294,7 @@ __device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp,
     /* Elect the last split of this row (threadFenceReduction pattern). */
     __threadfence();
     __syncthreads();
-    unsigned *ctr = &a.counters[(size_t)sp.row * gridDim.y + blockIdx.y];
+    unsigned *ctr = &a.counters[(size_t)sp.row * DEC_HEAD_N + DEC_HEAD_IDX];
     if (threadIdx.x == 0) *s_last = atomicAdd(ctr, 1u) == (unsigned)sp.n_parts - 1;
     __syncthreads();
     if (!*s_last) return;
@@ -312,7 +325,7 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     DEC_TRACE(0, dec_now());
     const hk_seq s = a.seqs[sp.seq];
-    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const int head0 = DEC_HEAD_IDX * GT, kvh = head0 / a.G;
     const int tg = threadIdx.x >> 4;
     const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size;
     const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
@@ -406,7 +419,7 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     DEC_TRACE(0, dec_now());
     const hk_seq s = a.seqs[sp.seq];
-    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const int head0 = DEC_HEAD_IDX * GT, kvh = head0 / a.G;
     const int tg = threadIdx.x >> 4;
     const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size, nr = (L + RT - 1) / RT;
     const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
@@ -505,7 +518,11 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
+#ifdef HK_DECODE_HEADS_FAST
+    cfg.gridDim = dim3((unsigned)(p->Hq / GT), (unsigned)p->n_splits);
+#else
     cfg.gridDim = dim3((unsigned)p->n_splits, (unsigned)(p->Hq / GT));
+#endif
     cfg.blockDim = dim3(DEC_THREADS);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
