@@ -1,7 +1,8 @@
 /* hyocr — hk_gemm_rows's products of a batched decode step (gemv.cu) on the model's shapes —
- * q|k|v (NORM, N 4096, K 1024), gate|up (NORM_GLU, N 3584, K 1024), o (RESIDUAL, N 1024, K 2048)
- * and down (RESIDUAL, N 1024, K 3584) — at 2, 8, 9 and 16 rows, fp16, in every layout of
- * hk_gemm_rows_ex: 1 or 2 column groups a CTA (HYOCR_ROWS_WIDE); the rule's pick for this card
+ * q|k|v (NORM, N 4096, K 1024), gate|up (NORM_GLU, N 3584, K 1024), o (RESIDUAL, N 1024, K 2048),
+ * down (RESIDUAL, N 1024, K 3584) and the head (PLAIN, N 120832, K 1024) — at 2, 8, 9 and 16
+ * rows, fp16, in every layout of hk_gemm_rows_ex: 1 to HK_GEMM_ROWS_GROUPS_MAX column groups a
+ * CTA (HYOCR_ROWS_WIDE); the rule's pick for this card
  * is marked *. The baseline for a change to k_gemm_rows. A call is one layer: 24 calls,
  * each with its own weights (the L2 holds none of them for the next), in one graph; µs a call
  * is the graph's time / 24, median of 20 replays after 3. GB/s counts the weights. (Its
@@ -29,6 +30,7 @@ int main()
         { "gate|up NORM_GLU", HK_GEMV_NORM_GLU, 3584, 7168, 1024 },
         { "o RESIDUAL", HK_GEMV_RESIDUAL, 1024, 1024, 2048 },
         { "down RESIDUAL", HK_GEMV_RESIDUAL, 1024, 1024, 3584 },
+        { "lm_head PLAIN", HK_GEMV_PLAIN, 120832, 120832, 1024 },
     };
     std::vector<__half *> w(LAYERS);
     const size_t wn = (size_t)7168 * 1024;
@@ -36,11 +38,16 @@ int main()
         CK(cudaMalloc(&w[l], wn * 2));
         k_fill_h<<<1024, 256>>>(w[l], wn, 0x100u + l, 0.1f);
     }
+    /* the head: one matrix for every call (247 MB: the L2 keeps little of it for the next) */
+    __half *head;
+    const size_t hn = (size_t)120832 * 1024;
+    CK(cudaMalloc(&head, hn * 2));
+    k_fill_h<<<1024, 256>>>(head, hn, 0x200u, 0.1f);
     float *res;
     __half *nw, *out, *x;
     CK(cudaMalloc(&res, (size_t)16 * 4096 * 4));
     CK(cudaMalloc(&nw, 1024 * 2));
-    CK(cudaMalloc(&out, (size_t)16 * 4096 * 2));
+    CK(cudaMalloc(&out, (size_t)16 * 120832 * 2));
     CK(cudaMalloc(&x, (size_t)16 * 3584 * 2));
     k_fill_f<<<64, 256>>>(res, (size_t)16 * 4096, 7);
     k_fill_h<<<4, 256>>>(nw, 1024, 9, 1.0f);
@@ -58,8 +65,8 @@ int main()
                 /* the residual, read by the norms and added to by o and down, stays bounded:
                  * the weights are ±0.1 and x ±1, 24 × 23 additions */
                 auto call = [&](int l) {
-                    return hk_gemm_rows_ex(s, HK_F16, sh.mode, out, HK_F16, x, res, nw, HK_F16, 1e-6f, w[l], M, sh.N,
-                                           sh.K, 0, G);
+                    return hk_gemm_rows_ex(s, HK_F16, sh.mode, out, HK_F16, x, res, nw, HK_F16, 1e-6f,
+                                           sh.N > 7168 ? head : w[l], M, sh.N, sh.K, 0, G);
                 };
                 for (int l = 0; l < LAYERS; l++) CK(call(l));
                 CK(cudaStreamSynchronize(s));
