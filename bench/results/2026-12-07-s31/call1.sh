@@ -18,7 +18,16 @@ echo "[$(( $(date +%s) - T0 )) s] === gemm_rows_bench"
 timeout 120 .device/bin/gemm-rows-bench 2>&1 | tee $W/gemm-rows.txt
 wait; cat $W/prep.txt | tail -3
 echo "[$(( $(date +%s) - T0 )) s] === tests"
-timeout 240 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
+timeout 200 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
     > $W/tests.txt 2>&1; echo "tests exit $?"; grep -E "^ *[0-9]+/[0-9]+ |Ok:|Fail:" $W/tests.txt | tail -6
 grep -E "layout|FAIL|not ok" $W/tests.txt | head -10
 echo "[$(( $(date +%s) - T0 )) s] call1 done"
+# the rest while the machine is held (call2.sh's steps, as time allows)
+[ $(( $(date +%s) - T0 )) -lt 420 ] && for wide in 0 3 4 0; do
+    HYOCR_ROWS_WIDE=$wide timeout 40 build-gpu/src/cli/hyocr run --model /tmp/hy-full --image /tmp/hyocr-img/page_1024.png \
+        --task recognize --device cuda --repeat 16 --max-batch 16 --warmup --max-new-tokens 256 --ignore-eos \
+        --no-tail-stop --format jsonl 2>&1 >/dev/null | grep -o "[0-9.]* tokens/s" | tail -1 | sed "s/^/wide $wide: /"
+done
+echo "[$(( $(date +%s) - T0 )) s] wide done"
+[ $(( $(date +%s) - T0 )) -lt 480 ] && ROUNDS=1 SIZES=2048 timeout $(( 585 - ($(date +%s) - T0) )) bash bench/results/2026-12-06-s30/call5.sh
+echo "[$(( $(date +%s) - T0 )) s] all done"
