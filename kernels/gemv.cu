@@ -354,7 +354,7 @@ __device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, floa
 }
 
 /* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use;
- * CG column groups of 8 a CTA (1..4): each warp multiplies the x chunks it loaded (and the rows
+ * CG column groups of 8 a CTA (1 or 2): each warp multiplies the x chunks it loaded (and the rows
  * normalised once) by CG groups' weights, every column's chain of mmas and the warps' sum as with
  * one group — the same bits, less x (or residual) read per column. */
 template <typename T, int G, bool HI, int MODE, int CG>
@@ -445,25 +445,23 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
 #pragma unroll
         for (int r = 0; r < 4; r++) part[t][warp][r][lane] = acc[t][r];
     __syncthreads();
-    /* thread (g, r, l) adds register r of lane l of group g over the warps, in warp order (a
-     * thread takes two such outputs at 4 groups: 512 of them, 256 threads) */
-    for (int i = threadIdx.x; i < CG * 4 * 32; i += ROWS_WARPS * 32) {
-        const int g = i >> 7, r = (i >> 5) & 3, l = lane;
-        const int row = (l >> 2) + (r >= 2 ? 8 : 0), col = n0 + ROWS_COLS * g + 2 * (l & 3) + (r & 1);
-        if (row >= M || col >= N) continue;
-        float v[NB];
+    if (threadIdx.x >= CG * 4 * 32) return;
+    /* thread (g, r, l) adds register r of lane l of group g over the warps, in warp order */
+    const int g = threadIdx.x >> 7, r = (threadIdx.x >> 5) & 3, l = lane;
+    const int row = (l >> 2) + (r >= 2 ? 8 : 0), col = n0 + ROWS_COLS * g + 2 * (l & 3) + (r & 1);
+    if (row >= M || col >= N) return;
+    float v[NB];
 #pragma unroll
-        for (int t = 0; t < NB; t++) {
-            v[t] = part[g * NB + t][0][r][l];
+    for (int t = 0; t < NB; t++) {
+        v[t] = part[g * NB + t][0][r][l];
 #pragma unroll
-            for (int s = 1; s < ROWS_WARPS; s++) v[t] += part[g * NB + t][s][r][l];
-        }
-        const int ct = ctype<T>::value;
-        const size_t o = (size_t)row * N + col;
-        if (MODE == HK_GEMV_RESIDUAL) res[o] += hk_round(v[0], ct);
-        else if (glu) hk_st(out, ot, o, hk_swiglu1(hk_round(v[0], ct), hk_round(v[NB - 1], ct), ot));
-        else hk_st(out, ot, o, v[0]);
+        for (int s = 1; s < ROWS_WARPS; s++) v[t] += part[g * NB + t][s][r][l];
     }
+    const int ct = ctype<T>::value;
+    const size_t o = (size_t)row * N + col;
+    if (MODE == HK_GEMV_RESIDUAL) res[o] += hk_round(v[0], ct);
+    else if (glu) hk_st(out, ot, o, hk_swiglu1(hk_round(v[0], ct), hk_round(v[NB - 1], ct), ot));
+    else hk_st(out, ot, o, v[0]);
 }
 
 static inline int rows_blocks(int N, int groups)
@@ -525,7 +523,7 @@ template <typename T, int MODE, int CG>
 static cudaError_t gemm_rows_depth(const rows_call &c)
 {
     constexpr int NT = CG * (MODE == HK_GEMV_NORM_GLU ? 2 : 1);
-    constexpr int G_SHORT = NT >= 8 ? 1 : NT >= 4 ? 2 : 4, G_LONG = NT >= 8 ? 1 : NT >= 4 ? 2 : NT >= 2 ? 4 : 8;
+    constexpr int G_SHORT = NT >= 4 ? 2 : 4, G_LONG = NT >= 4 ? 2 : NT >= 2 ? 4 : 8;
     const bool hi = c.M > 8;
     if (c.K <= 32 * ROWS_WARPS * 4)
         return hi ? gemm_rows_launch<T, G_SHORT, true, MODE, CG>(c) : gemm_rows_launch<T, G_SHORT, false, MODE, CG>(c);
@@ -535,12 +533,7 @@ static cudaError_t gemm_rows_depth(const rows_call &c)
 template <typename T, int MODE>
 static cudaError_t gemm_rows_mode(const rows_call &c)
 {
-    switch (c.groups) {
-    case 4: return gemm_rows_depth<T, MODE, 4>(c);
-    case 3: return gemm_rows_depth<T, MODE, 3>(c);
-    case 2: return gemm_rows_depth<T, MODE, 2>(c);
-    default: return gemm_rows_depth<T, MODE, 1>(c);
-    }
+    return c.groups == 2 ? gemm_rows_depth<T, MODE, 2>(c) : gemm_rows_depth<T, MODE, 1>(c);
 }
 
 template <typename T>

@@ -315,7 +315,7 @@ cudaError_t hk_gemm_rows(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dty
  * normalised once) serve that many groups' weights — the same bits as 1, less x or residual
  * read a column. For the products of more CTAs than a wave holds (q|k|v, gate|up).
  * hk_gemm_rows is groups 1. */
-#define HK_GEMM_ROWS_GROUPS_MAX 4
+#define HK_GEMM_ROWS_GROUPS_MAX 2
 cudaError_t hk_gemm_rows_ex(cudaStream_t s, hk_dtype t, int mode, void *out, hk_dtype ot, const void *x, float *res,
                             const void *nw, hk_dtype nwt, float eps, const void *w, int M, int N, int K, int pdl,
                             int groups);

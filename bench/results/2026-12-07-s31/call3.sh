@@ -1,5 +1,6 @@
 # Session 31, call 3 (short, for what device time was left): call1's two benches only, carried
-# binaries (.device/bin, built on the development machine at this commit), no build, no tests.
+# binaries (.device/bin, built on the development machine at dc61618: hk_gemm_rows with up to
+# 4 column groups, since reverted as no card ran the CUDA suites on it), no build, no tests.
 #   bash bench/results/2026-12-07-s31/call3.sh
 T0=$(date +%s)
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
