@@ -1,4 +1,6 @@
-# Session 31, call 1: the decode attention's grid with the heads of a split side by side
+# Session 31, call 1 — never ran: no machine came in twelve starts. It needs dc61618's kernels
+# (hk_gemm_rows with 3 and 4 column groups, reverted in cdc9d93 for want of a card).
+# What it measures: the decode attention's grid with the heads of a split side by side
 # (decode_bench built with -DHK_DECODE_HEADS_FAST) against today's, blocks scattered and in order;
 # hk_gemm_rows with 3 and 4 column groups a CTA (gemm_rows_bench); then the build and the CUDA
 # suites (the layout test now covers 1–4 groups). The benches' binaries were built on the

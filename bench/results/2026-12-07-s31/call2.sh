@@ -1,4 +1,5 @@
-# Session 31, call 2 (after call1 on a warm machine: build-gpu, /tmp/hy-full, /tmp/hyocr-img made):
+# Session 31, call 2 — never ran (no machine; its steps also closed call1.sh). It forces 3 and 4
+# groups, which need dc61618's kernels. (After call1 on a warm machine: build-gpu, /tmp/hy-full, /tmp/hyocr-img made):
 # 16 concurrent 1024² pages (256 tokens each, ignore_eos, a warm engine) with the card's rule for
 # hk_gemm_rows's column groups against 3 and 4 forced (HYOCR_ROWS_WIDE), alternated; then session
 # 30's call5 (the prompt's chunk against the prefill and the peak, ROUNDS=1).
