@@ -2,8 +2,7 @@
  * q|k|v (NORM, N 4096, K 1024), gate|up (NORM_GLU, N 3584, K 1024), o (RESIDUAL, N 1024, K 2048),
  * down (RESIDUAL, N 1024, K 3584) and the head (PLAIN, N 120832, K 1024) — at 2, 8, 9 and 16
  * rows, fp16, in every layout of hk_gemm_rows_ex: 1 to HK_GEMM_ROWS_GROUPS_MAX column groups a
- * CTA (HYOCR_ROWS_WIDE); the rule's pick for this card
- * is marked *. The baseline for a change to k_gemm_rows. A call is one layer: 24 calls,
+ * CTA (HYOCR_ROWS_WIDE); the rule's pick for this card is marked *. The baseline for a change to k_gemm_rows. A call is one layer: 24 calls,
  * each with its own weights (the L2 holds none of them for the next), in one graph; µs a call
  * is the graph's time / 24, median of 20 replays after 3. GB/s counts the weights. (Its
  * rows_norm_held variant, HK_GEMV_NORM_HELD, and K split over CTAs, HYOCR_ROWS_SPLIT, were

@@ -38,7 +38,8 @@ __device__ __forceinline__ unsigned dec_smid()
 
 /* A CTA's split and its group of heads in the grid. HK_DECODE_HEADS_FAST (bench/decode_bench.cu,
  * an experiment): the heads' CTAs of one split side by side in the grid, so the CTAs resident
- * together read the neighbouring heads' parts of the same cache rows. */
+ * together read the neighbouring heads' parts of the same cache rows (gridDim.y then caps the
+ * splits at 65535: a bench's switch, not the engine's). */
 #ifdef HK_DECODE_HEADS_FAST
 #define DEC_SPLIT_IDX blockIdx.y
 #define DEC_HEAD_IDX  blockIdx.x
