@@ -70,7 +70,7 @@ template <typename T> static void fixture_init(fixture &f)
     std::vector<int32_t> pool(f.blocks);
     for (size_t i = 0; i < f.blocks; i++) pool[i] = (int32_t)i;
     srand(7);
-    if (!getenv("HK_BENCH_ORDERED"))   /* set: each row's blocks in order, as the engine's allocator hands them out */
+    if (!getenv("HK_BENCH_ORDERED"))   /* set: each row's blocks in order, as a page's prompt gets them from the KV pool (kvcache.c) */
         for (size_t i = f.blocks - 1; i > 0; i--) std::swap(pool[i], pool[(size_t)rand() % (i + 1)]);
     CK(cudaMalloc(&f.bt, f.blocks * sizeof(int32_t)));
     CK(cudaMemcpy(f.bt, pool.data(), f.blocks * sizeof(int32_t), cudaMemcpyHostToDevice));
