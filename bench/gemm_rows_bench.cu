@@ -65,7 +65,7 @@ int main()
                  * the weights are ±0.1 and x ±1, 24 × 23 additions */
                 auto call = [&](int l) {
                     return hk_gemm_rows_ex(s, HK_F16, sh.mode, out, HK_F16, x, res, nw, HK_F16, 1e-6f,
-                                           sh.N > 7168 ? head : w[l], M, sh.N, sh.K, 0, G);
+                                           (size_t)sh.nw * sh.K <= wn ? w[l] : head, M, sh.N, sh.K, 0, G);
                 };
                 for (int l = 0; l < LAYERS; l++) CK(call(l));
                 CK(cudaStreamSynchronize(s));
