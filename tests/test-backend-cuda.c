@@ -2751,6 +2751,34 @@ static void test_ordered_alloc(gconstpointer data)
     hyocr_backend_free(plain);
 }
 
+/* HYOCR_POOL_KEEP: the stream-ordered pool keeps what a buffer gives back past the
+ * synchronisation that would have returned it to the system (its threshold, 0 by default), until
+ * release_cached, which the engine calls when idle. */
+static void test_pool_keep(gconstpointer data)
+{
+    const dt_case *c = data;
+    if (!cuda(c)) return;
+    hyocr_backend *g = cuda_tuned(c, (hyocr_tuning){ .pool_keep = HYOCR_SWITCH_ON });
+    int dev = 0;
+    cudaMemPool_t pool;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetMemPool(&pool, dev));
+    const size_t n = (size_t)32 << 20, bytes = 2 * n;   /* 64 MiB of ACT */
+    g_autoptr(GError) err_ = NULL;
+    hyocr_buf *b = g->ops->alloc(g, HYOCR_BUF_ACT, n, E);
+    g_assert_no_error(err_);
+    g->ops->buf_free(g, b);
+    OK(g->ops->sync(g, E));
+    uint64_t kept = 0;
+    CK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &kept));
+    g_assert_cmpuint(kept, >=, bytes);
+    g_assert_nonnull(g->ops->release_cached);
+    g->ops->release_cached(g);
+    CK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &kept));
+    g_assert_cmpuint(kept, <, bytes);
+    hyocr_backend_free(g);
+}
+
 /* A bound verify step (decode_bind, as a captured round runs it) whose block of 16 rows crosses a
  * KV block boundary: rows past it attend to keys the first row's block table does not reach.
  * Against the CPU, and against the same rows unbound. */
@@ -3097,6 +3125,7 @@ int main(int argc, char **argv)
         add("verify_kernel", c, test_verify_kernel);
         add("invariant", c, test_invariant);
         add("ordered_alloc", c, test_ordered_alloc);
+        add("pool_keep", c, test_pool_keep);
         add("paged_verify_bound", c, test_paged_verify_bound);
         add("qknorm_rope", c, test_qknorm_rope);
         add("attention_append", c, test_attention_append);

@@ -137,6 +137,7 @@ typedef struct {
                                      * (HYOCR_PREFILL_SPARE=0: never) */
     bool             vis_lazy;      /* the Hopper kernels' lazy rescale (HYOCR_VIS_LAZY_RESCALE=0: every tile) */
     bool             ordered_main;  /* the main lane's activations stream-ordered too (HYOCR_ORDERED_ALLOC=0: not) */
+    cudaMemPool_t    keep_pool;     /* the stream-ordered pool, where it keeps what is given back (HYOCR_POOL_KEEP) */
 } cuda_backend;
 
 static inline cuda_backend *CB(hyocr_backend *be) { return (cuda_backend *)be; }
@@ -205,6 +206,16 @@ static char *usage_string(cuda_backend *cb)
                            MIB(cb->bytes[BUCKET_SCRATCH]));
 }
 
+/* The memory the stream-ordered pool keeps, back to the system, once the work that gave it back
+ * is done (the pool cannot release what backs an allocation still in flight). */
+static void release_kept(cuda_backend *cb)
+{
+    if (!cb->keep_pool) return;
+    cudaDeviceSynchronize();
+    cudaMemPoolTrimTo(cb->keep_pool, 0);
+    cudaGetLastError();
+}
+
 /* The one place device memory is taken; ordered: from the stream-ordered allocator, in the
  * current stream's order (a cudaFree would wait for the whole device). */
 static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, bool ordered, GError **error)
@@ -224,6 +235,12 @@ static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, bool ordered,
     }
     void *p = NULL;
     cudaError_t e = ordered ? cudaMallocAsync(&p, bytes ? bytes : 256, cb->stream) : cudaMalloc(&p, bytes ? bytes : 256);
+    if (e == cudaErrorMemoryAllocation && cb->keep_pool && !cb->capturing) {
+        /* what the pool keeps may be what this allocation lacks */
+        cudaGetLastError();
+        release_kept(cb);
+        e = ordered ? cudaMallocAsync(&p, bytes ? bytes : 256, cb->stream) : cudaMalloc(&p, bytes ? bytes : 256);
+    }
     if (e != cudaSuccess) {
         cudaGetLastError();
         size_t fr = 0, tot = 0;
@@ -1929,6 +1946,11 @@ static bool cuda_sync(hyocr_backend *be, GError **error)
     return ok;
 }
 
+static void cuda_release_cached(hyocr_backend *be)
+{
+    release_kept(CB(be));
+}
+
 /* ---------------------------------------------------------------- the side lane */
 
 static void lane_swap(cuda_backend *cb)
@@ -1967,6 +1989,16 @@ static bool pools_supported(cuda_backend *cb)
         return false;
     }
     return pools != 0;
+}
+
+static void keep_pool(cuda_backend *cb)
+{
+    cudaMemPool_t pool;
+    uint64_t all = UINT64_MAX;
+    if (cudaDeviceGetMemPool(&pool, cb->device) == cudaSuccess &&
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &all) == cudaSuccess)
+        cb->keep_pool = pool;
+    cudaGetLastError();
 }
 
 /* False without an error where there is no side lane (profiling: its timers are
@@ -2030,6 +2062,10 @@ static void cuda_free(hyocr_backend *be)
     hyocr_cuda_profile_free(cb->prof);
     cb->prof = NULL;
     if (cb->plans) g_hash_table_destroy(cb->plans);
+    if (cb->keep_pool) {   /* the pool outlives the backend: as the next one expects to find it */
+        uint64_t none = 0;
+        cudaMemPoolSetAttribute(cb->keep_pool, cudaMemPoolAttrReleaseThreshold, &none);
+    }
     scratch *s[] = { &cb->lt_ws, &cb->stage, &cb->meta, &cb->pos, &cb->part, &cb->counters, &cb->conv_x,
                      &cb->conv_bias, &cb->small, &cb->lp, &cb->dmeta, &cb->other.lt_ws, &cb->other.stage,
                      &cb->other.conv_x, &cb->other.conv_bias };
@@ -2200,6 +2236,7 @@ static const hyocr_backend_ops cuda_ops = {
     .embed = cuda_embed,
     .mem_info = cuda_mem_info,
     .sync = cuda_sync,
+    .release_cached = cuda_release_cached,
     .check_finite = cuda_check_finite,
     .read_bytes = cuda_read_bytes,
     .write_bytes = cuda_write_bytes,
@@ -2357,6 +2394,13 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
      * the card's 14 MiB more; bench/results/2026-12-05-h200-s20; the default since session 21, whose
      * call1 ran every card suite and memory.sh with it); "0" off */
     cb->ordered_main = t->ordered_alloc != HYOCR_SWITCH_OFF && pools_supported(cb);
+    /* "1": the stream-ordered pool (the side lane's and, with the above, the main lane's buffers) keeps
+     * what is given back until the engine is idle. Its threshold of 0 gave it back to the system
+     * at every synchronisation — each decode step's — so every page's vision and prefill mapped
+     * their scratch anew, with the card idle before their first ops (HYOCR_PROFILE's second table,
+     * bench/results/2026-12-06-h100-s26/call3: ~1 ms before a page's pixels, ~0.7 before its
+     * prompt's embedding). */
+    if (t->pool_keep == HYOCR_SWITCH_ON && pools_supported(cb)) keep_pool(cb);
     if (t->profile) {
         cb->prof = hyocr_cuda_profile_new(&cuda_ops, cb->stream, cb->gpu_name);
         cb->base.ops = hyocr_cuda_profile_ops(cb->prof);

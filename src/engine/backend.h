@@ -201,6 +201,9 @@ typedef struct {
     void   (*mem_info)(hyocr_backend *be, hyocr_mem_info *out);
     /* Waits for queued work (no-op on CPU); errors surface here on async devices. */
     bool   (*sync)(hyocr_backend *be, GError **error);
+    /* Gives the system back the device memory the backend keeps for reuse once its buffers
+     * are freed (optional: NULL where it keeps none). The engine calls it when it goes idle. */
+    void   (*release_cached)(hyocr_backend *be);
 
     /* *finite = no NaN or ±Inf among b[0..n) (waits for the answer): FP16 overflow check. */
     bool   (*check_finite)(hyocr_backend *be, const hyocr_buf *b, size_t n, bool *finite, GError **error);

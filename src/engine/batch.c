@@ -1303,6 +1303,8 @@ static void settle(hyocr_sched *s)
         hyocr_dflash_trim_scratch(s->eng->draft);
         /* the pick slots' sets and captured decode graphs go too */
         hyocr_text_decode_release(m);
+        /* what the backend keeps for the next job's buffers too, when no job waits */
+        if (s->jobs->len == 0 && s->eng->be->ops->release_cached) s->eng->be->ops->release_cached(s->eng->be);
     }
     s->exclusive = false;
     s->settled = true;

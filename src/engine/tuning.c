@@ -44,6 +44,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");
     t->vit_chunk_rows = env_count("HYOCR_VIT_CHUNK_ROWS");
     t->ordered_alloc = env_switch("HYOCR_ORDERED_ALLOC");
+    t->pool_keep = env_switch("HYOCR_POOL_KEEP");
     /* set but below 1 (or not a number): one thread, as it always meant */
     const char *rt = g_getenv("HYOCR_RESIZE_THREADS");
     t->resize_threads = rt && *rt ? MAX(env_count("HYOCR_RESIZE_THREADS"), 1) : 0;

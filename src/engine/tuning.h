@@ -45,6 +45,9 @@ typedef struct {
     hyocr_switch ordered_alloc;   /* HYOCR_ORDERED_ALLOC: the CUDA main lane's activations from the
                                    * stream-ordered allocator, so a buffer given back does not wait for
                                    * the device; default on (the backend's, since session 21), "0" = off */
+    hyocr_switch pool_keep;       /* HYOCR_POOL_KEEP: CUDA's stream-ordered pool keeps the memory given back to
+                                   * it until the engine is idle, instead of returning it to the system at every
+                                   * synchronisation; "0" = off */
     int          vit_chunk_rows;  /* HYOCR_VIT_CHUNK_ROWS: rows per chunk of the ViT's row-wise parts where
                                    * the engine's params leave it at 0; 0 = the default (HYOCR_VIT_CHUNK_ROWS) */
     int          resize_threads;  /* HYOCR_RESIZE_THREADS: threads of the resize and pixel-packing passes;
