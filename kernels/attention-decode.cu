@@ -50,6 +50,17 @@ __device__ __forceinline__ unsigned dec_smid()
 #define DEC_HEAD_N    gridDim.y
 #endif
 
+/* Where token t's head kvh starts in a cache of blocks holding block_size tokens (the block's
+ * id b). The engine's layout: a block's tokens one after the other, each all its heads.
+ * HK_DECODE_HEAD_MAJOR (bench/decode_bench.cu, an experiment): a block's heads one after the
+ * other, each all its tokens, so a CTA's reads of one head are whole runs of block_size · 256
+ * bytes, not 256 bytes every 2 KB. */
+#ifdef HK_DECODE_HEAD_MAJOR
+#define DEC_KV_OFF(a, b, t, kvh) ((((size_t)(b) * (a).Hkv + (kvh)) * (a).block_size + (t) % (a).block_size) * 128)
+#else
+#define DEC_KV_OFF(a, b, t, kvh) ((((size_t)(b) * (a).block_size + (t) % (a).block_size) * (a).Hkv + (kvh)) * 128)
+#endif
+
 struct DecArgs {
     const void *q, *k, *v;   /* the qkv rows, the K and V caches (hk_paged_fill) */
     void *out;
@@ -144,7 +155,6 @@ __device__ void dec_merge_parts(const DecArgs &a, const hk_split &sp, int head0)
 __device__ __forceinline__ void dec_load(const DecArgs &a, const hk_split &sp, const int *blk, int b0, int base, int L,
                                          int kvh, int inew, bool with_new, int4 kn, int4 vn, int4 *kr, int4 *vr)
 {
-    constexpr int D = 128;
     const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
 #pragma unroll
     for (int u = 0; u < DEC_U; u++) {
@@ -157,8 +167,7 @@ __device__ __forceinline__ void dec_load(const DecArgs &a, const hk_split &sp, c
             }
         } else if (i < L) {
             int t = sp.t0 + i;
-            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
-            size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            size_t off = DEC_KV_OFF(a, blk[t / a.block_size - b0], t, kvh) + lane16 * 8;
             kr[u] = __ldcs((const int4 *)((const uint16_t *)a.k + off));   /* read once per step */
             vr[u] = __ldcs((const int4 *)((const uint16_t *)a.v + off));
         }
@@ -228,8 +237,7 @@ __device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, co
         vn = *(const int4 *)(row + (size_t)(a.Hq + a.Hkv + kvh) * D + lane16 * 8);
         if (a.kv_write && tg == 0 && head0 % a.G == 0) {
             int t = s.n_past;
-            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
-            size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            size_t off = DEC_KV_OFF(a, blk[t / a.block_size - b0], t, kvh) + lane16 * 8;
             *(int4 *)((uint16_t *)a.k + off) = kn;
             *(int4 *)((uint16_t *)a.v + off) = vn;
         }
@@ -382,7 +390,6 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
 __device__ __forceinline__ void dec_stage(const DecArgs &a, const hk_split &sp, const int *blk, int b0, int base,
                                           int L, int kvh, int inew, int4 *st)
 {
-    constexpr int D = 128;
     const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
 #pragma unroll
     for (int u = 0; u < DEC_U; u++) {
@@ -391,8 +398,7 @@ __device__ __forceinline__ void dec_stage(const DecArgs &a, const hk_split &sp, 
         size_t off = 0;
         if (ok) {
             int t = sp.t0 + i;
-            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
-            off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            off = DEC_KV_OFF(a, blk[t / a.block_size - b0], t, kvh) + lane16 * 8;
         }
         cp16(&st[(2 * u) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.k + off, ok);
         cp16(&st[(2 * u + 1) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.v + off, ok);

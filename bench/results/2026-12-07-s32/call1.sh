@@ -1,7 +1,7 @@
 # Session 32, call 1 (the tree: session 31's 3 and 4 column groups back, dc61618, and
 # HYOCR_POOL_KEEP). From the repository root on the GPU machine:
 #   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-07-s32/call1.sh
-# 1. the build beside session 31's benches (call3.sh: the heads-fast decode grid, blocks in order;
+# 1. the build beside the benches (benches.sh: session 31's heads-fast grid and ordered blocks, the head-major cache;
 #    1–4 column groups on the step's products and the head), 2. the CUDA suites with the pool kept,
 # 3. HYOCR_POOL_KEEP 0/1 alternated: 16 concurrent 1024² pages and warm single pages, then the
 #    16-page run's idle table with each, 4. 16 pages with 3 and 4 groups forced.
@@ -9,8 +9,8 @@ T0=$(date +%s)
 export OUT=${OUT:-/tmp/s32} PATH=/usr/local/cuda/bin:$PATH
 W=$OUT/call1; mkdir -p $W; HY=build-gpu/src/cli/hyocr
 (source bench/results/2026-12-05-h200-s21/prep.sh > $W/prep.txt 2>&1; echo "prep exit $?" >> $W/prep.txt) &
-bash bench/results/2026-12-07-s31/call3.sh > $W/benches.txt 2>&1
-wait; tail -3 $W/prep.txt; grep -E "us|TB/s|===" $W/benches.txt | head -120
+bash bench/results/2026-12-07-s32/benches.sh > $W/benches.txt 2>&1
+wait; tail -3 $W/prep.txt; grep -E "^===|^16 " $W/benches.txt | cut -c1-80; sed -n "/gemm_rows_bench/,\$p" $W/benches.txt | head -60
 echo "[$(( $(date +%s) - T0 )) s] === tests (HYOCR_POOL_KEEP=1)"
 HYOCR_POOL_KEEP=1 timeout 220 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
     > $W/tests.txt 2>&1; echo "tests exit $?"; grep -E "^ *[0-9]+/[0-9]+ |Ok:|Fail:" $W/tests.txt | tail -6
