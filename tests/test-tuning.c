@@ -14,7 +14,8 @@ static const char *const NAMES[] = {
     "HYOCR_ROPE_HEADS", "HYOCR_PREFILL_SPLIT", "HYOCR_VISION_BESIDE",
     "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIS_TMA", "HYOCR_PREFILL_TMA", "HYOCR_VIT_CHUNK_ROWS", "HYOCR_ORDERED_ALLOC",
     "HYOCR_PREFILL_SPARE", "HYOCR_CPU_F32_WEIGHTS",
-    "HYOCR_ROWS_WIDE",
+    "HYOCR_ROWS_WIDE", "HYOCR_INVARIANT", "HYOCR_PICK_LOGPROBS", "HYOCR_PINNED_PIXELS", "HYOCR_POOL_KEEP",
+    "HYOCR_DRAFT_STANDIN", "HYOCR_DRAFT_STANDIN_K", "HYOCR_DRAFT_STANDIN_NO_DRAFT",
 };
 
 static void clear_env(void)
@@ -65,6 +66,11 @@ static void test_on(void)
         g_assert_cmpint(t.prefill_spare, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.vis_tma, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.prefill_tma, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.invariant, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.pick_logprobs, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.pinned_pixels, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.pool_keep, ==, HYOCR_SWITCH_ON);
+        g_assert_true(t.draft_standin_no_draft);
         g_assert_cmpint(t.rows_wide, ==, i ? 0 : 1);   /* a count too */
     }
 }
@@ -95,6 +101,11 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.vis_lazy, ==, HYOCR_SWITCH_OFF);   /* every tile, where unset is the backend's lazy */
     g_assert_cmpint(t.vis_tma, ==, HYOCR_SWITCH_OFF);   /* k_vis_wg, where unset is k_vis_tma on Hopper */
     g_assert_cmpint(t.prefill_tma, ==, HYOCR_SWITCH_OFF);   /* k_prefill, where unset is k_prefill_tma */
+    g_assert_cmpint(t.invariant, ==, HYOCR_SWITCH_OFF);
+    g_assert_cmpint(t.pick_logprobs, ==, HYOCR_SWITCH_OFF);   /* the host path, where unset is the backend's */
+    g_assert_cmpint(t.pinned_pixels, ==, HYOCR_SWITCH_OFF);
+    g_assert_cmpint(t.pool_keep, ==, HYOCR_SWITCH_OFF);
+    g_assert_false(t.draft_standin_no_draft);
     g_assert_true(t.rows_verify);   /* the block kernel is the default: 0 turns it off */
     g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */
     g_setenv("HYOCR_CPU_GENERIC", "0", TRUE);
