@@ -50,15 +50,14 @@ __device__ __forceinline__ unsigned dec_smid()
 #define DEC_HEAD_N    gridDim.y
 #endif
 
-/* Where token t's head kvh starts in a cache of blocks holding block_size tokens (the block's
- * id b). The engine's layout: a block's tokens one after the other, each all its heads.
- * HK_DECODE_HEAD_MAJOR (bench/decode_bench.cu, an experiment): a block's heads one after the
- * other, each all its tokens, so a CTA's reads of one head are whole runs of block_size · 256
- * bytes, not 256 bytes every 2 KB. */
+/* Where the token at place o of block b has its head kvh (the block's id b). The engine's layout:
+ * a block's tokens one after the other, each all its heads. HK_DECODE_HEAD_MAJOR
+ * (bench/decode_bench.cu, an experiment; no faster on the H200, session 32): a block's heads one
+ * after the other, each all its tokens. Head dim 128 (decode_t). */
 #ifdef HK_DECODE_HEAD_MAJOR
-#define DEC_KV_OFF(a, b, t, kvh) ((((size_t)(b) * (a).Hkv + (kvh)) * (a).block_size + (t) % (a).block_size) * 128)
+#define DEC_KV_OFF(a, b, o, kvh) ((((size_t)(b) * (a).Hkv + (kvh)) * (a).block_size + (o)) * 128)
 #else
-#define DEC_KV_OFF(a, b, t, kvh) ((((size_t)(b) * (a).block_size + (t) % (a).block_size) * (a).Hkv + (kvh)) * 128)
+#define DEC_KV_OFF(a, b, o, kvh) ((((size_t)(b) * (a).block_size + (o)) * (a).Hkv + (kvh)) * 128)
 #endif
 
 struct DecArgs {
@@ -73,7 +72,25 @@ struct DecArgs {
     float *part_acc, *part_ml;
     int dev_split_len, dev_max_splits;   /* > 0: splits derived from n_past here (graph replay) */
     int kv_write;                        /* store the decode rows' new k/v in the cache */
+    int bs_shift;                        /* log2 of block_size where it is a power of two, else -1 */
 };
+
+/* Where token t of the split (its blocks' ids in blk from the row's block b0) has head kvh: the
+ * block by a shift and the place by a mask where the block size is a power of two (the engine's
+ * 16), where a division by the size would take ~20 instructions a token and a thread stages 8
+ * tokens a round. */
+__device__ __forceinline__ size_t dec_kv_at(const DecArgs &a, const int *blk, int b0, int t, int kvh)
+{
+    int bi, o;
+    if (a.bs_shift >= 0) {
+        bi = t >> a.bs_shift;
+        o = t & ((1 << a.bs_shift) - 1);
+    } else {
+        bi = t / a.block_size;
+        o = t - bi * a.block_size;
+    }
+    return DEC_KV_OFF(a, blk[bi - b0], o, kvh);
+}
 
 /* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
  * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
@@ -167,7 +184,7 @@ __device__ __forceinline__ void dec_load(const DecArgs &a, const hk_split &sp, c
             }
         } else if (i < L) {
             int t = sp.t0 + i;
-            size_t off = DEC_KV_OFF(a, blk[t / a.block_size - b0], t, kvh) + lane16 * 8;
+            size_t off = dec_kv_at(a, blk, b0, t, kvh) + lane16 * 8;
             kr[u] = __ldcs((const int4 *)((const uint16_t *)a.k + off));   /* read once per step */
             vr[u] = __ldcs((const int4 *)((const uint16_t *)a.v + off));
         }
@@ -237,7 +254,7 @@ __device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, co
         vn = *(const int4 *)(row + (size_t)(a.Hq + a.Hkv + kvh) * D + lane16 * 8);
         if (a.kv_write && tg == 0 && head0 % a.G == 0) {
             int t = s.n_past;
-            size_t off = DEC_KV_OFF(a, blk[t / a.block_size - b0], t, kvh) + lane16 * 8;
+            size_t off = dec_kv_at(a, blk, b0, t, kvh) + lane16 * 8;
             *(int4 *)((uint16_t *)a.k + off) = kn;
             *(int4 *)((uint16_t *)a.v + off) = vn;
         }
@@ -398,7 +415,7 @@ __device__ __forceinline__ void dec_stage(const DecArgs &a, const hk_split &sp, 
         size_t off = 0;
         if (ok) {
             int t = sp.t0 + i;
-            off = DEC_KV_OFF(a, blk[t / a.block_size - b0], t, kvh) + lane16 * 8;
+            off = dec_kv_at(a, blk, b0, t, kvh) + lane16 * 8;
         }
         cp16(&st[(2 * u) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.k + off, ok);
         cp16(&st[(2 * u + 1) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.v + off, ok);
@@ -505,6 +522,7 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     if (p->D != 128) return cudaErrorInvalidValue;
     DecArgs a = {};
     hk_paged_fill(a, p);
+    a.bs_shift = p->block_size > 0 && !(p->block_size & (p->block_size - 1)) ? __builtin_ctz((unsigned)p->block_size) : -1;
     a.Hq = p->Hq;
     a.splits = p->splits;
     a.counters = p->counters;
