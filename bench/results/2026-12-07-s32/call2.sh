@@ -3,8 +3,9 @@
 #   source .device/setup.sh >/dev/null 2>&1; bash bench/results/2026-12-07-s32/call2.sh
 # 1. Nsight Compute on decode_bench's staged kernel at 16 rows × 1215 keys (the engine's split):
 #    issue slots, stall reasons, instruction mix (decode-bench-old: the kernel before the block's
-#    shift), and decode_bench before and after it (a token's block by a shift, not a division),
-#    alternated; then the CUDA suites that run it; 2. the engine's 16 concurrent 1024² pages with
+#    shift) and with 8 lanes a token (decode-bench-l8: -DHK_DEC_LANES=8, 16 dims a lane, three
+#    shuffles a dot product instead of four), and decode_bench before the shift, after it, and
+#    with 8 lanes, alternated; then the CUDA suites that run it; 2. the engine's 16 concurrent 1024² pages with
 #    the decode attention by the verify block kernel (tensor cores; HYOCR_INVARIANT=1 puts every
 #    row in a one-row block — at 16 rows the products are the same kernels), alternated with the
 #    default and HYOCR_POOL_KEEP=1, three rounds; 3. warm 1024² pages, keep 0/1, five rounds.
@@ -12,14 +13,16 @@ T0=$(date +%s)
 export OUT=${OUT:-/tmp/s32} PATH=/usr/local/cuda/bin:$PATH
 W=$OUT/call2; mkdir -p $W; HY=build-gpu/src/cli/hyocr
 (source bench/results/2026-12-05-h200-s21/prep.sh > $W/prep.txt 2>&1; echo "prep exit $?" >> $W/prep.txt) &
-HK_BENCH_ROWS=16 HK_BENCH_CTX=1215 HK_BENCH_SPLITS=448 HK_BENCH_STAGES=2 timeout 150 ncu --kernel-name regex:k_decode_staged \
-    --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats \
-    --section MemoryWorkloadAnalysis --section SourceCounters --metrics smsp__inst_executed.sum \
-    .device/bin/decode-bench-old > $W/ncu.txt 2>&1; echo "ncu exit $?"
-grep -vE "^    -|^\s*$|^ +(OPT|WRN|INF) |^          " $W/ncu.txt | grep -E "Duration|Throughput|Issued|Eligible|Cycles Per|Executed|inst|stall|Active|Stall|Warp Cycles" | head -40
-for rep in 1 2; do for b in decode-bench-old decode-bench; do
+for b in decode-bench-old decode-bench-l8; do
+    HK_BENCH_ROWS=16 HK_BENCH_CTX=1215 HK_BENCH_SPLITS=448 HK_BENCH_STAGES=2 timeout 100 ncu --kernel-name regex:k_decode_staged \
+        --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats \
+        --section MemoryWorkloadAnalysis --section SourceCounters --metrics smsp__inst_executed.sum \
+        .device/bin/$b > $W/ncu-$b.txt 2>&1; echo "ncu $b exit $?"
+    grep -vE "^    -|^\s*$|^ +(OPT|WRN|INF) |^          " $W/ncu-$b.txt | grep -E "Duration|DRAM Throughput|Issued Warp|Eligible Warps|Cycles Per Issued|inst_executed|Registers" | head -12
+done
+for rep in 1 2; do for b in decode-bench-old decode-bench decode-bench-l8; do
     echo "=== $b"; HK_BENCH_ROWS=1,16 HK_BENCH_CTX=1215,4191 HK_BENCH_SPLITS=0 HK_BENCH_STAGES=0,2 timeout 60 .device/bin/$b 2>&1 | grep -E "rows"
-done; done > $W/shift.txt; grep -E "===|staged2|k_decode" $W/shift.txt | cut -c1-70 | head -44
+done; done > $W/shift.txt; grep -E "===|staged2|k_decode" $W/shift.txt | cut -c1-70 | head -60
 wait; tail -2 $W/prep.txt
 echo "[$(( $(date +%s) - T0 )) s] === tests"
 timeout 200 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
