@@ -2751,6 +2751,7 @@ static void test_ordered_alloc(gconstpointer data)
     hyocr_backend_free(plain);
 }
 
+#if HYOCR_HAVE_CUDA
 /* HYOCR_POOL_KEEP: the stream-ordered pool keeps what a buffer gives back past the
  * synchronisation that would have returned it to the system (its threshold, 0 by default), until
  * release_cached, which the engine calls when idle. */
@@ -2778,6 +2779,7 @@ static void test_pool_keep(gconstpointer data)
     g_assert_cmpuint(kept, <, bytes);
     hyocr_backend_free(g);
 }
+#endif
 
 /* A bound verify step (decode_bind, as a captured round runs it) whose block of 16 rows crosses a
  * KV block boundary: rows past it attend to keys the first row's block table does not reach.
@@ -3125,7 +3127,9 @@ int main(int argc, char **argv)
         add("verify_kernel", c, test_verify_kernel);
         add("invariant", c, test_invariant);
         add("ordered_alloc", c, test_ordered_alloc);
+#if HYOCR_HAVE_CUDA
         add("pool_keep", c, test_pool_keep);
+#endif
         add("paged_verify_bound", c, test_paged_verify_bound);
         add("qknorm_rope", c, test_qknorm_rope);
         add("attention_append", c, test_attention_append);
