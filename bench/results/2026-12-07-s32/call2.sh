@@ -8,11 +8,14 @@
 #    with 8 lanes, alternated; then the CUDA suites that run it; 2. the engine's 16 concurrent 1024² pages with
 #    the decode attention by the verify block kernel (tensor cores; HYOCR_INVARIANT=1 puts every
 #    row in a one-row block — at 16 rows the products are the same kernels), alternated with the
-#    default and HYOCR_POOL_KEEP=1, three rounds; 3. warm 1024² pages, keep 0/1, five rounds.
+#    default and HYOCR_POOL_KEEP=1, one round.
 T0=$(date +%s)
 export OUT=${OUT:-/tmp/s32} PATH=/usr/local/cuda/bin:$PATH
 W=$OUT/call2; mkdir -p $W; HY=build-gpu/src/cli/hyocr
 (source bench/results/2026-12-05-h200-s21/prep.sh > $W/prep.txt 2>&1; echo "prep exit $?" >> $W/prep.txt) &
+for rep in 1 2; do for b in decode-bench-old decode-bench decode-bench-l8; do
+    echo "=== $b"; HK_BENCH_ROWS=1,16 HK_BENCH_CTX=1215,4191 HK_BENCH_SPLITS=0 HK_BENCH_STAGES=0,2 timeout 60 .device/bin/$b 2>&1 | grep -E "rows"
+done; done > $W/shift.txt; grep -E "===|staged2|k_decode" $W/shift.txt | cut -c1-70 | head -60
 for b in decode-bench-old decode-bench-l8; do
     HK_BENCH_ROWS=16 HK_BENCH_CTX=1215 HK_BENCH_SPLITS=448 HK_BENCH_STAGES=2 timeout 100 ncu --kernel-name regex:k_decode_staged \
         --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats \
@@ -20,9 +23,6 @@ for b in decode-bench-old decode-bench-l8; do
         .device/bin/$b > $W/ncu-$b.txt 2>&1; echo "ncu $b exit $?"
     grep -vE "^    -|^\s*$|^ +(OPT|WRN|INF) |^          " $W/ncu-$b.txt | grep -E "Duration|DRAM Throughput|Issued Warp|Eligible Warps|Cycles Per Issued|inst_executed|Registers" | head -12
 done
-for rep in 1 2; do for b in decode-bench-old decode-bench decode-bench-l8; do
-    echo "=== $b"; HK_BENCH_ROWS=1,16 HK_BENCH_CTX=1215,4191 HK_BENCH_SPLITS=0 HK_BENCH_STAGES=0,2 timeout 60 .device/bin/$b 2>&1 | grep -E "rows"
-done; done > $W/shift.txt; grep -E "===|staged2|k_decode" $W/shift.txt | cut -c1-70 | head -60
 wait; tail -2 $W/prep.txt
 echo "[$(( $(date +%s) - T0 )) s] === tests"
 timeout 200 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
@@ -33,15 +33,10 @@ sixteen() {
     echo "$(grep -o "[0-9.]* tokens/s" $W/r.err | tail -1) ids $(python3 -c "import json,hashlib;print(hashlib.md5(str([json.loads(l)['token_ids'] for l in open('$W/r.jsonl')]).encode()).hexdigest()[:8])")"
 }
 echo "[$(( $(date +%s) - T0 )) s] === 16 pages"
-for rep in 1 2; do
+for rep in 1; do
     echo "default: $(sixteen)"
     echo "invariant: $(HYOCR_INVARIANT=1 sixteen)"
     echo "keep: $(HYOCR_POOL_KEEP=1 sixteen)"
 done | tee $W/sixteen.txt
-echo "[$(( $(date +%s) - T0 )) s] === warm 1024² pages (first token / vision / prefill ms)"
-for rep in 1 2 3; do for k in 0 1; do
-    echo "keep $k: $(HYOCR_POOL_KEEP=$k timeout 60 $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_1024.png --task recognize \
-        --device cuda --repeat 4 --max-batch 1 --max-new-tokens 8 --ignore-eos --no-tail-stop --format json 2>/dev/null |
-      python3 -c "import json,sys; j=json.load(sys.stdin)[1:]; print(' '.join('%.2f/%.2f/%.2f' % (x['timings']['first_token_ms'], x['timings']['vision_ms'], x['timings']['prefill_ms']) for x in j))")"
-done; done | tee $W/warm.txt
+rm -f $W/r.jsonl $W/r.err
 echo "[$(( $(date +%s) - T0 )) s] call2 done"
