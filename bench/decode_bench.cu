@@ -16,8 +16,9 @@
  * An argument "bf16" runs bf16 instead; the A100 code: -gencode=arch=compute_80,code=sm_80.
  * HK_BENCH_ROWS, HK_BENCH_CTX, HK_BENCH_SPLITS and HK_BENCH_STAGES (comma-separated) replace
  * the sweep's lists, e.g. HK_BENCH_ROWS=8,16 HK_BENCH_SPLITS=0,384,512 HK_BENCH_STAGES=2;
- * HK_BENCH_ORDERED=1 gives each row its blocks in order instead of scattered. Built with
- * -DHK_DECODE_HEADS_FAST it times the grid with the heads' CTAs of a split side by side. */
+ * HK_BENCH_ORDERED=1 gives each row its blocks in order instead of scattered (the same µs on the
+ * H200: session 32, which also timed a split's head CTAs side by side and a block's heads one after
+ * the other in the cache, both no faster; their switches are at 1474db1's attention-decode.cu). */
 #include "../kernels/attention-decode.cu"
 #include "bench-timing.h"
 #include <algorithm>

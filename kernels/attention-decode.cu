@@ -8,16 +8,8 @@
 #include <math.h>
 
 #define DEC_THREADS 128
-/* Lanes a token (HK_DEC_LANES, a bench's switch: 16 or 8): each holds DEC_DPL of its 128 dims, as
- * DEC_NV 16-byte pieces, and a dot product ends in log2(lanes) shuffles. */
-#ifndef HK_DEC_LANES
-#define HK_DEC_LANES 16
-#endif
-#define DEC_LANES HK_DEC_LANES
-#define DEC_DPL (128 / DEC_LANES)
-#define DEC_NV (DEC_DPL / 8)
-#define DEC_TG (DEC_THREADS / DEC_LANES)   /* token groups */
-#define DEC_U (64 / DEC_TG)                /* key (and value) rows in flight per thread: a round is 64 keys */
+#define DEC_TG (DEC_THREADS / 16)   /* token groups: 16 lanes × 8 dims cover D = 128 */
+#define DEC_U 8                     /* key (and value) rows in flight per thread */
 
 /* A CTA's time line for bench/decode_trace.cu, only when built with HK_DECODE_TRACE:
  * per CTA five words, %globaltimer at its start, after q, after its rounds and at its end,
@@ -44,30 +36,6 @@ __device__ __forceinline__ unsigned dec_smid()
 #define DEC_TRACE_END(sp, last) do {} while (0)
 #endif
 
-/* A CTA's split and its group of heads in the grid. HK_DECODE_HEADS_FAST (bench/decode_bench.cu,
- * an experiment): the heads' CTAs of one split side by side in the grid, so the CTAs resident
- * together read the neighbouring heads' parts of the same cache rows (gridDim.y then caps the
- * splits at 65535: a bench's switch, not the engine's). */
-#ifdef HK_DECODE_HEADS_FAST
-#define DEC_SPLIT_IDX blockIdx.y
-#define DEC_HEAD_IDX  blockIdx.x
-#define DEC_HEAD_N    gridDim.x
-#else
-#define DEC_SPLIT_IDX blockIdx.x
-#define DEC_HEAD_IDX  blockIdx.y
-#define DEC_HEAD_N    gridDim.y
-#endif
-
-/* Where the token at place o of block b has its head kvh (the block's id b). The engine's layout:
- * a block's tokens one after the other, each all its heads. HK_DECODE_HEAD_MAJOR
- * (bench/decode_bench.cu, an experiment; no faster on the H200, session 32): a block's heads one
- * after the other, each all its tokens. Head dim 128 (decode_t). */
-#ifdef HK_DECODE_HEAD_MAJOR
-#define DEC_KV_OFF(a, b, o, kvh) ((((size_t)(b) * (a).Hkv + (kvh)) * (a).block_size + (o)) * 128)
-#else
-#define DEC_KV_OFF(a, b, o, kvh) ((((size_t)(b) * (a).block_size + (o)) * (a).Hkv + (kvh)) * 128)
-#endif
-
 struct DecArgs {
     const void *q, *k, *v;   /* the qkv rows, the K and V caches (hk_paged_fill) */
     void *out;
@@ -80,25 +48,7 @@ struct DecArgs {
     float *part_acc, *part_ml;
     int dev_split_len, dev_max_splits;   /* > 0: splits derived from n_past here (graph replay) */
     int kv_write;                        /* store the decode rows' new k/v in the cache */
-    int bs_shift;                        /* log2 of block_size where it is a power of two, else -1 */
 };
-
-/* Where token t of the split (its blocks' ids in blk from the row's block b0) has head kvh: the
- * block by a shift and the place by a mask where the block size is a power of two (the engine's
- * 16), where a division by the size would take ~20 instructions a token and a thread stages 8
- * tokens a round. */
-__device__ __forceinline__ size_t dec_kv_at(const DecArgs &a, const int *blk, int b0, int t, int kvh)
-{
-    int bi, o;
-    if (a.bs_shift >= 0) {
-        bi = t >> a.bs_shift;
-        o = t & ((1 << a.bs_shift) - 1);
-    } else {
-        bi = t / a.block_size;
-        o = t - bi * a.block_size;
-    }
-    return DEC_KV_OFF(a, blk[bi - b0], o, kvh);
-}
 
 /* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
  * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
@@ -106,10 +56,10 @@ __device__ __forceinline__ size_t dec_kv_at(const DecArgs &a, const int *blk, in
 __device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
 {
     if (a.dev_split_len <= 0) {
-        sp = a.splits[DEC_SPLIT_IDX];
+        sp = a.splits[blockIdx.x];
         return true;
     }
-    int L = a.dev_split_len, row = DEC_SPLIT_IDX / a.dev_max_splits, i = DEC_SPLIT_IDX - row * a.dev_max_splits;
+    int L = a.dev_split_len, row = blockIdx.x / a.dev_max_splits, i = blockIdx.x - row * a.dev_max_splits;
     int ctx = a.seqs[row].n_past + 1, n = (ctx + L - 1) / L;
     if (i >= n) return false;
     sp.seq = row;
@@ -173,67 +123,53 @@ __device__ void dec_merge_parts(const DecArgs &a, const hk_split &sp, int head0)
     }
 }
 
-/* This lane's DEC_DPL values of a row from its DEC_NV pieces. */
-template <typename T> __device__ __forceinline__ void unpack_lane(float *f, const int4 *raw)
-{
-#pragma unroll
-    for (int j = 0; j < DEC_NV; j++) unpack8<T>(f + 8 * j, raw[j]);
-}
-
-__device__ __forceinline__ int dec_lane() { return threadIdx.x & (DEC_LANES - 1); }
-__device__ __forceinline__ int dec_tg() { return threadIdx.x / DEC_LANES; }
-
 /* Round of DEC_TG·DEC_U keys from base: key rows of this thread's token group
  * into kr/vr. The row's new token (index inew, -1: not in this split) is taken
  * from the qkv row (kn, vn) instead of the cache, which the kernel may be
  * writing it to; with_new false leaves it zero (patched after the grid wait). */
 __device__ __forceinline__ void dec_load(const DecArgs &a, const hk_split &sp, const int *blk, int b0, int base, int L,
-                                         int kvh, int inew, bool with_new, const int4 *kn, const int4 *vn, int4 *kr,
-                                         int4 *vr)
+                                         int kvh, int inew, bool with_new, int4 kn, int4 vn, int4 *kr, int4 *vr)
 {
-    const int lane = dec_lane(), tg = dec_tg();
+    constexpr int D = 128;
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
 #pragma unroll
     for (int u = 0; u < DEC_U; u++) {
         int i = base + u * DEC_TG + tg;
-#pragma unroll
-        for (int j = 0; j < DEC_NV; j++) {
-            int4 *kp = &kr[u * DEC_NV + j], *vp = &vr[u * DEC_NV + j];
-            *kp = *vp = make_int4(0, 0, 0, 0);
-            if (i == inew) {
-                if (with_new) {
-                    *kp = kn[j];
-                    *vp = vn[j];
-                }
-            } else if (i < L) {
-                int t = sp.t0 + i;
-                size_t off = dec_kv_at(a, blk, b0, t, kvh) + lane * DEC_DPL + 8 * j;
-                *kp = __ldcs((const int4 *)((const uint16_t *)a.k + off));   /* read once per step */
-                *vp = __ldcs((const int4 *)((const uint16_t *)a.v + off));
+        kr[u] = vr[u] = make_int4(0, 0, 0, 0);
+        if (i == inew) {
+            if (with_new) {
+                kr[u] = kn;
+                vr[u] = vn;
             }
+        } else if (i < L) {
+            int t = sp.t0 + i;
+            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            kr[u] = __ldcs((const int4 *)((const uint16_t *)a.k + off));   /* read once per step */
+            vr[u] = __ldcs((const int4 *)((const uint16_t *)a.v + off));
         }
     }
 }
 
 /* Online softmax over one round of keys (see dec_load) for GT heads. */
 template <typename T, int GT>
-__device__ __forceinline__ void dec_round(const int4 *kr, const int4 *vr, int base, int L,
-                                          const float (&q)[GT][DEC_DPL], float (&m)[GT], float (&l)[GT],
-                                          float (&acc)[GT][DEC_DPL])
+__device__ __forceinline__ void dec_round(const int4 *kr, const int4 *vr, int base, int L, const float (&q)[GT][8],
+                                          float (&m)[GT], float (&l)[GT], float (&acc)[GT][8])
 {
-    const int tg = dec_tg();
+    const int tg = threadIdx.x >> 4;
     float sc[DEC_U][GT];
 #pragma unroll
     for (int u = 0; u < DEC_U; u++) {
-        float k8[DEC_DPL];
-        unpack_lane<T>(k8, kr + u * DEC_NV);
+        float k8[8];
+        unpack8<T>(k8, kr[u]);
         bool ok = base + u * DEC_TG + tg < L;
 #pragma unroll
         for (int g = 0; g < GT; g++) {
             float d = 0.0f;
 #pragma unroll
-            for (int e = 0; e < DEC_DPL; e++) d += q[g][e] * k8[e];
+            for (int e = 0; e < 8; e++) d += q[g][e] * k8[e];
 #pragma unroll
-            for (int o = DEC_LANES / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+            for (int o = 8; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
             sc[u][g] = ok ? d : -INFINITY;
         }
     }
@@ -246,18 +182,18 @@ __device__ __forceinline__ void dec_round(const int4 *kr, const int4 *vr, int ba
         m[g] = mx;
         l[g] *= corr;
 #pragma unroll
-        for (int e = 0; e < DEC_DPL; e++) acc[g][e] *= corr;
+        for (int e = 0; e < 8; e++) acc[g][e] *= corr;
     }
 #pragma unroll
     for (int u = 0; u < DEC_U; u++) {
-        float v8[DEC_DPL];
-        unpack_lane<T>(v8, vr + u * DEC_NV);
+        float v8[8];
+        unpack8<T>(v8, vr[u]);
 #pragma unroll
         for (int g = 0; g < GT; g++) {
             float p = exp2f(sc[u][g] - m[g]);
             l[g] += p;
 #pragma unroll
-            for (int e = 0; e < DEC_DPL; e++) acc[g][e] += p * v8[e];
+            for (int e = 0; e < 8; e++) acc[g][e] += p * v8[e];
         }
     }
 }
@@ -267,32 +203,28 @@ __device__ __forceinline__ void dec_round(const int4 *kr, const int4 *vr, int ba
  * CTA; and q (the GT heads, scaled to log2 units). After the grid wait. */
 template <typename T, int GT>
 __device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, const hk_seq &s, const int *blk, int b0,
-                                        int head0, int kvh, int inew, int4 *kn, int4 *vn, float (&q)[GT][DEC_DPL])
+                                        int head0, int kvh, int inew, int4 &kn, int4 &vn, float (&q)[GT][8])
 {
     constexpr int D = 128;
-    const int lane = dec_lane(), tg = dec_tg();
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
     const T *row = (const T *)a.q + (size_t)s.row0 * a.q_stride;
-#pragma unroll
-    for (int j = 0; j < DEC_NV; j++) {
-        const int dim = lane * DEC_DPL + 8 * j;
-        kn[j] = vn[j] = make_int4(0, 0, 0, 0);
-        if (inew >= 0) {
-            kn[j] = *(const int4 *)(row + (size_t)(a.Hq + kvh) * D + dim);
-            vn[j] = *(const int4 *)(row + (size_t)(a.Hq + a.Hkv + kvh) * D + dim);
-            if (a.kv_write && tg == 0 && head0 % a.G == 0) {
-                size_t off = dec_kv_at(a, blk, b0, s.n_past, kvh) + dim;
-                *(int4 *)((uint16_t *)a.k + off) = kn[j];
-                *(int4 *)((uint16_t *)a.v + off) = vn[j];
-            }
+    kn = vn = make_int4(0, 0, 0, 0);
+    if (inew >= 0) {
+        kn = *(const int4 *)(row + (size_t)(a.Hq + kvh) * D + lane16 * 8);
+        vn = *(const int4 *)(row + (size_t)(a.Hq + a.Hkv + kvh) * D + lane16 * 8);
+        if (a.kv_write && tg == 0 && head0 % a.G == 0) {
+            int t = s.n_past;
+            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
+            *(int4 *)((uint16_t *)a.k + off) = kn;
+            *(int4 *)((uint16_t *)a.v + off) = vn;
         }
     }
 #pragma unroll
     for (int g = 0; g < GT; g++) {
+        unpack8<T>(q[g], *(const int4 *)(row + (size_t)(head0 + g) * D + lane16 * 8));
 #pragma unroll
-        for (int j = 0; j < DEC_NV; j++)
-            unpack8<T>(q[g] + 8 * j, *(const int4 *)(row + (size_t)(head0 + g) * D + lane * DEC_DPL + 8 * j));
-#pragma unroll
-        for (int e = 0; e < DEC_DPL; e++) q[g][e] *= a.scale_log2;
+        for (int e = 0; e < 8; e++) q[g][e] *= a.scale_log2;
     }
 }
 
@@ -302,22 +234,22 @@ __device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, co
  * alias the key stages: every thread is past its rounds at the first barrier. */
 template <typename T, int GT>
 __device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp, const hk_seq &s, int head0,
-                                           const float (&m)[GT], const float (&l)[GT], const float (&acc)[GT][DEC_DPL],
+                                           const float (&m)[GT], const float (&l)[GT], const float (&acc)[GT][8],
                                            float *red, int *s_last)
 {
     constexpr int D = 128;
-    const int lane = dec_lane(), tg = dec_tg();
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
     float *red_acc = red;                          /* [DEC_TG][GT][D] */
     float *red_m = red_acc + DEC_TG * GT * D;      /* [DEC_TG][GT] */
     float *red_l = red_m + DEC_TG * GT;            /* [DEC_TG][GT] */
 #pragma unroll
     for (int g = 0; g < GT; g++) {
-        if (lane == 0) {
+        if (lane16 == 0) {
             red_m[tg * GT + g] = m[g];
             red_l[tg * GT + g] = l[g];
         }
 #pragma unroll
-        for (int e = 0; e < DEC_DPL; e++) red_acc[(tg * GT + g) * D + lane * DEC_DPL + e] = acc[g][e];
+        for (int e = 0; e < 8; e++) red_acc[(tg * GT + g) * D + lane16 * 8 + e] = acc[g][e];
     }
     __syncthreads();
 #pragma unroll
@@ -349,7 +281,7 @@ __device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp,
     /* Elect the last split of this row (threadFenceReduction pattern). */
     __threadfence();
     __syncthreads();
-    unsigned *ctr = &a.counters[(size_t)sp.row * DEC_HEAD_N + DEC_HEAD_IDX];
+    unsigned *ctr = &a.counters[(size_t)sp.row * gridDim.y + blockIdx.y];
     if (threadIdx.x == 0) *s_last = atomicAdd(ctr, 1u) == (unsigned)sp.n_parts - 1;
     __syncthreads();
     if (!*s_last) return;
@@ -380,41 +312,37 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     DEC_TRACE(0, dec_now());
     const hk_seq s = a.seqs[sp.seq];
-    const int head0 = DEC_HEAD_IDX * GT, kvh = head0 / a.G;
-    const int tg = dec_tg();
+    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const int tg = threadIdx.x >> 4;
     const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size;
     const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
     const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;   /* a decode row: its one new token */
     for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
     __syncthreads();
-    int4 kn[DEC_NV], vn[DEC_NV];
-#pragma unroll
-    for (int j = 0; j < DEC_NV; j++) kn[j] = vn[j] = make_int4(0, 0, 0, 0);
-    int4 ka[DEC_U * DEC_NV], va[DEC_U * DEC_NV], kb[DEC_U * DEC_NV], vb[DEC_U * DEC_NV];
-    dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, kn, vn, ka, va);
+    const int4 zero = make_int4(0, 0, 0, 0);
+    int4 ka[DEC_U], va[DEC_U], kb[DEC_U], vb[DEC_U];
+    dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, zero, zero, ka, va);
 
     hk_griddep_wait();   /* qkv (q, the new k/v) comes from the kernels before */
-    float q[GT][DEC_DPL];
+    int4 kn, vn;
+    float q[GT][8];
     dec_row<T, GT>(a, sp, s, blk, b0, head0, kvh, inew, kn, vn, q);
     DEC_TRACE(1, dec_now());
     if (inew >= 0) {
 #pragma unroll
         for (int u = 0; u < DEC_U; u++)
             if (u * DEC_TG + tg == inew) {
-#pragma unroll
-                for (int j = 0; j < DEC_NV; j++) {
-                    ka[u * DEC_NV + j] = kn[j];
-                    va[u * DEC_NV + j] = vn[j];
-                }
+                ka[u] = kn;
+                va[u] = vn;
             }
     }
-    float m[GT], l[GT], acc[GT][DEC_DPL];
+    float m[GT], l[GT], acc[GT][8];
 #pragma unroll
     for (int g = 0; g < GT; g++) {
         m[g] = -1e30f;
         l[g] = 0.0f;
 #pragma unroll
-        for (int e = 0; e < DEC_DPL; e++) acc[g][e] = 0.0f;
+        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
     }
 
     /* Two register sets in turn. The loop bounds are block-uniform: the shuffles need whole warps. */
@@ -430,9 +358,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     DEC_TRACE_END(sp, s_last);
 }
 
-/* int4 slots of one stage of k_decode_staged: a thread's DEC_U key and DEC_U value rows, DEC_NV
- * pieces each; piece j of row u's key at slot 2(u·DEC_NV + j)·DEC_THREADS + thread, its value next. */
-#define DEC_STAGE_SLOTS (2 * DEC_U * DEC_NV * DEC_THREADS)
+/* int4 slots of one stage of k_decode_staged: a thread's DEC_U key and DEC_U value rows. */
+#define DEC_STAGE_SLOTS (2 * DEC_U * DEC_THREADS)
 
 /* Copies round base's keys of this thread (dec_load's: the same token group, rows and
  * dims) into stage st, slot (2u, 2u + 1)·DEC_THREADS + thread, asynchronously; rows
@@ -441,7 +368,8 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
 __device__ __forceinline__ void dec_stage(const DecArgs &a, const hk_split &sp, const int *blk, int b0, int base,
                                           int L, int kvh, int inew, int4 *st)
 {
-    const int lane = dec_lane(), tg = dec_tg();
+    constexpr int D = 128;
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
 #pragma unroll
     for (int u = 0; u < DEC_U; u++) {
         int i = base + u * DEC_TG + tg;
@@ -449,14 +377,11 @@ __device__ __forceinline__ void dec_stage(const DecArgs &a, const hk_split &sp, 
         size_t off = 0;
         if (ok) {
             int t = sp.t0 + i;
-            off = dec_kv_at(a, blk, b0, t, kvh) + lane * DEC_DPL;
+            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            off = (slot * a.Hkv + kvh) * D + lane16 * 8;
         }
-#pragma unroll
-        for (int j = 0; j < DEC_NV; j++) {
-            const int sl = 2 * (u * DEC_NV + j);
-            cp16(&st[sl * DEC_THREADS + threadIdx.x], (const uint16_t *)a.k + off + 8 * j, ok);
-            cp16(&st[(sl + 1) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.v + off + 8 * j, ok);
-        }
+        cp16(&st[(2 * u) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.k + off, ok);
+        cp16(&st[(2 * u + 1) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.v + off, ok);
     }
 }
 
@@ -481,8 +406,8 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     DEC_TRACE(0, dec_now());
     const hk_seq s = a.seqs[sp.seq];
-    const int head0 = DEC_HEAD_IDX * GT, kvh = head0 / a.G;
-    const int tg = dec_tg();
+    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const int tg = threadIdx.x >> 4;
     const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size, nr = (L + RT - 1) / RT;
     const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
     const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;
@@ -495,17 +420,17 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     }
 
     hk_griddep_wait();
-    int4 kn[DEC_NV], vn[DEC_NV];
-    float q[GT][DEC_DPL];
+    int4 kn, vn;
+    float q[GT][8];
     dec_row<T, GT>(a, sp, s, blk, b0, head0, kvh, inew, kn, vn, q);
     DEC_TRACE(1, dec_now());
-    float m[GT], l[GT], acc[GT][DEC_DPL];
+    float m[GT], l[GT], acc[GT][8];
 #pragma unroll
     for (int g = 0; g < GT; g++) {
         m[g] = -1e30f;
         l[g] = 0.0f;
 #pragma unroll
-        for (int e = 0; e < DEC_DPL; e++) acc[g][e] = 0.0f;
+        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
     }
 
     /* nr is block-uniform: the shuffles need whole warps */
@@ -516,15 +441,14 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
         cp_commit();
         cp_wait<NS - 1>();
         const int4 *st = stages + r % NS * DEC_STAGE_SLOTS;
-        int4 kr[DEC_U * DEC_NV], vr[DEC_U * DEC_NV];
+        int4 kr[DEC_U], vr[DEC_U];
 #pragma unroll
         for (int u = 0; u < DEC_U; u++) {
-            const bool is_new = r * RT + u * DEC_TG + tg == inew;
-#pragma unroll
-            for (int j = 0; j < DEC_NV; j++) {
-                const int sl = 2 * (u * DEC_NV + j);
-                kr[u * DEC_NV + j] = is_new ? kn[j] : st[sl * DEC_THREADS + threadIdx.x];
-                vr[u * DEC_NV + j] = is_new ? vn[j] : st[(sl + 1) * DEC_THREADS + threadIdx.x];
+            kr[u] = st[(2 * u) * DEC_THREADS + threadIdx.x];
+            vr[u] = st[(2 * u + 1) * DEC_THREADS + threadIdx.x];
+            if (r * RT + u * DEC_TG + tg == inew) {
+                kr[u] = kn;
+                vr[u] = vn;
             }
         }
         dec_round<T, GT>(kr, vr, r * RT, L, q, m, l, acc);
@@ -561,7 +485,6 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     if (p->D != 128) return cudaErrorInvalidValue;
     DecArgs a = {};
     hk_paged_fill(a, p);
-    a.bs_shift = p->block_size > 0 && !(p->block_size & (p->block_size - 1)) ? __builtin_ctz((unsigned)p->block_size) : -1;
     a.Hq = p->Hq;
     a.splits = p->splits;
     a.counters = p->counters;
@@ -582,11 +505,7 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg = {};
-#ifdef HK_DECODE_HEADS_FAST
-    cfg.gridDim = dim3((unsigned)(p->Hq / GT), (unsigned)p->n_splits);
-#else
     cfg.gridDim = dim3((unsigned)p->n_splits, (unsigned)(p->Hq / GT));
-#endif
     cfg.blockDim = dim3(DEC_THREADS);
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
