@@ -216,6 +216,11 @@ static void release_kept(cuda_backend *cb)
     cudaGetLastError();
 }
 
+static cudaError_t dev_take(cuda_backend *cb, void **p, size_t bytes, bool ordered)
+{
+    return ordered ? cudaMallocAsync(p, bytes ? bytes : 256, cb->stream) : cudaMalloc(p, bytes ? bytes : 256);
+}
+
 /* The one place device memory is taken; ordered: from the stream-ordered allocator, in the
  * current stream's order (a cudaFree would wait for the whole device). */
 static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, bool ordered, GError **error)
@@ -234,12 +239,12 @@ static void *dev_alloc(cuda_backend *cb, int bucket, size_t bytes, bool ordered,
         return NULL;
     }
     void *p = NULL;
-    cudaError_t e = ordered ? cudaMallocAsync(&p, bytes ? bytes : 256, cb->stream) : cudaMalloc(&p, bytes ? bytes : 256);
+    cudaError_t e = dev_take(cb, &p, bytes, ordered);
     if (e == cudaErrorMemoryAllocation && cb->keep_pool && !cb->capturing) {
         /* what the pool keeps may be what this allocation lacks */
         cudaGetLastError();
         release_kept(cb);
-        e = ordered ? cudaMallocAsync(&p, bytes ? bytes : 256, cb->stream) : cudaMalloc(&p, bytes ? bytes : 256);
+        e = dev_take(cb, &p, bytes, ordered);
     }
     if (e != cudaSuccess) {
         cudaGetLastError();

@@ -13,16 +13,7 @@ T0=$(date +%s)
 export OUT=${OUT:-/tmp/s32} PATH=/usr/local/cuda/bin:$PATH
 W=$OUT/call2; mkdir -p $W; HY=build-gpu/src/cli/hyocr
 (source bench/results/2026-12-05-h200-s21/prep.sh > $W/prep.txt 2>&1; echo "prep exit $?" >> $W/prep.txt) &
-for rep in 1 2; do for b in decode-bench-old decode-bench decode-bench-l8; do
-    echo "=== $b"; HK_BENCH_ROWS=1,16 HK_BENCH_CTX=1215,4191 HK_BENCH_SPLITS=0 HK_BENCH_STAGES=0,2 timeout 60 .device/bin/$b 2>&1 | grep -E "rows"
-done; done > $W/shift.txt; grep -E "===|staged2|k_decode" $W/shift.txt | cut -c1-70 | head -60
-for b in decode-bench-old decode-bench-l8; do
-    HK_BENCH_ROWS=16 HK_BENCH_CTX=1215 HK_BENCH_SPLITS=448 HK_BENCH_STAGES=2 timeout 100 ncu --kernel-name regex:k_decode_staged \
-        --launch-count 1 --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats \
-        --section MemoryWorkloadAnalysis --section SourceCounters --metrics smsp__inst_executed.sum \
-        .device/bin/$b > $W/ncu-$b.txt 2>&1; echo "ncu $b exit $?"
-    grep -vE "^    -|^\s*$|^ +(OPT|WRN|INF) |^          " $W/ncu-$b.txt | grep -E "Duration|DRAM Throughput|Issued Warp|Eligible Warps|Cycles Per Issued|inst_executed|Registers" | head -12
-done
+ROUNDS=2 NCU_BINS="decode-bench-old decode-bench-l8" bash bench/results/2026-12-07-s32/call2c.sh
 wait; tail -2 $W/prep.txt
 echo "[$(( $(date +%s) - T0 )) s] === tests"
 timeout 200 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 backend-cuda decode batch tuning \
@@ -33,10 +24,10 @@ sixteen() {
     echo "$(grep -o "[0-9.]* tokens/s" $W/r.err | tail -1) ids $(python3 -c "import json,hashlib;print(hashlib.md5(str([json.loads(l)['token_ids'] for l in open('$W/r.jsonl')]).encode()).hexdigest()[:8])")"
 }
 echo "[$(( $(date +%s) - T0 )) s] === 16 pages"
-for rep in 1; do
+{
     echo "default: $(sixteen)"
     echo "invariant: $(HYOCR_INVARIANT=1 sixteen)"
     echo "keep: $(HYOCR_POOL_KEEP=1 sixteen)"
-done | tee $W/sixteen.txt
+} | tee $W/sixteen.txt
 rm -f $W/r.jsonl $W/r.err
 echo "[$(( $(date +%s) - T0 )) s] call2 done"

@@ -8,9 +8,7 @@ W=$OUT/call2; mkdir -p $W
 ( [ -f build-gpu/build.ninja ] || meson setup build-gpu -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=disabled \
       --buildtype=release > $W/setup.txt 2>&1
   ninja -C build-gpu tests/test-backend-cuda tests/test-decode > $W/build.txt 2>&1; echo "build exit $?" >> $W/build.txt ) &
-for b in decode-bench-old decode-bench decode-bench-l8; do
-    echo "=== $b"; HK_BENCH_ROWS=1,16 HK_BENCH_CTX=1215,4191 HK_BENCH_SPLITS=0 HK_BENCH_STAGES=0,2 timeout 60 .device/bin/$b 2>&1 | grep -E "rows"
-done > $W/shift.txt; grep -E "===|staged2|k_decode" $W/shift.txt | cut -c1-70
+NCU_BINS= bash bench/results/2026-12-07-s32/call2c.sh
 wait; tail -1 $W/build.txt
 echo "[$(( $(date +%s) - T0 )) s] === tests"
 timeout 200 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 2 backend-cuda decode > $W/tests.txt 2>&1
