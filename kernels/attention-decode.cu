@@ -48,7 +48,18 @@ struct DecArgs {
     float *part_acc, *part_ml;
     int dev_split_len, dev_max_splits;   /* > 0: splits derived from n_past here (graph replay) */
     int kv_write;                        /* store the decode rows' new k/v in the cache */
+    int bs_shift;                        /* log2 of block_size where it is a power of two, else -1 */
 };
+
+/* The cache slot of token t of a split whose blocks' ids are blk from the row's block b0: by a
+ * shift and a mask where the block size is a power of two (the engine's 16), where a division by
+ * the size takes ~20 instructions a token and a thread stages 8 tokens a round. Level in
+ * decode_bench, +1 % for 16 concurrent pages (H100, bench/results/2026-12-07-s33). */
+__device__ __forceinline__ size_t dec_slot(const DecArgs &a, const int *blk, int b0, int t)
+{
+    if (a.bs_shift >= 0) return ((size_t)blk[(t >> a.bs_shift) - b0] << a.bs_shift) + (t & ((1 << a.bs_shift) - 1));
+    return (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+}
 
 /* The split of this CTA. With dev_split_len, row r = sequence r (one decode row
  * each) owns CTAs [r·max, (r+1)·max) of a fixed grid and those past its context exit,
@@ -143,7 +154,7 @@ __device__ __forceinline__ void dec_load(const DecArgs &a, const hk_split &sp, c
             }
         } else if (i < L) {
             int t = sp.t0 + i;
-            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t slot = dec_slot(a, blk, b0, t);
             size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
             kr[u] = __ldcs((const int4 *)((const uint16_t *)a.k + off));   /* read once per step */
             vr[u] = __ldcs((const int4 *)((const uint16_t *)a.v + off));
@@ -214,7 +225,7 @@ __device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, co
         vn = *(const int4 *)(row + (size_t)(a.Hq + a.Hkv + kvh) * D + lane16 * 8);
         if (a.kv_write && tg == 0 && head0 % a.G == 0) {
             int t = s.n_past;
-            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t slot = dec_slot(a, blk, b0, t);
             size_t off = (slot * a.Hkv + kvh) * D + lane16 * 8;
             *(int4 *)((uint16_t *)a.k + off) = kn;
             *(int4 *)((uint16_t *)a.v + off) = vn;
@@ -377,7 +388,7 @@ __device__ __forceinline__ void dec_stage(const DecArgs &a, const hk_split &sp, 
         size_t off = 0;
         if (ok) {
             int t = sp.t0 + i;
-            size_t slot = (size_t)blk[t / a.block_size - b0] * a.block_size + t % a.block_size;
+            size_t slot = dec_slot(a, blk, b0, t);
             off = (slot * a.Hkv + kvh) * D + lane16 * 8;
         }
         cp16(&st[(2 * u) * DEC_THREADS + threadIdx.x], (const uint16_t *)a.k + off, ok);
@@ -493,6 +504,7 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     a.dev_split_len = p->dev_split_len;
     a.dev_max_splits = p->dev_max_splits;
     a.kv_write = p->decode_kv_write;
+    a.bs_shift = p->block_size > 0 && !(p->block_size & (p->block_size - 1)) ? __builtin_ctz((unsigned)p->block_size) : -1;
     const int GT = decode_gt(p);
     const void *k = decode_kernel<T>(GT, p->decode_stages);
     if (!k) return cudaErrorInvalidValue;

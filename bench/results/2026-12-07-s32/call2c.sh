@@ -4,7 +4,7 @@
 # call2b.sh run it beside their builds.
 #   bash bench/results/2026-12-07-s32/call2c.sh
 export OUT=${OUT:-/tmp/s32} PATH=/usr/local/cuda/bin:$PATH
-W=$OUT/call2; mkdir -p $W
+W=${W:-$OUT/call2}; mkdir -p $W
 for rep in $(seq ${ROUNDS:-1}); do for b in decode-bench-old decode-bench decode-bench-l8; do
     echo "=== $b"; HK_BENCH_ROWS=1,16 HK_BENCH_CTX=1215,4191 HK_BENCH_SPLITS=0 HK_BENCH_STAGES=0,2 timeout 60 .device/bin/$b 2>&1 | grep -E "rows"
 done; done > $W/shift.txt; grep -E "===|staged2|k_decode" $W/shift.txt | cut -c1-70 | head -60
