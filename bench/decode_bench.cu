@@ -1,5 +1,6 @@
 /* hyocr — the decode attention of a graph-replayed step (issues 15 and 17): k_decode (the
- * before) against k_decode_staged with 2, 3 and 4 stages (attention-decode.cu), on the text
+ * before) against k_decode_staged with 2, 3 and 4 stages and k_decode_mma (2 stages on the
+ * tensor cores, "mma2"; attention-decode.cu), on the text
  * model's shapes (16 q heads, 8 KV heads, head dim 128, KV blocks of 16 tokens scattered over
  * the cache) for 1, 4 and 16 rows at contexts of 1087 (a 1024² page) and 4191 (a 2048² page)
  * tokens. As the engine's bound steps run it: splits derived on the device (dev_split_len)
@@ -9,7 +10,8 @@
  * L2 holds no layer's keys for the next, as in a step), captured in one graph; µs a call is the
  * graph's time / 24, median of 20 replays after 3; GB/s counts the K and V bytes the rows
  * read (rows · ctx · 8 heads · 128 · 2 · 2 bytes). diff: max |staged − k_decode| over the
- * outputs and how many differ in any bit (0 expected: the same splits, rounds and sums); the
+ * outputs and how many differ in any bit (0 expected of the staged kernels: the same splits,
+ * rounds and sums; mma2 sums in another order and rounds P); the
  * exit status is 1 when one exceeds 2 output ulps of the largest |k_decode| value or is not
  * finite. Build and run (GPU machine, repository root):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels bench/decode_bench.cu -o /tmp/decode-bench && /tmp/decode-bench
@@ -93,7 +95,7 @@ static void fixture_rows(fixture &f, int rows, int ctx)
     CK(cudaMemcpy(f.seqs, s.data(), rows * sizeof(hk_seq), cudaMemcpyHostToDevice));
 }
 
-static hk_paged_args call_args(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages, int layer)
+static hk_paged_args call_args(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages, int mma, int layer)
 {
     int bound = (ctx + 1023) / 1024 * 1024, max_splits = (bound + split_len - 1) / split_len;
     int parts = rows * max_splits;
@@ -122,22 +124,23 @@ static hk_paged_args call_args(const fixture &f, hk_dtype t, int rows, int ctx, 
     a.dev_max_splits = max_splits;
     a.decode_kv_write = 1;
     a.decode_stages = stages;
+    a.decode_mma = mma;
     return a;
 }
 
 /* µs a call: the 24 layers' calls in one graph, median of REPS replays. */
-static double time_us(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages)
+static double time_us(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages, int mma)
 {
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (int l = 0; l < LAYERS; l++) {   /* uncaptured first: the shared-memory attributes, errors */
-        hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, l);
+        hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, mma, l);
         CK(hk_attention_decode(s, &a));
     }
     CK(cudaStreamSynchronize(s));
     double ms = bench_graph_median_ms(s, REPS, [&] {
         for (int l = 0; l < LAYERS; l++) {
-            hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, l);
+            hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, mma, l);
             CK(hk_attention_decode(s, &a));
         }
     });
@@ -150,11 +153,11 @@ static float to_f(__nv_bfloat16 h) { return __bfloat162float(h); }
 
 /* layer 0's output of one kernel */
 template <typename T>
-static std::vector<T> output(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages)
+static std::vector<T> output(const fixture &f, hk_dtype t, int rows, int ctx, int split_len, int stages, int mma)
 {
     size_t no = (size_t)rows * HQ * D;
     CK(cudaMemset(f.out, 0xff, no * sizeof(T)));
-    hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, 0);
+    hk_paged_args a = call_args(f, t, rows, ctx, split_len, stages, mma, 0);
     CK(hk_attention_decode(NULL, &a));
     CK(cudaDeviceSynchronize());
     std::vector<T> h(no);
@@ -199,16 +202,18 @@ template <typename T> static int run(hk_dtype t, float ulp)
                 int len = sw ? sw : hk_decode_split_len(sm, (int64_t)bound * rows, rows, HQ, HKV);
                 if (sw && sw == hk_decode_split_len(sm, (int64_t)bound * rows, rows, HQ, HKV)) continue;
                 double bytes = (double)rows * ctx * HKV * D * 2 * sizeof(T);
-                std::vector<T> ref = output<T>(f, t, rows, ctx, len, 0);
+                std::vector<T> ref = output<T>(f, t, rows, ctx, len, 0, 0);
                 float top = 0.0f;
                 for (T x : ref) top = fmaxf(top, fabsf(to_f(x)));
-                for (int st : stages) {
-                    double us = time_us(f, t, rows, ctx, len, st);
+                for (int v = 0; v < 2 * (int)stages.size(); v++) {   /* each depth, then 2 on the tensor cores */
+                    int st = stages[v / 2], mma = v % 2;
+                    if (mma && st != 2) continue;
+                    double us = time_us(f, t, rows, ctx, len, st, mma);
                     double mx = 0.0;
                     size_t nbits = 0;
                     bool finite = true;
                     if (st) {
-                        std::vector<T> got = output<T>(f, t, rows, ctx, len, st);
+                        std::vector<T> got = output<T>(f, t, rows, ctx, len, st, mma);
                         for (size_t i = 0; i < got.size(); i++) {
                             float g = to_f(got[i]), r = to_f(ref[i]);
                             finite &= isfinite(g) && isfinite(r);
@@ -219,7 +224,7 @@ template <typename T> static int run(hk_dtype t, float ulp)
                     bool ok = finite && mx <= 2.0 * ulp * top;
                     bad |= !ok;
                     char name[16];
-                    snprintf(name, sizeof name, st ? "staged%d" : "k_decode", st);
+                    snprintf(name, sizeof name, mma ? "mma%d" : st ? "staged%d" : "k_decode", st);
                     printf("%-5d rows %5d %5d%s %-9s %9.2f %8.0f %12.3g %6zu%s\n", rows, ctx, len, sw ? "*" : " ", name,
                            us, bytes / us * 1e-3, mx, nbits, ok ? "" : "  MISMATCH");
                 }

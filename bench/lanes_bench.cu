@@ -84,7 +84,7 @@ static int split_for(int rows, int ctx, int stages)
     const int bound = (ctx + 1023) / 1024 * 1024;
     int len = hk_decode_split_len(sms, (int64_t)bound * rows, rows, HQ, HKV);
     if (stages) {
-        int per = hk_decode_ctas_per_sm(HQ, HKV, stages, HK_SPLIT_WAVE_MAX, BS);
+        int per = hk_decode_ctas_per_sm(HQ, HKV, stages, 0, HK_SPLIT_WAVE_MAX, BS);
         int wave = hk_decode_split_len_wave(sms, per, bound - 512, rows, HQ, HKV);
         if (wave > 0) len = wave;
     }

@@ -239,39 +239,25 @@ __device__ __forceinline__ void dec_row(const DecArgs &a, const hk_split &sp, co
     }
 }
 
-/* After the rounds: merges the CTA's token groups into this split's partial (or the
- * output, for a row of one split); the last split of the row to finish merges the
- * partials (no second launch). red (DEC_TG·GT·(D + 2) floats) may
- * alias the key stages: every thread is past its rounds at the first barrier. */
-template <typename T, int GT>
-__device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp, const hk_seq &s, int head0,
-                                           const float (&m)[GT], const float (&l)[GT], const float (&acc)[GT][8],
-                                           float *red, int *s_last)
+/* After the rounds, once red holds NG groups' states (red_acc [NG][GT][D], then red_m and
+ * red_l [NG][GT]): merges them into this split's partial (or the output, for a row of one
+ * split); the last split of the row to finish merges the partials (no second launch). red
+ * may alias the key stages: every thread is past its rounds at the barrier before it. */
+template <typename T, int GT, int NG>
+__device__ __forceinline__ void dec_finish_groups(const DecArgs &a, const hk_split &sp, const hk_seq &s, int head0,
+                                                  const float *red, int *s_last)
 {
     constexpr int D = 128;
-    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
-    float *red_acc = red;                          /* [DEC_TG][GT][D] */
-    float *red_m = red_acc + DEC_TG * GT * D;      /* [DEC_TG][GT] */
-    float *red_l = red_m + DEC_TG * GT;            /* [DEC_TG][GT] */
-#pragma unroll
-    for (int g = 0; g < GT; g++) {
-        if (lane16 == 0) {
-            red_m[tg * GT + g] = m[g];
-            red_l[tg * GT + g] = l[g];
-        }
-#pragma unroll
-        for (int e = 0; e < 8; e++) red_acc[(tg * GT + g) * D + lane16 * 8 + e] = acc[g][e];
-    }
-    __syncthreads();
+    const float *red_acc = red, *red_m = red_acc + NG * GT * D, *red_l = red_m + NG * GT;
 #pragma unroll
     for (int k = 0; k < GT * D / DEC_THREADS; k++) {
         int i = threadIdx.x + k * DEC_THREADS, g = i / D, d = i - g * D;
         float M = -INFINITY;
 #pragma unroll
-        for (int j = 0; j < DEC_TG; j++) M = fmaxf(M, red_m[j * GT + g]);
+        for (int j = 0; j < NG; j++) M = fmaxf(M, red_m[j * GT + g]);
         float num = 0.0f, den = 0.0f;
 #pragma unroll
-        for (int j = 0; j < DEC_TG; j++) {
+        for (int j = 0; j < NG; j++) {
             float w = exp2f(red_m[j * GT + g] - M);
             num += w * red_acc[(j * GT + g) * D + d];
             den += w * red_l[j * GT + g];
@@ -299,6 +285,28 @@ __device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp,
     __threadfence();
     dec_merge_parts<T, GT>(a, sp, head0);
     if (threadIdx.x == 0) *ctr = 0;   /* ready for the next call */
+}
+
+/* The token groups' states (m, l, acc) into red, then dec_finish_groups. */
+template <typename T, int GT>
+__device__ __forceinline__ void dec_finish(const DecArgs &a, const hk_split &sp, const hk_seq &s, int head0,
+                                           const float (&m)[GT], const float (&l)[GT], const float (&acc)[GT][8],
+                                           float *red, int *s_last)
+{
+    constexpr int D = 128;
+    const int lane16 = threadIdx.x & 15, tg = threadIdx.x >> 4;
+    float *red_acc = red, *red_m = red_acc + DEC_TG * GT * D, *red_l = red_m + DEC_TG * GT;
+#pragma unroll
+    for (int g = 0; g < GT; g++) {
+        if (lane16 == 0) {
+            red_m[tg * GT + g] = m[g];
+            red_l[tg * GT + g] = l[g];
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e++) red_acc[(tg * GT + g) * D + lane16 * 8 + e] = acc[g][e];
+    }
+    __syncthreads();
+    dec_finish_groups<T, GT, DEC_TG>(a, sp, s, head0, red, s_last);
 }
 
 /* CTA = one split × GT query heads of one KV group. Every thread keeps DEC_U
@@ -471,16 +479,196 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     DEC_TRACE_END(sp, s_last);
 }
 
+/* ---- the tensor-core variant (k_decode_mma) ----
+ * The same splits, rounds of 64 keys, stages and finish as k_decode_staged, but each warp takes
+ * 16 keys of a round through mma.sync m16n8k16: S = Q·Kᵀ with the CTA's GT heads as rows (of 16:
+ * the others zero) and the keys as columns, then O += P·V with P from S's fragments (rounded to
+ * the compute type, as the prefill kernels round it). A warp's 16 keys cost ~40 instructions
+ * where k_decode_staged's 16 lanes a token spend ~75 a key and head (Nsight Compute, session
+ * 33): at 16 rows that kernel waits on its own instruction chains, not on memory.
+ * A stage: K then V rows of the round's 64 keys, 256 bytes each, the 16-byte chunk c of key k
+ * at c ^ (k & 7) so that ldmatrix's eight rows fall on distinct banks. Warp w copies and reads
+ * only keys 16w..16w + 15 of a round: no barrier between the copies and the reads but the warp's. */
+#define DMMA_WARPS (DEC_THREADS / 32)
+#define DMMA_KEYS 16   /* keys a warp takes a round */
+
+__device__ __forceinline__ int dmma_at(int key, int chunk) { return key * 128 + ((chunk ^ (key & 7)) << 3); }
+
+/* Copies this warp's keys of round base into stage st (K rows, then V rows 64 keys on), zero for
+ * keys past the split and for the new token (patched from qkv in dmma_patch). */
+__device__ __forceinline__ void dmma_stage(const DecArgs &a, const hk_split &sp, const int *blk, int b0, int base,
+                                           int L, int kvh, int inew, uint16_t *st)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, c = lane & 15;
+#pragma unroll
+    for (int i = 0; i < DMMA_KEYS / 2; i++) {
+        const int key = w * DMMA_KEYS + (lane >> 4) + 2 * i, t = base + key;
+        const bool ok = t < L && t != inew;
+        size_t off = 0;
+        if (ok) off = (dec_slot(a, blk, b0, sp.t0 + t) * a.Hkv + kvh) * 128 + c * 8;
+        cp16(st + dmma_at(key, c), (const uint16_t *)a.k + off, ok);
+        cp16(st + 64 * 128 + dmma_at(key, c), (const uint16_t *)a.v + off, ok);
+    }
+}
+
+/* The new token's k/v (this lane's chunk, kn/vn of dec_row) into the stage of round base, by the
+ * lanes that would have copied it. */
+__device__ __forceinline__ void dmma_patch(int base, int inew, int4 kn, int4 vn, uint16_t *st)
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, key = inew - base;
+    if (key < 0 || key >= 64 || key / DMMA_KEYS != w || (key & 1) != lane >> 4) return;
+    *(int4 *)(st + dmma_at(key, lane & 15)) = kn;
+    *(int4 *)(st + 64 * 128 + dmma_at(key, lane & 15)) = vn;
+}
+
+/* One warp's 16 keys of a stage: scores (log2 units) with the heads as rows, the online softmax of
+ * this lane's four keys of row (head) gid — m shared by the quad, l this lane's part — and
+ * Oᵀ += Vᵀ·Pᵀ with the dims as rows: Pᵀ is then the scores' own fragments (lane (gid, q) holds
+ * head gid's keys 2q, 2q + 1 and 8 + 2q, 9 + 2q, the B fragment of key k16 and head column gid),
+ * and Oᵀ is 8 tiles of 16 dims × 8 heads, where lane (gid, q) holds heads 2q, 2q + 1. */
+template <typename T>
+__device__ __forceinline__ void dmma_round(const uint16_t *st, int base, int L, float scale_log2,
+                                           const uint32_t (&qf)[8][4], float &m, float &l, float (&o)[8][4])
+{
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, quad = lane & 3;
+    const int k0 = w * DMMA_KEYS, mat = lane >> 3, r = lane & 7;
+    float sc[2][4] = {};
+#pragma unroll
+    for (int ks = 0; ks < 8; ks++) {   /* dims 16ks.. : b of key tile 0 and 1 */
+        uint32_t kb[4];
+        ldsm_x4(kb, st + dmma_at(k0 + (mat >> 1) * 8 + r, 2 * ks + (mat & 1)));
+        mma16816<T>(sc[0], qf[ks], kb);
+        mma16816<T>(sc[1], qf[ks], kb + 2);
+    }
+    float x[4] = { sc[0][0], sc[0][1], sc[1][0], sc[1][1] };   /* keys 2q, 2q + 1, 8 + 2q, 9 + 2q */
+    float mx = -INFINITY;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int key = base + k0 + (e >> 1) * 8 + 2 * quad + (e & 1);
+        x[e] = key < L ? x[e] * scale_log2 : -INFINITY;
+        mx = fmaxf(mx, x[e]);
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mn = fmaxf(m, mx), corr = exp2f(m - mn);
+    m = mn;
+    float p[4], ps = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        p[e] = exp2f(x[e] - mn);
+        ps += p[e];
+    }
+    l = l * corr + ps;
+    const uint32_t pb[2] = { pack2<T>(p[0], p[1]), pack2<T>(p[2], p[3]) };
+    /* heads 2q and 2q + 1 of this lane's Oᵀ columns: their rows' factors */
+    const float c0 = __shfl_sync(0xffffffffu, corr, 8 * quad), c1 = __shfl_sync(0xffffffffu, corr, 8 * quad + 4);
+#pragma unroll
+    for (int t = 0; t < 8; t++) {   /* dims 16t.. : a of keys 0-7 and 8-15, dims +0 and +8 */
+        uint32_t va[4];
+        ldsm_x4_t(va, st + 64 * 128 + dmma_at(k0 + (mat >> 1) * 8 + r, 2 * t + (mat & 1)));
+        o[t][0] *= c0;
+        o[t][1] *= c1;
+        o[t][2] *= c0;
+        o[t][3] *= c1;
+        mma16816<T>(o[t], va, pb);
+    }
+}
+
+/* The warps' states into red as dec_finish_groups reads them (the warps as its groups). */
+__device__ __forceinline__ void dmma_store(int GT, float m, float l, const float (&o)[8][4], float *red)
+{
+    constexpr int D = 128;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, quad = lane & 3;
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    float *red_acc = red, *red_m = red_acc + DMMA_WARPS * GT * D, *red_l = red_m + DMMA_WARPS * GT;
+    if (g < GT && quad == 0) {
+        red_m[w * GT + g] = m;
+        red_l[w * GT + g] = l;
+    }
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+        const int h = 2 * quad + e;
+        if (h >= GT) continue;
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            red_acc[(w * GT + h) * D + 16 * t + g] = o[t][e];
+            red_acc[(w * GT + h) * D + 16 * t + g + 8] = o[t][2 + e];
+        }
+    }
+}
+
+template <typename T, int GT, int NS>
+__global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_mma(DecArgs a)
+{
+    constexpr int RT = DMMA_WARPS * DMMA_KEYS, STAGE = 2 * 64 * 128;   /* halves a stage */
+    static_assert(RT == 64 && GT <= 8, "a stage holds 64 keys; the heads are the rows 0..7 of a fragment");
+    extern __shared__ __align__(16) float dsm[];
+    uint16_t *stages = (uint16_t *)dsm;
+    int *blk = (int *)(stages + NS * STAGE);
+    __shared__ int s_last;
+
+    hk_griddep_launch_next();
+    hk_split sp;
+    if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
+    const hk_seq s = a.seqs[sp.seq];
+    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size, nr = (L + RT - 1) / RT;
+    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
+    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;
+    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < NS - 1; r++) {
+        if (r < nr) dmma_stage(a, sp, blk, b0, r * RT, L, kvh, inew, stages + r * STAGE);
+        cp_commit();
+    }
+
+    hk_griddep_wait();
+    int4 kn, vn;
+    float qs[GT][8];
+    dec_row<T, GT>(a, sp, s, blk, b0, head0, kvh, inew, kn, vn, qs);   /* kn, vn and the cache write */
+    const int lane = threadIdx.x & 31, g = lane >> 2, quad = lane & 3;
+    uint32_t qf[8][4];
+    {
+        const T *q = (const T *)a.q + (size_t)s.row0 * a.q_stride + (size_t)(head0 + g) * 128;
+#pragma unroll
+        for (int ks = 0; ks < 8; ks++) {
+            qf[ks][0] = g < GT ? *(const uint32_t *)(q + 16 * ks + 2 * quad) : 0u;
+            qf[ks][2] = g < GT ? *(const uint32_t *)(q + 16 * ks + 8 + 2 * quad) : 0u;
+            qf[ks][1] = qf[ks][3] = 0u;
+        }
+    }
+    float m = -1e30f, l = 0.0f, o[8][4] = {};
+    for (int r = 0; r < nr; r++) {
+        if (r + NS - 1 < nr) dmma_stage(a, sp, blk, b0, (r + NS - 1) * RT, L, kvh, inew,
+                                        stages + (r + NS - 1) % NS * STAGE);
+        cp_commit();
+        cp_wait<NS - 1>();
+        uint16_t *st = stages + r % NS * STAGE;
+        if (inew >= 0) dmma_patch(r * RT, inew, kn, vn, st);
+        __syncwarp();
+        dmma_round<T>(st, r * RT, L, a.scale_log2, qf, m, l, o);
+        __syncwarp();   /* this warp's reads of the stage before its next copies into it */
+    }
+    cp_wait_all();
+    __syncthreads();
+    dmma_store(GT, m, l, o, dsm);
+    __syncthreads();
+    dec_finish_groups<T, GT, DMMA_WARPS>(a, sp, s, head0, dsm, &s_last);
+}
+
 static int decode_gt(const hk_paged_args *p)
 {
     return hk_decode_heads_per_cta(p->Hq, p->Hkv);
 }
 
-/* The kernel of GT heads a CTA and that many rounds of staged keys (0: k_decode); NULL
- * for a depth there is none of. */
+/* The kernel of GT heads a CTA and that many rounds of staged keys (0: k_decode), on the tensor
+ * cores with mma (two rounds only: deeper ones lost, session 33); NULL for one there is none of. */
 template <typename T>
-static const void *decode_kernel(int GT, int stages)
+static const void *decode_kernel(int GT, int stages, int mma)
 {
+    if (mma) return stages != 2 ? NULL : GT == 2 ? (const void *)k_decode_mma<T, 2, 2> : (const void *)k_decode_mma<T, 1, 2>;
     switch (stages) {
     case 0: return GT == 2 ? (const void *)k_decode<T, 2> : (const void *)k_decode<T, 1>;
     case 2: return GT == 2 ? (const void *)k_decode_staged<T, 2, 2> : (const void *)k_decode_staged<T, 1, 2>;
@@ -506,7 +694,7 @@ static cudaError_t decode_t(cudaStream_t s, const hk_paged_args *p)
     a.kv_write = p->decode_kv_write;
     a.bs_shift = p->block_size > 0 && !(p->block_size & (p->block_size - 1)) ? __builtin_ctz((unsigned)p->block_size) : -1;
     const int GT = decode_gt(p);
-    const void *k = decode_kernel<T>(GT, p->decode_stages);
+    const void *k = decode_kernel<T>(GT, p->decode_stages, p->decode_mma);
     if (!k) return cudaErrorInvalidValue;
     const size_t smem = hk_decode_smem_staged(GT, p->split_max, p->block_size, p->decode_stages);
     cudaError_t e = cudaSuccess;
@@ -570,10 +758,10 @@ int hk_decode_split_len(int sm_count, int64_t total_ctx, int rows, int Hq, int H
     return (int)len;
 }
 
-int hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int split_max, int block_size)
+int hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int mma, int split_max, int block_size)
 {
     const int GT = hk_decode_heads_per_cta(Hq, Hkv);
-    const void *k = decode_kernel<__half>(GT, stages);
+    const void *k = decode_kernel<__half>(GT, stages, mma);
     const size_t smem = hk_decode_smem_staged(GT, split_max, block_size, stages);
     int n = 0;
     if (!k || (stages && cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess) ||

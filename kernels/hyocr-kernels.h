@@ -112,8 +112,10 @@ typedef struct {
     /* Decode kernel only. 0: k_decode (registers hold the keys in flight); 2..4: its
      * staged variant (attention-decode.cu), that many rounds of keys through shared
      * memory by cp.async — the same bits (same splits, rounds and sums), more of the
-     * cache in flight a CTA. Others: cudaErrorInvalidValue. */
-    int            decode_stages;
+     * cache in flight a CTA. Others: cudaErrorInvalidValue. decode_mma (with 2 stages only): the
+     * staged kernel's splits, rounds and stages on the tensor cores (k_decode_mma: Q·Kᵀ and P·V by
+     * mma.sync, P rounded to the compute type as the prefill kernels round it), not the same bits. */
+    int            decode_stages, decode_mma;
 } hk_paged_args;
 
 /* Shared memory the decode kernel needs for GT heads per CTA, a split length and a block size. */
@@ -137,9 +139,9 @@ int         hk_decode_heads_per_cta(int Hq, int Hkv);
 #define HK_SPLIT_ROWS_MAX 256
 #define HK_SPLIT_MAX 1024
 int         hk_decode_split_len(int sm_count, int64_t total_ctx, int rows, int Hq, int Hkv);
-/* CTAs of the decode kernel of that many stages (0: k_decode) an SM holds at once, for rows
- * of Hq / Hkv heads, splits of up to split_max keys (0 where it cannot be told). */
-int         hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int split_max, int block_size);
+/* CTAs of the decode kernel of that many stages (0: k_decode; mma: k_decode_mma) an SM holds at
+ * once, for rows of Hq / Hkv heads, splits of up to split_max keys (0 where it cannot be told). */
+int         hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int mma, int split_max, int block_size);
 /* Keys per split of a step of several rows through the staged kernel, so that its CTAs at a
  * context of ctx tokens make one wave (ctas_per_sm × sm_count at most, the most splits a row
  * that fit), rounded up to HK_SPLIT_MIN; 0 where that takes more than HK_SPLIT_WAVE_MAX keys

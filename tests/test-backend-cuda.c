@@ -1926,10 +1926,10 @@ static void *dev_copy(const void *h, size_t n)
 }
 
 /* One direct decode launch of the rows (hs, their tables in d_bt) with decode_stages
- * stages: listed splits of len keys, or (dev) splits derived on the device, every
+ * stages (mma: on the tensor cores): listed splits of len keys, or (dev) splits derived on the device, every
  * context within bound; returns the outputs as floats. */
 static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const hk_seq *hs, int rows, void *d_bt,
-                            int len, bool dev, int bound, int stages)
+                            int len, bool dev, int bound, int stages, int mma)
 {
     const int Hq = f->Hq, Hkv = f->Hkv, D = f->D;
     const size_t no = (size_t)rows * Hq * D;
@@ -1957,7 +1957,7 @@ static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const h
         .part_ml = (float *)d_part + (size_t)parts * Hq * D, .split_max = len,
         .dev_split_len = dev ? len : 0, .dev_max_splits = dev ? max_splits : 0,
         .decode_kv_write = 1,   /* rewrites the new k/v the backends stored: the same values */
-        .decode_stages = stages,
+        .decode_stages = stages, .decode_mma = mma,
     };
     CK(hk_attention_decode(NULL, &a));
     CK(cudaDeviceSynchronize());
@@ -1976,18 +1976,20 @@ static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const h
 #endif
 
 /* The staged decode kernel (hk_paged_args.decode_stages 2..4) against k_decode (bit for bit:
- * the same splits, rounds and sums) and the CPU: four decode rows of ragged contexts (one
- * 4191-token prefix, a 1087, one inside a split, one of a single key) over scattered
- * blocks, with listed splits of 128 and 64 keys and with splits derived on the device
- * (bound steps); then a backend built with HYOCR_DECODE_STAGES's field on, through
- * attention_paged, against the CPU. */
-static void test_paged_decode_staged(gconstpointer data)
+ * the same splits, rounds and sums) and the CPU, and its tensor-core variant (decode_mma)
+ * against the CPU and k_decode within the tolerance: four decode rows of ragged contexts (one
+ * 4191-token prefix, a 1087, one inside a split, one of a single key: the new token in a
+ * round's middle, in a later round and in the one issued before the grid wait) over scattered
+ * blocks, with listed splits of 128 and 64 keys and with splits derived on the device (bound
+ * steps); then a backend built with HYOCR_DECODE_STAGES's field on (and HYOCR_DECODE_MMA's
+ * off at 2), through attention_paged, against the CPU. Hq heads over Hkv: 2 a CTA (16 over 8,
+ * the model's) or 1 (8 over 8). */
+static void paged_decode_staged(const dt_case *c, int Hq, int Hkv)
 {
-    const dt_case *c = data;
     hyocr_backend *g = cuda(c);
     if (!g) return;
     enum { ROWS = 4 };
-    const int Hq = 16, Hkv = 8, D = 128, ctxs[ROWS] = { 4191, 1087, 100, 1 };
+    const int D = 128, ctxs[ROWS] = { 4191, 1087, 100, 1 };
     kv_fix f;
     kv_init(&f, g, 16, 400, Hq, Hkv, D);
     for (int which = 0; which < 2; which++) {   /* the prefixes straight into the caches */
@@ -2020,21 +2022,29 @@ static void test_paged_decode_staged(gconstpointer data)
     void *d_bt = dev_copy(tables->data, tables->len * sizeof(int32_t));
     static const struct { int len; bool dev; } modes[] = { { 128, false }, { 64, false }, { 256, true } };
     for (size_t m = 0; m < G_N_ELEMENTS(modes); m++) {
-        g_autofree float *old = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, 0);
+        g_autofree float *old = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, 0, 0);
         g_autofree char *w0 = g_strdup_printf("k_decode, %d-key splits%s", modes[m].len, modes[m].dev ? " (device)" : "");
         expect_close(w0, old, ref, no, c->tol);
-        for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++) {
-            g_autofree float *got = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, st);
-            g_autofree char *w = g_strdup_printf("k_decode_staged<%d>, %d-key splits%s", st, modes[m].len,
-                                                 modes[m].dev ? " (device)" : "");
-            expect_close(w, got, ref, no, c->tol);
-            expect_equal(w, got, old, no);
-        }
+        for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++)
+            for (int mma = 0; mma <= (st == 2); mma++) {
+                g_autofree float *got =
+                    decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, st, mma);
+                g_autofree char *w = g_strdup_printf("%s<%d>, %d-key splits%s, %d heads over %d",
+                                                     mma ? "k_decode_mma" : "k_decode_staged", st, modes[m].len,
+                                                     modes[m].dev ? " (device)" : "", Hq, Hkv);
+                expect_close(w, got, ref, no, c->tol);
+                if (mma)
+                    expect_close(w, got, old, no, c->tol);
+                else
+                    expect_equal(w, got, old, no);
+            }
     }
     cudaFree(d_bt);
     g_array_free(tables, TRUE);
-    for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++) {
-        hyocr_backend *t = cuda_tuned(c, (hyocr_tuning){ .decode_stages = st });
+    for (int v = 2; v <= HK_DECODE_STAGES_MAX + 1; v++) {   /* past the last: 2 without the tensor cores */
+        const int st = v <= HK_DECODE_STAGES_MAX ? v : 2;
+        const hyocr_switch mma = v <= HK_DECODE_STAGES_MAX ? HYOCR_SWITCH_DEFAULT : HYOCR_SWITCH_OFF;
+        hyocr_backend *t = cuda_tuned(c, (hyocr_tuning){ .decode_stages = st, .decode_mma = mma });
         pair tq = mk2(t, HYOCR_BUF_ACT, qkv, nq), to = mk2(t, HYOCR_BUF_ACT, NULL, no);
         kv_fix tf = f;   /* the same layout on a fresh backend: the caches copied over */
         tf.g = t;
@@ -2045,7 +2055,8 @@ static void test_paged_decode_staged(gconstpointer data)
         OK(t->ops->upload_f32(t, tf.v.g, 0, vh, f.v.n, E));
         OK(t->ops->attention_paged(t, to.g, tq.g, tf.k.g, tf.v.g, f.bs, sv, ROWS, Hq, Hkv, D, scale, NULL, E));
         g_autofree float *got = get(t, to.g, 0, no);
-        g_autofree char *w = g_strdup_printf("backend with decode_stages %d, 4 rows", st);
+        g_autofree char *w = g_strdup_printf("backend with decode_stages %d%s, 4 rows", st,
+                                             mma == HYOCR_SWITCH_OFF ? " (HYOCR_DECODE_MMA=0)" : "");
         expect_close(w, got, ref, no, c->tol);
         free2(t, &tq);
         free2(t, &to);
@@ -2058,6 +2069,12 @@ static void test_paged_decode_staged(gconstpointer data)
     free2(g, &pq);
     free2(g, &po);
     kv_clear(&f);
+}
+
+static void test_paged_decode_staged(gconstpointer data)
+{
+    paged_decode_staged(data, 16, 8);
+    paged_decode_staged(data, 8, 8);
 }
 
 /* ---------------------------------------------------------------- benchmark */

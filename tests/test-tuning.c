@@ -15,6 +15,7 @@ static const char *const NAMES[] = {
     "HYOCR_VIS_LAZY_RESCALE", "HYOCR_VIS_TMA", "HYOCR_PREFILL_TMA", "HYOCR_VIT_CHUNK_ROWS", "HYOCR_ORDERED_ALLOC",
     "HYOCR_PREFILL_SPARE", "HYOCR_CPU_F32_WEIGHTS",
     "HYOCR_ROWS_WIDE", "HYOCR_INVARIANT", "HYOCR_PICK_LOGPROBS", "HYOCR_PINNED_PIXELS", "HYOCR_POOL_KEEP",
+    "HYOCR_DECODE_MMA",
     "HYOCR_DRAFT_STANDIN", "HYOCR_DRAFT_STANDIN_K", "HYOCR_DRAFT_STANDIN_NO_DRAFT",
 };
 
@@ -70,6 +71,7 @@ static void test_on(void)
         g_assert_cmpint(t.pick_logprobs, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.pinned_pixels, ==, HYOCR_SWITCH_ON);
         g_assert_cmpint(t.pool_keep, ==, HYOCR_SWITCH_ON);
+        g_assert_cmpint(t.decode_mma, ==, HYOCR_SWITCH_ON);
         g_assert_true(t.draft_standin_no_draft);
         g_assert_cmpint(t.rows_wide, ==, i ? 0 : 1);   /* a count too */
     }
@@ -105,6 +107,7 @@ static void test_zero_is_off(void)
     g_assert_cmpint(t.pick_logprobs, ==, HYOCR_SWITCH_OFF);   /* the host path, where unset is the backend's */
     g_assert_cmpint(t.pinned_pixels, ==, HYOCR_SWITCH_OFF);
     g_assert_cmpint(t.pool_keep, ==, HYOCR_SWITCH_OFF);
+    g_assert_cmpint(t.decode_mma, ==, HYOCR_SWITCH_OFF);   /* k_decode_staged, where unset is k_decode_mma */
     g_assert_false(t.draft_standin_no_draft);
     g_assert_true(t.rows_verify);   /* the block kernel is the default: 0 turns it off */
     g_assert_cmpint(t.resize_threads, ==, 1);   /* a thread count below 1 is one thread */

@@ -122,7 +122,8 @@ typedef struct {
     int              pdl;           /* fused products as programmatic dependents (sm_90+; HYOCR_PDL=0: off) */
     int              split_override; /* HYOCR_DECODE_SPLIT: keys per split of bound decode steps (tuning) */
     int              decode_stages;  /* HYOCR_DECODE_STAGES: the staged decode kernel for several rows (0: off) */
-    int              dec_ctas_per_sm[HK_DECODE_STAGES_MAX + 1]; /* a decode kernel's CTAs an SM, by stages (0: not yet asked) */
+    bool             decode_mma;     /* HYOCR_DECODE_MMA: its two-round depth on the tensor cores (k_decode_mma) */
+    int              dec_ctas_per_sm[2][HK_DECODE_STAGES_MAX + 1]; /* a decode kernel's CTAs an SM, by mma and stages (0: not yet asked) */
     int              rows_wide;      /* HYOCR_ROWS_WIDE as tuning.h has it (−1 off, 0 or 1 the card's rule,
                                       * more: that many groups), capped at HK_GEMM_ROWS_GROUPS_MAX */
     int              rope_heads;     /* HYOCR_ROPE_HEADS: rope_qknorm's heads a block for ≤ 16 rows (0: a row) */
@@ -1350,6 +1351,17 @@ static bool decode_scratch(cuda_backend *cb, const paged_plan *pp, int Hq, int H
     return decode_scratch_n(cb, pp->parts, pp->dec_rows, Hq, Hkv, D, error);
 }
 
+/* The staged kernel's two rounds by k_decode_mma (HYOCR_DECODE_MMA, on by default): on the
+ * tensor cores a warp's 16 keys take ~40 instructions where k_decode_staged spends ~75 a key and
+ * head, and at 16 rows that kernel waits on its own instruction chains (Nsight Compute). H100,
+ * session 33 (bench/results/2026-12-07-s33, calls 3–4): 16 rows × 1215 keys 40.0 → 35.6 µs a
+ * layer with 512-key splits, × 4191 112.0 → 105.1; 16 concurrent 1024² pages +2–3 %, the same
+ * tokens; deeper rounds lose (fewer CTAs an SM). */
+static int decode_mma_for(const cuda_backend *cb, int stages)
+{
+    return stages == 2 && cb->decode_mma;
+}
+
 /* Keys per split of a bound step: sized for its context bound (max_blocks), so
  * the grid is fixed and the splits past a row's context idle. Steps of several rows
  * through the staged kernel take splits whose CTAs make one wave at the middle of the
@@ -1360,10 +1372,11 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
     int64_t cap = (int64_t)cb->bound_maxb * block_size;
     int len = hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
     if (stages < 2 || cb->bound_rows < 2) return len;
-    if (cb->dec_ctas_per_sm[stages] == 0)
-        cb->dec_ctas_per_sm[stages] = hk_decode_ctas_per_sm(Hq, Hkv, stages, HK_SPLIT_WAVE_MAX, block_size);
+    const int mma = decode_mma_for(cb, stages);
+    int *ctas = &cb->dec_ctas_per_sm[mma][stages];
+    if (*ctas == 0) *ctas = hk_decode_ctas_per_sm(Hq, Hkv, stages, mma, HK_SPLIT_WAVE_MAX, block_size);
     int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);   /* cap: a multiple of the step */
-    int wave = hk_decode_split_len_wave(cb->sm_count, cb->dec_ctas_per_sm[stages], typical, cb->bound_rows, Hq, Hkv);
+    int wave = hk_decode_split_len_wave(cb->sm_count, *ctas, typical, cb->bound_rows, Hq, Hkv);
     return wave > 0 ? wave : len;
 }
 
@@ -1391,7 +1404,8 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     if (n_seqs != cb->bound_rows || rows != n_seqs)
         return invalid(error, _("attention_paged: %d sequences, %d rows but the bound decode step has %d rows"), n_seqs,
                        rows, cb->bound_rows);
-    int split_len = bound_split_len(cb, Hq, Hkv, block_size, decode_stages_for(cb, rows));
+    const int stages = decode_stages_for(cb, rows);
+    int split_len = bound_split_len(cb, Hq, Hkv, block_size, stages);
     int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
     if (D == 128 && !decode_scratch_n(cb, parts, rows, Hq, Hkv, D, error)) return false;
     /* rows of one verify block read each other's new K/V: all are stored before any attends, and
@@ -1413,7 +1427,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
         .part_ml = D == 128 ? (float *)cb->part.ptr + (size_t)parts * Hq * D : NULL,
         .split_max = split_len, .n_splits = parts, .dev_split_len = split_len, .dev_max_splits = max_splits,
         .decode_kv_write = !shared && !blocks, .pdl = shared || blocks ? 0 : cb->pdl,
-        .decode_stages = decode_stages_for(cb, rows),
+        .decode_stages = stages, .decode_mma = decode_mma_for(cb, stages),
     };
     if (D != 128)
         return ck(hk_kv_write(cb->stream, &a), N_("KV write"), error) &&
@@ -1496,6 +1510,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
               (!pfparts || room || scratch_need(cb, &cb->part, pfparts * sizeof(float), error));
     g_byte_array_free(mp.b, TRUE);
     if (ok) {
+        const int stages = decode_stages_for(cb, pp.dec_rows);
         hk_paged_args a = {
             .t = cb->act, .qkv = qkv->data, .out = out->data, .k_cache = k_cache->data, .v_cache = v_cache->data,
             .kv_slots = (int64_t)(k_cache->n / ((size_t)Hkv * D)), .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,
@@ -1509,7 +1524,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
             .part_acc = cb->part.ptr, .part_ml = pp.parts ? (float *)cb->part.ptr + (size_t)pp.parts * Hq * D : NULL,
             .split_max = pp.split_len,
             .decode_kv_write = pp.tiles->len == 0 && n_pfs == 0 && pp.blocks->len == 0 && !views_share(seqs, n_seqs),
-            .decode_stages = decode_stages_for(cb, pp.dec_rows),
+            .decode_stages = stages, .decode_mma = decode_mma_for(cb, stages),
         };
         /* Only decode rows: the decode kernel stores their new k/v itself. No PDL here:
          * the kernel may follow the upload of its own work list directly. */
@@ -2372,6 +2387,7 @@ hyocr_backend *hyocr_backend_cuda_init(const hyocr_backend_params *p, GError **e
     cb->pdl = cb->cc >= 90 && t->pdl != HYOCR_SWITCH_OFF;   /* H200: batch-1 decode +4 % (fuse-* results) */
     cb->split_override = MIN(t->decode_split, HK_SPLIT_MAX) / HK_SPLIT_MIN * HK_SPLIT_MIN;
     /* −1: the rule of decode_stages_for; HYOCR_DECODE_STAGES=0 (or out of range): k_decode */
+    cb->decode_mma = t->decode_mma != HYOCR_SWITCH_OFF;
     cb->decode_stages = t->decode_stages == 0 ? -1
                         : t->decode_stages >= 2 && t->decode_stages <= HK_DECODE_STAGES_MAX ? t->decode_stages : 0;
     /* unset: the card's rule (16 concurrent 1024² pages 5255 → 5573 tokens/s on an H200, the same

@@ -39,6 +39,7 @@ void hyocr_tuning_from_env(hyocr_tuning *t)
     t->pdl = env_switch("HYOCR_PDL");
     t->decode_split = env_count("HYOCR_DECODE_SPLIT");
     t->decode_stages = env_count_or_off("HYOCR_DECODE_STAGES");
+    t->decode_mma = env_switch("HYOCR_DECODE_MMA");
     t->rows_wide = env_count_or_off("HYOCR_ROWS_WIDE");   /* on by default since session 19 */
     t->rope_heads = env_count("HYOCR_ROPE_HEADS");
     t->text_chunk_rows = env_count("HYOCR_TEXT_CHUNK_ROWS");

@@ -33,6 +33,8 @@ typedef struct {
     int          decode_stages;   /* HYOCR_DECODE_STAGES: CUDA decode steps of several rows through the
                                    * staged decode kernel, that many rounds deep (2..4); 0 = unset (the
                                    * backend's rule), -1 = "0": k_decode */
+    hyocr_switch decode_mma;      /* HYOCR_DECODE_MMA: those of two rounds on the tensor cores (k_decode_mma,
+                                   * not the same bits as k_decode); default on, "0": k_decode_staged */
     int          rows_wide;       /* HYOCR_ROWS_WIDE: CUDA products of 2..16 rows with 16 columns a CTA (two groups of
                                    * 8 sharing the x chunks or normalised rows; the same bits) where 8 a CTA take
                                    * more than a wave (q|k|v, gate|up); unset (0 here) or 1 = the card's rule
