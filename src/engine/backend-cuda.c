@@ -1380,18 +1380,23 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
     return wave > 0 ? wave : len;
 }
 
-/* The decode kernel of a step of rows decode rows: one row keeps k_decode (batch-1
- * decode is not to get slower); several, the staged kernel where HYOCR_DECODE_STAGES
- * asks for it, else two rounds deep from DECODE_STAGED_ROWS rows on (the same bits, so
- * the invariant mode may mix them). H200, session 8, the engine's graph steps at 1087-token
+/* The decode kernel of a step of rows decode rows (ctx_cap: the bound step's context bound, 0
+ * where there is none): one row keeps k_decode (batch-1 decode is not to get slower) but at
+ * long contexts (below); several, the staged kernel where HYOCR_DECODE_STAGES asks for it,
+ * else two rounds deep from DECODE_STAGED_ROWS rows on (k_decode_staged: the same bits, so the
+ * invariant mode may mix them; by default on the tensor cores, decode_mma_for). H200, session 8, the engine's graph steps at 1087-token
  * contexts, k_decode → two rounds, tokens/s (bench/results/2026-12-03-h200-s8 call7, twice
  * each, alike): 2 rows 2279 → 2116, 4 3916 → 3560, 6 5567 → 5213, 8 5980 → 6469, 10 6635 →
  * 6676, 12 7485 → 7280, 14 7993 → 8101, 16 8468 → 8954 (three rounds lost at 16, call4). From
  * 8 rows on it gains on the whole (12 rows lose 3 %); below, it loses 6–9 %. */
 #define DECODE_STAGED_ROWS 8
-static int decode_stages_for(const cuda_backend *cb, int rows)
+/* One row takes k_decode_mma too where a bound step's contexts reach DECODE_MMA_ONE_ROW keys:
+ * H100, session 33 (decode_bench, the one-row split): one row × 4191 keys 17.25 → 15.25 µs a
+ * layer, × 1215 11.2 against 11.4 (k_decode a little faster there). */
+#define DECODE_MMA_ONE_ROW 4096
+static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 {
-    if (rows <= 1) return 0;
+    if (rows <= 1) return cb->decode_mma && cb->decode_stages < 0 && ctx_cap >= DECODE_MMA_ONE_ROW ? 2 : 0;
     if (cb->decode_stages >= 0) return cb->decode_stages;
     return rows >= DECODE_STAGED_ROWS ? 2 : 0;
 }
@@ -1404,7 +1409,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     if (n_seqs != cb->bound_rows || rows != n_seqs)
         return invalid(error, _("attention_paged: %d sequences, %d rows but the bound decode step has %d rows"), n_seqs,
                        rows, cb->bound_rows);
-    const int stages = decode_stages_for(cb, rows);
+    const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
     int split_len = bound_split_len(cb, Hq, Hkv, block_size, stages);
     int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
     if (D == 128 && !decode_scratch_n(cb, parts, rows, Hq, Hkv, D, error)) return false;
@@ -1510,7 +1515,7 @@ static bool cuda_attention_paged(hyocr_backend *be, hyocr_buf *out, const hyocr_
               (!pfparts || room || scratch_need(cb, &cb->part, pfparts * sizeof(float), error));
     g_byte_array_free(mp.b, TRUE);
     if (ok) {
-        const int stages = decode_stages_for(cb, pp.dec_rows);
+        const int stages = decode_stages_for(cb, pp.dec_rows, 0);
         hk_paged_args a = {
             .t = cb->act, .qkv = qkv->data, .out = out->data, .k_cache = k_cache->data, .v_cache = v_cache->data,
             .kv_slots = (int64_t)(k_cache->n / ((size_t)Hkv * D)), .block_size = block_size, .Hq = Hq, .Hkv = Hkv, .D = D, .scale = scale,

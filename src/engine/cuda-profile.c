@@ -5,7 +5,10 @@
  * goes to stderr when the profiler is freed. A second table holds the time between
  * one op's end and the next one's start: where the card waited for the host (its
  * launches, downloads, the scheduler's work between decode steps), by the op that
- * came after the wait. Nothing of it runs unless profiling. */
+ * came after the wait. A third holds the host's own time between op calls (the return
+ * of one to the call of the next; waits, downloads and allocations count as calls), by the
+ * pair, and in each call: which stretch of the engine's code the card's idle time is spent in. Nothing of it
+ * runs unless profiling. */
 #include "cuda-profile.h"
 #include <stdio.h>
 
@@ -20,6 +23,10 @@ struct hyocr_cuda_profile {
     GHashTable              *stats;   /* interned op name → prof_stat */
     GHashTable              *idle;    /* interned op name → prof_stat of the gaps before it */
     cudaEvent_t              last;    /* the end of the last op read (NULL: none yet) */
+    GHashTable              *host;    /* interned "op → op" → prof_stat of the host's time between the calls */
+    const char              *host_prev;   /* the last op called (NULL: none yet) */
+    bool                     host_on;     /* a GPU op has been called: the host table counts */
+    gint64                   host_ret;    /* when it returned */
 };
 
 /* The profiler whose ops a backend runs: its table is the profiler's first member. */
@@ -83,6 +90,29 @@ void hyocr_cuda_profile_resolve(hyocr_cuda_profile *p)
         g_ptr_array_add(p->free, r->a);
     }
     g_array_set_size(p->recs, 0);
+}
+
+/* The host's time since the last op call returned, by the pair of ops around it; returns when
+ * this call began. Counted from the first GPU op on (gpu): the weights' load before it is only
+ * allocations and uploads. */
+static gint64 host_enter(hyocr_cuda_profile *p, const char *name, bool gpu)
+{
+    gint64 now = g_get_monotonic_time();
+    p->host_on |= gpu;
+    if (!p->host_on || !p->host_prev) return now;
+    g_autofree char *pair = g_strconcat(p->host_prev, " -> ", name, NULL);
+    prof_add(p->host, g_intern_string(pair), (float)((double)(now - p->host_ret) / 1e3));
+    return now;
+}
+
+/* The call's own time on the host (a wait, an allocation, a launch), then the gap begins. */
+static void host_leave(hyocr_cuda_profile *p, const char *name, gint64 t0)
+{
+    p->host_ret = g_get_monotonic_time();
+    if (!p->host_on) return;
+    g_autofree char *in = g_strconcat("in ", name, NULL);
+    prof_add(p->host, g_intern_string(in), (float)((double)(p->host_ret - t0) / 1e3));
+    p->host_prev = name;
 }
 
 /* Nothing is timed inside a capture: event nodes of a graph gave no elapsed
@@ -149,6 +179,8 @@ static void prof_print(hyocr_cuda_profile *p)
     prof_table(p->stats, "GPU time per op (event to event)", p->gpu_name, "op", "");
     prof_table(p->idle, "the card idle before each op (the end of the op before to its start)", p->gpu_name,
                "idle before", "idle before ");
+    prof_table(p->host, "the host between op calls (the return of one to the call of the next) and in them", p->gpu_name,
+               "host between", "host ");
 }
 
 void hyocr_cuda_profile_free(hyocr_cuda_profile *p)
@@ -162,6 +194,7 @@ void hyocr_cuda_profile_free(hyocr_cuda_profile *p)
     g_array_free(p->recs, TRUE);
     g_hash_table_destroy(p->stats);
     g_hash_table_destroy(p->idle);
+    g_hash_table_destroy(p->host);
     g_free(p);
 }
 
@@ -177,9 +210,20 @@ static const char *prof_matmul_name(int M, int N, int K)
 #define IN (P(be)->inner)
 #define PROF(name, call)                                          \
     do {                                                          \
+        const char *n_ = (name);                                  \
+        gint64 t_ = host_enter(P(be), n_, true);                  \
         cudaEvent_t pa_ = prof_begin(P(be));                      \
-        bool ok_ = (call);                                        \
-        return prof_end(P(be), pa_, (name), ok_);                 \
+        bool ok_ = prof_end(P(be), pa_, n_, (call));              \
+        host_leave(P(be), n_, t_);                                \
+        return ok_;                                               \
+    } while (0)
+/* Calls that queue no GPU op of their own (waits, downloads, allocations): in the host table only. */
+#define HOST(name, type, call)                                    \
+    do {                                                          \
+        gint64 t_ = host_enter(P(be), (name), false);             \
+        type r_ = (call);                                         \
+        host_leave(P(be), (name), t_);                            \
+        return r_;                                                \
     } while (0)
 
 static bool p_copy(hyocr_backend *be, hyocr_buf *d, size_t doff, const hyocr_buf *s, size_t soff, size_t n, GError **e)
@@ -262,6 +306,30 @@ static bool p_matmul_residual(hyocr_backend *be, hyocr_buf *r, const hyocr_buf *
 }
 static bool p_graph_launch(hyocr_backend *be, void *g, bool *stale, GError **e)
 { PROF("graph launch (whole decode step)", IN->graph_launch(be, g, stale, e)); }
+static void p_buf_free(hyocr_backend *be, hyocr_buf *b)
+{
+    gint64 t = host_enter(P(be), "buf_free", false);
+    IN->buf_free(be, b);
+    host_leave(P(be), "buf_free", t);
+}
+static void p_mem_info(hyocr_backend *be, hyocr_mem_info *out)
+{
+    gint64 t = host_enter(P(be), "mem_info", false);
+    IN->mem_info(be, out);
+    host_leave(P(be), "mem_info", t);
+}
+static bool p_sync(hyocr_backend *be, GError **e)
+{ HOST("sync", bool, IN->sync(be, e)); }
+static bool p_download_f32(hyocr_backend *be, const hyocr_buf *s, size_t off, float *d, size_t n, GError **e)
+{ HOST("download_f32", bool, IN->download_f32(be, s, off, d, n, e)); }
+static bool p_check_finite(hyocr_backend *be, const hyocr_buf *b, size_t n, bool *finite, GError **e)
+{ HOST("check_finite", bool, IN->check_finite(be, b, n, finite, e)); }
+static bool p_pick_fetch(hyocr_backend *be, int n, int32_t *ids, bool *nonfinite, GError **e)
+{ HOST("pick_fetch", bool, IN->pick_fetch(be, n, ids, nonfinite, e)); }
+static hyocr_buf *p_alloc(hyocr_backend *be, hyocr_buf_kind kind, size_t n, GError **e)
+{ HOST("alloc", hyocr_buf *, IN->alloc(be, kind, n, e)); }
+static bool p_decode_bind(hyocr_backend *be, const struct hyocr_decode_meta *m, GError **e)
+{ HOST("decode_bind", bool, IN->decode_bind(be, m, e)); }
 
 /* Nothing is timed between these two (see prof_begin). */
 static bool p_graph_begin(hyocr_backend *be, GError **e)
@@ -286,6 +354,7 @@ hyocr_cuda_profile *hyocr_cuda_profile_new(const hyocr_backend_ops *inner, cudaS
     p->free = g_ptr_array_new();
     p->stats = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     p->idle = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    p->host = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     hyocr_backend_ops *o = &p->ops;
     *o = *inner;
     o->copy = p_copy;
@@ -314,6 +383,14 @@ hyocr_cuda_profile *hyocr_cuda_profile_new(const hyocr_backend_ops *inner, cudaS
     o->matmul_residual = p_matmul_residual;
     o->graph_begin = p_graph_begin;
     o->graph_end = p_graph_end;
+    o->sync = p_sync;
+    o->download_f32 = p_download_f32;
+    o->check_finite = p_check_finite;
+    o->pick_fetch = p_pick_fetch;
+    o->alloc = p_alloc;
+    o->buf_free = p_buf_free;
+    o->mem_info = p_mem_info;
+    if (inner->decode_bind) o->decode_bind = p_decode_bind;
     return p;
 }
 
