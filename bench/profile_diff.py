@@ -11,10 +11,14 @@ ROW = re.compile(r"^(.*?)\s+(\d+)\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s*$")
 
 
 def table(path):
-    ops = {}
+    """The first table of each profile only (GPU time per op): the ones after it (the card's idle
+    time before each op, the host's time between op calls) are not GPU work."""
+    ops, n = {}, 0
     for line in open(path, errors="replace"):
+        if line.startswith("hyocr CUDA profile"):
+            n += 1
         m = ROW.match(line.rstrip("\n"))
-        if m and not line.startswith("op "):
+        if m and n == 1 and not line.startswith("op "):
             ops[m.group(1).strip()] = (int(m.group(2)), float(m.group(3)))
     return ops
 
