@@ -1354,8 +1354,8 @@ static bool decode_scratch(cuda_backend *cb, const paged_plan *pp, int Hq, int H
 /* The staged kernel's two rounds by k_decode_mma (HYOCR_DECODE_MMA, on by default): on the
  * tensor cores a warp's 16 keys take ~40 instructions where k_decode_staged spends ~75 a key and
  * head, and at 16 rows that kernel waits on its own instruction chains (Nsight Compute). H100,
- * session 33 (bench/results/2026-12-07-s33, calls 3–4): 16 rows × 1215 keys 40.0 → 35.6 µs a
- * layer with 512-key splits, × 4191 112.0 → 105.1; 16 concurrent 1024² pages +2–3 %, the same
+ * session 33 (bench/results/2026-12-07-s33, calls 3–5): 16 rows × 1215 keys 38.0 → 35.7 µs a
+ * layer at 512-key splits, × 4191 109.7 → 105.6; 16 concurrent 1024² pages +2–4 %, the same
  * tokens; deeper rounds lose (fewer CTAs an SM). */
 static int decode_mma_for(const cuda_backend *cb, int stages)
 {
