@@ -1926,8 +1926,8 @@ static void *dev_copy(const void *h, size_t n)
 }
 
 /* One direct decode launch of the rows (hs, their tables in d_bt) with decode_stages
- * stages (mma: on the tensor cores): listed splits of len keys, or (dev) splits derived on the device, every
- * context within bound; returns the outputs as floats. */
+ * stages (mma: on the tensor cores): listed splits of len keys, or (dev) splits derived on
+ * the device, every context within bound; returns the outputs as floats. */
 static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const hk_seq *hs, int rows, void *d_bt,
                             int len, bool dev, int bound, int stages, int mma)
 {
