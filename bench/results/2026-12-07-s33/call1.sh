@@ -25,11 +25,7 @@ timeout 150 meson test -C build-gpu --no-rebuild --print-errorlogs --num-process
     > $W/tests.txt 2>&1; echo "tests (shift) exit $?"; grep -E "Ok:|Fail:" $W/tests.txt
 ninja -C build-l8 > $W/build-l8-tests.txt 2>&1 && timeout 150 meson test -C build-l8 --no-rebuild --print-errorlogs \
     --num-processes 4 backend-cuda decode batch > $W/tests-l8.txt 2>&1; echo "tests (8 lanes) exit $?"; grep -E "Ok:|Fail:" $W/tests-l8.txt
-sixteen() {   # $1: the cli; tokens/s of 16 concurrent 1024² pages, and the token ids' digest
-    timeout 60 $1 run --model /tmp/hy-full --image /tmp/hyocr-img/page_1024.png --task recognize --device cuda \
-        --repeat 16 --max-batch ${MB:-16} --warmup --max-new-tokens 256 --ignore-eos --no-tail-stop --format jsonl > $W/r.jsonl 2> $W/r.err
-    echo "$(grep -o "[0-9.]* tokens/s" $W/r.err | tail -1) ids $(python3 -c "import json,hashlib;print(hashlib.md5(str([json.loads(l)['token_ids'] for l in open('$W/r.jsonl')]).encode()).hexdigest()[:8])")"
-}
+source bench/results/2026-12-07-s33/sixteen.sh
 OLD=/tmp/src-old/build-old/src/cli/hyocr SHIFT=build-gpu/src/cli/hyocr L8=build-l8/src/cli/hyocr
 echo "[$(( $(date +%s) - T0 )) s] === 16 pages"
 for rep in 1 2 3; do

@@ -20,11 +20,7 @@ wait; tail -1 $W/prep.txt $W/build-mma.txt
 echo "[$(( $(date +%s) - T0 )) s] === tests (mma)"
 timeout 200 meson test -C build-mma --no-rebuild --print-errorlogs --num-processes 4 decode backend-cuda batch > $W/tests-mma.txt 2>&1
 echo "tests exit $?"; grep -E "^ *[0-9]+/[0-9]+ |Ok:|Fail:" $W/tests-mma.txt | tail -5; grep -E "FAIL|not ok|Bail|assert" $W/tests-mma.txt | head -12
-sixteen() {
-    timeout 60 $1 run --model /tmp/hy-full --image /tmp/hyocr-img/page_1024.png --task recognize --device cuda \
-        --repeat 16 --max-batch ${MB:-16} --warmup --max-new-tokens 256 --ignore-eos --no-tail-stop --format jsonl > $W/r.jsonl 2> $W/r.err
-    echo "$(grep -o "[0-9.]* tokens/s" $W/r.err | tail -1) ids $(python3 -c "import json,hashlib;print(hashlib.md5(str([json.loads(l)['token_ids'] for l in open('$W/r.jsonl')]).encode()).hexdigest()[:8])")"
-}
+source bench/results/2026-12-07-s33/sixteen.sh
 echo "[$(( $(date +%s) - T0 )) s] === 16 pages"
 for rep in 1 2 3; do
     [ $(( $(date +%s) - T0 )) -lt 500 ] || break

@@ -14,11 +14,7 @@ timeout 240 meson test -C build-gpu --no-rebuild --print-errorlogs --num-process
 grep -E "FAIL|ERROR:|Bail" $W/tests.txt | head -8
 HYOCR_DECODE_MMA=0 timeout 120 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 4 decode batch \
     > $W/tests-mma0.txt 2>&1; echo "tests (HYOCR_DECODE_MMA=0) exit $?"; grep -E "Ok:|Fail:" $W/tests-mma0.txt
-sixteen() {
-    timeout 60 $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_1024.png --task recognize --device cuda \
-        --repeat 16 --max-batch ${MB:-16} --warmup --max-new-tokens 256 --ignore-eos --no-tail-stop --format jsonl > $W/r.jsonl 2> $W/r.err
-    echo "$(grep -o "[0-9.]* tokens/s" $W/r.err | tail -1) ids $(python3 -c "import json,hashlib;print(hashlib.md5(str([json.loads(l)['token_ids'] for l in open('$W/r.jsonl')]).encode()).hexdigest()[:8])")"
-}
+source bench/results/2026-12-07-s33/sixteen.sh
 echo "[$(( $(date +%s) - T0 )) s] === 16 pages"
 for rep in 1 2 3; do
     [ $(( $(date +%s) - T0 )) -lt 480 ] || break

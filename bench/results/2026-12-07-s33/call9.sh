@@ -7,10 +7,7 @@ export OUT=${OUT:-/tmp/s33} PATH=/usr/local/cuda/bin:$PATH
 W=$OUT/call9; mkdir -p $W; HY=build-gpu/src/cli/hyocr
 source bench/results/2026-12-05-h200-s21/prep.sh > $W/prep.txt 2>&1; echo "prep exit $?"
 RUN="$HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_1024.png --task recognize --device cuda --repeat 16 --max-batch 16 --warmup --max-new-tokens 256 --ignore-eos --no-tail-stop --format jsonl"
-sixteen() {
-    timeout 60 $RUN > $W/r.jsonl 2> $W/r.err
-    echo "$(grep -o "[0-9.]* tokens/s" $W/r.err | tail -1) ids $(python3 -c "import json,hashlib;print(hashlib.md5(str([json.loads(l)['token_ids'] for l in open('$W/r.jsonl')]).encode()).hexdigest()[:8])")"
-}
+source bench/results/2026-12-07-s33/sixteen.sh
 for rep in 1 2 3 4; do for k in 0 1; do echo "keep $k: $(HYOCR_POOL_KEEP=$k sixteen)"; done; done | tee $W/keep.txt
 for k in 0 1; do
     HYOCR_POOL_KEEP=$k HYOCR_PROFILE=1 timeout 60 $RUN > /dev/null 2> $W/prof-keep$k.txt
