@@ -199,6 +199,9 @@ typedef struct {
                     GError **error);
 
     void   (*mem_info)(hyocr_backend *be, hyocr_mem_info *out);
+    /* A point of the engine's code by name (a string literal), for HYOCR_PROFILE's host table to
+     * place its time between op calls (optional: NULL where nothing profiles). */
+    void   (*mark)(hyocr_backend *be, const char *where);
     /* Waits for queued work (no-op on CPU); errors surface here on async devices. */
     bool   (*sync)(hyocr_backend *be, GError **error);
     /* Gives the system back the device memory the backend keeps for reuse once its buffers
@@ -316,6 +319,12 @@ struct hyocr_backend {
     hyocr_tuning              tuning;   /* as the params gave them; the model takes its own from here */
     int                       bf16_elem; /* bytes an element of a HYOCR_BUF_WEIGHT_BF16 request takes */
 };
+
+/* The ops' mark where the profiler has one (nothing otherwise). */
+static inline void hyocr_backend_mark(hyocr_backend *be, const char *where)
+{
+    if (be && be->ops->mark) be->ops->mark(be, where);
+}
 
 typedef struct {
     int     n_threads;            /* CPU: 0 = all cores */

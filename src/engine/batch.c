@@ -112,6 +112,12 @@ static int count_phase(const hyocr_sched *s, job_phase a, job_phase b)
     return n;
 }
 
+/* Names a point of the scheduler for HYOCR_PROFILE's host table (backend.h's mark). */
+static void mark(hyocr_sched *s, const char *where)
+{
+    hyocr_backend_mark(s->eng->be, where);
+}
+
 static void publish(hyocr_sched *s)
 {
     int blocks = 0;
@@ -543,6 +549,7 @@ static void start_text(hyocr_sched *s, job_state *st, bool alone)
 {
     GError *err = NULL;
     bool finite = true;
+    mark(s, "vision done");
     bool ok = vision_check(s, st, &finite, &err);
     if (ok) {
         note_inputs(st);
@@ -561,6 +568,7 @@ static void start_text(hyocr_sched *s, job_state *st, bool alone)
                          "this page is decoded");
         s->exclusive = true;
     }
+    mark(s, "prefill begins");
     if (!ok || !prefill(s, st, alone, &err)) {
         end_job(s, st, err);
         return;
@@ -568,9 +576,12 @@ static void start_text(hyocr_sched *s, job_state *st, bool alone)
     st->order = s->next_order++;
     running_add(s, st);
     publish(s);
+    mark(s, "prefill done");
     hyocr_job_emit_simple(st, HYOCR_EVENT_PREFILL);
     st->batch_size = 1;
+    mark(s, "prefill event");
     if (token_from(s, st, s->logits) && alone && st->vision) embeds_leave_device(s, st);
+    mark(s, "first token");
 }
 
 /* Vision, prefill, first token. */
@@ -578,6 +589,7 @@ static void start_job(hyocr_sched *s, job_state *st, bool alone)
 {
     GError *err = NULL;
     admission_begins(s, st);
+    mark(s, "vision begins");
     if (!hyocr_job_vision(st, false, &err)) {
         end_job(s, st, err);
         return;
@@ -919,7 +931,9 @@ static bool admit_queued(hyocr_sched *s, job_state *st)
     /* a job that ended at its first token leaves its pool behind: give it back
      * before the next job's vision pass, which would have it alone */
     settle(s);
+    mark(s, "admit: settled");
     if (!st->prepared && !prepare(s, st)) return true;
+    mark(s, "admit: prepared");
     bool alone = s->n_running == 0 && count_phase(s, JOB_SWAPPED, JOB_RECOMPUTE) == 0;
     bool ever = true;
     if (!alone && !make_way(s, st)) return false;
@@ -929,6 +943,7 @@ static bool admit_queued(hyocr_sched *s, job_state *st)
         return true;
     }
     prefetch_next(s, st);
+    mark(s, "admit: room");
     if (alone || !vision_beside(s, st)) start_job(s, st, alone);
     return true;
 }
@@ -1105,6 +1120,7 @@ static bool forward_pick(hyocr_sched *s, job_state **step, int n, GError **error
     }
     if (!hyocr_text_decode(M(s), s->seqs, n, picks, next, nf, lps, NULL, error)) return false;
     publish(s);
+    mark(s, "step: picked");
     for (int i = 0; i < n; i++) {
         job_state *st = step[i];
         st->pick_synced++;   /* the chosen token joined the slot's set */
@@ -1384,11 +1400,15 @@ static void sched_loop(hyocr_sched *s)
             hyocr_engine_log(s->eng, HYOCR_LOG_WARNING, "no memory for a decode step of %d rows; keeping %d",
                              g_atomic_int_get(&s->max_batch), s->cap);
         reap_cancelled(s);
+        mark(s, "loop: admit");
         admit(s);
+        mark(s, "loop: step");
         if (s->n_running > 0) decode_step(s);
         else redo_turn(s);
+        mark(s, "loop: settle");
         settle(s);
         release_ended(s);
+        mark(s, "loop: released");
     }
     cancel_everything(s);
     settle(s);

@@ -318,6 +318,13 @@ static void p_mem_info(hyocr_backend *be, hyocr_mem_info *out)
     IN->mem_info(be, out);
     host_leave(P(be), "mem_info", t);
 }
+/* A point in the engine's code: a row of the host table ("@where"), nothing queued. */
+static void p_mark(hyocr_backend *be, const char *where)
+{
+    g_autofree char *name = g_strconcat("@", where, NULL);
+    const char *n = g_intern_string(name);
+    host_leave(P(be), n, host_enter(P(be), n, false));
+}
 static bool p_sync(hyocr_backend *be, GError **e)
 { HOST("sync", bool, IN->sync(be, e)); }
 static bool p_download_f32(hyocr_backend *be, const hyocr_buf *s, size_t off, float *d, size_t n, GError **e)
@@ -390,6 +397,7 @@ hyocr_cuda_profile *hyocr_cuda_profile_new(const hyocr_backend_ops *inner, cudaS
     o->alloc = p_alloc;
     o->buf_free = p_buf_free;
     o->mem_info = p_mem_info;
+    o->mark = p_mark;
     if (inner->decode_bind) o->decode_bind = p_decode_bind;
     return p;
 }

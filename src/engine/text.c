@@ -355,8 +355,10 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
     const int step = hyocr_memplan_text_chunk(b.M, m->text_chunk_rows);
     text_chunk k;
     text_chunk_init(&k, &b, n_seqs, step);
+    hyocr_backend_mark(m->be, "text: reserved");
     text_bufs t;
     bool ok = text_bufs_get(m, step, n_seqs, &t, error);
+    hyocr_backend_mark(m->be, "text: buffers");
     for (int r0 = 0; ok && r0 < b.M; r0 += step) {
         text_chunk_set(&k, &b, seqs, n_seqs, r0, MIN(step, b.M - r0));
         ok = embed_rows(m, t.h, &b, seqs, &k, error);
@@ -373,6 +375,7 @@ bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float 
         for (int s = 0; s < n_seqs; s++) hyocr_kv_seq_commit(seqs[s].kv, seqs[s].n_new);
     text_chunk_clear(&k);
     text_batch_clear(&b);
+    hyocr_backend_mark(m->be, "text: done");
     return ok;
 }
 

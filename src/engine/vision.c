@@ -269,6 +269,7 @@ hyocr_buf *hyocr_vision_forward(hyocr_model *m, const hyocr_pixels *px, int *n_r
     /* Start from no scratch (a previous decode's buffers included), as the
      * memory plan assumes; beside decode steps their buffers stay. */
     trim(m);
+    hyocr_backend_mark(m->be, "vision: trimmed");
     vit_dims d = vit_dims_of(m, px);
     hyocr_buf *out = NULL;
     if (tower(m, px, &d, cancel, cancel_data, error) &&
@@ -286,7 +287,9 @@ hyocr_buf *hyocr_vision_forward(hyocr_model *m, const hyocr_pixels *px, int *n_r
         out = NULL;
     }
     /* Vision activations scale with the image; do not keep them for the decoder. */
+    hyocr_backend_mark(m->be, "vision: queued");
     trim(m);
+    hyocr_backend_mark(m->be, "vision: trimmed after");
     if (out && n_rows) *n_rows = rows;
     /* A failed pass may leave the pixels' copy queued (from pinned memory it is: backend.h's
      * upload_f32), and the caller frees them next; a pass that succeeds is waited for anyway. */
