@@ -818,9 +818,7 @@ static int64_t budget_blocks(hyocr_sched *s, const job_state *cand)
         if (!st || (st != cand && !holds_kv(st))) continue;
         const hyocr_memplan *p = &st->plan;
         /* a recompute runs the prefill over the prompt and what was generated */
-        hyocr_memplan again;
-        hyocr_engine_memory_plan(s->eng, p->grid_h, p->grid_w, st->kv_tokens, 1, &again);
-        int64_t text = p->image_embeds + MAX(p->prefill, again.prefill);
+        int64_t text = p->image_embeds + MAX(p->prefill, st->redo_prefill);
         scratch = MAX(scratch, beside ? p->vision + text : MAX(p->vision, text));
         if (st != cand && st->vision) kept += p->image_embeds;
         fixed = p->weights + p->backend + p->pick + (beside ? HYOCR_MEMPLAN_CUDA_SIDE : 0);   /* the pick slots stay while jobs run */

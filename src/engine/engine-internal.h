@@ -108,6 +108,7 @@ typedef struct {
     int32_t                 next_id;        /* the token the next decode step feeds */
     int                     kv_tokens;      /* what its pool share must hold at most */
     hyocr_memplan           plan;
+    int64_t                 redo_prefill;   /* the plan's prefill bytes for a recompute (kv_tokens long) */
     float                  *host_vision;    /* merger output kept for a recompute */
     size_t                  host_vision_n;
     void                   *swap;           /* its K/V while swapped out */

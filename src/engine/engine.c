@@ -899,6 +899,10 @@ bool hyocr_job_check_memory(job_state *st, GError **error)
     hyocr_memplan *plan = &st->plan;
     memcheck_plan(&mc, st->grid_h, st->grid_w, st->prompt->n, st->job->max_new_tokens, plan);
     st->kv_tokens = hyocr_memplan_kv_tokens(st->prompt->n, st->job->max_new_tokens, st->eng->max_model_len);
+    /* planned once here, not at every later admission for every running job (batch.c's budget) */
+    hyocr_memplan again;
+    memcheck_plan(&mc, st->grid_h, st->grid_w, st->kv_tokens, 1, &again);
+    st->redo_prefill = again.prefill;
     bool fits = plan->fits || fits_without_vision_weights(st, &mc);
     plan->image_width = st->img_w;
     plan->image_height = st->img_h;
