@@ -1384,8 +1384,9 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
  * where there is none): one row keeps k_decode (batch-1 decode is not to get slower) but at
  * long contexts (below); several, the staged kernel where HYOCR_DECODE_STAGES asks for it,
  * else two rounds deep from DECODE_STAGED_ROWS rows on (k_decode_staged: the same bits, so the
- * invariant mode may mix them; by default on the tensor cores, decode_mma_for). H200, session 8, the engine's graph steps at 1087-token
- * contexts, k_decode → two rounds, tokens/s (bench/results/2026-12-03-h200-s8 call7, twice
+ * invariant mode may mix them; by default on the tensor cores, decode_mma_for). H200, session 8,
+ * the engine's graph steps at 1087-token contexts, k_decode → two rounds, tokens/s
+ * (bench/results/2026-12-03-h200-s8 call7, twice
  * each, alike): 2 rows 2279 → 2116, 4 3916 → 3560, 6 5567 → 5213, 8 5980 → 6469, 10 6635 →
  * 6676, 12 7485 → 7280, 14 7993 → 8101, 16 8468 → 8954 (three rounds lost at 16, call4). From
  * 8 rows on it gains on the whole (12 rows lose 3 %); below, it loses 6–9 %. */
