@@ -84,6 +84,30 @@ __device__ __forceinline__ bool dec_split(const DecArgs &a, hk_split &sp)
     return true;
 }
 
+/* What a CTA of split sp knows of its row: the sequence, its first query head and KV head, the
+ * split's keys (L) and first block (b0), its new token (inew: a decode row's one new token, −1 where
+ * it is not in this split); the split's block ids go into blk (shared), then a barrier. */
+struct DecCta {
+    hk_seq s;
+    int head0, kvh, L, b0, inew;
+};
+
+template <int GT>
+__device__ __forceinline__ DecCta dec_cta(const DecArgs &a, const hk_split &sp, int *blk)
+{
+    DecCta c;
+    c.s = a.seqs[sp.seq];
+    c.head0 = blockIdx.y * GT;
+    c.kvh = c.head0 / a.G;
+    c.L = sp.t1 - sp.t0;
+    c.b0 = sp.t0 / a.block_size;
+    c.inew = sp.t1 == c.s.n_past + 1 ? c.s.n_past - sp.t0 : -1;
+    const int nb = (sp.t1 - 1) / a.block_size - c.b0 + 1;
+    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[c.s.bt_off + c.b0 + i];
+    __syncthreads();
+    return c;
+}
+
 __device__ __forceinline__ float2 to_f2(__half2 h) { return __half22float2(h); }
 __device__ __forceinline__ float2 to_f2(__nv_bfloat162 h) { return __bfloat1622float2(h); }
 
@@ -330,14 +354,10 @@ __global__ void __launch_bounds__(DEC_THREADS) k_decode(DecArgs a)
     hk_split sp;
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     DEC_TRACE(0, dec_now());
-    const hk_seq s = a.seqs[sp.seq];
-    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const DecCta c = dec_cta<GT>(a, sp, blk);
+    const hk_seq &s = c.s;
+    const int head0 = c.head0, kvh = c.kvh, L = c.L, b0 = c.b0, inew = c.inew;
     const int tg = threadIdx.x >> 4;
-    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size;
-    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
-    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;   /* a decode row: its one new token */
-    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
-    __syncthreads();
     const int4 zero = make_int4(0, 0, 0, 0);
     int4 ka[DEC_U], va[DEC_U], kb[DEC_U], vb[DEC_U];
     dec_load(a, sp, blk, b0, 0, L, kvh, inew, false, zero, zero, ka, va);
@@ -424,14 +444,10 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_staged(DecArgs a)
     hk_split sp;
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
     DEC_TRACE(0, dec_now());
-    const hk_seq s = a.seqs[sp.seq];
-    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
+    const DecCta c = dec_cta<GT>(a, sp, blk);
+    const hk_seq &s = c.s;
+    const int head0 = c.head0, kvh = c.kvh, L = c.L, b0 = c.b0, inew = c.inew, nr = (L + RT - 1) / RT;
     const int tg = threadIdx.x >> 4;
-    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size, nr = (L + RT - 1) / RT;
-    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
-    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;
-    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
-    __syncthreads();
 #pragma unroll
     for (int r = 0; r < NS - 1; r++) {
         if (r < nr) dec_stage(a, sp, blk, b0, r * RT, L, kvh, inew, stages + r * DEC_STAGE_SLOTS);
@@ -611,13 +627,9 @@ __global__ void __launch_bounds__(DEC_THREADS, 2) k_decode_mma(DecArgs a)
     hk_griddep_launch_next();
     hk_split sp;
     if (!dec_split(a, sp)) return;   /* whole CTA: before any barrier */
-    const hk_seq s = a.seqs[sp.seq];
-    const int head0 = blockIdx.y * GT, kvh = head0 / a.G;
-    const int L = sp.t1 - sp.t0, b0 = sp.t0 / a.block_size, nr = (L + RT - 1) / RT;
-    const int nb = (sp.t1 - 1) / a.block_size - b0 + 1;
-    const int inew = sp.t1 == s.n_past + 1 ? s.n_past - sp.t0 : -1;
-    for (int i = threadIdx.x; i < nb; i += DEC_THREADS) blk[i] = a.bt[s.bt_off + b0 + i];
-    __syncthreads();
+    const DecCta c = dec_cta<GT>(a, sp, blk);
+    const hk_seq &s = c.s;
+    const int head0 = c.head0, kvh = c.kvh, L = c.L, b0 = c.b0, inew = c.inew, nr = (L + RT - 1) / RT;
 #pragma unroll
     for (int r = 0; r < NS - 1; r++) {
         if (r < nr) dmma_stage(a, sp, blk, b0, r * RT, L, kvh, inew, stages + r * STAGE);
