@@ -915,13 +915,13 @@ bool hyocr_job_check_memory(job_state *st, GError **error)
 /* beside: the pass is queued on the backend's side lane (the caller is on it) and
  * hyocr_job_vision_done follows once that lane is idle; its time is then the wall
  * time it was in flight, beside the decode steps. */
-bool hyocr_job_vision(job_state *st, bool beside, GError **error)
+bool hyocr_job_vision_queue(job_state *st, bool beside, GError **error)
 {
     hyocr_model *m = st->eng->model;
     m->beside = beside;
     st->vision = hyocr_vision_forward(m, st->px, &st->n_vision_rows, NULL, hyocr_job_cancelled, st, error);
     m->beside = false;
-    return st->vision && (beside || hyocr_job_vision_done(st, error));
+    return st->vision != NULL;
 }
 
 bool hyocr_job_vision_done(job_state *st, GError **error)

@@ -174,6 +174,9 @@ typedef struct {
  * is polled between layers, so a long prefill stops early (HYOCR_ERROR_CANCELLED). */
 bool hyocr_text_forward(hyocr_model *m, hyocr_text_seq *seqs, int n_seqs, float *logits,
                         hyocr_cancel_fn cancel, void *cancel_data, GError **error);
+/* Takes the buffers a forward pass over rows new tokens of n_seqs sequences uses, ahead of it (the
+ * pass then finds them): where the device queues its allocations, while it still works. */
+bool hyocr_text_prepare(hyocr_model *m, int rows, int n_seqs, GError **error);
 
 /* ---- decoding on the device (decode.c; the step itself: text.c) --------------------
  * A pick slot holds one sequence's repetition-penalty set (its prompt ids and every

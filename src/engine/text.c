@@ -340,6 +340,12 @@ static bool layer_cancelled(hyocr_cancel_fn cancel, void *data, GError **error)
     return true;
 }
 
+bool hyocr_text_prepare(hyocr_model *m, int rows, int n_seqs, GError **error)
+{
+    text_bufs t;
+    return text_bufs_get(m, hyocr_memplan_text_chunk(rows, m->text_chunk_rows), n_seqs, &t, error);
+}
+
 /* Long prompts run in chunks of rows, each through all layers before the next
  * (its attention reads the earlier chunks' K/V from the cache), so the scratch
  * is one chunk's worth however long the prompt is. */
