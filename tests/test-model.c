@@ -558,6 +558,48 @@ static void test_cancel(void)
     hyocr_model_seq_free(m, seq);
 }
 
+/* hyocr_text_prepare takes the buffers a pass over that many rows uses (the scheduler does it while
+ * the card runs the vision pass): the pass then allocates nothing and computes what it computes
+ * without it. 40 rows stay one chunk; 2100 rows are three of the default 1024. */
+static void prepare_case(hyocr_model *m, int rows)
+{
+    g_autoptr(GError) err = NULL;
+    const int V = m->cfg.text.vocab_size;
+    g_autofree int32_t *ids = g_new(int32_t, rows);
+    for (int i = 0; i < rows; i++) ids[i] = 5 + (i * 37) % 1000;
+    g_autofree float *plain = g_new(float, V), *prepared = g_new(float, V);
+    float *out[2] = { plain, prepared };
+    for (int k = 0; k < 2; k++) {
+        hyocr_model_trim_scratch(m);
+        if (k == 1) g_assert_true(hyocr_text_prepare(m, rows, 1, &err));
+        g_assert_no_error(err);
+        hyocr_buf *before[HYOCR_SCRATCH_COUNT];
+        memcpy(before, m->scratch, sizeof before);
+        hyocr_kv_seq *seq = hyocr_model_seq_new(m);
+        hyocr_text_seq q = { .ids = ids, .n_new = rows, .kv = seq };
+        g_assert_true(hyocr_text_forward(m, &q, 1, out[k], NULL, NULL, &err));
+        g_assert_no_error(err);
+        for (int i = HYOCR_SCRATCH_T_H; k == 1 && i <= HYOCR_SCRATCH_T_LOGITS; i++) {
+            g_assert_nonnull(before[i]);
+            g_assert_true(m->scratch[i] == before[i]);
+        }
+        hyocr_model_seq_free(m, seq);
+    }
+    g_assert_cmpmem(plain, sizeof(float) * V, prepared, sizeof(float) * V);
+}
+
+static void test_text_prepare(void)
+{
+    loaded l;
+    open_model("ckpt-flat", false, &l);
+    g_autoptr(GError) err = NULL;
+    g_assert_true(hyocr_model_kv_init(l.m, 16, 0, 2200, 0, &err));
+    g_assert_no_error(err);
+    prepare_case(l.m, 40);
+    prepare_case(l.m, 2100);
+    loaded_free(g_memdup2(&l, sizeof l));
+}
+
 /* ---- registration ------------------------------------------------------------------ */
 
 static void case_free(gpointer p)
@@ -655,6 +697,7 @@ int main(int argc, char **argv)
     if (n_cases == 0) g_test_add_func("/model/fixtures", missing_fixtures);
     g_test_add_func("/model/bad-inputs", test_bad_inputs);
     g_test_add_func("/model/cancel", test_cancel);
+    g_test_add_func("/model/text-prepare", test_text_prepare);
     int rc = g_test_run();
     g_hash_table_destroy(models);
     return rc;
