@@ -1,6 +1,6 @@
 /* hyocr benchmarks — deterministic fills of device buffers (hashed indices), shared by the
  * .cu micro-benchmarks that take a model's shapes with made-up values (gemm_rows_bench,
- * l2_prefetch_bench, lt_algos). */
+ * l2_prefetch_bench, lt_algos, patch_gemm). */
 #pragma once
 #include <cuda_fp16.h>
 #include <stdint.h>

@@ -6,6 +6,7 @@
  * Build and run (GPU machine):
  *   nvcc -O3 -std=c++17 -arch=sm_90 bench/lt_algos.cu -lcublasLt -o /tmp/lt-algos && /tmp/lt-algos */
 #include "bench-fill.h"
+#include "lt-desc.h"
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <stdio.h>
@@ -49,33 +50,20 @@ int main(void)
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     for (const shape &s : S) {
-        /* the engine's description: D[N×M] = Aᵀ(K×N)·B(K×M), column-major */
-        cublasLtMatmulDesc_t desc;
-        cublasLtMatrixLayout_t la, lb, ld;
-        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-        cudaDataType_t dt = CUDA_R_16F;
-        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-        LK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-        LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-        LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-        LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dt, sizeof dt));
-        LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-        LK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, s.K, s.N, s.K));
-        LK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, s.K, s.M, s.K));
-        LK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16F, s.N, s.M, s.N));
+        lt_desc d;
+        LK(lt_desc_make(&d, s.M, s.N, s.K, CUDA_R_16F, bias));
         cublasLtMatmulPreference_t pref;
         LK(cublasLtMatmulPreferenceCreate(&pref));
         LK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_cap, sizeof ws_cap));
         cublasLtMatmulHeuristicResult_t res[COUNT];
         int n = 0;
-        LK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, COUNT, res, &n));
+        LK(cublasLtMatmulAlgoGetHeuristic(lt, d.desc, d.la, d.lb, d.ld, d.ld, pref, COUNT, res, &n));
         const double flop = 2.0 * s.M * s.N * s.K;
         printf("%s M=%d N=%d K=%d: %d answers\n", s.what, s.M, s.N, s.K, n);
         for (int i = 0; i < n; i++) {
             const float one = 1.0f, zero = 0.0f;
             auto run = [&] {
-                return cublasLtMatmul(lt, desc, &one, A, la, B, lb, &zero, D, ld, D, ld, &res[i].algo, ws, ws_cap, st);
+                return cublasLtMatmul(lt, d.desc, &one, A, d.la, B, d.lb, &zero, D, d.ld, D, d.ld, &res[i].algo, ws, ws_cap, st);
             };
             if (run() != CUBLAS_STATUS_SUCCESS) { printf("  #%d failed\n", i); continue; }
             for (int w = 0; w < 5; w++) run();
@@ -96,10 +84,7 @@ int main(void)
                    splitk, stages, res[i].workspaceSize);
         }
         cublasLtMatmulPreferenceDestroy(pref);
-        cublasLtMatrixLayoutDestroy(la);
-        cublasLtMatrixLayoutDestroy(lb);
-        cublasLtMatrixLayoutDestroy(ld);
-        cublasLtMatmulDescDestroy(desc);
+        lt_desc_free(&d);
     }
     return 0;
 }

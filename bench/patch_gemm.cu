@@ -6,7 +6,8 @@
  * 33's profiles); the product is ~7 GFLOP.
  * Build and run (GPU machine):
  *   nvcc -O3 -std=c++17 -arch=sm_90 bench/patch_gemm.cu -lcublasLt -o /tmp/patch-gemm && /tmp/patch-gemm */
-#include <cublasLt.h>
+#include "bench-fill.h"
+#include "lt-desc.h"
 #include <cuda_fp16.h>
 #include <chrono>
 #include <stdio.h>
@@ -20,12 +21,6 @@
 static double now_us()
 {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-__global__ void fill(__half *p, size_t n, float s)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        p[i] = __float2half(s * (float)((i * 2654435761u) % 1000) / 1000.0f - s / 2);
 }
 
 int main(int argc, char **argv)
@@ -48,31 +43,19 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < (size_t)M * K; i++) host[i] = (float)(i % 255) / 255.0f;
     void *stage;
     CK(cudaMalloc(&stage, (size_t)M * K * 4));
-    fill<<<512, 256, 0, st>>>((__half *)x, (size_t)M * K, 1.0f);
-    fill<<<512, 256, 0, st>>>((__half *)w, (size_t)N * K, 0.1f);
+    k_fill_h<<<512, 256, 0, st>>>((__half *)x, (size_t)M * K, 1, 1.0f);
+    k_fill_h<<<512, 256, 0, st>>>((__half *)w, (size_t)N * K, 2, 0.1f);
     CK(cudaStreamSynchronize(st));
 
     double t0 = now_us();
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t la, lb, ld;
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    cudaDataType_t dt = CUDA_R_32F;
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    LK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &dt, sizeof dt));
-    LK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, K, N, K));
-    LK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, K, M, K));
-    LK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, N, M, N));
+    lt_desc dsc;
+    LK(lt_desc_make(&dsc, M, N, K, CUDA_R_32F, bias));
     cublasLtMatmulPreference_t pref;
     LK(cublasLtMatmulPreferenceCreate(&pref));
     LK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_cap, sizeof ws_cap));
     cublasLtMatmulHeuristicResult_t res[8];
     int n_res = 0;
-    LK(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, 8, res, &n_res));
-    LK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    LK(cublasLtMatmulAlgoGetHeuristic(lt, dsc.desc, dsc.la, dsc.lb, dsc.ld, dsc.ld, pref, 8, res, &n_res));
     printf("M %d N %d K %d: heuristic %.0f us, %d answers, the first's workspace %zu B\n", M, N, K, now_us() - t0,
            n_res, res[0].workspaceSize);
 
@@ -86,7 +69,7 @@ int main(int argc, char **argv)
             CK(cudaMemcpyAsync(stage, host, (size_t)M * K * 4, cudaMemcpyHostToDevice, st));
             double h1 = now_us();
             CK(cudaEventRecord(e[1], st));
-            LK(cublasLtMatmul(lt, desc, &one, w, la, x, lb, &zero, d, ld, d, ld, &res[a].algo, ws, ws_cap, st));
+            LK(cublasLtMatmul(lt, dsc.desc, &one, w, dsc.la, x, dsc.lb, &zero, d, dsc.ld, d, dsc.ld, &res[a].algo, ws, ws_cap, st));
             double h2 = now_us();
             CK(cudaEventRecord(e[2], st));
             CK(cudaStreamSynchronize(st));
