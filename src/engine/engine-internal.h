@@ -154,7 +154,7 @@ bool   hyocr_job_check_memory(job_state *st, GError **error);   /* fills st->pla
 /* Drafts a round the job speculates with: 0 when the engine has no draft, the job asks for none or
  * wants the logits (the host chooses its tokens then). */
 int    hyocr_job_spec_tokens(const job_state *st);
-/* The vision pass queued (on the side lane where beside); hyocr_job_vision_done then waits for it. */
+/* The vision pass queued (engine.c says more); hyocr_job_vision_done then waits for it. */
 bool   hyocr_job_vision_queue(job_state *st, bool beside, GError **error);
 bool   hyocr_job_vision_done(job_state *st, GError **error);
 bool   hyocr_job_cancelled(void *data);

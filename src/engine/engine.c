@@ -912,9 +912,9 @@ bool hyocr_job_check_memory(job_state *st, GError **error)
     return false;
 }
 
-/* beside: the pass is queued on the backend's side lane (the caller is on it) and
- * hyocr_job_vision_done follows once that lane is idle; its time is then the wall
- * time it was in flight, beside the decode steps. */
+/* The pass queued, not waited for: hyocr_job_vision_done waits and times it. beside: on the
+ * backend's side lane (the caller is on it), done once that lane is idle; its time is then the
+ * wall time it was in flight, beside the decode steps. */
 bool hyocr_job_vision_queue(job_state *st, bool beside, GError **error)
 {
     hyocr_model *m = st->eng->model;
