@@ -590,14 +590,14 @@ static void prepare_case(hyocr_model *m, int rows)
 
 static void test_text_prepare(void)
 {
-    loaded l;
-    open_model("ckpt-flat", false, &l);
+    loaded *l = g_new0(loaded, 1);
+    open_model("ckpt-flat", false, l);
     g_autoptr(GError) err = NULL;
-    g_assert_true(hyocr_model_kv_init(l.m, 16, 0, 2200, 0, &err));
+    g_assert_true(hyocr_model_kv_init(l->m, 16, 0, 2200, 0, &err));
     g_assert_no_error(err);
-    prepare_case(l.m, 40);
-    prepare_case(l.m, 2100);
-    loaded_free(g_memdup2(&l, sizeof l));
+    prepare_case(l->m, 40);
+    prepare_case(l->m, 2100);
+    loaded_free(l);
 }
 
 /* ---- registration ------------------------------------------------------------------ */
