@@ -676,11 +676,18 @@ static int decode_gt(const hk_paged_args *p)
 }
 
 /* The kernel of GT heads a CTA and that many rounds of staged keys (0: k_decode), on the tensor
- * cores with mma (two rounds only: deeper ones lost, session 33); NULL for one there is none of. */
+ * cores with mma (the engine takes two rounds: deeper ones lost at its splits, session 33; three
+ * and four are for decode_bench's long splits, a row's keys in one CTA); NULL for one there is
+ * none of. */
 template <typename T>
 static const void *decode_kernel(int GT, int stages, int mma)
 {
-    if (mma) return stages != 2 ? NULL : GT == 2 ? (const void *)k_decode_mma<T, 2, 2> : (const void *)k_decode_mma<T, 1, 2>;
+    if (mma) switch (stages) {
+    case 2: return GT == 2 ? (const void *)k_decode_mma<T, 2, 2> : (const void *)k_decode_mma<T, 1, 2>;
+    case 3: return GT == 2 ? (const void *)k_decode_mma<T, 2, 3> : (const void *)k_decode_mma<T, 1, 3>;
+    case 4: return GT == 2 ? (const void *)k_decode_mma<T, 2, 4> : (const void *)k_decode_mma<T, 1, 4>;
+    default: return NULL;
+    }
     switch (stages) {
     case 0: return GT == 2 ? (const void *)k_decode<T, 2> : (const void *)k_decode<T, 1>;
     case 2: return GT == 2 ? (const void *)k_decode_staged<T, 2, 2> : (const void *)k_decode_staged<T, 1, 2>;
@@ -782,14 +789,14 @@ int hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int mma, int split_max, i
     return n;
 }
 
-int hk_decode_split_len_wave(int sm_count, int ctas_per_sm, int ctx, int rows, int Hq, int Hkv)
+int hk_decode_split_len_wave(int sm_count, int ctas_per_sm, int ctx, int rows, int Hq, int Hkv, int stages)
 {
     int64_t per_split = (int64_t)rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
     int64_t splits = per_split > 0 ? (int64_t)ctas_per_sm * sm_count / per_split : 0;
     if (splits < 1 || ctx < 1) return 0;
     int64_t len = (ctx + splits - 1) / splits;
     len = (len + HK_SPLIT_MIN - 1) / HK_SPLIT_MIN * HK_SPLIT_MIN;
-    return len <= HK_SPLIT_WAVE_MAX ? (int)len : 0;
+    return len <= (int64_t)HK_SPLIT_WAVE_MAX * (stages > 2 ? stages - 1 : 1) ? (int)len : 0;
 }
 
 cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *p)

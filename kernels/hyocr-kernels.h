@@ -144,15 +144,16 @@ int         hk_decode_split_len(int sm_count, int64_t total_ctx, int rows, int H
 int         hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int mma, int split_max, int block_size);
 /* Keys per split of a step of several rows through the staged kernel, so that its CTAs at a
  * context of ctx tokens make one wave (ctas_per_sm × sm_count at most, the most splits a row
- * that fit), rounded up to HK_SPLIT_MIN; 0 where that takes more than HK_SPLIT_WAVE_MAX keys
- * (the caller keeps hk_decode_split_len's). A short split's CTA is mostly its start and its
+ * that fit), rounded up to HK_SPLIT_MIN; 0 where that takes more than HK_SPLIT_WAVE_MAX keys a
+ * round the kernel keeps in flight (stages − 1: a deeper kernel keeps a long split's reads
+ * going; the caller keeps hk_decode_split_len's). A short split's CTA is mostly its start and its
  * merge, so a second, partial wave costs nearly a full one: H100, session 21, the kernel at
  * 1087–1343 keys (bench/results/2026-12-05-h200-s21, call7), 16 rows 38.4–47.2 µs a layer with
  * 256-key splits (5–6 a row, 640–768 CTAs, ~1.6–1.9 waves of 396) against 36.0–41.5 with
  * 384–448 (3 a row, 384 CTAs); 8 rows were fastest at 192–256 (5–6 a row: one wave). In the
  * engine (call8, three alternated rounds, the same tokens): 16 concurrent 1024² pages 5015–5055
  * → 5075–5178 tokens/s at max batch 16, 3935–4012 → 4091–4145 at 12. */
-int         hk_decode_split_len_wave(int sm_count, int ctas_per_sm, int ctx, int rows, int Hq, int Hkv);
+int         hk_decode_split_len_wave(int sm_count, int ctas_per_sm, int ctx, int rows, int Hq, int Hkv, int stages);
 #define HK_SPLIT_WAVE_MAX 512
 
 /* Launches a test kernel (a missing kernel image shows here) and waits for it;

@@ -1726,24 +1726,30 @@ static void prefill_kernels_check(const dt_case *c, kv_fix *f, const hyocr_seq_v
 static void test_decode_split_wave(void)
 {
     const int sms = 132, per_sm = 3, Hq = 16, Hkv = 8;
-    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 16, Hq, Hkv), ==, 512);   /* 3 a row: 384 CTAs */
-    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 14, Hq, Hkv), ==, 512);   /* 3: 336 */
-    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 12, Hq, Hkv), ==, 384);   /* 4: 384 */
-    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 10, Hq, Hkv), ==, 384);   /* 4: 320 */
-    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 9, Hq, Hkv), ==, 320);    /* 5: 360 */
-    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 8, Hq, Hkv), ==, 256);    /* 6: 384 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 16, Hq, Hkv, 2), ==, 512);   /* 3 a row: 384 CTAs */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 14, Hq, Hkv, 2), ==, 512);   /* 3: 336 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 12, Hq, Hkv, 2), ==, 384);   /* 4: 384 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 10, Hq, Hkv, 2), ==, 384);   /* 4: 320 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 9, Hq, Hkv, 2), ==, 320);    /* 5: 360 */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 8, Hq, Hkv, 2), ==, 256);    /* 6: 384 */
     for (int rows = 2; rows <= 16; rows++)
         for (int ctx = 64; ctx <= 4096; ctx += 64) {
-            int len = hk_decode_split_len_wave(sms, per_sm, ctx, rows, Hq, Hkv);
+            int len = hk_decode_split_len_wave(sms, per_sm, ctx, rows, Hq, Hkv, 2);
             if (!len) continue;
             g_assert_cmpint(len % HK_SPLIT_MIN, ==, 0);
             g_assert_cmpint(len, <=, HK_SPLIT_WAVE_MAX);
             g_assert_cmpint((int64_t)rows * 8 * ((ctx + len - 1) / len), <=, (int64_t)sms * per_sm);   /* one wave */
         }
     /* a 2048² page's stretch (4608) at 16 rows would want 1536-key splits: left to the old rule */
-    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 4608, 16, Hq, Hkv), ==, 0);
-    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 64, Hq, Hkv), ==, 0);     /* not one split a row */
-    g_assert_cmpint(hk_decode_split_len_wave(sms, 0, 1536, 16, Hq, Hkv), ==, 0);          /* occupancy unknown */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 4608, 16, Hq, Hkv, 2), ==, 0);
+    g_assert_cmpint(hk_decode_split_len_wave(sms, per_sm, 1536, 64, Hq, Hkv, 2), ==, 0);     /* not one split a row */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, 0, 1536, 16, Hq, Hkv, 2), ==, 0);          /* occupancy unknown */
+    /* four rounds deep (three in flight), one CTA an SM: a row's whole 1024² bound in one split,
+     * up to three times the two-round cap; 2048²'s at 16 rows still too long */
+    g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 1536, 16, Hq, Hkv, 4), ==, 1536);
+    g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 1536, 8, Hq, Hkv, 4), ==, 768);
+    g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 4608, 16, Hq, Hkv, 4), ==, 0);
+    g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 1536, 16, Hq, Hkv, 2), ==, 0);
 }
 
 /* The split-KV prefill's plan (host only, no device needed): the rule on the 2048² page's
@@ -2026,7 +2032,7 @@ static void paged_decode_staged(const dt_case *c, int Hq, int Hkv)
         g_autofree char *w0 = g_strdup_printf("k_decode, %d-key splits%s", modes[m].len, modes[m].dev ? " (device)" : "");
         expect_close(w0, old, ref, no, c->tol);
         for (int st = 2; st <= HK_DECODE_STAGES_MAX; st++)
-            for (int mma = 0; mma <= (st == 2); mma++) {
+            for (int mma = 0; mma <= 1; mma++) {
                 g_autofree float *got =
                     decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, st, mma);
                 g_autofree char *w = g_strdup_printf("%s<%d>, %d-key splits%s, %d heads over %d",

@@ -1359,7 +1359,7 @@ static bool decode_scratch(cuda_backend *cb, const paged_plan *pp, int Hq, int H
  * tokens; deeper rounds lose (fewer CTAs an SM). */
 static int decode_mma_for(const cuda_backend *cb, int stages)
 {
-    return stages == 2 && cb->decode_mma;
+    return stages >= 2 && cb->decode_mma;
 }
 
 /* Keys per split of a bound step: sized for its context bound (max_blocks), so
@@ -1376,7 +1376,7 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
     int *ctas = &cb->dec_ctas_per_sm[mma][stages];
     if (*ctas == 0) *ctas = hk_decode_ctas_per_sm(Hq, Hkv, stages, mma, HK_SPLIT_WAVE_MAX, block_size);
     int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);   /* cap: a multiple of the step */
-    int wave = hk_decode_split_len_wave(cb->sm_count, *ctas, typical, cb->bound_rows, Hq, Hkv);
+    int wave = hk_decode_split_len_wave(cb->sm_count, *ctas, typical, cb->bound_rows, Hq, Hkv, stages);
     return wave > 0 ? wave : len;
 }
 
