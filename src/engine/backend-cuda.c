@@ -1362,21 +1362,34 @@ static int decode_mma_for(const cuda_backend *cb, int stages)
     return stages >= 2 && cb->decode_mma;
 }
 
+/* The one-wave split of a bound step of several rows through the staged kernel of that many
+ * stages (hk_decode_split_len_wave at the middle of the bound's stretch of contexts; 0 where
+ * there is none), and in *ctas the CTAs that grid has there. */
+static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int stages, int64_t *ctas)
+{
+    const int mma = decode_mma_for(cb, stages);
+    int *per_sm = &cb->dec_ctas_per_sm[mma][stages];
+    if (*per_sm == 0) *per_sm = hk_decode_ctas_per_sm(Hq, Hkv, stages, mma, HK_SPLIT_WAVE_MAX, block_size);
+    const int64_t cap = (int64_t)cb->bound_maxb * block_size;
+    const int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);   /* cap: a multiple of the step */
+    const int len = hk_decode_split_len_wave(cb->sm_count, *per_sm, typical, cb->bound_rows, Hq, Hkv, stages);
+    if (ctas)
+        *ctas = len ? (int64_t)cb->bound_rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv)) * ((typical + len - 1) / len)
+                    : 0;
+    return len;
+}
+
 /* Keys per split of a bound step: sized for its context bound (max_blocks), so
  * the grid is fixed and the splits past a row's context idle. Steps of several rows
  * through the staged kernel take splits whose CTAs make one wave at the middle of the
- * bound's stretch of contexts, where that is short (hk_decode_split_len_wave). */
+ * bound's stretch of contexts, where that is short (bound_wave_len). */
 static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int stages)
 {
     if (cb->split_override > 0) return cb->split_override;
     int64_t cap = (int64_t)cb->bound_maxb * block_size;
     int len = hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
     if (stages < 2 || cb->bound_rows < 2) return len;
-    const int mma = decode_mma_for(cb, stages);
-    int *ctas = &cb->dec_ctas_per_sm[mma][stages];
-    if (*ctas == 0) *ctas = hk_decode_ctas_per_sm(Hq, Hkv, stages, mma, HK_SPLIT_WAVE_MAX, block_size);
-    int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);   /* cap: a multiple of the step */
-    int wave = hk_decode_split_len_wave(cb->sm_count, *ctas, typical, cb->bound_rows, Hq, Hkv, stages);
+    int wave = bound_wave_len(cb, Hq, Hkv, block_size, stages, NULL);
     return wave > 0 ? wave : len;
 }
 
@@ -1402,6 +1415,26 @@ static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
     return rows >= DECODE_STAGED_ROWS ? 2 : 0;
 }
 
+/* A bound step of several rows takes its keys four rounds deep on the tensor cores where
+ * that kernel's one-wave split (one CTA an SM: 128 KB of stages) fills DECODE_DEEP_FILL of
+ * the card — 16 rows of 8 KV heads on 132 SMs: each row's keys in one CTA, no partials and no
+ * merge —, else decode_stages_for's two rounds (three CTAs an SM, a row's keys over three).
+ * H100, session 35 (bench/results/2026-12-07-s35, call1): decode_bench with programmatic
+ * launches, 16 rows × 1215 keys 31.01 → 29.33 µs a layer, × 1343 33.92 → 32.09; 16 concurrent
+ * 1024² pages 5600 / 5716 / 5809 → 5744 / 5824 / 5952 tokens/s (three alternated rounds, the
+ * same tokens). Three rounds (two CTAs an SM, two splits a row) were level with two. */
+#define DECODE_DEEP_STAGES 4
+#define DECODE_DEEP_FILL 0.9
+static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int rows)
+{
+    const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
+    if (rows < 2 || stages != 2 || cb->decode_stages >= 0 || !cb->decode_mma || cb->split_override > 0) return stages;
+    int64_t ctas = 0;
+    if (!bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &ctas)) return stages;
+    const int per_sm = cb->dec_ctas_per_sm[1][DECODE_DEEP_STAGES];
+    return ctas >= DECODE_DEEP_FILL * per_sm * cb->sm_count ? DECODE_DEEP_STAGES : stages;
+}
+
 /* Paged attention of a bound decode step: every operand on the device. */
 static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *qkv, hyocr_buf *k_cache,
                             hyocr_buf *v_cache, int block_size, int n_seqs, int rows, int Hq, int Hkv, int D,
@@ -1410,7 +1443,7 @@ static bool attention_bound(cuda_backend *cb, hyocr_buf *out, const hyocr_buf *q
     if (n_seqs != cb->bound_rows || rows != n_seqs)
         return invalid(error, _("attention_paged: %d sequences, %d rows but the bound decode step has %d rows"), n_seqs,
                        rows, cb->bound_rows);
-    const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
+    const int stages = bound_stages(cb, Hq, Hkv, block_size, rows);
     int split_len = bound_split_len(cb, Hq, Hkv, block_size, stages);
     int max_splits = (cb->bound_maxb * block_size + split_len - 1) / split_len, parts = rows * max_splits;
     if (D == 128 && !decode_scratch_n(cb, parts, rows, Hq, Hkv, D, error)) return false;
