@@ -21,7 +21,8 @@
  * Splits may be up to 2048 keys (a row's whole context in one CTA: no partials, no merge), and
  * the tensor-core rows run at every depth asked for (mma3, mma4; the engine takes mma2);
  * HK_BENCH_PDL=1 launches each call as a programmatic dependent of the one before, as the
- * engine does (its first rounds' copies then start under the call before).
+ * engine does (its first rounds' copies then start under the call before). Built with
+ * -DHK_DECODE_BENCH_DEEP, HK_BENCH_STAGES may ask for mma5 and mma6 too.
  * HK_BENCH_ORDERED=1 gives each row its blocks in order instead of scattered (the same µs on the
  * H200: session 32, which also timed a split's head CTAs side by side and a block's heads one after
  * the other in the cache, both no faster; their switches are at 1474db1's attention-decode.cu). */
@@ -196,7 +197,7 @@ template <typename T> static int run(hk_dtype t, float ulp)
     std::vector<int> rows_list = env_list("HK_BENCH_ROWS", { 1, 4, 16 }, MAX_ROWS),
                      ctx_list = env_list("HK_BENCH_CTX", { 1087, 4191 }, MAX_CTX),
                      sweep = env_list("HK_BENCH_SPLITS", { 0, 128, 256, 512 }, 2 * HK_SPLIT_MAX),
-                     stages = env_list("HK_BENCH_STAGES", { 0, 2, 3, 4 }, HK_DECODE_STAGES_MAX);
+                     stages = env_list("HK_BENCH_STAGES", { 0, 2, 3, 4 }, HK_DECODE_STAGES_MAX + 2);
     printf("%-5s %4s %5s %5s  %-9s %9s %8s %12s %6s\n", "rows", "", "ctx", "split", "kernel", "us/call", "GB/s",
            "max|d|", "bits");
     for (int rows : rows_list)
@@ -212,7 +213,10 @@ template <typename T> static int run(hk_dtype t, float ulp)
                 for (T x : ref) top = fmaxf(top, fabsf(to_f(x)));
                 for (int v = 0; v < 2 * (int)stages.size(); v++) {   /* each depth, then on the tensor cores */
                     int st = stages[v / 2], mma = v % 2;
-                    if (mma && st < 2) continue;
+                    if ((mma && st < 2) || (!mma && st > HK_DECODE_STAGES_MAX)) continue;
+#ifndef HK_DECODE_BENCH_DEEP
+                    if (st > HK_DECODE_STAGES_MAX) continue;
+#endif
                     double us = time_us(f, t, rows, ctx, len, st, mma);
                     double mx = 0.0;
                     size_t nbits = 0;

@@ -686,6 +686,10 @@ static const void *decode_kernel(int GT, int stages, int mma)
     case 2: return GT == 2 ? (const void *)k_decode_mma<T, 2, 2> : (const void *)k_decode_mma<T, 1, 2>;
     case 3: return GT == 2 ? (const void *)k_decode_mma<T, 2, 3> : (const void *)k_decode_mma<T, 1, 3>;
     case 4: return GT == 2 ? (const void *)k_decode_mma<T, 2, 4> : (const void *)k_decode_mma<T, 1, 4>;
+#ifdef HK_DECODE_BENCH_DEEP   /* decode_bench only: five and six rounds (160 and 192 KB of stages) */
+    case 5: return GT == 2 ? (const void *)k_decode_mma<T, 2, 5> : (const void *)k_decode_mma<T, 1, 5>;
+    case 6: return GT == 2 ? (const void *)k_decode_mma<T, 2, 6> : (const void *)k_decode_mma<T, 1, 6>;
+#endif
     default: return NULL;
     }
     switch (stages) {

@@ -1416,13 +1416,15 @@ static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 }
 
 /* A bound step of several rows takes its keys four rounds deep on the tensor cores where
- * that kernel's one-wave split (one CTA an SM: 128 KB of stages) fills DECODE_DEEP_FILL of
- * the card — 16 rows of 8 KV heads on 132 SMs: each row's keys in one CTA, no partials and no
- * merge —, else decode_stages_for's two rounds (three CTAs an SM, a row's keys over three).
- * H100, session 35 (bench/results/2026-12-07-s35, call1): decode_bench with programmatic
- * launches, 16 rows × 1215 keys 31.01 → 29.33 µs a layer, × 1343 33.92 → 32.09; 16 concurrent
- * 1024² pages 5600 / 5716 / 5809 → 5744 / 5824 / 5952 tokens/s (three alternated rounds, the
- * same tokens). Three rounds (two CTAs an SM, two splits a row) were level with two. */
+ * that kernel's one-wave split (one CTA an SM: 128 KB of stages) holds a row's keys in one CTA
+ * (no partials, no merge) and fills DECODE_DEEP_FILL of the card — 15 and 16 rows of 8 KV heads
+ * on 132 SMs —, else decode_stages_for's two rounds (three CTAs an SM, a row's keys over three
+ * or more). H100, session 35 (bench/results/2026-12-07-s35): decode_bench with programmatic
+ * launches, 16 rows × 1215 keys 31.01 → 29.33 µs a layer, × 1343 33.92 → 32.09 (call1); 16
+ * concurrent 1024² pages 5600 / 5716 / 5809 → 5744 / 5824 / 5952 tokens/s (call1) and 5679 /
+ * 5756 / 5746 → 5810 / 5887 / 5928 (call2), alternated rounds, the same tokens. Where a row
+ * still takes two CTAs it loses: 8 rows (two 768-key splits a row against six of 256) 4616 /
+ * 4674 / 4660 → 4517 / 4536 / 4520 (call2); three rounds were level with two (call1). */
 #define DECODE_DEEP_STAGES 4
 #define DECODE_DEEP_FILL 0.9
 static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int rows)
@@ -1430,7 +1432,9 @@ static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int r
     const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
     if (rows < 2 || stages != 2 || cb->decode_stages >= 0 || !cb->decode_mma || cb->split_override > 0) return stages;
     int64_t ctas = 0;
-    if (!bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &ctas)) return stages;
+    const int len = bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &ctas);
+    const int typical = cb->bound_maxb * block_size - HYOCR_DECODE_CTX_STEP / 2;
+    if (!len || len < typical) return stages;   /* a row over several CTAs: their merge remains */
     const int per_sm = cb->dec_ctas_per_sm[1][DECODE_DEEP_STAGES];
     return ctas >= DECODE_DEEP_FILL * per_sm * cb->sm_count ? DECODE_DEEP_STAGES : stages;
 }
