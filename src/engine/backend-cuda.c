@@ -1351,12 +1351,13 @@ static bool decode_scratch(cuda_backend *cb, const paged_plan *pp, int Hq, int H
     return decode_scratch_n(cb, pp->parts, pp->dec_rows, Hq, Hkv, D, error);
 }
 
-/* The staged kernel's two rounds by k_decode_mma (HYOCR_DECODE_MMA, on by default): on the
+/* The staged kernel's rounds by k_decode_mma (HYOCR_DECODE_MMA, on by default): on the
  * tensor cores a warp's 16 keys take ~40 instructions where k_decode_staged spends ~75 a key and
  * head, and at 16 rows that kernel waits on its own instruction chains (Nsight Compute). H100,
  * session 33 (bench/results/2026-12-07-s33, calls 3–5): 16 rows × 1215 keys 38.0 → 35.7 µs a
  * layer at 512-key splits, × 4191 109.7 → 105.6; 16 concurrent 1024² pages +2–4 %, the same
- * tokens; deeper rounds lose (fewer CTAs an SM). */
+ * tokens. Deeper rounds lose at those splits (fewer CTAs an SM) and win where a row's keys fit
+ * one CTA (bound_stages). */
 static int decode_mma_for(const cuda_backend *cb, int stages)
 {
     return stages >= 2 && cb->decode_mma;
@@ -1432,9 +1433,9 @@ static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int r
     const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
     if (rows < 2 || stages != 2 || cb->decode_stages >= 0 || !cb->decode_mma || cb->split_override > 0) return stages;
     int64_t ctas = 0;
-    const int len = bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &ctas);
-    const int typical = cb->bound_maxb * block_size - HYOCR_DECODE_CTX_STEP / 2;
-    if (!len || len < typical) return stages;   /* a row over several CTAs: their merge remains */
+    const int64_t one_a_row = (int64_t)rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
+    if (!bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &ctas) || ctas != one_a_row)
+        return stages;   /* a row over several CTAs: their merge remains */
     const int per_sm = cb->dec_ctas_per_sm[1][DECODE_DEEP_STAGES];
     return ctas >= DECODE_DEEP_FILL * per_sm * cb->sm_count ? DECODE_DEEP_STAGES : stages;
 }
