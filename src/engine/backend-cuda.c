@@ -1418,19 +1418,21 @@ static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 
 /* A bound step of several rows takes its keys four rounds deep on the tensor cores where
  * that kernel's one-wave split (one CTA an SM: 128 KB of stages) holds a row's keys in one CTA
- * (no partials, no merge) and fills DECODE_DEEP_FILL of the card — 12 to 16 rows of 8 KV heads
+ * (no partials, no merge) and fills DECODE_DEEP_FILL of the card — 14 to 16 rows of 8 KV heads
  * on 132 SMs —, else decode_stages_for's two rounds (three CTAs an SM, a row's keys over three
  * or more). H100, session 35 (bench/results/2026-12-07-s35): decode_bench with programmatic
  * launches, × 1215 keys, two rounds at 448-key splits → four in one split, µs a layer: 16 rows
  * 31.01 → 29.33 (× 1343 33.92 → 32.09; call1), 15 rows 30.07 → 27.75, 14 rows 29.50 → 26.57
  * (call3), 12 rows 28.31 → 25.70, but 8 rows 20.38 → 23.83 (64 CTAs: half the card; call2); 16
  * concurrent 1024² pages 5600 / 5716 / 5809 → 5744 / 5824 / 5952 tokens/s (call1) and 5679 /
- * 5756 / 5746 → 5810 / 5887 / 5928 (call2), alternated rounds, the same tokens. Where a row
- * still takes two CTAs it loses: 8 rows (two 768-key splits a row against six of 256) 4616 /
- * 4674 / 4660 → 4517 / 4536 / 4520 (call2). Three rounds were level with two (call1), five and
- * six with four (call3). */
+ * 5756 / 5746 → 5810 / 5887 / 5928 (call2), 14 pages at max batch 14 5247 / 5312 → 5489 / 5475
+ * (call4), alternated rounds, the same tokens. Below ~80 % the engine loses where the bench
+ * gained (its two-round split there is shorter than the bench's): 12 pages at max batch 12 (96
+ * CTAs, 73 %) 5056 / 5243 → 5040 / 4999 (call4). Where a row still takes two CTAs it loses too:
+ * 8 rows (two 768-key splits a row against six of 256) 4616 / 4674 / 4660 → 4517 / 4536 / 4520
+ * (call2). Three rounds were level with two (call1), five and six with four (call3). */
 #define DECODE_DEEP_STAGES 4
-#define DECODE_DEEP_FILL 0.7
+#define DECODE_DEEP_FILL 0.8
 static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int rows)
 {
     const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
