@@ -19,7 +19,8 @@
  * HK_BENCH_ROWS, HK_BENCH_CTX, HK_BENCH_SPLITS and HK_BENCH_STAGES (comma-separated) replace
  * the sweep's lists, e.g. HK_BENCH_ROWS=8,16 HK_BENCH_SPLITS=0,384,512 HK_BENCH_STAGES=2;
  * Splits may be up to 2048 keys (a row's whole context in one CTA: no partials, no merge), and
- * the tensor-core rows run at every depth asked for (mma3, mma4; the engine takes mma2);
+ * the tensor-core rows run at every depth asked for (mma3, mma4; the engine takes mma2, and
+ * mma4 where a row's keys fit one CTA);
  * HK_BENCH_PDL=1 launches each call as a programmatic dependent of the one before, as the
  * engine does (its first rounds' copies then start under the call before). Built with
  * -DHK_DECODE_BENCH_DEEP, HK_BENCH_STAGES may ask for mma5 and mma6 too.

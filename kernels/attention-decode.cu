@@ -676,9 +676,8 @@ static int decode_gt(const hk_paged_args *p)
 }
 
 /* The kernel of GT heads a CTA and that many rounds of staged keys (0: k_decode), on the tensor
- * cores with mma (the engine takes two rounds: deeper ones lost at its splits, session 33; three
- * and four are for decode_bench's long splits, a row's keys in one CTA); NULL for one there is
- * none of. */
+ * cores with mma (the engine takes two rounds at its splits, four where a row's keys fit one CTA:
+ * backend-cuda.c's bound_stages); NULL for one there is none of. */
 template <typename T>
 static const void *decode_kernel(int GT, int stages, int mma)
 {

@@ -1987,7 +1987,7 @@ static float *decode_direct(const dt_case *c, kv_fix *f, const pair *pq, const h
  * 4191-token prefix, a 1087, one inside a split, one of a single key: the new token in a
  * round's middle, in a later round and in the one issued before the grid wait) over scattered
  * blocks, with listed splits of 128 and 64 keys and with splits derived on the device (bound
- * steps); then a backend built with HYOCR_DECODE_STAGES's field on (and HYOCR_DECODE_MMA's
+ * steps) of 256 keys and of a whole row; then a backend built with HYOCR_DECODE_STAGES's field on (and HYOCR_DECODE_MMA's
  * off at 2), through attention_paged, against the CPU. Hq heads over Hkv: 2 a CTA (16 over 8,
  * the model's) or 1 (8 over 8). */
 static void paged_decode_staged(const dt_case *c, int Hq, int Hkv)
@@ -2026,7 +2026,8 @@ static void paged_decode_staged(const dt_case *c, int Hq, int Hkv)
         g_array_append_vals(tables, bt[r], (guint)((ctxs[r] + f.bs - 1) / f.bs));
     }
     void *d_bt = dev_copy(tables->data, tables->len * sizeof(int32_t));
-    static const struct { int len; bool dev; } modes[] = { { 128, false }, { 64, false }, { 256, true } };
+    /* the last: a row's keys in one CTA, as bound_stages runs 14-16 rows four rounds deep */
+    static const struct { int len; bool dev; } modes[] = { { 128, false }, { 64, false }, { 256, true }, { 4352, true } };
     for (size_t m = 0; m < G_N_ELEMENTS(modes); m++) {
         g_autofree float *old = decode_direct(c, &f, &pq, hs, ROWS, d_bt, modes[m].len, modes[m].dev, 4352, 0, 0);
         g_autofree char *w0 = g_strdup_printf("k_decode, %d-key splits%s", modes[m].len, modes[m].dev ? " (device)" : "");
