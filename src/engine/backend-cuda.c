@@ -1365,8 +1365,8 @@ static int decode_mma_for(const cuda_backend *cb, int stages)
 
 /* The one-wave split of a bound step of several rows through the staged kernel of that many
  * stages (hk_decode_split_len_wave at the middle of the bound's stretch of contexts; 0 where
- * there is none), and in *ctas the CTAs that grid has there. */
-static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int stages, int64_t *ctas)
+ * there is none), and in *splits how many a row takes there. */
+static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int stages, int *splits)
 {
     const int mma = decode_mma_for(cb, stages);
     int *per_sm = &cb->dec_ctas_per_sm[mma][stages];
@@ -1374,9 +1374,7 @@ static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int
     const int64_t cap = (int64_t)cb->bound_maxb * block_size;
     const int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);   /* cap: a multiple of the step */
     const int len = hk_decode_split_len_wave(cb->sm_count, *per_sm, typical, cb->bound_rows, Hq, Hkv, stages);
-    if (ctas)
-        *ctas = len ? (int64_t)cb->bound_rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv)) * ((typical + len - 1) / len)
-                    : 0;
+    if (splits) *splits = len ? (typical + len - 1) / len : 0;
     return len;
 }
 
@@ -1437,10 +1435,10 @@ static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int r
 {
     const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
     if (rows < 2 || stages != 2 || cb->decode_stages >= 0 || !cb->decode_mma || cb->split_override > 0) return stages;
-    int64_t ctas = 0;
-    const int64_t one_a_row = (int64_t)rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
-    if (!bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &ctas) || ctas != one_a_row)
+    int splits = 0;
+    if (!bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &splits) || splits != 1)
         return stages;   /* a row over several CTAs: their merge remains */
+    const int64_t ctas = (int64_t)rows * (Hq / hk_decode_heads_per_cta(Hq, Hkv));
     const int per_sm = cb->dec_ctas_per_sm[1][DECODE_DEEP_STAGES];
     return ctas >= DECODE_DEEP_FILL * per_sm * cb->sm_count ? DECODE_DEEP_STAGES : stages;
 }
