@@ -353,6 +353,43 @@ __device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, floa
     }
 }
 
+/* rows_norm of two rows at once, each row's sums and roundings exactly rows_norm's: a warp of a
+ * 16-row call has rows w and w + 8, and one after the other each paid its own round trips to the
+ * L2 for the residual (twice: the sums, then the scaled values) while the CTA waited at the
+ * barrier behind it; interleaved, the loads of both rows are in flight together. */
+template <typename T>
+__device__ void rows_norm2(T *xs0, T *xs1, const float *res0, const float *res1, const void *nw, int nwt, float eps,
+                           int K, int lane)
+{
+    const int nv = K >> 2;
+    const float4 *a4 = (const float4 *)res0, *b4 = (const float4 *)res1;
+    float sa = 0.0f, sb = 0.0f;
+    for (int c = lane; c < nv; c += 32) {
+        const float4 a = a4[c], b = b4[c];
+        sa = __fadd_rn(sa, hk_sq4(a));
+        sb = __fadd_rn(sb, hk_sq4(b));
+    }
+    const float ra = rsqrtf(hk_warp_sum(sa) / K + eps), rb = rsqrtf(hk_warp_sum(sb) / K + eps);
+    const int ct = ctype<T>::value;
+    for (int c = lane; c < nv; c += 32) {
+        const float4 a = a4[c], b = b4[c], g = hk_ld4(nw, nwt, c);
+        union {
+            uint2 u;
+            T     h[4];
+        } oa, ob;
+        oa.h[0] = from_float<T>(hk_round(a.x * ra, ct) * g.x);
+        oa.h[1] = from_float<T>(hk_round(a.y * ra, ct) * g.y);
+        oa.h[2] = from_float<T>(hk_round(a.z * ra, ct) * g.z);
+        oa.h[3] = from_float<T>(hk_round(a.w * ra, ct) * g.w);
+        ob.h[0] = from_float<T>(hk_round(b.x * rb, ct) * g.x);
+        ob.h[1] = from_float<T>(hk_round(b.y * rb, ct) * g.y);
+        ob.h[2] = from_float<T>(hk_round(b.z * rb, ct) * g.z);
+        ob.h[3] = from_float<T>(hk_round(b.w * rb, ct) * g.w);
+        *(uint2 *)(xs0 + 4 * c) = oa.u;
+        *(uint2 *)(xs1 + 4 * c) = ob.u;
+    }
+}
+
 /* G chunks a warp loads before it multiplies them (the bytes in flight); HI: rows 8..15 in use;
  * CG column groups of 8 a CTA (1 or 2): each warp multiplies the x chunks it loaded (and the rows
  * normalised once) by CG groups' weights, every column's chain of mmas and the warps' sum as with
@@ -400,8 +437,16 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
     }
     hk_griddep_wait();
     if (norm) {
-        for (int r = warp; r < M; r += ROWS_WARPS)
-            rows_norm<T>(xs + (size_t)r * ld, res + (size_t)r * K, nw, nwt, eps, K, lane);
+        /* M ≤ 16: warp w has row w and, past 8 rows, row w + 8 */
+        const int r = warp, r2 = warp + ROWS_WARPS;
+#ifndef HK_ROWS_NORM_ONE_BY_ONE
+        if (r2 < M)
+            rows_norm2<T>(xs + (size_t)r * ld, xs + (size_t)r2 * ld, res + (size_t)r * K, res + (size_t)r2 * K, nw, nwt,
+                          eps, K, lane);
+        else
+#endif
+            for (int i = r; i < M; i += ROWS_WARPS)
+                rows_norm<T>(xs + (size_t)i * ld, res + (size_t)i * K, nw, nwt, eps, K, lane);
         __syncthreads();
     }
     for (int i0 = 0; i0 < mine; i0 += G) {

@@ -3,7 +3,8 @@
 # MLP activation (2048 × 4304 fp16, 17.6 MB) stays in the L2 between fc1, GELU and fc2; at 4096
 # rows (35 MB) it does not. Warm pages one at a time, alternated (first token / vision / prefill
 # ms), then 16 concurrent 1024² pages; the same token ids are checked. First, decode_bench's one-row
-# rows (.device/bin/decode-bench-deep, built at 236ab63's kernels with -DHK_DECODE_BENCH_DEEP).
+# rows (.device/bin/decode-bench-deep, built at 236ab63's kernels with -DHK_DECODE_BENCH_DEEP), and
+# gemm_rows_bench's normalising products before and after rows_norm2.
 #   source .device/setup.sh >/dev/null 2>&1; LIMIT=300 bash bench/results/2026-12-07-s36/call1.sh
 T0=$(date +%s); LIMIT=${LIMIT:-300}
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
@@ -15,6 +16,11 @@ source bench/results/2026-12-05-h200-s21/prep.sh > $W/prep.txt 2>&1; echo "prep 
 # narrower ones, two to four rounds deep, launched as the engine launches (programmatic)
 HK_BENCH_PDL=1 HK_BENCH_ROWS=1 HK_BENCH_CTX=1215,4191 HK_BENCH_SPLITS=0,128,256,512,1024,2048 HK_BENCH_STAGES=2,3,4 \
     timeout 60 .device/bin/decode-bench-deep > $W/one-row.txt 2>&1; echo "one-row exit $?"; grep -vE "^ *$" $W/one-row.txt | head -60
+# hk_gemm_rows's NORM products with a warp's two rows normalised together (rows_norm2) against one
+# after the other (-DHK_ROWS_NORM_ONE_BY_ONE), both built on the development machine from 36's tree
+for rep in 1 2; do for b in seq s36; do
+    echo "== gemm-rows-bench-$b"; timeout 60 .device/bin/gemm-rows-bench-$b | grep -E "NORM|product"
+done; done > $W/rows-norm.txt 2>&1; echo "rows-norm exit $?"; grep -E "==| (9|16) " $W/rows-norm.txt
 one() {   # size: the warm jobs' first token / vision / prefill ms, and a digest of the ids
     timeout 60 $HY run --model /tmp/hy-full --image /tmp/hyocr-img/page_$1.png --task recognize \
         --device cuda --repeat 4 --max-batch 1 --max-new-tokens 16 --ignore-eos --no-tail-stop --format json 2>/dev/null |
