@@ -5,8 +5,8 @@
 # ms), then 16 concurrent 1024² pages; the same token ids are checked. First, decode_bench's one-row
 # rows (.device/bin/decode-bench-deep, built at 236ab63's kernels with -DHK_DECODE_BENCH_DEEP), and
 # gemm_rows_bench's normalising products before and after rows_norm2.
-#   source .device/setup.sh >/dev/null 2>&1; LIMIT=420 bash bench/results/2026-12-07-s36/call1.sh
-T0=$(date +%s); LIMIT=${LIMIT:-420}
+#   source .device/setup.sh >/dev/null 2>&1; LIMIT=500 bash bench/results/2026-12-07-s36/call1.sh
+T0=$(date +%s); LIMIT=${LIMIT:-500}
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 export OUT=${OUT:-/tmp/s36} PATH=/usr/local/cuda/bin:$PATH
 W=$OUT/call1; mkdir -p $W; HY=build-gpu/src/cli/hyocr
@@ -16,6 +16,9 @@ source bench/results/2026-12-05-h200-s21/prep.sh > $W/prep.txt 2>&1; echo "prep 
 ( [ -f build-seq/build.ninja ] || meson setup build-seq -Dgui=disabled -Dcuda=enabled -Dgpu_archs=90 -Ddownload=disabled \
     --buildtype=release -Dcuda_args=-DHK_ROWS_NORM_ONE_BY_ONE > $W/seq-setup.txt 2>&1; ninja -j 6 -C build-seq src/cli/hyocr > $W/seq-build.txt 2>&1;
   echo "build-seq exit $?" > $W/seq-done.txt ) &
+# backend-cuda alone (it needs ~75 s): test_fused now has 12 and 16 rows through rows_norm2
+timeout 150 meson test -C build-gpu --no-rebuild --print-errorlogs backend-cuda > $W/tests-bc.txt 2>&1; echo "backend-cuda exit $?"
+grep -E "^ *[0-9]+/[0-9]+ |^not ok" $W/tests-bc.txt build-gpu/meson-logs/testlog.txt | head -8; gzip -f $W/tests-bc.txt
 # one row (batch-1 decode after a 1024² and a 2048² page): the engine's split against wider and
 # narrower ones, two to four rounds deep, launched as the engine launches (programmatic)
 HK_BENCH_PDL=1 HK_BENCH_ROWS=1 HK_BENCH_CTX=1215,4191 HK_BENCH_SPLITS=0,128,256,512,1024,2048 HK_BENCH_STAGES=2,3,4 \
