@@ -1378,6 +1378,16 @@ static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int
     return len;
 }
 
+/* The split of a one-row bound step through the staged kernel: the shortest whose CTAs are at
+ * most one an SM at the middle of the bound's stretch of contexts (0 where that is longer than
+ * the kernel takes). */
+static int one_row_len(const cuda_backend *cb, int Hq, int Hkv, int block_size, int stages)
+{
+    const int64_t cap = (int64_t)cb->bound_maxb * block_size;
+    const int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);
+    return hk_decode_split_len_wave(cb->sm_count, 1, typical, 1, Hq, Hkv, stages);
+}
+
 /* Keys per split of a bound step: sized for its context bound (max_blocks), so
  * the grid is fixed and the splits past a row's context idle. Steps of several rows
  * through the staged kernel take splits whose CTAs make one wave at the middle of the
@@ -1387,14 +1397,14 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
     if (cb->split_override > 0) return cb->split_override;
     int64_t cap = (int64_t)cb->bound_maxb * block_size;
     int len = hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
-    if (stages < 2 || cb->bound_rows < 2) return len;
-    int wave = bound_wave_len(cb, Hq, Hkv, block_size, stages, NULL);
+    if (stages < 2) return len;
+    int wave = cb->bound_rows < 2 ? one_row_len(cb, Hq, Hkv, block_size, stages)
+                                  : bound_wave_len(cb, Hq, Hkv, block_size, stages, NULL);
     return wave > 0 ? wave : len;
 }
 
 /* The decode kernel of a step of rows decode rows (ctx_cap: the bound step's context bound, 0
- * where there is none): one row keeps k_decode (batch-1 decode is not to get slower) but at
- * long contexts (below); several, the staged kernel where HYOCR_DECODE_STAGES asks for it,
+ * where there is none): one row, below; several, the staged kernel where HYOCR_DECODE_STAGES asks for it,
  * else two rounds deep from DECODE_STAGED_ROWS rows on (k_decode_staged: the same bits, so the
  * invariant mode may mix them; by default on the tensor cores, decode_mma_for). H200, session 8,
  * the engine's graph steps at 1087-token contexts, k_decode → two rounds, tokens/s
@@ -1403,14 +1413,19 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
  * 6676, 12 7485 → 7280, 14 7993 → 8101, 16 8468 → 8954 (three rounds lost at 16, call4). From
  * 8 rows on it gains on the whole (12 rows lose 3 %); below, it loses 6–9 %. */
 #define DECODE_STAGED_ROWS 8
-/* One row takes k_decode_mma too where a bound step's contexts reach DECODE_MMA_ONE_ROW keys:
- * H100, session 33 (decode_bench, the one-row split): one row × 4191 keys 17.25 → 15.25 µs a
- * layer, × 1215 11.2 against 11.4 (k_decode a little faster there). */
-#define DECODE_MMA_ONE_ROW 4096
+/* One row of a bound step (batch-1 decode) takes k_decode_mma DECODE_ONE_ROW_STAGES rounds deep,
+ * its keys over at most one CTA an SM (one_row_len): a row's ~1–5 K keys are latency, not
+ * bandwidth, and fewer, deeper CTAs spend less of it on the merge. H100, session 36
+ * (bench/results/2026-12-07-s36, decode_bench with programmatic launches, µs a layer): one row ×
+ * 1215 keys k_decode at the old 64-key split 8.82 (mma2) → mma3 at 128 6.95, mma4 6.73; × 4191
+ * mma2 at the old 192 14.25 → mma3 at 256 11.91 (mma4 there 15.21: 136 CTAs, past one an SM).
+ * The unbound path (op by op) keeps k_decode. HYOCR_DECODE_STAGES, where set, applies to one row
+ * too (0: k_decode at the old split). */
+#define DECODE_ONE_ROW_STAGES 3
 static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 {
-    if (rows <= 1) return cb->decode_mma && cb->decode_stages < 0 && ctx_cap >= DECODE_MMA_ONE_ROW ? 2 : 0;
     if (cb->decode_stages >= 0) return cb->decode_stages;
+    if (rows <= 1) return cb->decode_mma && ctx_cap > 0 ? DECODE_ONE_ROW_STAGES : 0;
     return rows >= DECODE_STAGED_ROWS ? 2 : 0;
 }
 

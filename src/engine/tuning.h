@@ -30,7 +30,7 @@ typedef struct {
                                    * default on from sm_90, never below */
     int          decode_split;    /* HYOCR_DECODE_SPLIT: keys per split of the graph's decode attention
                                    * (rounded to what the kernels take); 0 = chosen per step */
-    int          decode_stages;   /* HYOCR_DECODE_STAGES: CUDA decode steps of several rows through the
+    int          decode_stages;   /* HYOCR_DECODE_STAGES: CUDA decode steps (one row too) through the
                                    * staged decode kernel, that many rounds deep (2..4); 0 = unset (the
                                    * backend's rule), -1 = "0": k_decode */
     hyocr_switch decode_mma;      /* HYOCR_DECODE_MMA: those of two rounds on the tensor cores (k_decode_mma,
