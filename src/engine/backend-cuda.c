@@ -1378,8 +1378,8 @@ static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int
     return len;
 }
 
-/* The split of a one-row bound step through the staged kernel: the shortest whose CTAs are at
- * most one an SM at the middle of the bound's stretch of contexts (0 where that is longer than
+/* The split of a one-row bound step through the staged kernel HYOCR_DECODE_STAGES asks for (see
+ * decode_stages_for): the shortest whose CTAs are at most one an SM at the middle of the bound's stretch of contexts (0 where that is longer than
  * the kernel takes). */
 static int one_row_len(const cuda_backend *cb, int Hq, int Hkv, int block_size, int stages)
 {
@@ -1397,7 +1397,7 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
     if (cb->split_override > 0) return cb->split_override;
     int64_t cap = (int64_t)cb->bound_maxb * block_size;
     int len = hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
-    if (stages < 2) return len;
+    if (stages < 2 || (cb->bound_rows < 2 && cb->decode_stages < 0)) return len;
     int wave = cb->bound_rows < 2 ? one_row_len(cb, Hq, Hkv, block_size, stages)
                                   : bound_wave_len(cb, Hq, Hkv, block_size, stages, NULL);
     return wave > 0 ? wave : len;
@@ -1413,19 +1413,21 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
  * 6676, 12 7485 → 7280, 14 7993 → 8101, 16 8468 → 8954 (three rounds lost at 16, call4). From
  * 8 rows on it gains on the whole (12 rows lose 3 %); below, it loses 6–9 %. */
 #define DECODE_STAGED_ROWS 8
-/* One row of a bound step (batch-1 decode) takes k_decode_mma DECODE_ONE_ROW_STAGES rounds deep,
- * its keys over at most one CTA an SM (one_row_len): a row's ~1–5 K keys are latency, not
- * bandwidth, and fewer, deeper CTAs spend less of it on the merge. H100, session 36
- * (bench/results/2026-12-07-s36, decode_bench with programmatic launches, µs a layer): one row ×
- * 1215 keys k_decode at the old 64-key split 8.82 (mma2) → mma3 at 128 6.95, mma4 6.73; × 4191
- * mma2 at the old 192 14.25 → mma3 at 256 11.91 (mma4 there 15.21: 136 CTAs, past one an SM).
- * The unbound path (op by op) keeps k_decode. HYOCR_DECODE_STAGES, where set, applies to one row
- * too (0: k_decode at the old split). */
-#define DECODE_ONE_ROW_STAGES 3
+/* One row of a bound step (batch-1 decode) keeps k_decode, and k_decode_mma two rounds deep where
+ * the bound reaches DECODE_MMA_ONE_ROW keys (H100, session 33, decode_bench at the one-row split:
+ * × 4191 keys 17.25 → 15.25 µs a layer, × 1215 11.2 against 11.4), at hk_decode_split_len's
+ * split. HYOCR_DECODE_STAGES, where set, applies to one row too, its keys then over at most one
+ * CTA an SM (one_row_len): decode_bench (H100, session 36, bench/results/2026-12-07-s36 call1,
+ * programmatic launches, µs a layer) had one row × 1215 keys at 8.82 with mma2 at the old 64-key
+ * split against 6.95 with mma3 at 128, × 4191 14.25 (mma2, 192) against 11.91 (mma3, 256) — a
+ * row's 1–5 K keys are latency, and fewer, deeper CTAs spend less of it on the merge. It is not
+ * the default until the engine has run it on a card (batch-1 decode, and the tests that hold a
+ * job alone to the same tokens as in a batch of k_decode rows): no card came after call1. */
+#define DECODE_MMA_ONE_ROW 4096
 static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 {
     if (cb->decode_stages >= 0) return cb->decode_stages;
-    if (rows <= 1) return cb->decode_mma && ctx_cap > 0 ? DECODE_ONE_ROW_STAGES : 0;
+    if (rows <= 1) return cb->decode_mma && ctx_cap >= DECODE_MMA_ONE_ROW ? 2 : 0;
     return rows >= DECODE_STAGED_ROWS ? 2 : 0;
 }
 

@@ -1,11 +1,17 @@
-# Session 36, call 3: call2 cut to what ~250 s of device time holds (the tree at 3a76fa1+): the
-# suites that run one-row graph steps (decode, batch, engine), batch-1 decode after 1024² and
-# 2048² pages against the old rule, decode_bench's one-row rows, then 16 concurrent pages.
-#   source .device/setup.sh >/dev/null 2>&1; LIMIT=230 bash bench/results/2026-12-07-s36/call3.sh
-T0=$(date +%s); LIMIT=${LIMIT:-230}
+# What session 36 leaves for the next card (written at the end, never run: no card came after
+# call1). The one-row rule of decode_bench's call1 is opt-in (HYOCR_DECODE_STAGES=3: one-row graph
+# steps three rounds deep on the tensor cores, at most one CTA an SM); this measures it in the
+# engine — batch-1 decode after 1024² and 2048² pages, alternated with the default (k_decode at
+# 1024², mma2 at the old split at 2048²) — and decode_bench's one-row rows through the bounds'
+# stretches; the suites that run one-row graph steps; 16 concurrent pages against one at a time.
+# If three rounds win, the next step is to make them the default in decode_stages_for and run the
+# decode, batch and engine suites with it (test_cuda_vision_beside holds a job alone, then one
+# row, to the tokens it gets in a batch of k_decode rows).
+#   source .device/setup.sh >/dev/null 2>&1; LIMIT=250 bash bench/results/2026-12-07-s36/next.sh
+T0=$(date +%s); LIMIT=${LIMIT:-250}
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 export OUT=${OUT:-/tmp/s36} PATH=/usr/local/cuda/bin:$PATH
-W=$OUT/call3; mkdir -p $W; HY=build-gpu/src/cli/hyocr
+W=$OUT/next; mkdir -p $W; HY=build-gpu/src/cli/hyocr
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $W/gpu.txt
 source bench/results/2026-12-05-h200-s21/prep.sh > $W/prep.txt 2>&1; echo "[$(( $(date +%s) - T0 )) s] prep exit $?"
 timeout 90 meson test -C build-gpu --no-rebuild --print-errorlogs --num-processes 3 decode batch engine \
@@ -19,13 +25,12 @@ dec() {   # size, then env: the warm jobs' decode tokens/s (256 new tokens) and 
 }
 for rep in 1 2; do
     [ $(left) -gt 40 ] || break
-    echo "1024 new: $(dec 1024)"; echo "1024 old: $(dec 1024 HYOCR_DECODE_STAGES=0)"
-    echo "2048 new: $(dec 2048)"; echo "2048 old: $(dec 2048 HYOCR_DECODE_STAGES=2 HYOCR_DECODE_SPLIT=192)"
+    echo "1024 three: $(dec 1024 HYOCR_DECODE_STAGES=3)"; echo "1024 default: $(dec 1024)"
+    echo "2048 three: $(dec 2048 HYOCR_DECODE_STAGES=3)"; echo "2048 default: $(dec 2048)"
 done | tee $W/dec.txt
 [ $(left) -gt 15 ] && HK_BENCH_PDL=1 HK_BENCH_ROWS=1 HK_BENCH_CTX=1087,1535,4191,4608 HK_BENCH_SPLITS=0,128,320 \
     HK_BENCH_STAGES=0,3 timeout 20 .device/bin/decode-bench-deep > $W/one-row.txt 2>&1 && grep -E "k_decode|mma" $W/one-row.txt
 source bench/results/2026-12-07-s33/sixteen.sh
-[ $(left) -gt 20 ] && { echo "16: $(sixteen)"; echo "1 new: $(MB=1 sixteen)"; } | tee $W/sixteen.txt
-[ $(left) -gt 10 ] && echo "1 old: $(HYOCR_DECODE_STAGES=0 MB=1 sixteen)" | tee -a $W/sixteen.txt
+[ $(left) -gt 20 ] && { echo "16: $(sixteen)"; echo "1: $(MB=1 sixteen)"; } | tee $W/sixteen.txt
 rm -f $W/r.jsonl $W/r.err
-echo "[$(( $(date +%s) - T0 )) s] call3 done"
+echo "[$(( $(date +%s) - T0 )) s] next done"
