@@ -327,66 +327,47 @@ static inline __host__ __device__ int rows_ld(int K)
     return K % 64 ? K : K + 32;
 }
 
-/* xs[0..K) = RMSNorm_HF(res)·nw of one row as k_add_norm_warp stores it (elementwise.cu):
- * lane l adds the squares of float4 l, l + 32, … (hk_sq4), a warp sum, the same rstd, the
- * same two roundings. One warp a row. */
-template <typename T>
-__device__ void rows_norm(T *xs, const float *res, const void *nw, int nwt, float eps, int K, int lane)
+/* xs[0..K) = RMSNorm_HF(res)·nw of NR rows (xs_step and res_step elements apart), each as
+ * k_add_norm_warp stores it (elementwise.cu): lane l adds the squares of float4 l, l + 32, …
+ * (hk_sq4), a warp sum, the same rstd, the same two roundings. One warp; a 16-row call gives a
+ * warp rows w and w + 8 at once (NR 2): one after the other, each paid its own round trips to the
+ * L2 for the residual (the sums, then the scaled values) while the CTA waited at the barrier
+ * behind it; together, the loads of both rows are in flight at once. */
+template <typename T, int NR>
+__device__ void rows_norm(T *xs, size_t xs_step, const float *res, size_t res_step, const void *nw, int nwt, float eps,
+                          int K, int lane)
 {
     const int nv = K >> 2;
-    const float4 *r4 = (const float4 *)res;
-    float sq = 0.0f;
-    for (int c = lane; c < nv; c += 32) sq = __fadd_rn(sq, hk_sq4(r4[c]));
-    const float rstd = rsqrtf(hk_warp_sum(sq) / K + eps);
+    float sq[NR], rstd[NR];
+#pragma unroll
+    for (int j = 0; j < NR; j++) sq[j] = 0.0f;
+    for (int c = lane; c < nv; c += 32) {
+        float4 v[NR];
+#pragma unroll
+        for (int j = 0; j < NR; j++) v[j] = ((const float4 *)(res + j * res_step))[c];
+#pragma unroll
+        for (int j = 0; j < NR; j++) sq[j] = __fadd_rn(sq[j], hk_sq4(v[j]));
+    }
+#pragma unroll
+    for (int j = 0; j < NR; j++) rstd[j] = rsqrtf(hk_warp_sum(sq[j]) / K + eps);
     const int ct = ctype<T>::value;
     for (int c = lane; c < nv; c += 32) {
-        const float4 v = r4[c], g = hk_ld4(nw, nwt, c);
-        union {
-            uint2 u;
-            T     h[4];
-        } o;
-        o.h[0] = from_float<T>(hk_round(v.x * rstd, ct) * g.x);
-        o.h[1] = from_float<T>(hk_round(v.y * rstd, ct) * g.y);
-        o.h[2] = from_float<T>(hk_round(v.z * rstd, ct) * g.z);
-        o.h[3] = from_float<T>(hk_round(v.w * rstd, ct) * g.w);
-        *(uint2 *)(xs + 4 * c) = o.u;
-    }
-}
-
-/* rows_norm of two rows at once, each row's sums and roundings exactly rows_norm's: a warp of a
- * 16-row call has rows w and w + 8, and one after the other each paid its own round trips to the
- * L2 for the residual (twice: the sums, then the scaled values) while the CTA waited at the
- * barrier behind it; interleaved, the loads of both rows are in flight together. */
-template <typename T>
-__device__ void rows_norm2(T *xs0, T *xs1, const float *res0, const float *res1, const void *nw, int nwt, float eps,
-                           int K, int lane)
-{
-    const int nv = K >> 2;
-    const float4 *a4 = (const float4 *)res0, *b4 = (const float4 *)res1;
-    float sa = 0.0f, sb = 0.0f;
-    for (int c = lane; c < nv; c += 32) {
-        const float4 a = a4[c], b = b4[c];
-        sa = __fadd_rn(sa, hk_sq4(a));
-        sb = __fadd_rn(sb, hk_sq4(b));
-    }
-    const float ra = rsqrtf(hk_warp_sum(sa) / K + eps), rb = rsqrtf(hk_warp_sum(sb) / K + eps);
-    const int ct = ctype<T>::value;
-    for (int c = lane; c < nv; c += 32) {
-        const float4 a = a4[c], b = b4[c], g = hk_ld4(nw, nwt, c);
-        union {
-            uint2 u;
-            T     h[4];
-        } oa, ob;
-        oa.h[0] = from_float<T>(hk_round(a.x * ra, ct) * g.x);
-        oa.h[1] = from_float<T>(hk_round(a.y * ra, ct) * g.y);
-        oa.h[2] = from_float<T>(hk_round(a.z * ra, ct) * g.z);
-        oa.h[3] = from_float<T>(hk_round(a.w * ra, ct) * g.w);
-        ob.h[0] = from_float<T>(hk_round(b.x * rb, ct) * g.x);
-        ob.h[1] = from_float<T>(hk_round(b.y * rb, ct) * g.y);
-        ob.h[2] = from_float<T>(hk_round(b.z * rb, ct) * g.z);
-        ob.h[3] = from_float<T>(hk_round(b.w * rb, ct) * g.w);
-        *(uint2 *)(xs0 + 4 * c) = oa.u;
-        *(uint2 *)(xs1 + 4 * c) = ob.u;
+        float4 v[NR];
+#pragma unroll
+        for (int j = 0; j < NR; j++) v[j] = ((const float4 *)(res + j * res_step))[c];
+        const float4 g = hk_ld4(nw, nwt, c);
+#pragma unroll
+        for (int j = 0; j < NR; j++) {
+            union {
+                uint2 u;
+                T     h[4];
+            } o;
+            o.h[0] = from_float<T>(hk_round(v[j].x * rstd[j], ct) * g.x);
+            o.h[1] = from_float<T>(hk_round(v[j].y * rstd[j], ct) * g.y);
+            o.h[2] = from_float<T>(hk_round(v[j].z * rstd[j], ct) * g.z);
+            o.h[3] = from_float<T>(hk_round(v[j].w * rstd[j], ct) * g.w);
+            *(uint2 *)(xs + j * xs_step + 4 * c) = o.u;
+        }
     }
 }
 
@@ -441,12 +422,12 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
         const int r = warp, r2 = warp + ROWS_WARPS;
 #ifndef HK_ROWS_NORM_ONE_BY_ONE
         if (r2 < M)
-            rows_norm2<T>(xs + (size_t)r * ld, xs + (size_t)r2 * ld, res + (size_t)r * K, res + (size_t)r2 * K, nw, nwt,
-                          eps, K, lane);
+            rows_norm<T, 2>(xs + (size_t)r * ld, (size_t)ROWS_WARPS * ld, res + (size_t)r * K, (size_t)ROWS_WARPS * K,
+                            nw, nwt, eps, K, lane);
         else
 #endif
             for (int i = r; i < M; i += ROWS_WARPS)
-                rows_norm<T>(xs + (size_t)i * ld, res + (size_t)i * K, nw, nwt, eps, K, lane);
+                rows_norm<T, 1>(xs + (size_t)i * ld, 0, res + (size_t)i * K, 0, nw, nwt, eps, K, lane);
         __syncthreads();
     }
     for (int i0 = 0; i0 < mine; i0 += G) {

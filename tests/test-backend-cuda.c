@@ -927,7 +927,7 @@ static void test_fused(gconstpointer data)
     run_fused(c, g, 1, 3000, 2400, 0);   /* K over one pass of loads */
     run_fused(c, g, 1, 3000, 2400, 1);
     /* several rows: a batched decode step, a verify block; 12: warps 0-3 normalise two rows
-     * together (rows_norm2), warps 4-7 one */
+     * together (gemv.cu's rows_norm<T, 2>), warps 4-7 one */
     const int rows[] = { 2, 5, 12, 16 };
     for (size_t i = 0; i < G_N_ELEMENTS(rows); i++) {
         const int M = rows[i];

@@ -1379,8 +1379,8 @@ static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int
 }
 
 /* The split of a one-row bound step through the staged kernel HYOCR_DECODE_STAGES asks for (see
- * decode_stages_for): the shortest whose CTAs are at most one an SM at the middle of the bound's stretch of contexts (0 where that is longer than
- * the kernel takes). */
+ * decode_stages_for): the shortest whose CTAs are at most one an SM at the middle of the bound's
+ * stretch of contexts (0 where that is longer than the kernel takes). */
 static int one_row_len(const cuda_backend *cb, int Hq, int Hkv, int block_size, int stages)
 {
     const int64_t cap = (int64_t)cb->bound_maxb * block_size;
@@ -1404,8 +1404,8 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
 }
 
 /* The decode kernel of a step of rows decode rows (ctx_cap: the bound step's context bound, 0
- * where there is none): one row, below; several, the staged kernel where HYOCR_DECODE_STAGES asks for it,
- * else two rounds deep from DECODE_STAGED_ROWS rows on (k_decode_staged: the same bits, so the
+ * where there is none): one row, below; several, the staged kernel where HYOCR_DECODE_STAGES
+ * asks for it, else two rounds deep from DECODE_STAGED_ROWS rows on (k_decode_staged: the same bits, so the
  * invariant mode may mix them; by default on the tensor cores, decode_mma_for). H200, session 8,
  * the engine's graph steps at 1087-token contexts, k_decode → two rounds, tokens/s
  * (bench/results/2026-12-03-h200-s8 call7, twice
