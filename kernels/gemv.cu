@@ -420,12 +420,10 @@ k_gemm_rows(void *out, int ot, const T *x, float *res, const void *nw, int nwt, 
     if (norm) {
         /* M ≤ 16: warp w has row w and, past 8 rows, row w + 8 */
         const int r = warp, r2 = warp + ROWS_WARPS;
-#ifndef HK_ROWS_NORM_ONE_BY_ONE
         if (r2 < M)
             rows_norm<T, 2>(xs + (size_t)r * ld, (size_t)ROWS_WARPS * ld, res + (size_t)r * K, (size_t)ROWS_WARPS * K,
                             nw, nwt, eps, K, lane);
         else
-#endif
             for (int i = r; i < M; i += ROWS_WARPS)
                 rows_norm<T, 1>(xs + (size_t)i * ld, 0, res + (size_t)i * K, 0, nw, nwt, eps, K, lane);
         __syncthreads();

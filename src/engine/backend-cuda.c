@@ -1363,6 +1363,13 @@ static int decode_mma_for(const cuda_backend *cb, int stages)
     return stages >= 2 && cb->decode_mma;
 }
 
+/* The middle of a bound step's stretch of contexts: its bound less half a step (the bound is a
+ * multiple of the step), the context its splits are sized for. */
+static int bound_typical(const cuda_backend *cb, int block_size)
+{
+    return (int)((int64_t)cb->bound_maxb * block_size - HYOCR_DECODE_CTX_STEP / 2);
+}
+
 /* The one-wave split of a bound step of several rows through the staged kernel of that many
  * stages (hk_decode_split_len_wave at the middle of the bound's stretch of contexts; 0 where
  * there is none), and in *splits how many a row takes there. */
@@ -1371,8 +1378,7 @@ static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int
     const int mma = decode_mma_for(cb, stages);
     int *per_sm = &cb->dec_ctas_per_sm[mma][stages];
     if (*per_sm == 0) *per_sm = hk_decode_ctas_per_sm(Hq, Hkv, stages, mma, HK_SPLIT_WAVE_MAX, block_size);
-    const int64_t cap = (int64_t)cb->bound_maxb * block_size;
-    const int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);   /* cap: a multiple of the step */
+    const int typical = bound_typical(cb, block_size);
     const int len = hk_decode_split_len_wave(cb->sm_count, *per_sm, typical, cb->bound_rows, Hq, Hkv, stages);
     if (splits) *splits = len ? (typical + len - 1) / len : 0;
     return len;
@@ -1383,9 +1389,7 @@ static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int
  * stretch of contexts (0 where that is longer than the kernel takes). */
 static int one_row_len(const cuda_backend *cb, int Hq, int Hkv, int block_size, int stages)
 {
-    const int64_t cap = (int64_t)cb->bound_maxb * block_size;
-    const int typical = (int)(cap - HYOCR_DECODE_CTX_STEP / 2);
-    return hk_decode_split_len_wave(cb->sm_count, 1, typical, 1, Hq, Hkv, stages);
+    return hk_decode_split_len_wave(cb->sm_count, 1, bound_typical(cb, block_size), 1, Hq, Hkv, stages);
 }
 
 /* Keys per split of a bound step: sized for its context bound (max_blocks), so
