@@ -523,7 +523,12 @@ try:
 
     class Page(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            target = int(self.path.strip("/") or 0)
+            if not self.path.strip("/").isdigit():   # the browser's own /favicon.ico
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            target = int(self.path.strip("/"))
             script = f"""<!DOCTYPE html><body><script>
 fetch('http://127.0.0.1:{target}/v1/chat/completions', {{method: 'POST',
       headers: {{'Content-Type': 'application/json', 'Authorization': 'Bearer s3cret'}},
