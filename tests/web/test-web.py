@@ -249,8 +249,8 @@ try:
             if not (run_and_wait(s) == "1:done" and output(s) == want):
                 return False, f"page {output(s)!r}\nrun  {want!r}"
             s.click("#tab-rendered")
-            got = s.wait("const d = document.getElementById('rendered').contentDocument;"
-                         "return d && d.body && d.body.childNodes.length && d.body.innerHTML", what="the render")
+            s.wait("return document.body.dataset.rendered", what="the render")
+            got = s.js("return document.getElementById('rendered').contentDocument.body.innerHTML")
             req = urllib.request.Request(origin + "/web/api/render", data=want.encode(), method="POST")
             html = urllib.request.urlopen(req, timeout=120).read().decode()
             same = s.js("const p = new DOMParser().parseFromString(arguments[0], 'text/html');"
@@ -264,7 +264,9 @@ try:
             for ext in ("txt", "md", "json"):
                 s.click(f"#dl-{ext}")
             files = {e: os.path.join(downloads, f"big_420x300.{e}") for e in ("txt", "md", "json")}
-            until(lambda: all(os.path.exists(f) for f in files.values()) and
+            # a download is whole once it has its own name and is not empty (Chromium writes it as
+            # .crdownload and renames it at the end, but may reserve the name with an empty file first)
+            until(lambda: all(os.path.exists(f) and os.path.getsize(f) > 0 for f in files.values()) and
                   not any(f.endswith(".crdownload") for f in os.listdir(downloads)), "the downloads")
             txt, md = open(files["txt"]).read(), open(files["md"]).read()
             j = json.load(open(files["json"]))
@@ -440,6 +442,9 @@ try:
             s.select("spotting")
             done = run_and_wait(s)
             s.wait("return document.body.dataset.lines", what="the spotting lines")
+            # the boxes are placed against the image's box: measured once the image is decoded
+            s.wait("const i = document.getElementById('image'); return i.complete && i.naturalWidth > 0",
+                   what="the image", timeout=60)
             got = s.js("""const img = document.getElementById('image').getBoundingClientRect();
                           return [...document.querySelectorAll('#boxes .box')].map(b => {
                               const r = b.getBoundingClientRect();
@@ -471,8 +476,7 @@ try:
             s.select("parse_document")
             done = run_and_wait(s)
             s.click("#tab-rendered")
-            s.wait("const d = document.getElementById('rendered').contentDocument;"
-                   "return Boolean(d && d.querySelector('table'))", what="the rendered answer")
+            s.wait("return document.body.dataset.rendered", what="the rendered answer")   # its load event
             got = s.js("""const d = document.getElementById('rendered').contentDocument;
                           const names = [...performance.getEntriesByType('resource'),
                                          ...d.defaultView.performance.getEntriesByType('resource')].map(e => e.name);

@@ -265,7 +265,9 @@ function setView(v) {
     if (v === 'rendered' && selected) renderMarkdown(selected);
 }
 
+// The frame's load event marks the body "rendered" (before it, its parser may have shown a part).
 async function renderMarkdown(item) {
+    delete document.body.dataset.rendered;
     const res = await api('/web/api/render', { method: 'POST', body: item.text,
                                                headers: { 'Content-Type': 'text/plain; charset=utf-8' } });
     if (!res.ok) {
@@ -283,6 +285,7 @@ async function renderMarkdown(item) {
 $('rendered').addEventListener('load', () => {
     const doc = $('rendered').contentDocument;
     if (doc) $('rendered').style.height = `${doc.documentElement.scrollHeight + 16}px`;
+    if ($('rendered').srcdoc) document.body.dataset.rendered = 'true';
 });
 $('tab-text').addEventListener('click', () => setView('text'));
 $('tab-rendered').addEventListener('click', () => setView('rendered'));
