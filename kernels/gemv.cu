@@ -1,7 +1,7 @@
 /* hyocr — products for decode steps: out[M, N] = x[M, K] · w[N, K]ᵀ for a few rows,
- * fp32 accumulation, the weights read once at close to memory speed. hk_gemv (M ≤
- * HK_GEMV_MAX_ROWS): one warp per output column n streams w's row n in 16-byte loads
- * and serves all M rows on the CUDA cores. (A variant that computed the swiglu
+ * fp32 accumulation, the weights read once at close to memory speed. hk_gemv (one
+ * row): one warp per output column n streams w's row n in 16-byte loads on the CUDA
+ * cores; from two rows on cuBLAS beat it, and hk_gemm_rows beats cuBLAS. (A variant that computed the swiglu
  * activation on the fly for the down projection was slower: every warp recomputed the
  * whole activation.) hk_gemv1: one row with its neighbouring op fused. hk_gemm_rows
  * (M ≤ 16): the tensor cores, 8 columns a CTA. */
@@ -22,47 +22,31 @@ template <typename T> __device__ __forceinline__ void unpack(float *f, const int
     for (int i = 0; i < 8; i++) f[i] = cvt<T>(h[i]);
 }
 
-template <typename T, int MR>
+template <typename T>
 __global__ void __launch_bounds__(GEMV_WARPS * 32) k_gemv(void *out, int ot, const T *x, const T *w, int N, int K)
 {
     const int lane = threadIdx.x & 31;
     const int n = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
     if (n >= N) return;   /* whole warp */
     const T *wr = w + (size_t)n * K;
-    float acc[MR];
-#pragma unroll
-    for (int m = 0; m < MR; m++) acc[m] = 0.0f;
+    float acc = 0.0f;
 #pragma unroll 4
     for (int k = lane * 8; k < K; k += 256) {
-        float wv[8];
+        float wv[8], xv[8];
         unpack<T>(wv, __ldcs((const int4 *)(wr + k)));   /* streamed: read once */
+        unpack<T>(xv, __ldg((const int4 *)(x + k)));
 #pragma unroll
-        for (int m = 0; m < MR; m++) {
-            float xv[8];
-            unpack<T>(xv, __ldg((const int4 *)(x + (size_t)m * K + k)));
-#pragma unroll
-            for (int i = 0; i < 8; i++) acc[m] = fmaf(wv[i], xv[i], acc[m]);
-        }
+        for (int i = 0; i < 8; i++) acc = fmaf(wv[i], xv[i], acc);
     }
-#pragma unroll
-    for (int m = 0; m < MR; m++) {
-        float v = hk_warp_sum(acc[m]);
-        if (lane == 0) hk_st(out, ot, (size_t)m * N + n, v);
-    }
+    const float v = hk_warp_sum(acc);
+    if (lane == 0) hk_st(out, ot, (size_t)n, v);
 }
 
 template <typename T>
-static cudaError_t gemv_t(cudaStream_t s, void *out, hk_dtype ot, const void *x, const void *w, int M, int N, int K)
+static cudaError_t gemv_t(cudaStream_t s, void *out, hk_dtype ot, const void *x, const void *w, int N, int K)
 {
     dim3 grid((unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS)), block(GEMV_WARPS * 32);
-    const T *xp = (const T *)x, *wp = (const T *)w;
-    switch (M) {
-    case 1: k_gemv<T, 1><<<grid, block, 0, s>>>(out, (int)ot, xp, wp, N, K); break;
-    case 2: k_gemv<T, 2><<<grid, block, 0, s>>>(out, (int)ot, xp, wp, N, K); break;
-    case 3: k_gemv<T, 3><<<grid, block, 0, s>>>(out, (int)ot, xp, wp, N, K); break;
-    case 4: k_gemv<T, 4><<<grid, block, 0, s>>>(out, (int)ot, xp, wp, N, K); break;
-    default: return cudaErrorInvalidValue;
-    }
+    k_gemv<T><<<grid, block, 0, s>>>(out, (int)ot, (const T *)x, (const T *)w, N, K);
     return cudaGetLastError();
 }
 
@@ -73,7 +57,7 @@ cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const vo
 {
     if (M <= 0 || N <= 0) return cudaSuccess;
     if (M > HK_GEMV_MAX_ROWS || K <= 0 || K % 8 || (t != HK_F16 && t != HK_BF16)) return cudaErrorInvalidValue;
-    return t == HK_BF16 ? gemv_t<__nv_bfloat16>(s, out, ot, x, w, M, N, K) : gemv_t<__half>(s, out, ot, x, w, M, N, K);
+    return t == HK_BF16 ? gemv_t<__nv_bfloat16>(s, out, ot, x, w, N, K) : gemv_t<__half>(s, out, ot, x, w, N, K);
 }
 
 } /* extern "C" */

@@ -297,8 +297,9 @@ cudaError_t hk_logprobs(cudaStream_t s, const float *logits, int n, int V, const
 size_t      hk_logprobs_work_bytes(int n, int V);
 
 /* out[M, N] (type ot) = x[M, K] · w[N, K]ᵀ for M ≤ HK_GEMV_MAX_ROWS, x and w of compute type t, K a
- * multiple of 8 and x, w 16-byte aligned (gemv.cu). */
-#define HK_GEMV_MAX_ROWS 4
+ * multiple of 8 and x, w 16-byte aligned (gemv.cu). One row: its variants for 2–4 rows lost to
+ * cuBLAS (session 2) and were never launched. */
+#define HK_GEMV_MAX_ROWS 1
 cudaError_t hk_gemv(cudaStream_t s, hk_dtype t, void *out, hk_dtype ot, const void *x, const void *w, int M, int N,
                     int K);
 /* out[M, N] (type ot: F16, BF16 or F32) = x[M, K] · w[N, K]ᵀ on the tensor cores for 1 ≤ M ≤
