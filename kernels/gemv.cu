@@ -1,9 +1,9 @@
 /* hyocr — products for decode steps: out[M, N] = x[M, K] · w[N, K]ᵀ for a few rows,
  * fp32 accumulation, the weights read once at close to memory speed. hk_gemv (one
  * row): one warp per output column n streams w's row n in 16-byte loads on the CUDA
- * cores; from two rows on cuBLAS beat it, and hk_gemm_rows beats cuBLAS. (A variant that computed the swiglu
- * activation on the fly for the down projection was slower: every warp recomputed the
- * whole activation.) hk_gemv1: one row with its neighbouring op fused. hk_gemm_rows
+ * cores; from two rows on cuBLAS beat it, and hk_gemm_rows beats cuBLAS. (A variant
+ * that computed the swiglu activation on the fly for the down projection was slower:
+ * every warp recomputed the whole activation.) hk_gemv1: one row with its neighbouring op fused. hk_gemm_rows
  * (M ≤ 16): the tensor cores, 8 columns a CTA. */
 #include "hk-common.h"
 #include "hk-flash.h"
