@@ -1384,8 +1384,8 @@ static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int
     return len;
 }
 
-/* The split of a one-row bound step through the staged kernel HYOCR_DECODE_STAGES asks for (see
- * decode_stages_for): the shortest whose CTAs are at most one an SM at the middle of the bound's
+/* The split of a one-row bound step through the staged kernel (bound_stages' three rounds, or the
+ * depth HYOCR_DECODE_STAGES asks for): the shortest whose CTAs are at most one an SM at the middle of the bound's
  * stretch of contexts (0 where that is longer than the kernel takes). */
 static int one_row_len(const cuda_backend *cb, int Hq, int Hkv, int block_size, int stages)
 {
@@ -1401,7 +1401,7 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
     if (cb->split_override > 0) return cb->split_override;
     int64_t cap = (int64_t)cb->bound_maxb * block_size;
     int len = hk_decode_split_len(cb->sm_count, cap * cb->bound_rows, cb->bound_rows, Hq, Hkv);
-    if (stages < 2 || (cb->bound_rows < 2 && cb->decode_stages < 0)) return len;
+    if (stages < 2) return len;
     int wave = cb->bound_rows < 2 ? one_row_len(cb, Hq, Hkv, block_size, stages)
                                   : bound_wave_len(cb, Hq, Hkv, block_size, stages, NULL);
     return wave > 0 ? wave : len;
@@ -1417,16 +1417,11 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
  * 6676, 12 7485 → 7280, 14 7993 → 8101, 16 8468 → 8954 (three rounds lost at 16, call4). From
  * 8 rows on it gains on the whole (12 rows lose 3 %); below, it loses 6–9 %. */
 #define DECODE_STAGED_ROWS 8
-/* One row of a bound step (batch-1 decode) keeps k_decode, and k_decode_mma two rounds deep where
- * the bound reaches DECODE_MMA_ONE_ROW keys (H100, session 33, decode_bench at the one-row split:
- * × 4191 keys 17.25 → 15.25 µs a layer, × 1215 11.2 against 11.4), at hk_decode_split_len's
- * split. HYOCR_DECODE_STAGES, where set, applies to one row too, its keys then over at most one
- * CTA an SM (one_row_len): decode_bench (H100, session 36, bench/results/2026-12-07-s36 call1,
- * programmatic launches, µs a layer) had one row × 1215 keys at 8.82 with mma2 at the old 64-key
- * split against 6.95 with mma3 at 128, × 4191 14.25 (mma2, 192) against 11.91 (mma3, 256) — a
- * row's 1–5 K keys are latency, and fewer, deeper CTAs spend less of it on the merge. It is not
- * the default until the engine has run it on a card (batch-1 decode, and the tests that hold a
- * job alone to the same tokens as in a batch of k_decode rows): no card came after call1. */
+/* One row of a step with no bound (an eager call) keeps k_decode, and k_decode_mma two rounds deep
+ * where the bound reaches DECODE_MMA_ONE_ROW keys (H100, session 33, decode_bench at the one-row
+ * split: × 4191 keys 17.25 → 15.25 µs a layer, × 1215 11.2 against 11.4), at hk_decode_split_len's
+ * split; one row of a bound step, bound_stages' three rounds. HYOCR_DECODE_STAGES, where set,
+ * applies to one row too, its keys then over at most one CTA an SM (one_row_len). */
 #define DECODE_MMA_ONE_ROW 4096
 static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 {
@@ -1452,10 +1447,23 @@ static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
  * (call2). Three rounds were level with two (call1), five and six with four (call3). */
 #define DECODE_DEEP_STAGES 4
 #define DECODE_DEEP_FILL 0.8
+/* One row of a bound step (batch-1 decode) takes its keys three rounds deep on the tensor cores
+ * over at most one CTA an SM (one_row_len: 128-key splits for a 1024² page's bound, 320 for
+ * 2048²'s) where that split is within the kernel's cap (a 4096² page's bound would want 1056
+ * keys, past three rounds' 1024), else decode_stages_for's rule. A row's 1–5 K keys are latency, and fewer, deeper CTAs
+ * spend less of it on the merge. H100, session 36, decode_bench with programmatic launches, µs a
+ * layer: one row × 1215 keys 8.82 (mma2, the old 64-key split) → 6.95 (mma3, 128), × 4191 14.25
+ * (mma2, 192) → 11.91 (mma3, 256); session 38 (bench/results/2026-12-08-s38), the engine's
+ * batch-1 decode, 256 tokens, alternated with the old rule, two rounds: after a 1024² page
+ * 1102–1135 → 1158–1163 tokens/s, after 2048² 948–951 → 980–996, the same token ids. */
+#define DECODE_ONE_ROW_STAGES 3
 static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int rows)
 {
     const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
-    if (rows < 2 || stages != 2 || cb->decode_stages >= 0 || !cb->decode_mma || cb->split_override > 0) return stages;
+    if (cb->decode_stages >= 0 || !cb->decode_mma || cb->split_override > 0) return stages;
+    if (rows < 2)
+        return one_row_len(cb, Hq, Hkv, block_size, DECODE_ONE_ROW_STAGES) ? DECODE_ONE_ROW_STAGES : stages;
+    if (stages != 2) return stages;
     int splits = 0;
     if (!bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &splits) || splits != 1)
         return stages;   /* a row over several CTAs: their merge remains */
