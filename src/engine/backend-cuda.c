@@ -1449,20 +1449,25 @@ static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 #define DECODE_DEEP_FILL 0.8
 /* One row of a bound step (batch-1 decode) takes its keys three rounds deep on the tensor cores
  * over at most one CTA an SM (one_row_len: 128-key splits for a 1024² page's bound, 320 for
- * 2048²'s) where that split is within the kernel's cap (a 4096² page's bound would want 1056
- * keys, past three rounds' 1024), else decode_stages_for's rule. A row's 1–5 K keys are latency, and fewer, deeper CTAs
- * spend less of it on the merge. H100, session 36, decode_bench with programmatic launches, µs a
- * layer: one row × 1215 keys 8.82 (mma2, the old 64-key split) → 6.95 (mma3, 128), × 4191 14.25
- * (mma2, 192) → 11.91 (mma3, 256); session 38 (bench/results/2026-12-08-s38), the engine's
- * batch-1 decode, 256 tokens, alternated with the old rule, two rounds: after a 1024² page
- * 1102–1135 → 1158–1163 tokens/s, after 2048² 948–951 → 980–996, the same token ids. */
+ * 2048²'s) where that split is within the kernel's cap; past it, four rounds so split (a 4096²
+ * page's bound: 1088 keys, past three rounds' 1024); past that, decode_stages_for's rule. A row's
+ * 1–17 K keys are latency, and fewer, deeper CTAs spend less of it on the merge. H100, session
+ * 36, decode_bench with programmatic launches, µs a layer: one row × 1215 keys 8.82 (mma2, the
+ * old 64-key split) → 6.95 (mma3, 128), × 4191 14.25 (mma2, 192) → 11.91 (mma3, 256). Session 38
+ * (bench/results/2026-12-08-s38), the engine's batch-1 decode, 256 tokens, the warm jobs,
+ * alternated, the same token ids: after a 1024² page 1100–1140 (k_decode, the rule before) →
+ * 1144–1163 tokens/s, after 2048² 941–951 (mma2 at 192) → 980–996 (call0b, call1), after 4096²
+ * 626–635 (mma2 at the old split) → 703–705 with three rounds there and 726–735 with four at
+ * 1088 (call1). */
 #define DECODE_ONE_ROW_STAGES 3
 static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int rows)
 {
     const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
     if (cb->decode_stages >= 0 || !cb->decode_mma || cb->split_override > 0) return stages;
-    if (rows < 2)
-        return one_row_len(cb, Hq, Hkv, block_size, DECODE_ONE_ROW_STAGES) ? DECODE_ONE_ROW_STAGES : stages;
+    if (rows < 2) {
+        if (one_row_len(cb, Hq, Hkv, block_size, DECODE_ONE_ROW_STAGES)) return DECODE_ONE_ROW_STAGES;
+        return one_row_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES) ? DECODE_DEEP_STAGES : stages;
+    }
     if (stages != 2) return stages;
     int splits = 0;
     if (!bound_wave_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES, &splits) || splits != 1)
