@@ -1751,10 +1751,10 @@ static void test_decode_split_wave(void)
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 1536, 8, Hq, Hkv, 4), ==, 768);
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 4608, 16, Hq, Hkv, 4), ==, 0);
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 1536, 16, Hq, Hkv, 2), ==, 0);
-    /* one row three rounds deep at most one CTA an SM (backend-cuda.c's one_row_len, where
-     * HYOCR_DECODE_STAGES asks for the depth): 16 splits of 8 heads' columns; a 1024² page's
+    /* one row three rounds deep at most one CTA an SM (backend-cuda.c's one_row_len, what
+     * bound_stages gives a one-row bound step): 16 splits of 8 heads' columns; a 1024² page's
      * bound 128 keys (12 splits at its middle), 2048²'s 320 (15), 4096²'s past the three-round
-     * cap (1056 > 1024: left to the old rule), not four's */
+     * cap (1056 > 1024), not four's (1088: bound_stages' four rounds there) */
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 1536, 1, Hq, Hkv, 3), ==, 128);
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 4608, 1, Hq, Hkv, 3), ==, 320);
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 16896, 1, Hq, Hkv, 3), ==, 0);
