@@ -1384,9 +1384,10 @@ static int bound_wave_len(cuda_backend *cb, int Hq, int Hkv, int block_size, int
     return len;
 }
 
-/* The split of a one-row bound step through the staged kernel (bound_stages' three rounds, or the
- * depth HYOCR_DECODE_STAGES asks for): the shortest whose CTAs are at most one an SM at the middle of the bound's
- * stretch of contexts (0 where that is longer than the kernel takes). */
+/* The split of a one-row bound step through the staged kernel (bound_stages' three or four
+ * rounds, or the depth HYOCR_DECODE_STAGES asks for): the shortest whose CTAs are at most one an
+ * SM at the middle of the bound's stretch of contexts (0 where that is longer than the kernel
+ * takes). */
 static int one_row_len(const cuda_backend *cb, int Hq, int Hkv, int block_size, int stages)
 {
     return hk_decode_split_len_wave(cb->sm_count, 1, bound_typical(cb, block_size), 1, Hq, Hkv, stages);
@@ -1417,11 +1418,12 @@ static int bound_split_len(cuda_backend *cb, int Hq, int Hkv, int block_size, in
  * 6676, 12 7485 → 7280, 14 7993 → 8101, 16 8468 → 8954 (three rounds lost at 16, call4). From
  * 8 rows on it gains on the whole (12 rows lose 3 %); below, it loses 6–9 %. */
 #define DECODE_STAGED_ROWS 8
-/* One row of a step with no bound (an eager call) keeps k_decode, and k_decode_mma two rounds deep
- * where the bound reaches DECODE_MMA_ONE_ROW keys (H100, session 33, decode_bench at the one-row
- * split: × 4191 keys 17.25 → 15.25 µs a layer, × 1215 11.2 against 11.4), at hk_decode_split_len's
- * split; one row of a bound step, bound_stages' three rounds. HYOCR_DECODE_STAGES, where set,
- * applies to one row too, its keys then over at most one CTA an SM (one_row_len). */
+/* One row: k_decode in an eager step (no bound); in a bound step bound_stages' three or four
+ * rounds, and past their caps k_decode_mma two rounds deep where the bound reaches
+ * DECODE_MMA_ONE_ROW keys (H100, session 33, decode_bench at the one-row split: × 4191 keys 17.25
+ * → 15.25 µs a layer, × 1215 11.2 against 11.4), at hk_decode_split_len's split.
+ * HYOCR_DECODE_STAGES, where set, applies to one row too, its keys then over at most one CTA an
+ * SM (one_row_len). */
 #define DECODE_MMA_ONE_ROW 4096
 static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 {
