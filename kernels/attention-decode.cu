@@ -802,6 +802,13 @@ int hk_decode_split_len_wave(int sm_count, int ctas_per_sm, int ctx, int rows, i
     return len <= (int64_t)HK_SPLIT_WAVE_MAX * (stages > 2 ? stages - 1 : 1) ? (int)len : 0;
 }
 
+int hk_decode_one_row_stages(int sm_count, int ctx, int Hq, int Hkv)
+{
+    for (int stages = HK_ONE_ROW_STAGES_MIN; stages <= HK_ONE_ROW_STAGES_MAX; stages++)
+        if (hk_decode_split_len_wave(sm_count, 1, ctx, 1, Hq, Hkv, stages)) return stages;
+    return 0;
+}
+
 cudaError_t hk_attention_decode(cudaStream_t s, const hk_paged_args *p)
 {
     if (p->n_splits <= 0) return cudaSuccess;

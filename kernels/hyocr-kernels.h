@@ -155,6 +155,13 @@ int         hk_decode_ctas_per_sm(int Hq, int Hkv, int stages, int mma, int spli
  * → 5075–5178 tokens/s at max batch 16, 3935–4012 → 4091–4145 at 12. */
 int         hk_decode_split_len_wave(int sm_count, int ctas_per_sm, int ctx, int rows, int Hq, int Hkv, int stages);
 #define HK_SPLIT_WAVE_MAX 512
+/* The depth of one row's staged kernel at a context of ctx tokens over at most one CTA an SM
+ * (hk_decode_split_len_wave at one CTA an SM): the shallowest of HK_ONE_ROW_STAGES_MIN..MAX whose
+ * split is within its cap — three rounds to a 2048² page's bound, four at a 4096² page's —, 0
+ * past them all. Why, and what it measured: backend-cuda.c's bound_stages. */
+int         hk_decode_one_row_stages(int sm_count, int ctx, int Hq, int Hkv);
+#define HK_ONE_ROW_STAGES_MIN 3
+#define HK_ONE_ROW_STAGES_MAX 4
 
 /* Launches a test kernel (a missing kernel image shows here) and waits for it;
  * *wgmma becomes 1 when the code this device runs has the Hopper vision attention

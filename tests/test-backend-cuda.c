@@ -1759,6 +1759,15 @@ static void test_decode_split_wave(void)
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 4608, 1, Hq, Hkv, 3), ==, 320);
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 16896, 1, Hq, Hkv, 3), ==, 0);
     g_assert_cmpint(hk_decode_split_len_wave(sms, 1, 16896, 1, Hq, Hkv, 4), ==, 1088);
+    /* …so a one-row bound step's depth (bound_stages): three rounds to 2048²'s bound, four at
+     * 4096²'s, none past four rounds' cap (16 splits of 1536 keys), nor without SMs */
+    g_assert_cmpint(hk_decode_one_row_stages(sms, 1536, Hq, Hkv), ==, 3);
+    g_assert_cmpint(hk_decode_one_row_stages(sms, 4608, Hq, Hkv), ==, 3);
+    g_assert_cmpint(hk_decode_one_row_stages(sms, 16384, Hq, Hkv), ==, 3);
+    g_assert_cmpint(hk_decode_one_row_stages(sms, 16896, Hq, Hkv), ==, 4);
+    g_assert_cmpint(hk_decode_one_row_stages(sms, 24576, Hq, Hkv), ==, 4);
+    g_assert_cmpint(hk_decode_one_row_stages(sms, 24577, Hq, Hkv), ==, 0);
+    g_assert_cmpint(hk_decode_one_row_stages(0, 1536, Hq, Hkv), ==, 0);
 }
 
 /* The split-KV prefill's plan (host only, no device needed): the rule on the 2048² page's

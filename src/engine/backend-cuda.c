@@ -1452,7 +1452,8 @@ static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
 /* One row of a bound step (batch-1 decode) takes its keys three rounds deep on the tensor cores
  * over at most one CTA an SM (one_row_len: 128-key splits for a 1024² page's bound, 320 for
  * 2048²'s) where that split is within the kernel's cap; past it, four rounds so split (a 4096²
- * page's bound: 1088 keys, past three rounds' 1024); past that, decode_stages_for's rule. A row's
+ * page's bound: 1088 keys, past three rounds' 1024); past that, decode_stages_for's rule
+ * (hk_decode_one_row_stages, the depths HK_ONE_ROW_STAGES_MIN..MAX). A row's
  * 1–17 K keys are latency, and fewer, deeper CTAs spend less of it on the merge. H100, session
  * 36, decode_bench with programmatic launches, µs a layer: one row × 1215 keys 8.82 (mma2, the
  * old 64-key split) → 6.95 (mma3, 128), × 4191 14.25 (mma2, 192) → 11.91 (mma3, 256). Session 38
@@ -1461,14 +1462,13 @@ static int decode_stages_for(const cuda_backend *cb, int rows, int64_t ctx_cap)
  * 1144–1163 tokens/s, after 2048² 941–951 (mma2 at 192) → 980–996 (call0b, call1), after 4096²
  * 626–635 (mma2 at the old split) → 703–705 with three rounds there and 726–735 with four at
  * 1088 (call1). */
-#define DECODE_ONE_ROW_STAGES 3
 static int bound_stages(cuda_backend *cb, int Hq, int Hkv, int block_size, int rows)
 {
     const int stages = decode_stages_for(cb, rows, (int64_t)cb->bound_maxb * block_size);
     if (cb->decode_stages >= 0 || !cb->decode_mma || cb->split_override > 0) return stages;
     if (rows < 2) {
-        if (one_row_len(cb, Hq, Hkv, block_size, DECODE_ONE_ROW_STAGES)) return DECODE_ONE_ROW_STAGES;
-        return one_row_len(cb, Hq, Hkv, block_size, DECODE_DEEP_STAGES) ? DECODE_DEEP_STAGES : stages;
+        const int deep = hk_decode_one_row_stages(cb->sm_count, bound_typical(cb, block_size), Hq, Hkv);
+        return deep ? deep : stages;
     }
     if (stages != 2) return stages;
     int splits = 0;
